@@ -1,0 +1,62 @@
+"""The ``sluice`` command: one entry point, one subcommand per user task.
+
+Each subcommand lives next to the component it drives; this module only dispatches.
+A subcommand module provides ``configure_<name>(parser)`` and ``run_<name>(args) -> int``.
+Modules are imported lazily so that ``sluice validate`` does not pay for torch, MXNet or
+Mininet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from sluice.errors import EXIT_BAD_INPUT, InputError
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("job_scheduler.cli", "check a job description YAML file"),
+    "simulate": ("job_scheduler.cli", "compare scheduling policies in the discrete-event simulator"),
+    "topology": ("topologies.cli", "show or check a topology description"),
+    "fabric": ("mininet_tests.cli", "bring up the Mininet/OVS fabric, check it, clean up"),
+    "controller": ("controller.cli", "run the OpenFlow 1.3 controller (os-ken) with its northbound API"),
+    "profile": ("ps_runtime.cli", "profile Cost_bat(1) and alpha(b) on the real device"),
+    "train": ("ps_runtime.cli", "run one PS training job on local processes"),
+    "run": ("sluice.run", "schedule YAML jobs onto the Mininet fabric and run them for real"),
+    "demo": ("sluice.run", "the default end-to-end demo (two-rack, six jobs, priority off vs on)"),
+    "scheduler": ("job_scheduler.service_cli", "run the scheduler as a service"),
+    "submit": ("job_scheduler.service_cli", "submit a job YAML file to the scheduler service"),
+    "jobs": ("job_scheduler.service_cli", "list the scheduler service's jobs"),
+    "cancel": ("job_scheduler.service_cli", "cancel a job in the scheduler service"),
+}
+
+
+def _top_parser() -> argparse.ArgumentParser:
+    epilog = "commands:\n" + "\n".join(f"  {n:<11} {h}" for n, (_, h) in COMMANDS.items())
+    parser = argparse.ArgumentParser(
+        prog="sluice", description="Application-aware scheduling of parameter-server training jobs.",
+        epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=sorted(COMMANDS), metavar="COMMAND")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        _top_parser().parse_args(argv[:1] or ["--help"])
+        return EXIT_BAD_INPUT
+    name, rest = argv[0], argv[1:]
+    module_name, help_text = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"sluice {name}", description=help_text)
+    getattr(module, f"configure_{name}")(parser)
+    args = parser.parse_args(rest)
+    try:
+        return int(getattr(module, f"run_{name}")(args) or 0)
+    except InputError as err:
+        print(f"sluice {name}: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"sluice {name}: interrupted", file=sys.stderr)
+        return 130

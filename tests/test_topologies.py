@@ -1,0 +1,66 @@
+"""Topology descriptions: built-ins, graph facts, and clear errors for bad files."""
+
+import pytest
+import yaml
+
+from sluice.errors import InputError
+from topologies import builtin_names, load_topology, parse_topology
+
+
+def test_builtins_load_and_connect():
+    assert {"single-rack", "two-rack", "leaf-spine", "fat-tree", "cluster-2k"} <= set(builtin_names())
+    two = load_topology("two-rack")
+    assert [len(two.hosts_by_rack[r.name]) for r in two.racks] == [2, 2]
+    assert two.total_gpus == 16
+    assert two.oversubscription() == {"rack1": 4.0, "rack2": 4.0}
+    # Cross-rack paths are limited by the 5 Gbit/s uplink, same-rack paths by host links.
+    assert two.path_bandwidth("h1", "h3") == 5000
+    assert two.path_bandwidth("h1", "h2") == 10000
+    assert two.path("h1", "h3") == ["h1", "tor1", "spine1", "tor2", "h3"]
+
+
+def test_fat_tree_shape_and_domains():
+    ft = load_topology("fat-tree")
+    roles = [s.role for s in ft.switches]
+    assert (roles.count("core"), roles.count("agg"), roles.count("tor")) == (4, 8, 8)
+    assert len(ft.hosts) == 16
+    assert ft.domain_of("h1") == "pod1" and ft.domain_of("h16") == "pod4"
+    assert len({s.dpid for s in ft.switches}) == len(ft.switches)
+
+
+def test_cluster_2k_size_and_params():
+    assert load_topology("cluster-2k").total_gpus == 2048
+    ls = load_topology("leaf-spine:leaves=3,spines=2,hosts_per_leaf=1")
+    assert len(ls.hosts) == 3 and len(ls.links) == 6
+
+
+BASE = {
+    "name": "t",
+    "switches": [{"name": "tor1", "role": "tor"}, {"name": "sp", "role": "spine"}],
+    "racks": [{"name": "r1", "tor": "tor1"}],
+    "hosts": [{"name": "h1", "rack": "r1", "gpus": 4, "bw": 100}],
+    "links": [{"a": "tor1", "b": "sp", "bw": 100}],
+}
+
+
+@pytest.mark.parametrize("mutate, expect", [
+    (lambda d: d["links"].append({"a": "tor1", "b": "nowhere", "bw": 10}), "nowhere"),
+    (lambda d: d["hosts"][0].pop("rack"), "host has no rack"),
+    (lambda d: d["hosts"][0].update(bw=0), "field 'bw'"),
+    (lambda d: d["links"][0].update(bw=-5), "field 'bw'"),
+    (lambda d: d["hosts"][0].update(rack="r9"), "r9"),
+    (lambda d: d["hosts"][0].update(colour="red"), "field 'colour'"),
+    (lambda d: d["hosts"].append(dict(d["hosts"][0])), "duplicate"),
+    (lambda d: d["switches"].append({"name": "lonely", "role": "spine"}), "not connected"),
+])
+def test_bad_descriptions_name_the_element(mutate, expect):
+    data = yaml.safe_load(yaml.safe_dump(BASE))
+    mutate(data)
+    with pytest.raises(InputError) as err:
+        parse_topology(data, "bad.yaml")
+    assert "bad.yaml" in str(err.value) and expect in str(err.value)
+
+
+def test_unknown_builtin_is_an_input_error():
+    with pytest.raises(InputError, match="no such topology"):
+        load_topology("no-such-topology")
