@@ -1,0 +1,227 @@
+"""The os-ken (Ryu API) OpenFlow 1.3 app: a thin shell around ControllerService.
+
+It turns OpenFlow events into service calls and the service's rule data into
+``OFPFlowMod``/``OFPPacketOut``. No decisions are made here.
+
+Threads (os-ken 4.2.2, native hub, measured): one thread accepts switches, each switch
+connection has a receive thread (which also runs os-ken's own handshake handlers), a send
+thread and an echo thread; this app's handlers run in its own event thread. The HTTP API
+runs in further threads. So ``send`` can be called from HTTP threads and the event
+thread at once: a lock keeps xid assignment and per-switch message order consistent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+
+from os_ken.base import app_manager
+from os_ken.controller import ofp_event
+from os_ken.controller.handler import (CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_DISPATCHER,
+                                       set_ev_cls)
+from os_ken.lib import hub
+from os_ken.ofproto import ofproto_v1_3
+
+from controller import packets, runtime
+from controller.rules import FlowMod
+
+LOG = logging.getLogger("sluice.controller.app")
+
+
+class SluiceController(app_manager.OSKenApp):
+    OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if runtime.SERVICE is None:
+            raise RuntimeError("controller.runtime.SERVICE is not set (start via `sluice controller`)")
+        self.service = runtime.SERVICE
+        self.service.sink = self
+        self.datapaths: dict[int, object] = {}
+        self.port_macs: dict[int, dict[int, str]] = {}
+        self.send_lock = threading.Lock()
+        self.barriers: dict[tuple[int, int], dict] = {}
+        self.stopping = threading.Event()
+        self._poller = hub.spawn(self._poll_loop)
+
+    # ------------------------------------------------------------ switch lifecycle --
+    @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
+    def _features(self, ev):
+        dp = ev.msg.datapath
+        req = dp.ofproto_parser.OFPPortDescStatsRequest(dp, 0)
+        with self.send_lock:
+            dp.send_msg(req)
+
+    @set_ev_cls(ofp_event.EventOFPPortDescStatsReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
+    def _port_desc(self, ev):
+        dp = ev.msg.datapath
+        ofp = dp.ofproto
+        ports = {p.port_no: _text(p.name) for p in ev.msg.body if p.port_no <= ofp.OFPP_MAX}
+        self.port_macs[dp.id] = {p.port_no: p.hw_addr for p in ev.msg.body
+                                 if p.port_no <= ofp.OFPP_MAX}
+        if self.datapaths.get(dp.id) is dp:      # a port came or went on a known switch
+            self.service.update_ports(dp.id, ports)
+        else:
+            self.datapaths[dp.id] = dp
+            LOG.info("switch %016x up with %d ports", dp.id, len(ports))
+            self.service.switch_up(dp.id, ports)
+        self._send_lldp(dp)
+        self._send_packet_outs(self.service_probes(dp.id))
+
+    @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
+    def _port_status(self, ev):
+        # A port came or went: ask for the full description again (idempotent re-sync).
+        self._features(ev)
+
+    @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
+    def _state_change(self, ev):
+        dp = ev.datapath
+        if ev.state == DEAD_DISPATCHER and dp.id is not None and \
+                self.datapaths.get(dp.id) is dp:
+            LOG.info("switch %016x down", dp.id)
+            del self.datapaths[dp.id]
+            self.service.switch_down(dp.id)
+
+    # ------------------------------------------------------------ packet-in --
+    @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
+    def _packet_in(self, ev):
+        msg = ev.msg
+        dp = msg.datapath
+        in_port = msg.match.get("in_port")
+        self.service.metrics.inc("sluice_packet_in_total")
+        pkt = packets.classify(msg.data)
+        if isinstance(pkt, packets.LldpIn):
+            self.service.link_seen((pkt.src_dpid, pkt.src_port), (dp.id, in_port))
+        elif isinstance(pkt, packets.ArpIn):
+            self._send_packet_outs(self.service.on_arp(dp.id, in_port, pkt))
+        elif isinstance(pkt, packets.Malformed):
+            self.service.metrics.inc("sluice_malformed_packets_total")
+            LOG.debug("malformed packet-in from %016x port %s: %s", dp.id, in_port, pkt.reason)
+
+    # ------------------------------------------------------------ replies --
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
+    def _barrier_reply(self, ev):
+        group = self.barriers.pop((ev.msg.datapath.id, ev.msg.xid), None)
+        if group is not None:
+            self._barrier_done(group)
+
+    @set_ev_cls(ofp_event.EventOFPPortStatsReply, MAIN_DISPATCHER)
+    def _port_stats(self, ev):
+        dp = ev.msg.datapath
+        stats = [(s.port_no, s.duration_sec + s.duration_nsec * 1e-9, s.tx_bytes, s.rx_bytes)
+                 for s in ev.msg.body if s.port_no <= dp.ofproto.OFPP_MAX]
+        self.service.port_stats(dp.id, stats)
+
+    @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
+    def _error(self, ev):
+        msg = ev.msg
+        self.service.metrics.inc("sluice_openflow_errors_total")
+        LOG.warning("OpenFlow error from %016x: type=%d code=%d", msg.datapath.id or 0,
+                    msg.type, msg.code)
+
+    # ------------------------------------------------------------ sink (service -> switches) --
+    def send(self, mods: list[FlowMod], on_done=None) -> None:
+        by_dp: dict[int, list[FlowMod]] = defaultdict(list)
+        for m in mods:
+            by_dp[m.rule.dpid].append(m)
+        live = {d: ms for d, ms in by_dp.items() if d in self.datapaths}
+        if not live:
+            if on_done:
+                on_done()
+            return
+        group = {"left": len(live), "on_done": on_done, "lock": threading.Lock()}
+        with self.send_lock:
+            for dpid, ms in live.items():
+                dp = self.datapaths[dpid]
+                for m in ms:
+                    dp.send_msg(to_ofp(dp, m))
+                barrier = dp.ofproto_parser.OFPBarrierRequest(dp)
+                dp.set_xid(barrier)
+                self.barriers[(dpid, barrier.xid)] = group
+                dp.send_msg(barrier)
+
+    def _barrier_done(self, group: dict) -> None:
+        with group["lock"]:
+            group["left"] -= 1
+            last = group["left"] == 0
+        if last and group["on_done"]:
+            group["on_done"]()
+
+    def _send_packet_outs(self, outs) -> None:
+        with self.send_lock:
+            for dpid, port, data in outs:
+                dp = self.datapaths.get(dpid)
+                if dp is None:
+                    continue
+                parser, ofp = dp.ofproto_parser, dp.ofproto
+                dp.send_msg(parser.OFPPacketOut(
+                    datapath=dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
+                    actions=[parser.OFPActionOutput(port)], data=data))
+
+    def _send_lldp(self, dp) -> None:
+        outs = [(dp.id, port, packets.lldp_frame(dp.id, port, mac))
+                for port, mac in sorted(self.port_macs.get(dp.id, {}).items())]
+        self._send_packet_outs(outs)
+
+    def service_probes(self, dpid: int):
+        return [o for ip, tor in self.service.unlocated_hosts() if tor == dpid
+                for o in self.service.probes_for(ip)]
+
+    # ------------------------------------------------------------ periodic work --
+    def _poll_loop(self) -> None:
+        """Port stats every interval; LLDP every interval until every described link is
+        found (then every 5th); ARP probes for hosts not located yet."""
+        tick = 0
+        while not self.stopping.wait(runtime.STATS_INTERVAL):
+            tick += 1
+            try:
+                for dpid, dp in list(self.datapaths.items()):
+                    req = dp.ofproto_parser.OFPPortStatsRequest(dp, 0, dp.ofproto.OFPP_ANY)
+                    with self.send_lock:
+                        dp.send_msg(req)
+                fabric = self.service.fabric
+                if len(fabric.links) < 2 * len(fabric.described_pairs) or tick % 5 == 0:
+                    for dp in list(self.datapaths.values()):
+                        self._send_lldp(dp)
+                for ip, _tor in self.service.unlocated_hosts():
+                    self._send_packet_outs(self.service.probes_for(ip))
+            except Exception:   # keep polling whatever one switch did
+                LOG.exception("poll loop")
+
+    def close(self):
+        self.stopping.set()
+        super().close()
+
+
+def _text(name) -> str:
+    return name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+
+
+def to_ofp(dp, mod: FlowMod):
+    """Rule data -> OFPFlowMod for this datapath."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    if mod.command == "clear":
+        return parser.OFPFlowMod(dp, command=ofp.OFPFC_DELETE, table_id=ofp.OFPTT_ALL,
+                                 out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+                                 match=parser.OFPMatch())
+    rule = mod.rule
+    actions = []
+    for act in rule.actions:
+        if act[0] == "output":
+            actions.append(parser.OFPActionOutput(act[1]))
+        elif act[0] == "controller":
+            actions.append(parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER))
+        elif act[0] == "set_dscp":
+            actions.append(parser.OFPActionSetField(ip_dscp=act[1]))
+        elif act[0] == "set_queue":
+            actions.append(parser.OFPActionSetQueue(act[1]))
+        else:
+            raise ValueError(f"unknown action {act!r}")
+    inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)] if actions else []
+    command = {"add": ofp.OFPFC_ADD, "modify": ofp.OFPFC_MODIFY_STRICT,
+               "delete": ofp.OFPFC_DELETE_STRICT}[mod.command]
+    return parser.OFPFlowMod(dp, cookie=rule.cookie, command=command, priority=rule.priority,
+                             match=parser.OFPMatch(**dict(rule.match)), instructions=inst,
+                             out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY)

@@ -1,0 +1,142 @@
+"""``sluice controller``: the os-ken OpenFlow 1.3 controller plus its northbound API.
+
+os-ken 4.x has no ``osken-manager``: we import ``os_ken.controller.controller`` (which
+registers the listen options), parse them with ``cfg.CONF(args=[...], project='os_ken')``
+and start the app with ``AppManager.run_apps``. Measured with os-ken 4.2.2 here: the
+native hub runs plain threads that cannot be killed (``hub.kill`` is a no-op) and
+``run_apps`` would wait on them forever, so SIGINT/SIGTERM saves the state, stops the
+HTTP server, flushes the log and ends the process with ``os._exit``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+from sluice.errors import InputError
+
+LOG = logging.getLogger("sluice.controller")
+
+
+def configure_controller(parser) -> None:
+    parser.add_argument("--topology", default="two-rack",
+                        help="built-in topology name or YAML path (default: two-rack)")
+    parser.add_argument("--ofp-port", type=int, default=6653, help="OpenFlow listen port")
+    parser.add_argument("--ofp-host", default="127.0.0.1", help="OpenFlow listen address")
+    parser.add_argument("--api", default="127.0.0.1:8080",
+                        help="northbound API HOST:PORT (default 127.0.0.1:8080)")
+    parser.add_argument("--enforce", default="dscp", choices=["dscp", "queue"],
+                        help="dscp: set_field ip_dscp (userspace OVS + HTB/u32); "
+                             "queue: set_queue (kernel OVS, hardware)")
+    parser.add_argument("--levels", type=int, default=8, help="priority levels to use (1..8)")
+    parser.add_argument("--state-file", default=None,
+                        help="JSON file keeping registered jobs across restarts")
+    parser.add_argument("--admin-token", default=None,
+                        help="admin bearer token (better: env SLUICE_ADMIN_TOKEN, "
+                             "which ps cannot show)")
+    parser.add_argument("--rate-limit", type=float, default=1000.0,
+                        help="progress reports per job per second (default 1000)")
+    parser.add_argument("--stats-interval", type=float, default=1.0,
+                        help="seconds between port-stats polls (default 1)")
+    parser.add_argument("--log-level", default="info",
+                        choices=["debug", "info", "warning", "error"])
+
+
+def _host_port(text: str, what: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        raise InputError(f"argument {what}", f"must look like HOST:PORT, got {text!r}")
+    try:
+        socket.inet_aton(host)
+    except OSError:
+        raise InputError(f"argument {what}", f"host must be an IPv4 address, got {host!r}")
+    return host, _port(port, what)
+
+
+def _port(value, what: str) -> int:
+    try:
+        port = int(value)
+    except (TypeError, ValueError):
+        port = -1
+    if not 0 < port < 65536:
+        raise InputError(f"argument {what}", f"port must be 1..65535, got {value!r}")
+    return port
+
+
+def _check_free(host: str, port: int, what: str) -> None:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as err:
+            raise InputError(f"argument {what}", f"cannot listen on {host}:{port}: "
+                             f"{err.strerror}")
+
+
+def run_controller(args) -> int:
+    # ---- validate everything before starting anything --------------------------------
+    from controller import runtime
+    from controller.service import ControllerConfig, ControllerService
+    from topologies import load_topology
+
+    topology = load_topology(args.topology)
+    api_host, api_port = _host_port(args.api, "--api")
+    ofp_port = _port(args.ofp_port, "--ofp-port")
+    token = args.admin_token or os.environ.get("SLUICE_ADMIN_TOKEN", "")
+    if not token:
+        raise InputError("argument --admin-token", "an admin token is required "
+                         "(set SLUICE_ADMIN_TOKEN or pass --admin-token)")
+    if len(token) < 8:
+        raise InputError("argument --admin-token", "must be at least 8 characters")
+    if not args.rate_limit > 0:
+        raise InputError("argument --rate-limit", "must be > 0")
+    if not 0.05 <= args.stats_interval <= 60:
+        raise InputError("argument --stats-interval", "must be 0.05..60 seconds")
+    state_file = Path(args.state_file) if args.state_file else None
+    if state_file and not state_file.parent.is_dir():
+        raise InputError(str(state_file), "its directory does not exist")
+    service = ControllerService(ControllerConfig(
+        topology=topology, levels=args.levels, enforce=args.enforce, admin_token=token,
+        state_file=state_file, rate_per_s=args.rate_limit))
+    _check_free(args.ofp_host, ofp_port, "--ofp-port")
+    _check_free(api_host, api_port, "--api")
+
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper()),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("os_ken").setLevel(max(logging.WARNING,
+                                             getattr(logging, args.log_level.upper())))
+
+    # ---- start ------------------------------------------------------------------------
+    import os_ken.controller.controller  # noqa: F401  (registers the ofp listen options)
+    from os_ken import cfg
+    from os_ken.base import app_manager
+
+    from controller.api import ApiServer
+
+    cfg.CONF(args=["--ofp-tcp-listen-port", str(ofp_port),
+                   "--ofp-listen-host", args.ofp_host], project="os_ken")
+    runtime.SERVICE = service
+    runtime.STATS_INTERVAL = args.stats_interval
+    api = ApiServer(service, api_host, api_port).start()
+
+    def stop(signum, _frame):
+        LOG.info("signal %d: saving state and stopping", signum)
+        try:
+            api.stop()
+            service.save_state()
+        finally:
+            logging.shutdown()
+            sys.stderr.flush()
+            os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    LOG.info("topology %s: %d switches, %d hosts; OpenFlow on %s:%d; API on %s; enforce=%s "
+             "levels=%d", topology.name, len(topology.switches), len(topology.hosts),
+             args.ofp_host, ofp_port, api.url, args.enforce, args.levels)
+    app_manager.AppManager.run_apps(["controller.app"])
+    return 0

@@ -1,0 +1,188 @@
+"""The job registry (pure): each PS job's endpoints, its workers' progress, its flows.
+
+The scheduler/launcher registers a job with its parameter servers and workers (IP and the
+fixed ps-lite ``PORT`` each node listens on). The flows follow ps-lite's layout
+(DESIGN.md): push data and pull requests go worker -> server:server_port (push flow),
+pull responses go server -> worker:worker_port (pull flow). Nothing is guessed from
+traffic. Validation raises :class:`InputError`; a rejected body changes nothing.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from controller.ranking import PULL, PUSH, FlowKey
+from sluice.errors import InputError
+
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_JOB_FIELDS = {"id", "servers", "workers"}
+_ENDPOINT_FIELDS = {"id", "ip", "port"}
+_PROGRESS_FIELDS = {"worker", "batch"}
+MAX_ENDPOINTS = 256
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    id: str
+    ip: str
+    port: int
+
+
+@dataclass
+class Job:
+    id: str
+    servers: tuple[Endpoint, ...]
+    workers: tuple[Endpoint, ...]
+    cookie: int
+    batches: dict[str, int] = field(default_factory=dict)   # worker id -> last batch
+
+    def flows(self) -> list[FlowKey]:
+        out = []
+        for w in self.workers:
+            for s in self.servers:
+                if w.ip == s.ip:      # co-located: the traffic never touches the fabric
+                    continue
+                out.append(FlowKey(self.id, PUSH, w.id, s.id, w.ip, s.ip, s.port))
+                out.append(FlowKey(self.id, PULL, w.id, s.id, s.ip, w.ip, w.port))
+        return out
+
+    def batch_of(self, worker: str) -> int:
+        return self.batches.get(worker, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "cookie": f"0x{self.cookie:x}",
+                "servers": [vars(e) for e in self.servers],
+                "workers": [vars(e) for e in self.workers],
+                "batches": dict(sorted(self.batches.items()))}
+
+
+class ProgressResult:
+    ACCEPTED, STALE = "accepted", "stale"
+
+
+def _endpoint(source: str, job: str, role: str, i: int, raw: Any,
+              known_ips: set[str] | None) -> Endpoint:
+    label = f"job '{job}' {role} #{i + 1}"
+    if not isinstance(raw, dict):
+        raise InputError(source, "must be an object with id, ip, port", element=label)
+    unknown = sorted(set(raw) - _ENDPOINT_FIELDS)
+    if unknown:
+        raise InputError(source, "unknown field (allowed: id, ip, port)", element=label,
+                         field=unknown[0])
+    eid = raw.get("id", f"{role[0]}{i}")
+    if not isinstance(eid, str) or not JOB_ID_RE.match(eid):
+        raise InputError(source, "must be a short name of letters, digits, . _ -",
+                         element=label, field="id")
+    ip = raw.get("ip")
+    try:
+        ip = str(ipaddress.IPv4Address(ip))
+    except (ValueError, TypeError):
+        raise InputError(source, f"not an IPv4 address: {ip!r}", element=label, field="ip")
+    if known_ips is not None and ip not in known_ips:
+        raise InputError(source, f"{ip} is not a host of the topology", element=label,
+                         field="ip")
+    port = raw.get("port")
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise InputError(source, f"must be an integer 1..65535, got {port!r}", element=label,
+                         field="port")
+    return Endpoint(eid, ip, port)
+
+
+def parse_job(body: Any, known_ips: set[str] | None = None, source: str = "API body") -> Job:
+    """Validate a registration body; returns a Job with cookie 0 (the registry assigns it)."""
+    if not isinstance(body, dict):
+        raise InputError(source, "must be a JSON object with id, servers, workers")
+    unknown = sorted(set(body) - _JOB_FIELDS)
+    if unknown:
+        raise InputError(source, "unknown field (allowed: id, servers, workers)",
+                         field=unknown[0])
+    job_id = body.get("id")
+    if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
+        raise InputError(source, "must be 1-64 letters, digits, . _ - (starting with a "
+                         "letter or digit)", element="job", field="id")
+    lists = {}
+    for role in ("servers", "workers"):
+        raw = body.get(role)
+        if not isinstance(raw, list) or not raw:
+            raise InputError(source, "must be a non-empty list of {id, ip, port}",
+                             element=f"job '{job_id}'", field=role)
+        if len(raw) > MAX_ENDPOINTS:
+            raise InputError(source, f"at most {MAX_ENDPOINTS} entries",
+                             element=f"job '{job_id}'", field=role)
+        lists[role] = tuple(_endpoint(source, job_id, role[:-1], i, e, known_ips)
+                            for i, e in enumerate(raw))
+        ids = [e.id for e in lists[role]]
+        dup = next((x for x in ids if ids.count(x) > 1), None)
+        if dup:
+            raise InputError(source, f"duplicate id '{dup}'", element=f"job '{job_id}'",
+                             field=role)
+    return Job(job_id, lists["servers"], lists["workers"], cookie=0)
+
+
+def parse_progress(body: Any, job: Job, source: str = "API body") -> tuple[str, int]:
+    if not isinstance(body, dict):
+        raise InputError(source, "must be a JSON object with worker, batch")
+    unknown = sorted(set(body) - _PROGRESS_FIELDS)
+    if unknown:
+        raise InputError(source, "unknown field (allowed: worker, batch)", field=unknown[0])
+    worker, batch = body.get("worker"), body.get("batch")
+    if not isinstance(worker, str) or worker not in {w.id for w in job.workers}:
+        raise InputError(source, f"not a worker of job '{job.id}': {worker!r}",
+                         element=f"job '{job.id}'", field="worker")
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch < 2**62:
+        raise InputError(source, f"must be an integer >= 0, got {batch!r}",
+                         element=f"job '{job.id}'", field="batch")
+    return worker, batch
+
+
+class Registry:
+    """Active jobs. Not thread-safe by itself: the service holds the lock."""
+
+    COOKIE_BASE = 0x51 << 56   # 'Q' in the top byte: sluice job rules; low bits = job number
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, Job] = {}
+        self._next = 1
+
+    def check_new(self, job: Job, source: str = "API body") -> None:
+        """Conflicts with registered jobs (raises InputError; the API answers 409)."""
+        if job.id in self.jobs:
+            raise InputError(source, "a job with this id is already registered",
+                             element=f"job '{job.id}'", field="id")
+        taken = {(f.src_ip, f.dst_ip, f.dst_port): f.job
+                 for j in self.jobs.values() for f in j.flows()}
+        for f in job.flows():
+            other = taken.get((f.src_ip, f.dst_ip, f.dst_port))
+            if other:
+                raise InputError(source, f"flow {f.src_ip} -> {f.dst_ip}:{f.dst_port} already "
+                                 f"belongs to job '{other}' (give each job its own ports)",
+                                 element=f"job '{job.id}'")
+
+    def add(self, job: Job, cookie: int | None = None) -> Job:
+        self.check_new(job)
+        if cookie is None:
+            cookie = self.COOKIE_BASE | self._next
+        self._next = max(self._next, (cookie & 0xFFFFFFFF) + 1)
+        job.cookie = cookie
+        self.jobs[job.id] = job
+        return job
+
+    def remove(self, job_id: str) -> Job:
+        return self.jobs.pop(job_id)
+
+    def report(self, job_id: str, worker: str, batch: int) -> str:
+        """Record a progress report. Out-of-order or repeated reports (batch not above the
+        last one from this worker) are stale and change nothing."""
+        job = self.jobs[job_id]
+        if worker in job.batches and batch <= job.batches[worker]:
+            return ProgressResult.STALE
+        job.batches[worker] = batch
+        return ProgressResult.ACCEPTED
+
+    def flows_with_batches(self) -> Iterable[tuple[FlowKey, int]]:
+        for job in self.jobs.values():
+            for f in job.flows():
+                yield f, job.batch_of(f.worker)

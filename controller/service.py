@@ -1,0 +1,463 @@
+"""The controller's brain: registry + ranking + forwarding + rule diff, behind one lock.
+
+Everything the northbound API and the os-ken app do goes through :class:`ControllerService`.
+It owns no sockets: flow mods leave through a *sink* (the os-ken app in production, a
+:class:`~controller.flowtable.FlowTable` in tests) so the whole controller logic runs in a
+unit test with no switch. Each public method validates first and changes state only when
+everything is valid (a rejected request changes nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from controller import rules as R
+from controller.flowtable import FlowTable
+from controller.forwarding import FabricView
+from controller.linkstats import LinkStats
+from controller.metrics import Metrics
+from controller.ranking import FlowKey, assign_levels, ordered
+from controller.packets import ArpIn, arp_probe, arp_reply
+from controller.registry import Job, Registry, parse_job, parse_progress
+from sluice.errors import InputError
+from topologies import Topology
+from topologies.priority_classes import LEVELS, dscp_of_level
+
+ARP_REQUEST = 1
+
+LOG = logging.getLogger("sluice.controller")
+
+
+class ApiError(Exception):
+    """A refused request: HTTP status + reason (never contains a token)."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+class FlowSink(Protocol):
+    def send(self, mods: list[R.FlowMod], on_done: Callable[[], None] | None) -> None:
+        """Send ``mods`` (grouped per switch, in order), then a barrier per touched switch;
+        call ``on_done`` once every barrier is answered (at once when ``mods`` is empty)."""
+
+
+class TableSink:
+    """A sink that applies flow mods to an in-memory table (tests, dry runs)."""
+
+    def __init__(self) -> None:
+        self.table = FlowTable()
+        self.sent: list[R.FlowMod] = []
+
+    def send(self, mods, on_done=None) -> None:
+        self.sent.extend(mods)
+        self.table.apply(mods)
+        if on_done:
+            on_done()
+
+
+@dataclass
+class ControllerConfig:
+    topology: Topology
+    levels: int = LEVELS
+    enforce: str = "dscp"
+    admin_token: str = ""
+    state_file: Path | None = None
+    rate_per_s: float = 1000.0       # progress reports per job per second (token bucket)
+
+
+def _sha(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class _Bucket:
+    def __init__(self, rate: float, now: float) -> None:
+        self.rate, self.tokens, self.t = rate, rate, now
+
+    def take(self, now: float) -> bool:
+        self.tokens = min(self.rate, self.tokens + (now - self.t) * self.rate)
+        self.t = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+
+class ControllerService:
+    def __init__(self, config: ControllerConfig, sink: FlowSink | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if config.enforce not in R.ENFORCE_MODES:
+            raise InputError("argument --enforce", f"must be one of {', '.join(R.ENFORCE_MODES)}")
+        if not 1 <= config.levels <= LEVELS:
+            raise InputError("argument --levels", f"must be 1..{LEVELS}, got {config.levels}")
+        if not config.admin_token:
+            raise InputError("argument --admin-token", "an admin token is required")
+        self.config = config
+        self.sink = sink or TableSink()
+        self.clock = clock
+        self.lock = threading.RLock()
+        self.fabric = FabricView(config.topology)
+        self.registry = Registry()
+        self.installed = FlowTable()          # shadow of what the switches were told
+        self.metrics = Metrics()
+        self.linkstats = LinkStats()
+        self.known_ips = {h.ip for h in config.topology.hosts}
+        self._token_sha: dict[str, str] = {}  # job id -> sha256(job token)
+        self._buckets: dict[str, _Bucket] = {}
+        self._levels: dict[FlowKey, int] = {}
+        self._fabric_dirty = True
+        self._fwd_rules: list[R.Rule] = []
+        self._next_ports: dict[int, dict[str, int]] = {}
+        self._paths: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        # target ip -> [(dpid, port, asker mac, asker ip)] waiting for the target's reply
+        self._pending_arp: dict[str, list[tuple[int, int, str, str]]] = {}
+        if config.state_file and Path(config.state_file).exists():
+            self._load_state(Path(config.state_file))
+
+    # ================================================================ fabric events ==
+    def switch_up(self, dpid: int, ports: dict[int, str]) -> None:
+        with self.lock:
+            if dpid not in self.fabric.name_of_dpid:
+                LOG.warning("switch dpid %016x is not in the topology; ignoring it", dpid)
+                return
+            self.fabric.switch_down(dpid)       # forget stale links/hosts of a reconnect
+            for key in list(self.installed.of_switch(dpid)):
+                self.installed.rules.pop(key)
+            self.fabric.connected.add(dpid)
+            self.fabric.ports[dpid] = dict(ports)
+            self._fabric_dirty = True
+            clear = R.FlowMod("clear", R.Rule(dpid, 0, (), (), 0))
+            self._reconcile(prefix=[clear])
+
+    def update_ports(self, dpid: int, ports: dict[int, str]) -> None:
+        """The port list of a connected switch changed: drop links/hosts on lost ports."""
+        with self.lock:
+            self.fabric.ports[dpid] = dict(ports)
+            for key in [k for k in self.fabric.links if k[0] == dpid and k[1] not in ports]:
+                self.fabric.links.pop(self.fabric.links.pop(key), None)
+            for ip in [ip for ip, l in self.fabric.hosts.items()
+                       if l.dpid == dpid and l.port not in ports]:
+                del self.fabric.hosts[ip]
+            self._fabric_dirty = True
+            self._reconcile()
+
+    def switch_down(self, dpid: int) -> None:
+        with self.lock:
+            self.fabric.switch_down(dpid)
+            for key in list(self.installed.of_switch(dpid)):
+                self.installed.rules.pop(key)
+            self.linkstats.forget_switch(dpid)
+            self._fabric_dirty = True
+            self._reconcile()
+
+    def link_seen(self, src: tuple[int, int], dst: tuple[int, int]) -> None:
+        with self.lock:
+            if self.fabric.add_link(src, dst):
+                LOG.info("link %s:%d <-> %s:%d", self._name(src[0]), src[1],
+                         self._name(dst[0]), dst[1])
+                self._fabric_dirty = True
+                self._reconcile()
+
+    def host_seen(self, ip: str, dpid: int, port: int, mac: str) -> bool:
+        with self.lock:
+            if self.fabric.learn_host(ip, dpid, port, mac):
+                LOG.info("host %s (%s) at %s port %d", ip, mac, self._name(dpid), port)
+                self._fabric_dirty = True
+                self._reconcile()
+                return True
+            return False
+
+    def host_mac(self, ip: str) -> str | None:
+        with self.lock:
+            loc = self.fabric.hosts.get(ip)
+            return loc.mac if loc else None
+
+    def on_arp(self, dpid: int, in_port: int, a: ArpIn) -> list[tuple[int, int, bytes]]:
+        """Proxy ARP. Returns packet-outs (dpid, port, frame): the answer to the asker when
+        the target is located, else ARP probes towards the target (the asker is answered
+        as soon as the target replies). Nothing is ever flooded."""
+        if a.from_controller:
+            return []          # our own probe came back through a switch link
+        outs: list[tuple[int, int, bytes]] = []
+        with self.lock:
+            self.metrics.inc("sluice_arp_packets_total")
+            if a.src_ip in self.known_ips:
+                self.host_seen(a.src_ip, dpid, in_port, a.src_mac)
+                here = self.fabric.hosts.get(a.src_ip)
+                if here is not None and (here.dpid, here.port) == (dpid, in_port):
+                    for ask in self._pending_arp.pop(a.src_ip, []):
+                        outs.append((ask[0], ask[1], arp_reply(here.mac, a.src_ip, ask[2], ask[3])))
+            if a.opcode != ARP_REQUEST or a.src_ip not in self.known_ips \
+                    or a.dst_ip not in self.known_ips or a.dst_ip == a.src_ip:
+                return outs
+            target = self.fabric.hosts.get(a.dst_ip)
+            if target is not None:
+                outs.append((dpid, in_port, arp_reply(target.mac, a.dst_ip, a.src_mac, a.src_ip)))
+                return outs
+            pending = self._pending_arp.setdefault(a.dst_ip, [])
+            ask = (dpid, in_port, a.src_mac, a.src_ip)
+            if ask not in pending and len(pending) < 64:
+                pending.append(ask)
+            outs += self.probes_for(a.dst_ip)
+        return outs
+
+    def probes_for(self, ip: str) -> list[tuple[int, int, bytes]]:
+        """ARP probes for ``ip`` out of its ToR's edge ports (never a switch link)."""
+        with self.lock:
+            tor = self.fabric.tor_dpid_of_ip.get(ip)
+            if tor not in self.fabric.connected:
+                return []
+            frame = arp_probe(ip)
+            return [(tor, p, frame) for p in self.fabric.edge_ports(tor)]
+
+    def unlocated_hosts(self) -> list[tuple[str, int]]:
+        """(ip, ToR dpid) of described hosts not located yet, whose ToR is connected."""
+        with self.lock:
+            return [(ip, tor) for ip, tor in sorted(self.fabric.tor_dpid_of_ip.items())
+                    if ip not in self.fabric.hosts and tor in self.fabric.connected]
+
+    def port_stats(self, dpid: int, stats: list[tuple[int, float, int, int]]) -> None:
+        with self.lock:
+            for port, t, tx, rx in stats:
+                self.linkstats.update(dpid, port, t, tx, rx)
+
+    def _name(self, dpid: int) -> str:
+        return self.fabric.name_of_dpid.get(dpid, f"{dpid:016x}")
+
+    # ================================================================ northbound ==
+    def check_admin(self, token: str | None) -> None:
+        if not token or not hmac.compare_digest(token.encode(),
+                                                self.config.admin_token.encode()):
+            raise ApiError(401, "missing or wrong admin token")
+
+    def register_job(self, token: str | None, body: Any) -> dict[str, Any]:
+        self.check_admin(token)
+        try:
+            job = parse_job(body, self.known_ips)
+        except InputError as err:
+            raise ApiError(400, str(err))
+        with self.lock:
+            try:
+                self.registry.check_new(job)
+            except InputError as err:
+                raise ApiError(409, str(err))
+            self.registry.add(job)
+            job_token = secrets.token_urlsafe(24)
+            self._token_sha[job.id] = _sha(job_token)
+            self._buckets[job.id] = _Bucket(self.config.rate_per_s, self.clock())
+            self.metrics.inc("sluice_jobs_registered_total")
+            self._reconcile()
+            self._save_state()
+            LOG.info("job %s registered: %d servers, %d workers, cookie 0x%x", job.id,
+                     len(job.servers), len(job.workers), job.cookie)
+            return {**job.to_dict(), "token": job_token}
+
+    def remove_job(self, token: str | None, job_id: str) -> dict[str, Any]:
+        self.check_admin(token)
+        with self.lock:
+            if job_id not in self.registry.jobs:
+                raise ApiError(404, f"no job '{job_id}'")
+            job = self.registry.remove(job_id)
+            self._token_sha.pop(job_id, None)
+            self._buckets.pop(job_id, None)
+            mods = self._reconcile()
+            self._save_state()
+            LOG.info("job %s removed", job_id)
+            return {"id": job_id, "removed_rules": sum(
+                1 for m in mods if m.command == "delete" and m.rule.cookie == job.cookie)}
+
+    def progress(self, job_id: str, token: str | None, body: Any,
+                 t0: float | None = None) -> tuple[dict[str, Any], threading.Event | None]:
+        """Returns the answer and, when flow mods were sent, an event set on their barrier
+        replies (the API can wait on it)."""
+        t0 = self.clock() if t0 is None else t0
+        with self.lock:
+            job = self.registry.jobs.get(job_id)
+            if job is None:
+                raise ApiError(404, f"no job '{job_id}'")
+            if not token or not hmac.compare_digest(_sha(token), self._token_sha[job_id]):
+                raise ApiError(401, "missing or wrong job token")
+            try:
+                worker, batch = parse_progress(body, job)
+            except InputError as err:
+                self.metrics.inc("sluice_progress_reports_total", result="rejected")
+                raise ApiError(400, str(err))
+            if not self._buckets[job_id].take(self.clock()):
+                self.metrics.inc("sluice_progress_reports_total", result="rate_limited")
+                raise ApiError(429, f"job '{job_id}' reports too fast "
+                                    f"(limit {self.config.rate_per_s:g}/s)")
+            result = self.registry.report(job_id, worker, batch)
+            self.metrics.inc("sluice_progress_reports_total", result=result)
+            if result != "accepted":
+                return {"result": result, "changed_rules": 0}, None
+            done = threading.Event()
+
+            def finished() -> None:
+                self.metrics.observe_reaction(self.clock() - t0)
+                done.set()
+
+            mods = self._reconcile(on_done=finished, only_if_levels_changed=True)
+            if not mods:
+                return {"result": result, "changed_rules": 0}, None
+            return {"result": result, "changed_rules": len(mods)}, done
+
+    def jobs(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [j.to_dict() for j in self.registry.jobs.values()]
+
+    def flows(self, job_id: str | None = None) -> dict[str, Any]:
+        with self.lock:
+            if job_id is not None and job_id not in self.registry.jobs:
+                raise ApiError(404, f"no job '{job_id}'")
+            cookie_of = {j.id: j.cookie for j in self.registry.jobs.values()}
+            out = []
+            for flow, batch in ordered(self.registry.flows_with_batches()):
+                if job_id is not None and flow.job != job_id:
+                    continue
+                level = self._levels.get(flow)
+                match = R.flow_match(flow)
+                installed = [r.to_json() for r in self.installed.rules.values()
+                             if r.match == match and r.cookie == cookie_of[flow.job]]
+                out.append({"job": flow.job, "kind": flow.kind, "worker": flow.worker,
+                            "server": flow.server, "src": flow.src_ip, "dst": flow.dst_ip,
+                            "dst_port": flow.dst_port, "batch": batch, "level": level,
+                            "dscp": dscp_of_level(level) if level is not None else None,
+                            "rules": installed})
+            return {"enforce": self.config.enforce, "levels": self.config.levels,
+                    "flows": out}
+
+    def rules(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [r.to_json() for r in sorted(self.installed.rules.values(),
+                                                key=lambda r: (r.dpid, -r.priority, r.match))]
+
+    def links(self) -> dict[str, Any]:
+        with self.lock:
+            hosts_at = {(l.dpid, l.port): self.fabric.host_by_ip[ip].name
+                        for ip, l in self.fabric.hosts.items()}
+            out = []
+            for (dpid, port), rate in sorted(self.linkstats.rates.items()):
+                peer = self.fabric.links.get((dpid, port))
+                entry = {"switch": self._name(dpid), "dpid": dpid, "port": port,
+                         "port_name": self.fabric.ports.get(dpid, {}).get(port),
+                         "tx_bytes_per_s": round(rate.tx_bps, 1),
+                         "rx_bytes_per_s": round(rate.rx_bps, 1),
+                         "tx_bytes": rate.tx_bytes, "rx_bytes": rate.rx_bytes,
+                         "peer": self._name(peer[0]) if peer else hosts_at.get((dpid, port))}
+                out.append(entry)
+            return {"ports": out}
+
+    def metrics_text(self) -> str:
+        with self.lock:
+            self.metrics.set("sluice_jobs_active", len(self.registry.jobs))
+            self.metrics.set("sluice_switches_connected", len(self.fabric.connected))
+            self.metrics.set("sluice_hosts_located", len(self.fabric.hosts))
+            self.metrics.set("sluice_links_discovered", len(self.fabric.links) // 2)
+            self.metrics.set("sluice_rules_installed", len(self.installed.rules))
+            for (dpid, port), rate in self.linkstats.rates.items():
+                labels = {"switch": self._name(dpid), "port": str(port)}
+                self.metrics.set("sluice_port_tx_bytes", rate.tx_bytes, **labels)
+                self.metrics.set("sluice_port_rx_bytes", rate.rx_bytes, **labels)
+                self.metrics.set("sluice_port_tx_bytes_per_second", rate.tx_bps, **labels)
+        return self.metrics.render()
+
+    # ================================================================ core ==
+    def _reconcile(self, prefix: list[R.FlowMod] | None = None,
+                   on_done: Callable[[], None] | None = None,
+                   only_if_levels_changed: bool = False) -> list[R.FlowMod]:
+        """Compute the desired rules of every connected switch, diff against what was
+        installed, send only the difference. Caller holds the lock."""
+        levels = assign_levels(self.registry.flows_with_batches(), self.config.levels)
+        if only_if_levels_changed and not self._fabric_dirty and levels == self._levels:
+            return []
+        if self._fabric_dirty:
+            self._next_ports = self.fabric.next_ports()
+            self._fwd_rules = R.forwarding_rules(self._next_ports)
+            self._paths.clear()
+            self._fabric_dirty = False
+        self._levels = levels
+        desired: list[R.Rule] = []
+        for dpid in sorted(self.fabric.connected):
+            desired += R.base_rules(dpid)
+        desired += self._fwd_rules
+        cookie_of = {j.id: j.cookie for j in self.registry.jobs.values()}
+        for flow, level in levels.items():
+            hops = self._paths.get((flow.src_ip, flow.dst_ip))
+            if hops is None:
+                hops = self.fabric.path(flow.src_ip, flow.dst_ip, self._next_ports)
+                self._paths[(flow.src_ip, flow.dst_ip)] = hops
+            desired += R.job_flow_rules(flow, level, hops, cookie_of[flow.job],
+                                        self.config.enforce)
+        mods = list(prefix or []) + R.diff(self.installed.rules, desired)
+        self.installed.apply(mods)
+        self.metrics.inc("sluice_flow_mods_total",
+                         sum(1 for m in mods if m.command != "clear"))
+        self.sink.send(mods, on_done)
+        return mods
+
+    # ================================================================ persistence ==
+    def _save_state(self) -> None:
+        path = self.config.state_file
+        if not path:
+            return
+        data = {"version": 1, "jobs": [
+            {**{k: v for k, v in j.to_dict().items() if k != "cookie"},
+             "cookie": j.cookie, "token_sha256": self._token_sha[j.id]}
+            for j in self.registry.jobs.values()]}
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, path)
+
+    def save_state(self) -> None:
+        with self.lock:
+            self._save_state()
+
+    def _load_state(self, path: Path) -> None:
+        """Restore jobs (endpoints, cookies, batches, token hashes) after a restart.
+        A bad file is an InputError: the controller refuses to start."""
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise InputError(str(path), f"cannot read state file: {err}")
+        if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
+            raise InputError(str(path), "not a sluice controller state file", field="jobs")
+        registry = Registry()
+        tokens = {}
+        for i, raw in enumerate(data["jobs"]):
+            if not isinstance(raw, dict):
+                raise InputError(str(path), "must be an object", element=f"job #{i + 1}")
+            extra = {k: raw.get(k) for k in ("cookie", "token_sha256", "batches")}
+            body = {k: raw.get(k) for k in ("id", "servers", "workers")}
+            job = parse_job(body, self.known_ips, source=str(path))
+            if not isinstance(extra["cookie"], int) or not isinstance(extra["token_sha256"], str):
+                raise InputError(str(path), "missing cookie or token_sha256",
+                                 element=f"job '{job.id}'")
+            batches = extra["batches"] or {}
+            if not isinstance(batches, dict) or not all(
+                    isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                    for v in batches.values()):
+                raise InputError(str(path), "must map worker ids to batches >= 0",
+                                 element=f"job '{job.id}'", field="batches")
+            job.batches = dict(batches)
+            try:
+                registry.add(job, cookie=extra["cookie"])
+            except InputError as err:
+                raise InputError(str(path), err.reason, element=err.element)
+            tokens[job.id] = extra["token_sha256"]
+        self.registry, self._token_sha = registry, tokens
+        now = self.clock()
+        self._buckets = {j: _Bucket(self.config.rate_per_s, now) for j in tokens}
+        LOG.info("restored %d jobs from %s", len(tokens), path)

@@ -1,0 +1,190 @@
+"""Job-time estimates: the Proteus paper's eq. 1, 4 and 5, refined with placement bandwidth.
+
+Units: seconds, Mbit/s (1 Mbit = 10^6 bit), parameters as counts.
+
+- ``cost_bat(job, b) = alpha(b) * Cost_bat(1)`` (eq. 1), from the device profile.
+- ``cost(job, n) = Cost_bat(b) * e * m / (b * n)`` (eq. 4): the job's compute time on n GPUs.
+- ``comm(job, n, bw) = (m / (n * b)) * e * bits / bw`` (eq. 5) with
+  ``bits = params * 4 bytes * 8 * 2``: the factor 2 counts BOTH the push (gradients,
+  worker -> server) and the pull (parameters, server -> worker) of every iteration. They
+  are sequential in synchronous PS training (the pull waits for the aggregate), so a
+  full-duplex link does not overlap them. This is a deliberate refinement of the paper's
+  eq. 5 (which counts params once); DESIGN.md's measurement (2 workers, 1 server, 8 MB
+  key, 100 Mbit/s: 3.2 s per push+pull; 2x predicts 2.56 s, 1x 1.28 s) supports it.
+  ``comm(job, 1, .) = 0`` (a single GPU holds the model itself), and an infinite
+  bandwidth (everything on one host) costs no time either.
+- ``C(job, n, bw) = cost + comm``; ``cost1(job) = cost(job, 1)`` is Cost_i(1), the work
+  that the Lyapunov queues count.
+
+Trace-driven jobs (``trace_gpus`` and ``trace_duration`` set): the trace fixes how long
+the job took on its recorded GPU count but not how much data it processed. Cost and
+Comm are both proportional to the amount of work e*m, so the estimator solves for the
+work: ``scale = trace_duration / C_model(trace_gpus, nominal_bw)`` and multiplies every
+Cost/Comm of that job by it. Then ``C(trace_gpus, nominal_bw) == trace_duration``
+exactly, and C(n) for any other n (or another bandwidth) follows the same model: the
+model's compute/communication split decides how well the job scales.
+``nominal_bw_mbps`` is the bandwidth a job sees alone on the fabric: by default 10,000
+(10 Gbit/s host links); ``nominal_bandwidth(topology)`` gives it for a topology.
+
+Models missing from the profile (custom ``layers:`` jobs, a model the profile lacks):
+the profiled model with the nearest parameter count (in log scale) stands in, its
+Cost_bat(1) scaled by the parameter ratio; alpha(b) is taken unchanged. Crude: compute
+follows FLOPs, not parameters. Profile the model for a real figure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Iterable
+
+from job_scheduler.jobspec import JobSpec
+from job_scheduler.models import MODELS, count_params
+from job_scheduler.profile import DeviceProfile, ModelProfile, Profile, load_profile
+
+BYTES_PER_PARAM = 4            # float32 parameters and gradients
+COMM_DIRECTIONS = 2            # push + pull per iteration, see the module docstring
+DEFAULT_NOMINAL_BW_MBPS = 10_000.0
+
+
+class Estimator:
+    def __init__(self, profile: Profile | str | Path | None = None, device: str | None = None,
+                 nominal_bw_mbps: float = DEFAULT_NOMINAL_BW_MBPS):
+        if not isinstance(profile, Profile):
+            profile = load_profile(profile)
+        if not nominal_bw_mbps > 0:
+            raise ValueError(f"nominal_bw_mbps must be > 0, got {nominal_bw_mbps}")
+        self.profile = profile
+        self.device_profile: DeviceProfile = profile.device(device)
+        self.nominal_bw_mbps = float(nominal_bw_mbps)
+        self._scale: dict[JobSpec, float] = {}
+
+    @property
+    def device(self) -> str:
+        return self.device_profile.device
+
+    # ---- model facts ---------------------------------------------------------------
+    def params(self, job: JobSpec) -> int:
+        if job.layers is not None:
+            return count_params(job.layers)
+        if job.model not in MODELS:
+            raise ValueError(f"job '{job.name}': unknown model {job.model!r}")
+        return MODELS[job.model].params
+
+    def _compute_profile(self, job: JobSpec) -> tuple[float, ModelProfile]:
+        """(Cost_bat(1) in s, the ModelProfile whose alpha(b) applies)."""
+        models = self.device_profile.models
+        if job.layers is None and job.model in models:
+            mp = models[job.model]
+            return mp.cost_bat1, mp
+        p = self.params(job)
+        nearest = min(models.values(),
+                      key=lambda mp: abs(math.log(max(p, 1) / MODELS[mp.model].params)))
+        return nearest.cost_bat1 * p / MODELS[nearest.model].params, nearest
+
+    # ---- eq. 1, 4, 5 -----------------------------------------------------------------
+    def cost_bat(self, job: JobSpec, b: float | None = None) -> float:
+        """Eq. 1: seconds per batch of b samples (default: the job's batch size) on one GPU."""
+        b = job.batch_size if b is None else b
+        if not b >= 1:
+            raise ValueError(f"batch size must be >= 1, got {b}")
+        cost1, mp = self._compute_profile(job)
+        return mp.alpha(b) * cost1
+
+    def _iterations_per_worker(self, job: JobSpec, n: int) -> float:
+        return job.epochs * job.dataset_size / (job.batch_size * n)
+
+    def _raw_cost(self, job: JobSpec, n: int) -> float:
+        return self.cost_bat(job) * self._iterations_per_worker(job, n)
+
+    def _raw_comm(self, job: JobSpec, n: int, bw_mbps: float) -> float:
+        if n <= 1 or math.isinf(bw_mbps):
+            return 0.0
+        bits = self.params(job) * BYTES_PER_PARAM * 8 * COMM_DIRECTIONS
+        return self._iterations_per_worker(job, n) * bits / (bw_mbps * 1e6)
+
+    def work_scale(self, job: JobSpec) -> float:
+        """1 for described jobs; trace_duration / C_model(trace_gpus) for trace jobs."""
+        if job.trace_gpus is None or job.trace_duration is None:
+            return 1.0
+        if job not in self._scale:
+            g = job.trace_gpus
+            model_c = self._raw_cost(job, g) + self._raw_comm(job, g, self.nominal_bw_mbps)
+            self._scale[job] = job.trace_duration / model_c
+        return self._scale[job]
+
+    def cost(self, job: JobSpec, n: int) -> float:
+        """Eq. 4: compute seconds of the whole job on n GPUs."""
+        _check_n(n)
+        return self._raw_cost(job, n) * self.work_scale(job)
+
+    def comm(self, job: JobSpec, n: int, bw_mbps: float) -> float:
+        """Eq. 5 (push + pull): communication seconds of the whole job on n GPUs when each
+        worker gets ``bw_mbps`` to the parameter servers (see ``effective_bandwidth``)."""
+        _check_n(n)
+        if not bw_mbps > 0:
+            raise ValueError(f"bandwidth must be > 0 Mbit/s, got {bw_mbps}")
+        return self._raw_comm(job, n, bw_mbps) * self.work_scale(job)
+
+    def C(self, job: JobSpec, n: int, bw_mbps: float | None = None) -> float:
+        """C(n) = Cost(n) + Comm(n); ``bw_mbps`` None means the nominal bandwidth."""
+        bw = self.nominal_bw_mbps if bw_mbps is None else bw_mbps
+        return self.cost(job, n) + self.comm(job, n, bw)
+
+    def cost1(self, job: JobSpec) -> float:
+        """Cost_i(1): the job's work in GPU-seconds, what the Lyapunov queues count."""
+        return self.cost(job, 1)
+
+    def costs(self, job: JobSpec, max_n: int, bw_mbps: float | None = None) -> dict[int, float]:
+        """{n: C(n)} for n = 1..max_n at one bandwidth (the input of ``proteus.decide``)."""
+        return {n: self.C(job, n, bw_mbps) for n in range(1, max_n + 1)}
+
+
+def _check_n(n: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"GPU count must be an integer >= 1, got {n!r}")
+
+
+# ---- bandwidth from placement ------------------------------------------------------------
+
+def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterable[str]) -> float:
+    """Per-worker bandwidth (Mbit/s) to the parameter servers for one placement.
+
+    ``ps_hosts`` / ``worker_hosts``: one host name per PS / worker (repeat a host for
+    several on it). Every (worker, PS) pair on different hosts is one flow on
+    ``topology.path``; a link's bandwidth is split equally among the job's flows crossing
+    it; a flow gets the smallest share along its path. A worker exchanges 1/P of the
+    parameters with each of the P servers in parallel, so the job waits for the slowest
+    flow: the result is ``P * min(flow share)`` — a bandwidth to plug into
+    ``Estimator.comm`` for the whole parameter volume. Pairs on one host do not touch
+    the network; if every pair is on one host the result is ``inf`` (no comm time).
+
+    Example: 4 workers behind one 5 Gbit/s uplink, 1 PS in another rack -> 1,250.
+    """
+    ps_hosts, worker_hosts = list(ps_hosts), list(worker_hosts)
+    if not ps_hosts or not worker_hosts:
+        raise ValueError("a PS job needs at least one PS host and one worker host")
+    g = topology.graph
+    for h in ps_hosts + worker_hosts:
+        if h not in topology.host_by_name:
+            raise ValueError(f"unknown host {h!r} in topology '{topology.name}'")
+    paths = []
+    load: Counter = Counter()
+    for w in worker_hosts:
+        for p in ps_hosts:
+            if w == p:
+                continue
+            path = topology.path(w, p)
+            edges = [frozenset(e) for e in zip(path, path[1:])]
+            paths.append(edges)
+            load.update(edges)
+    if not paths:
+        return math.inf
+    slowest = min(min(g.edges[tuple(e)]["bw"] / load[e] for e in edges) for edges in paths)
+    return len(ps_hosts) * slowest
+
+
+def nominal_bandwidth(topology) -> float:
+    """The bandwidth one job sees alone: the slowest host link (Mbit/s)."""
+    return min(h.bw for h in topology.hosts)

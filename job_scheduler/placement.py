@@ -1,0 +1,456 @@
+"""Where a job's parameter server (PS) and workers go: pure placement logic, no I/O.
+
+* :class:`ClusterState` — free GPUs per host of a :class:`~topologies.Topology`, with
+  per-rack / per-domain totals and free-count buckets so that a placement decision costs
+  O(GPUs per host + racks), not O(hosts), on a 2,048-GPU cluster.
+* Liquid's rack cost ``Cost(a, b)``: 0 on the same node, the number of nodes in the rack
+  for two nodes of one rack, the number of nodes in the domain across racks (and the
+  number of nodes in the cluster across domains), and the instance score
+  ``Score = lambda * Cost + (1 - lambda) * Fitness_j`` with
+  ``Fitness_j = -(ReqGPU_j + UsedGPU_j) / TotalGPU_j``.
+* Placement strategies behind one interface ``place(state, job, n, num_ps) -> Placement
+  | None``: :class:`BestFitPlacement` (Liquid), :class:`FirstFitPlacement` (the FIFO/YARN
+  baseline), :class:`TetrisPlacement` (cosine-similarity packing); and
+  :class:`GroupGA`, Liquid's group genetic algorithm for a batch of simultaneous jobs.
+
+One worker per GPU; a PS takes no GPU (it runs on a host's CPU) but is placed, because
+where it sits decides which links its push/pull traffic crosses.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from topologies import Topology
+
+DEFAULT_LAMBDA = 0.5
+
+
+@dataclass(frozen=True)
+class Placement:
+    job: str
+    ps_hosts: tuple[str, ...]
+    worker_hosts: tuple[str, ...]   # one entry per worker (= per GPU); repeats allowed
+
+    @property
+    def gpus(self) -> int:
+        return len(self.worker_hosts)
+
+
+class ClusterState:
+    """Free GPUs per host. Hosts are addressed by index internally (fast) and by name in
+    :class:`Placement` (what the launcher and the controller need)."""
+
+    def __init__(self, topology: Topology):
+        self.topology = topology
+        hosts = topology.hosts
+        self.names = [h.name for h in hosts]
+        self.index = {h.name: i for i, h in enumerate(hosts)}
+        self.capacity = [h.gpus for h in hosts]
+        self.free = list(self.capacity)
+        racks = [r.name for r in topology.racks]
+        rack_index = {r: i for i, r in enumerate(racks)}
+        domains = sorted({r.domain for r in topology.racks})
+        domain_index = {d: i for i, d in enumerate(domains)}
+        self.rack_of = [rack_index[h.rack] for h in hosts]
+        self.domain_of = [domain_index[topology.rack_by_name[h.rack].domain] for h in hosts]
+        self.rack_domain = [domain_index[r.domain] for r in topology.racks]
+        self.rack_hosts = [[i for i in range(len(hosts)) if self.rack_of[i] == r]
+                           for r in range(len(racks))]
+        self.domain_racks = [[r for r in range(len(racks)) if self.rack_domain[r] == d]
+                             for d in range(len(domains))]
+        # Liquid's Cost(a, b) ingredients: node counts of a rack, a domain, the cluster.
+        self.rack_size = [len(h) for h in self.rack_hosts]
+        self.domain_size = [sum(self.rack_size[r] for r in rs) for rs in self.domain_racks]
+        self.cluster_size = len(hosts)
+        self.rack_free = [sum(self.capacity[i] for i in hs) for hs in self.rack_hosts]
+        self.domain_free = [sum(self.rack_free[r] for r in rs) for rs in self.domain_racks]
+        self.total_gpus = sum(self.capacity)
+        self.total_free = self.total_gpus
+        # free-count buckets: free GPUs -> hosts with exactly that many free (best fit)
+        self._host_bucket: dict[int, set[int]] = {}
+        for i, f in enumerate(self.free):
+            self._host_bucket.setdefault(f, set()).add(i)
+        self.version = 0     # bumped on every change: lets callers cache per state
+
+    # ---- changes -----------------------------------------------------------------
+    def _change(self, host: int, delta: int) -> None:
+        old = self.free[host]
+        new = old + delta
+        if new < 0 or new > self.capacity[host]:
+            raise ValueError(f"host {self.names[host]}: free GPUs would become {new}")
+        self._host_bucket[old].discard(host)
+        self._host_bucket.setdefault(new, set()).add(host)
+        self.free[host] = new
+        self.rack_free[self.rack_of[host]] += delta
+        self.domain_free[self.domain_of[host]] += delta
+        self.total_free += delta
+
+    def allocate(self, placement: Placement) -> None:
+        idx = [self.index[h] for h in placement.worker_hosts]
+        need: dict[int, int] = {}
+        for i in idx:
+            need[i] = need.get(i, 0) + 1
+        for i, k in need.items():      # check all before changing anything
+            if self.free[i] < k:
+                raise ValueError(f"{placement.job}: host {self.names[i]} has {self.free[i]} "
+                                 f"free GPUs, {k} needed")
+        for i, k in need.items():
+            self._change(i, -k)
+        self.version += 1
+
+    def release(self, placement: Placement) -> None:
+        for h in placement.worker_hosts:
+            self._change(self.index[h], +1)
+        self.version += 1
+
+    def copy(self) -> "ClusterState":
+        other = ClusterState.__new__(ClusterState)
+        other.__dict__.update(self.__dict__)
+        other.free = list(self.free)
+        other.rack_free = list(self.rack_free)
+        other.domain_free = list(self.domain_free)
+        other._host_bucket = {k: set(v) for k, v in self._host_bucket.items()}
+        return other
+
+    # ---- Liquid's cost and fitness ---------------------------------------------------
+    def cost(self, a: int, b: int) -> int:
+        """Liquid's rack cost between two host indices."""
+        if a == b:
+            return 0
+        if self.rack_of[a] == self.rack_of[b]:
+            return self.rack_size[self.rack_of[a]]
+        if self.domain_of[a] == self.domain_of[b]:
+            return self.domain_size[self.domain_of[a]]
+        return self.cluster_size
+
+    def fitness(self, host: int, req: int = 1, extra_used: int = 0) -> float:
+        """``-(ReqGPU + UsedGPU) / TotalGPU`` of a host (more negative = fuller = better)."""
+        cap = self.capacity[host]
+        if cap == 0:
+            return 0.0
+        used = cap - self.free[host] + extra_used
+        return -(req + used) / cap
+
+    def smallest_host_with(self, n: int) -> int | None:
+        """Best fit at host level: the host with the fewest free GPUs that still has n."""
+        for f in range(n, max(self._host_bucket) + 1):
+            bucket = self._host_bucket.get(f)
+            if bucket:
+                return min(bucket)
+        return None
+
+
+def cost(topology: Topology, a: str, b: str) -> int:
+    """Liquid's rack cost between two hosts of ``topology`` (by name)."""
+    state = ClusterState(topology)
+    return state.cost(state.index[a], state.index[b])
+
+
+def placement_score(state: ClusterState, placements: Sequence[Placement],
+                    lam: float = DEFAULT_LAMBDA) -> float:
+    """The objective both best fit and the GA minimise, for placements *not yet*
+    allocated in ``state``: ``lambda * sum Cost(PS, worker) + (1 - lambda) * sum
+    Fitness(host of worker)``, the fitness taken with every placement of the batch in."""
+    extra: dict[int, int] = {}
+    for p in placements:
+        for h in p.worker_hosts:
+            i = state.index[h]
+            extra[i] = extra.get(i, 0) + 1
+    total = 0.0
+    for p in placements:
+        ps = [state.index[h] for h in p.ps_hosts]
+        for k, h in enumerate(p.worker_hosts):
+            i = state.index[h]
+            total += lam * state.cost(ps[k % len(ps)], i) if ps else 0.0
+            total += (1 - lam) * state.fitness(i, req=0, extra_used=extra[i])
+    return total
+
+
+# ---- strategies ------------------------------------------------------------------------
+
+class PlacementStrategy(Protocol):
+    name: str
+
+    def place(self, state: ClusterState, job: str, n: int, num_ps: int = 1) -> Placement | None:
+        ...
+
+
+def _ps_hosts(state: ClusterState, counts: dict[int, int], num_ps: int,
+              lam: float = DEFAULT_LAMBDA) -> list[int]:
+    """PS instances go to the worker hosts with the lowest instance score (the host with
+    most workers first: Cost 0 to its own workers), ties by host index."""
+    def score(h: int) -> float:
+        c = sum(k * state.cost(h, w) for w, k in counts.items())
+        return lam * c + (1 - lam) * state.fitness(h, req=0, extra_used=counts[h])
+    ranked = sorted(counts, key=lambda h: (score(h), h))
+    return [ranked[k % len(ranked)] for k in range(max(num_ps, 0))]
+
+
+def _make(state: ClusterState, job: str, counts: dict[int, int], num_ps: int,
+          lam: float = DEFAULT_LAMBDA) -> Placement:
+    workers = [state.names[h] for h in sorted(counts) for _ in range(counts[h])]
+    ps = [state.names[h] for h in _ps_hosts(state, counts, num_ps, lam)]
+    return Placement(job, tuple(ps), tuple(workers))
+
+
+class BestFitPlacement:
+    """Liquid best fit, instance by instance, inside the tightest locality that holds the
+    whole job (a host, else a rack, else a domain, else the cluster) — that choice is
+    what minimises the summed rack Cost; inside it each worker goes to the host with
+    the lowest ``lambda*Cost + (1-lambda)*Fitness``. Once a host is chosen it stays the
+    best for the next worker (its Cost to the job is 0 and its fitness only improves),
+    so hosts are filled in one step."""
+
+    name = "best-fit"
+
+    def __init__(self, lam: float = DEFAULT_LAMBDA):
+        self.lam = lam
+
+    def place(self, state: ClusterState, job: str, n: int, num_ps: int = 1) -> Placement | None:
+        if n <= 0 or n > state.total_free:
+            return None
+        host = state.smallest_host_with(n)
+        if host is not None:
+            return _make(state, job, {host: n}, num_ps, self.lam)
+        scope = self._scope(state, n)
+        return _make(state, job, self._fill(state, scope, n), num_ps, self.lam)
+
+    def _scope(self, state: ClusterState, n: int) -> list[int]:
+        racks = [r for r, f in enumerate(state.rack_free) if f >= n]
+        if racks:   # tightest rack (fewest free GPUs), ties by index
+            r = min(racks, key=lambda r: (state.rack_free[r], r))
+            return state.rack_hosts[r]
+        domains = [d for d, f in enumerate(state.domain_free) if f >= n]
+        if domains:
+            d = min(domains, key=lambda d: (state.domain_free[d], d))
+            return [h for r in state.domain_racks[d] for h in state.rack_hosts[r]]
+        return list(range(state.cluster_size))
+
+    def _fill(self, state: ClusterState, scope: list[int], n: int) -> dict[int, int]:
+        lam = self.lam
+        counts: dict[int, int] = {}
+        placed_rack: dict[int, int] = {}
+        placed_domain: dict[int, int] = {}
+        placed = 0
+        candidates = [h for h in scope if state.free[h] > 0]
+        while placed < n:
+            best, best_key = None, None
+            for h in candidates:
+                if state.free[h] - counts.get(h, 0) <= 0:
+                    continue
+                r, d = state.rack_of[h], state.domain_of[h]
+                on_host = counts.get(h, 0)
+                in_rack = placed_rack.get(r, 0)
+                in_dom = placed_domain.get(d, 0)
+                c = (state.rack_size[r] * (in_rack - on_host)
+                     + state.domain_size[d] * (in_dom - in_rack)
+                     + state.cluster_size * (placed - in_dom))
+                key = (lam * c + (1 - lam) * state.fitness(h, 1, on_host), h)
+                if best_key is None or key < best_key:
+                    best, best_key = h, key
+            take = min(n - placed, state.free[best] - counts.get(best, 0))
+            counts[best] = counts.get(best, 0) + take
+            r, d = state.rack_of[best], state.domain_of[best]
+            placed_rack[r] = placed_rack.get(r, 0) + take
+            placed_domain[d] = placed_domain.get(d, 0) + take
+            placed += take
+        return counts
+
+
+class FirstFitPlacement:
+    """The FIFO/YARN baseline: hosts in declaration order, take free GPUs until n."""
+
+    name = "first-fit"
+
+    def __init__(self, order: Sequence[int] | None = None):
+        self.order = order
+
+    def place(self, state: ClusterState, job: str, n: int, num_ps: int = 1) -> Placement | None:
+        if n <= 0 or n > state.total_free:
+            return None
+        counts: dict[int, int] = {}
+        left = n
+        for h in (self.order if self.order is not None else range(state.cluster_size)):
+            take = min(left, state.free[h])
+            if take > 0:
+                counts[h] = take
+                left -= take
+                if not left:
+                    break
+        if left:
+            return None
+        return _make(state, job, counts, num_ps)
+
+
+class TetrisPlacement:
+    """Tetris packing: put workers on the host whose free-resource vector is most
+    aligned (cosine similarity) with the job's remaining demand. Resources per host:
+    GPUs and NIC share (a distributed job's workers on a host load its NIC). Only the
+    GPU dimension is hard; both are normalised by the host's capacity."""
+
+    name = "tetris"
+
+    def place(self, state: ClusterState, job: str, n: int, num_ps: int = 1) -> Placement | None:
+        if n <= 0 or n > state.total_free:
+            return None
+        counts: dict[int, int] = {}
+        left = n
+        while left:
+            best, best_key = None, None
+            for h, free in enumerate(state.free):
+                avail = free - counts.get(h, 0)
+                if avail <= 0:
+                    continue
+                cap = state.capacity[h]
+                want = min(left, avail)
+                # demand: GPUs wanted here, and NIC load when the job spans hosts
+                demand = (want / cap, 0.0 if want == n else want / cap)
+                supply = (avail / cap, avail / cap)
+                dot = demand[0] * supply[0] + demand[1] * supply[1]
+                norm = math.hypot(*demand) * math.hypot(*supply)
+                key = (-(dot / norm if norm else 0.0), -want, h)
+                if best_key is None or key < best_key:
+                    best, best_key = h, key
+            take = min(left, state.free[best] - counts.get(best, 0))
+            counts[best] = counts.get(best, 0) + take
+            left -= take
+        return _make(state, job, counts, num_ps)
+
+
+STRATEGIES = {"best-fit": BestFitPlacement, "first-fit": FirstFitPlacement,
+              "tetris": TetrisPlacement}
+
+
+# ---- Liquid's group genetic algorithm -------------------------------------------------
+
+@dataclass(frozen=True)
+class Request:
+    job: str
+    n: int
+    num_ps: int = 1
+
+
+class GroupGA:
+    """Place a batch of simultaneous jobs together. A chromosome holds one gene per job:
+    its worker -> host counts. Crossover takes each job's gene from either parent;
+    mutation re-places one job first-fit over a shuffled host order; both are followed
+    by a first-fit repair of the jobs that no longer fit. The population is seeded with
+    the sequential best-fit solution and the best individual is always kept (elitism),
+    so the result is never worse than best fit on :func:`placement_score`. Seeded:
+    the same seed gives the same placements."""
+
+    def __init__(self, lam: float = DEFAULT_LAMBDA, population: int = 16, generations: int = 25,
+                 mutation: float = 0.2, seed: int = 0):
+        self.lam = lam
+        self.population = max(2, population)
+        self.generations = generations
+        self.mutation = mutation
+        self.seed = seed
+
+    def place_batch(self, state: ClusterState, requests: Sequence[Request]) -> list[Placement | None]:
+        """Placements for ``requests`` (not allocated in ``state``). Jobs that best fit
+        cannot place in turn are returned as None and left out of the search."""
+        rng = random.Random(self.seed)
+        best_fit = BestFitPlacement(self.lam)
+        work = state.copy()
+        seeded: list[Placement | None] = []
+        for req in requests:
+            p = best_fit.place(work, req.job, req.n, req.num_ps)
+            if p is not None:
+                work.allocate(p)
+            seeded.append(p)
+        live = [i for i, p in enumerate(seeded) if p is not None]
+        if len(live) < 2 or self.generations <= 0:
+            return seeded
+        reqs = [requests[i] for i in live]
+
+        def genes_of(ps: list[Placement]) -> list[dict[int, int]]:
+            out = []
+            for p in ps:
+                c: dict[int, int] = {}
+                for h in p.worker_hosts:
+                    c[state.index[h]] = c.get(state.index[h], 0) + 1
+                out.append(c)
+            return out
+
+        def decode(genes: list[dict[int, int]]) -> list[Placement]:
+            return [_make(state, r.job, g, r.num_ps, self.lam) for r, g in zip(reqs, genes)]
+
+        def score(genes: list[dict[int, int]]) -> float:
+            return placement_score(state, decode(genes), self.lam)
+
+        def first_fit(free: list[int], n: int, order: list[int]) -> dict[int, int]:
+            counts: dict[int, int] = {}
+            for h in order:
+                take = min(n, free[h])
+                if take:
+                    counts[h] = take
+                    free[h] -= take
+                    n -= take
+                    if not n:
+                        break
+            return counts
+
+        def repair(genes: list[dict[int, int]]) -> list[dict[int, int]]:
+            free = list(state.free)
+            out: list[dict[int, int] | None] = []
+            broken = []
+            for j, g in enumerate(genes):
+                if all(free[h] >= k for h, k in g.items()):
+                    for h, k in g.items():
+                        free[h] -= k
+                    out.append(g)
+                else:
+                    out.append(None)
+                    broken.append(j)
+            order = list(range(state.cluster_size))
+            for j in broken:
+                out[j] = first_fit(free, reqs[j].n, order)
+            return out  # type: ignore[return-value]
+
+        def random_individual() -> list[dict[int, int]]:
+            free = list(state.free)
+            order = list(range(state.cluster_size))
+            rng.shuffle(order)
+            jobs = list(range(len(reqs)))
+            rng.shuffle(jobs)
+            genes: list[dict[int, int]] = [{} for _ in reqs]
+            for j in jobs:
+                genes[j] = first_fit(free, reqs[j].n, order)
+            return genes
+
+        pop = [genes_of([seeded[i] for i in live])]  # type: ignore[misc]
+        pop += [random_individual() for _ in range(self.population - 1)]
+        scored = sorted(((score(g), k, g) for k, g in enumerate(pop)), key=lambda x: x[:2])
+        tag = len(pop)
+        for _ in range(self.generations):
+            elite = scored[0]
+            children = [elite]
+            while len(children) < self.population:
+                a = min(rng.sample(scored, 2), key=lambda x: x[:2])[2]
+                b = min(rng.sample(scored, 2), key=lambda x: x[:2])[2]
+                child = [dict(a[j] if rng.random() < 0.5 else b[j]) for j in range(len(reqs))]
+                if rng.random() < self.mutation:
+                    j = rng.randrange(len(reqs))
+                    free = list(state.free)
+                    for k, g in enumerate(child):
+                        if k != j:
+                            for h, c in g.items():
+                                free[h] -= c
+                    order = list(range(state.cluster_size))
+                    rng.shuffle(order)
+                    if all(f >= 0 for f in free):
+                        child[j] = first_fit(free, reqs[j].n, order)
+                child = repair(child)
+                tag += 1
+                children.append((score(child), tag, child))
+            scored = sorted(children, key=lambda x: x[:2])
+        best = decode(scored[0][2])
+        result: list[Placement | None] = [None] * len(requests)
+        for i, p in zip(live, best):
+            result[i] = p
+        return result

@@ -1,0 +1,309 @@
+"""Scheduling policies, Blox-style: admission order, GPU-count decision and placement
+are separate pieces, composed per policy, and every policy runs in the same simulator
+(:mod:`job_scheduler.simulator`) through the same placement code
+(:mod:`job_scheduler.placement`), so comparisons are apples to apples.
+
+A policy object provides:
+
+* ``on_arrival(sim, j)`` — a job entered the waiting list;
+* ``step(sim)`` — at a slot boundary, start (``sim.start``) or preempt (``sim.preempt``);
+* ``wants_slot(sim)`` — must it be called again next slot even if no event happens?
+* ``idle(sim, slots)`` — that many slots passed with no call (nothing could change).
+
+Policies (``make_policy(name, ...)``):
+
+========  ===================  =====================================  ==============
+name      admission            GPU count                              placement
+========  ===================  =====================================  ==============
+lyapunov  FIFO head-of-line    Proteus drift-plus-penalty (proteus)   Liquid best fit
+                                                                      (+ group GA for a
+                                                                      slot's batch)
+single    FIFO head-of-line    1                                      Liquid best fit
+random    FIFO head-of-line    uniform in [1, max_gpus], seeded       Liquid best fit
+fifo      FIFO head-of-line    requested (trace_gpus or max_gpus)     first fit
+tetris    packing (backfill)   requested                              Tetris cosine
+las       2D-LAS priority      requested (fixed), preemptive          first fit
+========  ===================  =====================================  ==============
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+from job_scheduler import proteus
+from job_scheduler.jobspec import JobSpec
+from job_scheduler.placement import (DEFAULT_LAMBDA, BestFitPlacement, FirstFitPlacement,
+                                     GroupGA, Placement, Request, TetrisPlacement)
+from sluice.errors import InputError
+
+POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris", "las")
+
+# Defaults of the Lyapunov knobs (seconds). V weighs C(n) against the backlog; eps is
+# Z's growth per slot. See proteus.py for what they do; `sluice simulate --V/--eps`.
+DEFAULT_V = 1.0
+DEFAULT_EPS = 60.0
+# Tiresias 2D-LAS: one threshold (GPU-seconds of attained service) = two queues,
+# Tiresias' own default queue limit.
+DEFAULT_LAS_THRESHOLDS = (3600.0,)
+
+
+def requested_gpus(job: JobSpec) -> int:
+    """What a job asks for: its trace's GPU count for trace jobs, else max_gpus."""
+    return job.trace_gpus if job.trace_gpus else job.max_gpus
+
+
+# ---- GPU-count decisions for the non-Lyapunov policies ----------------------------------
+
+class FixedCountPolicy:
+    """Head-of-line FIFO (or backfilling, ``backfill=True``) at a GPU count fixed per
+    job by ``count``, placed by ``placer``. Nothing changes between events, so the
+    simulator may skip straight to the next arrival or completion."""
+
+    def __init__(self, name: str, count: Callable[[JobSpec], int], placer, *,
+                 backfill: bool = False):
+        self.name = name
+        self.count = count
+        self.placer = placer
+        self.backfill = backfill
+        self._n: dict[int, int] = {}
+
+    def fixed_gpus(self, job: JobSpec) -> int:
+        return self.count(job)
+
+    def on_arrival(self, sim, j: int) -> None:
+        self._n[j] = self.count(sim.jobs[j])
+
+    def wants_slot(self, sim) -> bool:
+        return False
+
+    def idle(self, sim, slots: int) -> None:
+        pass
+
+    def step(self, sim) -> None:
+        state = sim.state
+        for j in list(sim.waiting):
+            if state.total_free == 0:
+                return
+            n = self._n[j]
+            sim.decisions += 1
+            p = self.placer.place(state, sim.jobs[j].name, n, sim.jobs[j].num_ps) \
+                if n <= state.total_free else None
+            if p is None:
+                if self.backfill:
+                    continue
+                return          # head-of-line blocking
+            sim.start(j, p)
+
+
+def _random_count(seed: int) -> Callable[[JobSpec], int]:
+    rng = random.Random(seed)
+    # drawn once per job, in arrival order (on_arrival), so a seed fixes the counts
+    return lambda job: rng.randint(1, max(job.max_gpus, 1))
+
+
+# ---- Proteus (Lyapunov) + Liquid ---------------------------------------------------------
+
+def candidate_counts(limit: int) -> list[int]:
+    """GPU counts to evaluate for one decision: every n up to 32, then multiples of 4
+    (a host's worth); keeps a 128-GPU decision at 56 placements instead of 128."""
+    return [n for n in range(1, limit + 1) if n <= 32 or n % 4 == 0 or n == limit]
+
+
+class LyapunovPolicy:
+    """Proteus: each slot the FIFO head job gets the n minimising
+    ``S(n) = V*C(n) + (n*Cost(1))^2 - n*Cost(1)*(Z+Q)`` when that is < 0, else waits.
+    C(n) uses the bandwidth of the Liquid best-fit placement n would get *now*
+    (including the rack-uplink sharing with running jobs). Several jobs may start in one
+    slot: after each start Q and Z are reduced by the served work (Z gains eps once per
+    slot); arrivals enter Q at the end of the slot, as in the paper's update. When a
+    slot starts two or more jobs and one of them spans hosts, the batch is re-placed
+    together by Liquid's group GA (never worse than best fit on its objective)."""
+
+    name = "lyapunov"
+
+    def __init__(self, V: float = DEFAULT_V, eps: float = DEFAULT_EPS,
+                 lam: float = DEFAULT_LAMBDA, seed: int = 0, ga: bool = True,
+                 trace_every: float = 0.0):
+        if not V >= 0 or not eps >= 0:
+            raise ValueError("V and eps must be >= 0")
+        self.V, self.eps = float(V), float(eps)
+        self.placer = BestFitPlacement(lam)
+        self.ga = GroupGA(lam=lam, seed=seed) if ga else None
+        self.Q = 0.0
+        self.Z = 0.0
+        self._arrivals: list[float] = []
+        self._cache: dict[int, tuple[int, int, dict[int, float], dict[int, Placement]]] = {}
+        self.trace: list[tuple[float, float, float]] = []   # (t, Q, Z) per decision slot
+        self.trace_every = trace_every
+        self._last_trace = -float("inf")
+        self.served_C: list[float] = []          # C(n) of every started job
+        self.backlog: list[float] = []           # Q at every decision slot
+
+    def on_arrival(self, sim, j: int) -> None:
+        self._arrivals.append(sim.models[j].cost1)
+
+    def wants_slot(self, sim) -> bool:
+        return True         # Z grows every slot a job waits: the answer may change
+
+    def idle(self, sim, slots: int) -> None:
+        # Nothing waiting (Q == 0): Z halves every slot; after 64 halvings it is 0.
+        for _ in range(min(slots, 64)):
+            self.Z = proteus.update_Z(self.Z, self.Q, self.eps, 0.0)
+            self.Q = proteus.update_Q(self.Q, 0.0)
+        if slots > 64:
+            self.Z = 0.0 if self.Q == 0 else self.Z
+
+    def _costs(self, sim, j: int, limit: int) -> tuple[dict[int, float], dict[int, Placement]]:
+        """C(n) and the placement behind it for the candidate n, cached until the
+        cluster state changes."""
+        key = (sim.state.version, limit)
+        hit = self._cache.get(j)
+        if hit is not None and hit[:2] == key:
+            return hit[2], hit[3]
+        job, model = sim.jobs[j], sim.models[j]
+        costs: dict[int, float] = {}
+        places: dict[int, Placement] = {}
+        for n in candidate_counts(limit):
+            p = self.placer.place(sim.state, job.name, n, job.num_ps)
+            if p is None:
+                continue
+            places[n] = p
+            costs[n] = model.C(n, sim.live_bandwidth(p))
+        self._cache = {j: (*key, costs, places)}      # only the head is ever asked
+        return costs, places
+
+    def step(self, sim) -> None:
+        state = sim.state
+        batch: list[tuple[int, Placement]] = []
+        first = True
+        for j in list(sim.waiting):
+            job, model = sim.jobs[j], sim.models[j]
+            limit = min(job.max_gpus, state.total_free)
+            n = 0
+            if limit > 0:
+                costs, places = self._costs(sim, j, limit)
+                n = proteus.decide(costs, model.cost1, self.Q, self.Z, self.V,
+                                   state.total_free, job.max_gpus)
+            sim.decisions += 1
+            if n == 0:
+                break
+            served = proteus.served_work(n, model.cost1)
+            self.Z = proteus.update_Z(self.Z, self.Q, self.eps if first else 0.0, served)
+            self.Q = proteus.update_Q(self.Q, served)
+            first = False
+            p = places[n]
+            self.served_C.append(costs[n])
+            state.allocate(p)             # tentatively, so the next decision sees it
+            batch.append((j, p))
+        if first:
+            self.Z = proteus.update_Z(self.Z, self.Q, self.eps, 0.0)
+        self.backlog.append(self.Q)
+        self.Q = proteus.update_Q(self.Q, 0.0, self._arrivals)
+        self._arrivals = []
+        for _, p in batch:
+            state.release(p)
+        if self.ga is not None and len(batch) >= 2 and any(p.gpus > 1 for _, p in batch):
+            reqs = [Request(p.job, p.gpus, len(p.ps_hosts)) for _, p in batch]
+            placed = self.ga.place_batch(state, reqs)
+            batch = [(j, q if q is not None else p) for (j, p), q in zip(batch, placed)]
+        for j, p in batch:
+            sim.start(j, p)
+        if sim.now - self._last_trace >= self.trace_every:
+            self.trace.append((sim.now, self.Q, self.Z))
+            self._last_trace = sim.now
+
+
+# ---- Tiresias 2D-LAS ------------------------------------------------------------------------
+
+class LasPolicy:
+    """Discretized two-dimensional least-attained-service (Tiresias): attained service
+    = GPUs x seconds run; a job's queue is the number of thresholds it has passed;
+    lower queues first, FIFO (arrival) inside a queue. Each slot the jobs that fit in
+    priority order run, the rest are preempted (progress kept; no checkpoint overhead
+    is charged). Fixed GPU count (the trace's), first-fit placement."""
+
+    name = "las"
+
+    def __init__(self, thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS):
+        self.thresholds = tuple(sorted(thresholds))
+        self.attained: dict[int, float] = {}
+        self._last = 0.0
+        self.placer = FirstFitPlacement()
+
+    def fixed_gpus(self, job: JobSpec) -> int:
+        return requested_gpus(job)
+
+    def on_arrival(self, sim, j: int) -> None:
+        self.attained[j] = 0.0
+
+    def wants_slot(self, sim) -> bool:
+        return True         # attained service grows: priorities change without events
+
+    def idle(self, sim, slots: int) -> None:
+        pass
+
+    def _queue(self, j: int) -> int:
+        a = self.attained.get(j, 0.0)
+        return sum(1 for t in self.thresholds if a >= t)
+
+    def step(self, sim) -> None:
+        dt = sim.now - self._last
+        self._last = sim.now
+        for j, run in sim.running.items():
+            self.attained[j] = self.attained.get(j, 0.0) + run.n * dt
+        active = sorted(list(sim.running) + list(sim.waiting), key=lambda j: (self._queue(j), j))
+        budget = sim.state.total_gpus
+        keep: list[int] = []
+        for j in active:
+            n = requested_gpus(sim.jobs[j])
+            if n <= budget:
+                keep.append(j)
+                budget -= n
+        keep_set = set(keep)
+        for j in [j for j in sim.running if j not in keep_set]:
+            sim.preempt(j)
+        for j in keep:
+            if j in sim.waiting:
+                job = sim.jobs[j]
+                sim.decisions += 1
+                p = self.placer.place(sim.state, job.name, requested_gpus(job), job.num_ps)
+                if p is not None:
+                    sim.start(j, p)
+        # drop finished jobs' bookkeeping
+        if len(self.attained) > 4 * (len(sim.running) + len(sim.waiting)) + 64:
+            live = set(sim.running) | set(sim.waiting)
+            self.attained = {j: a for j, a in self.attained.items() if j in live}
+
+
+# ---- the registry ----------------------------------------------------------------------------
+
+def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = DEFAULT_EPS,
+                lam: float = DEFAULT_LAMBDA, ga: bool = True,
+                las_thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS,
+                trace_every: float = 0.0):
+    """A fresh policy object (policies keep per-run state: make one per run)."""
+    if name == "lyapunov":
+        return LyapunovPolicy(V=V, eps=eps, lam=lam, seed=seed, ga=ga, trace_every=trace_every)
+    if name == "single":
+        return FixedCountPolicy("single", lambda job: 1, BestFitPlacement(lam))
+    if name == "random":
+        return FixedCountPolicy("random", _random_count(seed), BestFitPlacement(lam))
+    if name == "fifo":
+        return FixedCountPolicy("fifo", requested_gpus, FirstFitPlacement())
+    if name == "tetris":
+        return FixedCountPolicy("tetris", requested_gpus, TetrisPlacement(), backfill=True)
+    if name == "las":
+        return LasPolicy(las_thresholds)
+    raise InputError("--policies", f"unknown policy {name!r} (known: {', '.join(POLICY_NAMES)})")
+
+
+def parse_policy_names(text: str) -> list[str]:
+    """``"lyapunov,fifo"`` -> names, rejecting unknown or empty ones before any run."""
+    names = [n.strip() for n in text.split(",")]
+    if not names or any(not n for n in names):
+        raise InputError("--policies", f"empty policy name in {text!r}")
+    for n in names:
+        if n not in POLICY_NAMES:
+            raise InputError("--policies", f"unknown policy {n!r} (known: {', '.join(POLICY_NAMES)})")
+    return list(dict.fromkeys(names))

@@ -1,0 +1,321 @@
+"""The durable scheduler service: queue, decide each slot, run, reconcile, release.
+
+State lives in the :class:`~job_scheduler.store.JobStore` (SQLite), never only in
+memory. The free GPUs are re-derived from the running jobs' recorded placements at every
+slot, so GPUs cannot leak: a job that reaches finished/failed/cancelled stops counting
+the moment its state is written. After a restart the first slot polls every 'running'
+job through its executor (see ``executors.py``) and so reconciles what happened while
+the service was down.
+
+Failure policy (issue item 5, a worker crashing mid-job): the job's process exits
+non-zero (or vanishes), the job is marked ``failed`` with the reason, its GPUs return to
+the pool and, when a controller is configured, its flow rules are removed
+(``ControllerClient.remove_job``). No retry by default; with ``max_retries=N`` a failed
+job is put back at the head of the queue up to N times (``attempts`` counts starts).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping, Protocol, Sequence
+
+from job_scheduler.executors import Outcome
+from job_scheduler.jobspec import JobSpec, parse_jobs_text
+from job_scheduler.placement import ClusterState, Placement
+from job_scheduler.service_policy import PolicyStep, QueuedJob, StartDecision
+from job_scheduler.store import DuplicateSubmission, JobRecord, JobStore
+from sluice.errors import InputError
+from topologies import Topology
+
+log = logging.getLogger("sluice.scheduler")
+
+MAX_JOBS_PER_SUBMISSION = 10_000
+
+
+class Executor(Protocol):
+    kind: str
+
+    def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict: ...
+    def launch(self, job: JobRecord, env: Mapping[str, str]) -> dict: ...
+    def poll(self, job: JobRecord, now: float) -> Outcome | None: ...
+    def stop(self, job: JobRecord) -> None: ...
+
+
+class ControllerLink(Protocol):
+    """What the service needs from the SDN controller (``controller.client``)."""
+
+    def job_started(self, job: JobRecord) -> Mapping[str, str] | None: ...
+    def job_ended(self, job: JobRecord) -> None: ...
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    submission_id: int
+    job_ids: list[int]
+    duplicate: bool = False
+
+
+class NotFound(Exception):
+    pass
+
+
+class Conflict(Exception):
+    pass
+
+
+class SchedulerService:
+    def __init__(self, store: JobStore, topology: Topology, policy: PolicyStep,
+                 executors: Mapping[str, Executor], executor: str, *, max_retries: int = 0,
+                 controller: ControllerLink | None = None,
+                 clock: Callable[[], float] = time.time):
+        if executor not in executors:
+            raise ValueError(f"executor {executor!r} not in {sorted(executors)}")
+        self.store = store
+        self.topology = topology
+        self.policy = policy
+        self.executors = dict(executors)
+        self.executor = executor
+        self.max_retries = max_retries
+        self.controller = controller
+        self.clock = clock
+        # Decisions (tick) and cancels are serialised; submissions only append rows.
+        self._lock = threading.RLock()
+        self.ticks = 0
+
+    # ---- admission -------------------------------------------------------------------
+    def validate(self, body: str, source: str) -> list[JobSpec]:
+        """Parse and check a whole job file; InputError on the first problem."""
+        specs = parse_jobs_text(body, source)
+        if len(specs) > MAX_JOBS_PER_SUBMISSION:
+            raise InputError(source, f"at most {MAX_JOBS_PER_SUBMISSION} jobs per submission",
+                             field="jobs")
+        total = self.topology.total_gpus
+        for spec in specs:
+            if spec.max_gpus > total:
+                raise InputError(source, f"asks for {spec.max_gpus} GPUs but topology "
+                                 f"'{self.topology.name}' has {total}; it could never run",
+                                 element=f"job '{spec.name}'", field="max_gpus")
+            if spec.num_ps > len(self.topology.hosts):
+                raise InputError(source, f"{spec.num_ps} parameter servers but only "
+                                 f"{len(self.topology.hosts)} hosts",
+                                 element=f"job '{spec.name}'", field="num_ps")
+        return specs
+
+    def submit(self, body: str, source: str, idempotency_key: str | None = None) -> SubmitResult:
+        """Validate everything, then queue every job in ONE durable transaction. Returns
+        only after the commit: the caller may acknowledge."""
+        specs = self.validate(body, source)
+        try:
+            sub_id, job_ids = self.store.add_submission(source, body, specs, idempotency_key,
+                                                        now=self.clock())
+        except DuplicateSubmission as dup:
+            return SubmitResult(dup.submission_id, dup.job_ids, duplicate=True)
+        log.info("submission %d from %s: queued jobs %s", sub_id, source, job_ids)
+        return SubmitResult(sub_id, job_ids)
+
+    # ---- cancel ----------------------------------------------------------------------
+    def cancel(self, job_id: int) -> JobRecord:
+        with self._lock:
+            job = self.store.get(job_id)
+            if job is None:
+                raise NotFound(f"no job {job_id}")
+            if job.state == "queued":
+                changed = self.store.update(job_id, expect_state="queued", state="cancelled",
+                                            finished_at=self.clock(), reason="cancelled",
+                                            event="cancelled", detail="while queued")
+            elif job.state == "running":
+                self.executors[job.executor].stop(job)
+                changed = self.store.update(job_id, expect_state="running", state="cancelled",
+                                            finished_at=self.clock(), reason="cancelled",
+                                            event="cancelled", detail="while running")
+                if changed:
+                    self._tell_controller_ended(job)
+            else:
+                raise Conflict(f"job {job_id} is already {job.state}")
+            if not changed:
+                raise Conflict(f"job {job_id} changed state while cancelling; retry")
+            log.info("job %d (%s) cancelled", job_id, job.name)
+            return self.store.get(job_id)
+
+    # ---- the loop --------------------------------------------------------------------
+    def cluster_state(self, running: Sequence[JobRecord]) -> ClusterState:
+        """Free GPUs = topology minus the recorded placements of running jobs."""
+        state = ClusterState(self.topology)
+        for job in running:
+            placement = job.placement or {}
+            state.allocate(Placement(str(job.id), tuple(placement.get("ps_hosts", ())),
+                                     tuple(placement.get("worker_hosts", ()))))
+        return state
+
+    def tick(self) -> dict[str, int]:
+        """One slot: reap ended jobs, then let the policy start queued ones."""
+        with self._lock:
+            now = self.clock()
+            ended = self._reap(now)
+            started = self._schedule(now)
+            self.ticks += 1
+            return {"ended": ended, "started": started}
+
+    def recover(self) -> dict[str, int]:
+        """At start-up: reconcile the jobs a previous run left 'running'."""
+        with self._lock:
+            before = {j.id for j in self.store.jobs(["running"])}
+            self._reap(self.clock())
+            after = {j.id: j for j in self.store.jobs()}
+        summary = {"running_before": len(before),
+                   "still_running": sum(after[i].state == "running" for i in before),
+                   "finished": sum(after[i].state == "finished" for i in before),
+                   "failed": sum(after[i].state == "failed" for i in before),
+                   "requeued": sum(after[i].state == "queued" for i in before),
+                   "queued": sum(j.state == "queued" for j in after.values())}
+        log.info("recovered: %s", summary)
+        return summary
+
+    def _reap(self, now: float) -> int:
+        ended = 0
+        for job in self.store.jobs(["running"]):
+            executor = self.executors.get(job.executor)
+            if executor is None:
+                outcome = Outcome("failed", now, None, f"unknown executor {job.executor!r}")
+            else:
+                outcome = executor.poll(job, now)
+            if outcome is None:
+                continue
+            ended += 1
+            self._end(job, outcome)
+        return ended
+
+    def _end(self, job: JobRecord, outcome: Outcome) -> None:
+        if outcome.never_started:
+            self.store.update(job.id, expect_state="running", state="queued", gpus=None,
+                              placement=None, executor=None, started_at=None,
+                              expected_end=None, pid=None, pid_start=None,
+                              attempts=max(0, job.attempts - 1), event="requeued",
+                              detail=outcome.reason)
+            log.warning("job %d (%s) %s; re-queued", job.id, job.name, outcome.reason)
+            self._tell_controller_ended(job)
+            return
+        retry = outcome.state == "failed" and job.attempts <= self.max_retries
+        if retry:
+            # Back to the queue with no GPUs: the next slot may place it anywhere.
+            self.store.update(job.id, expect_state="running", state="queued", gpus=None,
+                              placement=None, executor=None, started_at=None,
+                              expected_end=None, pid=None, pid_start=None,
+                              exit_code=outcome.exit_code, reason=outcome.reason,
+                              event="retry", detail=f"attempt {job.attempts} failed: "
+                              f"{outcome.reason}; retrying ({job.attempts}/{self.max_retries})")
+            log.warning("job %d (%s) failed (%s); retry %d/%d", job.id, job.name,
+                        outcome.reason, job.attempts, self.max_retries)
+        else:
+            self.store.update(job.id, expect_state="running", state=outcome.state,
+                              finished_at=outcome.finished_at, exit_code=outcome.exit_code,
+                              reason=outcome.reason, event=outcome.state,
+                              detail=outcome.reason)
+            level = logging.WARNING if outcome.state == "failed" else logging.INFO
+            log.log(level, "job %d (%s) %s%s", job.id, job.name, outcome.state,
+                    f": {outcome.reason}" if outcome.reason else "")
+        self._tell_controller_ended(job)
+
+    def _schedule(self, now: float) -> int:
+        queued = self.store.jobs(["queued"])
+        if not queued:
+            return 0
+        running = self.store.jobs(["running"])
+        state = self.cluster_state(running)
+        # Retried jobs keep their place at the head (FIFO by first submission = id).
+        order = [QueuedJob(j.id, j.spec, j.submitted_at) for j in queued]
+        decisions = self.policy(order, state.copy(), now)
+        by_id = {j.id: j for j in queued}
+        started = 0
+        for decision in decisions:
+            job = by_id.get(decision.job_id)
+            if job is None:
+                log.error("policy chose job %s which is not queued; ignored", decision.job_id)
+                continue
+            try:
+                state.allocate(decision.as_placement())   # never over-commit a host
+            except ValueError as err:
+                log.error("policy over-committed for job %d: %s; ignored", job.id, err)
+                continue
+            if self._start(job, decision, now):
+                started += 1
+        return started
+
+    def _start(self, job: JobRecord, decision: StartDecision, now: float) -> bool:
+        executor = self.executors[self.executor]
+        try:
+            fields = executor.plan(job, decision, now)
+        except Exception as err:  # a job we cannot even plan fails; the service goes on
+            self.store.update(job.id, expect_state="queued", state="failed", finished_at=now,
+                              reason=f"could not start: {err}", event="failed",
+                              detail=f"could not start: {err}")
+            log.error("job %d (%s) could not start: %s", job.id, job.name, err)
+            return False
+        # Recorded as running (with its GPUs) BEFORE launching: if we die right after
+        # the launch, the restarted service finds the job and reconciles it.
+        if not self.store.update(job.id, expect_state="queued", state="running",
+                                 gpus=decision.gpus, placement=decision.placement(),
+                                 attempts=job.attempts + 1, reason=None, exit_code=None,
+                                 event="started",
+                                 detail=f"{decision.gpus} GPUs on {decision.gpus_by_host()}",
+                                 **fields):
+            return False
+        record = self.store.get(job.id)
+        env = self._tell_controller_started(record)
+        try:
+            launched = executor.launch(record, env)
+        except Exception as err:
+            self.store.update(job.id, expect_state="running", state="failed",
+                              finished_at=self.clock(), reason=f"launch failed: {err}",
+                              event="failed", detail=f"launch failed: {err}")
+            log.error("job %d (%s) launch failed: %s", job.id, job.name, err)
+            self._tell_controller_ended(record)
+            return False
+        if launched:
+            self.store.update(job.id, **launched)
+        log.info("job %d (%s) started on %d GPUs %s", job.id, job.name, decision.gpus,
+                 decision.gpus_by_host())
+        return True
+
+    def _tell_controller_started(self, job: JobRecord) -> dict[str, str]:
+        """Register the job's endpoints before its processes start (so its first
+        packets are already classified); returns env for the job (its progress token)."""
+        if self.controller is None:
+            return {}
+        try:
+            return dict(self.controller.job_started(job) or {})
+        except Exception as err:   # the controller being down must not stop jobs
+            log.warning("controller: could not register job %d: %s", job.id, err)
+            self.store.update(job.id, event="controller-error", detail=f"register: {err}")
+            return {}
+
+    def _tell_controller_ended(self, job: JobRecord) -> None:
+        if self.controller is None:
+            return
+        try:
+            self.controller.job_ended(job)
+        except Exception as err:
+            log.warning("controller: could not remove job %d's flows: %s", job.id, err)
+            self.store.update(job.id, event="controller-error", detail=f"remove: {err}")
+
+    def run(self, slot: float, stop: threading.Event) -> None:
+        """Tick every ``slot`` seconds until ``stop`` is set. A failing tick is logged
+        and retried next slot (the store is the truth; nothing is half-applied)."""
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                self.tick()
+            except Exception:
+                log.exception("scheduling slot failed; retrying next slot")
+            stop.wait(max(0.0, slot - (time.monotonic() - started)))
+
+    # ---- views -----------------------------------------------------------------------
+    def health(self) -> dict:
+        running = self.store.jobs(["running"])
+        state = self.cluster_state(running)
+        return {"ok": True, "topology": self.topology.name, "executor": self.executor,
+                "counts": self.store.counts(), "total_gpus": state.total_gpus,
+                "free_gpus": state.total_free, "ticks": self.ticks}

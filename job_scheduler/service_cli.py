@@ -1,0 +1,234 @@
+"""``sluice scheduler | submit | jobs | cancel``: the scheduler service and its clients.
+
+    sluice scheduler [--topology two-rack] [--policy lyapunov] [--listen 127.0.0.1:8181]
+                     [--db PATH] [--slot S] [--executor simulated|local]
+    sluice submit FILE [--server URL]      # validated here first: exit 2, nothing sent
+    sluice jobs [--json] [--state S]
+    sluice cancel ID
+
+The admin token comes from ``--token`` or (better: not visible in ``ps``) the
+environment variable SLUICE_SCHEDULER_TOKEN; the server URL from ``--server`` or
+SLUICE_SCHEDULER_URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from job_scheduler.service_client import (DEFAULT_URL, TOKEN_ENV, URL_ENV, SchedulerClient,
+                                          ServiceError, Unreachable)
+from sluice.errors import EXIT_BAD_INPUT, InputError
+
+DEFAULT_LISTEN = "127.0.0.1:8181"
+
+
+def default_db_path() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "sluice" / "scheduler.db"
+
+
+# ---- sluice scheduler --------------------------------------------------------------------
+
+def configure_scheduler(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--topology", default="two-rack",
+                        help="built-in name or YAML file (default: two-rack)")
+    parser.add_argument("--policy", default="lyapunov", help="lyapunov (default) or fifo")
+    parser.add_argument("--listen", default=DEFAULT_LISTEN,
+                        help=f"HOST:PORT of the HTTP API (default {DEFAULT_LISTEN}; port 0 "
+                        "picks a free one)")
+    parser.add_argument("--db", type=Path, default=None,
+                        help=f"SQLite job store (default {default_db_path()})")
+    parser.add_argument("--slot", type=float, default=1.0,
+                        help="seconds between scheduling decisions (default 1)")
+    parser.add_argument("--executor", choices=("simulated", "local"), default="simulated",
+                        help="simulated: jobs last C(n) * --time-factor seconds; local: real "
+                        "PS jobs (`sluice train`, or --local-command)")
+    parser.add_argument("--time-factor", type=float, default=1.0,
+                        help="simulated executor: wall seconds per estimated second (default 1)")
+    parser.add_argument("--local-command", default=None,
+                        help="local executor: shell command per job instead of `sluice train`; {job_id} {name} {gpus} "
+                        "{workers} {ps_hosts} {model} {batch_size} {epochs} {dataset_size} "
+                        "{run_dir} are substituted")
+    parser.add_argument("--max-retries", type=int, default=0,
+                        help="re-queue a failed job up to N times (default 0: no retry)")
+    parser.add_argument("--controller", default=None, metavar="URL",
+                        help="SDN controller's northbound API: jobs are registered on start "
+                        "and their flow rules removed when they end (admin token from env "
+                        "SLUICE_CONTROLLER_TOKEN or SLUICE_ADMIN_TOKEN)")
+    parser.add_argument("--token", default=None,
+                        help=f"admin token for submit/cancel (or env {TOKEN_ENV})")
+    parser.add_argument("--max-request-bytes", type=int, default=1 << 20,
+                        help="larger request bodies get 413 (default 1 MiB)")
+    parser.add_argument("--V", type=float, default=None, help="Lyapunov penalty weight V (s)")
+    parser.add_argument("--eps", type=float, default=None, help="Lyapunov Z growth per slot (s)")
+    parser.add_argument("--profile", default=None, help="device profile YAML for the estimator")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def _parse_listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        raise InputError("--listen", f"must be HOST:PORT, got {text!r}")
+    try:
+        port_n = int(port)
+    except ValueError:
+        raise InputError("--listen", f"port must be a number, got {port!r}")
+    if not 0 <= port_n <= 65535:
+        raise InputError("--listen", f"port must be 0..65535, got {port_n}")
+    return host.strip("[]"), port_n
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run_scheduler(args: argparse.Namespace) -> int:
+    # Everything that can be wrong with the arguments is checked before anything starts.
+    from job_scheduler.estimator import Estimator
+    from job_scheduler.service_policy import DEFAULT_EPS, DEFAULT_V, make_policy
+    from topologies import load_topology
+
+    host, port = _parse_listen(args.listen)
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    if not _is_loopback(host) and not token:
+        raise InputError("--listen", f"refusing to serve the admin API on non-loopback "
+                         f"address {host!r} without a token (--token or {TOKEN_ENV})")
+    for name in ("slot", "time_factor"):
+        if not getattr(args, name) > 0:
+            raise InputError(f"--{name.replace('_', '-')}", "must be > 0")
+    if args.max_retries < 0:
+        raise InputError("--max-retries", "must be >= 0")
+    if args.max_request_bytes < 1024:
+        raise InputError("--max-request-bytes", "must be >= 1024")
+    topology = load_topology(args.topology)
+    try:
+        estimator = Estimator(args.profile)
+    except ValueError as err:
+        raise InputError("--profile", str(err))
+    options = {}
+    if args.policy == "lyapunov":
+        options = {"V": DEFAULT_V if args.V is None else args.V,
+                   "eps": DEFAULT_EPS if args.eps is None else args.eps}
+    policy = make_policy(args.policy, topology, estimator, **options)
+    db_path = args.db or default_db_path()
+
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from job_scheduler.service_app import build_service, serve
+    service, server = build_service(
+        topology=topology, policy=policy, estimator=estimator, db_path=db_path,
+        executor=args.executor, time_factor=args.time_factor,
+        local_command=args.local_command, max_retries=args.max_retries,
+        controller_url=args.controller, token=token, listen=(host, port),
+        max_body=args.max_request_bytes)
+    return serve(service, server, args.slot, token_set=bool(token))
+
+
+# ---- clients --------------------------------------------------------------------------
+
+def _add_client_args(parser: argparse.ArgumentParser, token: bool) -> None:
+    parser.add_argument("--server", default=None,
+                        help=f"scheduler URL (default ${URL_ENV} or {DEFAULT_URL})")
+    if token:
+        parser.add_argument("--token", default=None, help=f"admin token (or env {TOKEN_ENV})")
+
+
+def _client(args: argparse.Namespace) -> SchedulerClient:
+    try:
+        return SchedulerClient.from_env(args.server, getattr(args, "token", None))
+    except ValueError as err:
+        raise InputError("--server", str(err))
+
+
+def _service_failure(command: str, err: Exception) -> int:
+    if isinstance(err, ServiceError):
+        if err.status == 401:
+            print(f"sluice {command}: error: the scheduler wants the admin token "
+                  f"(--token or {TOKEN_ENV})", file=sys.stderr)
+            return 1
+        print(f"sluice {command}: error: {err.body.get('error', err)}", file=sys.stderr)
+        return EXIT_BAD_INPUT if err.status in (400, 404, 409, 413) else 1
+    print(f"sluice {command}: error: {err}", file=sys.stderr)
+    return 1
+
+
+def configure_submit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, help="job description YAML")
+    _add_client_args(parser, token=True)
+    parser.add_argument("--retry-seconds", type=float, default=15.0,
+                        help="keep retrying (same idempotency key) while the service is "
+                        "unreachable (default 15)")
+
+
+def run_submit(args: argparse.Namespace) -> int:
+    from job_scheduler.jobspec import load_jobs
+    specs = load_jobs(args.file)              # InputError -> exit 2, nothing sent
+    text = args.file.read_text(encoding="utf-8")
+    client = _client(args)
+    try:
+        result = client.submit(text, source=args.file.name, retry_seconds=args.retry_seconds)
+    except (ServiceError, Unreachable) as err:
+        return _service_failure("submit", err)
+    note = " (already submitted)" if result.get("duplicate") else ""
+    print(f"submission {result['submission']}{note}: queued {len(specs)} job(s): "
+          + ", ".join(f"{spec.name}={jid}" for spec, jid in zip(specs, result["jobs"])))
+    return 0
+
+
+def configure_jobs(parser: argparse.ArgumentParser) -> None:
+    _add_client_args(parser, token=False)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--state", default=None,
+                        choices=("queued", "running", "finished", "failed", "cancelled"))
+
+
+def _placement_text(placement: dict | None) -> str:
+    if not placement:
+        return "-"
+    gpus = ",".join(f"{h}:{n}" for h, n in sorted(placement.get("gpus_by_host", {}).items()))
+    return f"{gpus} ps={','.join(placement.get('ps_hosts', []))}"
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    try:
+        jobs = _client(args).jobs(args.state)
+    except (ServiceError, Unreachable) as err:
+        return _service_failure("jobs", err)
+    if args.json:
+        print(json.dumps(jobs, indent=2, sort_keys=True))
+        return 0
+    print(f"{'ID':>5}  {'NAME':<20} {'STATE':<10} {'GPUS':>4}  PLACEMENT / REASON")
+    for j in jobs:
+        extra = _placement_text(j["placement"])
+        if j.get("reason"):
+            extra += f"  ({j['reason']})"
+        gpus = "-" if j["gpus"] is None else j["gpus"]
+        print(f"{j['id']:>5}  {j['name'][:20]:<20} {j['state']:<10} {gpus:>4}  {extra}")
+    return 0
+
+
+def configure_cancel(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", type=int, help="job id (see `sluice jobs`)")
+    _add_client_args(parser, token=True)
+
+
+def run_cancel(args: argparse.Namespace) -> int:
+    try:
+        job = _client(args).cancel(args.id)
+    except (ServiceError, Unreachable) as err:
+        return _service_failure("cancel", err)
+    print(f"job {job['id']} ({job['name']}) cancelled")
+    return 0

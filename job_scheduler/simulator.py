@@ -1,0 +1,365 @@
+"""Trace-driven discrete-event simulator: one engine for every scheduling policy.
+
+Events: arrivals (a pointer into the arrival-sorted job list, not heap entries),
+completions (a heapq, lazily invalidated by a per-job version number) and scheduling
+slots. A policy acts at slot boundaries (``slot`` seconds); the engine skips straight to
+the next event when nothing is waiting, or when the policy says nothing can change
+before the next event — it never ticks second by second.
+
+A running job advances through its work at rate ``1 / (Cost(n) + Comm(n, bw))``; ``bw``
+is the placement's effective bandwidth (``estimator.effective_bandwidth``, memoised
+per placement shape) capped by the job's fair share of every rack uplink it crosses
+(each worker<->PS pair crossing a rack boundary is one flow; a rack uplink's capacity,
+the sum of its ToR's switch links, is shared equally among its flows). When the set of
+flows on an uplink changes, only the jobs crossing that uplink are re-timed.
+Cross-domain links beyond the rack uplinks are not modelled as shared (documented
+simplification; the ToR uplinks are where the oversubscription sits in our topologies).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from job_scheduler.estimator import Estimator, effective_bandwidth
+from job_scheduler.jobspec import JobSpec
+from job_scheduler.placement import ClusterState, Placement
+from topologies import Topology
+
+
+class JobModel:
+    """Per-job cache of the estimator's figures: Cost(1), Cost(n) and the
+    communication time at 1 Mbit/s (eq. 5 is exactly proportional to 1/bw)."""
+
+    __slots__ = ("spec", "cost1", "_cost", "_comm_unit", "_est")
+
+    def __init__(self, spec: JobSpec, estimator: Estimator):
+        self.spec = spec
+        self._est = estimator
+        self._cost: dict[int, float] = {}
+        self._comm_unit: dict[int, float] = {}
+        self.cost1 = self.cost(1)
+
+    def cost(self, n: int) -> float:
+        c = self._cost.get(n)
+        if c is None:
+            c = self._cost[n] = self._est.cost(self.spec, n)
+        return c
+
+    def comm(self, n: int, bw: float) -> float:
+        if n <= 1 or math.isinf(bw):
+            return 0.0
+        u = self._comm_unit.get(n)
+        if u is None:
+            u = self._comm_unit[n] = self._est.comm(self.spec, n, 1.0)
+        return u / bw
+
+    def C(self, n: int, bw: float) -> float:
+        return self.cost(n) + self.comm(n, bw)
+
+
+class _Run:
+    """A job while it holds GPUs."""
+    __slots__ = ("j", "n", "placement", "flows", "base_bw", "bw", "work_left", "rate",
+                 "t_last", "num_ps")
+
+    def __init__(self, j, n, placement, flows, base_bw, num_ps, work_left):
+        self.j, self.n, self.placement, self.flows = j, n, placement, flows
+        self.base_bw, self.num_ps, self.work_left = base_bw, num_ps, work_left
+        self.bw = base_bw
+        self.rate = 0.0
+        self.t_last = 0.0
+
+
+@dataclass
+class SimResult:
+    policy: str
+    jobs: int
+    avg_jct: float
+    median_jct: float
+    p95_jct: float
+    avg_wait: float
+    makespan: float
+    gpu_util: float
+    jct: list[float] = field(repr=False, default_factory=list)
+    gpus: list[int] = field(repr=False, default_factory=list)   # GPU count each job ran at
+    trace: list[tuple[float, float, float]] = field(repr=False, default_factory=list)  # (t,Q,Z)
+    wall_s: float = 0.0
+    decisions: int = 0
+
+    def metrics(self) -> dict[str, float]:
+        return {"avg_jct": self.avg_jct, "median_jct": self.median_jct, "p95_jct": self.p95_jct,
+                "avg_wait": self.avg_wait, "makespan": self.makespan, "gpu_util": self.gpu_util,
+                "jobs": self.jobs}
+
+
+class Simulator:
+    """Run one policy over one job list on one topology. A fresh Simulator per run."""
+
+    def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy, *,
+                 estimator: Estimator | None = None, slot: float = 1.0,
+                 progress: Callable[[int, int], None] | None = None):
+        if not slot > 0:
+            raise ValueError(f"slot must be > 0 seconds, got {slot}")
+        self.topology = topology
+        self.policy = policy
+        self.slot = float(slot)
+        self.estimator = estimator or Estimator()
+        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
+        self.jobs: list[JobSpec] = [jobs[i] for i in order]
+        self.models = [JobModel(j, self.estimator) for j in self.jobs]
+        self.state = ClusterState(topology)
+        self.progress = progress
+        self.now = 0.0
+        # waiting jobs in arrival order (dict = ordered set with O(1) removal)
+        self.waiting: dict[int, None] = {}
+        self.running: dict[int, _Run] = {}
+        self.first_start = [math.nan] * len(self.jobs)
+        self.finish = [math.nan] * len(self.jobs)
+        self.work_left = [1.0] * len(self.jobs)      # kept across preemptions
+        self.ran_gpus = [0] * len(self.jobs)
+        self.gpu_seconds = 0.0
+        self.decisions = 0                           # GPU-count decisions taken
+        self._heap: list[tuple[float, int, int]] = []   # (time, version, job)
+        self._version = [0] * len(self.jobs)
+        # rack uplinks: capacity (sum of the ToR's switch links) and live flow counts
+        tor_of_rack = [r.tor for r in topology.racks]
+        cap = [0.0] * len(topology.racks)
+        for link in topology.links:
+            for r, tor in enumerate(tor_of_rack):
+                if tor in (link.a, link.b):
+                    cap[r] += link.bw
+        self.uplink_cap = [c if c > 0 else math.inf for c in cap]
+        self.uplink_flows = [0] * len(topology.racks)
+        self.uplink_jobs: list[set[int]] = [set() for _ in topology.racks]
+        self._bw_memo: dict[tuple, float] = {}
+
+    # ---- facts policies use ---------------------------------------------------------
+    def placement_flows(self, placement: Placement) -> dict[int, int]:
+        """Rack uplink -> number of this job's worker<->PS flows crossing it."""
+        st = self.state
+        ps = [st.rack_of[st.index[h]] for h in placement.ps_hosts]
+        out: dict[int, int] = {}
+        for w in placement.worker_hosts:
+            rw = st.rack_of[st.index[w]]
+            for rp in ps:
+                if rp != rw:
+                    out[rw] = out.get(rw, 0) + 1
+                    out[rp] = out.get(rp, 0) + 1
+        return out
+
+    def base_bandwidth(self, placement: Placement) -> float:
+        """The placement's bandwidth with the fabric to itself (memoised)."""
+        if len(placement.worker_hosts) <= 1:
+            return math.inf          # Comm(1) = 0 whatever the bandwidth
+        key = (placement.ps_hosts, placement.worker_hosts)
+        bw = self._bw_memo.get(key)
+        if bw is None:
+            bw = self._bw_memo[key] = effective_bandwidth(self.topology, placement.ps_hosts,
+                                                          placement.worker_hosts)
+        return bw
+
+    def live_bandwidth(self, placement: Placement, flows: dict[int, int] | None = None,
+                       base: float | None = None, joining: bool = True) -> float:
+        """Bandwidth the placement would get now, with the uplinks' other flows."""
+        base = self.base_bandwidth(placement) if base is None else base
+        if math.isinf(base):
+            return base
+        flows = self.placement_flows(placement) if flows is None else flows
+        bw = base
+        nps = max(len(placement.ps_hosts), 1)
+        for r, f in flows.items():
+            total = self.uplink_flows[r] + (f if joining else 0)
+            if total > 0:
+                bw = min(bw, nps * self.uplink_cap[r] / total)
+        return bw
+
+    def runtime(self, j: int, n: int, placement: Placement) -> float:
+        """C(n) of job j on this placement at today's uplink sharing."""
+        return self.models[j].C(n, self.live_bandwidth(placement))
+
+    # ---- actions policies take ------------------------------------------------------
+    def start(self, j: int, placement: Placement) -> None:
+        n = placement.gpus
+        self.state.allocate(placement)
+        del self.waiting[j]
+        flows = self.placement_flows(placement)
+        run = _Run(j, n, placement, flows, self.base_bandwidth(placement),
+                   len(placement.ps_hosts), self.work_left[j])
+        run.t_last = self.now
+        self.running[j] = run
+        if math.isnan(self.first_start[j]):
+            self.first_start[j] = self.now
+        self.ran_gpus[j] = n
+        affected = self._add_flows(flows, j, +1)
+        self._retime(run)
+        for k in affected:
+            if k != j:
+                self._retime(self.running[k])
+
+    def preempt(self, j: int) -> None:
+        """Stop a running job, keeping its progress; it waits again (LAS)."""
+        run = self.running.pop(j)
+        self._advance(run)
+        self.work_left[j] = run.work_left
+        self._version[j] += 1
+        self.state.release(run.placement)
+        self.waiting[j] = None
+        for k in self._add_flows(run.flows, j, -1):
+            self._retime(self.running[k])
+
+    # ---- internals ------------------------------------------------------------------
+    def _add_flows(self, flows: dict[int, int], j: int, sign: int) -> set[int]:
+        affected: set[int] = set()
+        for r, f in flows.items():
+            self.uplink_flows[r] += sign * f
+            if sign > 0:
+                self.uplink_jobs[r].add(j)
+            else:
+                self.uplink_jobs[r].discard(j)
+            affected |= self.uplink_jobs[r]
+        return affected
+
+    def _advance(self, run: _Run) -> None:
+        dt = self.now - run.t_last
+        if dt > 0:
+            run.work_left = max(run.work_left - dt * run.rate, 0.0)
+            self.gpu_seconds += dt * run.n
+            run.t_last = self.now
+
+    def _retime(self, run: _Run) -> None:
+        """Bring the job to ``now`` at its old rate, then schedule its completion at
+        the rate its current uplink sharing gives."""
+        self._advance(run)
+        bw = self.live_bandwidth(run.placement, run.flows, run.base_bw, joining=False)
+        if run.rate and bw == run.bw:
+            return
+        run.bw = bw
+        run.rate = 1.0 / self.models[run.j].C(run.n, bw)
+        self._version[run.j] += 1
+        heapq.heappush(self._heap, (self.now + run.work_left / run.rate,
+                                    self._version[run.j], run.j))
+
+    def _complete(self, j: int, t: float) -> None:
+        self.now = t
+        run = self.running.pop(j)
+        self._advance(run)
+        self.finish[j] = t
+        self.work_left[j] = 0.0
+        self.state.release(run.placement)
+        for k in self._add_flows(run.flows, j, -1):
+            self._retime(self.running[k])
+
+    def _next_completion(self) -> float:
+        heap = self._heap
+        while heap:
+            t, v, j = heap[0]
+            if j in self.running and self._version[j] == v:
+                return t
+            heapq.heappop(heap)
+        return math.inf
+
+    def _slot_at_or_after(self, t: float) -> float:
+        if math.isinf(t):
+            return t
+        return math.ceil(t / self.slot - 1e-9) * self.slot
+
+    # ---- the loop ---------------------------------------------------------------------
+    def run(self) -> SimResult:
+        wall0 = time.perf_counter()
+        jobs, n_jobs = self.jobs, len(self.jobs)
+        if n_jobs == 0:
+            return SimResult(self.policy.name, 0, *(0.0,) * 6)
+        too_big = [j.name for j in jobs if getattr(self.policy, "fixed_gpus", None)
+                   and self.policy.fixed_gpus(j) > self.state.total_gpus]
+        if too_big:
+            raise ValueError(f"jobs need more GPUs than the cluster has: {too_big[:3]}")
+        next_arrival = 0
+        done = 0
+        self.now = self._slot_at_or_after(jobs[0].arrival)
+        last_progress = 0.0
+        while done < n_jobs:
+            # completions up to now, in time order (each may re-time others)
+            while True:
+                t = self._next_completion()
+                if t > self.now:
+                    break
+                _, _, j = heapq.heappop(self._heap)
+                slot_now = self.now
+                self._complete(j, t)
+                self.now = slot_now
+                done += 1
+            while next_arrival < n_jobs and jobs[next_arrival].arrival <= self.now:
+                self.waiting[next_arrival] = None
+                self.policy.on_arrival(self, next_arrival)
+                next_arrival += 1
+            if self.waiting:
+                self.policy.step(self)
+            if self.progress and done - last_progress >= max(n_jobs // 200, 1):
+                self.progress(done, n_jobs)
+                last_progress = done
+            if done >= n_jobs:
+                break
+            # next decision time
+            t_next = math.inf
+            if next_arrival < n_jobs:
+                t_next = self._slot_at_or_after(jobs[next_arrival].arrival)
+            t_next = min(t_next, self._slot_at_or_after(self._next_completion()))
+            if self.waiting and self.policy.wants_slot(self):
+                t_next = min(t_next, self.now + self.slot)
+            if math.isinf(t_next):
+                stuck = [self.jobs[j].name for j in list(self.waiting)[:3]]
+                raise RuntimeError(f"policy {self.policy.name} cannot start jobs {stuck} "
+                                   "and nothing is running")
+            t_next = max(t_next, self.now + self.slot)
+            skipped = int(round((t_next - self.now) / self.slot)) - 1
+            if skipped > 0:
+                self.policy.idle(self, skipped)
+            self.now = t_next
+        if self.progress:
+            self.progress(n_jobs, n_jobs)
+        return self._result(time.perf_counter() - wall0)
+
+    def _result(self, wall: float) -> SimResult:
+        arrival = np.array([j.arrival for j in self.jobs])
+        finish = np.array(self.finish)
+        jct = finish - arrival
+        wait = np.array(self.first_start) - arrival
+        makespan = float(finish.max() - arrival.min())
+        util = self.gpu_seconds / (self.state.total_gpus * makespan) if makespan > 0 else 0.0
+        return SimResult(
+            policy=self.policy.name, jobs=len(self.jobs), avg_jct=float(jct.mean()),
+            median_jct=float(np.median(jct)), p95_jct=float(np.percentile(jct, 95)),
+            avg_wait=float(wait.mean()), makespan=makespan, gpu_util=float(util),
+            jct=jct.tolist(), gpus=list(self.ran_gpus),
+            trace=list(getattr(self.policy, "trace", [])), wall_s=wall,
+            decisions=self.decisions)
+
+
+def simulate(topology: Topology, jobs: Sequence[JobSpec], policy, **kw) -> SimResult:
+    return Simulator(topology, jobs, policy, **kw).run()
+
+
+def stderr_progress(label: str) -> Callable[[int, int], None]:
+    """A one-line progress bar on stderr (no dependency), at most ~5 updates/s."""
+    last = [0.0]
+
+    def show(done: int, total: int) -> None:
+        t = time.monotonic()
+        if done < total and t - last[0] < 0.2:
+            return
+        last[0] = t
+        width = 30
+        filled = int(width * done / max(total, 1))
+        sys.stderr.write(f"\r{label:<10} [{'#' * filled}{'.' * (width - filled)}] "
+                         f"{done}/{total} jobs")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+    return show

@@ -1,0 +1,275 @@
+"""Durable job store for the scheduler service: SQLite in WAL mode with synchronous=FULL.
+
+The rule this module exists for: a submission is acknowledged only after its jobs are
+on disk. ``add_submission`` writes the submission and all its jobs in ONE transaction
+and returns only after the commit (WAL + synchronous=FULL fsyncs the log on commit), so
+a ``kill -9`` at any moment leaves either the whole file queued or none of it.
+
+Every state change of a job is one transaction too, and also appends a row to
+``events`` (an audit trail: when a job started, where, why it failed). Nothing in here
+decides anything; the service decides, the store remembers.
+
+One connection, guarded by a lock: the HTTP threads and the scheduling loop share it.
+SQLite serialises writers anyway, and one connection keeps the fsync count at one per
+transaction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from job_scheduler.jobspec import JobSpec, Layer
+
+STATES = ("queued", "running", "finished", "failed", "cancelled")
+ACTIVE_STATES = ("queued", "running")
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS submissions (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    idempotency_key TEXT UNIQUE,             -- lets a client retry a POST without duplicates
+    source          TEXT NOT NULL,           -- file name the client gave
+    body            TEXT NOT NULL,           -- the YAML exactly as received
+    received_at     REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    submission_id INTEGER NOT NULL REFERENCES submissions(id),
+    name          TEXT NOT NULL,
+    spec          TEXT NOT NULL,             -- JobSpec as JSON
+    state         TEXT NOT NULL CHECK (state IN ('queued','running','finished','failed','cancelled')),
+    submitted_at  REAL NOT NULL,
+    gpus          INTEGER,                   -- GPUs granted (running/ended jobs)
+    placement     TEXT,                      -- JSON {ps_hosts, worker_hosts, gpus_by_host}
+    executor      TEXT,                      -- 'simulated' | 'local'
+    started_at    REAL,                      -- wall clock (time.time()): survives restarts
+    expected_end  REAL,                      -- simulated executor: when the job ends
+    finished_at   REAL,
+    pid           INTEGER,                   -- local executor: process (and group) id
+    pid_start     TEXT,                      -- /proc start time, guards against pid reuse
+    run_dir       TEXT,                      -- local executor: logs and exit-status file
+    exit_code     INTEGER,
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    reason        TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE TABLE IF NOT EXISTS events (
+    id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id INTEGER NOT NULL REFERENCES jobs(id),
+    at     REAL NOT NULL,
+    kind   TEXT NOT NULL,
+    detail TEXT
+);
+"""
+
+
+# ---- JobSpec <-> JSON ------------------------------------------------------------------
+
+def spec_to_json(spec: JobSpec) -> str:
+    return json.dumps(dataclasses.asdict(spec), sort_keys=True)
+
+
+def spec_from_json(text: str) -> JobSpec:
+    data = json.loads(text)
+    layers = data.get("layers")
+    if layers is not None:
+        data["layers"] = tuple(Layer(**layer) for layer in layers)
+    known = {f.name for f in dataclasses.fields(JobSpec)}
+    return JobSpec(**{k: v for k, v in data.items() if k in known})
+
+
+# ---- records ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class JobRecord:
+    id: int
+    submission_id: int
+    name: str
+    spec: JobSpec
+    state: str
+    submitted_at: float
+    gpus: int | None = None
+    placement: dict[str, Any] | None = None
+    executor: str | None = None
+    started_at: float | None = None
+    expected_end: float | None = None
+    finished_at: float | None = None
+    pid: int | None = None
+    pid_start: str | None = None
+    run_dir: str | None = None
+    exit_code: int | None = None
+    attempts: int = 0
+    reason: str | None = None
+
+    def gpus_by_host(self) -> dict[str, int]:
+        return dict((self.placement or {}).get("gpus_by_host", {}))
+
+    def to_public(self) -> dict[str, Any]:
+        """What the HTTP API and ``sluice jobs --json`` show."""
+        return {
+            "id": self.id, "name": self.name, "state": self.state, "gpus": self.gpus,
+            "placement": self.placement, "executor": self.executor,
+            "submission": self.submission_id, "submitted_at": self.submitted_at,
+            "started_at": self.started_at, "expected_end": self.expected_end,
+            "finished_at": self.finished_at, "pid": self.pid, "exit_code": self.exit_code,
+            "attempts": self.attempts, "reason": self.reason, "model": self.spec.model,
+            "max_gpus": self.spec.max_gpus,
+        }
+
+
+_JOB_COLUMNS = [f.name for f in dataclasses.fields(JobRecord)]
+
+
+def _row_to_job(row: sqlite3.Row) -> JobRecord:
+    values = dict(row)
+    values["spec"] = spec_from_json(values["spec"])
+    if values["placement"] is not None:
+        values["placement"] = json.loads(values["placement"])
+    return JobRecord(**values)
+
+
+class DuplicateSubmission(Exception):
+    """The idempotency key was seen before; ``job_ids`` are the jobs it created then."""
+
+    def __init__(self, submission_id: int, job_ids: list[int]):
+        super().__init__(f"submission {submission_id} already recorded")
+        self.submission_id = submission_id
+        self.job_ids = job_ids
+
+
+class JobStore:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves, one per logical change.
+        self._db = sqlite3.connect(str(self.path), isolation_level=None,
+                                   check_same_thread=False, timeout=30)
+        self._db.row_factory = sqlite3.Row
+        self._lock = threading.Lock()
+        mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise RuntimeError(f"{self.path}: SQLite refused WAL mode (got {mode})")
+        # FULL: the WAL is fsynced at every commit, so an acknowledged commit survives
+        # a power cut, not just a process kill.
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        with self._lock:
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def pragma(self, name: str) -> Any:
+        with self._lock:
+            return self._db.execute(f"PRAGMA {name}").fetchone()[0]
+
+    # ---- writes --------------------------------------------------------------------
+    def _transaction(self):
+        store = self
+
+        class _Tx:
+            def __enter__(self):
+                store._lock.acquire()
+                store._db.execute("BEGIN IMMEDIATE")
+                return store._db
+
+            def __exit__(self, exc_type, exc, tb):
+                try:
+                    store._db.execute("ROLLBACK" if exc_type else "COMMIT")
+                finally:
+                    store._lock.release()
+                return False
+
+        return _Tx()
+
+    def add_submission(self, source: str, body: str, specs: Sequence[JobSpec],
+                       idempotency_key: str | None = None, now: float | None = None
+                       ) -> tuple[int, list[int]]:
+        """Queue every job of one file in one transaction; returns (submission id, job ids)
+        after the commit is on disk. Raises DuplicateSubmission for a known key."""
+        now = time.time() if now is None else now
+        with self._transaction() as db:
+            if idempotency_key is not None:
+                row = db.execute("SELECT id FROM submissions WHERE idempotency_key=?",
+                                 (idempotency_key,)).fetchone()
+                if row is not None:
+                    ids = [r[0] for r in db.execute(
+                        "SELECT id FROM jobs WHERE submission_id=? ORDER BY id", (row[0],))]
+                    raise DuplicateSubmission(row[0], ids)
+            sub_id = db.execute(
+                "INSERT INTO submissions(idempotency_key, source, body, received_at) "
+                "VALUES (?,?,?,?)", (idempotency_key, source, body, now)).lastrowid
+            job_ids = []
+            for spec in specs:
+                job_id = db.execute(
+                    "INSERT INTO jobs(submission_id, name, spec, state, submitted_at) "
+                    "VALUES (?,?,?,'queued',?)",
+                    (sub_id, spec.name, spec_to_json(spec), now)).lastrowid
+                db.execute("INSERT INTO events(job_id, at, kind, detail) VALUES (?,?,?,?)",
+                           (job_id, now, "queued", f"submission {sub_id} ({source})"))
+                job_ids.append(job_id)
+        return sub_id, job_ids
+
+    def update(self, job_id: int, *, expect_state: str | Iterable[str] | None = None,
+               event: str | None = None, detail: str | None = None, **fields: Any) -> bool:
+        """Change columns of one job (and log an event) in one transaction. With
+        ``expect_state`` the change happens only if the job is still in that state —
+        so a cancel racing with a start cannot both win. Returns whether it changed."""
+        unknown = set(fields) - set(_JOB_COLUMNS)
+        if unknown:
+            raise KeyError(f"unknown job columns: {sorted(unknown)}")
+        if "placement" in fields and fields["placement"] is not None:
+            fields["placement"] = json.dumps(fields["placement"], sort_keys=True)
+        if "state" in fields and fields["state"] not in STATES:
+            raise ValueError(f"unknown state {fields['state']!r}")
+        sets = ", ".join(f"{k}=?" for k in fields) or "id=id"
+        sql = f"UPDATE jobs SET {sets} WHERE id=?"
+        params: list[Any] = [*fields.values(), job_id]
+        if expect_state is not None:
+            states = (expect_state,) if isinstance(expect_state, str) else tuple(expect_state)
+            sql += f" AND state IN ({','.join('?' * len(states))})"
+            params += list(states)
+        with self._transaction() as db:
+            changed = db.execute(sql, params).rowcount == 1
+            if changed and event:
+                db.execute("INSERT INTO events(job_id, at, kind, detail) VALUES (?,?,?,?)",
+                           (job_id, time.time(), event, detail))
+        return changed
+
+    # ---- reads ---------------------------------------------------------------------
+    def get(self, job_id: int) -> JobRecord | None:
+        with self._lock:
+            row = self._db.execute(f"SELECT {','.join(_JOB_COLUMNS)} FROM jobs WHERE id=?",
+                                   (job_id,)).fetchone()
+        return _row_to_job(row) if row else None
+
+    def jobs(self, states: Iterable[str] | None = None) -> list[JobRecord]:
+        sql = f"SELECT {','.join(_JOB_COLUMNS)} FROM jobs"
+        params: tuple = ()
+        if states is not None:
+            states = tuple(states)
+            sql += f" WHERE state IN ({','.join('?' * len(states))})"
+            params = states
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY id", params).fetchall()
+        return [_row_to_job(r) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            rows = self._db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall()
+        return {s: 0 for s in STATES} | {r[0]: r[1] for r in rows}
+
+    def events(self, job_id: int) -> list[tuple[float, str, str | None]]:
+        with self._lock:
+            rows = self._db.execute("SELECT at, kind, detail FROM events WHERE job_id=? "
+                                    "ORDER BY id", (job_id,)).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]

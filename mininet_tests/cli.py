@@ -1,0 +1,171 @@
+"""``sluice fabric check|up|clean``.
+
+- ``check --topology NAME|PATH [--controller HOST:PORT] [--json] [--seconds S]
+  [--single-flow]``: bring the fabric up, ping all pairs, run the priority check, tear
+  down. Exit 0 when loss is 0 % and high/low >= ``--min-ratio`` (5), else 1.
+- ``up --topology ... [--controller ...]``: keep a fabric up until Ctrl-C / SIGTERM.
+- ``clean``: remove a crashed run's leftovers (processes, OVS bridges, veths).
+
+Exit codes: 0 ok, 1 a check failed or the fabric could not run, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+
+from mininet_tests.lock import FabricError
+from sluice.errors import InputError
+
+MIN_RATIO = 5.0
+
+
+def configure_fabric(parser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    check = sub.add_parser("check", help="bring the fabric up, ping all pairs, check priority, "
+                                         "tear down")
+    up = sub.add_parser("up", help="keep a fabric up until Ctrl-C")
+    for p in (check, up):
+        p.add_argument("--topology", default="two-rack", help="built-in name or YAML path "
+                       "(default two-rack)")
+        p.add_argument("--controller", metavar="HOST:PORT", help="remote OpenFlow 1.3 controller "
+                       "(default: none; standalone L2 learning on loop-free topologies)")
+        p.add_argument("--levels", type=int, default=8, help="priority levels per port (1..8)")
+        p.add_argument("--wait-connected", type=float, default=30.0, metavar="S",
+                       help="seconds to wait for switches to reach the controller")
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.add_argument("--seconds", type=float, default=8.0,
+                       help="length of the priority measurement (default 8)")
+    check.add_argument("--min-ratio", type=float, default=MIN_RATIO,
+                       help=f"pass threshold for high/low throughput (default {MIN_RATIO:g})")
+    check.add_argument("--single-flow", action="store_true",
+                       help="also measure one flow alone against the nominal bandwidth")
+    sub.add_parser("clean", help="remove leftovers of a crashed fabric run")
+
+
+def _validate(args) -> None:
+    """All input checks before anything is touched (bad input changes nothing)."""
+    from mininet_tests.fabric import has_loops, parse_controller
+    from topologies import load_topology
+    from topologies.mininet_topo import check_emulatable
+
+    if args.controller:
+        parse_controller(args.controller)
+    if not 1 <= args.levels <= 8:
+        raise InputError("--levels", f"must be 1..8, got {args.levels}")
+    if args.wait_connected < 0:
+        raise InputError("--wait-connected", f"must be >= 0, got {args.wait_connected:g}")
+    topology = load_topology(args.topology)
+    check_emulatable(topology)
+    if args.action == "check":
+        if not 1 <= args.seconds <= 300:
+            raise InputError("--seconds", f"must be 1..300, got {args.seconds:g}")
+        if len(topology.hosts) < 3:
+            raise InputError(topology.source, "the priority check needs at least 3 hosts",
+                             element=f"topology '{topology.name}'", field="hosts")
+        if has_loops(topology) and not args.controller:
+            raise InputError(topology.source, "the fabric has loops: standalone L2 learning "
+                             "would storm, so checking it needs a loop-free forwarding "
+                             "controller (--controller HOST:PORT)",
+                             element=f"topology '{topology.name}'")
+    return topology
+
+
+def run_fabric(args) -> int:
+    if args.action == "clean":
+        return _clean()
+    topology = _validate(args)
+    try:
+        if args.action == "up":
+            return _up(args, topology)
+        return _check(args, topology)
+    except FabricError as err:
+        print(f"sluice fabric: {err}", file=sys.stderr)
+        return 1
+
+
+def _clean() -> int:
+    from mininet_tests.system import cleanup_leftovers, ensure_ovs
+
+    try:
+        ensure_ovs()
+        removed = cleanup_leftovers()
+    except FabricError as err:
+        print(f"sluice fabric: {err}", file=sys.stderr)
+        return 1
+    print(f"removed {removed['processes']} processes, {removed['bridges']} bridges, "
+          f"{removed['links']} interfaces")
+    return 0
+
+
+def _check(args, topology) -> int:
+    from mininet_tests.fabric import Fabric
+    from mininet_tests.priority_check import priority_check, single_flow
+
+    started = time.monotonic()
+    result: dict = {"topology": topology.name, "controller": args.controller}
+    with Fabric(topology, controller=args.controller, priority_levels=args.levels,
+                wait_connected_s=args.wait_connected) as fab:
+        result["up_s"] = round(time.monotonic() - started, 2)
+        print("fabric: ping all pairs", file=sys.stderr, flush=True)
+        result["loss"] = fab.ping_all()
+        if args.single_flow:
+            print("fabric: single-flow throughput", file=sys.stderr, flush=True)
+            pair = fab.topology.hosts[0].name, _farthest(fab.topology)
+            result["single_flow"] = single_flow(fab, *pair, seconds=args.seconds)
+        print(f"fabric: priority check ({args.seconds:g} s)", file=sys.stderr, flush=True)
+        prio = priority_check(fab, seconds=args.seconds)
+        result.update(prio)
+        result["tc_intact"] = not fab.priority_tree_intact()
+    result["total_s"] = round(time.monotonic() - started, 2)
+    result["ok"] = (result["loss"] == 0 and result["priority_ratio"] >= args.min_ratio
+                    and result["tc_intact"])
+    if args.json:
+        print(json.dumps(result))
+    else:
+        _print_human(result, args.min_ratio)
+    return 0 if result["ok"] else 1
+
+
+def _farthest(topology) -> str:
+    """The host whose path from the first host has the smallest bandwidth (then most hops)."""
+    first = topology.hosts[0].name
+    others = [h.name for h in topology.hosts[1:]]
+    return min(others, key=lambda h: (topology.path_bandwidth(first, h),
+                                      -len(topology.path(first, h))))
+
+
+def _print_human(r: dict, min_ratio: float) -> None:
+    mark = lambda ok: "ok  " if ok else "FAIL"  # noqa: E731
+    print(f"fabric check: {r['topology']}" + (f" (controller {r['controller']})"
+                                              if r["controller"] else " (standalone)"))
+    print(f"  {mark(r['loss'] == 0)} all-pairs ping loss {r['loss']:.1f} %")
+    if "single_flow" in r:
+        s = r["single_flow"]
+        print(f"       single flow {s['flow']}: {s['mbps']:.1f} of {s['nominal_mbps']:g} Mbit/s "
+              f"({100 * s['efficiency']:.0f} %)")
+    print(f"  {mark(r['priority_ratio'] >= min_ratio)} priority at {r['bottleneck']} "
+          f"({r['bottleneck_mbit']:g} Mbit/s): high {r['high_flow']} DSCP {r['high_dscp']} "
+          f"{r['high_mbps']:.1f} Mbit/s, low {r['low_flow']} DSCP {r['low_dscp']} "
+          f"{r['low_mbps']:.2f} Mbit/s, ratio {r['priority_ratio']:.1f} (need >= {min_ratio:g})")
+    print(f"  {mark(r['tc_intact'])} HTB priority tree still on every switch port")
+    print(f"  {'PASS' if r['ok'] else 'FAIL'} in {r['total_s']:.1f} s")
+
+
+def _up(args, topology) -> int:
+    from mininet_tests.fabric import Fabric
+
+    with Fabric(topology, controller=args.controller, priority_levels=args.levels,
+                wait_connected_s=args.wait_connected) as fab:
+        for h in fab.topology.hosts:
+            print(f"  {h.name:<6} {h.ip:<15} rack {h.rack}")
+        print(f"fabric {topology.name} is up; Ctrl-C to tear it down "
+              f"(run commands in a host with: mnexec -a $(pgrep -f 'mininet:h1$') CMD)",
+              flush=True)
+        try:
+            signal.pause()
+        except KeyboardInterrupt:
+            pass
+    return 0

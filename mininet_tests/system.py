@@ -1,0 +1,186 @@
+"""The machine under the fabric: root, Open vSwitch, and removing a crashed run's leftovers.
+
+We do not call ``mininet.clean.cleanup()`` (``mn -c``): it ``killall``s every process
+named ``controller``, ``ping`` or ``ryu-manager`` and deletes ``/tmp/*.log`` — on a machine
+shared with a running os-ken controller and other people's tests that is a disaster.
+``cleanup_leftovers`` removes only what a Mininet fabric leaves behind:
+
+1. Mininet node shells (``bash --norc -is mininet:<node>``, Mininet's own signature) and
+   every process living in a Mininet host's network namespace (iperf3, ps-lite...). The
+   switch shells live in the root namespace: only the shells themselves are killed there.
+2. Open vSwitch bridges (only the fabric creates bridges on this machine; it holds the
+   lock while it does) and the tap devices the userspace datapath made for them.
+3. Interfaces named like Mininet's ``<node>-eth<N>`` (stale veths are what makes the next
+   run fail with "RTNETLINK answers: File exists").
+
+It runs under the fabric lock, so it never pulls a fabric from under a live user.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+from mininet_tests.lock import FabricError, FabricLock
+
+OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
+MININET_SHELL = re.compile(r"^bash\0--norc\0-is\0mininet:([^\0]+)\0?$")
+MININET_INTF = re.compile(r"^[\w.]+(?:-[\w.]+)*-eth\d+$")
+
+
+def _run(cmd: list[str], timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise FabricError("the Mininet fabric needs root (network namespaces, veths, tc); "
+                          "run as root, e.g. `sudo make test`")
+
+
+def ovs_running() -> bool:
+    if shutil.which("ovs-vsctl") is None:
+        return False
+    try:
+        return _run(["ovs-vsctl", "--timeout=3", "show"], timeout=10).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def ensure_ovs() -> None:
+    """Open vSwitch installed and running (userspace datapath is fine), or FabricError."""
+    for tool in ("ovs-vsctl", "ovs-ofctl"):
+        if shutil.which(tool) is None:
+            raise FabricError(f"Open vSwitch is not installed ({tool} not found): run "
+                              "`make setup` (apt-get install openvswitch-switch)")
+    for tool in ("mnexec", "tc", "ethtool", "iperf3", "ping"):
+        if shutil.which(tool) is None:
+            raise FabricError(f"'{tool}' not found: run `make setup` (mininet, iproute2, ethtool, "
+                              "iperf3, iputils-ping)")
+    if ovs_running():
+        return
+    require_root()
+    if not os.path.exists(OVS_CTL):
+        raise FabricError(f"Open vSwitch is not running and {OVS_CTL} is missing")
+    result = _run([OVS_CTL, "start"], timeout=90)
+    if not ovs_running():
+        raise FabricError("Open vSwitch did not start: `ovs-ctl start` said:\n"
+                          + (result.stdout + result.stderr)[-2000:])
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def _netns(pid: int | str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+
+
+def _all_pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def mininet_shells() -> dict[int, str]:
+    """``{pid: node name}`` of live Mininet node shells."""
+    shells = {}
+    for pid in _all_pids():
+        m = MININET_SHELL.match(_read(f"/proc/{pid}/cmdline").decode(errors="replace"))
+        if m:
+            shells[pid] = m.group(1)
+    return shells
+
+
+def _kill_leftover_processes() -> int:
+    shells = mininet_shells()
+    if not shells:
+        return 0
+    root_ns = _netns("self")
+    host_namespaces = {ns for pid in shells if (ns := _netns(pid)) and ns != root_ns}
+    victims = set(shells)
+    if host_namespaces:
+        victims |= {pid for pid in _all_pids() if _netns(pid) in host_namespaces}
+    victims.discard(os.getpid())
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and
+                                              b"State:\tZ" not in _read(f"/proc/{p}/status")
+                                              for p in victims):
+        time.sleep(0.05)
+    return len(victims)
+
+
+def ovs_bridges() -> list[str]:
+    if not ovs_running():
+        return []
+    out = _run(["ovs-vsctl", "--timeout=5", "list-br"]).stdout
+    return [b for b in out.split() if b]
+
+
+def _delete_bridges() -> list[str]:
+    bridges = ovs_bridges()
+    if bridges:
+        cmd = ["ovs-vsctl", "--timeout=10"]
+        for b in bridges:
+            cmd += ["--", "--if-exists", "del-br", b]
+        _run(cmd)
+    return bridges
+
+
+def link_names() -> list[str]:
+    out = _run(["ip", "-o", "link", "show"]).stdout
+    names = []
+    for line in out.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) >= 2:
+            names.append(parts[1].strip().split("@", 1)[0])
+    return names
+
+
+def mininet_links() -> list[str]:
+    return [n for n in link_names() if MININET_INTF.match(n)]
+
+
+def _delete_links(names: list[str]) -> None:
+    if not names:
+        return
+    batch = "".join(f"link delete dev {n}\n" for n in names)
+    # -force: keep going past links that vanished with their peer.
+    subprocess.run(["ip", "-force", "-batch", "-"], input=batch, text=True,
+                   capture_output=True, timeout=60)
+
+
+def leftovers() -> dict[str, list]:
+    """What a crashed fabric would have left behind (empty lists when clean)."""
+    return {"shells": sorted(mininet_shells().values()), "bridges": ovs_bridges(),
+            "links": mininet_links()}
+
+
+def cleanup_leftovers(lock_timeout: float | None = None) -> dict[str, int]:
+    """Remove a crashed run's processes, bridges and veths (see module doc). Idempotent."""
+    require_root()
+    with FabricLock("cleanup_leftovers", timeout=lock_timeout):
+        killed = _kill_leftover_processes()
+        bridges = _delete_bridges()
+        # The userspace datapath gives each bridge a tap device of the same name.
+        present = set(link_names())
+        stale = mininet_links() + [b for b in bridges if b in present]
+        _delete_links(stale)
+        remaining = mininet_links()
+        if remaining:
+            raise FabricError(f"could not delete stale interfaces: {', '.join(remaining[:10])}")
+        return {"processes": killed, "bridges": len(bridges), "links": len(stale)}

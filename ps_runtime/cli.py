@@ -1,0 +1,241 @@
+"""``sluice profile`` and ``sluice train``: the PS runtime's user entry points.
+
+    sluice profile --models resnet18,alexnet --batch-sizes 1,2,4,8 --out prof.yaml --plot fit.png
+    sluice train jobs.yaml --job small --workers 2 --servers 1 --batches 50
+
+Every argument is checked before anything is measured or started (bad input: exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+import socket
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from sluice.errors import InputError
+
+DEFAULT_TRAIN_OUT = Path("out") / "train"
+
+
+# ---- shared argument checks ------------------------------------------------------------
+
+def _int_list(text: str, flag: str) -> list[int]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise InputError("argument", "must be a comma-separated list of integers", field=flag)
+    out = []
+    for item in items:
+        if not item.isdigit() or int(item) < 1:
+            raise InputError("argument", f"must be integers >= 1, got {item!r}", field=flag)
+        out.append(int(item))
+    return sorted(set(out))
+
+
+def _positive(value, flag: str, minimum: float = 1):
+    if value is not None and value < minimum:
+        raise InputError("argument", f"must be >= {minimum:g}, got {value}", field=flag)
+
+
+def _device(choice: str):
+    import torch
+
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise InputError("argument", "CUDA is not available on this machine", field="--device")
+    if choice == "auto":
+        choice = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(choice)
+
+
+def _writable_parent(path: str, flag: str) -> Path:
+    p = Path(path)
+    if not p.parent.is_dir():
+        raise InputError(str(p), f"directory {str(p.parent)!r} does not exist", field=flag)
+    return p
+
+
+# ---- sluice profile ----------------------------------------------------------------------
+
+def configure_profile(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--models", default="resnet18,alexnet,vgg16,googlenet",
+                        help="comma-separated: smallcnn, resnet18, alexnet, vgg16, googlenet")
+    parser.add_argument("--batch-sizes", default="1,2,4,8,16,32",
+                        help="comma-separated batch sizes; 1 is always measured (Cost_bat(1))")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    parser.add_argument("--out", required=True, metavar="PROFILE",
+                        help="profile YAML to write (job_scheduler.profile format)")
+    parser.add_argument("--plot", default=None, metavar="PNG", help="fitted vs measured plot")
+    parser.add_argument("--input-size", type=int, default=32,
+                        help="image side in pixels (smallcnn is always 1x28x28)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed iterations first")
+    parser.add_argument("--repeats", type=int, default=5, help="timed iterations (median)")
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
+
+
+def run_profile(args: argparse.Namespace) -> int:
+    from ps_runtime.models import MODEL_NAMES
+
+    models = [m.strip().lower() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in models if m not in MODEL_NAMES]
+    if not models or unknown:
+        raise InputError("argument", f"unknown model {unknown[0] if unknown else '(none)'!r} "
+                         f"(profilable: {', '.join(MODEL_NAMES)})", field="--models")
+    batch_sizes = _int_list(args.batch_sizes, "--batch-sizes")
+    if 1 not in batch_sizes:
+        batch_sizes = [1] + batch_sizes          # Cost_bat(1) is what the profile is for
+    _positive(args.input_size, "--input-size", 16)
+    _positive(args.warmup, "--warmup", 0)
+    _positive(args.repeats, "--repeats", 1)
+    _positive(args.threads, "--threads", 0)
+    out = _writable_parent(args.out, "--out")
+    plot = _writable_parent(args.plot, "--plot") if args.plot else None
+    device = _device(args.device)
+
+    import torch
+
+    from job_scheduler.profile import save_profile
+    from ps_runtime import profiler
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    label = profiler.device_label(device)
+    profiler.log(f"device {label} ({device.type}, {torch.get_num_threads()} CPU threads); "
+                 f"models {', '.join(models)}; batch sizes {batch_sizes}; input "
+                 f"{args.input_size}x{args.input_size}; warm-up {args.warmup}, "
+                 f"median of {args.repeats}")
+    started = time.monotonic()
+    results = profiler.profile_models(models, batch_sizes, device, args.input_size,
+                                      args.warmup, args.repeats, profiler.log)
+    for model, points in results.items():
+        print(profiler.format_fit(model, points))
+    source = (f"sluice profile on {label}: forward+backward+SGD step, synthetic "
+              f"{args.input_size}x{args.input_size} RGB input (smallcnn 1x28x28), 1000 classes "
+              f"(smallcnn 10), warm-up {args.warmup}, median of {args.repeats}, torch "
+              f"{torch.__version__}, {torch.get_num_threads()} threads")
+    header = (f"Measured by: sluice profile --models {','.join(models)} --batch-sizes "
+              f"{','.join(map(str, batch_sizes))} --device {device.type} --input-size "
+              f"{args.input_size} --warmup {args.warmup} --repeats {args.repeats}\n"
+              f"on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+              f"{time.monotonic() - started:.0f} s.")
+    save_profile(out, label, results, source=source, header=header)
+    print(f"wrote {out} (device {label})")
+    if plot:
+        profiler.plot_fit(results, plot, f"Cost_bat(b) on {label}: measured vs fitted")
+        print(f"wrote {plot}")
+    return 0
+
+
+# ---- sluice train ------------------------------------------------------------------------
+
+def configure_train(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("jobs", metavar="JOBS.yaml", help="job description file")
+    parser.add_argument("--job", required=True, help="name of the job to run")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--servers", type=int, default=None,
+                        help="parameter servers (default: the job's num_ps)")
+    parser.add_argument("--batches", type=int, default=None,
+                        help="batches per worker (default: dataset_size*epochs/(batch_size*workers))")
+    parser.add_argument("--controller", default=None, metavar="URL",
+                        help="controller API base URL for progress reports")
+    parser.add_argument("--token", default=None, help="job token for progress reports")
+    parser.add_argument("--out", default=None, help=f"log directory (default {DEFAULT_TRAIN_OUT}/JOB)")
+    parser.add_argument("--base-port", type=int, default=None,
+                        help="first port of the job's port block (default: from the job name)")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds before giving up")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    parser.add_argument("--input-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    parser.add_argument("--quiet", action="store_true", help="no per-batch lines")
+
+
+def _port_busy(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # ZMQ binds with SO_REUSEADDR too: ports in TIME-WAIT after a run are fine.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from job_scheduler.jobspec import load_jobs
+    from ps_runtime.models import MODEL_NAMES
+    from ps_runtime.plan import BLOCK, Placement
+
+    jobs = {j.name: j for j in load_jobs(args.jobs)}
+    if args.job not in jobs:
+        raise InputError(args.jobs, f"no job named '{args.job}' (jobs: {', '.join(jobs)})",
+                         field="--job")
+    spec = jobs[args.job]
+    if spec.model not in MODEL_NAMES:
+        raise InputError(args.jobs, f"model '{spec.model}' cannot be trained by the PS runtime "
+                         f"(trainable: {', '.join(MODEL_NAMES)})", element=f"job '{spec.name}'",
+                         field="model")
+    servers = args.servers if args.servers is not None else spec.num_ps
+    for value, flag in ((args.workers, "--workers"), (servers, "--servers"),
+                        (args.batches, "--batches"), (args.threads, "--threads")):
+        _positive(value, flag)
+    _positive(args.timeout, "--timeout", 0.001)
+    _positive(args.input_size, "--input-size", 16)
+    if not (args.lr > 0 and math.isfinite(args.lr)):
+        raise InputError("argument", f"must be a number > 0, got {args.lr}", field="--lr")
+    if 1 + servers + args.workers > BLOCK:
+        raise InputError("argument", f"at most {BLOCK - 1} servers + workers per job",
+                         field="--workers")
+    if args.base_port is not None and not 1024 <= args.base_port <= 65535 - BLOCK:
+        raise InputError("argument", f"must be 1024..{65535 - BLOCK}", field="--base-port")
+    if args.controller and not args.controller.startswith(("http://", "https://")):
+        raise InputError("argument", f"must be an http(s) URL, got {args.controller!r}",
+                         field="--controller")
+    batches = args.batches or max(1, math.ceil(spec.dataset_size * spec.epochs
+                                               / (spec.batch_size * args.workers)))
+    _device(args.device)
+
+    from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
+    from ps_runtime.runners import LocalRunner
+
+    out = Path(args.out) if args.out else DEFAULT_TRAIN_OUT / spec.name
+    job = PSJob(spec, Placement.loopback(servers, args.workers), LocalRunner(), out,
+                batches=batches, base_port=args.base_port, controller_url=args.controller,
+                token=args.token, options=WorkerOptions(input_size=args.input_size, lr=args.lr,
+                                                        device=args.device, threads=args.threads))
+    busy = [p for p in job.ports.all_ports() if _port_busy(p)]
+    if busy:
+        print(f"sluice train: port(s) {', '.join(map(str, busy))} of job '{spec.name}' are in "
+              "use on 127.0.0.1; pick another block with --base-port", file=sys.stderr)
+        return 1
+    print(f"job {spec.name}: {spec.model}, batch size {spec.batch_size}, {args.workers} "
+          f"workers, {servers} server(s), {batches} batches per worker; logs in {out}",
+          file=sys.stderr)
+    print(f"endpoints {job.endpoints()}", file=sys.stderr)
+
+    def on_batch(worker: int, rec) -> None:
+        if not args.quiet:
+            print(f"worker {worker} batch {rec.batch}/{batches} loss {rec.loss:.4f} "
+                  f"time_s {rec.time_s:.3f}", flush=True)
+
+    old = signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
+    try:
+        with job:
+            job.start()
+            result = job.wait(timeout=args.timeout, on_batch=on_batch)
+    except JobFailed as err:
+        print(f"sluice train: {err}", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    losses = [r.loss for recs in result.batches.values() for r in recs]
+    first = [recs[0].loss for recs in result.batches.values() if recs]
+    last = [recs[-1].loss for recs in result.batches.values() if recs]
+    steps = [r.time_s for recs in result.batches.values() for r in recs[1:]]
+    print(f"job {spec.name} done in {result.elapsed_s:.1f} s: {len(losses)} worker-batches, "
+          f"loss {statistics.mean(first):.4f} -> {statistics.mean(last):.4f}, median step "
+          f"{statistics.median(steps) * 1000 if steps else float('nan'):.1f} ms")
+    return 0

@@ -1,0 +1,117 @@
+"""Where a PS job's processes run and which fixed ports they listen on.
+
+ps-lite picks a random listening port unless ``PORT`` is set; sluice always sets it, so
+the endpoints it hands to the controller are exact before a single packet flows:
+
+    scheduler  base
+    server i   base + 1 + i
+    worker j   base + 1 + num_servers + j
+
+``base`` is either given (a launcher running many jobs hands out disjoint blocks) or a
+stable function of the job name. Everything here is pure.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+PORT_LOW = 20000          # above the usual ephemeral-free service range
+BLOCK = 40                # ports reserved per job: scheduler + servers + workers
+BLOCKS = 1000             # hashed bases fall in [PORT_LOW, PORT_LOW + BLOCKS * BLOCK)
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Node:
+    """One process's host: the name the runner knows it by, and its IP."""
+    host: str
+    ip: str
+
+
+@dataclass(frozen=True)
+class Placement:
+    """PS host(s) and worker hosts of one job. The ps-lite scheduler runs on servers[0]."""
+    servers: tuple[Node, ...]
+    workers: tuple[Node, ...]
+
+    def __post_init__(self):
+        if not self.servers or not self.workers:
+            raise ValueError("a placement needs at least one server and one worker")
+        if 1 + len(self.servers) + len(self.workers) > BLOCK:
+            raise ValueError(f"at most {BLOCK - 1} servers + workers per job")
+
+    @classmethod
+    def loopback(cls, num_servers: int, num_workers: int) -> "Placement":
+        """Every process on this machine, all on 127.0.0.1."""
+        return cls(tuple(Node("local", LOOPBACK) for _ in range(num_servers)),
+                   tuple(Node("local", LOOPBACK) for _ in range(num_workers)))
+
+    @classmethod
+    def on_hosts(cls, topology, servers: list[str], workers: list[str]) -> "Placement":
+        """Hosts named in a :class:`topologies.Topology` (IPs taken from it)."""
+        by_name = topology.host_by_name
+        missing = [h for h in [*servers, *workers] if h not in by_name]
+        if missing:
+            raise ValueError(f"hosts not in topology '{topology.name}': {', '.join(missing)}")
+        return cls(tuple(Node(h, by_name[h].ip) for h in servers),
+                   tuple(Node(h, by_name[h].ip) for h in workers))
+
+
+def default_base_port(job_name: str) -> int:
+    """A stable per-job base port (crc32 of the name; not Python's salted hash)."""
+    return PORT_LOW + (zlib.crc32(job_name.encode()) % BLOCKS) * BLOCK
+
+
+@dataclass(frozen=True)
+class PortPlan:
+    base: int
+    num_servers: int
+    num_workers: int
+
+    def __post_init__(self):
+        if not 1024 <= self.base <= 65535 - BLOCK:
+            raise ValueError(f"base port {self.base} out of range 1024..{65535 - BLOCK}")
+
+    @classmethod
+    def for_job(cls, job_name: str, placement: Placement, base: int | None = None) -> "PortPlan":
+        return cls(default_base_port(job_name) if base is None else base,
+                   len(placement.servers), len(placement.workers))
+
+    @property
+    def scheduler(self) -> int:
+        return self.base
+
+    def server(self, i: int) -> int:
+        return self.base + 1 + i
+
+    def worker(self, j: int) -> int:
+        return self.base + 1 + self.num_servers + j
+
+    def all_ports(self) -> list[int]:
+        return list(range(self.base, self.base + 1 + self.num_servers + self.num_workers))
+
+
+def endpoints(placement: Placement, ports: PortPlan) -> dict[str, list[tuple[str, int]]]:
+    """What the controller needs to classify flows: push = worker -> server:port,
+    pull = server:port -> worker:port."""
+    return {"servers": [(n.ip, ports.server(i)) for i, n in enumerate(placement.servers)],
+            "workers": [(n.ip, ports.worker(j)) for j, n in enumerate(placement.workers)]}
+
+
+def worker_id(j: int) -> str:
+    """The id worker j reports progress under (the controller's default endpoint id)."""
+    return f"w{j}"
+
+
+def server_id(i: int) -> str:
+    return f"s{i}"
+
+
+def registration(job_name: str, placement: Placement, ports: PortPlan) -> dict:
+    """The controller's job registration body: ``{id, servers: [{id, ip, port}], workers}``."""
+    return {"id": job_name,
+            "servers": [{"id": server_id(i), "ip": n.ip, "port": ports.server(i)}
+                        for i, n in enumerate(placement.servers)],
+            "workers": [{"id": worker_id(j), "ip": n.ip, "port": ports.worker(j)}
+                        for j, n in enumerate(placement.workers)]}

@@ -1,0 +1,32 @@
+"""A ps-lite scheduler or server process: ``python -m ps_runtime.server``.
+
+MXNet runs the whole server (or scheduler) loop inside ``import mxnet`` when
+``DMLC_ROLE`` is ``server`` or ``scheduler``, and returns once every worker has finalised.
+The launcher sets the ``DMLC_*`` variables and ``PORT``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ps_runtime.watchdog import start_watchdog
+
+
+def main() -> int:
+    role = os.environ.get("DMLC_ROLE")
+    if role not in ("server", "scheduler"):
+        print(f"ps_runtime.server: DMLC_ROLE must be server or scheduler, got {role!r}",
+              file=sys.stderr)
+        return 2
+    start_watchdog()
+    print(f"{role} listening on {os.environ.get('DMLC_NODE_HOST')}:{os.environ.get('PORT')} "
+          f"({os.environ.get('DMLC_NUM_WORKER')} workers, {os.environ.get('DMLC_NUM_SERVER')} "
+          "servers)", file=sys.stderr, flush=True)
+    import mxnet  # noqa: F401  -- runs the ps-lite loop until the job ends
+    print(f"{role} done", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""Children exit when their launcher is gone, even if it was SIGKILLed.
+
+The launcher puts its pid in ``SLUICE_LAUNCHER_PID``; each PS process starts a daemon
+thread that checks every second that this pid still lives and hard-exits otherwise.
+(``PR_SET_PDEATHSIG`` is not used: it fires when the *thread* that forked exits, and
+Mininet's ``mnexec`` sits between us and the child anyway.) Mininet hosts share the
+machine's pid namespace, so the check works inside them too.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+ENV = "SLUICE_LAUNCHER_PID"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def start_watchdog(interval: float = 1.0) -> None:
+    pid = int(os.environ.get(ENV, "0") or 0)
+    if pid <= 0:
+        return
+
+    def watch() -> None:
+        while _alive(pid):
+            time.sleep(interval)
+        print(f"launcher {pid} is gone; exiting", file=sys.stderr, flush=True)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="launcher-watchdog", daemon=True).start()

@@ -1,0 +1,74 @@
+"""Shared pytest fixtures.
+
+Fabric tests (``@pytest.mark.fabric``) need root, Open vSwitch and Mininet. They never
+skip: every test carrying the marker gets the session fixture ``fabric_env``, which FAILS
+with a clear message when we are not root or OVS cannot be started (``make test`` sets
+both up). Run ``make test-fast`` for the tests that need neither.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("fabric") is not None:
+            item.fixturenames.insert(0, "fabric_env")
+
+
+@pytest.fixture(scope="session")
+def fabric_env():
+    """Root + Open vSwitch running (started here if needed) + Mininet importable."""
+    from mininet_tests.lock import FabricError
+    from mininet_tests.system import ensure_ovs, require_root
+
+    try:
+        require_root()
+        ensure_ovs()
+        import mininet.net  # noqa: F401
+    except (FabricError, ImportError) as err:
+        pytest.fail(f"fabric tests need root, Open vSwitch and Mininet (run `make test` as "
+                    f"root): {err}", pytrace=False)
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def normal_controller():
+    """The stand-in OpenFlow 1.3 controller (``actions=NORMAL``) on a free loopback port;
+    yields ``"127.0.0.1:PORT"``. Loop-free topologies only."""
+    port = free_tcp_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mininet_tests.normal_controller",
+                             "--port", str(port)], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"stand-in controller did not listen on {port}: "
+                            f"{proc.stderr.read().decode()[-500:]}")
+            time.sleep(0.2)
+    yield f"127.0.0.1:{port}"
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,59 @@
+"""The os-ken shell: rule data -> real OpenFlow 1.3 messages (serialised and parsed back
+with os-ken's own parser), with a fake datapath."""
+
+from os_ken.ofproto import ofproto_parser, ofproto_v1_3, ofproto_v1_3_parser
+
+from controller import rules as R
+from controller.app import to_ofp
+
+
+class FakeDatapath:
+    ofproto = ofproto_v1_3
+    ofproto_parser = ofproto_v1_3_parser
+    id = 1
+
+    def __init__(self):
+        self.xid = 0
+
+    def set_xid(self, msg):
+        self.xid += 1
+        msg.set_xid(self.xid)
+
+
+def roundtrip(dp, msg):
+    dp.set_xid(msg)
+    msg.serialize()
+    version, msg_type, msg_len, xid = ofproto_parser.header(msg.buf)
+    return ofproto_parser.msg(dp, version, msg_type, msg_len, xid, msg.buf)
+
+
+def test_dscp_rule_becomes_set_field_and_output():
+    dp = FakeDatapath()
+    rule = R.Rule(1, R.PRIO_JOB_FLOW, R.make_match(eth_type=0x800, ip_proto=6,
+                                                   ipv4_src="10.0.0.1", ipv4_dst="10.0.0.3",
+                                                   tcp_dst=9000),
+                  (("set_dscp", 56), ("output", 3)), 0x5100000000000001)
+    back = roundtrip(dp, to_ofp(dp, R.FlowMod("add", rule)))
+    assert back.command == ofproto_v1_3.OFPFC_ADD and back.priority == R.PRIO_JOB_FLOW
+    assert back.cookie == 0x5100000000000001
+    assert back.match["ipv4_dst"] == "10.0.0.3" and back.match["tcp_dst"] == 9000
+    actions = back.instructions[0].actions
+    assert actions[0].key == "ip_dscp" and actions[0].value == 56
+    assert actions[1].port == 3
+
+
+def test_queue_controller_drop_modify_delete_clear():
+    dp = FakeDatapath()
+    q = R.Rule(1, 200, R.make_match(eth_type=0x800), (("set_queue", 4), ("output", 1)), 9)
+    back = roundtrip(dp, to_ofp(dp, R.FlowMod("modify", q)))
+    assert back.command == ofproto_v1_3.OFPFC_MODIFY_STRICT
+    assert back.instructions[0].actions[0].queue_id == 4
+    arp = R.base_rules(1)[1]
+    back = roundtrip(dp, to_ofp(dp, R.FlowMod("add", arp)))
+    assert back.instructions[0].actions[0].port == ofproto_v1_3.OFPP_CONTROLLER
+    miss = R.base_rules(1)[0]
+    assert roundtrip(dp, to_ofp(dp, R.FlowMod("add", miss))).instructions == []
+    back = roundtrip(dp, to_ofp(dp, R.FlowMod("delete", q)))
+    assert back.command == ofproto_v1_3.OFPFC_DELETE_STRICT
+    back = roundtrip(dp, to_ofp(dp, R.FlowMod("clear", R.Rule(1, 0, (), (), 0))))
+    assert back.command == ofproto_v1_3.OFPFC_DELETE and back.table_id == ofproto_v1_3.OFPTT_ALL

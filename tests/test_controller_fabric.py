@@ -1,0 +1,164 @@
+"""The controller for real: a `sluice controller` PROCESS driving Open vSwitch switches of
+the Mininet fabric harness (mininet_tests/fabric.py, which holds the global fabric lock).
+Needs root and OVS; fails loudly otherwise (never skipped)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from controller.client import ControllerClient
+from mininet_tests.fabric import Fabric
+from topologies.priority_classes import dscp_of_level
+
+pytestmark = pytest.mark.fabric
+
+ROOT = Path(__file__).resolve().parents[1]
+SLUICE = str(ROOT / ".venv" / "bin" / "sluice")
+ADMIN = "fabric-test-admin-token"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def controller(topology: str, *extra: str):
+    ofp, api = free_port(), free_port()
+    env = dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN)
+    log = open(f"/tmp/sluice-controller-test-{os.getpid()}.log", "w+")
+    proc = subprocess.Popen([SLUICE, "controller", "--topology", topology, "--ofp-port",
+                             str(ofp), "--api", f"127.0.0.1:{api}", *extra],
+                            env=env, stderr=log, stdout=log)
+    client = ControllerClient(f"http://127.0.0.1:{api}", ADMIN)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise AssertionError(f"controller exited with {proc.returncode}: {log.read()}")
+            try:
+                if client.health():
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "controller API did not come up"
+            time.sleep(0.2)
+        yield f"127.0.0.1:{ofp}", client
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+    assert proc.returncode == 0, f"controller did not stop cleanly: {proc.returncode}"
+
+
+def wait_located(client: ControllerClient, hosts: int, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = re.search(r"^sluice_hosts_located (\d+)", client.metrics(), re.M)
+        if m and int(m.group(1)) == hosts:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the controller located fewer than {hosts} hosts:\n{client.metrics()}")
+
+
+@pytest.mark.parametrize("topology", ["two-rack", "leaf-spine", "fat-tree"])
+def test_all_pairs_ping_without_loss(topology):
+    with controller(topology) as (ofp, client):
+        with Fabric(topology, controller=ofp) as fab:
+            wait_located(client, len(fab.topology.hosts))
+            assert fab.ping_all() == 0.0
+            links = client.links()["ports"]
+            assert links, "no port statistics were collected"
+
+
+def iperf_pair(fab, seconds: float) -> dict[str, float]:
+    """h1 -> h3:9000 (job-a push) and h2 -> h4:9100 (job-b push) at the same time; both
+    cross tor1's uplink. Returns Mbit/s received per job."""
+    clients = {
+        "job-a": fab.popen("h1", "iperf3", "-c", fab.ip("h3"), "-p", "9000", "-t", str(seconds),
+                           "-J", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+        "job-b": fab.popen("h2", "iperf3", "-c", fab.ip("h4"), "-p", "9100", "-t", str(seconds),
+                           "-J", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+    }
+    out = {}
+    for job, p in clients.items():
+        stdout, stderr = p.communicate(timeout=seconds + 20)
+        assert p.returncode == 0, f"iperf3 for {job} failed: {stderr or stdout[-500:]}"
+        out[job] = json.loads(stdout)["end"]["sum_received"]["bits_per_second"] / 1e6
+    return out
+
+
+def dscp_marks(fab, switch: str) -> dict[int, int]:
+    """cookie -> DSCP written by the rules on ``switch`` (from ovs-ofctl dump-flows)."""
+    marks = {}
+    for line in fab.dump_flows(switch).splitlines():
+        cookie = re.search(r"cookie=0x([0-9a-f]+)", line)
+        tos = re.search(r"mod_nw_tos:(\d+)", line)
+        dscp = re.search(r"set_field:(\d+)->ip_dscp", line)
+        if cookie and (tos or dscp):
+            value = int(dscp.group(1)) if dscp else int(tos.group(1)) >> 2
+            marks.setdefault(int(cookie.group(1), 16), set()).add(value)
+    return marks
+
+
+def test_lagging_job_wins_the_bottleneck_and_the_flip_follows():
+    jobs = {
+        "job-a": {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
+                  "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9001}]},
+        "job-b": {"id": "job-b", "servers": [{"id": "s0", "ip": "10.0.0.4", "port": 9100}],
+                  "workers": [{"id": "w0", "ip": "10.0.0.2", "port": 9101}]},
+    }
+    with controller("two-rack") as (ofp, client):
+        with Fabric("two-rack", controller=ofp) as fab:
+            wait_located(client, 4)
+            tokens, cookies = {}, {}
+            for job_id, body in jobs.items():
+                answer = client.register_job(body)
+                tokens[job_id], cookies[job_id] = answer["token"], int(answer["cookie"], 16)
+            fab.popen("h3", "iperf3", "-s", "-p", "9000")
+            fab.popen("h4", "iperf3", "-s", "-p", "9100")
+            time.sleep(0.5)
+
+            # job-b lags (batch 3 < 10): its push flow is level 1, job-a's level 3
+            client.progress("job-a", "w0", 10, tokens["job-a"], wait=True)
+            client.progress("job-b", "w0", 3, tokens["job-b"], wait=True)
+            marks = dscp_marks(fab, "tor1")
+            assert marks[cookies["job-b"]] == {dscp_of_level(1)}
+            assert marks[cookies["job-a"]] == {dscp_of_level(3)}
+            marks = dscp_marks(fab, "tor2")      # pull flows are marked at the server's ToR
+            assert marks[cookies["job-b"]] == {dscp_of_level(0)}
+            assert marks[cookies["job-a"]] == {dscp_of_level(2)}
+            rates = iperf_pair(fab, 5)
+            assert rates["job-b"] >= 3 * rates["job-a"], rates
+
+            # job-b overtakes: the ranking flips, and so do marks and throughput
+            answer = client.progress("job-b", "w0", 20, tokens["job-b"], wait=True)
+            assert answer["applied"] is True and answer["changed_rules"] == 4
+            marks = dscp_marks(fab, "tor1")
+            assert marks[cookies["job-a"]] == {dscp_of_level(1)}
+            assert marks[cookies["job-b"]] == {dscp_of_level(3)}
+            flipped = iperf_pair(fab, 5)
+            assert flipped["job-a"] >= 3 * flipped["job-b"], flipped
+            print(f"\nlagging job first: {rates}; after the flip: {flipped}", file=sys.stderr)
+
+            # a job that ends takes its rules with it
+            client.remove_job("job-a")
+            assert cookies["job-a"] not in dscp_marks(fab, "tor1")
+            assert cookies["job-b"] in dscp_marks(fab, "tor1")
+            assert 'sluice_reaction_latency_seconds_count' in client.metrics()

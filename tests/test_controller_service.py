@@ -1,0 +1,236 @@
+"""The controller service: registry, progress, rule changes, tokens, state, proxy ARP.
+No switch: flow mods land in a FlowTable (TableSink)."""
+
+import json
+
+import pytest
+from scapy.layers.l2 import ARP, Ether
+
+from controller import packets
+from controller.service import ApiError
+from controller_fakes import ADMIN, bring_up, make_service, walk
+from topologies.mininet_topo import mac_of
+from topologies.priority_classes import dscp_of_level
+
+JOB_A = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
+         "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9001}]}
+JOB_B = {"id": "job-b", "servers": [{"id": "s0", "ip": "10.0.0.4", "port": 9100}],
+         "workers": [{"id": "w0", "ip": "10.0.0.2", "port": 9101}]}
+
+
+def setup_two_jobs(**config):
+    svc = bring_up(make_service("two-rack", **config))
+    ta = svc.register_job(ADMIN, JOB_A)["token"]
+    tb = svc.register_job(ADMIN, JOB_B)["token"]
+    return svc, ta, tb
+
+
+def push_dscp(svc, job):
+    src = {"job-a": "h1", "job-b": "h2"}[job]
+    dst, port = {"job-a": ("10.0.0.3", 9000), "job-b": ("10.0.0.4", 9100)}[job]
+    end, _, dscp = walk(svc, src, dst, tcp_dst=port)
+    assert end in ("h3", "h4")
+    return dscp
+
+
+def pull_dscp(svc, job):
+    src = {"job-a": "h3", "job-b": "h4"}[job]
+    dst, port = {"job-a": ("10.0.0.1", 9001), "job-b": ("10.0.0.2", 9101)}[job]
+    return walk(svc, src, dst, tcp_dst=port)[2]
+
+
+def test_lagging_job_gets_the_more_urgent_marks_and_flips_with_reports():
+    svc, ta, tb = setup_two_jobs()
+    svc.progress("job-a", ta, {"worker": "w0", "batch": 10})
+    svc.progress("job-b", tb, {"worker": "w0", "batch": 3})
+    # b lags: b pull (level 0) > b push (1) > a pull (2) > a push (3)
+    assert pull_dscp(svc, "job-b") == dscp_of_level(0)
+    assert push_dscp(svc, "job-b") == dscp_of_level(1)
+    assert pull_dscp(svc, "job-a") == dscp_of_level(2)
+    assert push_dscp(svc, "job-a") == dscp_of_level(3)
+    svc.progress("job-b", tb, {"worker": "w0", "batch": 20})
+    assert push_dscp(svc, "job-a") == dscp_of_level(1)
+    assert push_dscp(svc, "job-b") == dscp_of_level(3)
+
+
+def test_plain_traffic_is_not_marked():
+    svc, _, _ = setup_two_jobs()
+    assert walk(svc, "h1", "10.0.0.3", tcp_dst=5201)[2] == 0
+
+
+def test_rules_change_only_when_a_level_changes():
+    svc, ta, tb = setup_two_jobs()
+    svc.progress("job-a", ta, {"worker": "w0", "batch": 10})
+    svc.progress("job-b", tb, {"worker": "w0", "batch": 3})
+    sent = len(svc.sink.sent)
+    # both advance in lock-step: same ranking, no flow mods
+    for step in range(1, 6):
+        ans, done = svc.progress("job-a", ta, {"worker": "w0", "batch": 10 + step})
+        assert ans["changed_rules"] == 0 and done is None
+        svc.progress("job-b", tb, {"worker": "w0", "batch": 3 + step})
+    assert len(svc.sink.sent) == sent
+    ans, done = svc.progress("job-b", tb, {"worker": "w0", "batch": 100})
+    assert ans["changed_rules"] == 4 and done.is_set()       # 4 PS flows re-marked
+    assert all(m.command == "modify" for m in svc.sink.sent[sent:])
+
+
+def test_stale_and_repeated_reports_change_nothing():
+    svc, ta, _ = setup_two_jobs()
+    svc.progress("job-a", ta, {"worker": "w0", "batch": 10})
+    before = (len(svc.sink.sent), svc.jobs())
+    for batch in (10, 9, 0):
+        ans, _ = svc.progress("job-a", ta, {"worker": "w0", "batch": batch})
+        assert ans["result"] == "stale"
+    assert (len(svc.sink.sent), svc.jobs()) == before
+
+
+def test_job_rules_carry_its_cookie_and_go_when_it_ends():
+    svc, _, _ = setup_two_jobs()
+    cookie = svc.registry.jobs["job-a"].cookie
+    assert len(svc.sink.table.with_cookie(cookie)) == 2      # push + pull, dscp at ingress
+    out = svc.remove_job(ADMIN, "job-a")
+    assert out["removed_rules"] == 2
+    assert svc.sink.table.with_cookie(cookie) == []
+    assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000)[2] == 0
+    assert svc.sink.table.with_cookie(svc.registry.jobs["job-b"].cookie)
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"id": "x", "servers": [], "workers": JOB_A["workers"]}, "servers"),
+    ({"id": "x y", "servers": JOB_A["servers"], "workers": JOB_A["workers"]}, "id"),
+    ({"id": "x", "servers": [{"id": "s0", "ip": "10.9.9.9", "port": 1}],
+      "workers": JOB_A["workers"]}, "ip"),
+    ({"id": "x", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 70000}],
+      "workers": JOB_A["workers"]}, "port"),
+    ({"id": "x", "servers": JOB_A["servers"], "workers": JOB_A["workers"], "extra": 1}, "extra"),
+])
+def test_bad_registration_is_400_and_changes_nothing(body, field):
+    svc = bring_up(make_service())
+    rules = dict(svc.sink.table.rules)
+    with pytest.raises(ApiError) as err:
+        svc.register_job(ADMIN, body)
+    assert err.value.status == 400 and field in err.value.reason
+    assert svc.jobs() == [] and svc.sink.table.rules == rules
+
+
+def test_conflicts_and_tokens():
+    svc, ta, tb = setup_two_jobs()
+    with pytest.raises(ApiError) as err:
+        svc.register_job(ADMIN, JOB_A)
+    assert err.value.status == 409
+    with pytest.raises(ApiError) as err:
+        svc.register_job(ADMIN, {**JOB_A, "id": "job-c"})       # same flows as job-a
+    assert err.value.status == 409 and "job-a" in err.value.reason
+    for bad in (None, "", "wrong"):
+        with pytest.raises(ApiError) as err:
+            svc.register_job(bad, {**JOB_A, "id": "job-d"})
+        assert err.value.status == 401
+        with pytest.raises(ApiError) as err:
+            svc.remove_job(bad, "job-a")
+        assert err.value.status == 401
+    with pytest.raises(ApiError) as err:                       # another job's token
+        svc.progress("job-a", tb, {"worker": "w0", "batch": 1})
+    assert err.value.status == 401
+    with pytest.raises(ApiError) as err:
+        svc.progress("nope", ta, {"worker": "w0", "batch": 1})
+    assert err.value.status == 404
+    with pytest.raises(ApiError) as err:
+        svc.progress("job-a", ta, {"worker": "w9", "batch": 1})
+    assert err.value.status == 400
+    assert [j["batches"] for j in svc.jobs()] == [{}, {}]
+    assert sorted(j["id"] for j in svc.jobs()) == ["job-a", "job-b"]
+
+
+def test_rate_limit_per_job():
+    now = [0.0]
+    svc = bring_up(make_service(rate_per_s=5))
+    svc.clock = lambda: now[0]
+    tok = svc.register_job(ADMIN, JOB_A)["token"]
+    for b in range(1, 6):
+        svc.progress("job-a", tok, {"worker": "w0", "batch": b})
+    with pytest.raises(ApiError) as err:
+        svc.progress("job-a", tok, {"worker": "w0", "batch": 6})
+    assert err.value.status == 429
+    assert svc.registry.jobs["job-a"].batches == {"w0": 5}
+    now[0] += 1.0
+    svc.progress("job-a", tok, {"worker": "w0", "batch": 6})
+    assert svc.registry.jobs["job-a"].batches == {"w0": 6}
+
+
+def test_state_file_restores_jobs_tokens_and_batches(tmp_path):
+    path = tmp_path / "state.json"
+    svc = bring_up(make_service(state_file=path))
+    tok = svc.register_job(ADMIN, JOB_A)["token"]
+    svc.progress("job-a", tok, {"worker": "w0", "batch": 7})
+    svc.save_state()
+    assert tok not in path.read_text()                   # only its hash is stored
+    again = bring_up(make_service(state_file=path))
+    assert again.registry.jobs["job-a"].batches == {"w0": 7}
+    assert again.registry.jobs["job-a"].cookie == svc.registry.jobs["job-a"].cookie
+    ans, _ = again.progress("job-a", tok, {"worker": "w0", "batch": 8})
+    assert ans["result"] == "accepted"
+    assert walk(again, "h1", "10.0.0.3", tcp_dst=9000)[2] != 0
+
+
+def test_bad_state_file_refuses_to_start(tmp_path):
+    from sluice.errors import InputError
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"version": 1, "jobs": [{"id": "a", "servers": [],
+                                                        "workers": []}]}))
+    with pytest.raises(InputError) as err:
+        make_service(state_file=path)
+    assert str(path) in str(err.value)
+
+
+# ---- proxy ARP, with frames crafted by scapy ------------------------------------------
+
+def arp_in(op, src_mac, src_ip, dst_ip):
+    frame = bytes(Ether(src=src_mac, dst="ff:ff:ff:ff:ff:ff") /
+                  ARP(op=op, hwsrc=src_mac, psrc=src_ip, pdst=dst_ip))
+    return packets.classify(frame)
+
+
+def test_proxy_arp_answers_from_what_it_learned():
+    svc = bring_up(make_service("two-rack"))
+    h1_mac, h4_mac = mac_of("10.0.0.1"), mac_of("10.0.0.4")
+    outs = svc.on_arp(1, 1, arp_in(1, h1_mac, "10.0.0.1", "10.0.0.4"))
+    assert len(outs) == 1
+    dpid, port, frame = outs[0]
+    assert (dpid, port) == (1, 1)               # back out of the asking port only
+    reply = Ether(frame)
+    assert reply[ARP].op == 2 and reply[ARP].hwsrc == h4_mac and reply[ARP].psrc == "10.0.0.4"
+    assert reply.dst == h1_mac
+
+
+def test_unknown_target_is_probed_then_asker_answered():
+    svc = bring_up(make_service("two-rack"), hosts=False)
+    h1_mac, h4_mac = mac_of("10.0.0.1"), mac_of("10.0.0.4")
+    outs = svc.on_arp(1, 1, arp_in(1, h1_mac, "10.0.0.1", "10.0.0.4"))
+    tor2 = svc.fabric.dpid_of_name["tor2"]
+    assert outs and all(d == tor2 for d, _, _ in outs)     # probes only at h4's ToR...
+    assert all(not svc.fabric.is_link_port(d, p) for d, p, _ in outs)   # ...edge ports
+    probe = Ether(outs[0][2])
+    assert probe[ARP].pdst == "10.0.0.4" and probe[ARP].psrc == "0.0.0.0"
+    # h4 answers the probe on tor2 port 2 -> learned, and h1 gets its answer
+    outs = svc.on_arp(tor2, 2, arp_in(2, h4_mac, "10.0.0.4", "0.0.0.0"))
+    assert [(d, p) for d, p, _ in outs] == [(1, 1)]
+    assert Ether(outs[0][2])[ARP].hwsrc == h4_mac
+    assert svc.fabric.hosts["10.0.0.4"].port == 2
+
+
+def test_spoofed_or_misplaced_arp_is_not_learned():
+    svc = bring_up(make_service("two-rack"), hosts=False)
+    # 10.0.0.4 lives in rack2; an ARP claiming it from tor1 is ignored
+    svc.on_arp(1, 1, arp_in(1, "02:00:00:00:00:99", "10.0.0.4", "10.0.0.1"))
+    assert "10.0.0.4" not in svc.fabric.hosts
+    # our own probe looping back is ignored
+    assert svc.on_arp(1, 3, packets.classify(packets.arp_probe("10.0.0.2"))) == []
+
+
+def test_malformed_frames_are_classified_not_raised():
+    assert isinstance(packets.classify(b""), packets.Malformed)
+    assert isinstance(packets.classify(bytes(Ether(type=0x0806) / b"\x00\x01")),
+                      packets.Malformed)
+    lldp = packets.classify(packets.lldp_frame(0x1234, 7, "02:00:00:00:00:01"))
+    assert lldp == packets.LldpIn(0x1234, 7)
+    assert isinstance(packets.classify(bytes(Ether(type=0x88cc) / b"junk")), packets.Malformed)

@@ -1,0 +1,130 @@
+"""The Proteus decision: hand-computed Q, Z, S(n); the wait rule; Neely's V trade-off."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from job_scheduler.proteus import (LyapunovState, S, decide, served_work, update_Q,
+                                   update_Z)
+
+
+def test_update_Q_hand_computed():
+    assert update_Q(10, 4, [3, 2]) == 11            # max(10-4, 0) + 5
+    assert update_Q(3, 5, [1]) == 1                 # max(3-5, 0) + 1
+    assert update_Q(3, 0) == 3
+    assert update_Q(3, 5, [1], waiting=2) == 3      # floored at the real backlog
+
+
+def test_update_Z_hand_computed():
+    assert update_Z(5, Q=10, eps=2, served=0) == 7    # Q > 0: + eps
+    assert update_Z(5, Q=10, eps=2, served=4) == 3    # + eps - served
+    assert update_Z(5, Q=10, eps=2, served=10) == 0   # clamped at 0
+    assert update_Z(6, Q=0, eps=2, served=0) == 3     # Q = 0: halves
+
+
+def test_S_hand_computed():
+    # V=2, C(1)=10, served = k*Cost_i(1) = 1*3, Q=4, Z=1: 2*10 + 9 - 3*5 = 14
+    assert S(1, 10, served_work(1, 3), Q=4, Z=1, V=2) == 14
+    # n=2: served 6: 2*7 + 36 - 6*5 = 20
+    assert S(2, 7, served_work(2, 3), Q=4, Z=1, V=2) == 20
+    assert S(0, 123, 0, Q=4, Z=1, V=2) == 0
+    assert served_work(4, 2.5) == 10
+
+
+def test_decide_hand_computed():
+    costs, c1 = {1: 10, 2: 6, 3: 5}, 2
+    # S(1) = 10 + 4 - 2*12 = -10; S(2) = 6 + 16 - 4*12 = -26; S(3) = 5 + 36 - 6*12 = -31
+    assert decide(costs, c1, Q=10, Z=2, V=1, free_gpus=3, max_gpus=3) == 3
+    assert decide(costs, c1, Q=10, Z=2, V=1, free_gpus=2, max_gpus=3) == 2   # free GPUs
+    assert decide(costs, c1, Q=10, Z=2, V=1, free_gpus=8, max_gpus=1) == 1   # max_gpus
+    assert decide(costs, c1, Q=10, Z=2, V=1, free_gpus=0, max_gpus=3) == 0
+    # V=10: S(1)=80, S(2)=28, S(3)=14, all > S(0) = 0: wait.
+    assert decide(costs, c1, Q=10, Z=2, V=10, free_gpus=3, max_gpus=3) == 0
+    # n missing from costs is no candidate.
+    assert decide({1: 10, 2: 6}, c1, Q=10, Z=2, V=1, free_gpus=3, max_gpus=3) == 2
+
+
+def test_schedule_only_when_min_S_is_negative():
+    # c1=1, Q+Z=10, V=1, C(1)=9: S(1) = 9 + 1 - 10 = 0, not < 0 -> wait.
+    assert decide({1: 9}, 1, Q=10, Z=0, V=1, free_gpus=4, max_gpus=4) == 0
+    assert decide({1: 8.99}, 1, Q=10, Z=0, V=1, free_gpus=4, max_gpus=4) == 1
+    # tie S(1) = S(2) = -5 (C(1)=4, C(2)=11): the smaller allocation wins.
+    assert decide({1: 4, 2: 11}, 1, Q=10, Z=0, V=1, free_gpus=4, max_gpus=4) == 1
+
+
+def test_lone_job_waits_until_Z_grows():
+    st = LyapunovState(eps=1.0)
+    st.arrive([10.0])                   # one job, Cost(1) = 10, C(1) = 10
+    slots = 0
+    while st.decide({1: 10.0}, 10.0, V=1, free_gpus=1, max_gpus=1) == 0:
+        st.advance(0.0, waiting=10.0)
+        slots += 1
+    # S(1) = 10 + 100 - 10*(10 + Z) < 0  <=>  Z > 1: Z grows 1 per slot -> 2 slots.
+    assert slots == 2 and st.Z == 2
+    assert [h[2] for h in st.history] == [0, 1, 2] and len(st.history) == 3
+
+
+def test_paper_Q_starves_a_waiting_job_and_the_floor_does_not():
+    # Job A (work 10) is served on 2 GPUs: Q drops by 20 although B (work 10) still waits.
+    paper, floored = update_Q(20, 20), update_Q(20, 20, waiting=10)
+    assert paper == 0 and floored == 10
+    for Q in (paper, floored):
+        Z = 0.0
+        for _ in range(200):
+            if decide({1: 10.0}, 10.0, Q, Z, V=5, free_gpus=4, max_gpus=1):
+                break
+            Z = update_Z(Z, Q, 1.0, 0.0)
+        else:
+            assert Q == paper       # the paper's Q never lets B start
+            continue
+        assert Q == floored
+
+
+def slotted_run(V: float, seed: int, eps: float = 2.0, gpus: int = 8):
+    """A tiny FIFO slotted cluster using only this module: returns (mean C, mean Q)."""
+    rng = random.Random(seed)
+    jobs, t = [], 0
+    for _ in range(60):
+        t += rng.randint(5, 40)
+        jobs.append((t, rng.uniform(20, 80), rng.uniform(0.0, 0.3), rng.choice([2, 4, 8])))
+    st = LyapunovState(eps=eps)
+    queue, running, free, penalties, backlog, nxt = [], [], gpus, [], [], 0
+    for slot in range(10**5):
+        free += sum(n for end, n in running if end <= slot)
+        running = [(end, n) for end, n in running if end > slot]
+        arrivals = []
+        while nxt < len(jobs) and jobs[nxt][0] == slot:
+            queue.append(jobs[nxt])
+            arrivals.append(jobs[nxt][1])
+            nxt += 1
+        st.arrive(arrivals)
+        served = 0.0
+        if queue:
+            _, c1, comm, max_gpus = queue[0]
+            # C(n) = Cost(1)/n + a communication term for n > 1
+            costs = {n: c1 / n + (comm * c1 if n > 1 else 0) for n in range(1, max_gpus + 1)}
+            n = st.decide(costs, c1, V, free, max_gpus)
+            if n:
+                queue.pop(0)
+                free -= n
+                running.append((slot + costs[n], n))
+                served = served_work(n, c1)
+                penalties.append(costs[n])
+        backlog.append(st.Q)
+        st.advance(served, waiting=sum(j[1] for j in queue))
+        if nxt == len(jobs) and not queue and not running:
+            break
+    assert len(penalties) == len(jobs)          # every job ran (no starvation)
+    return sum(penalties) / len(penalties), sum(backlog) / len(backlog)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_neely_tradeoff_over_V(seed):
+    results = [slotted_run(V, seed) for V in (0, 10, 100, 1000, 10000)]
+    penalty = [r[0] for r in results]
+    backlog = [r[1] for r in results]
+    assert all(a >= b for a, b in zip(penalty, penalty[1:])), penalty
+    assert all(a <= b for a, b in zip(backlog, backlog[1:])), backlog
+    assert penalty[-1] < 0.7 * penalty[0] and backlog[-1] > 10 * backlog[0]

@@ -1,0 +1,396 @@
+"""The durable scheduler service.
+
+In-process tests drive ``SchedulerService`` slot by slot (fake clock where time matters);
+the process tests run the real ``sluice scheduler`` on a loopback port with a temp
+SQLite file and ``kill -9`` it: every acknowledged submission must survive, running jobs
+must be reconciled, never forgotten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from job_scheduler.estimator import Estimator
+from job_scheduler.jobspec import parse_jobs_text
+from job_scheduler.executors import LocalExecutor, SimulatedExecutor, template_command
+from job_scheduler.service import Conflict, SchedulerService
+from job_scheduler.service_client import SchedulerClient, ServiceError, Unreachable
+from job_scheduler.service_policy import make_policy
+from job_scheduler.store import JobStore
+from sluice.errors import InputError
+from topologies import load_topology
+
+ROOT = Path(__file__).resolve().parents[1]
+SLUICE = [sys.executable, "-m", "sluice"]
+TOPO = load_topology("two-rack")
+EST = Estimator()
+
+
+def job_file(*names: str, max_gpus: int = 2, model: str = "resnet18") -> str:
+    return "jobs:\n" + "".join(
+        f"  - {{name: {n}, model: {model}, dataset_size: 1000, epochs: 1, batch_size: 32, "
+        f"max_gpus: {max_gpus}}}\n" for n in names)
+
+
+class FakeClock:
+    def __init__(self, t: float = 1_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class RecordingController:
+    def __init__(self):
+        self.started, self.ended = [], []
+
+    def job_started(self, job):
+        self.started.append(job.name)
+        return {"SLUICE_CONTROLLER_JOB_TOKEN": "t-" + job.name}
+
+    def job_ended(self, job):
+        self.ended.append(job.name)
+
+
+def make_service(tmp_path, executor="simulated", policy="fifo", clock=None, command=None,
+                 store=None, **kw):
+    store = store or JobStore(tmp_path / "jobs.db")
+    executors = {
+        "simulated": SimulatedExecutor(lambda spec, d: 100.0 * spec.max_gpus / d.gpus, 1.0),
+        "local": LocalExecutor(tmp_path / "runs", template_command(command) if command else None),
+    }
+    return SchedulerService(store, TOPO, make_policy(policy, TOPO, EST), executors, executor,
+                            clock=clock or time.time, **kw)
+
+
+def wait_for(predicate, timeout=10.0, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")
+
+
+# ---- in-process ------------------------------------------------------------------------
+
+def test_bad_file_queues_nothing(tmp_path):
+    svc = make_service(tmp_path)
+    bad = job_file("ok") + "  - {name: broken, model: resnet18, epochs: 1}\n"
+    with pytest.raises(InputError) as err:
+        svc.submit(bad, "bad.yaml")
+    assert "broken" in str(err.value) and "dataset_size" in str(err.value)
+    with pytest.raises(InputError, match="could never run"):
+        svc.submit(job_file("huge", max_gpus=TOPO.total_gpus + 1), "huge.yaml")
+    assert svc.store.jobs() == []
+
+
+def test_simulated_jobs_run_and_release_gpus(tmp_path):
+    clock = FakeClock()
+    svc = make_service(tmp_path, clock=clock)
+    svc.submit(job_file(*[f"j{i}" for i in range(10)], max_gpus=4), "f.yaml")
+    svc.tick()
+    running = svc.store.jobs(["running"])
+    assert len(running) == 4 and svc.health()["free_gpus"] == 0      # 16 GPUs / 4
+    assert all(j.expected_end == clock.t + 100.0 for j in running)
+    clock.t += 100.0
+    svc.tick()
+    assert svc.store.counts()["finished"] == 4 and len(svc.store.jobs(["running"])) == 4
+    clock.t += 100.0
+    svc.tick()                       # 2nd wave ends, the last 2 jobs start
+    assert len(svc.store.jobs(["running"])) == 2
+    clock.t += 100.0
+    svc.tick()
+    assert svc.store.counts() == {"queued": 0, "running": 0, "finished": 10, "failed": 0,
+                                  "cancelled": 0}
+    assert svc.health()["free_gpus"] == TOPO.total_gpus
+
+
+def test_lyapunov_never_overcommits(tmp_path):
+    clock = FakeClock()
+    svc = make_service(tmp_path, policy="lyapunov", clock=clock)
+    for k in range(6):
+        svc.submit(job_file(*[f"j{k}-{i}" for i in range(5)], max_gpus=1 + (k * 3) % 8,
+                            model=["resnet18", "vgg16", "alexnet"][k % 3]), f"f{k}.yaml")
+    for _ in range(60):
+        svc.tick()
+        used: dict[str, int] = {}
+        for job in svc.store.jobs(["running"]):
+            for host, n in job.gpus_by_host().items():
+                used[host] = used.get(host, 0) + n
+            assert 1 <= job.gpus <= job.spec.max_gpus
+        assert all(used.get(h.name, 0) <= h.gpus for h in TOPO.hosts)
+        clock.t += 20.0
+    assert svc.store.counts()["finished"] == 30
+
+
+def test_restart_reconciles_simulated_jobs(tmp_path):
+    clock = FakeClock()
+    svc = make_service(tmp_path, clock=clock)
+    svc.submit(job_file("long", max_gpus=2), "f.yaml")
+    svc.tick()
+    (job,) = svc.store.jobs(["running"])
+    svc.store.close()
+    # a new service on the same file, still before the job's end: still running
+    clock.t += 50.0
+    again = make_service(tmp_path, clock=clock)
+    assert again.recover()["still_running"] == 1
+    assert again.health()["free_gpus"] == TOPO.total_gpus - 2
+    clock.t += 60.0
+    again.store.close()
+    third = make_service(tmp_path, clock=clock)     # restarted after the end time
+    assert third.recover()["finished"] == 1
+    done = third.store.get(job.id)
+    assert done.state == "finished" and done.finished_at == job.expected_end
+    assert third.health()["free_gpus"] == TOPO.total_gpus
+
+
+def test_crashed_job_fails_releases_gpus_and_flows(tmp_path):
+    ctl = RecordingController()
+    svc = make_service(tmp_path, executor="local", controller=ctl,
+                       command='test "$SLUICE_CONTROLLER_JOB_TOKEN" = t-{name} && '
+                               'sleep 0.2 && test {name} != crash')
+    svc.submit(job_file("ok", "crash", max_gpus=4), "f.yaml")
+    svc.tick()
+    assert svc.health()["free_gpus"] == TOPO.total_gpus - 8
+    wait_for(lambda: (svc.tick(), not svc.store.jobs(["running"]))[1])
+    ok, crash = svc.store.jobs()
+    assert (ok.state, ok.exit_code) == ("finished", 0)
+    assert (crash.state, crash.exit_code) == ("failed", 1)
+    assert "exited with status 1" in crash.reason
+    assert svc.health()["free_gpus"] == TOPO.total_gpus
+    assert ctl.started == ["ok", "crash"] and sorted(ctl.ended) == ["crash", "ok"]
+
+
+def test_retry_policy(tmp_path):
+    svc = make_service(tmp_path, executor="local", command="exit 7", max_retries=1)
+    svc.submit(job_file("flaky"), "f.yaml")
+    wait_for(lambda: (svc.tick(), svc.store.jobs()[0].state == "failed")[1])
+    (job,) = svc.store.jobs()
+    assert job.attempts == 2 and job.exit_code == 7
+    assert [e[1] for e in svc.store.events(job.id)] == ["queued", "started", "retry",
+                                                        "started", "failed"]
+
+
+def test_cancel_queued_and_running(tmp_path):
+    ctl = RecordingController()
+    svc = make_service(tmp_path, executor="local", command="sleep 30", controller=ctl)
+    svc.submit(job_file("run", max_gpus=16) + "  - {name: wait, model: resnet18, "
+               "dataset_size: 1000, epochs: 1, batch_size: 32, max_gpus: 1}\n", "f.yaml")
+    svc.tick()
+    run, wait = svc.store.jobs()
+    assert (run.state, wait.state) == ("running", "queued")
+    pid = svc.store.get(run.id).pid
+    assert svc.cancel(wait.id).state == "cancelled"
+    assert svc.cancel(run.id).state == "cancelled"
+    wait_for(lambda: not Path(f"/proc/{pid}").exists()
+             or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z")
+    assert ctl.ended == ["run"]
+    with pytest.raises(Conflict):
+        svc.cancel(run.id)
+    svc.tick()
+    assert svc.health()["free_gpus"] == TOPO.total_gpus
+
+
+# ---- the real service process ----------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServiceProcess:
+    def __init__(self, tmp_path: Path, *args: str, token: str | None = None):
+        self.port = free_port()
+        self.db = tmp_path / "sched.db"
+        self.args = ["scheduler", "--listen", f"127.0.0.1:{self.port}", "--db", str(self.db),
+                     *args]
+        self.env = dict(os.environ)
+        self.env.pop("SLUICE_SCHEDULER_TOKEN", None)
+        if token:
+            self.env["SLUICE_SCHEDULER_TOKEN"] = token
+        self.log = tmp_path / "service.log"
+        self.proc: subprocess.Popen | None = None
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "ServiceProcess":
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(SLUICE + self.args, cwd=ROOT, env=self.env,
+                                         stdout=log, stderr=log)
+        client = SchedulerClient(self.url, timeout=2)
+
+        def up():
+            assert self.proc.poll() is None, self.log.read_text()
+            try:
+                return client.health()
+            except Unreachable:
+                return None
+        wait_for(up, timeout=20)
+        return self
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def services():
+    started: list[ServiceProcess] = []
+    yield started
+    for s in started:
+        s.stop()
+
+
+def test_kill9_mid_stream_loses_no_acknowledged_submission(tmp_path, services):
+    svc = ServiceProcess(tmp_path, "--slot", "0.05", "--time-factor", "0.001")
+    services.append(svc.start())
+    client = SchedulerClient(svc.url, timeout=5)
+    acked: dict[str, list[int]] = {}
+    duplicates: list[str] = []
+    total = 200
+
+    def stream():
+        for i in range(total):
+            name = f"s{i:03d}"
+            # Like `sluice submit`: on a broken connection, retry with the same
+            # idempotency key until the service is back.
+            answer = client.submit(job_file(name, max_gpus=1 + i % 4), f"{name}.yaml",
+                                   retry_seconds=30)
+            acked[name] = answer["jobs"]
+            if answer["duplicate"]:       # committed before the kill, ack lost in it
+                duplicates.append(name)
+
+    writer = threading.Thread(target=stream)
+    writer.start()
+    kills = 0
+    for threshold in (50, 120):          # two kill -9 while submissions stream in
+        wait_for(lambda: len(acked) >= threshold, timeout=30, interval=0.005)
+        svc.kill9()
+        kills += 1
+        svc.start()
+    writer.join(60)
+    assert not writer.is_alive() and len(acked) == total
+
+    jobs = {j["name"]: j for j in client.jobs()}
+    lost = [n for n in acked if n not in jobs]
+    assert lost == [], f"acknowledged but lost: {lost}"
+    for name, ids in acked.items():
+        assert [jobs[name]["id"]] == ids
+    # none duplicated either (a retried submission was recognised by its key)
+    assert len(client.jobs()) == total
+    # and the scheduler went on running what it had
+    wait_for(lambda: all(j["state"] == "finished" for j in client.jobs()), timeout=30)
+    assert client.health()["free_gpus"] == TOPO.total_gpus
+    assert kills == 2
+    print(f"acknowledged {len(acked)}, acknowledged on retry after a kill: {len(duplicates)}")
+
+
+def test_restart_reconciles_running_jobs(tmp_path, services):
+    # local executor: 'ok' ends well and 'crash' fails while the service is down
+    svc = ServiceProcess(tmp_path, "--slot", "0.05", "--executor", "local", "--policy", "fifo",
+                         "--local-command", "sleep 1.5; test {name} != crash")
+    services.append(svc.start())
+    client = SchedulerClient(svc.url)
+    client.submit(job_file("ok", "crash", "later", max_gpus=8), "f.yaml")
+    wait_for(lambda: [j["state"] for j in client.jobs()] == ["running", "running", "queued"])
+    svc.kill9()
+    time.sleep(2.0)                     # both jobs end while nobody watches
+    svc.start()
+    jobs = {j["name"]: j for j in client.jobs()}
+    assert jobs["ok"]["state"] == "finished" and jobs["ok"]["exit_code"] == 0
+    assert jobs["crash"]["state"] == "failed" and jobs["crash"]["exit_code"] == 1
+    # their 16 GPUs were released, so the queued job got them
+    wait_for(lambda: client.job(jobs["later"]["id"])["state"] == "running")
+
+
+def test_restart_while_simulated_job_runs(tmp_path, services):
+    # fifo gives the job its 2 GPUs on one host (no network): C(2) = Cost(2); a time
+    # factor makes that 2 s of wall time.
+    (spec,) = parse_jobs_text(job_file("sim"))
+    factor = 2.0 / EST.C(spec, 2, float("inf"))
+    svc = ServiceProcess(tmp_path, "--slot", "0.05", "--policy", "fifo",
+                         "--time-factor", repr(factor))
+    services.append(svc.start())
+    client = SchedulerClient(svc.url)
+    (job_id,) = client.submit(job_file("sim"), "f.yaml")["jobs"]
+    job = wait_for(lambda: (j := client.job(job_id))["state"] == "running" and j)
+    assert job["expected_end"] - job["started_at"] == pytest.approx(2.0, abs=1e-6)
+    svc.kill9()
+    svc.start()
+    assert time.time() < job["expected_end"]
+    assert client.job(job_id)["state"] == "running"             # remembered, still running
+    assert client.health()["free_gpus"] == TOPO.total_gpus - 2
+    done = wait_for(lambda: (j := client.job(job_id))["state"] == "finished" and j)
+    assert done["finished_at"] == job["expected_end"]
+    assert client.health()["free_gpus"] == TOPO.total_gpus
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(SLUICE + list(args), cwd=ROOT, capture_output=True, text=True,
+                          timeout=30, env=env)
+
+
+def test_cli_auth_limits_cancel_and_bad_input(tmp_path, services):
+    svc = ServiceProcess(tmp_path, "--slot", "0.05", "--time-factor", "1000", token="s3cret")
+    services.append(svc.start())
+    env_without = {k: v for k, v in os.environ.items() if k != "SLUICE_SCHEDULER_TOKEN"}
+    env_with = {**env_without, "SLUICE_SCHEDULER_TOKEN": "s3cret"}
+    good = tmp_path / "good.yaml"
+    good.write_text(job_file("g1", "g2"))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(job_file("b1") + "  - {name: b2, model: resnet18, dataset_size: lots, "
+                   "epochs: 1, batch_size: 32, max_gpus: 1}\n")
+
+    # unauthenticated submit is refused, by the CLI and on the wire
+    r = run_cli("submit", str(good), "--server", svc.url, env=env_without)
+    assert r.returncode == 1 and "token" in r.stderr
+    with pytest.raises(ServiceError) as err:
+        SchedulerClient(svc.url, token="wrong").submit(good.read_text())
+    assert err.value.status == 401
+
+    # bad YAML: exit 2 naming file, job and field; nothing queued
+    r = run_cli("submit", str(bad), "--server", svc.url, env=env_with)
+    assert r.returncode == 2
+    assert "bad.yaml" in r.stderr and "b2" in r.stderr and "dataset_size" in r.stderr
+    # the server rejects the whole file too when the client does not check
+    with pytest.raises(ServiceError) as err:
+        SchedulerClient(svc.url, token="s3cret").submit(bad.read_text(), "bad.yaml")
+    assert err.value.status == 400 and err.value.body["field"] == "dataset_size"
+    assert SchedulerClient(svc.url).jobs() == []
+
+    # too large: 413, body not read
+    with pytest.raises(ServiceError) as err:
+        SchedulerClient(svc.url, token="s3cret").submit("#" * (1 << 20 + 1))
+    assert err.value.status == 413
+
+    r = run_cli("submit", str(good), "--server", svc.url, env=env_with)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("jobs", "--server", svc.url, "--json")
+    jobs = json.loads(r.stdout)
+    assert [j["name"] for j in jobs] == ["g1", "g2"]
+    wait_for(lambda: all(j["state"] == "running" for j in SchedulerClient(svc.url).jobs()))
+    r = run_cli("cancel", str(jobs[0]["id"]), "--server", svc.url, env=env_with)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("jobs", "--server", svc.url)
+    assert r.returncode == 0
+    lines = {line.split()[1]: line.split()[2] for line in r.stdout.splitlines()[1:]}
+    assert lines == {"g1": "cancelled", "g2": "running"}
+    assert "s3cret" not in svc.log.read_text()          # never logged
