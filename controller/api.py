@@ -1,8 +1,8 @@
 """Northbound JSON-over-HTTP API (standard library ``ThreadingHTTPServer``; os-ken 4.x has
 no WSGI module).
 
-    POST   /jobs                       admin token   register {id, servers, workers}
-    DELETE /jobs/{id}                  admin token   remove the job and its rules
+    POST   /jobs[?wait=1]              admin token   register {id, servers, workers}
+    DELETE /jobs/{id}[?wait=1]         admin token   remove the job and its rules
     POST   /jobs/{id}/progress[?wait=1] job token    {worker, batch}; wait=1 answers after
                                                       the switches' barrier replies
     GET    /jobs | /flows[?job=ID] | /rules | /links | /metrics | /health
@@ -28,7 +28,7 @@ from controller.service import ApiError, ControllerService
 
 LOG = logging.getLogger("sluice.controller.api")
 MAX_BODY = 64 * 1024
-WAIT_TIMEOUT_S = 2.0
+WAIT_TIMEOUT_S = 10.0
 _JOB = r"/jobs/([A-Za-z0-9][A-Za-z0-9._-]{0,63})"
 
 
@@ -110,6 +110,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self):
         self._dispatch("DELETE")
 
+    @staticmethod
+    def _maybe_wait(query: dict, answer: dict, done: threading.Event, t0: float) -> dict:
+        """``?wait=1``: answer once the switches confirmed the change (barrier replies)."""
+        if query.get("wait", ["0"])[0] not in ("0", ""):
+            answer["applied"] = done.wait(WAIT_TIMEOUT_S)
+            answer["latency_ms"] = round((time.monotonic() - t0) * 1000, 3)
+        return answer
+
     # ---- routes ----------------------------------------------------------------------
     def _route(self, method: str, path: str, query: dict):
         s = self.service
@@ -130,19 +138,21 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "POST" and path == "/jobs":
             token = self._token()
             s.check_admin(token)                 # 401 before even reading the body
-            return 201, s.register_job(token, self._body())
+            body = self._body()
+            t0, done = time.monotonic(), threading.Event()
+            answer = s.register_job(token, body, done)
+            return 201, self._maybe_wait(query, answer, done, t0)
         m = re.fullmatch(_JOB + r"/progress", path)
         if method == "POST" and m:
             t0 = time.monotonic()
             body = self._body()
             answer, done = s.progress(m.group(1), self._token(), body, t0=t0)
-            if done is not None and query.get("wait", ["0"])[0] not in ("0", ""):
-                answer["applied"] = done.wait(WAIT_TIMEOUT_S)
-                answer["latency_ms"] = round((time.monotonic() - t0) * 1000, 3)
-            return 200, answer
+            return 200, self._maybe_wait(query, answer, done, t0) if done else answer
         m = re.fullmatch(_JOB, path)
         if method == "DELETE" and m:
-            return 200, s.remove_job(self._token(), m.group(1))
+            t0, done = time.monotonic(), threading.Event()
+            answer = s.remove_job(self._token(), m.group(1), done)
+            return 200, self._maybe_wait(query, answer, done, t0)
         raise ApiError(404, f"no such path: {method} {path}")
 
 

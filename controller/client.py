@@ -96,7 +96,7 @@ class ControllerClient:
 
     # ---- API -----------------------------------------------------------------------
     def register_job(self, job: str | dict, servers: Iterable | None = None,
-                     workers: Iterable | None = None) -> dict[str, Any]:
+                     workers: Iterable | None = None, wait: bool = False) -> dict[str, Any]:
         """Either a whole body ``{id, servers, workers}`` or ``(job_id, servers, workers)``
         with (ip, port) pairs (ids s0.., w0..) or {id, ip, port} dicts. Returns the job,
         including its per-job progress ``token``."""
@@ -105,7 +105,8 @@ class ControllerClient:
         else:
             body = {"id": job, "servers": _endpoints(servers or [], "s"),
                     "workers": _endpoints(workers or [], "w")}
-        return self.request("POST", "/jobs", body, self.admin_token)
+        return self.request("POST", "/jobs" + ("?wait=1" if wait else ""), body,
+                            self.admin_token)
 
     def progress(self, job_id: str, worker: str, batch: int, token: str | None,
                  wait: bool = False) -> dict[str, Any]:
@@ -114,8 +115,9 @@ class ControllerClient:
         path = f"/jobs/{quote(job_id)}/progress" + ("?wait=1" if wait else "")
         return self.request("POST", path, {"worker": worker, "batch": int(batch)}, token)
 
-    def remove_job(self, job_id: str) -> dict[str, Any]:
-        return self.request("DELETE", f"/jobs/{quote(job_id)}", token=self.admin_token)
+    def remove_job(self, job_id: str, wait: bool = False) -> dict[str, Any]:
+        return self.request("DELETE", f"/jobs/{quote(job_id)}" + ("?wait=1" if wait else ""),
+                            token=self.admin_token)
 
     def jobs(self) -> list[dict[str, Any]]:
         return self.request("GET", "/jobs")["jobs"]

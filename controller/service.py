@@ -240,7 +240,10 @@ class ControllerService:
                                                 self.config.admin_token.encode()):
             raise ApiError(401, "missing or wrong admin token")
 
-    def register_job(self, token: str | None, body: Any) -> dict[str, Any]:
+    def register_job(self, token: str | None, body: Any,
+                     done: threading.Event | None = None) -> dict[str, Any]:
+        """Register a job and install its rules; ``done`` (optional) is set once the
+        switches answered the barrier after them."""
         self.check_admin(token)
         try:
             job = parse_job(body, self.known_ips)
@@ -256,13 +259,14 @@ class ControllerService:
             self._token_sha[job.id] = _sha(job_token)
             self._buckets[job.id] = _Bucket(self.config.rate_per_s, self.clock())
             self.metrics.inc("sluice_jobs_registered_total")
-            self._reconcile()
+            self._reconcile(on_done=done.set if done else None)
             self._save_state()
             LOG.info("job %s registered: %d servers, %d workers, cookie 0x%x", job.id,
                      len(job.servers), len(job.workers), job.cookie)
             return {**job.to_dict(), "token": job_token}
 
-    def remove_job(self, token: str | None, job_id: str) -> dict[str, Any]:
+    def remove_job(self, token: str | None, job_id: str,
+                   done: threading.Event | None = None) -> dict[str, Any]:
         self.check_admin(token)
         with self.lock:
             if job_id not in self.registry.jobs:
@@ -270,7 +274,7 @@ class ControllerService:
             job = self.registry.remove(job_id)
             self._token_sha.pop(job_id, None)
             self._buckets.pop(job_id, None)
-            mods = self._reconcile()
+            mods = self._reconcile(on_done=done.set if done else None)
             self._save_state()
             LOG.info("job %s removed", job_id)
             return {"id": job_id, "removed_rules": sum(

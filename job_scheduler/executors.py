@@ -124,8 +124,9 @@ def train_command(job: JobRecord, decision: StartDecision, run_dir: Path) -> str
             "--job", job.name, "--workers", str(decision.gpus),
             "--servers", str(len(decision.ps_hosts)), "--out", str(run_dir / "ps"), "--quiet"]
     return (" ".join(shlex.quote(a) for a in argv)
-            + ' ${SLUICE_CONTROLLER_URL:+--controller "$SLUICE_CONTROLLER_URL"}'
-            + ' ${SLUICE_CONTROLLER_JOB_TOKEN:+--token "$SLUICE_CONTROLLER_JOB_TOKEN"}')
+            # --opt=value: a token may start with '-' (token_urlsafe)
+            + ' ${SLUICE_CONTROLLER_URL:+"--controller=$SLUICE_CONTROLLER_URL"}'
+            + ' ${SLUICE_CONTROLLER_JOB_TOKEN:+"--token=$SLUICE_CONTROLLER_JOB_TOKEN"}')
 
 
 class LocalExecutor:

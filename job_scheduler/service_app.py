@@ -8,6 +8,7 @@ keep running in their own sessions; the next start reconciles them.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import signal
 import sys
@@ -37,16 +38,44 @@ def estimated_duration(topology: Topology, estimator: Estimator):
     return duration
 
 
+def _lock_store(db_path: Path):
+    """One scheduler per job store: two would both start the same queued jobs. The
+    kernel drops the flock when the holder dies, kill -9 included."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(db_path.with_name(db_path.name + ".lock"), "a")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise InputError(str(db_path), "another scheduler service is using this job store")
+    return lock
+
+
 def build_service(*, topology: Topology, policy: PolicyStep, estimator: Estimator,
                   db_path: Path, executor: str, time_factor: float = 1.0,
                   local_command: str | None = None, max_retries: int = 0,
                   controller_url: str | None = None, token: str | None = None,
                   listen: tuple[str, int] = ("127.0.0.1", 8181),
                   max_body: int = 1 << 20) -> tuple[SchedulerService, SchedulerHTTPServer]:
+    controller = None
+    if controller_url:
+        from job_scheduler.service_controller import ControllerNotifier
+        controller = ControllerNotifier(controller_url, topology)
+    try:   # bind first: a busy port must not leave anything behind
+        server = SchedulerHTTPServer(listen, None, token=token, max_body=max_body)
+    except OSError as err:
+        raise InputError("--listen", f"cannot listen on {listen[0]}:{listen[1]}: "
+                         f"{err.strerror or err}")
     try:
+        lock = _lock_store(Path(db_path))
         store = JobStore(db_path)
+    except InputError:
+        server.server_close()
+        raise
     except Exception as err:   # sqlite3.Error, OSError: unusable path or not a database
+        server.server_close()
         raise InputError(str(db_path), f"cannot open the job store: {err}")
+    store.lock_file = lock     # held (flock) for the life of the process
     executors = {
         "simulated": SimulatedExecutor(estimated_duration(topology, estimator), time_factor),
         # Always present, so jobs started by a previous run's local executor are
@@ -55,20 +84,12 @@ def build_service(*, topology: Topology, policy: PolicyStep, estimator: Estimato
                                template_command(local_command) if local_command else None),
         # (no --local-command: `sluice train`, the PS runtime)
     }
-    controller = None
-    if controller_url:
-        from job_scheduler.service_controller import ControllerNotifier
-        controller = ControllerNotifier(controller_url, topology)
+    if controller is not None:
         log.info("controller %s: jobs are registered on start, removed when they end",
                  controller.client.url)
     service = SchedulerService(store, topology, policy, executors, executor,
                                max_retries=max_retries, controller=controller)
-    try:
-        server = SchedulerHTTPServer(listen, service, token=token, max_body=max_body)
-    except OSError as err:
-        store.close()
-        raise InputError("--listen", f"cannot listen on {listen[0]}:{listen[1]}: "
-                         f"{err.strerror or err}")
+    server.service = service
     return service, server
 
 

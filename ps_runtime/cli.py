@@ -69,11 +69,14 @@ def configure_profile(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="PROFILE",
                         help="profile YAML to write (job_scheduler.profile format)")
     parser.add_argument("--plot", default=None, metavar="PNG", help="fitted vs measured plot")
-    parser.add_argument("--input-size", type=int, default=32,
+    parser.add_argument("--input-size", type=int, default=64,
                         help="image side in pixels (smallcnn is always 1x28x28)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed iterations first")
     parser.add_argument("--repeats", type=int, default=5, help="timed iterations (median)")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (0: torch's default). 1 by default, like each "
+                             "worker of `sluice train`: OpenMP threads on a shared CPU spin "
+                             "and measure the neighbours, not the model")
 
 
 def run_profile(args: argparse.Namespace) -> int:
@@ -118,7 +121,8 @@ def run_profile(args: argparse.Namespace) -> int:
               f"{torch.__version__}, {torch.get_num_threads()} threads")
     header = (f"Measured by: sluice profile --models {','.join(models)} --batch-sizes "
               f"{','.join(map(str, batch_sizes))} --device {device.type} --input-size "
-              f"{args.input_size} --warmup {args.warmup} --repeats {args.repeats}\n"
+              f"{args.input_size} --warmup {args.warmup} --repeats {args.repeats} "
+              f"--threads {args.threads}\n"
               f"on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
               f"{time.monotonic() - started:.0f} s.")
     save_profile(out, label, results, source=source, header=header)
@@ -147,7 +151,7 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
                         help="first port of the job's port block (default: from the job name)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds before giving up")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    parser.add_argument("--input-size", type=int, default=32)
+    parser.add_argument("--input-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     parser.add_argument("--quiet", action="store_true", help="no per-batch lines")

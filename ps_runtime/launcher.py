@@ -41,7 +41,7 @@ BATCH_LINE = re.compile(r"^batch (\d+) loss (\S+) time_s (\S+)")
 @dataclass(frozen=True)
 class WorkerOptions:
     """How the workers train (everything not in the JobSpec)."""
-    input_size: int = 32
+    input_size: int = 64
     num_classes: int | None = None
     lr: float = 0.01
     bucket_mb: float = 4.0

@@ -5,7 +5,9 @@ small CNN. The paper models keep their real layer shapes, so with 1000 classes t
 parameter counts are the ones the scheduler's model table uses (ResNet18 11.69M,
 AlexNet 61.1M, VGG16 138.36M, GoogLeNet 6.6M) and the bytes pushed through the KVStore
 per batch are realistic. Every model ends in an adaptive average pool, so it accepts any
-input size; CPU runs use 32x32 images (``input_size``) to keep compute affordable.
+input size; CPU runs use 64x64 images (``input_size``, default 64) to keep compute
+affordable. 64 rather than 32: at 32x32 the last ResNet/GoogLeNet stages are 1x1, and
+batch norm cannot train on a batch of one 1x1 map, which Cost_bat(1) needs.
 
 ``smallcnn`` is the exception: it is the scheduler's layer list (1x28x28 input, see
 :class:`SmallCNN`). One deliberate change for small inputs: AlexNet's first convolution uses stride 1 (and
@@ -192,14 +194,14 @@ class GoogLeNet(nn.Module):
         return self.fc(self.dropout(x))
 
 
-def input_shape(name: str, input_size: int = 32) -> tuple[int, int, int]:
+def input_shape(name: str, input_size: int = 64) -> tuple[int, int, int]:
     """(channels, height, width) of one sample: smallcnn is fixed at 1x28x28 (its
     fully connected layer expects 7x7 after two poolings); the others take RGB images
     of ``input_size`` pixels."""
     return (1, 28, 28) if name.lower() == "smallcnn" else (3, input_size, input_size)
 
 
-def build_model(name: str, num_classes: int | None = None, input_size: int = 32) -> nn.Module:
+def build_model(name: str, num_classes: int | None = None, input_size: int = 64) -> nn.Module:
     """A fresh model. ``num_classes`` defaults to 10 for smallcnn, 1000 for the others."""
     name = name.lower()
     if name not in MODEL_NAMES:

@@ -58,6 +58,12 @@ class Placement:
                    tuple(Node(h, by_name[h].ip) for h in workers))
 
 
+def placement_from_scheduler(topology, placement) -> Placement:
+    """The scheduler's ``job_scheduler.placement.Placement`` (ps_hosts, worker_hosts; a
+    host repeats once per GPU it gives) as the launcher's placement."""
+    return Placement.on_hosts(topology, list(placement.ps_hosts), list(placement.worker_hosts))
+
+
 def default_base_port(job_name: str) -> int:
     """A stable per-job base port (crc32 of the name; not Python's salted hash)."""
     return PORT_LOW + (zlib.crc32(job_name.encode()) % BLOCKS) * BLOCK

@@ -52,7 +52,7 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def measure_step(model_name: str, batch_size: int, device: torch.device, input_size: int = 32,
+def measure_step(model_name: str, batch_size: int, device: torch.device, input_size: int = 64,
                  warmup: int = 2, repeats: int = 5, model: nn.Module | None = None) -> float:
     """Median seconds of one training iteration on a batch of ``batch_size``."""
     model = model or build_model(model_name, input_size=input_size).to(device)
@@ -78,7 +78,7 @@ def measure_step(model_name: str, batch_size: int, device: torch.device, input_s
 
 
 def profile_models(models: list[str], batch_sizes: list[int], device: torch.device,
-                   input_size: int = 32, warmup: int = 2, repeats: int = 5,
+                   input_size: int = 64, warmup: int = 2, repeats: int = 5,
                    progress: Callable[[str], None] | None = None) -> dict[str, dict[int, float]]:
     """model -> {b: seconds per batch}. One model instance per model (weights do not
     change the time)."""

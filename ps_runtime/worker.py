@@ -116,7 +116,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--model", required=True, choices=MODEL_NAMES)
     ap.add_argument("--batch-size", type=int, required=True)
     ap.add_argument("--batches", type=int, required=True)
-    ap.add_argument("--input-size", type=int, default=32)
+    ap.add_argument("--input-size", type=int, default=64)
     ap.add_argument("--num-classes", type=int, default=None)
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--bucket-mb", type=float, default=4.0)

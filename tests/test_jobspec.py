@@ -237,3 +237,25 @@ def test_fuzz_text_only_raises_input_error(tmp_path_factory, text):
         parse_jobs_text(text, "fuzz.yaml")
     except InputError:
         pass
+
+
+VALID_TEXT = (EXAMPLES / "mixed.yaml").read_text()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_fuzz_text_mutations_of_a_valid_file(data):
+    """Cut, insert or overwrite characters of a valid file: InputError or valid jobs."""
+    from job_scheduler.jobspec import parse_jobs_text
+    text = VALID_TEXT
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(text)))
+        j = data.draw(st.integers(i, min(len(text), i + 12)))
+        text = text[:i] + data.draw(st.text(alphabet=":-[]{}#&*!|>'\"\n ,0123456789abcx.",
+                                            max_size=6)) + text[j:]
+    try:
+        jobs = parse_jobs_text(text, "mut.yaml")
+    except InputError as err:
+        assert err.source == "mut.yaml"
+        return
+    assert all(j.epochs >= 1 and j.max_gpus >= 1 for j in jobs)

@@ -24,12 +24,14 @@ from job_scheduler.models import MODELS
 from job_scheduler.profile import load_profile
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
 from ps_runtime.models import MODEL_NAMES, build_model, parameter_count
-from ps_runtime.plan import Placement, PortPlan, default_base_port, endpoints, registration
+from ps_runtime.plan import (Placement, PortPlan, default_base_port, endpoints,
+                             placement_from_scheduler, registration)
 from ps_runtime.profiler import fit_table, format_fit, measure_step, plot_fit
 from ps_runtime.progress import ProgressReporter, controller_sender
 from ps_runtime.runners import LocalRunner
 from ps_runtime.worker import make_buckets
 from sluice.cli import main as sluice_main
+from topologies import load_topology
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = JobSpec(name="t-small", model="smallcnn", dataset_size=4096, epochs=1, batch_size=32,
@@ -57,10 +59,11 @@ def free_base(n: int = 8) -> int:
     raise RuntimeError("no free port block")
 
 
-def small_job(tmp_path: Path, batches: int, workers: int = 2, servers: int = 1) -> PSJob:
+def small_job(tmp_path: Path, batches: int, workers: int = 2, servers: int = 1,
+              **kwargs) -> PSJob:
     return PSJob(SMALL, Placement.loopback(servers, workers), LocalRunner(), tmp_path,
                  batches=batches, base_port=free_base(), options=WorkerOptions(threads=1),
-                 grace=2.0)
+                 grace=2.0, **kwargs)
 
 
 def _alive(pid: int) -> bool:
@@ -91,21 +94,38 @@ def _children_of_launcher(launcher_pid: int) -> list[int]:
 
 # ---- real jobs on loopback -------------------------------------------------------------
 
-def test_two_workers_one_server_train_with_falling_loss(tmp_path):
-    job = small_job(tmp_path, batches=40)
-    with job:
-        job.start()
-        seen = []
-        result = job.wait(timeout=120, on_batch=lambda w, rec: seen.append((w, rec.batch)))
+def test_two_workers_one_server_train_with_falling_loss_and_report_progress(tmp_path):
+    """A real ps-lite job (scheduler, 1 server, 2 workers) whose workers report their
+    batch to the controller's real HTTP API (its service on a fake flow table)."""
+    from controller.api import ApiServer
+    from controller.client import ControllerClient
+    from controller_fakes import ADMIN, bring_up, make_service
+
+    api = ApiServer(bring_up(make_service("two-rack")), "127.0.0.1", 0).start()
+    try:
+        admin = ControllerClient(api.url, ADMIN)
+        place = Placement.on_hosts(load_topology("two-rack"), ["h1"], ["h2", "h3"])
+        token = admin.register_job(registration(SMALL.name, place,
+                                                PortPlan.for_job(SMALL.name, place)))["token"]
+        job = small_job(tmp_path, batches=40, controller_url=api.url, token=token)
+        with job:
+            job.start()
+            seen = []
+            result = job.wait(timeout=120, on_batch=lambda w, rec: seen.append((w, rec.batch)))
+        reported = {j["id"]: j["batches"] for j in admin.jobs()}[SMALL.name]
+    finally:
+        api.stop()
     assert result.returncodes == {"scheduler0": 0, "server0": 0, "worker0": 0, "worker1": 0}
     for worker in (0, 1):
         losses = [r.loss for r in result.batches[worker]]
         assert [r.batch for r in result.batches[worker]] == list(range(1, 41))
         assert statistics.mean(losses[-5:]) < 0.5 * statistics.mean(losses[:5]), losses
     assert sorted(seen) == sorted((w, b) for w in (0, 1) for b in range(1, 41))
-    # Both workers hold the same model: they were told the same number of workers.
+    # The last batch of each worker reached the controller (latest wins, flushed at exit).
+    assert reported == {"w0": 40, "w1": 40}
     log = (tmp_path / "worker1.log").read_text()
     assert "computing on cpu" in log and "of 2" in log
+    assert "cannot reach the controller" not in log
     assert all(not _alive(p.popen.pid) for p in job.processes)
 
 
@@ -253,8 +273,6 @@ def test_progress_to_a_dead_controller_logs_once_and_does_not_block():
 # ---- plans, models, buckets --------------------------------------------------------------
 
 def test_port_plan_and_endpoints_are_deterministic():
-    from topologies import load_topology
-
     topo = load_topology("two-rack")
     place = Placement.on_hosts(topo, ["h1"], ["h2", "h3"])
     a, b = PortPlan.for_job("resnet-a", place), PortPlan.for_job("resnet-a", place)
@@ -271,6 +289,14 @@ def test_port_plan_and_endpoints_are_deterministic():
     assert fixed.worker(2) == 41000 + 1 + 2 + 2
     with pytest.raises(ValueError):
         Placement.on_hosts(topo, ["h1"], ["h9"])
+    # The scheduler's placement (a host repeats once per GPU) maps one worker per GPU,
+    # each with its own port.
+    from job_scheduler.placement import Placement as SchedulerPlacement
+
+    two_on_h3 = placement_from_scheduler(topo, SchedulerPlacement("j", ("h1",), ("h3", "h3")))
+    plan = PortPlan.for_job("j", two_on_h3)
+    assert endpoints(two_on_h3, plan)["workers"] == [("10.0.0.3", plan.base + 2),
+                                                     ("10.0.0.3", plan.base + 3)]
     # The launcher exposes the same plan before anything starts.
     job = PSJob(dataclasses.replace(SMALL, name="resnet-a"), place, LocalRunner(), "/nonexistent",
                 batches=1)

@@ -394,3 +394,103 @@ def test_cli_auth_limits_cancel_and_bad_input(tmp_path, services):
     lines = {line.split()[1]: line.split()[2] for line in r.stdout.splitlines()[1:]}
     assert lines == {"g1": "cancelled", "g2": "running"}
     assert "s3cret" not in svc.log.read_text()          # never logged
+
+
+def test_second_service_on_same_store_is_refused(tmp_path, services):
+    first = ServiceProcess(tmp_path, "--slot", "0.5")
+    services.append(first.start())
+    r = run_cli("scheduler", "--listen", f"127.0.0.1:{free_port()}", "--db", str(first.db))
+    assert r.returncode == 2 and "another scheduler service" in r.stderr
+    r = run_cli("scheduler", "--listen", f"127.0.0.1:{first.port}", "--db",
+                str(tmp_path / "other.db"))
+    assert r.returncode == 2 and "--listen" in r.stderr
+    assert not (tmp_path / "other.db").exists()        # a refused start leaves nothing
+    r = run_cli("scheduler", "--listen", "0.0.0.0:0", "--db", str(tmp_path / "x.db"),
+                env={k: v for k, v in os.environ.items() if k != "SLUICE_SCHEDULER_TOKEN"})
+    assert r.returncode == 2 and "without a token" in r.stderr
+
+
+def test_controller_learns_job_endpoints_and_forgets_crashed_job(tmp_path, monkeypatch):
+    """Against the real northbound API (controller logic on a fake flow table): a started
+    job's endpoints are registered, and a worker crash removes the job and its rules."""
+    from controller.api import ApiServer
+    from controller_fakes import ADMIN, bring_up, make_service as make_controller
+    from job_scheduler.service_controller import ControllerNotifier
+
+    ctl = bring_up(make_controller("two-rack"))
+    api = ApiServer(ctl, "127.0.0.1", 0).start()
+    try:
+        monkeypatch.setenv("SLUICE_CONTROLLER_TOKEN", ADMIN)
+        notifier = ControllerNotifier(api.url, TOPO)
+        flag = tmp_path / "crash-now"
+        svc = make_service(tmp_path, executor="local", controller=notifier,
+                           command=f'test -n "$SLUICE_CONTROLLER_JOB_TOKEN" || exit 9; '
+                                   f'while [ ! -e {flag} ]; do sleep 0.05; done; exit 3')
+        svc.submit(job_file("cross", max_gpus=6), "f.yaml")   # 6 GPUs: more than one host
+        svc.tick()
+        (job,) = svc.store.jobs(["running"])
+        (registered,) = notifier.client.jobs()
+        hosts = {h.ip: h.name for h in TOPO.hosts}
+        assert registered["id"] == "cross"
+        assert sorted(hosts[w["ip"]] for w in registered["workers"]) == \
+            sorted(job.placement["worker_hosts"])
+        assert [hosts[s["ip"]] for s in registered["servers"]] == job.placement["ps_hosts"]
+        cookie = int(registered["cookie"], 16)
+        assert any(r["cookie"] == cookie for r in _rules(notifier))
+        flag.touch()                                     # the worker crashes
+        wait_for(lambda: (svc.tick(), svc.store.get(job.id).state == "failed")[1])
+        assert svc.store.get(job.id).exit_code == 3
+        assert notifier.client.jobs() == []
+        assert not any(r["cookie"] == cookie for r in _rules(notifier))
+        assert svc.health()["free_gpus"] == TOPO.total_gpus
+    finally:
+        api.stop()
+
+
+def _rules(notifier):
+    out = []
+    for r in notifier.client.rules():
+        c = r.get("cookie")
+        out.append({**r, "cookie": int(c, 16) if isinstance(c, str) else c})
+    return out
+
+
+@pytest.mark.slow
+def test_real_ps_worker_crash_fails_job_and_cleans_up(tmp_path, monkeypatch):
+    """Issue item 5 end to end: a real PS job (``sluice train``: MXNet ps-lite server and
+    workers on loopback) reporting progress to the controller; one worker is SIGKILLed
+    mid-job. The job is marked failed with the launcher's reason, its GPUs are released,
+    the controller forgets it, and no process of the job is left."""
+    from controller.api import ApiServer
+    from controller_fakes import ADMIN, bring_up, make_service as make_controller
+    from job_scheduler.service_controller import ControllerNotifier
+
+    ctl = bring_up(make_controller("two-rack"))
+    api = ApiServer(ctl, "127.0.0.1", 0).start()
+    try:
+        monkeypatch.setenv("SLUICE_CONTROLLER_TOKEN", ADMIN)
+        notifier = ControllerNotifier(api.url, TOPO)
+        svc = make_service(tmp_path, executor="local", controller=notifier)  # sluice train
+        svc.submit("jobs:\n  - {name: victim, model: smallcnn, dataset_size: 320000, "
+                   "epochs: 1, batch_size: 32, max_gpus: 2}\n", "victim.yaml")
+        svc.tick()
+        (job,) = svc.store.jobs(["running"])
+        worker_log = Path(job.run_dir) / "ps" / "worker1.log"
+        wait_for(lambda: worker_log.exists() and "\nbatch 3 " in worker_log.read_text(),
+                 timeout=90, interval=0.2)
+        # progress reached the controller through the job token the service handed over
+        wait_for(lambda: notifier.client.jobs()[0]["batches"], timeout=10)
+        pids = subprocess.run(["pgrep", "-f", "ps_runtime.worker --job victim --worker-index 1"],
+                              capture_output=True, text=True).stdout.split()
+        assert len(pids) == 1
+        os.kill(int(pids[0]), signal.SIGKILL)
+        wait_for(lambda: (svc.tick(), svc.store.get(job.id).state != "running")[1], timeout=30)
+        failed = svc.store.get(job.id)
+        assert failed.state == "failed" and failed.exit_code == 1
+        assert "worker 1" in (Path(job.run_dir) / "output.log").read_text()
+        assert svc.health()["free_gpus"] == TOPO.total_gpus
+        assert notifier.client.jobs() == []
+        wait_for(lambda: subprocess.run(["pgrep", "-f", "--job victim"],
+                                        capture_output=True).returncode == 1, timeout=10)
+    finally:
+        api.stop()
