@@ -147,9 +147,11 @@ def main() -> int:
     ap.add_argument("--ofp-port", type=int, default=6654)
     ap.add_argument("--api", default="127.0.0.1:8099")
     args = ap.parse_args()
+    # app_manager first: importing os_ken.controller.controller on its own is a circular
+    # import in os-ken 4.2.2; it still registers the ofp listen options we need.
+    from os_ken.base import app_manager
     import os_ken.controller.controller  # noqa: F401
     from os_ken import cfg
-    from os_ken.base import app_manager
     cfg.CONF(args=["--ofp-tcp-listen-port", str(args.ofp_port), "--ofp-listen-host",
                    "127.0.0.1"], project="os_ken")
     host, port = args.api.rsplit(":", 1)

@@ -1,7 +1,8 @@
 """``sluice controller``: the os-ken OpenFlow 1.3 controller plus its northbound API.
 
-os-ken 4.x has no ``osken-manager``: we import ``os_ken.controller.controller`` (which
-registers the listen options), parse them with ``cfg.CONF(args=[...], project='os_ken')``
+os-ken 4.x has no ``osken-manager``: we import ``os_ken.base.app_manager`` and then
+``os_ken.controller.controller`` (which registers the listen options; imported alone it
+is a circular import in 4.2.2), parse them with ``cfg.CONF(args=[...], project='os_ken')``
 and start the app with ``AppManager.run_apps``. Measured with os-ken 4.2.2 here: the
 native hub runs plain threads that cannot be killed (``hub.kill`` is a no-op) and
 ``run_apps`` would wait on them forever, so SIGINT/SIGTERM saves the state, stops the
@@ -111,9 +112,11 @@ def run_controller(args) -> int:
                                              getattr(logging, args.log_level.upper())))
 
     # ---- start ------------------------------------------------------------------------
-    import os_ken.controller.controller  # noqa: F401  (registers the ofp listen options)
-    from os_ken import cfg
+    # app_manager before os_ken.controller.controller: the latter alone is a circular
+    # import in os-ken 4.2.2 (measured); it registers the ofp listen options.
     from os_ken.base import app_manager
+    import os_ken.controller.controller  # noqa: F401
+    from os_ken import cfg
 
     from controller.api import ApiServer
 

@@ -15,16 +15,16 @@ tie-break on job id, worker, server.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 PULL, PUSH = "pull", "push"
 _KIND_ORDER = {PULL: 0, PUSH: 1}
 
 
-@dataclass(frozen=True, order=True)
-class FlowKey:
-    """One directed PS flow, identified by its endpoints (what the switch matches on)."""
+class FlowKey(NamedTuple):
+    """One directed PS flow, identified by its endpoints (what the switch matches on).
+    A NamedTuple, not a dataclass: it is hashed ~10^5 times per reconcile and tuple
+    hashing runs in C."""
     job: str
     kind: str          # PULL or PUSH
     worker: str        # worker id inside the job
@@ -46,19 +46,24 @@ def sort_key(flow: FlowKey, batch: int) -> tuple:
 
 def assign_levels(flows: Iterable[tuple[FlowKey, int]], levels: int) -> dict[FlowKey, int]:
     """``flows`` is (flow, batch of its worker). Returns flow -> level in 0..levels-1,
-    0 = most urgent. Pure and deterministic: the same state always gives the same map."""
+    0 = most urgent. Pure and deterministic: the same state always gives the same map.
+    Linear in the number of flows (grouped by urgency; only the distinct urgencies are
+    sorted), because it runs on every progress report."""
     if levels < 1:
         raise ValueError("levels must be >= 1")
-    items = sorted(flows, key=lambda fb: sort_key(*fb))
-    keys = sorted({urgency(b, f.kind) for f, b in items})
+    groups: dict[tuple[int, int], list[FlowKey]] = {}
+    for f, b in flows:
+        groups.setdefault((b, _KIND_ORDER[f.kind]), []).append(f)
+    keys = sorted(groups)
     n = len(keys)
-    if n <= levels:
-        level_of_key = {k: i for i, k in enumerate(keys)}
-    else:
-        # More distinct urgencies than levels: bucket proportionally so that the order
-        # is kept (monotone) and every level is used.
-        level_of_key = {k: (i * levels) // n for i, k in enumerate(keys)}
-    return {f: level_of_key[urgency(b, f.kind)] for f, b in items}
+    out: dict[FlowKey, int] = {}
+    for i, key in enumerate(keys):
+        # More distinct urgencies than levels: bucket proportionally so that the order is
+        # kept (monotone) and every level is used.
+        level = i if n <= levels else (i * levels) // n
+        for f in groups[key]:
+            out[f] = level
+    return out
 
 
 def ordered(flows: Iterable[tuple[FlowKey, int]]) -> list[tuple[FlowKey, int]]:

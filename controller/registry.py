@@ -38,8 +38,15 @@ class Job:
     workers: tuple[Endpoint, ...]
     cookie: int
     batches: dict[str, int] = field(default_factory=dict)   # worker id -> last batch
+    _flows: list[FlowKey] | None = field(default=None, init=False, repr=False, compare=False)
 
     def flows(self) -> list[FlowKey]:
+        """The job's flows (computed once: endpoints never change after registration)."""
+        if self._flows is None:
+            self._flows = self._derive_flows()
+        return self._flows
+
+    def _derive_flows(self) -> list[FlowKey]:
         out = []
         for w in self.workers:
             for s in self.servers:
@@ -146,16 +153,15 @@ class Registry:
     def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
         self._next = 1
+        self._owner: dict[tuple[str, str, int], str] = {}   # (src, dst, dst port) -> job
 
     def check_new(self, job: Job, source: str = "API body") -> None:
         """Conflicts with registered jobs (raises InputError; the API answers 409)."""
         if job.id in self.jobs:
             raise InputError(source, "a job with this id is already registered",
                              element=f"job '{job.id}'", field="id")
-        taken = {(f.src_ip, f.dst_ip, f.dst_port): f.job
-                 for j in self.jobs.values() for f in j.flows()}
         for f in job.flows():
-            other = taken.get((f.src_ip, f.dst_ip, f.dst_port))
+            other = self._owner.get((f.src_ip, f.dst_ip, f.dst_port))
             if other:
                 raise InputError(source, f"flow {f.src_ip} -> {f.dst_ip}:{f.dst_port} already "
                                  f"belongs to job '{other}' (give each job its own ports)",
@@ -168,10 +174,15 @@ class Registry:
         self._next = max(self._next, (cookie & 0xFFFFFFFF) + 1)
         job.cookie = cookie
         self.jobs[job.id] = job
+        for f in job.flows():
+            self._owner[(f.src_ip, f.dst_ip, f.dst_port)] = job.id
         return job
 
     def remove(self, job_id: str) -> Job:
-        return self.jobs.pop(job_id)
+        job = self.jobs.pop(job_id)
+        for f in job.flows():
+            self._owner.pop((f.src_ip, f.dst_ip, f.dst_port), None)
+        return job
 
     def report(self, job_id: str, worker: str, batch: int) -> str:
         """Record a progress report. Out-of-order or repeated reports (batch not above the
@@ -184,5 +195,6 @@ class Registry:
 
     def flows_with_batches(self) -> Iterable[tuple[FlowKey, int]]:
         for job in self.jobs.values():
+            batches = job.batches
             for f in job.flows():
-                yield f, job.batch_of(f.worker)
+                yield f, batches.get(f.worker, 0)

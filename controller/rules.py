@@ -12,6 +12,7 @@ Actions are tuples: ``("output", port)``, ``("controller",)``, ``("set_dscp", ds
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Any, Iterable, Mapping
 
 from controller.ranking import FlowKey
@@ -39,7 +40,7 @@ class Rule:
     actions: tuple[tuple, ...]
     cookie: int
 
-    @property
+    @cached_property
     def key(self) -> tuple:
         """What identifies a flow entry in OpenFlow (strict match): switch, priority, match."""
         return (self.dpid, self.priority, self.match)
@@ -79,6 +80,7 @@ def forwarding_rules(next_ports: Mapping[int, Mapping[str, int]]) -> list[Rule]:
             for dpid, table in sorted(next_ports.items()) for ip, port in sorted(table.items())]
 
 
+@lru_cache(maxsize=65536)
 def flow_match(flow: FlowKey) -> tuple[tuple[str, Any], ...]:
     return make_match(eth_type=ETH_IPV4, ip_proto=IPPROTO_TCP, ipv4_src=flow.src_ip,
                       ipv4_dst=flow.dst_ip, tcp_dst=flow.dst_port)

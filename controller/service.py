@@ -119,6 +119,7 @@ class ControllerService:
         self._fwd_rules: list[R.Rule] = []
         self._next_ports: dict[int, dict[str, int]] = {}
         self._paths: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        self._flow_rules: dict[FlowKey, tuple[int, list[R.Rule]]] = {}
         # target ip -> [(dpid, port, asker mac, asker ip)] waiting for the target's reply
         self._pending_arp: dict[str, list[tuple[int, int, str, str]]] = {}
         if config.state_file and Path(config.state_file).exists():
@@ -388,6 +389,7 @@ class ControllerService:
             self._next_ports = self.fabric.next_ports()
             self._fwd_rules = R.forwarding_rules(self._next_ports)
             self._paths.clear()
+            self._flow_rules.clear()
             self._fabric_dirty = False
         self._levels = levels
         desired: list[R.Rule] = []
@@ -395,13 +397,23 @@ class ControllerService:
             desired += R.base_rules(dpid)
         desired += self._fwd_rules
         cookie_of = {j.id: j.cookie for j in self.registry.jobs.values()}
+        # Rules per flow are cached by level: a report rebuilds only the flows it moved.
+        flow_rules: dict[FlowKey, tuple[int, list[R.Rule]]] = {}
         for flow, level in levels.items():
-            hops = self._paths.get((flow.src_ip, flow.dst_ip))
-            if hops is None:
-                hops = self.fabric.path(flow.src_ip, flow.dst_ip, self._next_ports)
-                self._paths[(flow.src_ip, flow.dst_ip)] = hops
-            desired += R.job_flow_rules(flow, level, hops, cookie_of[flow.job],
-                                        self.config.enforce)
+            cached = self._flow_rules.get(flow)
+            if cached is None or cached[0] != level:
+                hops = self._paths.get((flow.src_ip, flow.dst_ip))
+                if hops is None:
+                    hops = self.fabric.path(flow.src_ip, flow.dst_ip, self._next_ports)
+                    self._paths[(flow.src_ip, flow.dst_ip)] = hops
+                cached = (level, R.job_flow_rules(flow, level, hops, cookie_of[flow.job],
+                                                  self.config.enforce))
+            flow_rules[flow] = cached
+        self._flow_rules = flow_rules
+        # Least urgent first: flows sharing one match (two workers of a job on one host
+        # push to the same server:port) get one rule, and the most urgent level wins.
+        for level, rules in sorted(flow_rules.values(), key=lambda lr: -lr[0]):
+            desired += rules
         mods = list(prefix or []) + R.diff(self.installed.rules, desired)
         self.installed.apply(mods)
         self.metrics.inc("sluice_flow_mods_total",

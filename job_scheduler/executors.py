@@ -93,6 +93,9 @@ def process_start_time(pid: int) -> str | None:
 
 
 CommandFn = Callable[[JobRecord, StartDecision, Path], str]
+# The scheduler's and the controller's admin tokens: removed from every job's environment
+# (a job gets only its own progress token, SLUICE_CONTROLLER_JOB_TOKEN).
+ADMIN_TOKEN_ENVS = ("SLUICE_SCHEDULER_TOKEN", "SLUICE_CONTROLLER_TOKEN", "SLUICE_ADMIN_TOKEN")
 
 
 def template_command(template: str) -> CommandFn:
@@ -164,7 +167,8 @@ class LocalExecutor:
                    SLUICE_PS_HOSTS=",".join(decision.ps_hosts),
                    SLUICE_RUN_DIR=str(run_dir), SLUICE_PYTHON=sys.executable,
                    **(extra_env or {}))
-        env.pop("SLUICE_SCHEDULER_TOKEN", None)     # jobs never see the admin token
+        for admin_token in ADMIN_TOKEN_ENVS:       # jobs never see an admin token
+            env.pop(admin_token, None)
         with open(run_dir / "output.log", "ab") as log:
             proc = subprocess.Popen(["/bin/sh", "-c", wrapper], cwd=run_dir, env=env,
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log,
@@ -194,7 +198,10 @@ class LocalExecutor:
         status_file = Path(job.run_dir or "/nonexistent") / self.EXIT_FILE
         pid, start = self._pid_of(job)
         if status_file.exists():
-            code = int(status_file.read_text().strip() or "-1")
+            try:
+                code = int(status_file.read_text().strip())
+            except ValueError:      # unreadable: the job did not end cleanly
+                code = -1
             finished_at = status_file.stat().st_mtime
             self._kill_group(pid, start, signal.SIGKILL)   # leftovers of the job, if any
             if code == 0:

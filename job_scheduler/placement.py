@@ -155,17 +155,23 @@ def placement_score(state: ClusterState, placements: Sequence[Placement],
     """The objective both best fit and the GA minimise, for placements *not yet*
     allocated in ``state``: ``lambda * sum Cost(PS, worker) + (1 - lambda) * sum
     Fitness(host of worker)``, the fitness taken with every placement of the batch in."""
+    ix = state.index
+    return _score_idx(state, [([ix[h] for h in p.ps_hosts], [ix[h] for h in p.worker_hosts])
+                              for p in placements], lam)
+
+
+def _score_idx(state: ClusterState, jobs: Sequence[tuple[list[int], list[int]]],
+               lam: float) -> float:
+    """:func:`placement_score` on host indices: ``jobs`` = (PS hosts, worker hosts)."""
     extra: dict[int, int] = {}
-    for p in placements:
-        for h in p.worker_hosts:
-            i = state.index[h]
+    for _, workers in jobs:
+        for i in workers:
             extra[i] = extra.get(i, 0) + 1
     total = 0.0
-    for p in placements:
-        ps = [state.index[h] for h in p.ps_hosts]
-        for k, h in enumerate(p.worker_hosts):
-            i = state.index[h]
-            total += lam * state.cost(ps[k % len(ps)], i) if ps else 0.0
+    for ps, workers in jobs:
+        for k, i in enumerate(workers):
+            if ps:
+                total += lam * state.cost(ps[k % len(ps)], i)
             total += (1 - lam) * state.fitness(i, req=0, extra_used=extra[i])
     return total
 
@@ -183,6 +189,10 @@ def _ps_hosts(state: ClusterState, counts: dict[int, int], num_ps: int,
               lam: float = DEFAULT_LAMBDA) -> list[int]:
     """PS instances go to the worker hosts with the lowest instance score (the host with
     most workers first: Cost 0 to its own workers), ties by host index."""
+    if len(counts) == 1:                  # one host: nothing to choose
+        (h,) = counts
+        return [h] * max(num_ps, 0)
+
     def score(h: int) -> float:
         c = sum(k * state.cost(h, w) for w, k in counts.items())
         return lam * c + (1 - lam) * state.fitness(h, req=0, extra_used=counts[h])
@@ -343,13 +353,35 @@ class GroupGA:
     so the result is never worse than best fit on :func:`placement_score`. Seeded:
     the same seed gives the same placements."""
 
-    def __init__(self, lam: float = DEFAULT_LAMBDA, population: int = 16, generations: int = 25,
+    def __init__(self, lam: float = DEFAULT_LAMBDA, population: int = 12, generations: int = 20,
                  mutation: float = 0.2, seed: int = 0):
         self.lam = lam
         self.population = max(2, population)
         self.generations = generations
         self.mutation = mutation
         self.seed = seed
+
+    MAX_HOSTS = 64
+
+    def _candidate_hosts(self, state: ClusterState, seeded: Sequence[Placement]) -> list[int]:
+        """The hosts the search may use: those of the best-fit solution plus, up to
+        MAX_HOSTS, free hosts of the tightest racks (what best fit would try next).
+        Keeps a generation O(batch x 64) on a 512-host cluster."""
+        chosen = {state.index[h] for p in seeded for h in p.worker_hosts}
+        need = sum(p.gpus for p in seeded)
+        racks = sorted((r for r in range(len(state.rack_hosts)) if state.rack_free[r] > 0),
+                       key=lambda r: (state.rack_free[r], r))
+        pool = [h for r in racks for h in state.rack_hosts[r] if state.free[h] > 0]
+        out = sorted(chosen)
+        seen = set(out)
+        for h in pool:
+            if len(out) >= max(self.MAX_HOSTS, len(chosen)) and \
+                    sum(state.free[x] for x in out) >= need:
+                break
+            if h not in seen:
+                out.append(h)
+                seen.add(h)
+        return out
 
     def place_batch(self, state: ClusterState, requests: Sequence[Request]) -> list[Placement | None]:
         """Placements for ``requests`` (not allocated in ``state``). Jobs that best fit
@@ -366,7 +398,10 @@ class GroupGA:
         live = [i for i, p in enumerate(seeded) if p is not None]
         if len(live) < 2 or self.generations <= 0:
             return seeded
+        if all(len(set(seeded[i].worker_hosts)) == 1 for i in live):
+            return seeded      # every job on one host: Cost 0 each, nothing to gain
         reqs = [requests[i] for i in live]
+        hosts = self._candidate_hosts(state, [seeded[i] for i in live])
 
         def genes_of(ps: list[Placement]) -> list[dict[int, int]]:
             out = []
@@ -381,7 +416,12 @@ class GroupGA:
             return [_make(state, r.job, g, r.num_ps, self.lam) for r, g in zip(reqs, genes)]
 
         def score(genes: list[dict[int, int]]) -> float:
-            return placement_score(state, decode(genes), self.lam)
+            # same value as placement_score(state, decode(genes)), without building
+            # Placement objects (this runs population x generations times)
+            return _score_idx(state, [
+                (_ps_hosts(state, g, r.num_ps, self.lam),
+                 [h for h in sorted(g) for _ in range(g[h])]) for r, g in zip(reqs, genes)],
+                self.lam)
 
         def first_fit(free: list[int], n: int, order: list[int]) -> dict[int, int]:
             counts: dict[int, int] = {}
@@ -407,14 +447,14 @@ class GroupGA:
                 else:
                     out.append(None)
                     broken.append(j)
-            order = list(range(state.cluster_size))
+            order = hosts
             for j in broken:
                 out[j] = first_fit(free, reqs[j].n, order)
             return out  # type: ignore[return-value]
 
         def random_individual() -> list[dict[int, int]]:
             free = list(state.free)
-            order = list(range(state.cluster_size))
+            order = list(hosts)
             rng.shuffle(order)
             jobs = list(range(len(reqs)))
             rng.shuffle(jobs)
@@ -441,7 +481,7 @@ class GroupGA:
                         if k != j:
                             for h, c in g.items():
                                 free[h] -= c
-                    order = list(range(state.cluster_size))
+                    order = list(hosts)
                     rng.shuffle(order)
                     if all(f >= 0 for f in free):
                         child[j] = first_fit(free, reqs[j].n, order)

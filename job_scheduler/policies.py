@@ -41,8 +41,12 @@ POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris", "las")
 
 # Defaults of the Lyapunov knobs (seconds). V weighs C(n) against the backlog; eps is
 # Z's growth per slot. See proteus.py for what they do; `sluice simulate --V/--eps`.
-DEFAULT_V = 1.0
-DEFAULT_EPS = 60.0
+# One setting for every workload, picked from the V x eps sweep recorded in
+# bench/results/simulator.md (10-s slots; best geometric mean over the four Proteus
+# scenarios and the Tiresias trace). Both scale with job size (S compares V*C(n) with
+# n*Cost(1)*(Z+Q)): a workload of much longer or shorter jobs wants them rescaled.
+DEFAULT_V = 10_000.0
+DEFAULT_EPS = 6_000.0
 # Tiresias 2D-LAS: one threshold (GPU-seconds of attained service) = two queues,
 # Tiresias' own default queue limit.
 DEFAULT_LAS_THRESHOLDS = (3600.0,)
@@ -82,18 +86,24 @@ class FixedCountPolicy:
 
     def step(self, sim) -> None:
         state = sim.state
-        for j in list(sim.waiting):
-            if state.total_free == 0:
+        if self.backfill:
+            # smallest-first scan would starve big jobs; arrival order, skip misfits
+            for j in [j for j in sim.waiting if self._n[j] <= state.total_free]:
+                if self._n[j] <= state.total_free:
+                    self._try(sim, j)
+            return
+        while sim.waiting and state.total_free:     # head-of-line: O(started), not O(queue)
+            if not self._try(sim, next(iter(sim.waiting))):
                 return
-            n = self._n[j]
-            sim.decisions += 1
-            p = self.placer.place(state, sim.jobs[j].name, n, sim.jobs[j].num_ps) \
-                if n <= state.total_free else None
-            if p is None:
-                if self.backfill:
-                    continue
-                return          # head-of-line blocking
+
+    def _try(self, sim, j: int) -> bool:
+        n, job = self._n[j], sim.jobs[j]
+        sim.decisions += 1
+        p = self.placer.place(sim.state, job.name, n, job.num_ps) \
+            if n <= sim.state.total_free else None
+        if p is not None:
             sim.start(j, p)
+        return p is not None
 
 
 def _random_count(seed: int) -> Callable[[JobSpec], int]:
@@ -115,8 +125,12 @@ class LyapunovPolicy:
     ``S(n) = V*C(n) + (n*Cost(1))^2 - n*Cost(1)*(Z+Q)`` when that is < 0, else waits.
     C(n) uses the bandwidth of the Liquid best-fit placement n would get *now*
     (including the rack-uplink sharing with running jobs). Several jobs may start in one
-    slot: after each start Q and Z are reduced by the served work (Z gains eps once per
-    slot); arrivals enter Q at the end of the slot, as in the paper's update. When a
+    slot: after each start Z drops by the served work ``n*Cost(1)`` (Z gains eps once per
+    slot). Q is kept equal to the waiting work: a job's ``Cost(1)`` enters Q at the
+    first slot boundary after it arrives and leaves it when the job starts. (Draining Q
+    by ``n*Cost(1)``, as ``proteus.update_Q`` with k = n would, can empty Q while jobs
+    still wait; then Z decays instead of growing and a job left alone waits forever —
+    measured: the simulator span without end on proteus-big-* scenarios.) When a
     slot starts two or more jobs and one of them spans hosts, the batch is re-placed
     together by Liquid's group GA (never worse than best fit on its objective)."""
 
@@ -132,7 +146,6 @@ class LyapunovPolicy:
         self.ga = GroupGA(lam=lam, seed=seed) if ga else None
         self.Q = 0.0
         self.Z = 0.0
-        self._arrivals: list[float] = []
         self._cache: dict[int, tuple[int, int, dict[int, float], dict[int, Placement]]] = {}
         self.trace: list[tuple[float, float, float]] = []   # (t, Q, Z) per decision slot
         self.trace_every = trace_every
@@ -141,7 +154,8 @@ class LyapunovPolicy:
         self.backlog: list[float] = []           # Q at every decision slot
 
     def on_arrival(self, sim, j: int) -> None:
-        self._arrivals.append(sim.models[j].cost1)
+        # arrived during the slot that just ended: part of Q(t) for this slot's decision
+        self.Q = proteus.update_Q(self.Q, 0.0, [sim.models[j].cost1])
 
     def wants_slot(self, sim) -> bool:
         return True         # Z grows every slot a job waits: the answer may change
@@ -177,7 +191,7 @@ class LyapunovPolicy:
         state = sim.state
         batch: list[tuple[int, Placement]] = []
         first = True
-        for j in list(sim.waiting):
+        for j in sim.waiting:         # not modified inside the loop: starts come after
             job, model = sim.jobs[j], sim.models[j]
             limit = min(job.max_gpus, state.total_free)
             n = 0
@@ -190,7 +204,7 @@ class LyapunovPolicy:
                 break
             served = proteus.served_work(n, model.cost1)
             self.Z = proteus.update_Z(self.Z, self.Q, self.eps if first else 0.0, served)
-            self.Q = proteus.update_Q(self.Q, served)
+            self.Q = proteus.update_Q(self.Q, model.cost1)     # the job leaves the queue
             first = False
             p = places[n]
             self.served_C.append(costs[n])
@@ -198,9 +212,9 @@ class LyapunovPolicy:
             batch.append((j, p))
         if first:
             self.Z = proteus.update_Z(self.Z, self.Q, self.eps, 0.0)
+        if len(batch) == len(sim.waiting):
+            self.Q = 0.0          # nothing left waiting: drop float residue
         self.backlog.append(self.Q)
-        self.Q = proteus.update_Q(self.Q, 0.0, self._arrivals)
-        self._arrivals = []
         for _, p in batch:
             state.release(p)
         if self.ga is not None and len(batch) >= 2 and any(p.gpus > 1 for _, p in batch):
@@ -278,23 +292,46 @@ class LasPolicy:
 
 # ---- the registry ----------------------------------------------------------------------------
 
+PLACEMENTS = ("best-fit", "first-fit", "tetris")
+
+
+def make_placement(name: str, lam: float = DEFAULT_LAMBDA):
+    if name == "best-fit":
+        return BestFitPlacement(lam)
+    if name == "first-fit":
+        return FirstFitPlacement()
+    if name == "tetris":
+        return TetrisPlacement()
+    raise InputError("--placement", f"unknown placement {name!r} (known: {', '.join(PLACEMENTS)})")
+
+
 def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = DEFAULT_EPS,
                 lam: float = DEFAULT_LAMBDA, ga: bool = True,
                 las_thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS,
-                trace_every: float = 0.0):
-    """A fresh policy object (policies keep per-run state: make one per run)."""
+                trace_every: float = 0.0, placement: str | None = None):
+    """A fresh policy object (policies keep per-run state: make one per run).
+    ``placement`` swaps the policy's own placement for another (Blox-style), e.g. fifo
+    with Liquid best fit to separate the effect of ordering from that of placement."""
+    def placer(default: str):
+        return make_placement(placement or default, lam)
     if name == "lyapunov":
-        return LyapunovPolicy(V=V, eps=eps, lam=lam, seed=seed, ga=ga, trace_every=trace_every)
+        pol = LyapunovPolicy(V=V, eps=eps, lam=lam, seed=seed, ga=ga, trace_every=trace_every)
+        if placement:
+            pol.placer = placer("best-fit")
+            pol.ga = pol.ga if placement == "best-fit" else None
+        return pol
     if name == "single":
-        return FixedCountPolicy("single", lambda job: 1, BestFitPlacement(lam))
+        return FixedCountPolicy("single", lambda job: 1, placer("best-fit"))
     if name == "random":
-        return FixedCountPolicy("random", _random_count(seed), BestFitPlacement(lam))
+        return FixedCountPolicy("random", _random_count(seed), placer("best-fit"))
     if name == "fifo":
-        return FixedCountPolicy("fifo", requested_gpus, FirstFitPlacement())
+        return FixedCountPolicy("fifo", requested_gpus, placer("first-fit"))
     if name == "tetris":
-        return FixedCountPolicy("tetris", requested_gpus, TetrisPlacement(), backfill=True)
+        return FixedCountPolicy("tetris", requested_gpus, placer("tetris"), backfill=True)
     if name == "las":
-        return LasPolicy(las_thresholds)
+        pol = LasPolicy(las_thresholds)
+        pol.placer = placer("first-fit")
+        return pol
     raise InputError("--policies", f"unknown policy {name!r} (known: {', '.join(POLICY_NAMES)})")
 
 

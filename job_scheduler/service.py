@@ -159,6 +159,24 @@ class SchedulerService:
             self.ticks += 1
             return {"ended": ended, "started": started}
 
+    def check_running_fit(self) -> None:
+        """The running jobs' recorded placements must fit this topology (a restart with
+        another --topology would otherwise fail every slot)."""
+        running = self.store.jobs(["running"])
+        hosts = self.topology.host_by_name
+        for job in running:
+            for host in job.gpus_by_host():
+                if host not in hosts:
+                    raise InputError("--topology", f"job {job.id} ({job.name}) is running on "
+                                     f"host '{host}', which topology '{self.topology.name}' "
+                                     "does not have; start with the topology it was "
+                                     "scheduled on")
+        try:
+            self.cluster_state(running)
+        except ValueError as err:
+            raise InputError("--topology", f"the running jobs do not fit topology "
+                             f"'{self.topology.name}': {err}")
+
     def recover(self) -> dict[str, int]:
         """At start-up: reconcile the jobs a previous run left 'running'."""
         with self._lock:
@@ -221,8 +239,6 @@ class SchedulerService:
 
     def _schedule(self, now: float) -> int:
         queued = self.store.jobs(["queued"])
-        if not queued:
-            return 0
         running = self.store.jobs(["running"])
         state = self.cluster_state(running)
         # Retried jobs keep their place at the head (FIFO by first submission = id).

@@ -47,6 +47,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: SchedulerHTTPServer
     server_version = "sluice-scheduler/1"
     protocol_version = "HTTP/1.1"
+    timeout = 30          # seconds a connection may sit idle or trickle its request
 
     # ---- plumbing --------------------------------------------------------------------
     def log_message(self, fmt: str, *args) -> None:    # never the headers (tokens)
@@ -102,6 +103,26 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- routes ----------------------------------------------------------------------
     def do_GET(self) -> None:
+        self._guarded(self._get)
+
+    def do_POST(self) -> None:
+        self._guarded(self._post)
+
+    def _guarded(self, route) -> None:
+        """An unexpected failure (disk full, database locked) answers 500/503 instead of
+        dropping the connection: the client learns the request was NOT acknowledged."""
+        try:
+            route()
+        except Exception as err:
+            log.exception("%s %s failed", self.command, urlsplit(self.path).path)
+            self.close_connection = True
+            try:
+                self._error(HTTPStatus.SERVICE_UNAVAILABLE,
+                            f"not done ({type(err).__name__}: {err}); retry later")
+            except OSError:
+                pass
+
+    def _get(self) -> None:
         url = urlsplit(self.path)
         parts = [p for p in url.path.split("/") if p]
         service = self.server.service
@@ -123,7 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(HTTPStatus.OK, {**job.to_public(), "events": events})
         return self._error(HTTPStatus.NOT_FOUND, f"no route GET {url.path}")
 
-    def do_POST(self) -> None:
+    def _post(self) -> None:
         url = urlsplit(self.path)
         parts = [p for p in url.path.split("/") if p]
         if not (parts == ["submissions"] or (len(parts) == 3 and parts[0] == "jobs"

@@ -89,6 +89,12 @@ def build_service(*, topology: Topology, policy: PolicyStep, estimator: Estimato
                  controller.client.url)
     service = SchedulerService(store, topology, policy, executors, executor,
                                max_retries=max_retries, controller=controller)
+    try:
+        service.check_running_fit()
+    except InputError:
+        server.server_close()
+        store.close()
+        raise
     server.service = service
     return service, server
 

@@ -40,7 +40,9 @@ def default_db_path() -> Path:
 def configure_scheduler(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topology", default="two-rack",
                         help="built-in name or YAML file (default: two-rack)")
-    parser.add_argument("--policy", default="lyapunov", help="lyapunov (default) or fifo")
+    parser.add_argument("--policy", default="lyapunov",
+                        help="lyapunov (default), single, random, fifo or tetris: the "
+                        "simulator's policies (job_scheduler.policies)")
     parser.add_argument("--listen", default=DEFAULT_LISTEN,
                         help=f"HOST:PORT of the HTTP API (default {DEFAULT_LISTEN}; port 0 "
                         "picks a free one)")
@@ -119,6 +121,8 @@ def run_scheduler(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise InputError("--profile", str(err))
     options = {}
+    if args.policy != "lyapunov" and (args.V is not None or args.eps is not None):
+        raise InputError("--V/--eps", "only mean something with --policy lyapunov")
     if args.policy == "lyapunov":
         options = {"V": DEFAULT_V if args.V is None else args.V,
                    "eps": DEFAULT_EPS if args.eps is None else args.eps}

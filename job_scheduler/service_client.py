@@ -90,7 +90,8 @@ class SchedulerClient:
     def submit(self, text: str, source: str = "API body", key: str | None = None,
                retry_seconds: float = 0.0) -> dict:
         """POST one job file; returns {submission, jobs, duplicate}. Retries on a broken
-        connection (never on an HTTP error) with the same idempotency key."""
+        connection or a 503 (not stored; never on other HTTP errors) with the same
+        idempotency key, so a retry can never queue the file twice."""
         key = key or uuid.uuid4().hex
         headers = {"Content-Type": "application/yaml", "Idempotency-Key": key,
                    "X-Sluice-Source": source}
@@ -98,7 +99,9 @@ class SchedulerClient:
         while True:
             try:
                 return self._request("POST", "/submissions", text.encode("utf-8"), headers)[1]
-            except Unreachable:
+            except (Unreachable, ServiceError) as err:
+                if isinstance(err, ServiceError) and err.status != 503:
+                    raise
                 if time.monotonic() >= deadline:
                     raise
                 time.sleep(0.2)

@@ -3,31 +3,38 @@
 Once per slot the service hands the policy the queued jobs (FIFO order) and a
 ``ClusterState`` (free GPUs per host, ``job_scheduler.placement``); the policy answers
 which jobs to start now, on how many GPUs, where. The service owns everything durable
-(store, executors, GPU release); a policy only decides, so policies are swappable
-(Blox-style) and are built from the same pieces as the simulator's.
+(store, executors, GPU release); a policy only decides.
 
-``make_policy(name, topology, estimator)`` returns a PolicyStep:
-- ``lyapunov``: the Proteus decision (``proteus.decide``: drift-plus-penalty over the GPU
-  count, C(n) from the estimator at the bandwidth of the Liquid placement for that n)
-  with Liquid best-fit placement (``placement.BestFitPlacement``);
-- ``fifo``: head-of-line FIFO, each job gets ``max_gpus``, first-fit hosts.
+The policies are the simulator's own (``job_scheduler.policies``: lyapunov = Proteus
+drift-plus-penalty + Liquid best fit and group GA, single, random, fifo, tetris), run
+through :class:`SimulatorPolicyStep`, a thin adapter that shows each policy one slot
+of the service as if it were the simulator. So the service decides exactly as the
+simulator that evaluated the policy does. ``las`` is refused: it preempts running jobs,
+which the service does not do.
 
-Q is read from the queue each slot (the sum of the queued jobs' Cost(1)), so it is exact
-after a restart; Z lives in memory and restarts at 0 (it only makes a waiting head job
-more eager to go: a decision heuristic, not acknowledged data).
+Differences from the simulator, both deliberate: C(n) uses the placement's bandwidth on
+an otherwise idle fabric (``estimator.effective_bandwidth``; the simulator also shares
+rack uplinks with the running jobs' flows), and after a restart every queued job is
+shown to the policy as a new arrival, so the Lyapunov Q is rebuilt from the queue while
+Z restarts at 0 (Z only makes a waiting head job more eager to go: a decision
+heuristic, not acknowledged data).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Protocol, Sequence
 
-from job_scheduler.jobspec import JobSpec
-from job_scheduler import proteus
+from job_scheduler import policies as sim_policies
 from job_scheduler.estimator import Estimator, effective_bandwidth
-from job_scheduler.placement import BestFitPlacement, ClusterState, FirstFitPlacement, Placement
+from job_scheduler.jobspec import JobSpec
+from job_scheduler.placement import ClusterState, Placement
 from sluice.errors import InputError
 from topologies import Topology
+
+SERVICE_POLICIES = tuple(n for n in sim_policies.POLICY_NAMES if n != "las")
+DEFAULT_V = sim_policies.DEFAULT_V
+DEFAULT_EPS = sim_policies.DEFAULT_EPS
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,7 @@ class StartDecision:
     gpus: int
     ps_hosts: tuple[str, ...]
     worker_hosts: tuple[str, ...]          # one entry per worker GPU (hosts repeat)
-    # Extra facts a policy wants recorded with the job (e.g. its S(n), C(n)).
+    # Extra facts a policy wants recorded with the job (e.g. its C(n)).
     notes: dict = field(default_factory=dict, compare=False)
 
     def as_placement(self) -> Placement:
@@ -68,95 +75,87 @@ class PolicyStep(Protocol):
                  now: float) -> list[StartDecision]: ...
 
 
-def fifo_policy(topology: Topology) -> PolicyStep:
-    """Head-of-line FIFO with ``max_gpus`` per job, first-fit hosts (the Tiresias/YARN
-    FIFO baseline)."""
-    placer = FirstFitPlacement()
+class _JobFigures:
+    """What a simulator policy reads per job: Cost(1) and C(n, bw)."""
 
-    def step(queued: Sequence[QueuedJob], state: ClusterState,
-             now: float) -> list[StartDecision]:
-        out = []
-        for job in queued:
-            placement = placer.place(state, str(job.id), job.spec.max_gpus, job.spec.num_ps)
-            if placement is None:
-                break                      # head-of-line blocking, as FIFO does
-            state.allocate(placement)
-            out.append(StartDecision(job.id, placement.gpus, placement.ps_hosts,
-                                     placement.worker_hosts))
-        return out
+    __slots__ = ("spec", "cost1", "_est")
 
-    return step
+    def __init__(self, spec: JobSpec, estimator: Estimator):
+        self.spec, self._est = spec, estimator
+        self.cost1 = estimator.cost1(spec)
+
+    def C(self, n: int, bw: float) -> float:
+        return self._est.C(self.spec, n, bw)
 
 
-# V and eps in seconds (proteus.py explains them). V = 1: one second of the job's own
-# C(n) weighs as much as the backlog terms; eps = 60: a waiting head job gains a minute
-# of urgency per slot.
-DEFAULT_V = 1.0
-DEFAULT_EPS = 60.0
+class _SlotView:
+    """One slot of the service, seen through the simulator's interface (``state``,
+    ``waiting``, ``jobs``, ``models``, ``now``, ``decisions``, ``live_bandwidth``,
+    ``start``)."""
+
+    def __init__(self, topology: Topology, state: ClusterState, queued: Sequence[QueuedJob],
+                 models: dict[int, _JobFigures], now: float):
+        self.topology = topology
+        self.state = state
+        self.now = now
+        self.decisions = 0
+        self.jobs = {q.id: q.spec for q in queued}
+        self.models = models
+        self.waiting: dict[int, None] = dict.fromkeys(q.id for q in queued)
+        self.started: list[tuple[int, Placement]] = []
+
+    def live_bandwidth(self, placement: Placement, *args, **kwargs) -> float:
+        return effective_bandwidth(self.topology, placement.ps_hosts, placement.worker_hosts)
+
+    def start(self, j: int, placement: Placement) -> None:
+        self.state.allocate(placement)
+        del self.waiting[j]
+        self.started.append((j, placement))
+
+    def preempt(self, j: int) -> None:
+        raise RuntimeError("the scheduler service does not preempt running jobs")
 
 
-class LyapunovPolicy:
-    """Proteus + Liquid, slot by slot, head-of-line like the paper: the head job starts
-    on the n minimising S(n) when S(n) < 0, then the next head is considered in the same
-    slot with Q reduced by the work served; otherwise the queue waits a slot."""
+class SimulatorPolicyStep:
+    """A ``job_scheduler.policies`` policy object as a PolicyStep."""
 
-    def __init__(self, topology: Topology, estimator: Estimator, V: float = DEFAULT_V,
-                 eps: float = DEFAULT_EPS):
+    def __init__(self, name: str, topology: Topology, estimator: Estimator, **options):
+        self.name = name
         self.topology = topology
         self.estimator = estimator
-        self.V = V
-        self.placer = BestFitPlacement()
-        self.state = proteus.LyapunovState(eps=eps)
-        self._seen: set[int] = set()
-
-    def costs(self, job: QueuedJob, state: ClusterState) -> tuple[dict[int, float], dict[int, Placement]]:
-        """C(n) for every feasible n, each at the bandwidth of its own placement."""
-        costs, placements = {}, {}
-        for n in range(1, min(job.spec.max_gpus, state.total_free) + 1):
-            p = self.placer.place(state, str(job.id), n, job.spec.num_ps)
-            if p is None:
-                continue
-            bw = effective_bandwidth(self.topology, p.ps_hosts, p.worker_hosts)
-            costs[n] = self.estimator.C(job.spec, n, bw)
-            placements[n] = p
-        return costs, placements
+        try:
+            self.policy = sim_policies.make_policy(name, **options)
+        except ValueError as err:
+            raise InputError("--policy", f"{name}: {err}")
+        self._models: dict[int, _JobFigures] = {}
 
     def __call__(self, queued: Sequence[QueuedJob], state: ClusterState,
                  now: float) -> list[StartDecision]:
-        cost1 = {j.id: self.estimator.cost1(j.spec) for j in queued}
-        # Q(t) is the work actually waiting (sum of Cost_j(1) of the queued jobs), read
-        # from the queue every slot rather than carried by eq. Q(t+1) = max(Q - k*Cost_i(1),
-        # 0) + arrivals: that recursion subtracts k*Cost_i(1) > Cost_i(1) for k > 1 and
-        # would drain Q while jobs still wait (they then wait forever once Z decays);
-        # rebuilt from the store it is also exact after a restart.
-        self.state.Q = q_start = sum(cost1.values())
-        served_total, out = 0.0, []
-        for job in queued:
-            costs, placements = self.costs(job, state)
-            n = self.state.decide(costs, cost1[job.id], self.V, state.total_free,
-                                  job.spec.max_gpus)
-            if n == 0:
-                break                                   # head-of-line: wait a slot
-            served_total += proteus.served_work(n, cost1[job.id])
-            self.state.Q -= cost1[job.id]               # the head job left the queue
-            p = placements[n]
-            state.allocate(p)
-            out.append(StartDecision(job.id, n, p.ps_hosts, p.worker_hosts,
-                                     notes={"C_n": round(costs[n], 3), "Q": round(q_start, 3),
-                                            "Z": round(self.state.Z, 3)}))
-        self.state.Z = proteus.update_Z(self.state.Z, q_start, self.state.eps, served_total)
+        live = {q.id for q in queued}
+        new = [q for q in queued if q.id not in self._models]
+        # forget jobs that left the queue (started, cancelled): they re-arrive if retried
+        self._models = {j: m for j, m in self._models.items() if j in live}
+        for q in new:
+            self._models[q.id] = _JobFigures(q.spec, self.estimator)
+        view = _SlotView(self.topology, state, queued, self._models, now)
+        for q in new:
+            self.policy.on_arrival(view, q.id)
+        if not queued:
+            self.policy.idle(view, 1)
+            return []
+        self.policy.step(view)
+        out = []
+        for j, p in view.started:
+            bw = effective_bandwidth(self.topology, p.ps_hosts, p.worker_hosts)
+            out.append(StartDecision(j, p.gpus, p.ps_hosts, p.worker_hosts,
+                                     notes={"C_n": round(self._models[j].C(p.gpus, bw), 3)}))
+            del self._models[j]
         return out
 
 
-POLICIES: dict[str, Callable[..., PolicyStep]] = {
-    "lyapunov": lambda topology, estimator, **kw: LyapunovPolicy(topology, estimator, **kw),
-    "fifo": lambda topology, estimator, **kw: fifo_policy(topology),
-}
-
-
 def make_policy(name: str, topology: Topology, estimator: Estimator, **options) -> PolicyStep:
-    factory = POLICIES.get(name)
-    if factory is None:
-        raise InputError("--policy", f"unknown policy {name!r} "
-                         f"(known: {', '.join(sorted(POLICIES))})")
-    return factory(topology, estimator, **options)
+    if name not in SERVICE_POLICIES:
+        why = " (las preempts running jobs; the service does not)" if name == "las" else ""
+        raise InputError("--policy", f"unknown policy {name!r}{why} "
+                         f"(known: {', '.join(SERVICE_POLICIES)})")
+    return SimulatorPolicyStep(name, topology, estimator, **options)

@@ -29,27 +29,40 @@ import numpy as np
 
 from job_scheduler.estimator import Estimator, effective_bandwidth
 from job_scheduler.jobspec import JobSpec
-from job_scheduler.placement import ClusterState, Placement
+from job_scheduler.placement import BestFitPlacement, ClusterState, Placement
 from topologies import Topology
 
 
 class JobModel:
     """Per-job cache of the estimator's figures: Cost(1), Cost(n) and the
-    communication time at 1 Mbit/s (eq. 5 is exactly proportional to 1/bw)."""
+    communication time at 1 Mbit/s (eq. 5 is exactly proportional to 1/bw).
 
-    __slots__ = ("spec", "cost1", "_cost", "_comm_unit", "_est")
+    Trace jobs (``trace_gpus``/``trace_duration``): the trace's duration was measured on
+    the job's own placement, not with every worker owning a full host link. So the work
+    is calibrated such that ``C(trace_gpus)`` on the placement the job gets on an empty
+    cluster (``reference_bw``, best fit) equals the trace duration; a fixed-count policy
+    on an idle fabric then reproduces the trace, and sharing or another n rescales it."""
 
-    def __init__(self, spec: JobSpec, estimator: Estimator):
+    __slots__ = ("spec", "cost1", "_cost", "_comm_unit", "_est", "_factor")
+
+    def __init__(self, spec: JobSpec, estimator: Estimator,
+                 reference_bw: Callable[[int], float] | None = None):
         self.spec = spec
         self._est = estimator
         self._cost: dict[int, float] = {}
         self._comm_unit: dict[int, float] = {}
+        self._factor = 1.0
+        g = spec.trace_gpus
+        if g and spec.trace_duration and reference_bw is not None:
+            self._factor = spec.trace_duration / self.C(g, reference_bw(g))
+            self._cost.clear()            # filled at factor 1 by the line above
+            self._comm_unit.clear()
         self.cost1 = self.cost(1)
 
     def cost(self, n: int) -> float:
         c = self._cost.get(n)
         if c is None:
-            c = self._cost[n] = self._est.cost(self.spec, n)
+            c = self._cost[n] = self._est.cost(self.spec, n) * self._factor
         return c
 
     def comm(self, n: int, bw: float) -> float:
@@ -57,7 +70,7 @@ class JobModel:
             return 0.0
         u = self._comm_unit.get(n)
         if u is None:
-            u = self._comm_unit[n] = self._est.comm(self.spec, n, 1.0)
+            u = self._comm_unit[n] = self._est.comm(self.spec, n, 1.0) * self._factor
         return u / bw
 
     def C(self, n: int, bw: float) -> float:
@@ -104,7 +117,7 @@ class Simulator:
 
     def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy, *,
                  estimator: Estimator | None = None, slot: float = 1.0,
-                 progress: Callable[[int, int], None] | None = None):
+                 progress: Callable[[int, int], None] | None = None, network: bool = True):
         if not slot > 0:
             raise ValueError(f"slot must be > 0 seconds, got {slot}")
         self.topology = topology
@@ -113,8 +126,13 @@ class Simulator:
         self.estimator = estimator or Estimator()
         order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
         self.jobs: list[JobSpec] = [jobs[i] for i in order]
-        self.models = [JobModel(j, self.estimator) for j in self.jobs]
         self.state = ClusterState(topology)
+        # network=False: an ideal fabric (no communication time at all), the assumption
+        # of the Tiresias simulator; used to check the engine against its figures.
+        self.network = network
+        self._bw_memo: dict[tuple, float] = {}
+        self._reference_bw: dict[int, float] = {}
+        self.models = [JobModel(j, self.estimator, self.reference_bandwidth) for j in self.jobs]
         self.progress = progress
         self.now = 0.0
         # waiting jobs in arrival order (dict = ordered set with O(1) removal)
@@ -138,7 +156,8 @@ class Simulator:
         self.uplink_cap = [c if c > 0 else math.inf for c in cap]
         self.uplink_flows = [0] * len(topology.racks)
         self.uplink_jobs: list[set[int]] = [set() for _ in topology.racks]
-        self._bw_memo: dict[tuple, float] = {}
+        # a policy that leaves jobs waiting on an idle cluster this long is broken
+        self.max_stalled_slots = 1_000_000
 
     # ---- facts policies use ---------------------------------------------------------
     def placement_flows(self, placement: Placement) -> dict[int, int]:
@@ -156,13 +175,22 @@ class Simulator:
 
     def base_bandwidth(self, placement: Placement) -> float:
         """The placement's bandwidth with the fabric to itself (memoised)."""
-        if len(placement.worker_hosts) <= 1:
+        if len(placement.worker_hosts) <= 1 or not self.network:
             return math.inf          # Comm(1) = 0 whatever the bandwidth
         key = (placement.ps_hosts, placement.worker_hosts)
         bw = self._bw_memo.get(key)
         if bw is None:
             bw = self._bw_memo[key] = effective_bandwidth(self.topology, placement.ps_hosts,
                                                           placement.worker_hosts)
+        return bw
+
+    def reference_bandwidth(self, n: int) -> float:
+        """Bandwidth of an n-GPU job best-fit placed on the empty cluster."""
+        bw = self._reference_bw.get(n)
+        if bw is None:
+            empty = ClusterState(self.topology)
+            p = BestFitPlacement().place(empty, "reference", min(n, empty.total_gpus))
+            bw = self._reference_bw[n] = self.base_bandwidth(p) if p else math.inf
         return bw
 
     def live_bandwidth(self, placement: Placement, flows: dict[int, int] | None = None,
@@ -282,6 +310,7 @@ class Simulator:
             raise ValueError(f"jobs need more GPUs than the cluster has: {too_big[:3]}")
         next_arrival = 0
         done = 0
+        stalled = 0
         self.now = self._slot_at_or_after(jobs[0].arrival)
         last_progress = 0.0
         while done < n_jobs:
@@ -300,7 +329,16 @@ class Simulator:
                 self.policy.on_arrival(self, next_arrival)
                 next_arrival += 1
             if self.waiting:
+                before = len(self.waiting)
                 self.policy.step(self)
+                if self.running or len(self.waiting) != before or next_arrival < n_jobs:
+                    stalled = 0
+                else:
+                    stalled += 1
+                    if stalled > self.max_stalled_slots:
+                        stuck = [self.jobs[j].name for j in list(self.waiting)[:3]]
+                        raise RuntimeError(f"policy {self.policy.name} has left jobs {stuck} "
+                                           f"waiting on an idle cluster for {stalled} slots")
             if self.progress and done - last_progress >= max(n_jobs // 200, 1):
                 self.progress(done, n_jobs)
                 last_progress = done

@@ -127,9 +127,13 @@ class JobRecord:
 _JOB_COLUMNS = [f.name for f in dataclasses.fields(JobRecord)]
 
 
-def _row_to_job(row: sqlite3.Row) -> JobRecord:
+def _row_to_job(row: sqlite3.Row, spec_cache: dict[int, JobSpec]) -> JobRecord:
     values = dict(row)
-    values["spec"] = spec_from_json(values["spec"])
+    # A job's spec never changes once stored: decode it once (each slot reads the queue).
+    spec = spec_cache.get(values["id"])
+    if spec is None:
+        spec = spec_cache[values["id"]] = spec_from_json(values["spec"])
+    values["spec"] = spec
     if values["placement"] is not None:
         values["placement"] = json.loads(values["placement"])
     return JobRecord(**values)
@@ -153,6 +157,7 @@ class JobStore:
                                    check_same_thread=False, timeout=30)
         self._db.row_factory = sqlite3.Row
         self._lock = threading.Lock()
+        self._specs: dict[int, JobSpec] = {}
         mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if mode.lower() != "wal":
             raise RuntimeError(f"{self.path}: SQLite refused WAL mode (got {mode})")
@@ -250,7 +255,7 @@ class JobStore:
         with self._lock:
             row = self._db.execute(f"SELECT {','.join(_JOB_COLUMNS)} FROM jobs WHERE id=?",
                                    (job_id,)).fetchone()
-        return _row_to_job(row) if row else None
+        return _row_to_job(row, self._specs) if row else None
 
     def jobs(self, states: Iterable[str] | None = None) -> list[JobRecord]:
         sql = f"SELECT {','.join(_JOB_COLUMNS)} FROM jobs"
@@ -261,7 +266,7 @@ class JobStore:
             params = states
         with self._lock:
             rows = self._db.execute(sql + " ORDER BY id", params).fetchall()
-        return [_row_to_job(r) for r in rows]
+        return [_row_to_job(r, self._specs) for r in rows]
 
     def counts(self) -> dict[str, int]:
         with self._lock:

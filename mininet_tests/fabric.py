@@ -40,7 +40,8 @@ import networkx as nx
 
 from mininet_tests import priority
 from mininet_tests.lock import FabricError, FabricLock
-from mininet_tests.system import cleanup_leftovers, ensure_ovs, require_root
+from mininet_tests.system import (cleanup_leftovers, ensure_ovs, require_root,
+                                  tune_ovs_send_buffer)
 from sluice.errors import InputError
 from topologies import Topology, load_topology
 from topologies import priority_classes as pc
@@ -119,6 +120,8 @@ class Fabric:
             require_root()
             ensure_ovs()
             cleanup_leftovers()
+            if tune_ovs_send_buffer():
+                _progress(self.progress, "restarted ovs-vswitchd with an 8 MiB send buffer")
             self._build()
         except BaseException:
             self._teardown()
@@ -170,7 +173,7 @@ class Fabric:
         # bottleneck and leaves the urgent class's queue empty half the time, so a lower
         # class slips into the gaps (measured: high/low fell to ~6 under load). Hosts use
         # loss-based CUBIC, Linux's usual default and what training clusters run.
-        cc = f"sysctl -qw net.ipv4.tcp_congestion_control={self.tcp_congestion}"
+        cc = f"sysctl -qw net.ipv4.tcp_congestion_control={self._allow_congestion_control()}"
         for h in self.net.hosts:
             h.cmd(ipv6_off)
             if self.tcp_congestion:
@@ -187,6 +190,27 @@ class Fabric:
                     root_cmds.append(f"ethtool -K {intf} tx off rx off >/dev/null 2>&1")
                     root_cmds.append(f"sysctl -qw net.ipv6.conf.{intf}.disable_ipv6=1 >/dev/null")
         subprocess.run(["sh", "-c", "; ".join(root_cmds) or "true"], timeout=120)
+
+    def _allow_congestion_control(self) -> str:
+        """A network namespace may only default to algorithms on the machine-wide allowed
+        list (here 'reno bbr'). Add ours to it (that only lets unprivileged programs pick
+        it too); fall back to reno, also loss-based, if the list cannot be changed."""
+        wanted = self.tcp_congestion
+        allowed_path = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+        available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+        allowed = open(allowed_path).read().split()
+        if wanted in allowed:
+            return wanted
+        if wanted in available:
+            try:
+                with open(allowed_path, "w") as f:
+                    f.write(" ".join(allowed + [wanted]))
+                _progress(self.progress, f"allowed TCP congestion control '{wanted}' machine-wide")
+                return wanted
+            except OSError:
+                pass
+        _progress(self.progress, f"TCP congestion control '{wanted}' not usable here; hosts use reno")
+        return "reno"
 
     def install_priority_tree(self) -> None:
         """(Re)install the HTB rate + priority tree on every interface; idempotent."""

@@ -72,6 +72,49 @@ def ensure_ovs() -> None:
                           + (result.stdout + result.stderr)[-2000:])
 
 
+# ovs-vswitchd's userspace datapath sends every packet of every port through ONE
+# AF_PACKET socket, and packets waiting in our HTB queues stay charged to that socket's
+# send buffer. At the default 208 KiB (~90 frames) the buffer fills long before a class
+# queue does, and OVS drops with EAGAIN ("error sending Ethernet packet ... Resource
+# temporarily unavailable") regardless of class: the urgent flow loses packets, never
+# builds a queue, and a low class slips into the gaps (measured high/low 1.5..10 instead
+# of > 20). The socket takes net.core.wmem_default when ovs-vswitchd opens it.
+OVS_SEND_BUFFER = 8 << 20
+WMEM_DEFAULT = "/proc/sys/net/core/wmem_default"
+
+
+def ovs_send_buffer() -> int | None:
+    """Send buffer (bytes) of ovs-vswitchd's shared packet socket; None before it exists."""
+    out = _run(["ss", "-0", "-m", "-p", "-n"]).stdout
+    for line in out.splitlines():
+        if "ovs-vswitchd" in line and "[0]:*" in line:  # unbound: the shared send socket
+            m = re.search(r"tb(\d+)", line)
+            if m:
+                return int(m.group(1))
+    return None
+
+
+def tune_ovs_send_buffer() -> bool:
+    """Make sure ovs-vswitchd's send socket is OVS_SEND_BUFFER large. Raises the machine's
+    net.core.wmem_default (only the default for new non-TCP sockets) and, when the socket
+    already exists with a small buffer, restarts ovs-vswitchd. Call it only when no bridge
+    exists (under the fabric lock, after cleanup). Returns True when OVS was restarted."""
+    require_root()
+    if int(open(WMEM_DEFAULT).read()) < OVS_SEND_BUFFER:
+        with open(WMEM_DEFAULT, "w") as f:
+            f.write(str(OVS_SEND_BUFFER))
+    current = ovs_send_buffer()
+    if current is None or current >= OVS_SEND_BUFFER:
+        return False
+    if ovs_bridges():
+        raise FabricError("refusing to restart Open vSwitch while bridges exist")
+    result = _run([OVS_CTL, "--no-ovsdb-server", "restart"], timeout=90)
+    if not ovs_running():
+        raise FabricError("Open vSwitch did not come back after a restart: "
+                          + (result.stdout + result.stderr)[-2000:])
+    return True
+
+
 def _read(path: str) -> bytes:
     try:
         with open(path, "rb") as f:

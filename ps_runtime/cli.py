@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import socket
 import statistics
@@ -72,7 +73,9 @@ def configure_profile(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-size", type=int, default=64,
                         help="image side in pixels (smallcnn is always 1x28x28)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed iterations first")
-    parser.add_argument("--repeats", type=int, default=5, help="timed iterations (median)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed iterations")
+    parser.add_argument("--stat", default="median", choices=("median", "min"),
+                        help="statistic of the timed iterations (min: on a shared machine)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads (0: torch's default). 1 by default, like each "
                              "worker of `sluice train`: OpenMP threads on a shared CPU spin "
@@ -109,22 +112,27 @@ def run_profile(args: argparse.Namespace) -> int:
     profiler.log(f"device {label} ({device.type}, {torch.get_num_threads()} CPU threads); "
                  f"models {', '.join(models)}; batch sizes {batch_sizes}; input "
                  f"{args.input_size}x{args.input_size}; warm-up {args.warmup}, "
-                 f"median of {args.repeats}")
+                 f"{args.stat} of {args.repeats}")
     started = time.monotonic()
+    load_before = os.getloadavg()[0]
     results = profiler.profile_models(models, batch_sizes, device, args.input_size,
-                                      args.warmup, args.repeats, profiler.log)
+                                      args.warmup, args.repeats, profiler.log, args.stat)
     for model, points in results.items():
         print(profiler.format_fit(model, points))
     source = (f"sluice profile on {label}: forward+backward+SGD step, synthetic "
               f"{args.input_size}x{args.input_size} RGB input (smallcnn 1x28x28), 1000 classes "
-              f"(smallcnn 10), warm-up {args.warmup}, median of {args.repeats}, torch "
+              f"(smallcnn 10), warm-up {args.warmup}, {args.stat} of {args.repeats}, torch "
               f"{torch.__version__}, {torch.get_num_threads()} threads")
     header = (f"Measured by: sluice profile --models {','.join(models)} --batch-sizes "
               f"{','.join(map(str, batch_sizes))} --device {device.type} --input-size "
               f"{args.input_size} --warmup {args.warmup} --repeats {args.repeats} "
-              f"--threads {args.threads}\n"
+              f"--stat {args.stat} --threads {args.threads}\n"
               f"on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-              f"{time.monotonic() - started:.0f} s.")
+              f"{time.monotonic() - started:.0f} s, load average {load_before:.1f} before and "
+              f"{os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs).\n"
+              "Fit alpha(b) = 1 + beta*(b-1)^gamma, max |fitted - measured| / measured: "
+              + ", ".join(f"{m} {profiler.max_fit_error(p) * 100:.0f}%"
+                          for m, p in results.items()) + ".")
     save_profile(out, label, results, source=source, header=header)
     print(f"wrote {out} (device {label})")
     if plot:

@@ -35,6 +35,7 @@ from ps_runtime.plan import Node, Placement, PortPlan, endpoints, registration
 from ps_runtime.runners import ProcessRunner, kill_group
 from ps_runtime.watchdog import ENV as WATCHDOG_ENV
 
+TOKEN_ENV = "SLUICE_PROGRESS_TOKEN"
 BATCH_LINE = re.compile(r"^batch (\d+) loss (\S+) time_s (\S+)")
 
 
@@ -157,7 +158,7 @@ class PSJob:
 
     def _env(self, proc: PSProcess) -> dict[str, str]:
         threads = str(self.options.threads or 1)
-        return {
+        env = {
             "DMLC_ROLE": proc.role,
             "DMLC_PS_ROOT_URI": self.placement.servers[0].ip,
             "DMLC_PS_ROOT_PORT": str(self.ports.scheduler),
@@ -170,6 +171,9 @@ class PSJob:
             "PYTHONUNBUFFERED": "1",
             WATCHDOG_ENV: str(os.getpid()),
         }
+        if proc.role == "worker" and self.token:
+            env[TOKEN_ENV] = self.token    # not on the command line, where `ps` shows it
+        return env
 
     def _argv(self, proc: PSProcess) -> list[str]:
         if proc.role != "worker":
@@ -185,8 +189,6 @@ class PSJob:
             argv += ["--num-classes", str(o.num_classes)]
         if self.controller_url:
             argv += ["--controller", self.controller_url]
-        if self.token:
-            argv += ["--token", self.token]
         return argv
 
     # ---- lifecycle -----------------------------------------------------------------
@@ -199,8 +201,12 @@ class PSJob:
         try:
             for proc in self._plan():
                 proc.log_file = open(proc.log_path, "wb")
-                proc.popen = self.runner.start(proc.node.host, self._argv(proc), self._env(proc),
-                                               proc.log_file)
+                try:
+                    proc.popen = self.runner.start(proc.node.host, self._argv(proc),
+                                                   self._env(proc), proc.log_file)
+                except BaseException:
+                    proc.log_file.close()
+                    raise
                 self.processes.append(proc)
         except BaseException:
             self.stop()
@@ -316,3 +322,8 @@ class _LineFollower:
         lines = data.split(b"\n")
         self.partial = lines.pop()
         return [line.decode(errors="replace") for line in lines]
+
+
+# Public names for the log-following helpers (sluice.runloop follows many jobs at once).
+LineFollower = _LineFollower
+parse_batches = _parse_batches

@@ -2,7 +2,8 @@
 
 ``measure_step`` times one training iteration (forward + backward + SGD step, as the
 workers run it) of a model on a batch of b synthetic samples: ``warmup`` untimed
-iterations, then the median of ``repeats`` timed ones. ``profile_models`` does it for
+iterations, then the median (or, on a shared machine, the minimum) of ``repeats``
+timed ones. ``profile_models`` does it for
 every (model, b); the fit and the file format are the scheduler's own
 (``job_scheduler.profile.fit_alpha`` / ``save_profile``), so what is written here is
 exactly what the estimator reads back. ``fit_table`` gives the paper's Fig. 1 view:
@@ -53,8 +54,10 @@ def _sync(device: torch.device) -> None:
 
 
 def measure_step(model_name: str, batch_size: int, device: torch.device, input_size: int = 64,
-                 warmup: int = 2, repeats: int = 5, model: nn.Module | None = None) -> float:
-    """Median seconds of one training iteration on a batch of ``batch_size``."""
+                 warmup: int = 2, repeats: int = 5, model: nn.Module | None = None,
+                 statistic: str = "median") -> float:
+    """Median (or minimum) seconds of one training iteration on a batch of ``batch_size``.
+    The minimum suits a shared machine: neighbours only ever add time."""
     model = model or build_model(model_name, input_size=input_size).to(device)
     model.train()
     shape = input_shape(model_name, input_size)
@@ -74,12 +77,13 @@ def measure_step(model_name: str, batch_size: int, device: torch.device, input_s
         _sync(device)
         if i >= warmup:
             times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return min(times) if statistic == "min" else statistics.median(times)
 
 
 def profile_models(models: list[str], batch_sizes: list[int], device: torch.device,
                    input_size: int = 64, warmup: int = 2, repeats: int = 5,
-                   progress: Callable[[str], None] | None = None) -> dict[str, dict[int, float]]:
+                   progress: Callable[[str], None] | None = None,
+                   statistic: str = "median") -> dict[str, dict[int, float]]:
     """model -> {b: seconds per batch}. One model instance per model (weights do not
     change the time)."""
     out: dict[str, dict[int, float]] = {}
@@ -88,7 +92,8 @@ def profile_models(models: list[str], batch_sizes: list[int], device: torch.devi
         out[name] = {}
         for b in batch_sizes:
             t0 = time.monotonic()
-            out[name][b] = measure_step(name, b, device, input_size, warmup, repeats, model)
+            out[name][b] = measure_step(name, b, device, input_size, warmup, repeats, model,
+                                        statistic)
             if progress:
                 progress(f"{name} b={b}: {out[name][b] * 1000:.1f} ms/batch "
                          f"(measured in {time.monotonic() - t0:.1f} s)")
@@ -111,6 +116,11 @@ def fit_table(model: str, points: Mapping[int, float]) -> tuple[ModelProfile, li
     """The scheduler's fit of alpha(b) to ``points`` and, per b, fitted vs measured."""
     prof = ModelProfile(model, dict(sorted(points.items())))
     return prof, [FitRow(b, s, prof.cost_bat(b)) for b, s in sorted(points.items())]
+
+
+def max_fit_error(points: Mapping[int, float]) -> float:
+    """Largest |fitted - measured| / measured over the points (0 for a single point)."""
+    return max(abs(r.rel_error) for r in fit_table("fit", points)[1])
 
 
 def format_fit(model: str, points: Mapping[int, float]) -> str:

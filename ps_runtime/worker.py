@@ -98,9 +98,9 @@ class KVStoreSync:
         Returns the bytes pushed."""
         mx = self.mx
         values = [mx.nd.array(_flat([p.grad for p in b]), dtype="float32") for b in self.buckets]
-        # Earlier layers get higher priority: the next forward pass needs them first.
-        self.kv.push(self.keys, values, priority=0)
-        self.kv.pull(self.keys, out=self.outs, priority=0)
+        # One call per direction for all buckets: MXNet's engine sends them concurrently.
+        self.kv.push(self.keys, values)
+        self.kv.pull(self.keys, out=self.outs)
         n = self.num_workers
         for bucket, out in zip(self.buckets, self.outs):
             for p, value in zip(bucket, _unflat(out.asnumpy(), bucket, self.device)):
@@ -124,7 +124,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
     ap.add_argument("--controller", default=None, help="controller API base URL")
-    ap.add_argument("--token", default=None, help="job token for progress reports")
+    ap.add_argument("--token", default=os.environ.get("SLUICE_PROGRESS_TOKEN"),
+                    help="job token for progress reports (default: $SLUICE_PROGRESS_TOKEN, "
+                         "which the launcher sets)")
     ap.add_argument("--report-interval", type=float, default=0.2)
     return ap.parse_args(argv)
 
@@ -177,6 +179,11 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
     if reporter:
         reporter.close()
+    # Synchronous training keeps every replica identical: the launcher and the tests
+    # compare this line across workers.
+    with torch.no_grad():
+        checksum = float(sum(p.double().sum() for p in params))
+    print(f"weights_checksum {checksum:.12e}", flush=True)
     print(f"worker {args.worker_index}: done after {args.batches} batches", file=sys.stderr,
           flush=True)
     return 0

@@ -109,7 +109,7 @@ def test_remote_controller_secure_mode(normal_controller):
         assert fab.fail_mode == "secure"
         for s in fab.topology.switches:
             assert _vsctl("get", "bridge", s.name, "fail_mode") == "secure"
-            assert _vsctl("get", "bridge", s.name, "protocols") == '["OpenFlow13"]'
+            assert _vsctl("get", "bridge", s.name, "protocols") == "[OpenFlow13]"
         assert "actions=NORMAL" in fab.dump_flows("tor1")
         assert fab.ping_all() == 0.0
     _assert_clean()

@@ -110,6 +110,9 @@ def test_two_workers_one_server_train_with_falling_loss_and_report_progress(tmp_
         job = small_job(tmp_path, batches=40, controller_url=api.url, token=token)
         with job:
             job.start()
+            # The job token travels in the environment, not on the visible command line.
+            cmdline = Path(f"/proc/{job.workers[0].popen.pid}/cmdline").read_bytes()
+            assert token.encode() not in cmdline and b"ps_runtime.worker" in cmdline
             seen = []
             result = job.wait(timeout=120, on_batch=lambda w, rec: seen.append((w, rec.batch)))
         reported = {j["id"]: j["batches"] for j in admin.jobs()}[SMALL.name]
@@ -126,10 +129,15 @@ def test_two_workers_one_server_train_with_falling_loss_and_report_progress(tmp_
     log = (tmp_path / "worker1.log").read_text()
     assert "computing on cpu" in log and "of 2" in log
     assert "cannot reach the controller" not in log
+    # Synchronous data parallelism: different data, yet identical weights at the end.
+    sums = [[l for l in (tmp_path / f"worker{j}.log").read_text().splitlines()
+             if l.startswith("weights_checksum")] for j in (0, 1)]
+    assert len(sums[0]) == 1 and sums[0] == sums[1]
+    assert result.batches[0][0].loss != result.batches[1][0].loss
     assert all(not _alive(p.popen.pid) for p in job.processes)
 
 
-@pytest.mark.parametrize("victim", ["worker", "server"])
+@pytest.mark.parametrize("victim", ["worker", pytest.param("server", marks=pytest.mark.slow)])
 def test_a_dead_process_fails_the_job_within_seconds(tmp_path, victim):
     job = small_job(tmp_path, batches=100000)
     killed_at = []
@@ -144,6 +152,7 @@ def test_a_dead_process_fails_the_job_within_seconds(tmp_path, victim):
         job.start()
         job.wait(timeout=90, on_batch=on_batch)
     took = time.monotonic() - killed_at[0]
+    print(f"{victim} killed -> job failed and stopped in {took:.2f} s")
     message = str(failed.value)
     expected = "worker 1 on host local (127.0.0.1:" if victim == "worker" else "server 0 on host local"
     assert expected in message and "SIGKILL" in message and "last log lines" in message
@@ -151,6 +160,49 @@ def test_a_dead_process_fails_the_job_within_seconds(tmp_path, victim):
     assert all(not _alive(p.popen.pid) for p in job.processes)
 
 
+class ShellRunner:
+    """Runs a shell snippet per role instead of ps-lite: launcher logic without MXNet."""
+
+    def __init__(self, scripts: dict[str, str]):
+        self.scripts = scripts
+
+    def start(self, host, argv, env, log):
+        rank = argv[argv.index("--worker-index") + 1] if "--worker-index" in argv else "0"
+        script = self.scripts.get(f"{env['DMLC_ROLE']}{rank}", self.scripts[env["DMLC_ROLE"]])
+        return subprocess.Popen(["sh", "-c", script], stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def test_exit_code_and_log_tail_name_the_failed_process(tmp_path):
+    runner = ShellRunner({"scheduler": "sleep 30", "server": "sleep 30 & sleep 30",
+                          "worker": "sleep 30",
+                          "worker1": "echo loading; echo 'RuntimeError: boom'; exit 3"})
+    job = PSJob(SMALL, Placement.loopback(1, 2), runner, tmp_path, batches=5, grace=1.0)
+    t0 = time.monotonic()
+    with job, pytest.raises(JobFailed) as failed:
+        job.start()
+        job.wait(timeout=20)
+    assert time.monotonic() - t0 < 5
+    msg = str(failed.value)
+    assert "worker 1 on host local" in msg and "exited with code 3" in msg
+    assert "RuntimeError: boom" in msg and failed.value.process.role == "worker"
+    # The server's background child was in its process group: gone too.
+    assert all(not _alive(p.popen.pid) for p in job.processes)
+    assert [p.returncode for p in job.processes if p.role != "worker" or p.rank != 1] == [-15] * 3
+
+
+def test_a_hanging_job_times_out_and_is_stopped(tmp_path):
+    runner = ShellRunner({"scheduler": "sleep 30", "server": "sleep 30",
+                          "worker": "trap '' TERM; sleep 30"})   # ignores SIGTERM
+    job = PSJob(SMALL, Placement.loopback(1, 1), runner, tmp_path, batches=5, grace=0.5)
+    with job, pytest.raises(JobFailed, match=r"timed out after 1 s; still running: scheduler 0"):
+        job.start()
+        job.wait(timeout=1)
+    assert all(not _alive(p.popen.pid) for p in job.processes)
+    assert job.workers[0].returncode == -9           # SIGKILL after the grace period
+
+
+@pytest.mark.slow
 def test_sigterm_to_train_command_leaves_no_process(tmp_path):
     jobs = tmp_path / "jobs.yaml"
     jobs.write_text(yaml.safe_dump({"jobs": [{"name": "t-term", "model": "smallcnn",
@@ -176,6 +228,7 @@ def test_sigterm_to_train_command_leaves_no_process(tmp_path):
             proc.wait()
 
 
+@pytest.mark.slow
 def test_children_exit_when_the_launcher_is_killed(tmp_path):
     """SIGKILL gives the launcher no chance to clean up: the children's watchdog must."""
     script = (f"import sys, time; sys.path.insert(0, {str(REPO)!r})\n"

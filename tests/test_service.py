@@ -8,6 +8,7 @@ must be reconciled, never forgotten.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -26,7 +27,7 @@ from job_scheduler.jobspec import parse_jobs_text
 from job_scheduler.executors import LocalExecutor, SimulatedExecutor, template_command
 from job_scheduler.service import Conflict, SchedulerService
 from job_scheduler.service_client import SchedulerClient, ServiceError, Unreachable
-from job_scheduler.service_policy import make_policy
+from job_scheduler.service_policy import SERVICE_POLICIES, make_policy
 from job_scheduler.store import JobStore
 from sluice.errors import InputError
 from topologies import load_topology
@@ -118,13 +119,16 @@ def test_simulated_jobs_run_and_release_gpus(tmp_path):
     assert svc.health()["free_gpus"] == TOPO.total_gpus
 
 
-def test_lyapunov_never_overcommits(tmp_path):
+@pytest.mark.parametrize("policy", SERVICE_POLICIES)
+def test_simulator_policies_never_overcommit(tmp_path, policy):
     clock = FakeClock()
-    svc = make_service(tmp_path, policy="lyapunov", clock=clock)
+    svc = make_service(tmp_path, policy=policy, clock=clock)
     for k in range(6):
         svc.submit(job_file(*[f"j{k}-{i}" for i in range(5)], max_gpus=1 + (k * 3) % 8,
                             model=["resnet18", "vgg16", "alexnet"][k % 3]), f"f{k}.yaml")
-    for _ in range(60):
+    for _ in range(400):
+        if svc.store.counts()["finished"] == 30:
+            break
         svc.tick()
         used: dict[str, int] = {}
         for job in svc.store.jobs(["running"]):
@@ -134,6 +138,33 @@ def test_lyapunov_never_overcommits(tmp_path):
         assert all(used.get(h.name, 0) <= h.gpus for h in TOPO.hosts)
         clock.t += 20.0
     assert svc.store.counts()["finished"] == 30
+
+
+def test_las_is_refused():
+    with pytest.raises(InputError, match="preempts"):
+        make_policy("las", TOPO, EST)
+    assert {"lyapunov", "fifo", "single", "random", "tetris"} <= set(SERVICE_POLICIES)
+
+
+def test_job_recorded_running_but_never_launched_is_requeued(tmp_path):
+    """The service died between writing 'running' and starting the process: no pid,
+    no pid file. The restarted service puts the job back in the queue (not an attempt)."""
+    clock = FakeClock()
+    svc = make_service(tmp_path, executor="local", command="true", clock=clock)
+    (job_id,) = svc.submit(job_file("orphan"), "f.yaml").job_ids
+    svc.store.update(job_id, state="running", executor="local", gpus=2, attempts=1,
+                     started_at=clock.t, run_dir=str(tmp_path / "runs" / "never"),
+                     placement={"ps_hosts": ["h1"], "worker_hosts": ["h1", "h1"],
+                                "gpus_by_host": {"h1": 2}})
+    clock.t += 30
+    svc.store.close()
+    again = make_service(tmp_path, executor="local", command="true", clock=clock)
+    assert again.recover()["requeued"] == 1
+    job = again.store.get(job_id)
+    assert (job.state, job.attempts, job.gpus) == ("queued", 0, None)
+    clock.t += 1
+    again.tick()
+    wait_for(lambda: (again.tick(), again.store.get(job_id).state == "finished")[1])
 
 
 def test_restart_reconciles_simulated_jobs(tmp_path):
@@ -376,10 +407,15 @@ def test_cli_auth_limits_cancel_and_bad_input(tmp_path, services):
     assert err.value.status == 400 and err.value.body["field"] == "dataset_size"
     assert SchedulerClient(svc.url).jobs() == []
 
-    # too large: 413, body not read
-    with pytest.raises(ServiceError) as err:
-        SchedulerClient(svc.url, token="s3cret").submit("#" * (1 << 20 + 1))
-    assert err.value.status == 413
+    # too large: 413 from the headers alone, the body is never read
+    conn = http.client.HTTPConnection("127.0.0.1", svc.port, timeout=5)
+    conn.putrequest("POST", "/submissions")
+    conn.putheader("Authorization", "Bearer s3cret")
+    conn.putheader("Content-Length", str((1 << 20) + 1))
+    conn.endheaders()
+    resp = conn.getresponse()
+    assert resp.status == 413 and "limit" in json.loads(resp.read())["error"]
+    conn.close()
 
     r = run_cli("submit", str(good), "--server", svc.url, env=env_with)
     assert r.returncode == 0, r.stderr
@@ -425,6 +461,7 @@ def test_controller_learns_job_endpoints_and_forgets_crashed_job(tmp_path, monke
         flag = tmp_path / "crash-now"
         svc = make_service(tmp_path, executor="local", controller=notifier,
                            command=f'test -n "$SLUICE_CONTROLLER_JOB_TOKEN" || exit 9; '
+                                   f'test -z "$SLUICE_CONTROLLER_TOKEN" || exit 8; '   # no admin token
                                    f'while [ ! -e {flag} ]; do sleep 0.05; done; exit 3')
         svc.submit(job_file("cross", max_gpus=6), "f.yaml")   # 6 GPUs: more than one host
         svc.tick()
@@ -490,7 +527,54 @@ def test_real_ps_worker_crash_fails_job_and_cleans_up(tmp_path, monkeypatch):
         assert "worker 1" in (Path(job.run_dir) / "output.log").read_text()
         assert svc.health()["free_gpus"] == TOPO.total_gpus
         assert notifier.client.jobs() == []
-        wait_for(lambda: subprocess.run(["pgrep", "-f", "--job victim"],
+        wait_for(lambda: subprocess.run(["pgrep", "-f", "--", "--job victim"],
                                         capture_output=True).returncode == 1, timeout=10)
     finally:
         api.stop()
+
+
+def test_store_failure_is_not_acknowledged(tmp_path):
+    """A submission the store could not write gets 503 (never 201), nothing is queued,
+    and the client's retry with the same key succeeds once the store is back."""
+    import sqlite3
+
+    from job_scheduler.service_api import SchedulerHTTPServer
+
+    svc = make_service(tmp_path)
+    real_add = svc.store.add_submission
+    failures = [sqlite3.OperationalError("database or disk is full")]
+
+    def flaky_add(*args, **kwargs):
+        if failures:
+            raise failures.pop()
+        return real_add(*args, **kwargs)
+
+    svc.store.add_submission = flaky_add
+    server = SchedulerHTTPServer(("127.0.0.1", 0), svc)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = SchedulerClient(f"http://127.0.0.1:{server.server_address[1]}")
+        failures.append(sqlite3.OperationalError("database or disk is full"))
+        with pytest.raises(ServiceError) as err:
+            client.submit(job_file("x"), "x.yaml")
+        assert err.value.status == 503 and "disk is full" in err.value.body["error"]
+        assert svc.store.jobs() == []
+        answer = client.submit(job_file("y"), "y.yaml", retry_seconds=5)   # 503, then ok
+        assert not failures and [j.name for j in svc.store.jobs()] == ["y"]
+        assert answer["jobs"] == [svc.store.jobs()[0].id]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_restart_with_a_topology_that_lacks_running_hosts_is_refused(tmp_path):
+    svc = make_service(tmp_path)
+    svc.submit(job_file("big", max_gpus=16), "f.yaml")
+    svc.tick()
+    svc.store.close()
+    small = SchedulerService(JobStore(tmp_path / "jobs.db"), load_topology("leaf-spine:leaves=2,spines=1,hosts_per_leaf=1"),
+                             make_policy("fifo", TOPO, EST), {"simulated": None}, "simulated")
+    with pytest.raises(InputError, match="topology"):
+        small.check_running_fit()
+    small.store.close()

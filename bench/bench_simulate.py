@@ -1,0 +1,65 @@
+"""Speed of the simulator at scale: all 82,248 Philly jobs on cluster-2k (2,048 GPUs).
+
+Runs the `fifo` baseline and `lyapunov` (Proteus + Liquid + group GA) in the same
+process and prints wall time, jobs/s, decisions/s, the ratio against fifo, the peak
+RSS (resource.getrusage) and the headline metrics.
+
+    .venv/bin/python bench/bench_simulate.py [--jobs N] [--slot 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from job_scheduler.policies import make_policy  # noqa: E402
+from job_scheduler.simulator import Simulator, stderr_progress  # noqa: E402
+from job_scheduler.workloads import load_workload  # noqa: E402
+from topologies import load_topology  # noqa: E402
+
+PHILLY = Path("/work/shared/workloads/philly.csv")
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=None, help="first N Philly jobs (default all)")
+    ap.add_argument("--slot", type=float, default=60.0)
+    ap.add_argument("--topology", default="cluster-2k")
+    ap.add_argument("--policies", default="fifo,lyapunov")
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    topo = load_topology(args.topology)
+    jobs = load_workload(PHILLY, trace_format="philly", jobs=args.jobs)
+    print(f"loaded {len(jobs)} Philly jobs, {topo.name} ({topo.total_gpus} GPUs) in "
+          f"{time.perf_counter() - t0:.1f} s; peak RSS {peak_rss_mb():.0f} MB", flush=True)
+    walls = {}
+    for name in args.policies.split(","):
+        t = time.perf_counter()
+        sim = Simulator(topo, jobs, make_policy(name), slot=args.slot,
+                        progress=stderr_progress(name))
+        res = sim.run()
+        wall = time.perf_counter() - t
+        walls[name] = wall
+        print(f"{name:<9} wall {wall:7.1f} s  {len(jobs) / wall:9.0f} jobs/s  "
+              f"{res.decisions / wall:9.0f} decisions/s ({res.decisions} decisions)  "
+              f"peak RSS {peak_rss_mb():6.0f} MB  | avg JCT {res.avg_jct:10.0f} s  "
+              f"median {res.median_jct:8.0f} s  p95 {res.p95_jct:10.0f} s  "
+              f"avg wait {res.avg_wait:9.0f} s  GPU util {res.gpu_util:6.1%}", flush=True)
+    if "fifo" in walls and "lyapunov" in walls:
+        print(f"lyapunov / fifo wall-time ratio: {walls['lyapunov'] / walls['fifo']:.2f}")
+    print(f"total wall {time.perf_counter() - t0:.1f} s, peak RSS {peak_rss_mb():.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,146 @@
+"""``sluice validate`` and ``sluice simulate`` (dispatched from sluice/cli.py).
+
+Every argument and input file is checked before the first simulation runs: bad input
+raises :class:`~sluice.errors.InputError` (exit 2) and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from job_scheduler.policies import (DEFAULT_EPS, DEFAULT_V, make_policy, parse_policy_names,
+                                    requested_gpus)
+from sluice.errors import InputError
+
+# show a progress bar on stderr from this many jobs on (short runs stay quiet)
+PROGRESS_FROM_JOBS = 2000
+
+
+# ---- sluice validate ------------------------------------------------------------------------
+
+def configure_validate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="job description YAML file")
+    parser.add_argument("--topology", help="also check every job fits this topology "
+                        "(built-in name or YAML path)")
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    from job_scheduler.estimator import Estimator
+    from job_scheduler.jobspec import load_jobs
+    jobs = load_jobs(args.file)
+    if args.topology:
+        from topologies import load_topology
+        topo = load_topology(args.topology)
+        for job in jobs:
+            if job.max_gpus > topo.total_gpus:
+                raise InputError(args.file, f"asks for {job.max_gpus} GPUs, topology "
+                                 f"'{topo.name}' has {topo.total_gpus}",
+                                 element=f"job '{job.name}'", field="max_gpus")
+    est = Estimator()
+    print(f"{args.file}: {len(jobs)} job(s) OK")
+    print(f"  {'name':<20} {'model':<14} {'params':>12} {'m':>9} {'e':>3} {'b':>4} "
+          f"{'max_gpus':>8} {'arrival':>9} {'Cost(1) s':>11}")
+    for job in jobs:
+        print(f"  {job.name:<20} {job.model:<14} {est.params(job):>12,} {job.dataset_size:>9} "
+              f"{job.epochs:>3} {job.batch_size:>4} {job.max_gpus:>8} {job.arrival:>9.1f} "
+              f"{est.cost1(job):>11.1f}")
+    return 0
+
+
+# ---- sluice simulate ------------------------------------------------------------------------
+
+def configure_simulate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workload", required=True,
+                        help="proteus-{small,big}-{dispersed,concentrated}, a job YAML file, "
+                             "or a trace CSV with --trace-format")
+    parser.add_argument("--trace-format", choices=("tiresias", "philly"))
+    parser.add_argument("--jobs", type=int, help="keep the first N jobs (arrival order)")
+    parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
+    parser.add_argument("--policies", default="lyapunov,single,random,fifo,tetris,las",
+                        help="comma-separated: lyapunov,single,random,fifo,tetris,las")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--slot", type=float, default=10.0, help="scheduling slot, seconds")
+    parser.add_argument("--V", type=float, default=DEFAULT_V, help="Lyapunov penalty weight")
+    parser.add_argument("--eps", type=float, default=DEFAULT_EPS,
+                        help="growth of the virtual queue Z per slot (seconds)")
+    parser.add_argument("--lambda", dest="lam", type=float, default=0.5,
+                        help="Liquid placement: weight of rack cost vs fitness")
+    parser.add_argument("--no-ga", action="store_true", help="no group GA for batches")
+    parser.add_argument("--placement", choices=("best-fit", "first-fit", "tetris"),
+                        help="use this placement in every policy (default: each policy's own)")
+    parser.add_argument("--no-network", action="store_true",
+                        help="ideal fabric: no communication time (the Tiresias simulator's "
+                             "assumption; checks the engine against its published figures)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument("--plot", metavar="DIR", help="write PNG plots into DIR")
+
+
+def _check_args(args: argparse.Namespace) -> list[str]:
+    names = parse_policy_names(args.policies)
+    if not args.slot > 0:
+        raise InputError("argument", f"must be > 0 seconds, got {args.slot}", field="slot")
+    for key in ("V", "eps"):
+        if not getattr(args, key) >= 0:
+            raise InputError("argument", f"must be >= 0, got {getattr(args, key)}", field=key)
+    if not 0.0 <= args.lam <= 1.0:
+        raise InputError("argument", f"must be in [0, 1], got {args.lam}", field="lambda")
+    if args.plot:
+        plot_dir = Path(args.plot)
+        if plot_dir.exists() and not plot_dir.is_dir():
+            raise InputError(args.plot, "exists and is not a directory", field="plot")
+    return names
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    from job_scheduler.simulator import Simulator, stderr_progress
+    from job_scheduler.workloads import load_workload
+    from topologies import load_topology
+
+    names = _check_args(args)
+    topo = load_topology(args.topology)
+    jobs = load_workload(args.workload, trace_format=args.trace_format, jobs=args.jobs,
+                         seed=args.seed)
+    if not jobs:
+        raise InputError(args.workload, "no jobs")
+    fixed = [n for n in names if n in ("fifo", "tetris", "las")]
+    for job in jobs:
+        if fixed and requested_gpus(job) > topo.total_gpus:
+            raise InputError(args.workload, f"asks for {requested_gpus(job)} GPUs; policy "
+                             f"'{fixed[0]}' runs jobs at that count and topology "
+                             f"'{topo.name}' has {topo.total_gpus}",
+                             element=f"job '{job.name}'", field="max_gpus")
+
+    results = {}
+    for name in names:
+        policy = make_policy(name, seed=args.seed, V=args.V, eps=args.eps, lam=args.lam,
+                             ga=not args.no_ga, placement=args.placement)
+        progress = stderr_progress(name) if len(jobs) >= PROGRESS_FROM_JOBS else None
+        results[name] = Simulator(topo, jobs, policy, slot=args.slot, progress=progress,
+                                   network=not args.no_network).run()
+
+    if args.plot:
+        from job_scheduler.sim_plots import write_plots
+        for path in write_plots(results, args.plot, title=f"{args.workload} on {topo.name}"):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"policies": {n: r.metrics() for n, r in results.items()},
+                          "workload": str(args.workload), "topology": topo.name,
+                          "seed": args.seed}))
+    else:
+        _print_table(results, args, topo.name, len(jobs))
+    return 0
+
+
+def _print_table(results, args, topo_name: str, n_jobs: int) -> None:
+    print(f"workload {args.workload} ({n_jobs} jobs) on {topo_name}, slot {args.slot:g} s, "
+          f"seed {args.seed}")
+    head = (f"{'policy':<10} {'avg JCT s':>11} {'median s':>10} {'p95 s':>10} {'avg wait s':>11} "
+            f"{'makespan s':>11} {'GPU util':>9} {'jobs':>6}")
+    print(head)
+    print("-" * len(head))
+    for name, r in results.items():
+        print(f"{name:<10} {r.avg_jct:>11.1f} {r.median_jct:>10.1f} {r.p95_jct:>10.1f} "
+              f"{r.avg_wait:>11.1f} {r.makespan:>11.1f} {r.gpu_util:>9.1%} {r.jobs:>6}")

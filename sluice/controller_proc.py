@@ -1,0 +1,74 @@
+"""Start the sluice controller (``sluice controller``) as its own process for a run, and
+always stop it: a context manager yielding the OpenFlow address for the fabric and a
+``ControllerClient`` with the admin token.
+
+The admin token is random per run and travels in the environment (SLUICE_ADMIN_TOKEN),
+never on a command line that ``ps`` would show.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from controller.client import ControllerClient
+
+
+class ControllerStartError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def controller_process(topology_arg: str, log_path: Path, *, startup_s: float = 30.0,
+                       stats_interval: float = 1.0) -> Iterator[tuple[str, ControllerClient]]:
+    ofp, api = free_port(), free_port()
+    token = secrets.token_urlsafe(18)
+    env = dict(os.environ, SLUICE_ADMIN_TOKEN=token)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "w+")
+    proc = subprocess.Popen([sys.executable, "-m", "sluice", "controller", "--topology",
+                             topology_arg, "--ofp-port", str(ofp), "--api", f"127.0.0.1:{api}",
+                             "--stats-interval", str(stats_interval), "--log-level", "warning"],
+                            env=env, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    client = ControllerClient(f"http://127.0.0.1:{api}", token)
+    try:
+        deadline = time.monotonic() + startup_s
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise ControllerStartError(f"the controller exited with {proc.returncode}: "
+                                           f"{log.read()[-2000:]}")
+            try:
+                if client.health():
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise ControllerStartError(f"the controller API did not come up in {startup_s:.0f} s "
+                                           f"(log: {log_path})")
+            time.sleep(0.2)
+        yield f"127.0.0.1:{ofp}", client
+    finally:
+        client.close()
+        if proc.poll() is None:
+            proc.terminate()          # the controller saves state and exits on SIGTERM
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()

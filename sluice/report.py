@@ -1,0 +1,183 @@
+"""The report of one ``sluice run`` (and the off-vs-on comparison of ``sluice demo``),
+from the result dict of ``RealTimeRun.result()``: ``report.json`` (everything),
+``report.md`` (tables) and PNG plots (matplotlib, Agg). Pure apart from writing files.
+
+Definitions used in every table:
+- turnaround (JCT) = finish - arrival; wait = start - arrival (seconds of the run);
+- mean iteration = mean of the workers' per-batch times (compute + push + pull);
+- bottleneck link = the switch<->switch link with the highest mean utilisation;
+- lagging job = the job with the largest mean iteration time in the priority-off run
+  (the straggler), unless the caller names one (the priority experiment names the job
+  it made lag by its late arrival).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+PLOTS = ("turnaround.png", "iterations.png", "bottleneck.png")
+
+
+def bottleneck_link(result: dict) -> str | None:
+    samples = result.get("links") or []
+    candidates = result.get("uplinks") or sorted({k for s in samples for k in s["util"]})
+    if not samples or not candidates:
+        return None
+    def mean_util(link: str) -> float:
+        return statistics.fmean(s["util"].get(link, 0.0) for s in samples)
+    return max(candidates, key=lambda l: (mean_util(l), l))
+
+
+def lagging_job(result: dict) -> str | None:
+    """The finished job with the largest mean iteration time (ties: name)."""
+    jobs = [j for j in result.get("jobs") or [] if j.get("mean_iteration_s") is not None]
+    if not jobs:
+        return None
+    return max(jobs, key=lambda j: (j["mean_iteration_s"], j["name"]))["name"]
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def markdown(result: dict) -> str:
+    s = result["summary"]
+    lines = [f"# sluice run: {result['topology']}, policy {result['policy']}, priority "
+             f"{'on' if result['priority'] else 'off'}", "",
+             f"{s['finished']}/{s['jobs']} jobs finished; average JCT {_fmt(s['avg_jct_s'])} s; "
+             f"makespan {_fmt(s['makespan_s'])} s; bottleneck link {bottleneck_link(result) or '-'}; "
+             f"lagging job {lagging_job(result) or '-'}.", "",
+             "| job | model | GPUs | workers | PS | arrival s | wait s | turnaround s | "
+             "batches | mean iteration s | status |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for j in result["jobs"]:
+        lines.append(f"| {j['name']} | {j['model']} | {_fmt(j.get('gpus'))} | "
+                     f"{','.join(j.get('worker_hosts', [])) or '-'} | {','.join(j.get('ps_hosts', [])) or '-'} | "
+                     f"{_fmt(j['arrival'])} | {_fmt(j.get('wait'))} | {_fmt(j.get('turnaround'))} | "
+                     f"{_fmt(j.get('batches'))} | {_fmt(j.get('mean_iteration_s'), 3)} | {j['status']} |")
+    lines += ["", "## Decisions (closed loop: bandwidth measured by the controller)", "",
+              "Bandwidth per worker to its PS in Mbit/s of the description (emulated fabric x "
+              f"1/{result['emulation_bw_scale']:g}); 'local' = PS and workers on one host.", "",
+              "| t s | job | GPUs | workers | PS | bw nominal | bw estimate (measured) | "
+              "C(n) nominal s | C(n) used s |", "|---|---|---|---|---|---|---|---|---|"]
+    for d in result["decisions"]:
+        lines.append(f"| {_fmt(d['t'])} | {d['job']} | {d['gpus']} | {','.join(d['worker_hosts'])} | "
+                     f"{','.join(d['ps_hosts'])} | {_fmt(d['bw_nominal_mbps'], 0) if d['bw_nominal_mbps'] is not None else 'local'} | "
+                     f"{_fmt(d['bw_estimate_mbps'], 0) if d['bw_estimate_mbps'] is not None else 'local'} | "
+                     f"{_fmt(d['C_n_nominal_s'], 3)} | {_fmt(d['C_n_s'], 3)} |")
+    failed = [j for j in result["jobs"] if j.get("error")]
+    if failed:
+        lines += ["", "## Failures", ""] + [f"- {j['name']}: {j['error'].splitlines()[0]}" for j in failed]
+    lines += ["", "Plots: " + ", ".join(PLOTS), ""]
+    return "\n".join(lines)
+
+
+def plot_turnaround(result: dict, path: Path) -> None:
+    jobs = [j for j in result["jobs"] if j.get("turnaround") is not None]
+    fig, ax = plt.subplots(figsize=(max(5, 0.9 * len(jobs) + 2), 3.5))
+    names = [j["name"] for j in jobs]
+    waits = [j.get("wait") or 0.0 for j in jobs]
+    runs = [j["turnaround"] - w for j, w in zip(jobs, waits)]
+    ax.bar(names, waits, color="#bbbbbb", label="wait")
+    ax.bar(names, runs, bottom=waits, color="#3b75af", label="run")
+    ax.set_ylabel("turnaround (s)")
+    ax.set_title(f"turnaround per job (priority {'on' if result['priority'] else 'off'})")
+    ax.legend()
+    ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_iterations(result: dict, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for j in result["jobs"]:
+        its = [it for it in j.get("iterations") or [] if it[1] == 0]     # worker 0
+        if its:
+            ax.plot([it[0] for it in its], [it[3] for it in its], marker=".", lw=1, label=j["name"])
+    ax.set_xlabel("time since the run started (s)")
+    ax.set_ylabel("iteration time, worker 0 (s)")
+    ax.set_title("iteration time per job")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_bottleneck(result: dict, path: Path) -> None:
+    link = bottleneck_link(result)
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    if link:
+        samples = result["links"]
+        ax.plot([s["t"] for s in samples], [100 * s["util"].get(link, 0.0) for s in samples])
+        ax.set_title(f"utilisation of the bottleneck link {link}")
+    else:
+        ax.set_title("no link statistics")
+    ax.set_xlabel("time since the run started (s)")
+    ax.set_ylabel("utilisation (%)")
+    ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_report(result: dict, out_dir: str | Path) -> Path:
+    """Write report.json, report.md and the plots into ``out_dir``; returns report.md."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(result, indent=1))
+    plot_turnaround(result, out / PLOTS[0])
+    plot_iterations(result, out / PLOTS[1])
+    plot_bottleneck(result, out / PLOTS[2])
+    md = out / "report.md"
+    md.write_text(markdown(result))
+    return md
+
+
+# ---- off vs on -------------------------------------------------------------------------
+
+def comparison(off: dict, on: dict, lagging: str | None = None) -> dict:
+    """The figures `sluice demo` and the priority experiment compare."""
+    lag = lagging or lagging_job(off)
+    def by_name(r):
+        return {j["name"]: j for j in r["jobs"]}
+    a, b = by_name(off), by_name(on)
+    def change(x, y):
+        return None if x in (None, 0) or y is None else round(100 * (y - x) / x, 1)
+    avg_off, avg_on = off["summary"]["avg_jct_s"], on["summary"]["avg_jct_s"]
+    lag_off = a.get(lag, {}).get("mean_iteration_s")
+    lag_on = b.get(lag, {}).get("mean_iteration_s")
+    return {"avg_jct_off_s": avg_off, "avg_jct_on_s": avg_on, "avg_jct_change_pct": change(avg_off, avg_on),
+            "lagging_job": lag, "lagging_iter_off_s": lag_off, "lagging_iter_on_s": lag_on,
+            "lagging_iter_change_pct": change(lag_off, lag_on),
+            "jobs": {n: {"jct_off_s": a[n].get("turnaround"), "jct_on_s": b.get(n, {}).get("turnaround"),
+                         "iter_off_s": a[n].get("mean_iteration_s"),
+                         "iter_on_s": b.get(n, {}).get("mean_iteration_s")} for n in a}}
+
+
+def comparison_markdown(cmp: dict) -> str:
+    lines = ["| job | JCT off s | JCT on s | mean iteration off s | mean iteration on s |",
+             "|---|---|---|---|---|"]
+    for name, j in cmp["jobs"].items():
+        mark = " (lagging)" if name == cmp["lagging_job"] else ""
+        lines.append(f"| {name}{mark} | {_fmt(j['jct_off_s'])} | {_fmt(j['jct_on_s'])} | "
+                     f"{_fmt(j['iter_off_s'], 3)} | {_fmt(j['iter_on_s'], 3)} |")
+    lines += [f"| **average JCT** | {_fmt(cmp['avg_jct_off_s'])} | {_fmt(cmp['avg_jct_on_s'])} | "
+              f"change {_fmt(cmp['avg_jct_change_pct'])} % | |",
+              f"| **lagging job ({cmp['lagging_job']}) mean iteration** | | | "
+              f"{_fmt(cmp['lagging_iter_off_s'], 3)} | {_fmt(cmp['lagging_iter_on_s'], 3)} "
+              f"(change {_fmt(cmp['lagging_iter_change_pct'])} %) |"]
+    return "\n".join(lines)

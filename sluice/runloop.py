@@ -1,0 +1,300 @@
+"""The real-time scheduling loop of ``sluice run``: jobs arrive at their ``arrival``
+second, a policy step decides once per slot, each decision becomes a real PS job on the
+Mininet hosts it names, and (priority on) the controller learns the job's endpoints and
+its workers' progress.
+
+Progress relay: the workers run inside Mininet host namespaces, where 127.0.0.1 is the
+host's own loopback, so they cannot reach the controller API of the root namespace.
+The loop follows each worker's log instead (it prints ``batch N ...`` when batch N is
+done) and reports batch N+1 to the controller with the job's token: a ~0.1 s extra
+delay, no change to the worker.
+
+Closed loop: before each decision the loop reads the controller's measured link usage
+(``sluice.closed_loop``) and hands the policy step a topology whose link bandwidths
+are what is still available, so Comm(n) sees the load of the running jobs. Every
+decision is recorded with the bandwidth estimate and the C(n) it implies.
+
+The fabric, the controller client and the policy step are passed in: ``sluice demo``
+runs two passes on one fabric, the experiment scripts pass a fixed-placement step.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence, TextIO
+
+from job_scheduler.estimator import Estimator, effective_bandwidth
+from job_scheduler.jobspec import JobSpec
+from job_scheduler.placement import ClusterState
+from job_scheduler.service_policy import QueuedJob, StartDecision
+from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, _LineFollower, _parse_batches
+from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
+from ps_runtime.runners import MininetRunner
+from sluice import closed_loop
+from topologies import Topology
+
+POLL_S = 0.1             # how often running jobs and logs are looked at
+LINK_SAMPLE_S = 1.0      # how often the controller's link stats are read
+
+
+@dataclass
+class RunOptions:
+    priority: bool = True
+    slot_s: float = 1.0
+    batches: int | None = None       # per worker; None: epochs * dataset / (batch * n)
+    input_size: int = 64
+    num_classes: int = 10
+    threads: int = 1                 # torch threads per worker (2 cores shared by all)
+    job_timeout_s: float = 900.0
+    floor: float = closed_loop.DEFAULT_FLOOR
+    port_base: int = PORT_LOW
+
+
+def batches_for(spec: JobSpec, n: int, override: int | None = None) -> int:
+    """Batches each of n workers trains: the job's data split over its workers."""
+    if override:
+        return override
+    return max(1, math.ceil(spec.epochs * spec.dataset_size / (spec.batch_size * n)))
+
+
+@dataclass
+class _Running:
+    qjob: QueuedJob
+    decision: StartDecision
+    psjob: PSJob
+    started: float
+    token: str | None
+    followers: dict[int, Any]
+    batches: int
+    iterations: list[list[float]] = field(default_factory=list)   # [t, worker, batch, time_s]
+    reported: dict[int, int] = field(default_factory=dict)
+
+
+class RealTimeRun:
+    def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy: Callable,
+                 estimator: Estimator, fabric, client, out_dir: Path,
+                 options: RunOptions = RunOptions(), *, policy_name: str = "?",
+                 log: TextIO = sys.stderr):
+        self.topology = topology
+        self.jobs = sorted(jobs, key=lambda j: (j.arrival, j.name))
+        self.policy = policy
+        self.policy_name = policy_name
+        self.estimator = estimator
+        self.fabric = fabric
+        self.client = client
+        self.out_dir = Path(out_dir)
+        self.options = options
+        self.log = log
+        self.state = ClusterState(topology)
+        self.t0 = 0.0
+        self.used: dict[tuple[str, str], float] = {}
+        self.used_at = -math.inf
+        self.link_samples: list[dict] = []
+        self.decisions: list[dict] = []
+        self.records: dict[str, dict] = {}
+        self._next_port = options.port_base
+
+    # ---- helpers -------------------------------------------------------------------
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def say(self, text: str) -> None:
+        print(f"[{self.now():7.1f}s] {text}", file=self.log, flush=True)
+
+    def sample_links(self) -> None:
+        try:
+            ports = self.client.links()["ports"]
+        except (OSError, Exception) as err:      # a slow controller must not stop the run
+            self.say(f"link stats unavailable: {err}")
+            return
+        self.used = closed_loop.measured_usage(self.topology, ports)
+        self.used_at = self.now()
+        util = closed_loop.utilisation(self.topology, self.used)
+        self.link_samples.append({"t": round(self.used_at, 2),
+                                  "util": {f"{a}-{b}": round(u, 4) for (a, b), u in util.items()}})
+
+    # ---- the loop ------------------------------------------------------------------
+    def run(self) -> dict:
+        self.t0 = time.monotonic()
+        pending = list(self.jobs)
+        queued: list[QueuedJob] = []
+        running: dict[str, _Running] = {}
+        next_slot = next_sample = 0.0
+        last_waiting = None
+        ids = {j.name: i for i, j in enumerate(self.jobs)}
+        self.say(f"run: {len(self.jobs)} jobs, policy {self.policy_name}, priority "
+                 f"{'on' if self.options.priority else 'off'}, slot {self.options.slot_s:g} s")
+        try:
+            while pending or queued or running:
+                now = self.now()
+                while pending and pending[0].arrival <= now:
+                    spec = pending.pop(0)
+                    queued.append(QueuedJob(ids[spec.name], spec, spec.arrival))
+                    self.records[spec.name] = {"name": spec.name, "model": spec.model,
+                                               "arrival": spec.arrival, "status": "queued"}
+                    self.say(f"arrive {spec.name} ({spec.model}, max {spec.max_gpus} GPUs); "
+                             f"{len(queued)} queued")
+                for name in list(running):
+                    if self._watch(running[name]):
+                        self._finish(running.pop(name))
+                if now >= next_sample:
+                    self.sample_links()
+                    next_sample = now + LINK_SAMPLE_S
+                if queued and now >= next_slot:
+                    started = self._decide(queued)
+                    for r in started:
+                        running[r.qjob.spec.name] = r
+                    queued = [q for q in queued if q.spec.name not in running]
+                    next_slot = now + self.options.slot_s
+                    waiting = (tuple(q.spec.name for q in queued), self.state.total_free)
+                    if queued and waiting != last_waiting:      # one line per change
+                        self.say(f"slot: {len(queued)} waiting ({', '.join(waiting[0])}), "
+                                 f"{waiting[1]} GPUs free")
+                    last_waiting = waiting
+                time.sleep(POLL_S)
+        finally:
+            for r in running.values():               # Ctrl-C or a crash: stop them all
+                r.psjob.stop()
+                self._forget(r)
+        self.sample_links()
+        return self.result()
+
+    def _decide(self, queued: list[QueuedJob]) -> list[_Running]:
+        if self.now() - self.used_at > LINK_SAMPLE_S / 2:
+            self.sample_links()
+        view = closed_loop.available_topology(self.topology, self.used, self.options.floor)
+        if hasattr(self.policy, "topology"):
+            # The closed loop: the policy's C(n) / live bandwidth (service_policy's
+            # SimulatorPolicyStep.topology) sees the measured available bandwidth.
+            self.policy.topology = view
+        decisions = self.policy(queued, self.state.copy(), self.now())
+        by_id = {q.id: q for q in queued}
+        return [self._launch(by_id[d.job_id], d, view) for d in decisions]
+
+    def _launch(self, q: QueuedJob, d: StartDecision, view: Topology) -> _Running:
+        spec, n = q.spec, d.gpus
+        bw_nominal = effective_bandwidth(self.topology, d.ps_hosts, d.worker_hosts)
+        bw = effective_bandwidth(view, d.ps_hosts, d.worker_hosts)
+        c_n = self.estimator.C(spec, n, bw)
+        self.decisions.append({
+            "t": round(self.now(), 2), "job": spec.name, "gpus": n,
+            "ps_hosts": list(d.ps_hosts), "worker_hosts": list(d.worker_hosts),
+            "bw_nominal_mbps": _num(bw_nominal), "bw_estimate_mbps": _num(bw),
+            "C_n_s": round(c_n, 3), "C_n_nominal_s": round(self.estimator.C(spec, n, bw_nominal), 3),
+            "notes": d.notes})
+        self.state.allocate(d.as_placement())
+        batches = batches_for(spec, n, self.options.batches)
+        o = self.options
+        psjob = PSJob(spec, placement_from_scheduler(self.topology, d.as_placement()),
+                      MininetRunner(self.fabric), self.out_dir / "jobs" / spec.name,
+                      batches=batches, base_port=self._next_port,
+                      options=WorkerOptions(input_size=o.input_size, num_classes=o.num_classes,
+                                            threads=o.threads, seed=q.id))
+        self._next_port += BLOCK
+        token = None
+        if o.priority:
+            token = self.client.register_job(psjob.registration(), wait=True)["token"]
+        psjob.start()
+        r = _Running(q, d, psjob, self.now(), token,
+                     {p.rank: _LineFollower(p.log_path) for p in psjob.workers}, batches)
+        if token:
+            for p in psjob.workers:
+                self._report(r, p.rank, 1)
+        rec = self.records[spec.name]
+        rec.update(status="running", start=round(r.started, 3), gpus=n,
+                   ps_hosts=list(d.ps_hosts), worker_hosts=list(d.worker_hosts), batches=batches)
+        self.say(f"start {spec.name}: {n} GPU(s) on {','.join(d.worker_hosts)} (PS "
+                 f"{','.join(d.ps_hosts)}), {batches} batches/worker, bw estimate "
+                 f"{_fmt_bw(bw)} (nominal {_fmt_bw(bw_nominal)}), C(n) {c_n:.1f} s")
+        return r
+
+    def _report(self, r: _Running, worker: int, batch: int) -> None:
+        if r.reported.get(worker, 0) >= batch:
+            return
+        try:
+            self.client.progress(r.qjob.spec.name, worker_id(worker), batch, r.token)
+            r.reported[worker] = batch
+        except Exception as err:                   # priority is best effort, training goes on
+            self.say(f"progress report for {r.qjob.spec.name} failed: {err}")
+
+    def _watch(self, r: _Running) -> bool:
+        """Relay new batches; True when the job ended (finished or failed)."""
+        for rank, follower in r.followers.items():
+            for rec in _parse_batches(follower.new_lines()):
+                r.iterations.append([round(self.now(), 3), rank, rec.batch, rec.time_s])
+                if r.token and rec.batch < r.batches:
+                    self._report(r, rank, rec.batch + 1)
+        try:
+            if r.psjob.poll():
+                return True
+        except JobFailed as err:
+            self.records[r.qjob.spec.name]["error"] = str(err)[-2000:]
+            return True
+        if self.now() - r.started > self.options.job_timeout_s:
+            r.psjob.stop()
+            self.records[r.qjob.spec.name]["error"] = f"timed out after {self.options.job_timeout_s:.0f} s"
+            return True
+        return False
+
+    def _finish(self, r: _Running) -> None:
+        self._watch_tail(r)
+        r.psjob.stop()                     # every process has exited: closes the logs
+        self._forget(r)
+        spec = r.qjob.spec
+        rec = self.records[spec.name]
+        finish = self.now()
+        ok = "error" not in rec
+        times = [it[3] for it in r.iterations]
+        rec.update(status="finished" if ok else "failed", finish=round(finish, 3),
+                   turnaround=round(finish - spec.arrival, 3),
+                   wait=round(r.started - spec.arrival, 3),
+                   mean_iteration_s=round(sum(times) / len(times), 4) if times else None,
+                   iterations=r.iterations)
+        self.say(f"{'finish' if ok else 'FAILED'} {spec.name}: turnaround {finish - spec.arrival:.1f} s, "
+                 f"mean iteration {rec['mean_iteration_s']} s; {self.state.total_free} GPUs free"
+                 + ("" if ok else f"\n{rec['error']}"))
+
+    def _watch_tail(self, r: _Running) -> None:
+        for rank, follower in r.followers.items():
+            for rec in _parse_batches(follower.new_lines()):
+                r.iterations.append([round(self.now(), 3), rank, rec.batch, rec.time_s])
+
+    def _forget(self, r: _Running) -> None:
+        """Release the GPUs and the controller's rules of a job that ended."""
+        self.state.release(r.decision.as_placement())
+        if r.token:
+            try:
+                self.client.remove_job(r.qjob.spec.name)
+            except Exception as err:
+                self.say(f"removing {r.qjob.spec.name} from the controller failed: {err}")
+
+    # ---- result --------------------------------------------------------------------
+    def result(self) -> dict:
+        jobs = [self.records.get(j.name, {"name": j.name, "model": j.model,
+                                          "arrival": j.arrival, "status": "not arrived"})
+                for j in self.jobs]
+        done = [j for j in jobs if j.get("status") == "finished"]
+        return {
+            "topology": self.topology.name, "policy": self.policy_name,
+            "priority": self.options.priority, "slot_s": self.options.slot_s,
+            "emulation_bw_scale": self.topology.emulation_bw_scale,
+            "jobs": jobs, "decisions": self.decisions, "links": self.link_samples,
+            "uplinks": [f"{a}-{b}" for a, b in closed_loop.switch_links(self.topology)],
+            "summary": {
+                "jobs": len(jobs), "finished": len(done),
+                "avg_jct_s": round(sum(j["turnaround"] for j in done) / len(done), 3) if done else None,
+                "makespan_s": round(max((j["finish"] for j in done), default=0.0), 3),
+            },
+        }
+
+
+def _num(bw: float):
+    return None if math.isinf(bw) else round(bw, 1)
+
+
+def _fmt_bw(bw: float) -> str:
+    return "local (no network)" if math.isinf(bw) else f"{bw:.0f} Mbit/s"
