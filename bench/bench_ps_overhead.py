@@ -4,7 +4,8 @@ single-process training loop of the same model and batch size, measured in the s
     .venv/bin/python bench/bench_ps_overhead.py [--models smallcnn,resnet18] [--batch-size 32]
                                                 [--batches 30] [--threads 1]
 
-ratio = median PS worker step / median single-process step. Both sides use the same
+ratio = median PS worker step / median single-process step; "comm" is the median of the
+worker's own push+pull time (``comm_s``, waiting for the other worker included). Both sides use the same
 torch thread count per process. The PS step includes: flattening gradients into
 buckets, push to the server, the server's sum, pull, copy back, optimizer step — and,
 on a small shared CPU, the other worker and the server competing for the same cores
@@ -39,7 +40,7 @@ def single_process_steps(model: str, batch_size: int, repeats: int, input_size: 
 
 
 def ps_steps(model: str, batch_size: int, batches: int, threads: int, input_size: int,
-             base_port: int) -> tuple[float, float]:
+             base_port: int) -> tuple[float, float, float]:
     spec = JobSpec(name=f"bench-{model}", model=model, dataset_size=batches * batch_size * 2,
                    epochs=1, batch_size=batch_size, max_gpus=2)
     with tempfile.TemporaryDirectory() as out:
@@ -51,8 +52,9 @@ def ps_steps(model: str, batch_size: int, batches: int, threads: int, input_size
             result = job.wait(timeout=1800, on_batch=lambda w, r: print(
                 f"  worker {w} batch {r.batch}/{batches} {r.time_s * 1000:.0f} ms",
                 file=sys.stderr) if r.batch % 10 == 0 else None)
-    steps = [r.time_s for recs in result.batches.values() for r in recs[3:]]  # skip warm-up
-    return statistics.median(steps), result.elapsed_s
+    records = [r for recs in result.batches.values() for r in recs[3:]]  # skip warm-up
+    return (statistics.median(r.time_s for r in records),
+            statistics.median(r.comm_s for r in records), result.elapsed_s)
 
 
 def main() -> int:
@@ -69,17 +71,18 @@ def main() -> int:
           f"{args.threads} torch thread(s) per process, {os.cpu_count()} CPUs, "
           f"load average before {os.getloadavg()[0]:.2f}")
     print(f"{'model':<10} {'params':>10} {'MB/push':>8} {'single ms':>10} {'PS ms':>9} "
-          f"{'ratio':>6} {'job wall s':>10}")
+          f"{'comm ms':>8} {'ratio':>6} {'job wall s':>10}")
     for i, model in enumerate(m.strip() for m in args.models.split(",")):
         params = parameter_count(build_model(model, input_size=args.input_size))
         print(f"[{model}] single-process loop...", file=sys.stderr)
         single = single_process_steps(model, args.batch_size, max(5, args.batches // 2),
                                       args.input_size)
         print(f"[{model}] 2 workers + 1 server...", file=sys.stderr)
-        ps, wall = ps_steps(model, args.batch_size, args.batches, args.threads,
+        ps, comm, wall = ps_steps(model, args.batch_size, args.batches, args.threads,
                             args.input_size, args.base_port + 50 * i)
         print(f"{model:<10} {params:>10,} {params * 4 / 2 ** 20:>8.1f} {single * 1000:>10.1f} "
-              f"{ps * 1000:>9.1f} {ps / single:>6.2f} {wall:>10.1f}", flush=True)
+              f"{ps * 1000:>9.1f} {comm * 1000:>8.1f} {ps / single:>6.2f} {wall:>10.1f}",
+              flush=True)
     print(f"load average after {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -25,6 +25,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
 from controller import packets, runtime
+from controller.ofwire import fast_match
 from controller.rules import FlowMod
 
 LOG = logging.getLogger("sluice.controller.app")
@@ -223,5 +224,5 @@ def to_ofp(dp, mod: FlowMod):
     command = {"add": ofp.OFPFC_ADD, "modify": ofp.OFPFC_MODIFY_STRICT,
                "delete": ofp.OFPFC_DELETE_STRICT}[mod.command]
     return parser.OFPFlowMod(dp, cookie=rule.cookie, command=command, priority=rule.priority,
-                             match=parser.OFPMatch(**dict(rule.match)), instructions=inst,
+                             match=fast_match(rule.match), instructions=inst,
                              out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -91,6 +92,11 @@ def _check_args(args: argparse.Namespace) -> list[str]:
         plot_dir = Path(args.plot)
         if plot_dir.exists() and not plot_dir.is_dir():
             raise InputError(args.plot, "exists and is not a directory", field="plot")
+        existing = plot_dir
+        while not existing.exists():            # created only after the runs succeed
+            existing = existing.parent
+        if not existing.is_dir() or not os.access(existing, os.W_OK):
+            raise InputError(args.plot, f"cannot create plots under '{existing}'", field="plot")
     return names
 
 

@@ -360,6 +360,8 @@ class GroupGA:
         self.generations = generations
         self.mutation = mutation
         self.seed = seed
+        self.runs = 0          # searches run, and how many beat the best-fit seed
+        self.improved = 0
 
     MAX_HOSTS = 64
 
@@ -466,6 +468,7 @@ class GroupGA:
         pop = [genes_of([seeded[i] for i in live])]  # type: ignore[misc]
         pop += [random_individual() for _ in range(self.population - 1)]
         scored = sorted(((score(g), k, g) for k, g in enumerate(pop)), key=lambda x: x[:2])
+        seed_score = score(pop[0])
         tag = len(pop)
         for _ in range(self.generations):
             elite = scored[0]
@@ -490,6 +493,8 @@ class GroupGA:
                 children.append((score(child), tag, child))
             scored = sorted(children, key=lambda x: x[:2])
         best = decode(scored[0][2])
+        self.runs += 1
+        self.improved += scored[0][0] < seed_score - 1e-12
         result: list[Placement | None] = [None] * len(requests)
         for i, p in zip(live, best):
             result[i] = p

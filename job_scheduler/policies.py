@@ -29,6 +29,7 @@ las       2D-LAS priority      requested (fixed), preemptive          first fit
 from __future__ import annotations
 
 import random
+from collections import deque
 from typing import Callable
 
 from job_scheduler import proteus
@@ -50,6 +51,8 @@ DEFAULT_EPS = 6_000.0
 # Tiresias 2D-LAS: one threshold (GPU-seconds of attained service) = two queues,
 # Tiresias' own default queue limit.
 DEFAULT_LAS_THRESHOLDS = (3600.0,)
+# entries kept of the Lyapunov histories (Philly on cluster-2k at 60-s slots: ~160k)
+HISTORY = 250_000
 
 
 def requested_gpus(job: JobSpec) -> int:
@@ -65,18 +68,22 @@ class FixedCountPolicy:
     simulator may skip straight to the next arrival or completion."""
 
     def __init__(self, name: str, count: Callable[[JobSpec], int], placer, *,
-                 backfill: bool = False):
+                 backfill: bool = False, clamp: bool = False):
         self.name = name
+        self.clamp = clamp          # cap the count at the cluster size (random) or refuse
         self.count = count
         self.placer = placer
         self.backfill = backfill
         self._n: dict[int, int] = {}
 
-    def fixed_gpus(self, job: JobSpec) -> int:
-        return self.count(job)
-
     def on_arrival(self, sim, j: int) -> None:
-        self._n[j] = self.count(sim.jobs[j])
+        n = self.count(sim.jobs[j])
+        if self.clamp:
+            n = min(n, sim.state.total_gpus)
+        if n > sim.state.total_gpus:
+            raise ValueError(f"policy {self.name}: job '{sim.jobs[j].name}' needs {n} GPUs, "
+                             f"the cluster has {sim.state.total_gpus}")
+        self._n[j] = n
 
     def wants_slot(self, sim) -> bool:
         return False
@@ -130,7 +137,7 @@ class LyapunovPolicy:
     first slot boundary after it arrives and leaves it when the job starts. (Draining Q
     by ``n*Cost(1)``, as ``proteus.update_Q`` with k = n would, can empty Q while jobs
     still wait; then Z decays instead of growing and a job left alone waits forever —
-    measured: the simulator span without end on proteus-big-* scenarios.) When a
+    measured: the simulator spun without end on proteus-big-* scenarios.) When a
     slot starts two or more jobs and one of them spans hosts, the batch is re-placed
     together by Liquid's group GA (never worse than best fit on its objective)."""
 
@@ -147,11 +154,13 @@ class LyapunovPolicy:
         self.Q = 0.0
         self.Z = 0.0
         self._cache: dict[int, tuple[int, int, dict[int, float], dict[int, Placement]]] = {}
-        self.trace: list[tuple[float, float, float]] = []   # (t, Q, Z) per decision slot
+        # histories for plots and the V trade-off; bounded, because the scheduler
+        # service runs this policy every slot for as long as it lives
+        self.trace: deque[tuple[float, float, float]] = deque(maxlen=HISTORY)  # (t, Q, Z)
         self.trace_every = trace_every
         self._last_trace = -float("inf")
-        self.served_C: list[float] = []          # C(n) of every started job
-        self.backlog: list[float] = []           # Q at every decision slot
+        self.served_C: deque[float] = deque(maxlen=HISTORY)   # C(n) of every started job
+        self.backlog: deque[float] = deque(maxlen=HISTORY)    # Q at every decision slot
 
     def on_arrival(self, sim, j: int) -> None:
         # arrived during the slot that just ended: part of Q(t) for this slot's decision
@@ -162,11 +171,15 @@ class LyapunovPolicy:
 
     def idle(self, sim, slots: int) -> None:
         # Nothing waiting (Q == 0): Z halves every slot; after 64 halvings it is 0.
-        for _ in range(min(slots, 64)):
+        slot = getattr(sim, "slot", 1.0)      # the scheduler service's view has no slot
+        for k in range(min(slots, 64)):
             self.Z = proteus.update_Z(self.Z, self.Q, self.eps, 0.0)
             self.Q = proteus.update_Q(self.Q, 0.0)
+            if k == 0:
+                self.trace.append((sim.now + slot, self.Q, self.Z))
         if slots > 64:
             self.Z = 0.0 if self.Q == 0 else self.Z
+        self.trace.append((sim.now + slots * slot, self.Q, self.Z))
 
     def _costs(self, sim, j: int, limit: int) -> tuple[dict[int, float], dict[int, Placement]]:
         """C(n) and the placement behind it for the candidate n, cached until the
@@ -179,6 +192,9 @@ class LyapunovPolicy:
         costs: dict[int, float] = {}
         places: dict[int, Placement] = {}
         for n in candidate_counts(limit):
+            if n == 1:
+                costs[1] = model.cost1      # C(1) = Cost(1): no bandwidth involved;
+                continue                    # placed only if chosen (see step)
             p = self.placer.place(sim.state, job.name, n, job.num_ps)
             if p is None:
                 continue
@@ -206,7 +222,7 @@ class LyapunovPolicy:
             self.Z = proteus.update_Z(self.Z, self.Q, self.eps if first else 0.0, served)
             self.Q = proteus.update_Q(self.Q, model.cost1)     # the job leaves the queue
             first = False
-            p = places[n]
+            p = places[n] if n > 1 else self.placer.place(state, job.name, 1, job.num_ps)
             self.served_C.append(costs[n])
             state.allocate(p)             # tentatively, so the next decision sees it
             batch.append((j, p))
@@ -245,10 +261,11 @@ class LasPolicy:
         self._last = 0.0
         self.placer = FirstFitPlacement()
 
-    def fixed_gpus(self, job: JobSpec) -> int:
-        return requested_gpus(job)
-
     def on_arrival(self, sim, j: int) -> None:
+        if requested_gpus(sim.jobs[j]) > sim.state.total_gpus:
+            raise ValueError(f"policy las: job '{sim.jobs[j].name}' needs "
+                             f"{requested_gpus(sim.jobs[j])} GPUs, the cluster has "
+                             f"{sim.state.total_gpus}")
         self.attained[j] = 0.0
 
     def wants_slot(self, sim) -> bool:
@@ -323,7 +340,8 @@ def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = 
     if name == "single":
         return FixedCountPolicy("single", lambda job: 1, placer("best-fit"))
     if name == "random":
-        return FixedCountPolicy("random", _random_count(seed), placer("best-fit"))
+        return FixedCountPolicy("random", _random_count(seed), placer("best-fit"),
+                                clamp=True)
     if name == "fifo":
         return FixedCountPolicy("fifo", requested_gpus, placer("first-fit"))
     if name == "tetris":

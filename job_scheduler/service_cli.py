@@ -18,9 +18,7 @@ import ipaddress
 import json
 import logging
 import os
-import signal
 import sys
-import threading
 from pathlib import Path
 
 from job_scheduler.service_client import (DEFAULT_URL, TOKEN_ENV, URL_ENV, SchedulerClient,

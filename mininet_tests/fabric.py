@@ -40,8 +40,8 @@ import networkx as nx
 
 from mininet_tests import priority
 from mininet_tests.lock import FabricError, FabricLock
-from mininet_tests.system import (cleanup_leftovers, ensure_ovs, require_root,
-                                  tune_ovs_send_buffer)
+from mininet_tests.system import (cleanup_leftovers, ensure_ovs, record_host_namespaces,
+                                  require_root, tune_ovs_send_buffer)
 from sluice.errors import InputError
 from topologies import Topology, load_topology
 from topologies import priority_classes as pc
@@ -160,6 +160,7 @@ class Fabric:
             host, port = self.controller
             self.net.addController("c0", controller=RemoteController, ip=host, port=port)
         self.net.build()
+        record_host_namespaces([h.pid for h in self.net.hosts])
         self.net.start()
         self._configure_interfaces()
         self.install_priority_tree()

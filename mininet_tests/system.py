@@ -6,8 +6,10 @@ shared with a running os-ken controller and other people's tests that is a disas
 ``cleanup_leftovers`` removes only what a Mininet fabric leaves behind:
 
 1. Mininet node shells (``bash --norc -is mininet:<node>``, Mininet's own signature) and
-   every process living in a Mininet host's network namespace (iperf3, ps-lite...). The
-   switch shells live in the root namespace: only the shells themselves are killed there.
+   every process living in a Mininet host's network namespace (iperf3, ps-lite...), also
+   when the shell is already gone (any non-root namespace holding a ``<node>-eth<N>``
+   interface). The switch shells live in the root namespace: only the shells themselves
+   are killed there.
 2. Open vSwitch bridges (only the fabric creates bridges on this machine; it holds the
    lock while it does) and the tap devices the userspace datapath made for them.
 3. Interfaces named like Mininet's ``<node>-eth<N>`` (stale veths are what makes the next
@@ -18,12 +20,14 @@ It runs under the fabric lock, so it never pulls a fabric from under a live user
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 from mininet_tests.lock import FabricError, FabricLock
 
@@ -144,15 +148,75 @@ def mininet_shells() -> dict[int, str]:
     return shells
 
 
+def _has_mininet_interface(pid: int) -> bool:
+    """Does the network namespace of ``pid`` hold an interface named like Mininet's?"""
+    try:
+        out = _run(["nsenter", f"--net=/proc/{pid}/ns/net", "ip", "-o", "link", "show"],
+                   timeout=10).stdout
+    except subprocess.TimeoutExpired:
+        return False
+    return any(MININET_INTF.match(line.split(":", 2)[1].strip().split("@", 1)[0])
+               for line in out.splitlines() if line.count(":") >= 2)
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("SLUICE_FABRIC_STATE_DIR", "/run/sluice-fabric"))
+
+
+def record_host_namespaces(pids: list[int]) -> None:
+    """Remember the network namespaces of a fabric's hosts (by their shells' pids), so that
+    a cleanup after this process dies can find processes left in them. A host namespace
+    outlives its shell when something Mininet started detached (``mnexec -d``) is still in
+    it, and once its veth is gone nothing else marks it as Mininet's."""
+    namespaces = sorted({ns for pid in pids if (ns := _netns(pid))} - {_netns("self")})
+    state_dir().mkdir(parents=True, exist_ok=True)
+    path = state_dir() / f"{os.getpid()}.json"
+    path.write_text(json.dumps({"pid": os.getpid(), "namespaces": namespaces}))
+
+
+def _recorded_namespaces() -> tuple[set[str], list[Path]]:
+    """Namespaces recorded by dead fabric processes (and by this one, which is tearing
+    down); the state files to delete once they are emptied."""
+    namespaces: set[str] = set()
+    files = []
+    for path in sorted(state_dir().glob("*.json")) if state_dir().is_dir() else []:
+        try:
+            data = json.loads(path.read_text())
+            pid = int(data["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            files.append(path)
+            continue
+        if pid != os.getpid() and os.path.exists(f"/proc/{pid}"):
+            continue  # a live fabric (another process): not ours to clean
+        namespaces.update(data.get("namespaces", []))
+        files.append(path)
+    return namespaces, files
+
+
 def _kill_leftover_processes() -> int:
+    """Kill Mininet node shells and everything in a Mininet host's network namespace.
+
+    A host's namespace can outlive its shell: a process Mininet started detached
+    (``mnexec -d``) keeps it, and its veth, alive after the shell died with the crashed
+    parent. So besides the shells' namespaces, every non-root namespace holding a
+    ``<node>-eth<N>`` interface counts as a leftover Mininet host (we hold the fabric lock:
+    no live fabric exists), and so does every namespace a dead fabric process recorded
+    with :func:`record_host_namespaces` (it may hold nothing but ``lo`` by now)."""
     shells = mininet_shells()
-    if not shells:
-        return 0
     root_ns = _netns("self")
+    by_ns: dict[str, list[int]] = {}
+    for pid in _all_pids():
+        ns = _netns(pid)
+        if ns and ns != root_ns:
+            by_ns.setdefault(ns, []).append(pid)
     host_namespaces = {ns for pid in shells if (ns := _netns(pid)) and ns != root_ns}
+    recorded, state_files = _recorded_namespaces()
+    host_namespaces |= recorded - {root_ns}
+    host_namespaces |= {ns for ns, pids in by_ns.items()
+                        if ns not in host_namespaces and _has_mininet_interface(pids[0])}
     victims = set(shells)
-    if host_namespaces:
-        victims |= {pid for pid in _all_pids() if _netns(pid) in host_namespaces}
+    for ns in host_namespaces:
+        victims.update(by_ns.get(ns, []))
     victims.discard(os.getpid())
     for pid in victims:
         try:
@@ -164,6 +228,8 @@ def _kill_leftover_processes() -> int:
                                               b"State:\tZ" not in _read(f"/proc/{p}/status")
                                               for p in victims):
         time.sleep(0.05)
+    for path in state_files:
+        path.unlink(missing_ok=True)
     return len(victims)
 
 

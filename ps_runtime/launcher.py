@@ -36,7 +36,7 @@ from ps_runtime.runners import ProcessRunner, kill_group
 from ps_runtime.watchdog import ENV as WATCHDOG_ENV
 
 TOKEN_ENV = "SLUICE_PROGRESS_TOKEN"
-BATCH_LINE = re.compile(r"^batch (\d+) loss (\S+) time_s (\S+)")
+BATCH_LINE = re.compile(r"^batch (\d+) loss (\S+) time_s (\S+)(?: comm_s (\S+))?")
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,7 @@ class BatchRecord:
     batch: int
     loss: float
     time_s: float
+    comm_s: float | None = None    # the push/pull part of time_s
 
 
 @dataclass
@@ -299,7 +300,8 @@ def _parse_batches(lines: list[str]):
     for line in lines:
         m = BATCH_LINE.match(line)
         if m:
-            yield BatchRecord(int(m.group(1)), float(m.group(2)), float(m.group(3)))
+            yield BatchRecord(int(m.group(1)), float(m.group(2)), float(m.group(3)),
+                              float(m.group(4)) if m.group(4) else None)
 
 
 class _LineFollower:

@@ -27,10 +27,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_started = False
+
+
 def start_watchdog(interval: float = 1.0) -> None:
+    global _started
     pid = int(os.environ.get(ENV, "0") or 0)
-    if pid <= 0:
+    if pid <= 0 or _started:
         return
+    _started = True
 
     def watch() -> None:
         while _alive(pid):

@@ -7,7 +7,7 @@ pulls the sum, divides by the number of workers and takes the optimizer step its
 Every worker applies the same averaged gradient to the same initial weights (pulled
 from the KVStore once, so they agree even across devices), so all replicas stay equal.
 
-Prints ``batch N loss X time_s T`` per batch (N from 1) on stdout, and reports the
+Prints ``batch N loss X time_s T comm_s C`` per batch (N from 1; C is the KVStore part) on stdout, and reports the
 current batch to the controller in the background (``ps_runtime.progress``).
 The launcher sets ``DMLC_ROLE=worker`` and the rest of ``DMLC_*``.
 """
@@ -18,6 +18,13 @@ import argparse
 import os
 import sys
 import time
+
+if __name__ == "__main__":
+    # Before the slow imports below (seconds on a busy CPU): a launcher that dies while
+    # we import torch must not leave us behind.
+    from ps_runtime.watchdog import start_watchdog
+
+    start_watchdog()
 
 import numpy as np
 import torch
@@ -133,7 +140,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    start_watchdog()
+    start_watchdog()            # no-op if already running (see the top of this module)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
@@ -144,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     model = build_model(args.model, args.num_classes, args.input_size).to(device)
     shape = input_shape(args.model, args.input_size)
-    num_classes = model(torch.zeros(1, *shape, device=device)).shape[1]
+    model.eval()                # a shape probe: no batch-norm statistics, no graph
+    with torch.no_grad():
+        num_classes = model(torch.zeros(1, *shape, device=device)).shape[1]
     data = SyntheticImages(num_classes, shape, seed=args.seed)
     params = [p for p in model.parameters() if p.requires_grad]
     for p in params:
@@ -171,16 +180,21 @@ def main(argv: list[str] | None = None) -> int:
         optimizer.zero_grad(set_to_none=False)
         loss = loss_fn(model(x), y)
         loss.backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        t_comm = time.perf_counter()
         kv.allreduce_gradients()
+        comm_s = time.perf_counter() - t_comm
         optimizer.step()
         if device.type == "cuda":
             torch.cuda.synchronize()
-        print(f"batch {batch} loss {loss.item():.6f} time_s {time.perf_counter() - t0:.4f}",
-              flush=True)
+        # comm_s: push + wait for the other workers + pull, copies included.
+        print(f"batch {batch} loss {loss.item():.6f} time_s {time.perf_counter() - t0:.4f} "
+              f"comm_s {comm_s:.4f}", flush=True)
     if reporter:
         reporter.close()
-    # Synchronous training keeps every replica identical: the launcher and the tests
-    # compare this line across workers.
+    # Synchronous training keeps every replica's parameters identical (batch-norm running
+    # statistics are buffers, not synchronised): the tests compare this line across workers.
     with torch.no_grad():
         checksum = float(sum(p.double().sum() for p in params))
     print(f"weights_checksum {checksum:.12e}", flush=True)

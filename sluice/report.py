@@ -58,7 +58,9 @@ def markdown(result: dict) -> str:
              f"{'on' if result['priority'] else 'off'}", "",
              f"{s['finished']}/{s['jobs']} jobs finished; average JCT {_fmt(s['avg_jct_s'])} s; "
              f"makespan {_fmt(s['makespan_s'])} s; bottleneck link {bottleneck_link(result) or '-'}; "
-             f"lagging job {lagging_job(result) or '-'}.", "",
+             f"lagging job {lagging_job(result) or '-'}."
+             + (" **Interrupted** (Ctrl-C): jobs still running were stopped." if result.get("interrupted") else ""),
+             "",
              "| job | model | GPUs | workers | PS | arrival s | wait s | turnaround s | "
              "batches | mean iteration s | status |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]

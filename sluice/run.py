@@ -148,6 +148,9 @@ def run_run(args) -> int:
     md = write_report(result, out)
     print(md.read_text())
     print(f"report: {md}", file=sys.stderr)
+    if result["interrupted"]:
+        print("sluice run: interrupted; the report covers what ran", file=sys.stderr)
+        return 130
     return 0 if result["summary"]["finished"] == len(jobs) else 1
 
 
@@ -167,6 +170,10 @@ def run_demo(args) -> int:
             results[mode] = one_pass(topology, jobs, fabric, client, out / f"priority-{mode}", args,
                                      mode == "on", 20000 + 4000 * k)
             write_report(results[mode], out / f"priority-{mode}")
+            if results[mode]["interrupted"]:
+                print(f"sluice demo: interrupted; partial report in {out / f'priority-{mode}'}",
+                      file=sys.stderr)
+                return 130
     wall = time.monotonic() - started
     cmp = comparison(results["off"], results["on"])
     cmp["wall_time_s"] = round(wall, 1)

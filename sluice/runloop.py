@@ -71,7 +71,8 @@ class _Running:
     followers: dict[int, Any]
     batches: int
     iterations: list[list[float]] = field(default_factory=list)   # [t, worker, batch, time_s]
-    reported: dict[int, int] = field(default_factory=dict)
+    reported: dict[int, int] = field(default_factory=dict)     # worker -> last batch sent
+    reports: int = 0
 
 
 class RealTimeRun:
@@ -97,6 +98,7 @@ class RealTimeRun:
         self.decisions: list[dict] = []
         self.records: dict[str, dict] = {}
         self._next_port = options.port_base
+        self.interrupted = False
 
     # ---- helpers -------------------------------------------------------------------
     def now(self) -> float:
@@ -156,6 +158,11 @@ class RealTimeRun:
                                  f"{waiting[1]} GPUs free")
                     last_waiting = waiting
                 time.sleep(POLL_S)
+        except KeyboardInterrupt:
+            # Ctrl-C: stop every job (below), keep what was measured; the caller writes
+            # the partial report and then takes the fabric and the controller down.
+            self.interrupted = True
+            self.say(f"interrupted: stopping {len(running)} running job(s)")
         finally:
             for r in running.values():               # Ctrl-C or a crash: stop them all
                 r.psjob.stop()
@@ -218,6 +225,7 @@ class RealTimeRun:
         try:
             self.client.progress(r.qjob.spec.name, worker_id(worker), batch, r.token)
             r.reported[worker] = batch
+            r.reports += 1
         except Exception as err:                   # priority is best effort, training goes on
             self.say(f"progress report for {r.qjob.spec.name} failed: {err}")
 
@@ -268,6 +276,12 @@ class RealTimeRun:
         self.state.release(r.decision.as_placement())
         if r.token:
             try:
+                # What the controller made of the job, for the report (and as proof that
+                # it saw the job): the push/pull flows it classified, the reports it got.
+                flows = self.client.flows(r.qjob.spec.name)["flows"]
+                self.records[r.qjob.spec.name]["controller"] = {
+                    "flows": len(flows), "progress_reports": r.reports,
+                    "levels": sorted({f["level"] for f in flows if f["level"] is not None})}
                 self.client.remove_job(r.qjob.spec.name)
             except Exception as err:
                 self.say(f"removing {r.qjob.spec.name} from the controller failed: {err}")
@@ -280,6 +294,7 @@ class RealTimeRun:
         done = [j for j in jobs if j.get("status") == "finished"]
         return {
             "topology": self.topology.name, "policy": self.policy_name,
+            "interrupted": self.interrupted,
             "priority": self.options.priority, "slot_s": self.options.slot_s,
             "emulation_bw_scale": self.topology.emulation_bw_scale,
             "jobs": jobs, "decisions": self.decisions, "links": self.link_samples,

@@ -57,3 +57,33 @@ def test_queue_controller_drop_modify_delete_clear():
     assert back.command == ofproto_v1_3.OFPFC_DELETE_STRICT
     back = roundtrip(dp, to_ofp(dp, R.FlowMod("clear", R.Rule(1, 0, (), (), 0))))
     assert back.command == ofproto_v1_3.OFPFC_DELETE and back.table_id == ofproto_v1_3.OFPTT_ALL
+
+
+def test_fast_match_bytes_equal_os_kens_own_encoding():
+    from hypothesis import given, strategies as st
+
+    from controller.ofwire import fast_match
+
+    dp = FakeDatapath()
+    parser = ofproto_v1_3_parser
+
+    @given(st.fixed_dictionaries({"eth_type": st.just(0x800)}, optional={
+        "ip_proto": st.integers(0, 255), "ipv4_src": st.ip_addresses(v=4).map(str),
+        "ipv4_dst": st.ip_addresses(v=4).map(str), "tcp_dst": st.integers(0, 65535),
+        "in_port": st.integers(1, 0xffffff00)}))
+    def check(fields):
+        match = R.make_match(**fields)
+        acts = [parser.OFPInstructionActions(ofproto_v1_3.OFPIT_APPLY_ACTIONS,
+                                             [parser.OFPActionOutput(2)])]
+        ours = parser.OFPFlowMod(dp, cookie=5, priority=7, match=fast_match(match),
+                                 instructions=acts)
+        stock = parser.OFPFlowMod(dp, cookie=5, priority=7, match=parser.OFPMatch(**fields),
+                                  instructions=acts)
+        for m in (ours, stock):
+            m.set_xid(42)
+            m.serialize()
+        assert bytes(ours.buf) == bytes(stock.buf)
+
+    check()
+    # a field we do not pack ourselves falls back to os-ken's OFPMatch
+    assert type(fast_match(R.make_match(eth_type=0x800, udp_dst=53))) is parser.OFPMatch

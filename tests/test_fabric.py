@@ -16,6 +16,7 @@ import time
 import pytest
 
 from mininet_tests.fabric import Fabric, FabricError
+from mininet_tests.lock import FabricLock
 from mininet_tests.priority_check import priority_check, single_flow
 from mininet_tests.system import leftovers
 from topologies import load_topology
@@ -33,7 +34,8 @@ def _vsctl(*args: str) -> str:
 
 
 def _assert_clean():
-    left = leftovers()
+    with FabricLock("test_fabric: checking for leftovers"):  # not while others build
+        left = leftovers()
     assert left == {"shells": [], "bridges": [], "links": []}, left
 
 
@@ -141,6 +143,8 @@ def test_loop_topologies_build_and_tear_down(name):
 
 
 # ---- crashes ----------------------------------------------------------------------------
+# The test holds the global fabric lock throughout, so nobody else can build or clean in
+# between; the crashing child uses a private lock file instead (SLUICE_FABRIC_LOCK).
 
 _HOLD = ("import sys, time; from mininet_tests.fabric import Fabric\n"
          "with Fabric('two-rack', progress=False) as fab:\n"
@@ -148,47 +152,58 @@ _HOLD = ("import sys, time; from mininet_tests.fabric import Fabric\n"
          "    print('up', flush=True); time.sleep(120)\n")
 
 
-def _start_holder() -> subprocess.Popen:
+def _start_holder(lock_path=None) -> subprocess.Popen:
+    env = dict(os.environ, **({"SLUICE_FABRIC_LOCK": str(lock_path)} if lock_path else {}))
     proc = subprocess.Popen([sys.executable, "-c", _HOLD], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env=env)
     line = proc.stdout.readline()
     assert line.strip() == "up", proc.stderr.read()[-2000:]
     return proc
 
 
-def test_sigkilled_run_is_cleaned_up_by_the_next_one():
-    proc = _start_holder()
-    proc.kill()          # no chance to clean up
-    proc.wait()
-    left = leftovers()
-    assert left["bridges"] and left["links"] and left["shells"], left
-    # A stray bridge and veth pair named like Mininet's, as another crash might leave.
-    subprocess.run(["ip", "link", "add", "tor9-eth1", "type", "veth", "peer", "name",
-                    "h9-eth0"], check=True)
-    with Fabric("two-rack", progress=False) as fab:   # must not hit "File exists"
-        assert fab.ping_all() == 0.0
-        assert "tor9-eth1" not in subprocess.run(["ip", "-o", "link"], capture_output=True,
-                                                 text=True).stdout
-    _assert_clean()
+def _sleepers() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [l for l in out.splitlines() if l.strip() == "sleep 3117"]
 
 
-def test_sigterm_tears_down_and_clean_command():
-    proc = _start_holder()
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
-    _assert_clean()
-    # `sluice fabric clean` after a SIGKILL
-    proc = _start_holder()
-    proc.kill()
-    proc.wait()
-    out = subprocess.run([SLUICE, "fabric", "clean"], capture_output=True, text=True,
-                         timeout=60, cwd=REPO)
-    assert out.returncode == 0, out.stderr
-    assert "3 bridges" in out.stdout, out.stdout
-    _assert_clean()
-    # nothing survives in the dead hosts' namespaces (the 'sleep 3117' was in h3)
-    assert "sleep 3117" not in subprocess.run(["ps", "-eo", "args"], capture_output=True,
-                                             text=True).stdout
+def test_sigkilled_run_is_cleaned_up_by_the_next_one(tmp_path):
+    with FabricLock("test_sigkilled_run"):
+        proc = _start_holder(tmp_path / "private.lock")
+        proc.kill()          # no chance to clean up
+        proc.wait()
+        left = leftovers()
+        assert left["bridges"] and left["links"] and left["shells"], left
+        assert _sleepers()
+        # A stray veth pair named like Mininet's, as another crash might leave.
+        subprocess.run(["ip", "link", "add", "tor9-eth1", "type", "veth", "peer", "name",
+                        "h9-eth0"], check=True)
+        with Fabric("two-rack", progress=False) as fab:   # must not hit "File exists"
+            assert fab.ping_all() == 0.0
+            assert "tor9-eth1" not in subprocess.run(["ip", "-o", "link"], capture_output=True,
+                                                     text=True).stdout
+        _assert_clean()
+        assert not _sleepers()   # nothing survives in the dead hosts' namespaces
+
+
+def test_sigterm_tears_down_and_clean_command(tmp_path):
+    private = tmp_path / "private.lock"
+    with FabricLock("test_sigterm"):
+        proc = _start_holder(private)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+        _assert_clean()
+        assert not _sleepers()
+        # `sluice fabric clean` after a SIGKILL
+        proc = _start_holder(private)
+        proc.kill()
+        proc.wait()
+        out = subprocess.run([SLUICE, "fabric", "clean"], capture_output=True, text=True,
+                             timeout=60, cwd=REPO, env=dict(os.environ,
+                                                            SLUICE_FABRIC_LOCK=str(private)))
+        assert out.returncode == 0, out.stderr
+        assert "3 bridges" in out.stdout, out.stdout
+        _assert_clean()
+        assert not _sleepers()
 
 
 def test_lock_serialises_two_fabrics():

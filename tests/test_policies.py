@@ -131,3 +131,13 @@ def test_placement_override_keeps_the_policy_and_swaps_placement():
     assert pol.name == "fifo" and type(pol.placer).__name__ == "BestFitPlacement"
     with pytest.raises(InputError):
         make_policy("fifo", placement="worst-fit")
+
+
+def test_counts_beyond_the_cluster_are_clamped_or_refused():
+    jobs = [job("huge", max_gpus=64, m=2000)]
+    res = simulate(TWO_RACK, jobs, make_policy("random", seed=1))
+    assert 1 <= res.gpus[0] <= 16
+    assert simulate(TWO_RACK, jobs, make_policy("lyapunov")).gpus[0] <= 16
+    for name in ("fifo", "tetris", "las"):
+        with pytest.raises(ValueError, match="needs 64 GPUs"):
+            simulate(TWO_RACK, jobs, make_policy(name))

@@ -23,7 +23,7 @@ from job_scheduler.jobspec import JobSpec
 from job_scheduler.models import MODELS
 from job_scheduler.profile import load_profile
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
-from ps_runtime.models import MODEL_NAMES, build_model, parameter_count
+from ps_runtime.models import MODEL_NAMES, build_model, input_shape, parameter_count
 from ps_runtime.plan import (Placement, PortPlan, default_base_port, endpoints,
                              placement_from_scheduler, registration)
 from ps_runtime.profiler import fit_table, format_fit, measure_step, plot_fit
@@ -357,10 +357,17 @@ def test_port_plan_and_endpoints_are_deterministic():
 
 
 def test_models_have_the_scheduler_table_parameter_counts():
+    import torch
+
     for name in MODEL_NAMES:
         if name == "smallcnn":
             continue
-        assert parameter_count(build_model(name)) == MODELS[name].params, name
+        with torch.device("meta"):       # shapes only: no 138M-parameter initialisation
+            model = build_model(name)
+            assert parameter_count(model) == MODELS[name].params, name
+            for size in (32, 64, 224):       # adaptive pooling: any input size works
+                sized = build_model(name, input_size=size)
+                assert sized(torch.zeros(2, *input_shape(name, size))).shape == (2, 1000)
     # smallcnn is built from the scheduler's layer list; biases add a little.
     small = parameter_count(build_model("smallcnn"))
     assert MODELS["smallcnn"].params <= small <= MODELS["smallcnn"].params * 1.01

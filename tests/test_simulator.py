@@ -143,3 +143,32 @@ def test_a_policy_that_never_starts_anything_is_reported_not_looped():
     sim.max_stalled_slots = 50
     with pytest.raises(RuntimeError, match="waiting on an idle cluster"):
         sim.run()
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from job_scheduler.policies import POLICY_NAMES  # noqa: E402
+
+_job_st = st.tuples(st.sampled_from(["resnet18", "vgg16", "alexnet", "googlenet"]),
+                    st.integers(1000, 40000), st.sampled_from([1, 2, 4, 8, 12]),
+                    st.floats(0, 2000))
+
+
+@settings(max_examples=15, deadline=None)
+@given(specs=st.lists(_job_st, min_size=1, max_size=10), policy=st.sampled_from(POLICY_NAMES),
+       slot=st.sampled_from([1.0, 10.0, 60.0]))
+def test_any_workload_any_policy_invariants(specs, policy, slot):
+    jobs = [job(f"j{i}", arrival=a, max_gpus=g, model=m, m=size)
+            for i, (m, size, g, a) in enumerate(specs)]
+    sim = Simulator(TWO_RACK, jobs, make_policy(policy, seed=1), slot=slot)
+    res = sim.run()
+    assert res.jobs == len(jobs)
+    assert 0 < res.gpu_util <= 1 + 1e-9
+    assert sim.state.total_free == TWO_RACK.total_gpus        # everything released
+    for k, spec in enumerate(sim.jobs):
+        wait = sim.first_start[k] - spec.arrival
+        start = sim.first_start[k]
+        assert 0 <= wait and abs(round(start / slot) * slot - start) < 1e-6   # on a slot
+        # sharing and preemption only ever slow a job down
+        assert res.jct[k] >= wait + sim.models[k].cost(res.gpus[k]) * (1 - 1e-9)

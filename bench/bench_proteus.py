@@ -1,0 +1,140 @@
+"""The Proteus reproduction and the Tiresias comparison, through the simulator.
+
+(a) the four Proteus scenarios on two-rack: average turnaround of lyapunov / single and
+    lyapunov / random (paper: ~0.4-0.5 and ~0.7), several seeds, plus what the Lyapunov
+    queues did (mean Q, mean Z, mean GPUs given) to explain the differences;
+(b) tiresias_60_job.csv on two-rack: lyapunov vs fifo vs las, with our network model,
+    with every policy on Liquid best fit, and with the network switched off (the
+    Tiresias simulator's assumption: 215.9 s FIFO, 190.7 s 2D-LAS);
+(c) --sweep: the V x eps grid behind the defaults in policies.py.
+
+    .venv/bin/python bench/bench_proteus.py [--seeds 0,1,2] [--sweep] [--plots bench/plots]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from job_scheduler.policies import DEFAULT_EPS, DEFAULT_V, make_policy  # noqa: E402
+from job_scheduler.simulator import simulate  # noqa: E402
+from job_scheduler.workloads import SCENARIOS, load_workload  # noqa: E402
+from topologies import load_topology  # noqa: E402
+
+TIRESIAS = Path("/work/shared/workloads/tiresias_60_job.csv")
+SLOT = 10.0
+
+
+def gmean(xs):
+    return statistics.geometric_mean(xs)
+
+
+def scenarios(topo, seeds, plots: Path | None) -> None:
+    print(f"(a) Proteus scenarios on {topo.name}, slot {SLOT:g} s, V={DEFAULT_V:g}, "
+          f"eps={DEFAULT_EPS:g}; average JCT (s), mean over seeds {seeds}")
+    print(f"{'scenario':<28} {'lyapunov':>9} {'single':>9} {'random':>9} {'fifo':>9} {'las':>9}"
+          f"  {'ly/single':>9} {'ly/random':>9}  {'mean Q':>8} {'mean Z':>8} {'GPUs':>5}")
+    ratios = {}
+    for sc in SCENARIOS:
+        jct = {p: [] for p in ("lyapunov", "single", "random", "fifo", "las")}
+        qs, zs, gpus = [], [], []
+        for seed in seeds:
+            jobs = load_workload(sc, seed=seed)
+            for p in jct:
+                pol = make_policy(p, seed=seed)
+                r = simulate(topo, jobs, pol, slot=SLOT)
+                jct[p].append(r.avg_jct)
+                if p == "lyapunov":
+                    qs.append(statistics.mean(q for _, q, _ in pol.trace))
+                    zs.append(statistics.mean(z for _, _, z in pol.trace))
+                    gpus.append(statistics.mean(r.gpus))
+        m = {p: statistics.mean(v) for p, v in jct.items()}
+        rs = [l / s for l, s in zip(jct["lyapunov"], jct["single"])]
+        rr = [l / s for l, s in zip(jct["lyapunov"], jct["random"])]
+        ratios[sc] = (gmean(rs), gmean(rr))
+        print(f"{sc:<28} {m['lyapunov']:>9.0f} {m['single']:>9.0f} {m['random']:>9.0f} "
+              f"{m['fifo']:>9.0f} {m['las']:>9.0f}  {ratios[sc][0]:>9.2f} {ratios[sc][1]:>9.2f}"
+              f"  {statistics.mean(qs):>8.0f} {statistics.mean(zs):>8.0f} "
+              f"{statistics.mean(gpus):>5.2f}", flush=True)
+    if plots:
+        fig, ax = plt.subplots(figsize=(7.5, 4))
+        x = range(len(SCENARIOS))
+        ax.bar([i - 0.2 for i in x], [ratios[s][0] for s in SCENARIOS], 0.4,
+               label="lyapunov / single")
+        ax.bar([i + 0.2 for i in x], [ratios[s][1] for s in SCENARIOS], 0.4,
+               label="lyapunov / random")
+        ax.axhspan(0.4, 0.5, color="tab:blue", alpha=0.12, label="paper vs single (~0.4-0.5)")
+        ax.axhline(0.7, color="tab:orange", ls="--", lw=1, label="paper vs random (~0.7)")
+        ax.set_xticks(list(x), [s.replace("proteus-", "") for s in SCENARIOS])
+        ax.set_ylabel("average JCT ratio (lower = lyapunov better)")
+        ax.set_title(f"Proteus scenarios on {topo.name} (seeds {seeds})", fontsize=9)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(plots / "proteus_ratios.png", dpi=120)
+        plt.close(fig)
+
+
+def tiresias(topo) -> None:
+    jobs = load_workload(TIRESIAS, trace_format="tiresias")
+    print(f"\n(b) {TIRESIAS.name} on {topo.name}, slot 1 s (Tiresias simulator, no network: "
+          "FIFO 215.9 s, 2D-LAS 190.7 s)")
+    print(f"{'setting':<34} {'lyapunov':>9} {'fifo':>9} {'las':>9} {'single':>9}")
+    for label, kw in (("network model, own placements", {}),
+                      ("network model, all on best fit", {"placement": "best-fit"}),
+                      ("no network (engine check)", {"network": False})):
+        row = []
+        for p in ("lyapunov", "fifo", "las", "single"):
+            pol = make_policy(p, placement=kw.get("placement"))
+            row.append(simulate(topo, jobs, pol, slot=1.0, network=kw.get("network", True)).avg_jct)
+        print(f"{label:<34} " + " ".join(f"{v:>9.1f}" for v in row), flush=True)
+
+
+def sweep(topo) -> None:
+    print(f"\n(c) V x eps sweep (seed 0, slot {SLOT:g} s): lyapunov/single and lyapunov/random "
+          "per scenario; Tiresias-60 lyapunov average JCT (s)")
+    work = {sc: load_workload(sc, seed=0) for sc in SCENARIOS}
+    work["tiresias"] = load_workload(TIRESIAS, trace_format="tiresias")
+    base = {sc: {p: simulate(topo, w, make_policy(p), slot=SLOT).avg_jct
+                 for p in ("single", "random")} for sc, w in work.items()}
+    for V in (1e2, 1e3, 1e4, 1e5):
+        for eps in (600.0, 6000.0, 60000.0):
+            cells = []
+            for sc, w in work.items():
+                r = simulate(topo, w, make_policy("lyapunov", V=V, eps=eps), slot=SLOT).avg_jct
+                cells.append(f"{r:.0f}" if sc == "tiresias" else
+                             f"{r / base[sc]['single']:.2f}/{r / base[sc]['random']:.2f}")
+            print(f"V={V:<8g} eps={eps:<8g} " + "  ".join(cells), flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--topology", default="two-rack")
+    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--plots", default=None, help="directory for proteus_ratios.png")
+    args = ap.parse_args()
+    topo = load_topology(args.topology)
+    plots = Path(args.plots) if args.plots else None
+    if plots:
+        plots.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    scenarios(topo, [int(s) for s in args.seeds.split(",")], plots)
+    tiresias(topo)
+    if args.sweep:
+        sweep(topo)
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
