@@ -123,6 +123,7 @@ def test_two_workers_one_server_train_with_falling_loss_and_report_progress(tmp_
         losses = [r.loss for r in result.batches[worker]]
         assert [r.batch for r in result.batches[worker]] == list(range(1, 41))
         assert statistics.mean(losses[-5:]) < 0.5 * statistics.mean(losses[:5]), losses
+        assert all(0 < r.comm_s <= r.time_s for r in result.batches[worker])
     assert sorted(seen) == sorted((w, b) for w in (0, 1) for b in range(1, 41))
     # The last batch of each worker reached the controller (latest wins, flushed at exit).
     assert reported == {"w0": 40, "w1": 40}

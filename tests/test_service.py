@@ -354,22 +354,23 @@ def test_restart_reconciles_running_jobs(tmp_path, services):
 
 def test_restart_while_simulated_job_runs(tmp_path, services):
     # fifo gives the job its 2 GPUs on one host (no network): C(2) = Cost(2); a time
-    # factor makes that 2 s of wall time.
+    # factor makes that 10 s of wall time, long enough to outlive a restart on a busy
+    # 2-core machine.
     (spec,) = parse_jobs_text(job_file("sim"))
-    factor = 2.0 / EST.C(spec, 2, float("inf"))
+    factor = 10.0 / EST.C(spec, 2, float("inf"))
     svc = ServiceProcess(tmp_path, "--slot", "0.05", "--policy", "fifo",
                          "--time-factor", repr(factor))
     services.append(svc.start())
     client = SchedulerClient(svc.url)
     (job_id,) = client.submit(job_file("sim"), "f.yaml")["jobs"]
     job = wait_for(lambda: (j := client.job(job_id))["state"] == "running" and j)
-    assert job["expected_end"] - job["started_at"] == pytest.approx(2.0, abs=1e-6)
+    assert job["expected_end"] - job["started_at"] == pytest.approx(10.0, abs=1e-6)
     svc.kill9()
     svc.start()
     assert time.time() < job["expected_end"]
     assert client.job(job_id)["state"] == "running"             # remembered, still running
     assert client.health()["free_gpus"] == TOPO.total_gpus - 2
-    done = wait_for(lambda: (j := client.job(job_id))["state"] == "finished" and j)
+    done = wait_for(lambda: (j := client.job(job_id))["state"] == "finished" and j, timeout=30)
     assert done["finished_at"] == job["expected_end"]
     assert client.health()["free_gpus"] == TOPO.total_gpus
 
