@@ -6,9 +6,14 @@
 (b) tiresias_60_job.csv on two-rack: lyapunov vs fifo vs las, with our network model,
     with every policy on Liquid best fit, and with the network switched off (the
     Tiresias simulator's assumption: 215.9 s FIFO, 190.7 s 2D-LAS);
-(c) --sweep: the V x eps grid behind the defaults in policies.py.
+(c) --sweep: the V x eps grid behind the defaults in policies.py (same seeds).
 
-    .venv/bin/python bench/bench_proteus.py [--seeds 0,1,2] [--sweep] [--plots bench/plots]
+``--k job|gpus`` picks the reading of k in k*Cost_i(1) (proteus.served_work; default
+policies.DEFAULT_K). The "bound" column is what any GPU-count policy could reach against
+single with no queueing at all: every job alone on the empty cluster at its fastest
+n <= max_gpus, sum of C(n*) / sum of C(1) (single hardly queues in these scenarios).
+
+    .venv/bin/python bench/bench_proteus.py [--seeds 0,1,2] [--k job] [--sweep] [--plots bench/plots]
 """
 
 from __future__ import annotations
@@ -26,13 +31,32 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from job_scheduler.policies import DEFAULT_EPS, DEFAULT_V, make_policy  # noqa: E402
-from job_scheduler.simulator import simulate  # noqa: E402
+from job_scheduler.policies import DEFAULT_EPS, DEFAULT_K, DEFAULT_V, make_policy  # noqa: E402
+from job_scheduler.simulator import Simulator, simulate  # noqa: E402
 from job_scheduler.workloads import SCENARIOS, load_workload  # noqa: E402
 from topologies import load_topology  # noqa: E402
 
 TIRESIAS = Path("/work/shared/workloads/tiresias_60_job.csv")
 SLOT = 10.0
+K = DEFAULT_K           # set from --k in main()
+
+
+def policy(name, **kw):
+    """make_policy with the reading of k chosen on the command line for lyapunov."""
+    if name == "lyapunov":
+        kw.setdefault("k", K)
+    return make_policy(name, **kw)
+
+
+def no_queueing_bound(topo, jobs) -> float:
+    """sum over jobs of min_n C(n) alone on the empty cluster / sum of C(1)."""
+    sim = Simulator(topo, jobs, make_policy("single"), slot=SLOT)
+    best = one = 0.0
+    for job, model in zip(sim.jobs, sim.models):
+        best += min(model.C(n, sim.reference_bandwidth(n))
+                    for n in range(1, min(job.max_gpus, topo.total_gpus) + 1))
+        one += model.cost1
+    return best / one
 
 
 def gmean(xs):
@@ -41,17 +65,19 @@ def gmean(xs):
 
 def scenarios(topo, seeds, plots: Path | None) -> None:
     print(f"(a) Proteus scenarios on {topo.name}, slot {SLOT:g} s, V={DEFAULT_V:g}, "
-          f"eps={DEFAULT_EPS:g}; average JCT (s), mean over seeds {seeds}")
+          f"eps={DEFAULT_EPS:g}, k={K}; average JCT (s), mean over seeds {seeds}")
     print(f"{'scenario':<28} {'lyapunov':>9} {'single':>9} {'random':>9} {'fifo':>9} {'las':>9}"
-          f"  {'ly/single':>9} {'ly/random':>9}  {'mean Q':>8} {'mean Z':>8} {'GPUs':>5}")
+          f"  {'ly/single':>9} {'bound':>5} {'ly/random':>9}  {'mean Q':>8} {'mean Z':>8} "
+          f"{'GPUs':>5}")
     ratios = {}
     for sc in SCENARIOS:
         jct = {p: [] for p in ("lyapunov", "single", "random", "fifo", "las")}
-        qs, zs, gpus = [], [], []
+        qs, zs, gpus, bound = [], [], [], []
         for seed in seeds:
             jobs = load_workload(sc, seed=seed)
+            bound.append(no_queueing_bound(topo, jobs))
             for p in jct:
-                pol = make_policy(p, seed=seed)
+                pol = policy(p, seed=seed)
                 r = simulate(topo, jobs, pol, slot=SLOT)
                 jct[p].append(r.avg_jct)
                 if p == "lyapunov":
@@ -63,7 +89,8 @@ def scenarios(topo, seeds, plots: Path | None) -> None:
         rr = [l / s for l, s in zip(jct["lyapunov"], jct["random"])]
         ratios[sc] = (gmean(rs), gmean(rr))
         print(f"{sc:<28} {m['lyapunov']:>9.0f} {m['single']:>9.0f} {m['random']:>9.0f} "
-              f"{m['fifo']:>9.0f} {m['las']:>9.0f}  {ratios[sc][0]:>9.2f} {ratios[sc][1]:>9.2f}"
+              f"{m['fifo']:>9.0f} {m['las']:>9.0f}  {ratios[sc][0]:>9.2f} "
+              f"{statistics.mean(bound):>5.2f} {ratios[sc][1]:>9.2f}"
               f"  {statistics.mean(qs):>8.0f} {statistics.mean(zs):>8.0f} "
               f"{statistics.mean(gpus):>5.2f}", flush=True)
     if plots:
@@ -77,7 +104,7 @@ def scenarios(topo, seeds, plots: Path | None) -> None:
         ax.axhline(0.7, color="tab:orange", ls="--", lw=1, label="paper vs random (~0.7)")
         ax.set_xticks(list(x), [s.replace("proteus-", "") for s in SCENARIOS])
         ax.set_ylabel("average JCT ratio (lower = lyapunov better)")
-        ax.set_title(f"Proteus scenarios on {topo.name} (seeds {seeds})", fontsize=9)
+        ax.set_title(f"Proteus scenarios on {topo.name} (seeds {seeds}, k={K})", fontsize=9)
         ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(plots / "proteus_ratios.png", dpi=120)
@@ -94,26 +121,32 @@ def tiresias(topo) -> None:
                       ("no network (engine check)", {"network": False})):
         row = []
         for p in ("lyapunov", "fifo", "las", "single"):
-            pol = make_policy(p, placement=kw.get("placement"))
+            pol = policy(p, placement=kw.get("placement"))
             row.append(simulate(topo, jobs, pol, slot=1.0, network=kw.get("network", True)).avg_jct)
         print(f"{label:<34} " + " ".join(f"{v:>9.1f}" for v in row), flush=True)
 
 
-def sweep(topo) -> None:
-    print(f"\n(c) V x eps sweep (seed 0, slot {SLOT:g} s): lyapunov/single and lyapunov/random "
-          "per scenario; Tiresias-60 lyapunov average JCT (s)")
-    work = {sc: load_workload(sc, seed=0) for sc in SCENARIOS}
-    work["tiresias"] = load_workload(TIRESIAS, trace_format="tiresias")
-    base = {sc: {p: simulate(topo, w, make_policy(p), slot=SLOT).avg_jct
-                 for p in ("single", "random")} for sc, w in work.items()}
+def sweep(topo, seeds) -> None:
+    print(f"\n(c) V x eps sweep (k={K}, seeds {seeds}, slot {SLOT:g} s): lyapunov/single and "
+          "lyapunov/random per scenario (geometric mean over the seeds); Tiresias-60 "
+          "lyapunov average JCT (s)")
+    work = {(sc, s): load_workload(sc, seed=s) for sc in SCENARIOS for s in seeds}
+    base = {key: {p: simulate(topo, w, make_policy(p, seed=key[1]), slot=SLOT).avg_jct
+                  for p in ("single", "random")} for key, w in work.items()}
+    tiresias_jobs = load_workload(TIRESIAS, trace_format="tiresias")
     for V in (1e2, 1e3, 1e4, 1e5):
         for eps in (600.0, 6000.0, 60000.0):
             cells = []
-            for sc, w in work.items():
-                r = simulate(topo, w, make_policy("lyapunov", V=V, eps=eps), slot=SLOT).avg_jct
-                cells.append(f"{r:.0f}" if sc == "tiresias" else
-                             f"{r / base[sc]['single']:.2f}/{r / base[sc]['random']:.2f}")
-            print(f"V={V:<8g} eps={eps:<8g} " + "  ".join(cells), flush=True)
+            for sc in SCENARIOS:
+                rs, rr = [], []
+                for s in seeds:
+                    r = simulate(topo, work[sc, s], policy("lyapunov", V=V, eps=eps),
+                                 slot=SLOT).avg_jct
+                    rs.append(r / base[sc, s]["single"])
+                    rr.append(r / base[sc, s]["random"])
+                cells.append(f"{gmean(rs):.2f}/{gmean(rr):.2f}")
+            t = simulate(topo, tiresias_jobs, policy("lyapunov", V=V, eps=eps), slot=SLOT).avg_jct
+            print(f"V={V:<8g} eps={eps:<8g} " + "  ".join(cells) + f"  {t:.0f}", flush=True)
 
 
 def main() -> int:
@@ -122,16 +155,21 @@ def main() -> int:
     ap.add_argument("--topology", default="two-rack")
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--plots", default=None, help="directory for proteus_ratios.png")
+    ap.add_argument("--k", choices=("job", "gpus"), default=DEFAULT_K,
+                    help="reading of k in k*Cost_i(1) for lyapunov (proteus.served_work)")
     args = ap.parse_args()
+    global K
+    K = args.k
     topo = load_topology(args.topology)
     plots = Path(args.plots) if args.plots else None
     if plots:
         plots.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    scenarios(topo, [int(s) for s in args.seeds.split(",")], plots)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    scenarios(topo, seeds, plots)
     tiresias(topo)
     if args.sweep:
-        sweep(topo)
+        sweep(topo, seeds)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -1,0 +1,18 @@
+"""The SDN controller: an os-ken (Ryu API) OpenFlow 1.3 app that forwards on the fabric
+and prioritises each PS job's push/pull flows by training progress.
+
+Pure core (no I/O, unit-tested against a fake flow table):
+  ranking.py     flows + batches -> priority levels (smaller batch first, pull before push)
+  registry.py    jobs, their endpoints and flows; API body validation
+  forwarding.py  what the controller learned (LLDP links, ARP host ports) -> next hops
+  rules.py       rules as data (forwarding, ARP/LLDP punt, per-flow DSCP/queue) and the diff
+  flowtable.py   an in-memory flow table (the controller's shadow copy; the tests' switch)
+  packets.py     LLDP/ARP frames built and parsed with os-ken's lib.packet
+  linkstats.py   port counters -> bytes/s; metrics.py: Prometheus text
+Glue and shells:
+  service.py     ControllerService: the above behind one lock; tokens, rate limit, state file
+  app.py         the os-ken app (events -> service, rule data -> OFPFlowMod); ofwire.py packs
+                 the fixed-field matches fast
+  api.py         northbound JSON/HTTP API (ThreadingHTTPServer); client.py: its client
+  cli.py         `sluice controller`
+"""

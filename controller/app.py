@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import defaultdict
 
 from os_ken.base import app_manager

@@ -28,7 +28,7 @@ from controller.linkstats import LinkStats
 from controller.metrics import Metrics
 from controller.ranking import FlowKey, assign_levels, ordered
 from controller.packets import ArpIn, arp_probe, arp_reply
-from controller.registry import Job, Registry, parse_job, parse_progress
+from controller.registry import Registry, parse_job, parse_progress
 from sluice.errors import InputError
 from topologies import Topology
 from topologies.priority_classes import LEVELS, dscp_of_level
@@ -325,14 +325,17 @@ class ControllerService:
             if job_id is not None and job_id not in self.registry.jobs:
                 raise ApiError(404, f"no job '{job_id}'")
             cookie_of = {j.id: j.cookie for j in self.registry.jobs.values()}
+            by_match: dict[tuple, list[R.Rule]] = {}
+            for r in self.installed.rules.values():
+                if r.priority == R.PRIO_JOB_FLOW:
+                    by_match.setdefault(r.match, []).append(r)
             out = []
             for flow, batch in ordered(self.registry.flows_with_batches()):
                 if job_id is not None and flow.job != job_id:
                     continue
                 level = self._levels.get(flow)
-                match = R.flow_match(flow)
-                installed = [r.to_json() for r in self.installed.rules.values()
-                             if r.match == match and r.cookie == cookie_of[flow.job]]
+                installed = [r.to_json() for r in by_match.get(R.flow_match(flow), [])
+                             if r.cookie == cookie_of[flow.job]]
                 out.append({"job": flow.job, "kind": flow.kind, "worker": flow.worker,
                             "server": flow.server, "src": flow.src_ip, "dst": flow.dst_ip,
                             "dst_port": flow.dst_port, "batch": batch, "level": level,

@@ -12,8 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from job_scheduler.policies import (DEFAULT_EPS, DEFAULT_V, make_policy, parse_policy_names,
-                                    requested_gpus)
+from job_scheduler.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, make_policy,
+                                    parse_policy_names, requested_gpus)
+from job_scheduler.proteus import K_READINGS
 from sluice.errors import InputError
 
 # show a progress bar on stderr from this many jobs on (short runs stay quiet)
@@ -67,6 +68,9 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--V", type=float, default=DEFAULT_V, help="Lyapunov penalty weight")
     parser.add_argument("--eps", type=float, default=DEFAULT_EPS,
                         help="growth of the virtual queue Z per slot (seconds)")
+    parser.add_argument("--k", choices=K_READINGS, default=DEFAULT_K,
+                        help="reading of k in k*Cost_i(1): 'job' = 1 per started job (n = "
+                             "argmin C(n)), 'gpus' = the GPU count n (see proteus.py)")
     parser.add_argument("--lambda", dest="lam", type=float, default=0.5,
                         help="Liquid placement: weight of rack cost vs fitness")
     parser.add_argument("--no-ga", action="store_true", help="no group GA for batches")
@@ -122,7 +126,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     results = {}
     for name in names:
         policy = make_policy(name, seed=args.seed, V=args.V, eps=args.eps, lam=args.lam,
-                             ga=not args.no_ga, placement=args.placement)
+                             ga=not args.no_ga, placement=args.placement, k=args.k)
         progress = stderr_progress(name) if len(jobs) >= PROGRESS_FROM_JOBS else None
         results[name] = Simulator(topo, jobs, policy, slot=args.slot, progress=progress,
                                    network=not args.no_network).run()

@@ -48,6 +48,11 @@ POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris", "las")
 # n*Cost(1)*(Z+Q)): a workload of much longer or shorter jobs wants them rescaled.
 DEFAULT_V = 10_000.0
 DEFAULT_EPS = 6_000.0
+# The reading of k in k*Cost_i(1) (proteus.served_work): "job" = one job served per
+# start (k = 1[n > 0]); "gpus" = k = n. Why "job" is the default: proteus.py's docstring
+# and bench/results/proteus-gap.md (it keeps the paper's Q update exact; measured on the
+# four Proteus scenarios it is the better scheduler at the same V, eps).
+DEFAULT_K = "job"
 # Tiresias 2D-LAS: one threshold (GPU-seconds of attained service) = two queues,
 # Tiresias' own default queue limit.
 DEFAULT_LAS_THRESHOLDS = (3600.0,)
@@ -129,12 +134,14 @@ def candidate_counts(limit: int) -> list[int]:
 
 class LyapunovPolicy:
     """Proteus: each slot the FIFO head job gets the n minimising
-    ``S(n) = V*C(n) + (n*Cost(1))^2 - n*Cost(1)*(Z+Q)`` when that is < 0, else waits.
-    C(n) uses the bandwidth of the Liquid best-fit placement n would get *now*
-    (including the rack-uplink sharing with running jobs). Several jobs may start in one
-    slot: after each start Z drops by the served work ``n*Cost(1)`` (Z gains eps once per
-    slot). Q is kept equal to the waiting work: a job's ``Cost(1)`` enters Q at the
-    first slot boundary after it arrives and leaves it when the job starts. (Draining Q
+    ``S(n) = V*C(n) + (k*Cost(1))^2 - k*Cost(1)*(Z+Q)`` when that is < 0, else waits;
+    ``k`` = 1 per started job (``k="job"``, the default: then n = argmin C(n) and the
+    queues decide when) or k = n (``k="gpus"``). C(n) uses the bandwidth of the Liquid
+    best-fit placement n would get *now* (including the rack-uplink sharing with running
+    jobs). Several jobs may start in one slot: after each start Z drops by the served
+    work ``k*Cost(1)`` (Z gains eps once per slot). Q is kept equal to the waiting work:
+    a job's ``Cost(1)`` enters Q at the first slot boundary after it arrives and leaves
+    it when the job starts — exactly the paper's Q update with k = "job". (Draining Q
     by ``n*Cost(1)``, as ``proteus.update_Q`` with k = n would, can empty Q while jobs
     still wait; then Z decays instead of growing and a job left alone waits forever —
     measured: the simulator spun without end on proteus-big-* scenarios.) When a
@@ -145,10 +152,12 @@ class LyapunovPolicy:
 
     def __init__(self, V: float = DEFAULT_V, eps: float = DEFAULT_EPS,
                  lam: float = DEFAULT_LAMBDA, seed: int = 0, ga: bool = True,
-                 trace_every: float = 0.0):
+                 trace_every: float = 0.0, k: str = DEFAULT_K):
         if not V >= 0 or not eps >= 0:
             raise ValueError("V and eps must be >= 0")
-        self.V, self.eps = float(V), float(eps)
+        if k not in proteus.K_READINGS:
+            raise ValueError(f"unknown reading of k {k!r} (known: {', '.join(proteus.K_READINGS)})")
+        self.V, self.eps, self.k = float(V), float(eps), k
         self.placer = BestFitPlacement(lam)
         self.ga = GroupGA(lam=lam, seed=seed) if ga else None
         self.Q = 0.0
@@ -214,11 +223,11 @@ class LyapunovPolicy:
             if limit > 0:
                 costs, places = self._costs(sim, j, limit)
                 n = proteus.decide(costs, model.cost1, self.Q, self.Z, self.V,
-                                   state.total_free, job.max_gpus)
+                                   state.total_free, job.max_gpus, self.k)
             sim.decisions += 1
             if n == 0:
                 break
-            served = proteus.served_work(n, model.cost1)
+            served = proteus.served_work(n, model.cost1, self.k)
             self.Z = proteus.update_Z(self.Z, self.Q, self.eps if first else 0.0, served)
             self.Q = proteus.update_Q(self.Q, model.cost1)     # the job leaves the queue
             first = False
@@ -325,14 +334,15 @@ def make_placement(name: str, lam: float = DEFAULT_LAMBDA):
 def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = DEFAULT_EPS,
                 lam: float = DEFAULT_LAMBDA, ga: bool = True,
                 las_thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS,
-                trace_every: float = 0.0, placement: str | None = None):
+                trace_every: float = 0.0, placement: str | None = None, k: str = DEFAULT_K):
     """A fresh policy object (policies keep per-run state: make one per run).
     ``placement`` swaps the policy's own placement for another (Blox-style), e.g. fifo
     with Liquid best fit to separate the effect of ordering from that of placement."""
     def placer(default: str):
         return make_placement(placement or default, lam)
     if name == "lyapunov":
-        pol = LyapunovPolicy(V=V, eps=eps, lam=lam, seed=seed, ga=ga, trace_every=trace_every)
+        pol = LyapunovPolicy(V=V, eps=eps, lam=lam, seed=seed, ga=ga, trace_every=trace_every,
+                             k=k)
         if placement:
             pol.placer = placer("best-fit")
             pol.ga = pol.ga if placement == "best-fit" else None

@@ -9,21 +9,34 @@ Names follow the paper and DESIGN.md:
   more against the backlog: jobs wait longer for a better (bigger) allocation — lower
   average C, larger average Q (Neely's O(1/V), O(V) trade-off).
 - ``eps``: Z's growth per slot (seconds); how impatient the scheduler is.
-- ``k``: the GPU count n chosen for the head job i. ``k * Cost_i(1)`` is the work served
-  in that slot. Reading k as n (not as "one job") is what makes the decision a
-  trade-off: the ``(k*Cost_i(1))^2`` term penalises big allocations, ``-k*Cost_i(1)*(Z+Q)``
-  rewards serving a lot when the backlog is large, and ``V*C(n)`` rewards a short job.
-  With k fixed at 1 the first two terms would not depend on n and every job would take
-  all the GPUs it may.
+- ``k``: how many times ``Cost_i(1)`` a decision serves. Two readings are implemented
+  (``K_READINGS``; the simulator's default is ``"job"``, policies.DEFAULT_K):
+
+  * ``"job"``: k = 1[n > 0] — one job leaves the queue. Evidence it is the paper's
+    meaning: (1) the Q update ``Q - k*Cost_i(1) + sum_arrivals Cost_j(1)`` then keeps Q
+    *exactly* the Cost(1) sum of the waiting jobs (each job adds its Cost_j(1) once and
+    removes it once), so the paper's formula needs no liveness fix; (2) S(0) = 0 is the
+    formula at k = 0; (3) DESIGN.md writes k, not n, inside S(n). The two k-terms are then
+    the same for every n > 0, so the chosen count is argmin C(n) (network-aware through
+    C(n)) and V, eps, Q, Z decide *when* the head job starts.
+  * ``"gpus"``: k = n. The (n*Cost_i(1))^2 term penalises big allocations and
+    -n*Cost_i(1)*(Z+Q) rewards them, whether or not they are faster: once Z+Q is large
+    an allocation that crosses hosts wins although it is slower than one host's GPUs
+    (measured on the four Proteus scenarios: 8-19 % of starts ran at a count up to 72x
+    slower than the best one free; bench/results/proteus-gap.md), and the paper's Q
+    update starves jobs (below).
+
+The pure functions below default to k = n ("gpus", the reading they were written and
+hand-tested with); callers pass ``k`` explicitly (LyapunovPolicy does).
 
 Per slot t (what a simulator does):
-    n = decide(costs, cost1, Q, Z, V, free_gpus, max_gpus)     # 0 = wait
-    served = served_work(n, cost1)
+    n = decide(costs, cost1, Q, Z, V, free_gpus, max_gpus, k)  # 0 = wait
+    served = served_work(n, cost1, k)
     Z = update_Z(Z, Q, eps, served)                            # uses Q(t)
     Q = update_Q(Q, served, arrivals, waiting)                 # arrivals: Cost_j(1) list
 ``LyapunovState.advance`` does the last two lines and records the history.
 
-One deviation, needed for liveness: with k = n a served job removes n * Cost_i(1) from Q,
+One deviation, needed for liveness under k = n only: a served job removes n * Cost_i(1) from Q,
 n times the work it added, so Q can fall to 0 while other jobs still wait. Then
 1[Q=0] halves Z every slot, S(n) = V*C(n) + (n*Cost_i(1))^2 > 0 at Q = Z = 0, and once
 arrivals stop the waiting jobs starve forever (measured: in a 60-job slotted run with
@@ -31,7 +44,8 @@ V >= 100 most jobs never started). ``update_Q`` therefore takes ``waiting``, the
 Cost_j(1) sum of the jobs still queued, and floors Q at it:
 ``Q(t+1) = max(Q(t) - k*Cost_i(1), waiting) + arrivals``. When nothing waits this is the
 paper's formula; when jobs wait, Q >= their work, so Q = 0 means "queue empty" as the
-Z update assumes. Pass ``waiting=0`` for the paper's formula unchanged.
+Z update assumes. Pass ``waiting=0`` for the paper's formula unchanged. With k = 1 per
+job the floor is never active (Q is the waiting work already).
 """
 
 from __future__ import annotations
@@ -40,9 +54,20 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 
-def served_work(n: int, cost1: float) -> float:
-    """k * Cost_i(1) with k = n, the GPU count given to the head job (0 when it waits)."""
-    return n * cost1
+K_READINGS = ("job", "gpus")
+
+
+def served_work(n: int, cost1: float, k: str = "gpus") -> float:
+    """k * Cost_i(1) for the head job given n GPUs (0 when it waits, n = 0).
+
+    ``k="job"``: k = 1[n > 0], one job leaves the queue, so its Cost_i(1) is served —
+    the reading under which the paper's Q update keeps Q equal to the waiting work
+    (see the module docstring). ``k="gpus"``: k = n, the GPU count."""
+    if k == "job":
+        return cost1 if n > 0 else 0.0
+    if k == "gpus":
+        return n * cost1
+    raise ValueError(f"unknown reading of k {k!r} (known: {', '.join(K_READINGS)})")
 
 
 def update_Q(Q: float, served: float, arrivals: Iterable[float] = (),
@@ -74,17 +99,20 @@ def S(n: int, C_n: float, served_work: float, Q: float, Z: float, V: float) -> f
 
 
 def decide(costs: Mapping[int, float], cost1: float, Q: float, Z: float, V: float,
-           free_gpus: int, max_gpus: int) -> int:
+           free_gpus: int, max_gpus: int, k: str = "gpus") -> int:
     """The GPU count for the head job, or 0 to wait a slot.
 
     ``costs``: {n: C(n)} (missing n are not candidates). Candidates are
     1 <= n <= min(max_gpus, free_gpus). The n minimising S(n) is chosen (ties: fewer
-    GPUs) and scheduled only when S(n) < 0 = S(0); otherwise the job waits."""
+    GPUs) and scheduled only when S(n) < 0 = S(0); otherwise the job waits.
+    ``k``: the reading of k (``served_work``). With ``k="job"`` the two k-terms do not
+    depend on n, so the chosen n is argmin C(n) (network-aware through C) and the
+    queues decide only *when* it starts."""
     best_n, best_s = 0, 0.0
     for n in range(1, min(max_gpus, free_gpus) + 1):
         if n not in costs:
             continue
-        s = S(n, costs[n], served_work(n, cost1), Q, Z, V)
+        s = S(n, costs[n], served_work(n, cost1, k), Q, Z, V)
         if s < best_s:
             best_n, best_s = n, s
     return best_n
@@ -115,5 +143,5 @@ class LyapunovState:
         self.Q += sum(arrivals)
 
     def decide(self, costs: Mapping[int, float], cost1: float, V: float, free_gpus: int,
-               max_gpus: int) -> int:
-        return decide(costs, cost1, self.Q, self.Z, V, free_gpus, max_gpus)
+               max_gpus: int, k: str = "gpus") -> int:
+        return decide(costs, cost1, self.Q, self.Z, V, free_gpus, max_gpus, k)

@@ -113,9 +113,9 @@ class Fabric:
             raise FabricError(f"a fabric ({_active.topology.name}) is already up in this "
                               "process; use it, or leave its `with` block first")
         _active = self
-        self._lock = FabricLock(f"Fabric({self.topology.name}) {' '.join(sys.argv)[:100]}",
-                                timeout=self.lock_timeout).acquire()
         try:
+            self._lock = FabricLock(f"Fabric({self.topology.name}) {' '.join(sys.argv)[:100]}",
+                                    timeout=self.lock_timeout).acquire()
             self._install_signal_handlers()
             require_root()
             ensure_ovs()
@@ -170,10 +170,9 @@ class Fabric:
 
     def _configure_interfaces(self) -> None:
         ipv6_off = "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1"
-        # This machine's default congestion control is BBR, which paces below the
-        # bottleneck and leaves the urgent class's queue empty half the time, so a lower
-        # class slips into the gaps (measured: high/low fell to ~6 under load). Hosts use
-        # loss-based CUBIC, Linux's usual default and what training clusters run.
+        # Hosts use loss-based CUBIC, Linux's usual default and what training nodes run,
+        # not this machine's BBR: BBR paces itself below the bottleneck and keeps queues
+        # short, so how the priority classes fill would depend on the emulation host.
         cc = f"sysctl -qw net.ipv4.tcp_congestion_control={self._allow_congestion_control()}"
         for h in self.net.hosts:
             h.cmd(ipv6_off)

@@ -8,7 +8,7 @@ full duplex, so its usage is the busier direction. Rates are those of the EMULAT
 fabric (Mininet runs every link at ``bw * topology.emulation_bw_scale`` Mbit/s); the
 scheduler thinks in the description's units, so the usage is divided by the scale.
 
-``available_topology`` returns a copy of the topology whose link ``bw`` is what is left:
+``average_usage`` smooths bursty PS traffic over a few samples. ``available_topology`` returns a copy of the topology whose link ``bw`` is what is left:
 nominal minus measured use, floored at ``floor`` x nominal (a saturated link still moves
 data; TCP shares it with a newcomer, so the newcomer's bandwidth is not zero), which is
 what ``estimator.effective_bandwidth`` then splits among the new job's flows.
@@ -53,6 +53,17 @@ def measured_usage(topology: Topology, ports: Iterable[dict[str, Any]]) -> dict[
         mbit = bytes_per_s * 8 / 1e6 / scale
         used[key] = max(used.get(key, 0.0), mbit)
     return used
+
+
+def average_usage(samples: Iterable[dict[tuple[str, str], float]]) -> dict[tuple[str, str], float]:
+    """Mean usage per link over several samples (a link missing from a sample was idle).
+    PS traffic comes in bursts (push, pull, then compute): one 1-s sample can catch a
+    burst or a gap, so the scheduler averages the last few."""
+    samples = list(samples)
+    if not samples:
+        return {}
+    keys = {k for s in samples for k in s}
+    return {k: sum(s.get(k, 0.0) for s in samples) / len(samples) for k in keys}
 
 
 def available_bandwidth(topology: Topology, used: dict[tuple[str, str], float],

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
@@ -39,6 +40,7 @@ from topologies import Topology
 
 POLL_S = 0.1             # how often running jobs and logs are looked at
 LINK_SAMPLE_S = 1.0      # how often the controller's link stats are read
+USAGE_WINDOW = 3         # samples averaged for the closed loop (~3 s of bursty traffic)
 
 
 @dataclass
@@ -93,6 +95,7 @@ class RealTimeRun:
         self.state = ClusterState(topology)
         self.t0 = 0.0
         self.used: dict[tuple[str, str], float] = {}
+        self._recent: deque = deque(maxlen=USAGE_WINDOW)
         self.used_at = -math.inf
         self.link_samples: list[dict] = []
         self.decisions: list[dict] = []
@@ -113,9 +116,11 @@ class RealTimeRun:
         except (OSError, Exception) as err:      # a slow controller must not stop the run
             self.say(f"link stats unavailable: {err}")
             return
-        self.used = closed_loop.measured_usage(self.topology, ports)
+        sample = closed_loop.measured_usage(self.topology, ports)
+        self._recent.append(sample)
+        self.used = closed_loop.average_usage(self._recent)
         self.used_at = self.now()
-        util = closed_loop.utilisation(self.topology, self.used)
+        util = closed_loop.utilisation(self.topology, sample)
         self.link_samples.append({"t": round(self.used_at, 2),
                                   "util": {f"{a}-{b}": round(u, 4) for (a, b), u in util.items()}})
 

@@ -132,3 +132,18 @@ def test_validate_good_and_bad_files(jobs_file: Path, tmp_path: Path):
     # a one-host, 4-GPU topology: job 'b' (8 GPUs) cannot fit; 'a' (4) can
     r = sluice("validate", str(jobs_file), "--topology", "leaf-spine:leaves=1,spines=1,hosts_per_leaf=1")
     assert r.returncode == 2 and "job 'b'" in r.stderr and "max_gpus" in r.stderr
+
+
+def test_simulate_k_reading_reaches_the_lyapunov_policy():
+    """--k picks the reading of k in k*Cost_i(1); on a Proteus scenario the two readings
+    give different schedules (k = n can pick slower, host-crossing counts), and a bad
+    value is refused with exit status 2 before anything runs."""
+    args = ["simulate", "--workload", "proteus-small-dispersed", "--jobs", "40",
+            "--policies", "lyapunov", "--json"]
+    job = json.loads(sluice(*args, "--k", "job").stdout)["policies"]["lyapunov"]
+    gpus = json.loads(sluice(*args, "--k", "gpus").stdout)["policies"]["lyapunov"]
+    default = json.loads(sluice(*args).stdout)["policies"]["lyapunov"]
+    assert job["avg_jct"] != gpus["avg_jct"]
+    assert default == job                       # "job" is the default reading
+    bad = sluice(*args, "--k", "n")
+    assert bad.returncode == 2 and "--k" in bad.stderr and not bad.stdout

@@ -234,3 +234,19 @@ def test_malformed_frames_are_classified_not_raised():
     lldp = packets.classify(packets.lldp_frame(0x1234, 7, "02:00:00:00:00:01"))
     assert lldp == packets.LldpIn(0x1234, 7)
     assert isinstance(packets.classify(bytes(Ether(type=0x88cc) / b"junk")), packets.Malformed)
+
+
+def test_workers_sharing_a_host_share_the_push_rule_at_the_more_urgent_level():
+    svc = bring_up(make_service("two-rack"))
+    job = {"id": "j", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
+           "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9001},
+                       {"id": "w1", "ip": "10.0.0.1", "port": 9002}]}
+    tok = svc.register_job(ADMIN, job)["token"]
+    svc.progress("j", tok, {"worker": "w0", "batch": 9})     # w1 (batch 0) lags
+    # both push flows are h1 -> h3:9000: one rule, at w1's (more urgent) push level
+    levels = {(f["worker"], f["kind"]): f["level"] for f in svc.flows()["flows"]}
+    assert levels[("w1", "push")] < levels[("w0", "push")]
+    assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000)[2] == dscp_of_level(levels[("w1", "push")])
+    # pull flows go to distinct worker ports: one rule each, at their own levels
+    assert walk(svc, "h3", "10.0.0.1", tcp_dst=9001)[2] == dscp_of_level(levels[("w0", "pull")])
+    assert walk(svc, "h3", "10.0.0.1", tcp_dst=9002)[2] == dscp_of_level(levels[("w1", "pull")])

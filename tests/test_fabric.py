@@ -172,7 +172,8 @@ def test_sigkilled_run_is_cleaned_up_by_the_next_one(tmp_path):
         proc.kill()          # no chance to clean up
         proc.wait()
         left = leftovers()
-        assert left["bridges"] and left["links"] and left["shells"], left
+        # The node shells die with their pty; bridges, veths and detached processes stay.
+        assert left["bridges"] and left["links"], left
         assert _sleepers()
         # A stray veth pair named like Mininet's, as another crash might leave.
         subprocess.run(["ip", "link", "add", "tor9-eth1", "type", "veth", "peer", "name",
@@ -219,4 +220,6 @@ def test_lock_serialises_two_fabrics():
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    with Fabric("two-rack", progress=False) as fab:   # the failed attempt left no state
+        assert fab.net is not None
     _assert_clean()

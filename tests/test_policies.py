@@ -74,11 +74,12 @@ def test_las_preempts_a_long_job_for_a_newcomer():
     assert las.jct[0] > fifo.jct[0]
 
 
-def test_lyapunov_lone_job_follows_the_proteus_decision():
+@pytest.mark.parametrize("k", proteus.K_READINGS)
+def test_lyapunov_lone_job_follows_the_proteus_decision(k):
     """A lone job on an empty cluster: Q = Cost(1), Z = 0 at its first slot; it waits
     while S(n) >= 0 for all n and then takes proteus.decide's n."""
     spec = job("a", max_gpus=8)
-    pol = LyapunovPolicy(V=100.0, eps=2000.0)
+    pol = LyapunovPolicy(V=100.0, eps=2000.0, k=k)
     sim = Simulator(TWO_RACK, [spec], pol, slot=10.0)
     res = sim.run()
     model = sim.models[0]
@@ -86,7 +87,7 @@ def test_lyapunov_lone_job_follows_the_proteus_decision():
     Q, Z, t = model.cost1, 0.0, 0.0
     while True:
         costs, _ = LyapunovPolicy(V=100.0)._costs(Simulator(TWO_RACK, [spec], pol), 0, 8)
-        n = proteus.decide(costs, model.cost1, Q, Z, 100.0, 16, 8)
+        n = proteus.decide(costs, model.cost1, Q, Z, 100.0, 16, 8, k)
         if n:
             break
         Z = proteus.update_Z(Z, Q, 2000.0, 0.0)

@@ -53,6 +53,13 @@ def test_available_bandwidth_is_nominal_minus_use_with_a_floor():
         closed_loop.available_bandwidth(TWO_RACK, used, floor=0)
 
 
+def test_usage_is_averaged_over_recent_samples():
+    avg = closed_loop.average_usage([{("spine1", "tor1"): 3000.0}, {},
+                                     {("spine1", "tor1"): 0.0, ("h1", "tor1"): 600.0}])
+    assert avg == {("spine1", "tor1"): pytest.approx(1000.0), ("h1", "tor1"): pytest.approx(200.0)}
+    assert closed_loop.average_usage([]) == {}
+
+
 def test_available_topology_feeds_effective_bandwidth_and_C_n():
     used = {("spine1", "tor1"): 4000.0}
     view = closed_loop.available_topology(TWO_RACK, used)
