@@ -44,7 +44,8 @@ POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris", "las")
 # Z's growth per slot. See proteus.py for what they do; `sluice simulate --V/--eps`.
 # One setting for every workload, picked from the V x eps sweep recorded in
 # bench/results/simulator.md (10-s slots; best geometric mean over the four Proteus
-# scenarios and the Tiresias trace). Both scale with job size (S compares V*C(n) with
+# scenarios and the Tiresias trace; picked under k = n, and under k = 1 per job the
+# ratios are flat around it wherever V/eps is below ~10 slots). Both scale with job size (S compares V*C(n) with
 # n*Cost(1)*(Z+Q)): a workload of much longer or shorter jobs wants them rescaled.
 DEFAULT_V = 10_000.0
 DEFAULT_EPS = 6_000.0

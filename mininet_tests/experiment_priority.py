@@ -1,6 +1,7 @@
 """Priority off vs on on a shared, oversubscribed rack uplink (two-rack, real PS jobs).
 
-    .venv/bin/python -m mininet_tests.experiment_priority [--reps 3] [--out DIR]
+    .venv/bin/python -m mininet_tests.experiment_priority [--reps 3] [--mix one-late|two-late]
+        [--out DIR]
 
 Three smallcnn jobs (0.42M parameters, 1.7 MB pushed and pulled per worker per batch,
 ~0.1 s of compute: communication-bound on the emulated fabric) have their parameter
@@ -9,6 +10,7 @@ tor2's 50 Mbit/s uplink and every pull tor1's. Placements are fixed (the schedul
 bypassed so both modes see exactly the same placement), seeds too. Arrivals are
 staggered: job-a at 0 s, job-b at 3 s, and job-c, shorter, at 15 s: job-c is the
 lagging job (lowest batch numbers while it runs) that progress-aware priority favours.
+``--mix two-late``: one long job at 0 s, two short ones at 8 s and 16 s.
 
 Each repetition runs priority off then on on the same controller and fabric (one
 bring-up for the whole experiment); the table reports medians over the repetitions of
@@ -41,10 +43,15 @@ from topologies import load_topology  # noqa: E402
 LAGGING = "job-c"
 
 
-def jobs(batches_long: int, batches_short: int) -> list[JobSpec]:
+def jobs(batches_long: int, batches_short: int, mix: str = "one-late") -> list[JobSpec]:
+    """one-late (default): job-a, job-b long at 0 s / 3 s, job-c short at 15 s.
+    two-late: job-a long at 0 s, job-b and job-c short at 8 s / 16 s."""
     def spec(name, arrival, batches):
         return JobSpec(name=name, model="smallcnn", dataset_size=32 * 2 * batches, epochs=1,
                        batch_size=32, max_gpus=2, arrival=arrival)
+    if mix == "two-late":
+        return [spec("job-a", 0.0, batches_long), spec("job-b", 8.0, batches_short),
+                spec(LAGGING, 16.0, batches_short)]
     return [spec("job-a", 0.0, batches_long), spec("job-b", 3.0, batches_long),
             spec(LAGGING, 15.0, batches_short)]
 
@@ -73,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--batches", type=int, default=40, help="batches of job-a and job-b")
     ap.add_argument("--short-batches", type=int, default=15, help="batches of job-c")
+    ap.add_argument("--mix", default="one-late", choices=("one-late", "two-late"),
+                    help="arrival pattern (see jobs())")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.reps < 1 or args.batches < 1 or args.short_batches < 1:
@@ -80,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out or f"runs/experiment-priority-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
     topology = load_topology("two-rack")
-    specs = jobs(args.batches, args.short_batches)
+    specs = jobs(args.batches, args.short_batches, args.mix)
     estimator = Estimator(nominal_bw_mbps=nominal_bandwidth(topology))
     runs: dict[str, list[dict]] = {"off": [], "on": []}
     started = time.monotonic()
@@ -114,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     summary["lagging_iter_change_pct"] = change(summary["lagging_iter_off_s"], summary["lagging_iter_on_s"])
     (out / "experiment.json").write_text(json.dumps(summary, indent=1))
 
-    lines = [f"# Priority off vs on: 3 smallcnn jobs, PS rack 1, workers rack 2 (two-rack), "
-             f"{args.reps} repetitions, medians", "",
+    lines = [f"# Priority off vs on: 3 smallcnn jobs ({args.mix}), PS rack 1, workers rack 2 "
+             f"(two-rack), {args.reps} repetitions, medians", "",
              "| metric | off | on | change |", "|---|---|---|---|",
              f"| average JCT (s) | {summary['avg_jct_off_s']} | {summary['avg_jct_on_s']} | "
              f"{summary['avg_jct_change_pct']} % |",

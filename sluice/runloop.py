@@ -172,6 +172,7 @@ class RealTimeRun:
             for r in running.values():               # Ctrl-C or a crash: stop them all
                 r.psjob.stop()
                 self._forget(r)
+                self.records[r.qjob.spec.name].update(status="stopped", iterations=r.iterations)
         self.sample_links()
         return self.result()
 

@@ -73,7 +73,12 @@ def test_starts_serves_and_stops_cleanly_on_sigterm(tmp_path):
             assert s.connect_ex(("127.0.0.1", ofp)) == 0
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=10)
+        try:
+            _, err = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:   # never leave a controller behind
+            proc.kill()
+            _, err = proc.communicate()
+            pytest.fail(f"the controller ignored SIGTERM for 20 s: {err[-2000:]}")
     assert proc.returncode == 0, err
     assert "j1" in state.read_text() and job["token"] not in state.read_text()
     assert job["token"] not in err and "cli-test-token-1" not in err

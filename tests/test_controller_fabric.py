@@ -67,7 +67,7 @@ def controller(topology: str, *extra: str):
     assert proc.returncode == 0, f"controller did not stop cleanly: {proc.returncode}"
 
 
-def wait_located(client: ControllerClient, hosts: int, timeout: float = 15) -> None:
+def wait_located(client: ControllerClient, hosts: int, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         m = re.search(r"^sluice_hosts_located (\d+)", client.metrics(), re.M)

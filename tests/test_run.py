@@ -101,6 +101,21 @@ def test_the_loop_hands_the_policy_the_measured_bandwidth(tmp_path):
         effective_bandwidth(TWO_RACK, d.ps_hosts, d.worker_hosts)
 
 
+def test_ctrl_c_in_the_loop_returns_a_partial_result(tmp_path):
+    job = JobSpec(name="j", model="smallcnn", dataset_size=64, epochs=1, batch_size=32, max_gpus=1)
+
+    def interrupted_policy(queued, state, now):
+        raise KeyboardInterrupt
+
+    est = Estimator(nominal_bw_mbps=nominal_bandwidth(TWO_RACK))
+    run = RealTimeRun(TWO_RACK, [job], interrupted_policy, est, fabric=None,
+                      client=FakeClient([]), out_dir=tmp_path)
+    result = run.run()
+    assert result["interrupted"] is True
+    assert result["jobs"][0]["status"] == "queued"
+    assert result["summary"]["finished"] == 0
+
+
 def test_batches_split_the_data_over_the_workers():
     job = JobSpec(name="j", model="smallcnn", dataset_size=640, epochs=2, batch_size=32, max_gpus=4)
     assert batches_for(job, 1) == 40

@@ -2,7 +2,7 @@
 and teardown times per topology, single-flow throughput vs the emulated rate, and the
 priority ratio against a same-class baseline measured in the same run.
 
-    sudo .venv/bin/python bench/fabric_bench.py [--runs 3] [--seconds 8] [--png PATH]
+    sudo .venv/bin/python bench/bench_fabric.py [--runs 3] [--seconds 8] [--png PATH]
 
 Needs root (the Mininet fabric). Prints one JSON object per measurement and a summary;
 writes a PNG bar chart of the two flows' throughput, priority off vs on.

@@ -13,7 +13,7 @@ For each Proteus scenario (seeds given) and topology it prints:
   * GPU-seconds of random relative to single (communication inflates the work).
 and draws bench/plots/proteus_gap_queues.png: Q and Z over time, seed 0, both readings.
 
-    .venv/bin/python bench/proteus_gap.py [--seeds 0,1,2,3,4] [--topologies two-rack,leaf-spine]
+    .venv/bin/python bench/bench_proteus_gap.py [--seeds 0,1,2,3,4] [--topologies two-rack,leaf-spine]
 """
 
 from __future__ import annotations
