@@ -35,8 +35,9 @@ from job_scheduler.policies import DEFAULT_EPS, DEFAULT_K, DEFAULT_V, make_polic
 from job_scheduler.simulator import Simulator, simulate  # noqa: E402
 from job_scheduler.workloads import SCENARIOS, load_workload  # noqa: E402
 from topologies import load_topology  # noqa: E402
+from job_scheduler.workloads import SHARED_WORKLOADS
 
-TIRESIAS = Path("/work/shared/workloads/tiresias_60_job.csv")
+TIRESIAS = SHARED_WORKLOADS / "tiresias_60_job.csv"
 SLOT = 10.0
 K = DEFAULT_K           # set from --k in main()
 

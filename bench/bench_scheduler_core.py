@@ -20,9 +20,10 @@ from job_scheduler.estimator import Estimator, effective_bandwidth  # noqa: E402
 from job_scheduler.proteus import decide  # noqa: E402
 from job_scheduler.workloads import load_workload  # noqa: E402
 from topologies import load_topology  # noqa: E402
+from job_scheduler.workloads import SHARED_WORKLOADS
 
-PHILLY = "/work/shared/workloads/philly.csv"
-TIRESIAS = "/work/shared/workloads/tiresias_60_job.csv"
+PHILLY = str(SHARED_WORKLOADS / "philly.csv")
+TIRESIAS = str(SHARED_WORKLOADS / "tiresias_60_job.csv")
 
 
 def best_of(fn, repeats=3):

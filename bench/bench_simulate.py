@@ -21,8 +21,9 @@ from job_scheduler.policies import make_policy  # noqa: E402
 from job_scheduler.simulator import Simulator, stderr_progress  # noqa: E402
 from job_scheduler.workloads import load_workload  # noqa: E402
 from topologies import load_topology  # noqa: E402
+from job_scheduler.workloads import SHARED_WORKLOADS
 
-PHILLY = Path("/work/shared/workloads/philly.csv")
+PHILLY = SHARED_WORKLOADS / "philly.csv"
 
 
 def peak_rss_mb() -> float:

@@ -5,7 +5,7 @@ sorted by arrival:
 
 - ``proteus-{small,big}-{dispersed,concentrated}``: generated (below), seeded.
 - ``trace_format="tiresias"``: a Tiresias CSV (``job_id,num_gpu,submit_time,iterations,
-  model_name,duration,interval``), e.g. ``/work/shared/workloads/tiresias_60_job.csv``.
+  model_name,duration,interval``), e.g. ``../shared/workloads/tiresias_60_job.csv``.
 - ``trace_format="philly"``: the Philly CSV (``timestamp,duration,num_gpus,gpu_time,
   cluster``).
 - otherwise a job YAML file (``jobspec.load_jobs``).
@@ -52,6 +52,7 @@ A malformed trace row raises InputError naming the file, the line number and the
 from __future__ import annotations
 
 import csv
+import os
 import math
 import random
 from dataclasses import replace
@@ -64,6 +65,10 @@ from job_scheduler.models import canonical_name
 from sluice.errors import InputError
 
 TRACE_FORMATS = ("tiresias", "philly")
+# The public traces live in the project's sibling folder ../shared/workloads (beside the
+# repository checkout, wherever that is); SLUICE_WORKLOADS overrides it.
+SHARED_WORKLOADS = Path(os.environ.get(
+    "SLUICE_WORKLOADS", Path(__file__).resolve().parents[2] / "shared" / "workloads"))
 TRACE_BATCH_SIZE = 32
 
 # ---- generated scenarios ----------------------------------------------------------------

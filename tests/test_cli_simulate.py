@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from job_scheduler.workloads import SHARED_WORKLOADS
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUICE = [sys.executable, "-m", "sluice"]
-TIRESIAS = Path("/work/shared/workloads/tiresias_60_job.csv")
+TIRESIAS = SHARED_WORKLOADS / "tiresias_60_job.csv"
 if not TIRESIAS.exists():
     TIRESIAS = ROOT.parent / "shared" / "workloads" / "tiresias_60_job.csv"
 

@@ -13,8 +13,9 @@ from job_scheduler.profile import fit_alpha, load_profile, parse_profile, save_p
 from job_scheduler.workloads import load_workload
 from sluice.errors import InputError
 from topologies import load_topology
+from job_scheduler.workloads import SHARED_WORKLOADS
 
-TIRESIAS = "/work/shared/workloads/tiresias_60_job.csv"
+TIRESIAS = str(SHARED_WORKLOADS / "tiresias_60_job.csv")
 
 
 def hand_profile():

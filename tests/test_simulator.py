@@ -12,11 +12,11 @@ from job_scheduler.jobspec import JobSpec
 from job_scheduler.placement import Placement
 from job_scheduler.policies import make_policy
 from job_scheduler.simulator import Simulator, simulate
-from job_scheduler.workloads import load_workload
+from job_scheduler.workloads import SHARED_WORKLOADS, load_workload
 from topologies import load_topology
 
 TWO_RACK = load_topology("two-rack")
-WORKLOADS = Path("/work/shared/workloads")
+WORKLOADS = SHARED_WORKLOADS
 if not WORKLOADS.exists():
     WORKLOADS = Path(__file__).resolve().parents[2] / "shared" / "workloads"
 

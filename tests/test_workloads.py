@@ -11,8 +11,9 @@ from job_scheduler.models import MODELS
 from job_scheduler.workloads import (BIG_DATA, SCENARIOS, SMALL_DATA, load_workload,
                                      philly_model)
 from sluice.errors import InputError
+from job_scheduler.workloads import SHARED_WORKLOADS
 
-SHARED = Path("/work/shared/workloads")
+SHARED = SHARED_WORKLOADS
 TIRESIAS = SHARED / "tiresias_60_job.csv"
 PHILLY = SHARED / "philly.csv"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jobs"
