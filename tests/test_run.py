@@ -228,3 +228,9 @@ def test_demo_jobs_are_valid_and_trainable():
     assert len(jobs) == 6 and len({j.model for j in jobs}) >= 2
     from ps_runtime.models import MODEL_NAMES
     assert all(j.model in MODEL_NAMES for j in jobs)
+
+
+def test_demo_knows_whether_a_job_crossed_the_fabric():
+    from sluice.run import _crosses_fabric
+    assert not _crosses_fabric({"ps_hosts": ["h1"], "worker_hosts": ["h1", "h1"]})
+    assert _crosses_fabric({"ps_hosts": ["h1"], "worker_hosts": ["h1", "h3"]})
