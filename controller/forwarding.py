@@ -81,11 +81,19 @@ class FabricView:
         return True
 
     def switch_down(self, dpid: int) -> None:
+        """The switch's control channel dropped. Its links and hosts are kept: with
+        fail-mode secure it keeps forwarding on its installed rules, so the other switches
+        must keep routing through it (a dead link shows up as a port-status change on
+        the neighbour, which :meth:`prune_ports` handles)."""
         self.connected.discard(dpid)
-        self.ports.pop(dpid, None)
-        for a in [k for k in self.links if k[0] == dpid]:
-            self.links.pop(self.links.pop(a), None)
-        for ip in [ip for ip, loc in self.hosts.items() if loc.dpid == dpid]:
+
+    def prune_ports(self, dpid: int, ports: dict[int, str]) -> None:
+        """``ports`` is the switch's current port list: forget links and hosts on ports
+        it no longer has."""
+        self.ports[dpid] = dict(ports)
+        for key in [k for k in self.links if k[0] == dpid and k[1] not in ports]:
+            self.links.pop(self.links.pop(key), None)
+        for ip in [ip for ip, l in self.hosts.items() if l.dpid == dpid and l.port not in ports]:
             del self.hosts[ip]
 
     def edge_ports(self, dpid: int) -> list[int]:
@@ -94,12 +102,13 @@ class FabricView:
 
     # ---- computation -----------------------------------------------------------------
     def switch_graph(self) -> nx.Graph:
+        """Connected switches and every known link, also those of switches whose control
+        channel is down (they still forward, see :meth:`switch_down`)."""
         g = nx.Graph()
         g.add_nodes_from(self.connected)
         for (a, pa), (b, _pb) in self.links.items():
-            if a in self.connected and b in self.connected:
-                g.add_edge(a, b)
-                g.edges[a, b][f"port_{a}"] = pa
+            g.add_edge(a, b)
+            g.edges[a, b][f"port_{a}"] = pa
         return g
 
     def next_ports(self) -> dict[int, dict[str, int]]:

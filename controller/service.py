@@ -131,11 +131,12 @@ class ControllerService:
             if dpid not in self.fabric.name_of_dpid:
                 LOG.warning("switch dpid %016x is not in the topology; ignoring it", dpid)
                 return
-            self.fabric.switch_down(dpid)       # forget stale links/hosts of a reconnect
+            # A reconnect keeps what LLDP/ARP found (only links/hosts on vanished ports
+            # are dropped) so the full table goes back at once instead of after rediscovery.
+            self.fabric.prune_ports(dpid, ports)
             for key in list(self.installed.of_switch(dpid)):
                 self.installed.rules.pop(key)
             self.fabric.connected.add(dpid)
-            self.fabric.ports[dpid] = dict(ports)
             self._fabric_dirty = True
             clear = R.FlowMod("clear", R.Rule(dpid, 0, (), (), 0))
             self._reconcile(prefix=[clear])
@@ -143,12 +144,7 @@ class ControllerService:
     def update_ports(self, dpid: int, ports: dict[int, str]) -> None:
         """The port list of a connected switch changed: drop links/hosts on lost ports."""
         with self.lock:
-            self.fabric.ports[dpid] = dict(ports)
-            for key in [k for k in self.fabric.links if k[0] == dpid and k[1] not in ports]:
-                self.fabric.links.pop(self.fabric.links.pop(key), None)
-            for ip in [ip for ip, l in self.fabric.hosts.items()
-                       if l.dpid == dpid and l.port not in ports]:
-                del self.fabric.hosts[ip]
+            self.fabric.prune_ports(dpid, ports)
             self._fabric_dirty = True
             self._reconcile()
 
@@ -417,6 +413,8 @@ class ControllerService:
         # push to the same server:port) get one rule, and the most urgent level wins.
         for level, rules in sorted(flow_rules.values(), key=lambda lr: -lr[0]):
             desired += rules
+        # switches whose control channel is down are routed through, but get no rules
+        desired = [r for r in desired if r.dpid in self.fabric.connected]
         mods = list(prefix or []) + R.diff(self.installed.rules, desired)
         self.installed.apply(mods)
         self.metrics.inc("sluice_flow_mods_total",

@@ -43,8 +43,11 @@ def _top_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in COMMANDS:
-        _top_parser().parse_args(argv[:1] or ["--help"])
+    if not argv:
+        _top_parser().print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+    if argv[0] not in COMMANDS:
+        _top_parser().parse_args(argv[:1])   # --help exits 0; an unknown command exits 2
         return EXIT_BAD_INPUT
     name, rest = argv[0], argv[1:]
     module_name, help_text = COMMANDS[name]

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -23,7 +24,8 @@ from hypothesis import strategies as st
 
 from controller.api import ApiServer
 from controller.client import ControllerClient
-from controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service
+from controller.rules import FlowMod, Rule
+from controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, walk
 from test_controller_api import JOB as API_JOB, raw
 from test_controller_fabric import ADMIN, SLUICE, dscp_marks, free_port, wait_located
 from topologies.priority_classes import dscp_of_level
@@ -145,6 +147,180 @@ def test_controller_sigkill_and_restart_reconciles(tmp_path):
                   f"cleared {t_reconciled:.2f} s, all hosts located {t_located:.2f} s, "
                   f"h1->h3 ping without loss {t_forwarding:.2f} s after the restart",
                   file=sys.stderr)
+    finally:
+        stop(proc)
+        log.close()
+
+
+# ============================================================ switch reconnect ======
+def test_switch_down_keeps_routes_and_reconnect_restores_the_table_at_once():
+    """Pure core: a switch whose control channel drops is still routed through (it keeps
+    forwarding, fail-mode secure), gets no flow mods while away, and on reconnect gets
+    its whole table back in one go, without waiting for LLDP/ARP rediscovery."""
+    svc = bring_up(make_service("two-rack"))
+    token = svc.register_job(FAKE_ADMIN, RESTART_JOB)["token"]
+    svc.progress("job-r", token, {"worker": "w0", "batch": 5})
+    tor1 = svc.fabric.dpid_of_name["tor1"]
+    assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000) == ("h3", ["tor1", "spine1", "tor2"],
+                                                        dscp_of_level(1))
+    before = svc.sink.table.of_switch(tor1)
+    ports = dict(svc.fabric.ports[tor1])
+
+    sent = len(svc.sink.sent)
+    svc.switch_down(tor1)
+    assert not [m for m in svc.sink.sent[sent:] if m.rule.dpid == tor1]
+    assert walk(svc, "h3", "10.0.0.1")[0] == "h1"    # tor2 and spine1 still route to h1
+    assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000)[0] == "h3"
+
+    svc.sink.table.apply([FlowMod("add", Rule(tor1, 7, (("udp_dst", 4242),), (), 0xBAD))])
+    svc.switch_up(tor1, ports)                       # no link_seen / host_seen needed
+    assert svc.sink.table.of_switch(tor1) == before  # stale rule gone, job rule back
+    assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000)[2] == dscp_of_level(1)
+
+
+def vsctl(*args: str) -> None:
+    subprocess.run(["ovs-vsctl", *args], check=True, timeout=30)
+
+
+@pytest.mark.fabric
+def test_switch_reconnect_reconciles_within_2s(tmp_path):
+    """One switch loses its controller and comes back: it forwards on its installed rules
+    meanwhile (fail-mode secure), and within 2 s of reconnecting a rule added by hand is
+    gone and the registered job's rules are back."""
+    from mininet_tests.fabric import Fabric
+
+    ofp, api = free_port(), free_port()
+    log = open(tmp_path / "controller.log", "w+")
+    proc, client = start_controller(ofp, api, str(tmp_path / "state.json"), log)
+    try:
+        with Fabric("two-rack", controller=f"127.0.0.1:{ofp}") as fab:
+            wait_located(client, 4)
+            assert counter(client, "sluice_switches_connected") == 3
+            answer = client.register_job(RESTART_JOB)
+            cookie = int(answer["cookie"], 16)
+            assert client.progress("job-r", "w0", 5, answer["token"],
+                                   wait=True)["result"] == "accepted"
+            push_mark = {dscp_of_level(1)}             # push flow, marked at h1's ToR
+            assert dscp_marks(fab, "tor1").get(cookie) == push_mark, fab.dump_flows("tor1")
+            ok, out = ping_ok(fab, "h1", "h3")
+            assert ok, out
+
+            # Cut tor1's control channel by pointing it at a port nobody listens on.
+            # (`ovs-vsctl del-controller` is no disconnect: OVS flushes a bridge's flows
+            # when it goes from having a controller to having none, measured on OVS 3.1.)
+            vsctl("set-controller", "tor1", f"tcp:127.0.0.1:{free_port()}")
+            deadline = time.monotonic() + 10
+            while counter(client, "sluice_switches_connected") != 2:   # of 3 in two-rack
+                assert time.monotonic() < deadline, "the controller never saw tor1 go"
+                time.sleep(0.1)
+            t_gone = 10 - (deadline - time.monotonic())
+            ok, out = ping_ok(fab, "h1", "h3")
+            assert ok, (f"tor1 stopped forwarding without its controller:\n{out}\n"
+                        f"{fab.dump_flows('tor1')}\n{fab.dump_flows('tor2')}")
+            subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "add-flow", "tor1",
+                            f"cookie={STALE_COOKIE:#x},priority=7,udp,tp_dst=4242,"
+                            "actions=drop"], check=True, timeout=30)
+            assert STALE_COOKIE in cookies_on(fab, "tor1")
+
+            vsctl("set-controller", "tor1", f"tcp:127.0.0.1:{ofp}")
+            t0 = time.monotonic()
+            deadline = t0 + 2.0
+            while True:
+                mark = dscp_marks(fab, "tor1").get(cookie)
+                stale = STALE_COOKIE in cookies_on(fab, "tor1")
+                if mark == push_mark and not stale:
+                    break
+                assert time.monotonic() < deadline, (
+                    f"tor1 not reconciled 2 s after reconnect: job marks {mark}, stale rule "
+                    f"present: {stale}\n{fab.dump_flows('tor1')}")
+                time.sleep(0.05)
+            t_reconciled = time.monotonic() - t0
+            deadline = time.monotonic() + 10
+            while not (res := ping_ok(fab, "h1", "h3"))[0]:
+                assert time.monotonic() < deadline, (
+                    f"no forwarding 10 s after tor1 reconnected:\n{res[1]}")
+            print(f"\nswitch reconnect: controller saw tor1 go after {t_gone:.2f} s, tor1 reconciled {t_reconciled:.2f} s after "
+                  f"set-controller, h1->h3 ping without loss "
+                  f"{time.monotonic() - t0:.2f} s after", file=sys.stderr)
+    finally:
+        stop(proc)
+        log.close()
+
+
+# ============================================================ restart under a PS job =
+PS_BATCHES = 30
+
+
+@pytest.mark.fabric
+def test_controller_restart_during_a_running_ps_job(tmp_path):
+    """A real PS job (smallcnn, server h1, workers h2 and h3 across the spine) registered
+    with the controller; the controller is SIGKILLed mid-job and restarted on its state
+    file. The job must finish every batch with exit 0, and its rules must be back."""
+    from job_scheduler.jobspec import JobSpec
+    from mininet_tests.fabric import Fabric
+    from ps_runtime.launcher import PSJob, WorkerOptions
+    from ps_runtime.plan import Placement
+    from ps_runtime.runners import MininetRunner
+
+    spec = JobSpec(name="restart-ps", model="smallcnn", dataset_size=4096, epochs=1,
+                   batch_size=32, max_gpus=2)
+    ofp, api = free_port(), free_port()
+    state = str(tmp_path / "controller-state.json")
+    log = open(tmp_path / "controller.log", "w+")
+    proc, client = start_controller(ofp, api, state, log)
+    try:
+        with Fabric("two-rack", controller=f"127.0.0.1:{ofp}", progress=False) as fab:
+            wait_located(client, 4)
+            placement = Placement.on_hosts(fab.topology, ["h1"], ["h2", "h3"])
+            # Progress reports would come from the workers, but the API listens on the
+            # root namespace's loopback, out of the hosts' reach: the test reports instead.
+            job = PSJob(spec, placement, MininetRunner(fab), tmp_path / "job",
+                        batches=PS_BATCHES, options=WorkerOptions(threads=1))
+            answer = client.register_job(job.registration())
+            token, cookie = answer["token"], int(answer["cookie"], 16)
+            # push flows enter at the workers' ToRs (h2: tor1, h3: tor2), pull flows at
+            # the server's (tor1): every ToR carries marking rules of the job
+            for worker in ("w0", "w1"):
+                assert client.progress(spec.name, worker, 0, token,
+                                       wait=True)["result"] == "accepted"
+            assert all(cookie in dscp_marks(fab, t) for t in ("tor1", "tor2")), \
+                fab.dump_flows("tor1") + fab.dump_flows("tor2")
+            restart = {}
+
+            def on_batch(worker, rec):
+                nonlocal proc, client
+                if worker == 0 and rec.batch == 5 and not restart:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait(timeout=10)
+                    t0 = time.monotonic()
+                    proc, client = start_controller(ofp, api, state, log)
+                    restart["api_s"] = time.monotonic() - t0
+                    restart["t0"] = t0
+                    restart["job_running"] = job.poll() is False
+
+            with job:
+                job.start()
+                result = job.wait(timeout=240, on_batch=on_batch)
+            assert restart, "the job ended before worker 0 reached batch 5"
+            assert restart["job_running"], "the job ended while the controller restarted"
+            assert result.returncodes and set(result.returncodes.values()) == {0}, \
+                result.returncodes
+            for worker in (0, 1):
+                assert len(result.batches[worker]) == PS_BATCHES, result.batches[worker][-3:]
+            assert [j["id"] for j in client.jobs()] == [spec.name]
+            assert client.progress(spec.name, "w0", PS_BATCHES, token)["result"] == "accepted"
+            deadline = time.monotonic() + 10
+            while not all(cookie in dscp_marks(fab, t) for t in ("tor1", "tor2")):
+                assert time.monotonic() < deadline, (
+                    f"job rules missing after the restart:\n{fab.dump_flows('tor1')}\n"
+                    f"{fab.dump_flows('tor2')}")
+                time.sleep(0.1)
+            times = [r.time_s for w in (0, 1) for r in result.batches[w]]
+            slowest = max(times)
+            print(f"\nPS job across a controller restart: API back after "
+                  f"{restart['api_s']:.2f} s, job of {PS_BATCHES} batches took "
+                  f"{result.elapsed_s:.1f} s, slowest batch {slowest:.2f} s (median "
+                  f"{statistics.median(times):.2f} s)", file=sys.stderr)
     finally:
         stop(proc)
         log.close()
