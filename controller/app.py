@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import defaultdict
 
 from os_ken.base import app_manager
@@ -25,9 +26,10 @@ from os_ken.ofproto import ofproto_v1_3
 
 from controller import packets, runtime
 from controller.ofwire import fast_match
-from controller.rules import FlowMod
+from controller.rules import FlowMod, Rule
 
 LOG = logging.getLogger("sluice.controller.app")
+SYNC_TIMEOUT_S = 2.0   # no flow-stats reply by then: clear the switch and reinstall
 
 
 class SluiceController(app_manager.OSKenApp):
@@ -43,6 +45,7 @@ class SluiceController(app_manager.OSKenApp):
         self.port_macs: dict[int, dict[int, str]] = {}
         self.send_lock = threading.Lock()
         self.barriers: dict[tuple[int, int], dict] = {}
+        self.syncing: dict[int, dict] = {}   # dpid -> switch whose table is being read
         self.stopping = threading.Event()
         self._poller = hub.spawn(self._poll_loop)
 
@@ -64,9 +67,16 @@ class SluiceController(app_manager.OSKenApp):
         if self.datapaths.get(dp.id) is dp:      # a port came or went on a known switch
             self.service.update_ports(dp.id, ports)
         else:
+            # Read the switch's table back before telling the service: it then sends
+            # only the difference instead of clearing a table that is still forwarding.
             self.datapaths[dp.id] = dp
-            LOG.info("switch %016x up with %d ports", dp.id, len(ports))
-            self.service.switch_up(dp.id, ports)
+            LOG.info("switch %016x up with %d ports; reading its flow table", dp.id,
+                     len(ports))
+            self.syncing[dp.id] = {"dp": dp, "ports": ports, "rules": [],
+                                   "since": time.monotonic()}
+            req = dp.ofproto_parser.OFPFlowStatsRequest(dp)
+            with self.send_lock:
+                dp.send_msg(req)
         self._send_lldp(dp)
         self._send_packet_outs(self.service_probes(dp.id))
 
@@ -83,6 +93,24 @@ class SluiceController(app_manager.OSKenApp):
             LOG.info("switch %016x down", dp.id)
             del self.datapaths[dp.id]
             self.service.switch_down(dp.id)
+
+    @set_ev_cls(ofp_event.EventOFPFlowStatsReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
+    def _flow_stats(self, ev):
+        dp = ev.msg.datapath
+        sync = self.syncing.get(dp.id)
+        if sync is None or sync["dp"] is not dp:
+            return
+        sync["rules"] += [rule_of_stats(dp, st) for st in ev.msg.body]
+        if not ev.msg.flags & dp.ofproto.OFPMPF_REPLY_MORE:
+            self._finish_sync(dp.id, sync["rules"])
+
+    def _finish_sync(self, dpid: int, table) -> None:
+        sync = self.syncing.pop(dpid, None)
+        if sync is None or self.datapaths.get(dpid) is not sync["dp"]:
+            return
+        LOG.info("switch %016x: %s", dpid, "no flow-stats reply, clearing it"
+                 if table is None else f"{len(table)} rules read back, reconciling")
+        self.service.switch_up(dpid, sync["ports"], table)
 
     # ------------------------------------------------------------ packet-in --
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
@@ -177,6 +205,10 @@ class SluiceController(app_manager.OSKenApp):
         while not self.stopping.wait(runtime.STATS_INTERVAL):
             tick += 1
             try:
+                for dpid, sync in list(self.syncing.items()):
+                    if time.monotonic() - sync["since"] > SYNC_TIMEOUT_S:
+                        self._finish_sync(dpid, None)
+                self.service.tick()
                 for dpid, dp in list(self.datapaths.items()):
                     req = dp.ofproto_parser.OFPPortStatsRequest(dp, 0, dp.ofproto.OFPP_ANY)
                     with self.send_lock:
@@ -197,6 +229,25 @@ class SluiceController(app_manager.OSKenApp):
 
 def _text(name) -> str:
     return name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+
+
+def rule_of_stats(dp, st) -> Rule:
+    """An OFPFlowStats entry -> rule data (the inverse of :func:`to_ofp`). Actions this
+    controller never writes become ("other", text), so they differ from any wanted rule."""
+    ofp = dp.ofproto
+    actions = []
+    for inst in st.instructions:
+        for act in getattr(inst, "actions", []):
+            if act.cls_action_type == ofp.OFPAT_OUTPUT:
+                actions.append(("controller",) if act.port == ofp.OFPP_CONTROLLER
+                               else ("output", act.port))
+            elif act.cls_action_type == ofp.OFPAT_SET_FIELD and act.key == "ip_dscp":
+                actions.append(("set_dscp", act.value))
+            elif act.cls_action_type == ofp.OFPAT_SET_QUEUE:
+                actions.append(("set_queue", act.queue_id))
+            else:
+                actions.append(("other", str(act)))
+    return Rule(dp.id, st.priority, tuple(sorted(st.match.items())), tuple(actions), st.cookie)
 
 
 def to_ofp(dp, mod: FlowMod):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from controller.ranking import FlowKey
 from topologies.priority_classes import dscp_of_level, queue_id_of_level
@@ -107,12 +107,15 @@ def job_flow_rules(flow: FlowKey, level: int, hops: list[tuple[int, int]], cooki
     raise ValueError(f"enforce must be one of {ENFORCE_MODES}, got {enforce!r}")
 
 
-def diff(installed: Mapping[tuple, Rule], desired: Iterable[Rule]) -> list[FlowMod]:
+def diff(installed: Mapping[tuple, Rule], desired: Iterable[Rule],
+         keep: Callable[[Rule], bool] | None = None) -> list[FlowMod]:
     """Flow mods turning ``installed`` (key -> rule) into ``desired``. Unchanged rules
     produce nothing; a rule whose actions changed is modified in place (counters kept);
-    a rule whose cookie changed is re-added (MODIFY does not change cookies)."""
+    a rule whose cookie changed is re-added (MODIFY does not change cookies). Unwanted
+    rules for which ``keep(rule)`` is true are not deleted (yet)."""
     want = {r.key: r for r in desired}
-    mods = [FlowMod("delete", r) for k, r in installed.items() if k not in want]
+    mods = [FlowMod("delete", r) for k, r in installed.items()
+            if k not in want and not (keep and keep(r))]
     for k, r in want.items():
         old = installed.get(k)
         if old is None or old.cookie != r.cookie:

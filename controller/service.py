@@ -37,6 +37,12 @@ ARP_REQUEST = 1
 
 LOG = logging.getLogger("sluice.controller")
 
+# After a switch (re)connects with its flow table read back, rules the controller owns
+# but does not want (yet) are kept until the fabric is rediscovered (every described
+# link and host found) or this many seconds passed: a restarted controller knows no
+# hosts at first, and deleting their forwarding rules would cut traffic until it does.
+SETTLE_S = 3.0
+
 
 class ApiError(Exception):
     """A refused request: HTTP status + reason (never contains a token)."""
@@ -122,11 +128,15 @@ class ControllerService:
         self._flow_rules: dict[FlowKey, tuple[int, list[R.Rule]]] = {}
         # target ip -> [(dpid, port, asker mac, asker ip)] waiting for the target's reply
         self._pending_arp: dict[str, list[tuple[int, int, str, str]]] = {}
+        self._settle_until: dict[int, float] = {}   # reconnected dpid -> clock() deadline
         if config.state_file and Path(config.state_file).exists():
             self._load_state(Path(config.state_file))
 
     # ================================================================ fabric events ==
-    def switch_up(self, dpid: int, ports: dict[int, str]) -> None:
+    def switch_up(self, dpid: int, ports: dict[int, str],
+                  table: list[R.Rule] | None = None) -> None:
+        """A switch connected. ``table``: the rules it holds (read back with a flow-stats
+        request); only the difference is sent. Without it the switch is cleared first."""
         with self.lock:
             if dpid not in self.fabric.name_of_dpid:
                 LOG.warning("switch dpid %016x is not in the topology; ignoring it", dpid)
@@ -138,8 +148,39 @@ class ControllerService:
                 self.installed.rules.pop(key)
             self.fabric.connected.add(dpid)
             self._fabric_dirty = True
-            clear = R.FlowMod("clear", R.Rule(dpid, 0, (), (), 0))
-            self._reconcile(prefix=[clear])
+            if table is None:
+                clear = R.FlowMod("clear", R.Rule(dpid, 0, (), (), 0))
+                self._reconcile(prefix=[clear])
+                return
+            self.installed.apply(R.FlowMod("add", r) for r in table if r.dpid == dpid)
+            self._settle_until[dpid] = self.clock() + SETTLE_S
+            self._reconcile()
+
+    def tick(self) -> None:
+        """Periodic: once a reconnected switch's settling time is over, delete what it
+        still holds that the controller does not want."""
+        with self.lock:
+            now = self.clock()
+            expired = [d for d, t in self._settle_until.items() if t <= now]
+            for dpid in expired:
+                del self._settle_until[dpid]
+            if expired:
+                self._reconcile()
+
+    def _fabric_rediscovered(self) -> bool:
+        f = self.fabric
+        return len(f.links) >= 2 * len(f.described_pairs) and len(f.hosts) == len(self.known_ips)
+
+    def _keep_while_settling(self) -> Callable[[R.Rule], bool] | None:
+        if not self._settle_until:
+            return None
+        if self._fabric_rediscovered():
+            self._settle_until.clear()
+            return None
+        settling = set(self._settle_until)
+        owned = {R.COOKIE_BASE, R.COOKIE_FORWARDING} | {
+            j.cookie for j in self.registry.jobs.values()}
+        return lambda r: r.dpid in settling and r.cookie in owned
 
     def update_ports(self, dpid: int, ports: dict[int, str]) -> None:
         """The port list of a connected switch changed: drop links/hosts on lost ports."""
@@ -150,6 +191,7 @@ class ControllerService:
 
     def switch_down(self, dpid: int) -> None:
         with self.lock:
+            self._settle_until.pop(dpid, None)
             self.fabric.switch_down(dpid)
             for key in list(self.installed.of_switch(dpid)):
                 self.installed.rules.pop(key)
@@ -415,7 +457,8 @@ class ControllerService:
             desired += rules
         # switches whose control channel is down are routed through, but get no rules
         desired = [r for r in desired if r.dpid in self.fabric.connected]
-        mods = list(prefix or []) + R.diff(self.installed.rules, desired)
+        mods = list(prefix or []) + R.diff(self.installed.rules, desired,
+                                           keep=self._keep_while_settling())
         self.installed.apply(mods)
         self.metrics.inc("sluice_flow_mods_total",
                          sum(1 for m in mods if m.command != "clear"))

@@ -1,10 +1,13 @@
 """Controller reliability: a SIGKILLed controller process restarted on its state file
-(switches keep forwarding meanwhile; on reconnect the controller clears each switch and
-reinstalls what it owns), the northbound API under fuzzed bodies, and malformed frames
-reaching the controller as packet-ins.
+(switches keep forwarding meanwhile; on reconnect the controller reads each switch's
+table back and sends only the difference, so not one packet is lost), a single switch
+losing and regaining its controller, a controller restart under a real running PS job,
+the northbound API under fuzzed bodies, and malformed frames reaching the controller as
+packet-ins.
 
-The restart and malformed-packet tests are fabric-marked (root + OVS + Mininet, via
-mininet_tests/fabric.py and its global lock); the fuzz test is in-process and fast.
+Tests needing Open vSwitch are fabric-marked (root + OVS + Mininet, via
+mininet_tests/fabric.py and its global lock); the reconcile-core and fuzz tests are
+in-process and fast.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from hypothesis import strategies as st
 
 from controller.api import ApiServer
 from controller.client import ControllerClient
-from controller.rules import FlowMod, Rule
+from controller.rules import COOKIE_FORWARDING, FlowMod, Rule
+from controller.service import SETTLE_S, ControllerConfig, ControllerService, TableSink
 from controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, walk
 from test_controller_api import JOB as API_JOB, raw
 from test_controller_fabric import ADMIN, SLUICE, dscp_marks, free_port, wait_located
@@ -112,6 +116,9 @@ def test_controller_sigkill_and_restart_reconciles(tmp_path):
                             "actions=drop"], check=True, timeout=30)
             assert STALE_COOKIE in cookies_on(fab, "tor1")
 
+            # 4 s of pings every 0.1 s across the restart and the switches' reconnect
+            pinger = fab.popen("h1", "ping", "-c", "40", "-i", "0.1", "-W", "1", fab.ip("h3"),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             t0 = time.monotonic()
             proc, client = start_controller(ofp, api, state, log)
             t_api = time.monotonic() - t0
@@ -131,9 +138,10 @@ def test_controller_sigkill_and_restart_reconciles(tmp_path):
                     f"\n{fab.dump_flows('tor1')}")
                 time.sleep(0.1)
             t_reconciled = time.monotonic() - t0
-            # the reconnect cleared every switch (fail-mode secure keeps nothing the new
-            # controller did not install): forwarding comes back once the controller has
-            # located the hosts again (ARP probes) and its flow mods reached every switch
+            # the switches were reconciled, not cleared: not one ping lost
+            pings = pinger.communicate(timeout=30)[0]
+            assert " 0% packet loss" in pings, f"forwarding broke across the restart:\n{pings}"
+            # and the new controller finds every host again (ARP probes) and forwards
             wait_located(client, 4, timeout=20)
             t_located = time.monotonic() - t0
             deadline = time.monotonic() + 10
@@ -176,6 +184,64 @@ def test_switch_down_keeps_routes_and_reconnect_restores_the_table_at_once():
     svc.switch_up(tor1, ports)                       # no link_seen / host_seen needed
     assert svc.sink.table.of_switch(tor1) == before  # stale rule gone, job rule back
     assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000)[2] == dscp_of_level(1)
+
+def test_reconnect_with_table_read_back_sends_only_the_difference():
+    """A switch reconnects holding its old table plus a foreign rule and one changed
+    rule: the controller deletes the foreign rule, fixes the changed one, nothing else."""
+    svc = bring_up(make_service("two-rack"))
+    token = svc.register_job(FAKE_ADMIN, RESTART_JOB)["token"]
+    svc.progress("job-r", token, {"worker": "w0", "batch": 5})
+    tor1 = svc.fabric.dpid_of_name["tor1"]
+    before = svc.sink.table.of_switch(tor1)
+    ports = dict(svc.fabric.ports[tor1])
+    svc.switch_down(tor1)
+    stale = Rule(tor1, 7, (("udp_dst", 4242),), (), 0xBAD)
+    fwd = next(r for r in before.values() if r.cookie == COOKIE_FORWARDING)
+    changed = Rule(tor1, fwd.priority, fwd.match, (("output", 99),), fwd.cookie)
+    held = [r for r in before.values() if r != fwd] + [stale, changed]
+    svc.sink.table.apply([FlowMod("add", stale), FlowMod("add", changed)])
+
+    sent = len(svc.sink.sent)
+    svc.switch_up(tor1, ports, table=held)
+    assert sorted((m.command, m.rule.key) for m in svc.sink.sent[sent:]) == sorted(
+        [("delete", stale.key), ("modify", fwd.key)])
+    assert svc.sink.table.of_switch(tor1) == before
+
+
+def test_restarted_controller_keeps_owned_rules_until_the_fabric_is_rediscovered():
+    """A fresh controller (no hosts known yet) meets a switch full of its predecessor's
+    rules: it deletes only foreign ones at once, keeps its own until every host and link
+    is found again (then keeps the wanted ones) or SETTLE_S ran out (then deletes)."""
+    old = bring_up(make_service("two-rack"))
+    tor1 = old.fabric.dpid_of_name["tor1"]
+    held = list(old.sink.table.of_switch(tor1).values())
+    stale = Rule(tor1, 7, (("udp_dst", 4242),), (), 0xBAD)
+    ports = dict(old.fabric.ports[tor1])
+
+    now = [100.0]
+    topo = old.config.topology
+    for rediscover in (True, False):
+        svc = ControllerService(ControllerConfig(topology=topo, admin_token=FAKE_ADMIN),
+                                sink=TableSink(), clock=lambda: now[0])
+        svc.switch_up(tor1, ports, table=held + [stale])
+        assert [(m.command, m.rule) for m in svc.sink.sent] == [("delete", stale)]
+        if rediscover:
+            # the other switches connect, links and hosts are found again (tor1 stays up)
+            for dpid, sw_ports in old.fabric.ports.items():
+                if dpid != tor1:
+                    svc.switch_up(dpid, sw_ports)
+            for src, dst in old.fabric.links.items():
+                svc.link_seen(src, dst)
+            for ip, loc in old.fabric.hosts.items():
+                svc.host_seen(ip, loc.dpid, loc.port, loc.mac)
+            assert not [m for m in svc.sink.sent if m.command == "delete" and
+                        m.rule.dpid == tor1 and m.rule != stale]
+            assert set(svc.installed.of_switch(tor1).values()) == set(held)
+        else:
+            now[0] += SETTLE_S + 0.1
+            svc.tick()          # nothing rediscovered: the forwarding rules go
+            deleted = {m.rule for m in svc.sink.sent if m.command == "delete"}
+            assert {r for r in held if r.cookie == COOKIE_FORWARDING} <= deleted
 
 
 def vsctl(*args: str) -> None:
