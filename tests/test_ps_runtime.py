@@ -241,7 +241,12 @@ def test_children_exit_when_the_launcher_is_killed(tmp_path):
                             text=True)
     try:
         assert proc.stdout.readline().strip() == "started"
+        # A child shows its own environment in /proc only once it has exec'd: poll.
+        deadline = time.monotonic() + 10
         children = _children_of_launcher(proc.pid)
+        while len(children) < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            children = _children_of_launcher(proc.pid)
         assert len(children) == 4
         proc.kill()
         proc.wait()
