@@ -231,13 +231,13 @@ class PSJob:
         """Block until the job ends. ``on_batch(worker, record)`` sees each new batch
         line of every worker as it appears."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        followers = {p.rank: _LineFollower(p.log_path) for p in self.workers}
+        followers = {p.rank: LineFollower(p.log_path) for p in self.workers}
         try:
             while True:
                 done = self.poll()
                 if on_batch:
                     for rank, follower in followers.items():
-                        for record in _parse_batches(follower.new_lines()):
+                        for record in parse_batches(follower.new_lines()):
                             on_batch(rank, record)
                 if done:
                     return self.result()
@@ -293,10 +293,10 @@ class PSJob:
         return JobResult(
             job=self.spec.name, elapsed_s=elapsed,
             returncodes={f"{p.role}{p.rank}": p.returncode for p in self.processes},
-            batches={p.rank: list(_parse_batches(p.tail(10 ** 9))) for p in self.workers})
+            batches={p.rank: list(parse_batches(p.tail(10 ** 9))) for p in self.workers})
 
 
-def _parse_batches(lines: list[str]):
+def parse_batches(lines: list[str]):
     for line in lines:
         m = BATCH_LINE.match(line)
         if m:
@@ -304,7 +304,7 @@ def _parse_batches(lines: list[str]):
                               float(m.group(4)) if m.group(4) else None)
 
 
-class _LineFollower:
+class LineFollower:
     """New complete lines of a growing log file."""
 
     def __init__(self, path: Path):
@@ -324,8 +324,3 @@ class _LineFollower:
         lines = data.split(b"\n")
         self.partial = lines.pop()
         return [line.decode(errors="replace") for line in lines]
-
-
-# Public names for the log-following helpers (sluice.runloop follows many jobs at once).
-LineFollower = _LineFollower
-parse_batches = _parse_batches

@@ -32,7 +32,7 @@ from job_scheduler.estimator import Estimator, effective_bandwidth
 from job_scheduler.jobspec import JobSpec
 from job_scheduler.placement import ClusterState
 from job_scheduler.service_policy import QueuedJob, StartDecision
-from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, _LineFollower, _parse_batches
+from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
 from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
 from sluice import closed_loop
@@ -213,7 +213,7 @@ class RealTimeRun:
             token = self.client.register_job(psjob.registration(), wait=True)["token"]
         psjob.start()
         r = _Running(q, d, psjob, self.now(), token,
-                     {p.rank: _LineFollower(p.log_path) for p in psjob.workers}, batches)
+                     {p.rank: LineFollower(p.log_path) for p in psjob.workers}, batches)
         if token:
             for p in psjob.workers:
                 self._report(r, p.rank, 1)
@@ -238,7 +238,7 @@ class RealTimeRun:
     def _watch(self, r: _Running) -> bool:
         """Relay new batches; True when the job ended (finished or failed)."""
         for rank, follower in r.followers.items():
-            for rec in _parse_batches(follower.new_lines()):
+            for rec in parse_batches(follower.new_lines()):
                 r.iterations.append([round(self.now(), 3), rank, rec.batch, rec.time_s])
                 if r.token and rec.batch < r.batches:
                     self._report(r, rank, rec.batch + 1)
@@ -274,7 +274,7 @@ class RealTimeRun:
 
     def _watch_tail(self, r: _Running) -> None:
         for rank, follower in r.followers.items():
-            for rec in _parse_batches(follower.new_lines()):
+            for rec in parse_batches(follower.new_lines()):
                 r.iterations.append([round(self.now(), 3), rank, rec.batch, rec.time_s])
 
     def _forget(self, r: _Running) -> None:

@@ -33,36 +33,50 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextmanager
-def controller(topology: str, *extra: str):
-    ofp, api = free_port(), free_port()
-    env = dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN)
-    log = open(f"/tmp/sluice-controller-test-{os.getpid()}.log", "w+")
-    proc = subprocess.Popen([SLUICE, "controller", "--topology", topology, "--ofp-port",
-                             str(ofp), "--api", f"127.0.0.1:{api}", *extra],
-                            env=env, stderr=log, stdout=log)
-    client = ControllerClient(f"http://127.0.0.1:{api}", ADMIN)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise AssertionError(f"controller exited with {proc.returncode}: {log.read()}")
-            try:
-                if client.health():
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "controller API did not come up"
-            time.sleep(0.2)
-        yield f"127.0.0.1:{ofp}", client
-    finally:
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 10 s: never leave a controller behind."""
+    if proc.poll() is None:
         proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def start_controller(topology: str, ofp: int, api: int, log, *extra: str
+                     ) -> tuple[subprocess.Popen, ControllerClient]:
+    """Start a real `sluice controller` process and wait until its API answers."""
+    env = dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN)
+    proc = subprocess.Popen([SLUICE, "controller", "--topology", topology, "--ofp-port",
+                             str(ofp), "--api", f"127.0.0.1:{api}", *extra],
+                            env=env, stdout=log, stderr=log)
+    client = ControllerClient(f"http://127.0.0.1:{api}", ADMIN)
+    deadline = time.monotonic() + 20
+    while True:
+        if proc.poll() is not None:
+            log.seek(0)
+            raise AssertionError(f"controller exited with {proc.returncode}: {log.read()}")
+        try:
+            if client.health():
+                return proc, client
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            stop(proc)                 # never leave a half-started controller behind
+            raise AssertionError("controller API did not come up within 20 s")
+        time.sleep(0.1)
+
+
+@contextmanager
+def controller(topology: str, *extra: str):
+    ofp, api = free_port(), free_port()
+    log = open(f"/tmp/sluice-controller-test-{os.getpid()}.log", "w+")
+    proc, client = start_controller(topology, ofp, api, log, *extra)
+    try:
+        yield f"127.0.0.1:{ofp}", client
+    finally:
+        stop(proc)
         log.close()
     assert proc.returncode == 0, f"controller did not stop cleanly: {proc.returncode}"
 

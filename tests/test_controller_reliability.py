@@ -13,7 +13,6 @@ in-process and fast.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import statistics
@@ -31,7 +30,8 @@ from controller.rules import COOKIE_FORWARDING, FlowMod, Rule
 from controller.service import SETTLE_S, ControllerConfig, ControllerService, TableSink
 from controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, walk
 from test_controller_api import JOB as API_JOB, raw
-from test_controller_fabric import ADMIN, SLUICE, dscp_marks, free_port, wait_located
+from test_controller_fabric import dscp_marks, free_port, stop, wait_located
+from test_controller_fabric import start_controller as start_fabric_controller
 from topologies.priority_classes import dscp_of_level
 
 RESTART_JOB = {"id": "job-r", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
@@ -40,37 +40,8 @@ STALE_COOKIE = 0x5EA1DEAD            # a rule the controller never made
 
 
 # ============================================================ controller restart ====
-def start_controller(ofp: int, api: int, state_file: str, log) -> tuple[subprocess.Popen,
-                                                                         ControllerClient]:
-    env = dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN)
-    proc = subprocess.Popen([SLUICE, "controller", "--topology", "two-rack", "--ofp-port",
-                             str(ofp), "--api", f"127.0.0.1:{api}", "--state-file", state_file],
-                            env=env, stdout=log, stderr=log)
-    client = ControllerClient(f"http://127.0.0.1:{api}", ADMIN)
-    deadline = time.monotonic() + 20
-    while True:
-        if proc.poll() is not None:
-            log.seek(0)
-            raise AssertionError(f"controller exited with {proc.returncode}: {log.read()}")
-        try:
-            if client.health():
-                return proc, client
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            stop(proc)                 # never leave a half-started controller behind
-            raise AssertionError("controller API did not come up within 20 s")
-        time.sleep(0.1)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def start_controller(ofp: int, api: int, state_file: str, log):
+    return start_fabric_controller("two-rack", ofp, api, log, "--state-file", state_file)
 
 
 def ping_ok(fab, src: str, dst: str) -> tuple[bool, str]:
