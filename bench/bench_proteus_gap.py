@@ -11,9 +11,10 @@ For each Proteus scenario (seeds given) and topology it prints:
     cluster (the GPUs were busy and the decision did not wait);
   * wait / run split of lyapunov's average JCT; single's average wait;
   * GPU-seconds of random relative to single (communication inflates the work).
-and draws bench/plots/proteus_gap_queues.png: Q and Z over time, seed 0, both readings.
+and draws bench/plots/proteus_queues_<caps>.png: Q and Z over time, seed 0, both readings.
 
     .venv/bin/python bench/bench_proteus_gap.py [--seeds 0,1,2,3,4] [--topologies two-rack,leaf-spine]
+                                                [--caps paper|mixed] [--plot PNG]
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from job_scheduler import policies, proteus  # noqa: E402
 from job_scheduler.policies import make_policy  # noqa: E402
 from job_scheduler.simulator import Simulator, simulate  # noqa: E402
-from job_scheduler.workloads import SCENARIOS, load_workload  # noqa: E402
+from job_scheduler.workloads import SCENARIO_CAPS, SCENARIOS, load_workload  # noqa: E402
 from topologies import load_topology  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -61,12 +62,12 @@ class CountAudit:
         policies.proteus.decide = self._orig
 
 
-def scenario_row(topo, sc, seeds, k):
+def scenario_row(topo, sc, seeds, k, caps):
     rs, rr, gpus, wait, jct, swait, inflate, bound = [], [], [], [], [], [], [], []
     below = total = 0
     with CountAudit() as audit:
         for seed in seeds:
-            jobs = load_workload(sc, seed=seed)
+            jobs = load_workload(sc, seed=seed, caps=caps)
             sim = Simulator(topo, jobs, make_policy("lyapunov", k=k), slot=SLOT)
             ly = sim.run()
             for job, model, got in zip(sim.jobs, sim.models, ly.gpus):
@@ -94,10 +95,10 @@ def scenario_row(topo, sc, seeds, k):
             f"{statistics.mean(inflate):>7.2f}")
 
 
-def queue_plot(topo, out: Path) -> None:
+def queue_plot(topo, out: Path, caps: str) -> None:
     fig, axes = plt.subplots(2, 4, figsize=(15, 6), sharex="col")
     for col, sc in enumerate(SCENARIOS):
-        jobs = load_workload(sc, seed=0)
+        jobs = load_workload(sc, seed=0, caps=caps)
         for k, style in (("job", "-"), ("gpus", "--")):
             pol = make_policy("lyapunov", k=k)
             simulate(topo, jobs, pol, slot=SLOT)
@@ -111,7 +112,7 @@ def queue_plot(topo, out: Path) -> None:
     axes[0, 0].set_ylabel("Q (s of 1-GPU work)")
     axes[1, 0].set_ylabel("Z (s)")
     axes[0, 0].legend(fontsize=8)
-    fig.suptitle(f"Lyapunov queues on {topo.name}, seed 0, V={policies.DEFAULT_V:g}, "
+    fig.suptitle(f"Lyapunov queues on {topo.name}, caps={caps}, seed 0, V={policies.DEFAULT_V:g}, "
                  f"eps={policies.DEFAULT_EPS:g}", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
@@ -122,22 +123,26 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="0,1,2,3,4")
     ap.add_argument("--topologies", default="two-rack,leaf-spine")
-    ap.add_argument("--plot", default="bench/plots/proteus_gap_queues.png")
+    ap.add_argument("--caps", choices=SCENARIO_CAPS, default="paper",
+                    help="scenario max_gpus setting (workloads.SCENARIO_CAPS)")
+    ap.add_argument("--plot", default=None,
+                    help="PNG of Q and Z over time (default bench/plots/proteus_queues_<caps>.png)")
     args = ap.parse_args()
+    args.plot = args.plot or f"bench/plots/proteus_queues_{args.caps}.png"
     seeds = [int(s) for s in args.seeds.split(",")]
     for name in args.topologies.split(","):
         topo = load_topology(name)
-        print(f"\n{name} ({topo.total_gpus} GPUs), slot {SLOT:g} s, V={policies.DEFAULT_V:g}, "
+        print(f"\n{name} ({topo.total_gpus} GPUs), caps={args.caps}, slot {SLOT:g} s, V={policies.DEFAULT_V:g}, "
               f"eps={policies.DEFAULT_EPS:g}, seeds {seeds}")
         print(f"{'scenario':<19} {'k':<4} {'ly/single':>9} {'bound':>5} {'ly/random':>9} "
               f"{'GPUs':>5} {'slower':>8} {'worst':>7} {'below':>7} {'ly JCT':>7} {'wait':>6} "
               f"{'1-wait':>7} {'rnd GPUs':>7}")
         for sc in SCENARIOS:
             for k in proteus.K_READINGS:
-                print(scenario_row(topo, sc, seeds, k), flush=True)
+                print(scenario_row(topo, sc, seeds, k, args.caps), flush=True)
     if args.plot:
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        queue_plot(load_topology("two-rack"), Path(args.plot))
+        queue_plot(load_topology("two-rack"), Path(args.plot), args.caps)
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from job_scheduler.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, make_policy,
                                     parse_policy_names, requested_gpus)
 from job_scheduler.proteus import K_READINGS
+from job_scheduler.workloads import SCENARIO_CAPS
 from sluice.errors import InputError
 
 # show a progress bar on stderr from this many jobs on (short runs stay quiet)
@@ -64,6 +65,9 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", default="lyapunov,single,random,fifo,tetris,las",
                         help="comma-separated: lyapunov,single,random,fifo,tetris,las")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scenario-caps", choices=SCENARIO_CAPS, default="paper",
+                        help="max_gpus of generated proteus-* jobs: 'paper' = 8 for every job "
+                             "(the scheduler picks n in (0, N]), 'mixed' = 1, 2, 4 or 8 per job")
     parser.add_argument("--slot", type=float, default=10.0, help="scheduling slot, seconds")
     parser.add_argument("--V", type=float, default=DEFAULT_V, help="Lyapunov penalty weight")
     parser.add_argument("--eps", type=float, default=DEFAULT_EPS,
@@ -112,7 +116,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     names = _check_args(args)
     topo = load_topology(args.topology)
     jobs = load_workload(args.workload, trace_format=args.trace_format, jobs=args.jobs,
-                         seed=args.seed)
+                         seed=args.seed, caps=args.scenario_caps)
     if not jobs:
         raise InputError(args.workload, "no jobs")
     fixed = [n for n in names if n in ("fifo", "tetris", "las")]

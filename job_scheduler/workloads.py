@@ -21,8 +21,16 @@ scenarios and all policies, never tuned to favour one):
   (exact counts, shuffled into the arrival order).
   small-data job: dataset_size uniform in [10,000, 60,000] samples (CIFAR-sized);
   big-data job: dataset_size uniform in [100,000, 500,000] (ImageNet subsets).
-- epochs: uniform integer in [1, 3]; batch_size: uniformly 32 or 64;
-  max_gpus: uniformly 1, 2, 4 or 8; num_ps: 1.
+- epochs: uniform integer in [1, 3]; batch_size: uniformly 32 or 64; num_ps: 1.
+- max_gpus (``caps``): ``"paper"`` (default) = 8 for every job. The paper's decision
+  ranges over n in (0, N] with one N for all jobs, i.e. the scheduler, not the user,
+  picks the count; 8 is one 8-GPU server and the largest cap the earlier mix allowed.
+  On two-rack (4 GPUs per host) N = 4, 8 and 16 give identical results: the decision
+  never crosses a host there. ``"mixed"`` = uniformly 1, 2, 4 or 8 per job, the
+  setting before 2026-11-22, kept for comparison (a quarter of the jobs are then
+  pinned to one GPU, which caps what any count policy can gain over single-GPU at
+  about 0.5; ``bench/results/proteus-reproduction.md``). Both settings draw the same
+  random numbers, so a seed gives the same jobs under either; only max_gpus differs.
 - arrivals, same mean rate (one job per 120 s on average) in both patterns:
   ``dispersed`` = a Poisson process (exponential gaps, mean 120 s);
   ``concentrated`` = bursts of 20 jobs; inside a burst exponential gaps with mean 5 s,
@@ -80,7 +88,9 @@ BIG_DATA = (100_000, 500_000)
 BIG_FRACTION = {"small": 0.2, "big": 0.8}
 EPOCHS = (1, 3)
 BATCH_SIZES = (32, 64)
-MAX_GPUS = (1, 2, 4, 8)
+MIXED_MAX_GPUS = (1, 2, 4, 8)      # caps="mixed"
+PAPER_N = 8                        # caps="paper": one N for every job
+SCENARIO_CAPS = ("paper", "mixed")
 MEAN_GAP_S = 120.0
 BURST_SIZE = 20
 BURST_MEAN_GAP_S = 5.0
@@ -104,10 +114,15 @@ def _arrivals(pattern: str, count: int, rng: random.Random) -> list[float]:
     return times
 
 
-def generate_scenario(name: str, jobs: int | None = None, seed: int = 0) -> list[JobSpec]:
-    """One of SCENARIOS, ``jobs`` jobs (default 100), reproducible from ``seed``."""
+def generate_scenario(name: str, jobs: int | None = None, seed: int = 0,
+                      caps: str = "paper") -> list[JobSpec]:
+    """One of SCENARIOS, ``jobs`` jobs (default 100), reproducible from ``seed``;
+    ``caps`` picks max_gpus (SCENARIO_CAPS, see the module docstring)."""
     if name not in SCENARIOS:
         raise InputError(name, f"unknown scenario (known: {', '.join(SCENARIOS)})")
+    if caps not in SCENARIO_CAPS:
+        raise InputError("argument", f"unknown caps {caps!r} (known: "
+                         f"{', '.join(SCENARIO_CAPS)})", field="caps")
     _, size, pattern = name.split("-")
     count = SCENARIO_JOBS if jobs is None else jobs
     rng = random.Random(f"{name}/{seed}")
@@ -118,10 +133,13 @@ def generate_scenario(name: str, jobs: int | None = None, seed: int = 0) -> list
     out = []
     for i, (arrival, big) in enumerate(zip(arrivals, big_flags)):
         lo, hi = BIG_DATA if big else SMALL_DATA
+        model, dataset_size = rng.choice(SCENARIO_MODELS), rng.randint(lo, hi)
+        epochs, batch_size = rng.randint(*EPOCHS), rng.choice(BATCH_SIZES)
+        mixed_cap = rng.choice(MIXED_MAX_GPUS)      # drawn under both caps: same jobs
         out.append(JobSpec(
-            name=f"{size}-{pattern}-{i:03d}", model=rng.choice(SCENARIO_MODELS),
-            dataset_size=rng.randint(lo, hi), epochs=rng.randint(*EPOCHS),
-            batch_size=rng.choice(BATCH_SIZES), max_gpus=rng.choice(MAX_GPUS),
+            name=f"{size}-{pattern}-{i:03d}", model=model, dataset_size=dataset_size,
+            epochs=epochs, batch_size=batch_size,
+            max_gpus=mixed_cap if caps == "mixed" else PAPER_N,
             arrival=arrival, extra={"scenario": name, "data": "big" if big else "small"}))
     return out
 
@@ -269,8 +287,10 @@ def _with_arrival(job: JobSpec, arrival: float) -> JobSpec:
 # ---- entry point -----------------------------------------------------------------------------
 
 def load_workload(name_or_path: str | Path, trace_format: str | None = None,
-                  jobs: int | None = None, seed: int = 0) -> list[JobSpec]:
-    """Jobs sorted by arrival (stable), the first ``jobs`` of them when given."""
+                  jobs: int | None = None, seed: int = 0,
+                  caps: str = "paper") -> list[JobSpec]:
+    """Jobs sorted by arrival (stable), the first ``jobs`` of them when given;
+    ``caps`` applies to generated scenarios only (``generate_scenario``)."""
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InputError("argument", f"must be an integer >= 1, got {jobs!r}", field="jobs")
     spec = str(name_or_path)
@@ -280,7 +300,7 @@ def load_workload(name_or_path: str | Path, trace_format: str | None = None,
                              f"(known: {', '.join(TRACE_FORMATS)})", field="trace-format")
         loaded = load_tiresias(spec) if trace_format == "tiresias" else load_philly(spec)
     elif spec in SCENARIOS:
-        return generate_scenario(spec, jobs, seed)
+        return generate_scenario(spec, jobs, seed, caps)
     elif Path(spec).exists():
         loaded = load_jobs(spec)
     else:

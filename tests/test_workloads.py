@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from job_scheduler.models import MODELS
-from job_scheduler.workloads import (BIG_DATA, SCENARIOS, SMALL_DATA, load_workload,
-                                     philly_model)
+from job_scheduler.workloads import (BIG_DATA, MIXED_MAX_GPUS, PAPER_N, SCENARIOS, SMALL_DATA,
+                                     load_workload, philly_model)
 from sluice.errors import InputError
 from job_scheduler.workloads import SHARED_WORKLOADS
 
@@ -31,7 +32,7 @@ def test_scenarios_follow_their_parameters(name):
     for j in jobs:
         lo, hi = BIG_DATA if j.extra["data"] == "big" else SMALL_DATA
         assert lo <= j.dataset_size <= hi and 1 <= j.epochs <= 3
-        assert j.batch_size in (32, 64) and j.max_gpus in (1, 2, 4, 8)
+        assert j.batch_size in (32, 64) and j.max_gpus == PAPER_N
     arrivals = [j.arrival for j in jobs]
     assert arrivals == sorted(arrivals) and arrivals[0] == 0
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
@@ -39,6 +40,20 @@ def test_scenarios_follow_their_parameters(name):
         assert statistics.median(gaps) < 15 and max(gaps) > 1000
     else:                                   # Poisson with mean 120 s
         assert 60 < statistics.mean(gaps) < 200 and max(gaps) < 1000
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_mixed_caps_change_only_max_gpus(name):
+    paper = load_workload(name, seed=2)
+    mixed = load_workload(name, seed=2, caps="mixed")
+    assert [replace(j, max_gpus=0) for j in paper] == [replace(j, max_gpus=0) for j in mixed]
+    caps = [j.max_gpus for j in mixed]
+    assert set(caps) <= set(MIXED_MAX_GPUS) and len(set(caps)) == len(MIXED_MAX_GPUS)
+
+
+def test_unknown_caps_is_an_input_error():
+    with pytest.raises(InputError, match="caps"):
+        load_workload("proteus-small-dispersed", caps="huge")
 
 
 def test_scenarios_are_reproducible_and_seeded():
