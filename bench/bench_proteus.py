@@ -43,7 +43,6 @@ from job_scheduler.workloads import SHARED_WORKLOADS
 TIRESIAS = SHARED_WORKLOADS / "tiresias_60_job.csv"
 SLOT = 10.0
 K = DEFAULT_K           # set from --k in main()
-CAPS = "paper"          # scenario max_gpus setting of the sweep, the first of --caps
 
 
 def policy(name, **kw):
@@ -143,11 +142,11 @@ def tiresias(topo) -> None:
         print(f"{label:<34} " + " ".join(f"{v:>9.1f}" for v in row), flush=True)
 
 
-def sweep(topo, seeds) -> None:
-    print(f"\n(c) V x eps sweep (k={K}, caps={CAPS}, seeds {seeds}, slot {SLOT:g} s): lyapunov/single and "
+def sweep(topo, seeds, caps: str) -> None:
+    print(f"\n(c) V x eps sweep (k={K}, caps={caps}, seeds {seeds}, slot {SLOT:g} s): lyapunov/single and "
           "lyapunov/random per scenario (geometric mean over the seeds); Tiresias-60 "
           "lyapunov average JCT (s)")
-    work = {(sc, s): load_workload(sc, seed=s, caps=CAPS) for sc in SCENARIOS for s in seeds}
+    work = {(sc, s): load_workload(sc, seed=s, caps=caps) for sc in SCENARIOS for s in seeds}
     base = {key: {p: simulate(topo, w, make_policy(p, seed=key[1]), slot=SLOT).avg_jct
                   for p in ("single", "random")} for key, w in work.items()}
     tiresias_jobs = load_workload(TIRESIAS, trace_format="tiresias")
@@ -178,12 +177,11 @@ def main() -> int:
                     help="scenario max_gpus settings to run, comma-separated "
                          f"({', '.join(SCENARIO_CAPS)})")
     args = ap.parse_args()
-    global K, CAPS
+    global K
     K = args.k
     caps_list = [c.strip() for c in args.caps.split(",") if c.strip()]
     if not caps_list or any(c not in SCENARIO_CAPS for c in caps_list):
         ap.error(f"--caps: choose from {', '.join(SCENARIO_CAPS)}")
-    CAPS = caps_list[0]
     topo = load_topology(args.topology)
     plots = Path(args.plots) if args.plots else None
     if plots:
@@ -198,7 +196,7 @@ def main() -> int:
         ratio_plot(topo, seeds, by_caps, plots / "proteus_ratios.png")
     tiresias(topo)
     if args.sweep:
-        sweep(topo, seeds)
+        sweep(topo, seeds, caps_list[0])   # the first of --caps
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     return 0
 
