@@ -69,8 +69,15 @@ def test_starts_serves_and_stops_cleanly_on_sigterm(tmp_path):
         job = client.register_job("j1", [("10.0.0.3", 9000)], [("10.0.0.1", 9001)])
         with pytest.raises(ControllerError):
             ControllerClient(client.url, "nope-nope").remove_job("j1")
-        with socket.socket() as s:        # the OpenFlow port listens too
-            assert s.connect_ex(("127.0.0.1", ofp)) == 0
+        # the OpenFlow port listens too; os-ken binds it after the API is up (the API
+        # starts first, os-ken's run_apps in a thread after it), so allow it the same time
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", ofp)) == 0:
+                    break
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "the OpenFlow port did not listen in 60 s"
+            time.sleep(0.1)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
