@@ -14,6 +14,9 @@ the sum of its ToR's switch links, is shared equally among its flows). When the 
 flows on an uplink changes, only the jobs crossing that uplink are re-timed.
 Cross-domain links beyond the rack uplinks are not modelled as shared (documented
 simplification; the ToR uplinks are where the oversubscription sits in our topologies).
+Exchange between a PS and workers on one host is charged at the host's ``intra_bw``
+(shared by the job's flows on that host; ``in_host=False`` makes it free, the model
+before issue 19). ``network=False`` is the ideal fabric: no communication time at all.
 """
 
 from __future__ import annotations
@@ -117,7 +120,8 @@ class Simulator:
 
     def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy, *,
                  estimator: Estimator | None = None, slot: float = 1.0,
-                 progress: Callable[[int, int], None] | None = None, network: bool = True):
+                 progress: Callable[[int, int], None] | None = None, network: bool = True,
+                 in_host: bool = True):
         if not slot > 0:
             raise ValueError(f"slot must be > 0 seconds, got {slot}")
         self.topology = topology
@@ -130,6 +134,7 @@ class Simulator:
         # network=False: an ideal fabric (no communication time at all), the assumption
         # of the Tiresias simulator; used to check the engine against its figures.
         self.network = network
+        self.in_host = in_host
         self._bw_memo: dict[tuple, float] = {}
         self._reference_bw: dict[int, float] = {}
         self.models = [JobModel(j, self.estimator, self.reference_bandwidth) for j in self.jobs]
@@ -181,7 +186,7 @@ class Simulator:
         bw = self._bw_memo.get(key)
         if bw is None:
             bw = self._bw_memo[key] = effective_bandwidth(self.topology, placement.ps_hosts,
-                                                          placement.worker_hosts)
+                                                          placement.worker_hosts, self.in_host)
         return bw
 
     def reference_bandwidth(self, n: int) -> float:
