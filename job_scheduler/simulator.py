@@ -288,6 +288,9 @@ class Simulator:
         self.state.release(run.placement)
         for k in self._add_flows(run.flows, j, -1):
             self._retime(self.running[k])
+        on_complete = getattr(self.policy, "on_complete", None)
+        if on_complete is not None:          # policies that index their running jobs
+            on_complete(self, j)
 
     def _next_completion(self) -> float:
         heap = self._heap
@@ -352,6 +355,9 @@ class Simulator:
             t_next = min(t_next, self._slot_at_or_after(self._next_completion()))
             if self.waiting and self.policy.wants_slot(self):
                 t_next = min(t_next, self.now + self.slot)
+            wakeup = getattr(self.policy, "next_wakeup", None)
+            if self.waiting and wakeup is not None:   # e.g. LAS: a threshold crossing
+                t_next = min(t_next, self._slot_at_or_after(wakeup(self)))
             if math.isinf(t_next):
                 stuck = [self.jobs[j].name for j in list(self.waiting)[:3]]
                 raise RuntimeError(f"policy {self.policy.name} cannot start jobs {stuck} "
