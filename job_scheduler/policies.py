@@ -23,6 +23,9 @@ random    FIFO head-of-line    uniform in [1, max_gpus], seeded       Liquid bes
 fifo      FIFO head-of-line    requested (trace_gpus or max_gpus)     first fit
 tetris    packing (backfill)   requested                              Tetris cosine
 las       2D-LAS priority      requested (fixed), preemptive          first fit
+sluice    shortest predicted   drift-plus-penalty argmin, the queue's Liquid best fit
+          remaining work,      GPU time priced (sluice_policy.py)
+          preemptive at a cost
 ========  ===================  =====================================  ==============
 """
 
@@ -41,7 +44,7 @@ from job_scheduler.placement import (DEFAULT_LAMBDA, BestFitPlacement, FirstFitP
                                      GroupGA, Placement, Request, TetrisPlacement)
 from sluice.errors import InputError
 
-POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris", "las")
+POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris", "las", "sluice")
 
 # Defaults of the Lyapunov knobs (seconds). V weighs C(n) against the backlog; eps is
 # Z's growth per slot. See proteus.py for what they do; `sluice simulate --V/--eps`.
@@ -429,7 +432,8 @@ def make_placement(name: str, lam: float = DEFAULT_LAMBDA):
 def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = DEFAULT_EPS,
                 lam: float = DEFAULT_LAMBDA, ga: bool = True,
                 las_thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS,
-                trace_every: float = 0.0, placement: str | None = None, k: str = DEFAULT_K):
+                trace_every: float = 0.0, placement: str | None = None, k: str = DEFAULT_K,
+                estimate_error: float = 0.0, preempt_cost_s: float | None = None):
     """A fresh policy object (policies keep per-run state: make one per run).
     ``placement`` swaps the policy's own placement for another (Blox-style), e.g. fifo
     with Liquid best fit to separate the effect of ordering from that of placement."""
@@ -454,6 +458,13 @@ def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = 
     if name == "las":
         pol = LasPolicy(las_thresholds)
         pol.placer = placer("first-fit")
+        return pol
+    if name == "sluice":
+        from job_scheduler.sluice_policy import DEFAULT_PREEMPT_COST_S, SluicePolicy
+        pol = SluicePolicy(lam=lam, seed=seed, estimate_error=estimate_error,
+                           preempt_cost_s=(DEFAULT_PREEMPT_COST_S if preempt_cost_s is None
+                                           else preempt_cost_s))
+        pol.placer = placer("best-fit")
         return pol
     raise InputError("--policies", f"unknown policy {name!r} (known: {', '.join(POLICY_NAMES)})")
 

@@ -146,6 +146,10 @@ class Simulator:
         self.first_start = [math.nan] * len(self.jobs)
         self.finish = [math.nan] * len(self.jobs)
         self.work_left = [1.0] * len(self.jobs)      # kept across preemptions
+        # seconds a preempted job spends restoring on its next start, holding its GPUs
+        # without progress (``preempt(j, overhead_s)``; LAS is charged none)
+        self.restart_overhead = [0.0] * len(self.jobs)
+        self.preemptions = 0
         self.ran_gpus = [0] * len(self.jobs)
         self.gpu_seconds = 0.0
         self.decisions = 0                           # GPU-count decisions taken
@@ -213,6 +217,13 @@ class Simulator:
                 bw = min(bw, nps * self.uplink_cap[r] / total)
         return bw
 
+    def remaining(self, j: int) -> float:
+        """Fraction of job j's work still to do, now (1 before it starts)."""
+        run = self.running.get(j)
+        if run is None:
+            return self.work_left[j]
+        return max(run.work_left - max(self.now - run.t_last, 0.0) * run.rate, 0.0)
+
     def runtime(self, j: int, n: int, placement: Placement) -> float:
         """C(n) of job j on this placement at today's uplink sharing."""
         return self.models[j].C(n, self.live_bandwidth(placement))
@@ -225,7 +236,10 @@ class Simulator:
         flows = self.placement_flows(placement)
         run = _Run(j, n, placement, flows, self.base_bandwidth(placement),
                    len(placement.ps_hosts), self.work_left[j])
-        run.t_last = self.now
+        # a resumed job first restores its checkpoint: no progress until t_last
+        overhead, self.restart_overhead[j] = self.restart_overhead[j], 0.0
+        run.t_last = self.now + overhead
+        self.gpu_seconds += overhead * n
         self.running[j] = run
         if math.isnan(self.first_start[j]):
             self.first_start[j] = self.now
@@ -236,9 +250,13 @@ class Simulator:
             if k != j:
                 self._retime(self.running[k])
 
-    def preempt(self, j: int) -> None:
-        """Stop a running job, keeping its progress; it waits again (LAS)."""
+    def preempt(self, j: int, overhead_s: float = 0.0) -> None:
+        """Stop a running job, keeping its progress; it waits again. ``overhead_s``:
+        the suspend/resume cost, paid as that many seconds without progress (GPUs held)
+        when the job starts again."""
         run = self.running.pop(j)
+        self.preemptions += 1
+        self.restart_overhead[j] += overhead_s
         self._advance(run)
         self.work_left[j] = run.work_left
         self._version[j] += 1
@@ -276,7 +294,7 @@ class Simulator:
         run.bw = bw
         run.rate = 1.0 / self.models[run.j].C(run.n, bw)
         self._version[run.j] += 1
-        heapq.heappush(self._heap, (self.now + run.work_left / run.rate,
+        heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
                                     self._version[run.j], run.j))
 
     def _complete(self, j: int, t: float) -> None:

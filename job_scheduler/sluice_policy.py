@@ -1,0 +1,222 @@
+"""The ``sluice`` policy: Proteus' GPU-count decision and Liquid placement, plus what
+the measurements showed `lyapunov` lacks (bench/results/sluice.md).
+
+What it keeps:
+
+* **GPU count**: the drift-plus-penalty decision with k = 1 per started job
+  (``proteus.py``), under which the two queue terms are the same for every n > 0, so the
+  count is the argmin of the penalty. The penalty is C(n) on the Liquid best-fit
+  placement n would get now (live bandwidth, in-host bus included), as in lyapunov.
+* **Placement**: Liquid best fit (``placement.BestFitPlacement``).
+
+What it adds:
+
+* **The queue's GPU time is priced.** lyapunov's argmin C(n) looks at the head job
+  alone: it takes 4 GPUs for a 1.5x speed-up while the jobs behind wait for them. The
+  penalty here is ``P(n) = C(n) * (1 + B * n / G)``: the job's own time plus, for each
+  of the B jobs waiting behind it, the delay its n*C(n) GPU-seconds cause on a
+  G-GPU cluster (a job behind waits on average for 1/G of the GPU time ahead of it).
+  B = 0 gives lyapunov's argmin C(n); a long queue favours the most efficient count
+  (n = 1 when exchange costs anything). On an ideal fabric n*C(n) is the same for
+  every n, so a job takes all it may.
+* **Shortest predicted remaining work first.** Waiting jobs are ordered by the
+  estimator's predicted remaining GPU-seconds, ``Cost(1) x work left`` (times the
+  estimate error in the robustness runs). A job whose estimate is missing is ordered
+  by its attained GPU-seconds instead (least attained service first), on the same
+  scale.
+* **Preemption at a cost.** When no GPU is free and the best waiting job's predicted
+  remaining work is less than 1/``preempt_factor`` of a running job's (after adding
+  the restart cost), the running job with the most predicted work left is suspended
+  and pays ``preempt_cost_s`` seconds, GPUs held without progress, when it resumes.
+  ``DEFAULT_PREEMPT_COST_S`` is an assumed figure until suspend/resume is measured on
+  the real runtime. No policy decides without a start: the policy is work-conserving
+  (lyapunov's wait gate S(n) < 0 is dropped: on an idle GPU waiting only adds time).
+
+Migration (moving or resizing a running job) is not done.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+from job_scheduler.fit_index import FitIndex
+from job_scheduler.placement import DEFAULT_LAMBDA, BestFitPlacement, Placement
+
+# Suspend + resume of a PS job: checkpoint the parameters, free the GPUs, later start
+# the processes again and restore. An assumption (no measured figure yet): 10 s.
+DEFAULT_PREEMPT_COST_S = 10.0
+# Suspend a running job only for a job with at most half its predicted remaining work:
+# estimates are noisy and every preemption costs, so a near tie is not worth one.
+DEFAULT_PREEMPT_FACTOR = 2.0
+
+
+def priced_penalty(C_n: float, n: int, blocked: int, total_gpus: int) -> float:
+    """P(n) = C(n) * (1 + B*n/G): the job's time plus the delay its n*C(n)
+    GPU-seconds put on each of the B jobs left without a GPU (module docstring)."""
+    return C_n * (1.0 + blocked * n / total_gpus)
+
+
+def choose_count(costs: dict[int, float], behind: int, free: int, total_gpus: int) -> int:
+    """argmin over n of ``priced_penalty`` (ties: fewer GPUs); 0 when no candidate.
+    ``behind``: jobs waiting behind this one; with ``free`` GPUs free now, taking n
+    leaves ``behind - (free - n)`` of them (at least 0) without a GPU."""
+    best_n, best_p = 0, math.inf
+    for n in sorted(costs):
+        blocked = max(0, behind - (free - n))
+        p = priced_penalty(costs[n], n, blocked, total_gpus)
+        if p < best_p:
+            best_n, best_p = n, p
+    return best_n
+
+
+def worth_waiting(C_now: float, C_full: float, wait_s: float) -> bool:
+    """Start now on fewer GPUs than the job may use, or wait ``wait_s`` for them?
+    Wait when that still finishes first: ``wait_s + C_full < C_now``."""
+    return wait_s + C_full < C_now
+
+
+class SluicePolicy:
+    name = "sluice"
+
+    def __init__(self, lam: float = DEFAULT_LAMBDA, seed: int = 0,
+                 preempt_cost_s: float = DEFAULT_PREEMPT_COST_S,
+                 preempt_factor: float = DEFAULT_PREEMPT_FACTOR,
+                 estimate_error: float = 0.0, blind: frozenset[int] | None = None,
+                 price_queue: bool = True, preempt: bool = True):
+        if preempt_cost_s < 0 or preempt_factor < 1 or estimate_error < 0:
+            raise ValueError("preempt_cost_s >= 0, preempt_factor >= 1, estimate_error >= 0")
+        self.placer = BestFitPlacement(lam)
+        self.preempt_cost_s = float(preempt_cost_s)
+        self.preempt_factor = float(preempt_factor)
+        self.price_queue = price_queue
+        self.preempt = preempt
+        # the policy's view of each job's size: true x exp(N(0, sigma)), drawn once
+        self.estimate_error = float(estimate_error)
+        self._rng = random.Random(f"sluice-error/{seed}")
+        self._err: dict[int, float] = {}
+        self.blind = frozenset(blind or ())        # jobs whose estimate is missing
+        self._attained: dict[int, float] = {}      # GPU-seconds, blind jobs only
+        self._waiting = FitIndex()                 # key (predicted remaining, j)
+
+    # ---- the policy's estimates -------------------------------------------------------
+    def _factor(self, j: int) -> float:
+        f = self._err.get(j)
+        if f is None:
+            f = self._err[j] = (math.exp(self._rng.gauss(0.0, self.estimate_error))
+                                if self.estimate_error else 1.0)
+        return f
+
+    def predicted_remaining(self, sim, j: int) -> float:
+        """Predicted GPU-seconds of work left (attained GPU-seconds for a blind job)."""
+        if j in self.blind:
+            run = sim.running.get(j)
+            done = self._attained.get(j, 0.0)
+            if run is not None:
+                done += run.n * max(sim.now - run.t_last, 0.0)
+            return done
+        size = sim.models[j].cost1
+        if getattr(self, "key", "work") == "time":
+            size /= min(sim.jobs[j].max_gpus, sim.state.total_gpus)
+        return size * self._factor(j) * sim.remaining(j)
+
+    # ---- simulator hooks ----------------------------------------------------------------
+    def on_arrival(self, sim, j: int) -> None:
+        self._factor(j)                 # draw in arrival order: a seed fixes the errors
+        self._waiting.add(j, (self.predicted_remaining(sim, j), j), 1)
+
+    def wants_slot(self, sim) -> bool:
+        return False        # priorities change only at arrivals and completions
+
+    def idle(self, sim, slots: int) -> None:
+        pass
+
+    def on_complete(self, sim, j: int) -> None:
+        self._attained.pop(j, None)
+        self._err.pop(j, None)
+
+    # ---- decisions ----------------------------------------------------------------------
+    def _costs(self, sim, j: int, limit: int) -> tuple[dict[int, float], dict[int, Placement]]:
+        from job_scheduler.policies import candidate_counts
+        job, model = sim.jobs[j], sim.models[j]
+        costs: dict[int, float] = {}
+        places: dict[int, Placement] = {}
+        for n in candidate_counts(limit):
+            p = self.placer.place(sim.state, job.name, n, job.num_ps)
+            if p is None:
+                continue
+            places[n] = p
+            costs[n] = model.C(n, sim.live_bandwidth(p)) if n > 1 else model.cost1
+        return costs, places
+
+    def _start(self, sim, j: int, behind: int) -> bool:
+        job = sim.jobs[j]
+        free = sim.state.total_free
+        limit = min(job.max_gpus, free)
+        if limit <= 0:
+            return False
+        sim.decisions += 1
+        costs, places = self._costs(sim, j, limit)
+        n = choose_count(costs, behind if self.price_queue else 0, free, sim.state.total_gpus)
+        if n == 0:
+            return False
+        want = min(job.max_gpus, sim.state.total_gpus)
+        mode = getattr(self, "partial", "wait")
+        if n == limit < want and (mode == "never" or (mode == "wait" and self._better_later(sim, j, costs[n], want))):
+            return False
+        self._waiting.remove(j)
+        sim.start(j, places[n])
+        return True
+
+    def _better_later(self, sim, j: int, C_now: float, want: int) -> bool:
+        """Would the job finish sooner by waiting for ``want`` GPUs to free up? The wait
+        is read off the running jobs' predicted ends; the count then is judged at the
+        nominal C(want) (on an empty cluster's best-fit placement)."""
+        free = sim.state.total_free
+        ends = sorted((sim.now + self._left_s(sim, k), sim.running[k].n) for k in sim.running)
+        for t, n in ends:
+            free += n
+            if free >= want:
+                C_full = sim.models[j].C(want, sim.reference_bandwidth(want))
+                return worth_waiting(C_now, C_full, t - sim.now)
+        return False
+
+    def _left_s(self, sim, k: int) -> float:
+        """Predicted seconds until running job k ends."""
+        run = sim.running[k]
+        rate = run.rate or 1.0 / sim.models[k].C(run.n, run.bw)
+        return sim.remaining(k) / rate * self._factor(k) + max(run.t_last - sim.now, 0.0)
+
+    def _suspend(self, sim, j: int) -> None:
+        run = sim.running[j]
+        if j in self.blind:
+            self._attained[j] = self.predicted_remaining(sim, j)
+        sim.preempt(j, self.preempt_cost_s)
+        self._waiting.add(j, (self.predicted_remaining(sim, j), j), 1)
+        del run
+
+    def _victim(self, sim, rem_w: float) -> int | None:
+        """The running job with the most predicted work left, if preempting it for a
+        job with ``rem_w`` left pays (module docstring)."""
+        best, best_rem = None, -math.inf
+        for j in sim.running:
+            r = self.predicted_remaining(sim, j)
+            if r > best_rem:
+                best, best_rem = j, r
+        if best is None:
+            return None
+        cost = self.preempt_cost_s * sim.running[best].n
+        return best if best_rem > self.preempt_factor * rem_w + cost else None
+
+    def step(self, sim) -> None:
+        order = [j for _, j, _ in self._waiting.ordered()]
+        for pos, j in enumerate(order):
+            behind = len(order) - pos - 1
+            if sim.state.total_free == 0:
+                if not self.preempt:
+                    return
+                victim = self._victim(sim, self.predicted_remaining(sim, j))
+                if victim is None:
+                    return
+                self._suspend(sim, victim)
+            self._start(sim, j, behind)
