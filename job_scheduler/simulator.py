@@ -361,6 +361,10 @@ class Simulator:
                         stuck = [self.jobs[j].name for j in list(self.waiting)[:3]]
                         raise RuntimeError(f"policy {self.policy.name} has left jobs {stuck} "
                                            f"waiting on an idle cluster for {stalled} slots")
+            if not self.waiting and self.state.total_free and self.running:
+                regrow = getattr(self.policy, "regrow", None)
+                if regrow is not None:      # e.g. sluice: grow jobs onto idle GPUs
+                    regrow(self)
             if self.progress and done - last_progress >= max(n_jobs // 200, 1):
                 self.progress(done, n_jobs)
                 last_progress = done

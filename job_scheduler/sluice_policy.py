@@ -32,7 +32,11 @@ What it adds:
   the real runtime. No policy decides without a start: the policy is work-conserving
   (lyapunov's wait gate S(n) < 0 is dropped: on an idle GPU waiting only adds time).
 
-Migration (moving or resizing a running job) is not done.
+* **Regrowing onto idle GPUs.** A job started small because a queue was waiting
+  keeps that count when the queue has drained. When nothing waits and GPUs are idle,
+  a running job below its best count is suspended and restarted on more GPUs (a
+  resize, paid at ``preempt_cost_s`` like a preemption) when its predicted remaining
+  time falls by more than ``DEFAULT_REGROW_GAIN`` and by more than twice that cost.
 """
 
 from __future__ import annotations
@@ -49,22 +53,25 @@ DEFAULT_PREEMPT_COST_S = 10.0
 # Suspend a running job only for a job with at most half its predicted remaining work:
 # estimates are noisy and every preemption costs, so a near tie is not worth one.
 DEFAULT_PREEMPT_FACTOR = 2.0
+# Resize a running job only for a clear gain: its remaining time must fall by 20 %.
+DEFAULT_REGROW_GAIN = 0.2
 
 
-def priced_penalty(C_n: float, n: int, blocked: int, total_gpus: int) -> float:
+def priced_penalty(C_n: float, n: int, behind: int, total_gpus: int) -> float:
     """P(n) = C(n) * (1 + B*n/G): the job's time plus the delay its n*C(n)
     GPU-seconds put on each of the B jobs left without a GPU (module docstring)."""
-    return C_n * (1.0 + blocked * n / total_gpus)
+    return C_n * (1.0 + behind * n / total_gpus)
 
 
-def choose_count(costs: dict[int, float], behind: int, free: int, total_gpus: int) -> int:
-    """argmin over n of ``priced_penalty`` (ties: fewer GPUs); 0 when no candidate.
-    ``behind``: jobs waiting behind this one; with ``free`` GPUs free now, taking n
-    leaves ``behind - (free - n)`` of them (at least 0) without a GPU."""
+def choose_count(costs: dict[int, float], behind: int, total_gpus: int) -> int:
+    """argmin over n of ``priced_penalty`` with B = ``behind``, the jobs waiting behind
+    this one (ties: fewer GPUs); 0 when no candidate. (Counting only the jobs that
+    would find no free GPU was tried: 5-25 % worse on the ideal-fabric workloads,
+    within 2 % elsewhere, because the jobs that do start are then slowed on fewer
+    GPUs.)"""
     best_n, best_p = 0, math.inf
     for n in sorted(costs):
-        blocked = max(0, behind - (free - n))
-        p = priced_penalty(costs[n], n, blocked, total_gpus)
+        p = priced_penalty(costs[n], n, behind, total_gpus)
         if p < best_p:
             best_n, best_p = n, p
     return best_n
@@ -83,13 +90,14 @@ class SluicePolicy:
                  preempt_cost_s: float = DEFAULT_PREEMPT_COST_S,
                  preempt_factor: float = DEFAULT_PREEMPT_FACTOR,
                  estimate_error: float = 0.0, blind: frozenset[int] | None = None,
-                 price_queue: bool = True, preempt: bool = True):
+                 price_queue: bool = True, preempt: bool = True, wait_for_gpus: bool = True):
         if preempt_cost_s < 0 or preempt_factor < 1 or estimate_error < 0:
             raise ValueError("preempt_cost_s >= 0, preempt_factor >= 1, estimate_error >= 0")
         self.placer = BestFitPlacement(lam)
         self.preempt_cost_s = float(preempt_cost_s)
         self.preempt_factor = float(preempt_factor)
         self.price_queue = price_queue
+        self.wait_for_gpus = wait_for_gpus
         self.preempt = preempt
         # the policy's view of each job's size: true x exp(N(0, sigma)), drawn once
         self.estimate_error = float(estimate_error)
@@ -115,10 +123,7 @@ class SluicePolicy:
             if run is not None:
                 done += run.n * max(sim.now - run.t_last, 0.0)
             return done
-        size = sim.models[j].cost1
-        if getattr(self, "key", "work") == "time":
-            size /= min(sim.jobs[j].max_gpus, sim.state.total_gpus)
-        return size * self._factor(j) * sim.remaining(j)
+        return sim.models[j].cost1 * self._factor(j) * sim.remaining(j)
 
     # ---- simulator hooks ----------------------------------------------------------------
     def on_arrival(self, sim, j: int) -> None:
@@ -130,6 +135,34 @@ class SluicePolicy:
 
     def idle(self, sim, slots: int) -> None:
         pass
+
+    def regrow(self, sim) -> None:
+        """Nothing waits and GPUs are idle: resize running jobs that would finish
+        clearly sooner on more GPUs, the one with the least predicted work left first."""
+        if not self.preempt:
+            return
+        state = sim.state
+        cands = [k for k, run in sim.running.items()
+                 if run.n < min(sim.jobs[k].max_gpus, state.total_gpus)]
+        cands.sort(key=lambda k: self.predicted_remaining(sim, k))
+        for k in cands:
+            if not state.total_free:
+                return
+            run = sim.running[k]
+            left = self._left_s(sim, k)
+            state.release(run.placement)           # tentatively: what could it have?
+            limit = min(sim.jobs[k].max_gpus, state.total_free)
+            costs, places = self._costs(sim, k, limit)
+            state.allocate(run.placement)
+            n = choose_count(costs, 0, state.total_gpus)
+            if n <= run.n:
+                continue
+            frac = sim.remaining(k)
+            new = self.preempt_cost_s + frac * costs[n] * self._factor(k)
+            if new < (1 - DEFAULT_REGROW_GAIN) * left and left - new > 2 * self.preempt_cost_s:
+                sim.preempt(k, self.preempt_cost_s)
+                sim.start(k, places[n])
+                sim.decisions += 1
 
     def on_complete(self, sim, j: int) -> None:
         self._attained.pop(j, None)
@@ -157,12 +190,12 @@ class SluicePolicy:
             return False
         sim.decisions += 1
         costs, places = self._costs(sim, j, limit)
-        n = choose_count(costs, behind if self.price_queue else 0, free, sim.state.total_gpus)
+        n = choose_count(costs, behind if self.price_queue else 0, sim.state.total_gpus)
         if n == 0:
             return False
         want = min(job.max_gpus, sim.state.total_gpus)
-        mode = getattr(self, "partial", "wait")
-        if n == limit < want and (mode == "never" or (mode == "wait" and self._better_later(sim, j, costs[n], want))):
+        if (self.wait_for_gpus and n == limit < want
+                and self._better_later(sim, j, costs[n], want)):
             return False
         self._waiting.remove(j)
         sim.start(j, places[n])
