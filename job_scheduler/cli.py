@@ -28,6 +28,9 @@ def configure_validate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="job description YAML file")
     parser.add_argument("--topology", help="also check every job fits this topology "
                         "(built-in name or YAML path)")
+    parser.add_argument("--cap-gpus", action="store_true",
+                        help="print the jobs with max_gpus capped at the point of diminishing "
+                             "returns (Liquid's resource estimator) instead of only warning")
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -50,6 +53,14 @@ def run_validate(args: argparse.Namespace) -> int:
         print(f"  {job.name:<20} {job.model:<14} {est.params(job):>12,} {job.dataset_size:>9} "
               f"{job.epochs:>3} {job.batch_size:>4} {job.max_gpus:>8} {job.arrival:>9.1f} "
               f"{est.cost1(job):>11.1f}")
+    from job_scheduler.gpu_advice import advise, capped_text
+    advice = advise(jobs)
+    for a in advice:
+        if a.beyond:
+            print(a.warning(), file=sys.stderr)
+    if args.cap_gpus:
+        print("# the job file with max_gpus capped at the point of diminishing returns:")
+        print(capped_text(Path(args.file).read_text(encoding="utf-8"), advice), end="")
     return 0
 
 

@@ -106,6 +106,7 @@ class SluicePolicy:
         self.blind = frozenset(blind or ())        # jobs whose estimate is missing
         self._attained: dict[int, float] = {}      # GPU-seconds, blind jobs only
         self._waiting = FitIndex()                 # key (predicted remaining, j)
+        self._small: set[int] = set()              # running below their best count
 
     # ---- the policy's estimates -------------------------------------------------------
     def _factor(self, j: int) -> float:
@@ -142,8 +143,7 @@ class SluicePolicy:
         if not self.preempt:
             return
         state = sim.state
-        cands = [k for k, run in sim.running.items()
-                 if run.n < min(sim.jobs[k].max_gpus, state.total_gpus)]
+        cands = [k for k in self._small if k in sim.running]
         cands.sort(key=lambda k: self.predicted_remaining(sim, k))
         for k in cands:
             if not state.total_free:
@@ -163,8 +163,10 @@ class SluicePolicy:
                 sim.preempt(k, self.preempt_cost_s)
                 sim.start(k, places[n])
                 sim.decisions += 1
+                self._small.discard(k)
 
     def on_complete(self, sim, j: int) -> None:
+        self._small.discard(j)
         self._attained.pop(j, None)
         self._err.pop(j, None)
 
@@ -199,6 +201,8 @@ class SluicePolicy:
             return False
         self._waiting.remove(j)
         sim.start(j, places[n])
+        if n < choose_count(costs, 0, sim.state.total_gpus) or n == limit < want:
+            self._small.add(j)      # left below its best count: a regrow candidate
         return True
 
     def _better_later(self, sim, j: int, C_now: float, want: int) -> bool:
@@ -221,12 +225,11 @@ class SluicePolicy:
         return sim.remaining(k) / rate * self._factor(k) + max(run.t_last - sim.now, 0.0)
 
     def _suspend(self, sim, j: int) -> None:
-        run = sim.running[j]
         if j in self.blind:
             self._attained[j] = self.predicted_remaining(sim, j)
         sim.preempt(j, self.preempt_cost_s)
+        self._small.discard(j)
         self._waiting.add(j, (self.predicted_remaining(sim, j), j), 1)
-        del run
 
     def _victim(self, sim, rem_w: float) -> int | None:
         """The running job with the most predicted work left, if preempting it for a
