@@ -107,6 +107,8 @@ class SluicePolicy:
         self._attained: dict[int, float] = {}      # GPU-seconds, blind jobs only
         self._waiting = FitIndex()                 # key (predicted remaining, j)
         self._small: set[int] = set()              # running below their best count
+        self._best: dict[int, int] = {}            # argmin C(n) alone, per job
+        self._tried: dict[int, int] = {}           # free GPUs at a job's last regrow try
 
     # ---- the policy's estimates -------------------------------------------------------
     def _factor(self, j: int) -> float:
@@ -148,6 +150,9 @@ class SluicePolicy:
         for k in cands:
             if not state.total_free:
                 return
+            if self._tried.get(k, -1) >= state.total_free:
+                continue            # no more GPUs free than when it last could not grow
+            self._tried[k] = state.total_free
             run = sim.running[k]
             left = self._left_s(sim, k)
             state.release(run.placement)           # tentatively: what could it have?
@@ -163,10 +168,14 @@ class SluicePolicy:
                 sim.preempt(k, self.preempt_cost_s)
                 sim.start(k, places[n])
                 sim.decisions += 1
-                self._small.discard(k)
+                self._tried.pop(k, None)
+                if n >= self._lone_best(sim, k):
+                    self._small.discard(k)
 
     def on_complete(self, sim, j: int) -> None:
         self._small.discard(j)
+        self._best.pop(j, None)
+        self._tried.pop(j, None)
         self._attained.pop(j, None)
         self._err.pop(j, None)
 
@@ -201,9 +210,20 @@ class SluicePolicy:
             return False
         self._waiting.remove(j)
         sim.start(j, places[n])
-        if n < choose_count(costs, 0, sim.state.total_gpus) or n == limit < want:
-            self._small.add(j)      # left below its best count: a regrow candidate
+        self._tried.pop(j, None)
+        if n < self._lone_best(sim, j):
+            self._small.add(j)      # below its best count on an empty cluster: may regrow
         return True
+
+    def _lone_best(self, sim, j: int) -> int:
+        """argmin C(n) of the job alone on the empty cluster (best-fit placements)."""
+        best = self._best.get(j)
+        if best is None:
+            model, top = sim.models[j], min(sim.jobs[j].max_gpus, sim.state.total_gpus)
+            from job_scheduler.policies import candidate_counts
+            best = self._best[j] = min(candidate_counts(top),
+                                       key=lambda n: (model.C(n, sim.reference_bandwidth(n)), n))
+        return best
 
     def _better_later(self, sim, j: int, C_now: float, want: int) -> bool:
         """Would the job finish sooner by waiting for ``want`` GPUs to free up? The wait
