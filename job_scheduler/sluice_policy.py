@@ -59,7 +59,7 @@ DEFAULT_REGROW_GAIN = 0.2
 
 def priced_penalty(C_n: float, n: int, behind: int, total_gpus: int) -> float:
     """P(n) = C(n) * (1 + B*n/G): the job's time plus the delay its n*C(n)
-    GPU-seconds put on each of the B jobs left without a GPU (module docstring)."""
+    GPU-seconds put on each of the B jobs behind it (module docstring)."""
     return C_n * (1.0 + behind * n / total_gpus)
 
 
@@ -105,6 +105,7 @@ class SluicePolicy:
         self._err: dict[int, float] = {}
         self.blind = frozenset(blind or ())        # jobs whose estimate is missing
         self._attained: dict[int, float] = {}      # GPU-seconds, blind jobs only
+        self._since: dict[int, float] = {}         # blind running jobs: start of this run
         self._waiting = FitIndex()                 # key (predicted remaining, j)
         self._small: set[int] = set()              # running below their best count
         self._best: dict[int, int] = {}            # argmin C(n) alone, per job
@@ -124,7 +125,7 @@ class SluicePolicy:
             run = sim.running.get(j)
             done = self._attained.get(j, 0.0)
             if run is not None:
-                done += run.n * max(sim.now - run.t_last, 0.0)
+                done += run.n * max(sim.now - self._since[j], 0.0)
             return done
         return sim.models[j].cost1 * self._factor(j) * sim.remaining(j)
 
@@ -145,7 +146,8 @@ class SluicePolicy:
         if not self.preempt:
             return
         state = sim.state
-        cands = [k for k in self._small if k in sim.running]
+        # (a job without an estimate has no predicted remaining time to judge by)
+        cands = [k for k in self._small if k in sim.running and k not in self.blind]
         cands.sort(key=lambda k: self.predicted_remaining(sim, k))
         for k in cands:
             if not state.total_free:
@@ -174,6 +176,7 @@ class SluicePolicy:
 
     def on_complete(self, sim, j: int) -> None:
         self._small.discard(j)
+        self._since.pop(j, None)
         self._best.pop(j, None)
         self._tried.pop(j, None)
         self._attained.pop(j, None)
@@ -210,6 +213,8 @@ class SluicePolicy:
             return False
         self._waiting.remove(j)
         sim.start(j, places[n])
+        if j in self.blind:
+            self._since[j] = sim.now
         self._tried.pop(j, None)
         if n < self._lone_best(sim, j):
             self._small.add(j)      # below its best count on an empty cluster: may regrow
@@ -230,7 +235,8 @@ class SluicePolicy:
         is read off the running jobs' predicted ends; the count then is judged at the
         nominal C(want) (on an empty cluster's best-fit placement)."""
         free = sim.state.total_free
-        ends = sorted((sim.now + self._left_s(sim, k), sim.running[k].n) for k in sim.running)
+        ends = sorted((sim.now + self._left_s(sim, k), sim.running[k].n)
+                      for k in sim.running if k not in self.blind)   # unknown ends: never
         for t, n in ends:
             free += n
             if free >= want:
@@ -247,6 +253,7 @@ class SluicePolicy:
     def _suspend(self, sim, j: int) -> None:
         if j in self.blind:
             self._attained[j] = self.predicted_remaining(sim, j)
+            self._since.pop(j, None)
         sim.preempt(j, self.preempt_cost_s)
         self._small.discard(j)
         self._waiting.add(j, (self.predicted_remaining(sim, j), j), 1)
