@@ -1,13 +1,14 @@
 """How much the Proteus reproduction depends on choices the paper does not pin down here.
 
 lyapunov / single (average JCT, geometric mean over seeds) on two-rack for each scenario,
-varying one thing at a time from the defaults (caps="paper", N = 8, GPUs inside one host
-exchange gradients for free):
+varying one thing at a time from the defaults (caps="paper", N = 8, exchange inside one
+host charged at the host's intra_bw, 100 Gbit/s, shared by the job's flows):
 
   * N, the one max_gpus of every job: 4, 8 (default), 16;
   * caps="mixed" (1/2/4/8 per job, the setting before 2026-11-22);
-  * in-host exchange charged: the job's workers on one host share a host bus of B Gbit/s
-    (what-if only: the estimator treats one host as free, ``estimator.effective_bandwidth``);
+  * in-host exchange free (the model before issue 19: ``Simulator(in_host=False)``);
+  * in-host exchange over a host bus of B Gbit/s shared by the job's workers on the
+    host, B = 200 and 50 (the default is 100, ``topologies.model.DEFAULT_INTRA_BW_MBPS``);
   * the paper's eq. 5 taken literally: every worker of an n > 1 job gets the nominal
     10 Gbit/s to itself wherever it is placed, in-host included, no sharing.
 
@@ -36,13 +37,24 @@ SLOT = 10.0
 
 
 def bus_simulator(bus_gbps: float):
-    """A Simulator whose single-host placements pay Comm over a shared host bus."""
+    """A Simulator whose single-host placements pay Comm over a shared host bus of
+    ``bus_gbps`` (the fabric model otherwise)."""
     class BusSimulator(Simulator):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, in_host=False, **kw)
+
         def base_bandwidth(self, placement):
             bw = super().base_bandwidth(placement)
             n = len(placement.worker_hosts)
             return bus_gbps * 1000.0 / n if n > 1 and math.isinf(bw) else bw
     return BusSimulator
+
+
+class FreeHostSimulator(Simulator):
+    """Exchange inside one host costs nothing (the model before issue 19)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, in_host=False, **kw)
 
 
 class PaperEq5Simulator(Simulator):
@@ -82,12 +94,12 @@ def main() -> int:
         return jobs
 
     settings = [
-        ("default (caps=paper, N=8, host free)", Simulator, lambda sc: paper(sc)),
+        ("default (caps=paper, N=8, host bus 100)", Simulator, lambda sc: paper(sc)),
+        ("in-host exchange free", FreeHostSimulator, lambda sc: paper(sc)),
         ("N = 4", Simulator, lambda sc: paper(sc, 4)),
         ("N = 16", Simulator, lambda sc: paper(sc, 16)),
         ("caps=mixed", Simulator, lambda sc: (lambda s: load_workload(sc, seed=s, caps="mixed"))),
         ("host bus 200 Gbit/s", bus_simulator(200), lambda sc: paper(sc)),
-        ("host bus 100 Gbit/s", bus_simulator(100), lambda sc: paper(sc)),
         ("host bus 50 Gbit/s", bus_simulator(50), lambda sc: paper(sc)),
         ("eq. 5 literal, 10 Gbit/s per worker", PaperEq5Simulator, lambda sc: paper(sc)),
     ]

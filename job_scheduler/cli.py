@@ -15,7 +15,7 @@ from pathlib import Path
 from job_scheduler.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, make_policy,
                                     parse_policy_names, requested_gpus)
 from job_scheduler.proteus import K_READINGS
-from job_scheduler.workloads import SCENARIO_CAPS
+from job_scheduler.workloads import SCENARIO_CAPS, TRACE_CAPS
 from sluice.errors import InputError
 
 # show a progress bar on stderr from this many jobs on (short runs stay quiet)
@@ -28,6 +28,9 @@ def configure_validate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="job description YAML file")
     parser.add_argument("--topology", help="also check every job fits this topology "
                         "(built-in name or YAML path)")
+    parser.add_argument("--cap-gpus", action="store_true",
+                        help="print the jobs with max_gpus capped at the point of diminishing "
+                             "returns (Liquid's resource estimator) instead of only warning")
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -50,6 +53,14 @@ def run_validate(args: argparse.Namespace) -> int:
         print(f"  {job.name:<20} {job.model:<14} {est.params(job):>12,} {job.dataset_size:>9} "
               f"{job.epochs:>3} {job.batch_size:>4} {job.max_gpus:>8} {job.arrival:>9.1f} "
               f"{est.cost1(job):>11.1f}")
+    from job_scheduler.gpu_advice import advise, capped_text
+    advice = advise(jobs)
+    for a in advice:
+        if a.beyond:
+            print(a.warning(), file=sys.stderr)
+    if args.cap_gpus:
+        print("# the job file with max_gpus capped at the point of diminishing returns:")
+        print(capped_text(Path(args.file).read_text(encoding="utf-8"), advice), end="")
     return 0
 
 
@@ -63,11 +74,17 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, help="keep the first N jobs (arrival order)")
     parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
     parser.add_argument("--policies", default="lyapunov,single,random,fifo,tetris,las",
-                        help="comma-separated: lyapunov,single,random,fifo,tetris,las")
+                        help="comma-separated: lyapunov,single,random,fifo,tetris,las,sluice")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scenario-caps", choices=SCENARIO_CAPS, default="paper",
                         help="max_gpus of generated proteus-* jobs: 'paper' = 8 for every job "
                              "(the scheduler picks n in (0, N]), 'mixed' = 1, 2, 4 or 8 per job")
+    parser.add_argument("--trace-caps", choices=TRACE_CAPS, default="requested",
+                        help="max_gpus of trace jobs: 'requested' = the trace's count (a "
+                             "policy may give fewer), 'paper' = up to 8 like the scenarios")
+    parser.add_argument("--estimate-error", type=float, default=0.0,
+                        help="sluice: sigma of the log-normal error on the job sizes it "
+                             "sees (jobs still run their true time)")
     parser.add_argument("--slot", type=float, default=10.0, help="scheduling slot, seconds")
     parser.add_argument("--V", type=float, default=DEFAULT_V, help="Lyapunov penalty weight")
     parser.add_argument("--eps", type=float, default=DEFAULT_EPS,
@@ -94,6 +111,9 @@ def _check_args(args: argparse.Namespace) -> list[str]:
     for key in ("V", "eps"):
         if not getattr(args, key) >= 0:
             raise InputError("argument", f"must be >= 0, got {getattr(args, key)}", field=key)
+    if not args.estimate_error >= 0:
+        raise InputError("argument", f"must be >= 0, got {args.estimate_error}",
+                         field="estimate-error")
     if not 0.0 <= args.lam <= 1.0:
         raise InputError("argument", f"must be in [0, 1], got {args.lam}", field="lambda")
     if args.plot:
@@ -116,7 +136,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     names = _check_args(args)
     topo = load_topology(args.topology)
     jobs = load_workload(args.workload, trace_format=args.trace_format, jobs=args.jobs,
-                         seed=args.seed, caps=args.scenario_caps)
+                         seed=args.seed, caps=args.scenario_caps, trace_caps=args.trace_caps)
     if not jobs:
         raise InputError(args.workload, "no jobs")
     fixed = [n for n in names if n in ("fifo", "tetris", "las")]
@@ -130,7 +150,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     results = {}
     for name in names:
         policy = make_policy(name, seed=args.seed, V=args.V, eps=args.eps, lam=args.lam,
-                             ga=not args.no_ga, placement=args.placement, k=args.k)
+                             ga=not args.no_ga, placement=args.placement, k=args.k,
+                             estimate_error=args.estimate_error)
         progress = stderr_progress(name) if len(jobs) >= PROGRESS_FROM_JOBS else None
         results[name] = Simulator(topo, jobs, policy, slot=args.slot, progress=progress,
                                    network=not args.no_network).run()

@@ -148,19 +148,23 @@ def _check_n(n: int) -> None:
 
 # ---- bandwidth from placement ------------------------------------------------------------
 
-def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterable[str]) -> float:
+def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterable[str],
+                        in_host: bool = True) -> float:
     """Per-worker bandwidth (Mbit/s) to the parameter servers for one placement.
 
     ``ps_hosts`` / ``worker_hosts``: one host name per PS / worker (repeat a host for
     several on it). Every (worker, PS) pair on different hosts is one flow on
-    ``topology.path``; a link's bandwidth is split equally among the job's flows crossing
-    it; a flow gets the smallest share along its path. A worker exchanges 1/P of the
-    parameters with each of the P servers in parallel, so the job waits for the slowest
-    flow: the result is ``P * min(flow share)`` — a bandwidth to plug into
-    ``Estimator.comm`` for the whole parameter volume. Pairs on one host do not touch
-    the network; if every pair is on one host the result is ``inf`` (no comm time).
+    ``topology.path``; a pair on one host is one flow over that host's exchange bus
+    (``Host.intra_bw``, PCIe- or NVLink-class; ``in_host=False`` makes it free, the
+    earlier model). A link's (or bus's) bandwidth is split equally among the job's flows
+    crossing it; a flow gets the smallest share along its path. A worker exchanges 1/P
+    of the parameters with each of the P servers in parallel, so the job waits for the
+    slowest flow: the result is ``P * min(flow share)`` — a bandwidth to plug into
+    ``Estimator.comm`` for the whole parameter volume. If no pair needs a path (every
+    pair on one host and ``in_host=False``) the result is ``inf`` (no comm time).
 
-    Example: 4 workers behind one 5 Gbit/s uplink, 1 PS in another rack -> 1,250.
+    Example: 4 workers behind one 5 Gbit/s uplink, 1 PS in another rack -> 1,250;
+    4 workers and their PS on one 100 Gbit/s host -> 25,000.
     """
     ps_hosts, worker_hosts = list(ps_hosts), list(worker_hosts)
     if not ps_hosts or not worker_hosts:
@@ -171,17 +175,25 @@ def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterabl
             raise ValueError(f"unknown host {h!r} in topology '{topology.name}'")
     paths = []
     load: Counter = Counter()
+    capacity: dict = {}
     for w in worker_hosts:
         for p in ps_hosts:
             if w == p:
-                continue
-            path = topology.path(w, p)
-            edges = [frozenset(e) for e in zip(path, path[1:])]
+                if not in_host:
+                    continue
+                edges = [("bus", w)]           # the host's own exchange bus
+                capacity[edges[0]] = topology.host_by_name[w].intra_bw
+            else:
+                path = topology.path(w, p)
+                edges = [frozenset(e) for e in zip(path, path[1:])]
             paths.append(edges)
             load.update(edges)
     if not paths:
         return math.inf
-    slowest = min(min(g.edges[tuple(e)]["bw"] / load[e] for e in edges) for edges in paths)
+
+    def cap(e):
+        return capacity[e] if e in capacity else g.edges[tuple(e)]["bw"]
+    slowest = min(min(cap(e) / load[e] for e in edges) for edges in paths)
     return len(ps_hosts) * slowest
 
 

@@ -300,33 +300,51 @@ class TetrisPlacement:
     """Tetris packing: put workers on the host whose free-resource vector is most
     aligned (cosine similarity) with the job's remaining demand. Resources per host:
     GPUs and NIC share (a distributed job's workers on a host load its NIC). Only the
-    GPU dimension is hard; both are normalised by the host's capacity."""
+    GPU dimension is hard; both are normalised by the host's capacity.
+
+    The score of a host depends only on its free GPUs and its capacity, so hosts are
+    scored per (free count, capacity) group (the free-count buckets of
+    :class:`ClusterState`), the lowest index winning a tie as before: the same choice
+    as scoring every host, without a pass over all hosts per worker (the Philly run on
+    2,048 GPUs spent most of its time there)."""
 
     name = "tetris"
+
+    @staticmethod
+    def _score(avail: int, cap: int, left: int, n: int) -> tuple[float, int]:
+        want = min(left, avail)
+        # demand: GPUs wanted here, and NIC load when the job spans hosts
+        demand = (want / cap, 0.0 if want == n else want / cap)
+        supply = (avail / cap, avail / cap)
+        dot = demand[0] * supply[0] + demand[1] * supply[1]
+        norm = math.hypot(*demand) * math.hypot(*supply)
+        return -(dot / norm if norm else 0.0), -want
 
     def place(self, state: ClusterState, job: str, n: int, num_ps: int = 1) -> Placement | None:
         if n <= 0 or n > state.total_free:
             return None
         counts: dict[int, int] = {}
+        used: set[int] = set()      # a host is chosen once: the take empties it or ends the job
         left = n
         while left:
-            best, best_key = None, None
-            for h, free in enumerate(state.free):
-                avail = free - counts.get(h, 0)
-                if avail <= 0:
+            best = None
+            for free, bucket in state._host_bucket.items():
+                hosts = bucket - used if used else bucket
+                if free <= 0 or not hosts:
                     continue
-                cap = state.capacity[h]
-                want = min(left, avail)
-                # demand: GPUs wanted here, and NIC load when the job spans hosts
-                demand = (want / cap, 0.0 if want == n else want / cap)
-                supply = (avail / cap, avail / cap)
-                dot = demand[0] * supply[0] + demand[1] * supply[1]
-                norm = math.hypot(*demand) * math.hypot(*supply)
-                key = (-(dot / norm if norm else 0.0), -want, h)
-                if best_key is None or key < best_key:
-                    best, best_key = h, key
-            take = min(left, state.free[best] - counts.get(best, 0))
-            counts[best] = counts.get(best, 0) + take
+                lowest: dict[int, int] = {}          # capacity -> lowest host index
+                for h in hosts:
+                    c = state.capacity[h]
+                    if c not in lowest or h < lowest[c]:
+                        lowest[c] = h
+                for c, h in lowest.items():
+                    key = (*self._score(free, c, left, n), h)
+                    if best is None or key < best:
+                        best = key
+            h = best[2]
+            take = min(left, state.free[h])
+            counts[h] = take
+            used.add(h)
             left -= take
         return _make(state, job, counts, num_ps)
 

@@ -23,22 +23,28 @@ random    FIFO head-of-line    uniform in [1, max_gpus], seeded       Liquid bes
 fifo      FIFO head-of-line    requested (trace_gpus or max_gpus)     first fit
 tetris    packing (backfill)   requested                              Tetris cosine
 las       2D-LAS priority      requested (fixed), preemptive          first fit
+sluice    shortest predicted   drift-plus-penalty argmin, the queue's Liquid best fit
+          remaining work,      GPU time priced (sluice_policy.py)
+          preemptive at a cost
 ========  ===================  =====================================  ==============
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 import random
 from collections import deque
 from typing import Callable
 
 from job_scheduler import proteus
+from job_scheduler.fit_index import FitIndex
 from job_scheduler.jobspec import JobSpec
 from job_scheduler.placement import (DEFAULT_LAMBDA, BestFitPlacement, FirstFitPlacement,
                                      GroupGA, Placement, Request, TetrisPlacement)
 from sluice.errors import InputError
 
-POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris", "las")
+POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris", "las", "sluice")
 
 # Defaults of the Lyapunov knobs (seconds). V weighs C(n) against the backlog; eps is
 # Z's growth per slot. See proteus.py for what they do; `sluice simulate --V/--eps`.
@@ -259,62 +265,157 @@ class LyapunovPolicy:
 class LasPolicy:
     """Discretized two-dimensional least-attained-service (Tiresias): attained service
     = GPUs x seconds run; a job's queue is the number of thresholds it has passed;
-    lower queues first, FIFO (arrival) inside a queue. Each slot the jobs that fit in
-    priority order run, the rest are preempted (progress kept; no checkpoint overhead
-    is charged). Fixed GPU count (the trace's), first-fit placement."""
+    lower queues first, FIFO (arrival) inside a queue. At every decision the jobs that
+    fit in priority order run, the rest are preempted (progress kept; no checkpoint
+    overhead is charged). Fixed GPU count (the trace's), first-fit placement.
+
+    Event-driven: the order only changes when a job arrives, ends or a running job
+    crosses a threshold, so the policy asks the simulator to wake it at the next
+    crossing (``next_wakeup``) instead of every slot, and keeps waiting and running
+    jobs in :class:`~job_scheduler.fit_index.FitIndex` lists (one per GPU count). A
+    decision then costs O(started + running) when a preemption is possible and
+    O(started x GPU counts) otherwise, never O(queue): the earlier version sorted the
+    whole queue every slot and went quadratic on the Philly trace
+    (bench/results/sluice.md)."""
 
     name = "las"
 
-    def __init__(self, thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS):
+    def __init__(self, thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS,
+                 preempt_cost_s: float = 0.0):
         self.thresholds = tuple(sorted(thresholds))
-        self.attained: dict[int, float] = {}
-        self._last = 0.0
+        # suspend/resume cost per preemption; 0 (Tiresias' simulator charges none), or
+        # sluice's figure to compare the two at the same price
+        self.preempt_cost_s = float(preempt_cost_s)
         self.placer = FirstFitPlacement()
+        self.attained: dict[int, float] = {}    # GPU-seconds, up to date at _since[j]
+        self._since: dict[int, float] = {}      # running jobs: when attained was updated
+        self._level: dict[int, int] = {}
+        self._n: dict[int, int] = {}
+        self._waiting = FitIndex()              # key (level, j)
+        self._running = FitIndex()
+        self._cross: list[tuple[float, int, int]] = []   # (time, j, start count)
+        self._starts: dict[int, int] = {}
 
     def on_arrival(self, sim, j: int) -> None:
-        if requested_gpus(sim.jobs[j]) > sim.state.total_gpus:
-            raise ValueError(f"policy las: job '{sim.jobs[j].name}' needs "
-                             f"{requested_gpus(sim.jobs[j])} GPUs, the cluster has "
-                             f"{sim.state.total_gpus}")
-        self.attained[j] = 0.0
+        n = requested_gpus(sim.jobs[j])
+        if n > sim.state.total_gpus:
+            raise ValueError(f"policy las: job '{sim.jobs[j].name}' needs {n} GPUs, the "
+                             f"cluster has {sim.state.total_gpus}")
+        self.attained[j], self._level[j], self._n[j] = 0.0, 0, n
+        self._starts[j] = 0
+        self._waiting.add(j, (0, j), n)
 
     def wants_slot(self, sim) -> bool:
-        return True         # attained service grows: priorities change without events
+        return False        # nothing changes between events but threshold crossings
+
+    def next_wakeup(self, sim) -> float:
+        """When the next running job crosses a threshold (its priority drops)."""
+        heap = self._cross
+        while heap and not self._valid(heap[0]):
+            heapq.heappop(heap)
+        return heap[0][0] if heap else math.inf
 
     def idle(self, sim, slots: int) -> None:
         pass
 
-    def _queue(self, j: int) -> int:
-        a = self.attained.get(j, 0.0)
-        return sum(1 for t in self.thresholds if a >= t)
+    def on_complete(self, sim, j: int) -> None:
+        self._running.remove(j)
+        for d in (self.attained, self._since, self._level, self._n, self._starts):
+            d.pop(j, None)
+
+    def _queue(self, attained: float) -> int:
+        return sum(1 for t in self.thresholds if attained >= t)
+
+    def _valid(self, entry) -> bool:
+        _, j, k = entry
+        return j in self._since and self._starts.get(j) == k
+
+    def _update(self, j: int, now: float) -> None:
+        self.attained[j] += self._n[j] * (now - self._since[j])
+        self._since[j] = now
+
+    def _push_crossing(self, j: int) -> None:
+        a = self.attained[j]
+        nxt = [t for t in self.thresholds if t > a]
+        if nxt:
+            heapq.heappush(self._cross, (self._since[j] + (nxt[0] - a) / self._n[j], j,
+                                         self._starts[j]))
+
+    def _crossings(self, now: float) -> None:
+        heap = self._cross
+        while heap and heap[0][0] <= now + 1e-9:
+            entry = heapq.heappop(heap)
+            j = entry[1]
+            if not self._valid(entry):
+                continue
+            self._update(j, now)
+            level = self._queue(self.attained[j])
+            if level != self._level[j]:
+                self._level[j] = level
+                self._running.add(j, (level, j), self._n[j])
+            self._push_crossing(j)
 
     def step(self, sim) -> None:
-        dt = sim.now - self._last
-        self._last = sim.now
-        for j, run in sim.running.items():
-            self.attained[j] = self.attained.get(j, 0.0) + run.n * dt
-        active = sorted(list(sim.running) + list(sim.waiting), key=lambda j: (self._queue(j), j))
-        budget = sim.state.total_gpus
-        keep: list[int] = []
-        for j in active:
-            n = requested_gpus(sim.jobs[j])
-            if n <= budget:
-                keep.append(j)
-                budget -= n
-        keep_set = set(keep)
-        for j in [j for j in sim.running if j not in keep_set]:
-            sim.preempt(j)
-        for j in keep:
-            if j in sim.waiting:
-                job = sim.jobs[j]
-                sim.decisions += 1
-                p = self.placer.place(sim.state, job.name, requested_gpus(job), job.num_ps)
-                if p is not None:
-                    sim.start(j, p)
-        # drop finished jobs' bookkeeping
-        if len(self.attained) > 4 * (len(sim.running) + len(sim.waiting)) + 64:
-            live = set(sim.running) | set(sim.waiting)
-            self.attained = {j: a for j, a in self.attained.items() if j in live}
+        now = sim.now
+        self._crossings(now)
+        best_wait = self._waiting.best()
+        worst_run = self._running.worst()
+        if best_wait is None:
+            return
+        starts: list[int] = []
+        preempts: list[int] = []
+        walk = self._waiting.walk()
+        if worst_run is None or worst_run < best_wait:
+            # every running job comes first in the order and keeps its GPUs: only the
+            # free GPUs are handed out, best waiting job first
+            budget = sim.state.total_free
+            while budget > 0 and (w := walk.peek(budget)) is not None:
+                walk.take(w[2])
+                starts.append(w[1])
+                budget -= w[2]
+        else:
+            # a waiting job outranks a running one: the full walk over both
+            budget = sim.state.total_gpus
+            running = self._running.ordered()
+            i = 0
+            w = walk.peek(budget)
+            while True:
+                r = running[i] if i < len(running) else None
+                # the best waiting job that fitted a larger budget still leads while it
+                # fits: look again only when it no longer does
+                if w is not None and w[2] > budget:
+                    w = walk.peek(budget)
+                if r is None and w is None:
+                    break
+                if w is None or (r is not None and r[0] < w[0]):
+                    if r[2] <= budget:
+                        budget -= r[2]
+                    else:
+                        preempts.append(r[1])
+                    i += 1
+                else:
+                    walk.take(w[2])
+                    starts.append(w[1])
+                    budget -= w[2]
+                    w = walk.peek(budget)
+        for j in preempts:
+            self._update(j, now)
+            del self._since[j]
+            self._running.remove(j)
+            sim.preempt(j, self.preempt_cost_s)
+            self._waiting.add(j, (self._level[j], j), self._n[j])
+        for j in starts:
+            job = sim.jobs[j]
+            sim.decisions += 1
+            p = self.placer.place(sim.state, job.name, self._n[j], job.num_ps)
+            if p is None:
+                continue
+            sim.start(j, p)
+            self._waiting.remove(j)
+            self._running.add(j, (self._level[j], j), self._n[j])
+            self._since[j] = now
+            self._starts[j] += 1
+            self._push_crossing(j)
 
 
 # ---- the registry ----------------------------------------------------------------------------
@@ -335,7 +436,8 @@ def make_placement(name: str, lam: float = DEFAULT_LAMBDA):
 def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = DEFAULT_EPS,
                 lam: float = DEFAULT_LAMBDA, ga: bool = True,
                 las_thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS,
-                trace_every: float = 0.0, placement: str | None = None, k: str = DEFAULT_K):
+                trace_every: float = 0.0, placement: str | None = None, k: str = DEFAULT_K,
+                estimate_error: float = 0.0, preempt_cost_s: float | None = None):
     """A fresh policy object (policies keep per-run state: make one per run).
     ``placement`` swaps the policy's own placement for another (Blox-style), e.g. fifo
     with Liquid best fit to separate the effect of ordering from that of placement."""
@@ -360,6 +462,13 @@ def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = 
     if name == "las":
         pol = LasPolicy(las_thresholds)
         pol.placer = placer("first-fit")
+        return pol
+    if name == "sluice":
+        from job_scheduler.sluice_policy import DEFAULT_PREEMPT_COST_S, SluicePolicy
+        pol = SluicePolicy(lam=lam, seed=seed, estimate_error=estimate_error,
+                           preempt_cost_s=(DEFAULT_PREEMPT_COST_S if preempt_cost_s is None
+                                           else preempt_cost_s))
+        pol.placer = placer("best-fit")
         return pol
     raise InputError("--policies", f"unknown policy {name!r} (known: {', '.join(POLICY_NAMES)})")
 

@@ -170,6 +170,9 @@ def _service_failure(command: str, err: Exception) -> int:
 def configure_submit(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="job description YAML")
     _add_client_args(parser, token=True)
+    parser.add_argument("--cap-gpus", action="store_true",
+                        help="cap max_gpus at the point of diminishing returns (Liquid's "
+                             "resource estimator) before submitting; without it, only warn")
     parser.add_argument("--retry-seconds", type=float, default=15.0,
                         help="keep retrying (same idempotency key) while the service is "
                         "unreachable (default 15)")
@@ -177,8 +180,15 @@ def configure_submit(parser: argparse.ArgumentParser) -> None:
 
 def run_submit(args: argparse.Namespace) -> int:
     from job_scheduler.jobspec import load_jobs
+    from job_scheduler.gpu_advice import advise, capped_text
     specs = load_jobs(args.file)              # InputError -> exit 2, nothing sent
     text = args.file.read_text(encoding="utf-8")
+    advice = advise(specs)
+    for a in advice:
+        if a.beyond:
+            print(a.warning() + (" - capped" if args.cap_gpus else ""), file=sys.stderr)
+    if args.cap_gpus and any(a.beyond for a in advice):
+        text = capped_text(text, advice)
     client = _client(args)
     try:
         result = client.submit(text, source=args.file.name, retry_seconds=args.retry_seconds)

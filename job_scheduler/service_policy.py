@@ -32,7 +32,8 @@ from job_scheduler.placement import ClusterState, Placement
 from sluice.errors import InputError
 from topologies import Topology
 
-SERVICE_POLICIES = tuple(n for n in sim_policies.POLICY_NAMES if n != "las")
+# las and sluice preempt running jobs, which the service does not do
+SERVICE_POLICIES = tuple(n for n in sim_policies.POLICY_NAMES if n not in ("las", "sluice"))
 DEFAULT_V = sim_policies.DEFAULT_V
 DEFAULT_EPS = sim_policies.DEFAULT_EPS
 

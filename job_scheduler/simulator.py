@@ -14,6 +14,9 @@ the sum of its ToR's switch links, is shared equally among its flows). When the 
 flows on an uplink changes, only the jobs crossing that uplink are re-timed.
 Cross-domain links beyond the rack uplinks are not modelled as shared (documented
 simplification; the ToR uplinks are where the oversubscription sits in our topologies).
+Exchange between a PS and workers on one host is charged at the host's ``intra_bw``
+(shared by the job's flows on that host; ``in_host=False`` makes it free, the model
+before issue 19). ``network=False`` is the ideal fabric: no communication time at all.
 """
 
 from __future__ import annotations
@@ -117,7 +120,8 @@ class Simulator:
 
     def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy, *,
                  estimator: Estimator | None = None, slot: float = 1.0,
-                 progress: Callable[[int, int], None] | None = None, network: bool = True):
+                 progress: Callable[[int, int], None] | None = None, network: bool = True,
+                 in_host: bool = True):
         if not slot > 0:
             raise ValueError(f"slot must be > 0 seconds, got {slot}")
         self.topology = topology
@@ -130,6 +134,7 @@ class Simulator:
         # network=False: an ideal fabric (no communication time at all), the assumption
         # of the Tiresias simulator; used to check the engine against its figures.
         self.network = network
+        self.in_host = in_host
         self._bw_memo: dict[tuple, float] = {}
         self._reference_bw: dict[int, float] = {}
         self.models = [JobModel(j, self.estimator, self.reference_bandwidth) for j in self.jobs]
@@ -141,6 +146,10 @@ class Simulator:
         self.first_start = [math.nan] * len(self.jobs)
         self.finish = [math.nan] * len(self.jobs)
         self.work_left = [1.0] * len(self.jobs)      # kept across preemptions
+        # seconds a preempted job spends restoring on its next start, holding its GPUs
+        # without progress (``preempt(j, overhead_s)``; LAS is charged none)
+        self.restart_overhead = [0.0] * len(self.jobs)
+        self.preemptions = 0
         self.ran_gpus = [0] * len(self.jobs)
         self.gpu_seconds = 0.0
         self.decisions = 0                           # GPU-count decisions taken
@@ -181,7 +190,7 @@ class Simulator:
         bw = self._bw_memo.get(key)
         if bw is None:
             bw = self._bw_memo[key] = effective_bandwidth(self.topology, placement.ps_hosts,
-                                                          placement.worker_hosts)
+                                                          placement.worker_hosts, self.in_host)
         return bw
 
     def reference_bandwidth(self, n: int) -> float:
@@ -208,6 +217,13 @@ class Simulator:
                 bw = min(bw, nps * self.uplink_cap[r] / total)
         return bw
 
+    def remaining(self, j: int) -> float:
+        """Fraction of job j's work still to do, now (1 before it starts)."""
+        run = self.running.get(j)
+        if run is None:
+            return self.work_left[j]
+        return max(run.work_left - max(self.now - run.t_last, 0.0) * run.rate, 0.0)
+
     def runtime(self, j: int, n: int, placement: Placement) -> float:
         """C(n) of job j on this placement at today's uplink sharing."""
         return self.models[j].C(n, self.live_bandwidth(placement))
@@ -220,7 +236,10 @@ class Simulator:
         flows = self.placement_flows(placement)
         run = _Run(j, n, placement, flows, self.base_bandwidth(placement),
                    len(placement.ps_hosts), self.work_left[j])
-        run.t_last = self.now
+        # a resumed job first restores its checkpoint: no progress until t_last
+        overhead, self.restart_overhead[j] = self.restart_overhead[j], 0.0
+        run.t_last = self.now + overhead
+        self.gpu_seconds += overhead * n
         self.running[j] = run
         if math.isnan(self.first_start[j]):
             self.first_start[j] = self.now
@@ -231,9 +250,13 @@ class Simulator:
             if k != j:
                 self._retime(self.running[k])
 
-    def preempt(self, j: int) -> None:
-        """Stop a running job, keeping its progress; it waits again (LAS)."""
+    def preempt(self, j: int, overhead_s: float = 0.0) -> None:
+        """Stop a running job, keeping its progress; it waits again. ``overhead_s``:
+        the suspend/resume cost, paid as that many seconds without progress (GPUs held)
+        when the job starts again."""
         run = self.running.pop(j)
+        self.preemptions += 1
+        self.restart_overhead[j] += overhead_s
         self._advance(run)
         self.work_left[j] = run.work_left
         self._version[j] += 1
@@ -271,7 +294,7 @@ class Simulator:
         run.bw = bw
         run.rate = 1.0 / self.models[run.j].C(run.n, bw)
         self._version[run.j] += 1
-        heapq.heappush(self._heap, (self.now + run.work_left / run.rate,
+        heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
                                     self._version[run.j], run.j))
 
     def _complete(self, j: int, t: float) -> None:
@@ -283,6 +306,9 @@ class Simulator:
         self.state.release(run.placement)
         for k in self._add_flows(run.flows, j, -1):
             self._retime(self.running[k])
+        on_complete = getattr(self.policy, "on_complete", None)
+        if on_complete is not None:          # policies that index their running jobs
+            on_complete(self, j)
 
     def _next_completion(self) -> float:
         heap = self._heap
@@ -335,6 +361,10 @@ class Simulator:
                         stuck = [self.jobs[j].name for j in list(self.waiting)[:3]]
                         raise RuntimeError(f"policy {self.policy.name} has left jobs {stuck} "
                                            f"waiting on an idle cluster for {stalled} slots")
+            if not self.waiting and self.state.total_free and self.running:
+                regrow = getattr(self.policy, "regrow", None)
+                if regrow is not None:      # e.g. sluice: grow jobs onto idle GPUs
+                    regrow(self)
             if self.progress and done - last_progress >= max(n_jobs // 200, 1):
                 self.progress(done, n_jobs)
                 last_progress = done
@@ -347,6 +377,9 @@ class Simulator:
             t_next = min(t_next, self._slot_at_or_after(self._next_completion()))
             if self.waiting and self.policy.wants_slot(self):
                 t_next = min(t_next, self.now + self.slot)
+            wakeup = getattr(self.policy, "next_wakeup", None)
+            if self.waiting and wakeup is not None:   # e.g. LAS: a threshold crossing
+                t_next = min(t_next, self._slot_at_or_after(wakeup(self)))
             if math.isinf(t_next):
                 stuck = [self.jobs[j].name for j in list(self.waiting)[:3]]
                 raise RuntimeError(f"policy {self.policy.name} cannot start jobs {stuck} "

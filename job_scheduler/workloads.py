@@ -4,6 +4,7 @@
 sorted by arrival:
 
 - ``proteus-{small,big}-{dispersed,concentrated}``: generated (below), seeded.
+- ``bursty-moderate``, ``bursty-heavy``: bursty synthetic traces (``bursty.py``), seeded.
 - ``trace_format="tiresias"``: a Tiresias CSV (``job_id,num_gpu,submit_time,iterations,
   model_name,duration,interval``), e.g. ``../shared/workloads/tiresias_60_job.csv``.
 - ``trace_format="philly"``: the Philly CSV (``timestamp,duration,num_gpus,gpu_time,
@@ -68,6 +69,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
+from job_scheduler.bursty import BURSTY, generate_bursty
 from job_scheduler.jobspec import JobSpec, load_jobs
 from job_scheduler.models import canonical_name
 from sluice.errors import InputError
@@ -286,11 +288,30 @@ def _with_arrival(job: JobSpec, arrival: float) -> JobSpec:
 
 # ---- entry point -----------------------------------------------------------------------------
 
+TRACE_CAPS = ("requested", "paper")
+
+
 def load_workload(name_or_path: str | Path, trace_format: str | None = None,
                   jobs: int | None = None, seed: int = 0,
-                  caps: str = "paper") -> list[JobSpec]:
+                  caps: str = "paper", trace_caps: str = "requested") -> list[JobSpec]:
     """Jobs sorted by arrival (stable), the first ``jobs`` of them when given;
-    ``caps`` applies to generated scenarios only (``generate_scenario``)."""
+    ``caps`` applies to generated scenarios only (``generate_scenario``).
+    ``trace_caps`` applies to trace jobs (Tiresias, Philly, bursty): "requested" (the
+    default) = max_gpus is the trace's GPU count, a policy may give fewer, never more;
+    "paper" = max_gpus = max(trace count, PAPER_N), the Proteus setting the scenarios
+    use (the scheduler picks n in (0, N]); fixed-count policies still run the trace's
+    count."""
+    if trace_caps not in TRACE_CAPS:
+        raise InputError("argument", f"unknown trace caps {trace_caps!r} (known: "
+                         f"{', '.join(TRACE_CAPS)})", field="trace-caps")
+    loaded = _load(name_or_path, trace_format, jobs, seed, caps)
+    if trace_caps == "paper":
+        loaded = [replace(j, max_gpus=max(j.max_gpus, PAPER_N)) if j.trace_gpus else j
+                  for j in loaded]
+    return loaded
+
+
+def _load(name_or_path, trace_format, jobs, seed, caps) -> list[JobSpec]:
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InputError("argument", f"must be an integer >= 1, got {jobs!r}", field="jobs")
     spec = str(name_or_path)
@@ -301,10 +322,12 @@ def load_workload(name_or_path: str | Path, trace_format: str | None = None,
         loaded = load_tiresias(spec) if trace_format == "tiresias" else load_philly(spec)
     elif spec in SCENARIOS:
         return generate_scenario(spec, jobs, seed, caps)
+    elif spec in BURSTY:
+        return generate_bursty(spec, jobs, seed)
     elif Path(spec).exists():
         loaded = load_jobs(spec)
     else:
-        raise InputError(spec, "not a scenario (" + ", ".join(SCENARIOS) + ") nor an existing "
+        raise InputError(spec, "not a scenario (" + ", ".join(SCENARIOS + tuple(BURSTY)) + ") nor an existing "
                          "job file; traces need trace_format='tiresias' or 'philly'")
     loaded = sorted(loaded, key=lambda j: j.arrival)
     if jobs is not None:

@@ -148,3 +148,15 @@ def test_simulate_k_reading_reaches_the_lyapunov_policy():
     assert default == job                       # "job" is the default reading
     bad = sluice(*args, "--k", "n")
     assert bad.returncode == 2 and "--k" in bad.stderr and not bad.stdout
+
+
+def test_simulate_sluice_on_a_bursty_trace_with_estimate_error(capsys):
+    from sluice.cli import main as sluice_main
+    assert sluice_main(["simulate", "--workload", "bursty-moderate", "--jobs", "20",
+                        "--policies", "sluice,las", "--no-network", "--estimate-error", "0.5",
+                        "--trace-caps", "paper", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["policies"]) == {"sluice", "las"}
+    assert all(p["jobs"] == 20 for p in out["policies"].values())
+    assert sluice_main(["simulate", "--workload", "bursty-moderate",
+                        "--estimate-error", "-1"]) == 2

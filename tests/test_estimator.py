@@ -123,7 +123,8 @@ def test_effective_bandwidth_two_rack():
     assert effective_bandwidth(t, ["h1"], ["h2", "h2", "h2"]) == pytest.approx(10000 / 3)
     # co-located workers use no network; the remote one is alone on its path.
     assert effective_bandwidth(t, ["h1"], ["h1", "h1", "h2"]) == 10000
-    assert effective_bandwidth(t, ["h1"], ["h1", "h1"]) == math.inf
+    assert effective_bandwidth(t, ["h1"], ["h1", "h1"]) == 50_000       # one 100 Gbit/s bus, 2 flows
+    assert effective_bandwidth(t, ["h1"], ["h1", "h1"], in_host=False) == math.inf
     # 2 servers, each worker sends half to each: 4 flows over the uplink -> 2 * 1250.
     assert effective_bandwidth(t, ["h3", "h4"], ["h1", "h1"]) == 2500
     assert nominal_bandwidth(t) == 10000
@@ -137,7 +138,9 @@ def test_comm_from_placement_feeds_the_estimate():
     j = job()
     spread = est.C(j, 4, effective_bandwidth(t, ["h3"], ["h1", "h1", "h2", "h2"]))
     packed = est.C(j, 4, effective_bandwidth(t, ["h1"], ["h1"] * 4))
-    assert packed == est.cost(j, 4) < spread
+    # packed: the 4 flows share the host's 100 Gbit/s bus (25 Gbit/s each)
+    assert packed == pytest.approx(est.cost(j, 4) + est.comm(j, 4, 25_000))
+    assert est.cost(j, 4) < packed < spread
 
 
 # ---- profile files --------------------------------------------------------------------------

@@ -164,3 +164,35 @@ def test_group_ga_leaves_out_jobs_that_cannot_fit():
     s = ClusterState(TWO_RACK)
     out = GroupGA(seed=0).place_batch(s, [Request("a", 10), Request("b", 10), Request("c", 6)])
     assert out[0] is not None and out[1] is None and out[2] is not None
+
+
+def test_tetris_grouped_scoring_matches_scoring_every_host():
+    """Tetris scores hosts per (free count, capacity) group; scoring each host one by
+    one (the definition) must choose the same hosts."""
+    import random as _random
+    from job_scheduler.placement import TetrisPlacement
+    rng = _random.Random(7)
+    topo = load_topology("leaf-spine")
+
+    def by_every_host(state, n):
+        counts, left = {}, n
+        while left:
+            best = min((*TetrisPlacement._score(state.free[h] - counts.get(h, 0),
+                                                state.capacity[h], left, n), h)
+                       for h in range(state.cluster_size)
+                       if state.free[h] - counts.get(h, 0) > 0)
+            h = best[2]
+            take = min(left, state.free[h] - counts.get(h, 0))
+            counts[h] = counts.get(h, 0) + take
+            left -= take
+        return tuple(state.names[h] for h in sorted(counts) for _ in range(counts[h]))
+
+    for _ in range(200):
+        state = ClusterState(topo)
+        for h in range(state.cluster_size):
+            if rng.random() < 0.7:
+                state.allocate(Placement("x", (state.names[h],),
+                                         (state.names[h],) * rng.randint(0, state.capacity[h])))
+        n = rng.randint(1, max(1, min(20, state.total_free)))
+        if state.total_free:
+            assert TetrisPlacement().place(state, "j", n).worker_hosts == by_every_host(state, n)

@@ -105,7 +105,7 @@ def test_lyapunov_V_trades_completion_time_for_backlog():
     served_C, backlog = [], []
     for V in (1e2, 1e3, 1e4, 1e5):
         pol = make_policy("lyapunov", V=V, eps=6000.0)
-        simulate(TWO_RACK, jobs, pol, slot=10.0)
+        simulate(TWO_RACK, jobs, pol, slot=10.0, in_host=False)
         served_C.append(statistics.mean(pol.served_C))
         backlog.append(statistics.mean(pol.backlog))
     assert all(a >= b for a, b in zip(served_C, served_C[1:])), served_C
@@ -115,12 +115,13 @@ def test_lyapunov_V_trades_completion_time_for_backlog():
 
 def test_lyapunov_uses_placement_bandwidth():
     """C(n) for the decision comes from the best-fit placement: 4 GPUs fit on one host
-    (no communication), 8 span two hosts and pay Comm(8) on the shared host link."""
+    (exchange over its 100 Gbit/s bus, 4 flows), 8 span two hosts and pay Comm(8) on
+    the shared host link."""
     spec = job("a", max_gpus=8, model="vgg16")
     sim = Simulator(TWO_RACK, [spec], make_policy("lyapunov"))
     costs, places = sim.policy._costs(sim, 0, 8)
     model = sim.models[0]
-    assert costs[4] == pytest.approx(model.cost(4))
+    assert costs[4] == pytest.approx(model.cost(4) + model.comm(4, 25_000.0))
     assert len(set(places[8].worker_hosts)) == 2
     assert costs[8] == pytest.approx(model.cost(8) + model.comm(8, 2500.0))
 

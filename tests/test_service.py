@@ -360,11 +360,11 @@ def test_restart_reconciles_running_jobs(tmp_path, services):
 
 
 def test_restart_while_simulated_job_runs(tmp_path, services):
-    # fifo gives the job its 2 GPUs on one host (no network): C(2) = Cost(2); a time
-    # factor makes that 10 s of wall time, long enough to outlive a restart on a busy
-    # 2-core machine.
+    # fifo gives the job its 2 GPUs on one host (no fabric; its 2 flows share the host's
+    # 100 Gbit/s bus); a time factor makes C(2) 10 s of wall time, long enough to
+    # outlive a restart on a busy 2-core machine.
     (spec,) = parse_jobs_text(job_file("sim"))
-    factor = 10.0 / EST.C(spec, 2, float("inf"))
+    factor = 10.0 / EST.C(spec, 2, 50_000.0)
     svc = ServiceProcess(tmp_path, "--slot", "0.05", "--policy", "fifo",
                          "--time-factor", repr(factor))
     services.append(svc.start())

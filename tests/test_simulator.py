@@ -88,10 +88,15 @@ def test_jobs_sharing_an_uplink_slow_down_and_speed_up_again():
     assert r.jct[1] == pytest.approx(finish_b - t_b, rel=1e-9)
 
 
-def test_same_host_jobs_do_not_touch_the_network():
-    sim = Simulator(TWO_RACK, [job("a")], Pinned({"a": Placement("a", ("h1",), ("h1",) * 4)}))
+def test_same_host_jobs_pay_the_host_bus_not_the_network():
+    pinned = {"a": Placement("a", ("h1",), ("h1",) * 4)}
+    sim = Simulator(TWO_RACK, [job("a")], Pinned(pinned))
     res = sim.run()
-    assert res.avg_jct == pytest.approx(sim.models[0].cost(4))
+    # 4 PS<->worker flows share h1's 100 Gbit/s bus: 25 Gbit/s each, no fabric link
+    assert res.avg_jct == pytest.approx(sim.models[0].C(4, 25_000.0))
+    assert res.avg_jct > sim.models[0].cost(4)
+    free = Simulator(TWO_RACK, [job("a")], Pinned(pinned), in_host=False)
+    assert free.run().avg_jct == pytest.approx(free.models[0].cost(4))
 
 
 def test_jobs_wait_for_slot_boundaries_and_wait_is_counted():

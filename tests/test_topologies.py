@@ -64,3 +64,18 @@ def test_bad_descriptions_name_the_element(mutate, expect):
 def test_unknown_builtin_is_an_input_error():
     with pytest.raises(InputError, match="no such topology"):
         load_topology("no-such-topology")
+
+
+def test_host_intra_bw_has_a_documented_default_and_can_be_set():
+    from topologies.model import DEFAULT_INTRA_BW_MBPS
+    assert DEFAULT_INTRA_BW_MBPS == 100_000.0
+    t = load_topology("two-rack")
+    assert all(h.intra_bw == DEFAULT_INTRA_BW_MBPS for h in t.hosts)
+    data = t.to_dict()
+    data["hosts"][0]["intra_bw"] = 400_000
+    t2 = parse_topology(data, "x.yaml")
+    assert t2.host_by_name["h1"].intra_bw == 400_000 and t2.host_by_name["h2"].intra_bw == 100_000
+    data["hosts"][0]["intra_bw"] = 0
+    with pytest.raises(InputError) as err:
+        parse_topology(data, "x.yaml")
+    assert "intra_bw" in str(err.value) and "x.yaml" in str(err.value)

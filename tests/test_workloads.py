@@ -155,3 +155,26 @@ def test_job_file_and_bad_arguments(tmp_path):
         load_workload(TIRESIAS, trace_format="borg")
     with pytest.raises(InputError):
         load_workload("proteus-small-dispersed", jobs=0)
+
+
+def test_bursty_traces_are_seeded_bursty_and_trace_shaped():
+    from job_scheduler.bursty import BURSTY_JOBS
+    a = load_workload("bursty-heavy", seed=1)
+    assert a == load_workload("bursty-heavy", seed=1) != load_workload("bursty-heavy", seed=2)
+    assert len(a) == BURSTY_JOBS and all(j.trace_gpus in (1, 2, 4, 8) for j in a)
+    assert all(j.max_gpus == j.trace_gpus and 60 <= j.trace_duration <= 36000 for j in a)
+    gaps = sorted(b.arrival - x.arrival for x, b in zip(a, a[1:]))
+    # bursts: most gaps are short (inside a burst, mean 10 s), a few are long
+    assert gaps[len(gaps) // 2] < 30 and gaps[-1] > 1000
+    # offered load = requested GPU-seconds / span of arrivals / 16 GPUs, as named
+    def load(js):
+        return sum(j.trace_gpus * j.trace_duration for j in js) / (js[-1].arrival - js[0].arrival) / 16
+    assert load(load_workload("bursty-heavy")) == pytest.approx(1.0, rel=0.01)
+    assert load(load_workload("bursty-moderate", seed=3)) == pytest.approx(0.7, rel=0.01)
+
+
+def test_trace_caps_paper_raises_max_gpus_only_for_trace_jobs():
+    jobs = load_workload("bursty-moderate", jobs=30, trace_caps="paper")
+    assert all(j.max_gpus == max(j.trace_gpus, 8) for j in jobs)
+    with pytest.raises(InputError):
+        load_workload("bursty-moderate", trace_caps="nope")

@@ -12,6 +12,8 @@ aggregation/spine/core switches. The YAML format (see ``topologies/builtin/*.yam
       - {name: rack1, tor: tor1}         # optional 'domain: pod1'
     hosts:
       - {name: h1, rack: rack1, gpus: 4, bw: 100}   # bw: host<->ToR link, Mbit/s
+      # optional intra_bw: Mbit/s of the host's own bus for gradient exchange between a
+      # PS and workers on that host (default DEFAULT_INTRA_BW_MBPS, below)
     links:
       - {a: tor1, b: spine1, bw: 100}               # switch<->switch links, Mbit/s
 
@@ -36,6 +38,14 @@ import yaml
 from sluice.errors import InputError
 
 SWITCH_ROLES = ("tor", "agg", "spine", "core")
+# A host's in-host exchange bandwidth (Mbit/s) when its YAML gives no ``intra_bw``:
+# PCIe 3.0 x16 class. PCIe 3.0 x16 carries 15.75 GB/s per direction in theory (PCI-SIG
+# spec, 8 GT/s x 16 lanes, 128b/130b coding) and about 12 GB/s in practice, ~100 Gbit/s;
+# that is the bus of the P100-era hosts the default profile describes. Shared, like any
+# link, by the job's PS<->worker flows on the host. Measured on an H100 host (PCIe 5.0):
+# gradients device->host plus parameters host->device ran at 300-430 Gbit/s
+# (job_scheduler/data/measured_runs_h100.json); NVLink-class hosts are faster still.
+DEFAULT_INTRA_BW_MBPS = 100_000.0
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,7 @@ class Host:
     gpus: int
     bw: float  # Mbit/s of the host <-> ToR link
     ip: str
+    intra_bw: float = DEFAULT_INTRA_BW_MBPS  # Mbit/s of the in-host exchange bus
 
 
 @dataclass(frozen=True)
@@ -164,8 +175,8 @@ class Topology:
             "emulation": {"bw_scale": self.emulation_bw_scale},
             "switches": [{"name": s.name, "role": s.role, "dpid": s.dpid} for s in self.switches],
             "racks": [{"name": r.name, "tor": r.tor, "domain": r.domain} for r in self.racks],
-            "hosts": [{"name": h.name, "rack": h.rack, "gpus": h.gpus, "bw": h.bw, "ip": h.ip}
-                      for h in self.hosts],
+            "hosts": [{"name": h.name, "rack": h.rack, "gpus": h.gpus, "bw": h.bw, "ip": h.ip,
+                       "intra_bw": h.intra_bw} for h in self.hosts],
             "links": [{"a": l.a, "b": l.b, "bw": l.bw} for l in self.links],
         }
 
@@ -176,7 +187,7 @@ _ALLOWED = {
     "top": {"name", "description", "switches", "racks", "hosts", "links", "domains", "emulation"},
     "switch": {"name", "role", "dpid"},
     "rack": {"name", "tor", "domain"},
-    "host": {"name", "rack", "gpus", "bw", "ip"},
+    "host": {"name", "rack", "gpus", "bw", "ip", "intra_bw"},
     "link": {"a", "b", "bw"},
 }
 
@@ -278,7 +289,9 @@ def parse_topology(data: Any, source: str = "<topology>") -> Topology:
             ipaddress.IPv4Address(ip)
         except ValueError:
             raise InputError(source, f"not an IPv4 address: {ip!r}", element=label, field="ip")
-        hosts.append(Host(hname, rack, gpus, bw, ip))
+        intra_bw = (_positive(source, label, raw, "intra_bw") if "intra_bw" in raw
+                    else DEFAULT_INTRA_BW_MBPS)
+        hosts.append(Host(hname, rack, gpus, bw, ip, intra_bw))
     if not hosts:
         raise InputError(source, "a topology needs at least one host", field="hosts")
     _no_duplicates(source, "host/switch", [h.name for h in hosts] + [s.name for s in switches])
