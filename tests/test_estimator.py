@@ -9,7 +9,8 @@ import pytest
 from job_scheduler.estimator import (Estimator, effective_bandwidth, nominal_bandwidth)
 from job_scheduler.jobspec import JobSpec, Layer
 from job_scheduler.models import MODELS
-from job_scheduler.profile import fit_alpha, load_profile, parse_profile, save_profile
+from job_scheduler.profile import (P100_PROFILE_PATH, fit_alpha, load_profile, parse_profile,
+                                   save_profile)
 from job_scheduler.workloads import load_workload
 from sluice.errors import InputError
 from topologies import load_topology
@@ -45,8 +46,22 @@ def test_single_point_means_linear():
     assert mp.alpha(1) == 1 and mp.alpha(16) == pytest.approx(16)
 
 
-def test_default_profile_covers_every_trace_and_paper_model():
+def test_default_profile_is_the_measured_h100_one():
     dev = load_profile().device()
+    assert dev.device.startswith("cuda-nvidia-h100")
+    assert {"resnet18", "alexnet", "vgg16", "googlenet", "smallcnn"} <= set(dev.models)
+    # The measured points are kept as measured (resnet18 b64: 15.1 ms, vgg16 b32: 29.4 ms).
+    assert dev.models["resnet18"].points[64] == pytest.approx(0.01512, rel=0.01)
+    assert dev.models["vgg16"].points[32] == pytest.approx(0.02945, rel=0.01)
+    # A model the H100 run did not measure is estimated from the nearest measured one.
+    big = Estimator().cost_bat(JobSpec(name="r50", model="resnet50", dataset_size=1, epochs=1,
+                                       batch_size=32, max_gpus=1))
+    assert big > 0
+
+
+def test_p100_profile_is_a_named_option_covering_every_trace_and_paper_model():
+    assert load_profile("p100").path == str(P100_PROFILE_PATH)
+    dev = load_profile("p100").device()
     needed = {"alexnet", "resnet18", "resnet50", "googlenet", "densenet121", "vgg11", "vgg16",
               "inception_v3", "vgg19", "resnet101", "resnet152", "inception_v4"}
     assert needed <= set(dev.models)
