@@ -50,7 +50,7 @@ DEFAULT_NOMINAL_BW_MBPS = 10_000.0
 
 class Estimator:
     def __init__(self, profile: Profile | str | Path | None = None, device: str | None = None,
-                 nominal_bw_mbps: float = DEFAULT_NOMINAL_BW_MBPS):
+                 nominal_bw_mbps: float = DEFAULT_NOMINAL_BW_MBPS, startup_s: float = 0.0):
         if not isinstance(profile, Profile):
             profile = load_profile(profile)
         if not nominal_bw_mbps > 0:
@@ -58,6 +58,7 @@ class Estimator:
         self.profile = profile
         self.device_profile: DeviceProfile = profile.device(device)
         self.nominal_bw_mbps = float(nominal_bw_mbps)
+        self.startup_s = float(startup_s)   # launch -> first batch, not part of C(n)
         self._scale: dict[JobSpec, float] = {}
 
     @property
@@ -131,6 +132,10 @@ class Estimator:
         """C(n) = Cost(n) + Comm(n); ``bw_mbps`` None means the nominal bandwidth."""
         bw = self.nominal_bw_mbps if bw_mbps is None else bw_mbps
         return self.cost(job, n) + self.comm(job, n, bw)
+
+    def run_time(self, job: JobSpec, n: int, bw_mbps: float | None = None) -> float:
+        """Predicted start -> finish of a job that starts now: start-up + C(n)."""
+        return self.startup_s + self.C(job, n, bw_mbps)
 
     def cost1(self, job: JobSpec) -> float:
         """Cost_i(1): the job's work in GPU-seconds, what the Lyapunov queues count."""

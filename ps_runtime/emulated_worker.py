@@ -69,9 +69,6 @@ def batch_plan(model: str, batch_size: int, bw_scale: float, profile=None,
     estimator, default profile when ``profile`` is None) and the model's parameter bytes
     (job_scheduler's model table) scaled by ``bw_scale``. ``compute_s`` /
     ``bytes_per_batch`` (already on the emulated fabric's scale) override either."""
-    from job_scheduler.estimator import BYTES_PER_PARAM, Estimator
-    from job_scheduler.jobspec import JobSpec
-
     if compute_s is not None and not (compute_s >= 0 and math.isfinite(compute_s)):
         raise ValueError(f"compute seconds must be >= 0, got {compute_s}")
     if bytes_per_batch is not None and bytes_per_batch < MIN_BYTES:
@@ -79,7 +76,10 @@ def batch_plan(model: str, batch_size: int, bw_scale: float, profile=None,
     need_estimator = compute_s is None or bytes_per_batch is None
     model_bytes = 0
     source = "given"
-    if need_estimator:
+    if need_estimator:         # imported only here: a worker given both figures starts faster
+        from job_scheduler.estimator import BYTES_PER_PARAM, Estimator
+        from job_scheduler.jobspec import JobSpec
+
         est = Estimator(profile, device)
         spec = JobSpec(name="emulated", model=model, dataset_size=batch_size, epochs=1,
                        batch_size=batch_size, max_gpus=1)

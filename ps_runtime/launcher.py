@@ -152,6 +152,7 @@ class PSJob:
         self.processes: list[PSProcess] = []
         self._started_at: float | None = None
         self._stopped = False
+        self._plan_cache = None            # the emulated workers' BatchPlan
 
     # ---- plan ----------------------------------------------------------------------
     def endpoints(self) -> dict[str, list[tuple[str, int]]]:
@@ -210,17 +211,19 @@ class PSJob:
 
     def _emulated_argv(self, proc: PSProcess) -> list[str]:
         o = self.options
+        if self._plan_cache is None:
+            # Worked out here once, so that no worker pays for the estimator's imports.
+            from ps_runtime.emulated_worker import batch_plan
+
+            self._plan_cache = batch_plan(self.spec.model, self.spec.batch_size, o.bw_scale,
+                                          o.profile, None, o.compute_s, o.bytes_per_batch)
+        plan = self._plan_cache
         argv = [self.python, "-m", "ps_runtime.emulated_worker", "--job", self.spec.name,
                 "--worker-index", str(proc.rank), "--model", self.spec.model,
                 "--batch-size", str(self.spec.batch_size), "--batches", str(self.batches),
                 "--bw-scale", repr(o.bw_scale), "--bucket-mb", str(o.bucket_mb),
                 "--report-interval", str(o.report_interval)]
-        if o.profile:
-            argv += ["--profile", str(o.profile)]
-        if o.compute_s is not None:
-            argv += ["--compute-s", repr(o.compute_s)]
-        if o.bytes_per_batch is not None:
-            argv += ["--bytes-per-batch", str(o.bytes_per_batch)]
+        argv += ["--compute-s", repr(plan.compute_s), "--bytes-per-batch", str(plan.wire_bytes)]
         if self.controller_url:
             argv += ["--controller", self.controller_url]
         return argv
