@@ -38,15 +38,6 @@ from ps_runtime.runners import MininetRunner
 from sluice import closed_loop
 from topologies import Topology
 
-# Launch -> every worker's first batch done, measured on this 2-core machine (bench/RESULTS.md,
-# issue 13): the start-up term of a job's predicted start -> finish (Estimator.run_time).
-STARTUP_S = {"emulated": 2.0, "torch": 12.0}
-
-
-def startup_estimate(compute: str) -> float:
-    return STARTUP_S.get(compute, 0.0)
-
-
 POLL_S = 0.1             # how often running jobs and logs are looked at
 LINK_SAMPLE_S = 1.0      # how often the controller's link stats are read
 USAGE_WINDOW = 3         # samples averaged for the closed loop (~3 s of bursty traffic)

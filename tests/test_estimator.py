@@ -204,3 +204,26 @@ def test_bad_profile_file(tmp_path):
     with pytest.raises(InputError):          # refuses to write what it could not read back
         save_profile(tmp_path / "q.yaml", "d", {"resnet18": {4: 0.1}})
     assert not (tmp_path / "q.yaml").exists()
+
+
+def test_runtime_terms_sync_and_link_efficiency_hand_computed():
+    """sync_s is paid every iteration (one GPU included) and sits with the compute, so
+    Comm stays proportional to 1/bw; link_efficiency divides the bandwidth."""
+    base = Estimator(hand_profile(), nominal_bw_mbps=1000)
+    est = Estimator(hand_profile(), nominal_bw_mbps=1000, sync_s=0.01, link_efficiency=0.8,
+                    startup_s=2.0)
+    j = job()
+    iters4 = j.epochs * j.dataset_size / (j.batch_size * 4)
+    assert est.cost(j, 4) == pytest.approx(base.cost(j, 4) + 0.01 * iters4)
+    assert est.comm(j, 4, 500.0) == pytest.approx(base.comm(j, 4, 500.0) / 0.8)
+    assert est.comm(j, 4, 1.0) == pytest.approx(500.0 * est.comm(j, 4, 500.0))
+    assert est.comm(j, 1, 500.0) == 0.0
+    assert est.run_time(j, 4, 500.0) == pytest.approx(2.0 + est.C(j, 4, 500.0))
+    # DESIGN's point: 2 workers, 1 server, 8 MB key, 100 Mbit/s links (each worker gets
+    # 50 through the server's link): 2.56 s at line rate, 3.2 s measured = efficiency 0.8
+    key = JobSpec(name="k", model="custom", dataset_size=64, epochs=1, batch_size=32, max_gpus=2,
+                  layers=(Layer("fc", h=1, w=1, c_in=2000, c_out=1000),))
+    assert Estimator(hand_profile()).comm(key, 2, 50.0) == pytest.approx(2.56)
+    assert est.comm(key, 2, 50.0) == pytest.approx(3.2)
+    with pytest.raises(ValueError):
+        Estimator(hand_profile(), link_efficiency=0.0)
