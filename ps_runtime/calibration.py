@@ -19,9 +19,9 @@ experiment scripts add these to predict each job's start -> finish (``Estimator.
 from __future__ import annotations
 
 RUNTIME = {
-    "emulated": {"startup_s": 1.0, "sync_s": 0.004, "link_efficiency": 0.8},
+    "emulated": {"startup_s": 1.0, "sync_s": 0.006, "link_efficiency": 0.8},
     # torch on the CPU: every worker imports torch and builds its model first
-    "torch": {"startup_s": 12.0, "sync_s": 0.004, "link_efficiency": 0.8},
+    "torch": {"startup_s": 12.0, "sync_s": 0.006, "link_efficiency": 0.8},
 }
 
 
