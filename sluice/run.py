@@ -3,8 +3,12 @@ baseline) onto the emulated two-rack (or any) fabric, run as real PS jobs, their
 prioritised by the controller; a report with tables and plots at the end.
 
     sluice run JOBS.yaml --topology two-rack [--policy lyapunov] [--priority on|off]
-               [--out DIR] [--slot 1] [--batches N]
-    sluice demo [--out DIR]          # two-rack, sluice/data/demo_jobs.yaml, off then on
+               [--out DIR] [--slot 1] [--batches N] [--compute torch|emulated] [--profile FILE]
+    sluice demo [--out DIR]          # two-rack-100g, sluice/data/demo_jobs.yaml, off then on
+
+Compute: ``torch`` (real) or ``emulated`` (Cost_bat(b) of the profile, the model's bytes x
+bw_scale; the default without a CUDA device). Job processes come from a per-host pool of
+pre-started ones (ps_runtime.warm).
 
 Everything is validated before anything starts (bad input: exit 2, nothing started).
 Then: the controller process, the fabric (global fabric lock), the real-time loop of
