@@ -32,7 +32,8 @@ DEMO_TOPOLOGY = "two-rack-100g"
 # las is not offered: it preempts running jobs, which real PS jobs without checkpoints
 # (and the scheduler service's policy seam) do not support.
 POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris")
-WARM_PER_HOST = 6        # pre-started processes per host (a job is 3-9 processes)
+WARM_PER_HOST = 8        # pre-started processes per host: a job is 3-9 processes, and two
+                         # jobs may start on one host within seconds (the refills import at nice 19)
 
 
 def _common(parser) -> None:
