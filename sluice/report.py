@@ -55,20 +55,24 @@ def _fmt(value: Any, digits: int = 1) -> str:
 def markdown(result: dict) -> str:
     s = result["summary"]
     lines = [f"# sluice run: {result['topology']}, policy {result['policy']}, priority "
-             f"{'on' if result['priority'] else 'off'}", "",
+             f"{'on' if result['priority'] else 'off'}, {result.get('compute', 'torch')} compute", "",
+             f"Device: {result.get('device', '-')}; profile: {result.get('profile', '-')}.", "",
              f"{s['finished']}/{s['jobs']} jobs finished; average JCT {_fmt(s['avg_jct_s'])} s; "
              f"makespan {_fmt(s['makespan_s'])} s; bottleneck link {bottleneck_link(result) or '-'}; "
              f"lagging job {lagging_job(result) or '-'}."
              + (" **Interrupted** (Ctrl-C): jobs still running were stopped." if result.get("interrupted") else ""),
              "",
              "| job | model | GPUs | workers | PS | arrival s | wait s | turnaround s | "
-             "batches | mean iteration s | status |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "batches | mean iteration s | status | launch -> first batch s | "
+             "predicted run s | run s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for j in result["jobs"]:
         lines.append(f"| {j['name']} | {j['model']} | {_fmt(j.get('gpus'))} | "
                      f"{','.join(j.get('worker_hosts', [])) or '-'} | {','.join(j.get('ps_hosts', [])) or '-'} | "
                      f"{_fmt(j['arrival'])} | {_fmt(j.get('wait'))} | {_fmt(j.get('turnaround'))} | "
-                     f"{_fmt(j.get('batches'))} | {_fmt(j.get('mean_iteration_s'), 3)} | {j['status']} |")
+                     f"{_fmt(j.get('batches'))} | {_fmt(j.get('mean_iteration_s'), 3)} | {j['status']} | "
+                     f"{_fmt(j.get('first_batch_s'), 2)} | {_fmt(j.get('predicted_run_s'))} | "
+                     f"{_fmt(j.get('run_s'))} |")
     lines += ["", "## Decisions (closed loop: bandwidth measured by the controller)", "",
               "Bandwidth per worker to its PS in Mbit/s of the description (emulated fabric x "
               f"1/{result['emulation_bw_scale']:g}); 'local' = PS and workers on one host.", "",
