@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 all: test
 
 help:
-	@echo "make demo   - set up and run the default demo (two-rack fabric, six jobs, priority off vs on)"
+	@echo "make demo   - set up and run the default demo (two-rack-100g fabric, six jobs, priority off vs on)"
 	@echo "make test   - set up and run the whole test suite (needs root for the fabric tests)"
 	@echo "make bench  - run the benchmarks under bench/"
 

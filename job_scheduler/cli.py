@@ -100,6 +100,9 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-network", action="store_true",
                         help="ideal fabric: no communication time (the Tiresias simulator's "
                              "assumption; checks the engine against its published figures)")
+    parser.add_argument("--profile", default=None, metavar="FILE|NAME",
+                        help="device profile for Cost_bat (a `sluice profile` YAML, or h100 "
+                             "(default, measured) or p100 (derived))")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--plot", metavar="DIR", help="write PNG plots into DIR")
 
@@ -147,6 +150,9 @@ def run_simulate(args: argparse.Namespace) -> int:
                              f"'{topo.name}' has {topo.total_gpus}",
                              element=f"job '{job.name}'", field="max_gpus")
 
+    from job_scheduler.estimator import Estimator
+
+    estimator = Estimator(args.profile)
     results = {}
     for name in names:
         policy = make_policy(name, seed=args.seed, V=args.V, eps=args.eps, lam=args.lam,
@@ -154,7 +160,7 @@ def run_simulate(args: argparse.Namespace) -> int:
                              estimate_error=args.estimate_error)
         progress = stderr_progress(name) if len(jobs) >= PROGRESS_FROM_JOBS else None
         results[name] = Simulator(topo, jobs, policy, slot=args.slot, progress=progress,
-                                   network=not args.no_network).run()
+                                   network=not args.no_network, estimator=estimator).run()
 
     if args.plot:
         from job_scheduler.sim_plots import write_plots

@@ -50,7 +50,8 @@ DEFAULT_NOMINAL_BW_MBPS = 10_000.0
 
 class Estimator:
     def __init__(self, profile: Profile | str | Path | None = None, device: str | None = None,
-                 nominal_bw_mbps: float = DEFAULT_NOMINAL_BW_MBPS):
+                 nominal_bw_mbps: float = DEFAULT_NOMINAL_BW_MBPS, startup_s: float = 0.0,
+                 sync_s: float = 0.0, link_efficiency: float = 1.0):
         if not isinstance(profile, Profile):
             profile = load_profile(profile)
         if not nominal_bw_mbps > 0:
@@ -58,6 +59,16 @@ class Estimator:
         self.profile = profile
         self.device_profile: DeviceProfile = profile.device(device)
         self.nominal_bw_mbps = float(nominal_bw_mbps)
+        if not 0 < link_efficiency <= 1 or sync_s < 0 or startup_s < 0:
+            raise ValueError("need 0 < link_efficiency <= 1, sync_s >= 0, startup_s >= 0")
+        self.startup_s = float(startup_s)   # launch -> first batch, not part of C(n)
+        # Terms of a real PS runtime that the paper's model leaves out (0 and 1 there):
+        # sync_s, the fixed time of one push + pull round through the PS (messages, the
+        # server's own work, the wait for the slowest worker), paid every iteration by
+        # every job that runs through a PS, one GPU included; link_efficiency, the share
+        # of a link's rate that the push/pull payload gets (TCP/IP headers, ACKs, shaping).
+        self.sync_s = float(sync_s)
+        self.link_efficiency = float(link_efficiency)
         self._scale: dict[JobSpec, float] = {}
 
     @property
@@ -96,13 +107,15 @@ class Estimator:
         return job.epochs * job.dataset_size / (job.batch_size * n)
 
     def _raw_cost(self, job: JobSpec, n: int) -> float:
-        return self.cost_bat(job) * self._iterations_per_worker(job, n)
+        # sync_s is paid per iteration whatever the bandwidth: it sits with the compute, so
+        # that Comm stays exactly proportional to 1/bw (the simulator relies on that).
+        return (self.cost_bat(job) + self.sync_s) * self._iterations_per_worker(job, n)
 
     def _raw_comm(self, job: JobSpec, n: int, bw_mbps: float) -> float:
         if n <= 1 or math.isinf(bw_mbps):
             return 0.0
         bits = self.params(job) * BYTES_PER_PARAM * 8 * COMM_DIRECTIONS
-        return self._iterations_per_worker(job, n) * bits / (bw_mbps * 1e6)
+        return self._iterations_per_worker(job, n) * bits / (bw_mbps * 1e6 * self.link_efficiency)
 
     def work_scale(self, job: JobSpec) -> float:
         """1 for described jobs; trace_duration / C_model(trace_gpus) for trace jobs."""
@@ -131,6 +144,10 @@ class Estimator:
         """C(n) = Cost(n) + Comm(n); ``bw_mbps`` None means the nominal bandwidth."""
         bw = self.nominal_bw_mbps if bw_mbps is None else bw_mbps
         return self.cost(job, n) + self.comm(job, n, bw)
+
+    def run_time(self, job: JobSpec, n: int, bw_mbps: float | None = None) -> float:
+        """Predicted start -> finish of a job that starts now: start-up + C(n)."""
+        return self.startup_s + self.C(job, n, bw_mbps)
 
     def cost1(self, job: JobSpec) -> float:
         """Cost_i(1): the job's work in GPU-seconds, what the Lyapunov queues count."""

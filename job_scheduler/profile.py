@@ -42,7 +42,13 @@ import yaml
 
 from sluice.errors import InputError
 
-DEFAULT_PROFILE_PATH = Path(__file__).parent / "data" / "default_profile.yaml"
+_DATA = Path(__file__).parent / "data"
+# Shipped profiles by name (``--profile NAME`` or a file). Measured beats derived: the
+# default is the one measured on an H100; the P100 one is derived from published figures.
+NAMED_PROFILES = {"h100": _DATA / "h100_profile.yaml", "p100": _DATA / "p100_profile.yaml"}
+DEFAULT_PROFILE_NAME = "h100"
+DEFAULT_PROFILE_PATH = NAMED_PROFILES[DEFAULT_PROFILE_NAME]
+P100_PROFILE_PATH = NAMED_PROFILES["p100"]
 _GAMMA_GRID = np.arange(0.05, 2.0001, 0.005)
 
 
@@ -180,9 +186,17 @@ def parse_profile(data: Any, source: str = "<profile>") -> Profile:
     return Profile({name: _parse_device(source, name, data)}, name, source)
 
 
+def profile_path(name_or_path: str | Path | None = None) -> Path:
+    """The file of a shipped profile's name (``h100``, ``p100``), or the path itself;
+    the default profile when None."""
+    if name_or_path is None:
+        return DEFAULT_PROFILE_PATH
+    return NAMED_PROFILES.get(str(name_or_path), Path(name_or_path))
+
+
 def load_profile(path: str | Path | None = None) -> Profile:
-    """A profile file, or the shipped default profile when ``path`` is None."""
-    path = Path(path) if path is not None else DEFAULT_PROFILE_PATH
+    """A profile file or shipped profile name, or the default profile when ``path`` is None."""
+    path = profile_path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as err:

@@ -2,12 +2,16 @@
 
     .venv/bin/python -m mininet_tests.experiment_policies [--jobs FILE]
         [--policies lyapunov,fifo,single,tetris,random] [--priority on|off] [--out DIR]
+        [--topology two-rack-100g] [--compute auto|torch|emulated] [--profile FILE|NAME]
 
-Every policy runs the same jobs (default: ``sluice demo``'s six jobs) through the same
-real-time loop as ``sluice run`` (``sluice.runloop``) on one controller and one two-rack
-fabric brought up once; the table gives average JCT, makespan, mean wait and the mean
-iteration time over all jobs per policy, the plot the average JCT per policy. One run
-per policy: on this shared 2-core machine expect a few seconds of noise per run.
+Every policy runs the same jobs (default: ``sluice demo``'s six jobs on its topology)
+through the same real-time loop as ``sluice run`` (``sluice.runloop``) on one controller
+and one fabric brought up once; the table gives average JCT, makespan, mean wait and the
+mean iteration time over all jobs per policy, beside the simulator's prediction of the
+average JCT for the same jobs, policy and estimator (its C(n) with the runtime's terms),
+and the model check per job (predicted start -> finish against the measured one). The
+plot shows measured and predicted average JCT per policy. One run per policy: on this
+shared 2-core machine expect a few seconds of noise per run.
 """
 
 from __future__ import annotations
@@ -24,11 +28,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from job_scheduler.estimator import Estimator, nominal_bandwidth  # noqa: E402
 from job_scheduler.service_policy import make_policy  # noqa: E402
 from sluice.errors import InputError  # noqa: E402
 from sluice.report import write_report  # noqa: E402
-from sluice.run import DEMO_JOBS, POLICY_NAMES, environment  # noqa: E402
+from sluice.run import (DEMO_JOBS, DEMO_TOPOLOGY, POLICY_NAMES, environment,  # noqa: E402
+                        run_estimator, warm_processes)
 from sluice.runloop import RealTimeRun, RunOptions  # noqa: E402
 from topologies import load_topology  # noqa: E402
 
@@ -43,8 +47,20 @@ def summarise(result: dict) -> dict:
             "gpus": {j["name"]: j.get("gpus") for j in result["jobs"]}}
 
 
+def simulated_avg_jct(topology, specs, name: str, estimator) -> float:
+    """The simulator's average JCT for the same jobs, policy and estimator (1 s slots, as
+    the real-time loop)."""
+    from job_scheduler.policies import make_policy as sim_policy
+    from job_scheduler.simulator import Simulator
+
+    return round(Simulator(topology, specs, sim_policy(name), slot=1.0,
+                           estimator=estimator).run().avg_jct, 2)
+
+
 def main(argv: list[str] | None = None) -> int:
     from job_scheduler.jobspec import load_jobs
+    from ps_runtime.compute import add_arguments, describe, resolve_compute
+    from sluice.report import model_check
 
     ap = argparse.ArgumentParser(prog="python -m mininet_tests.experiment_policies",
                                  description=__doc__.split("\n")[0])
@@ -52,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", default="lyapunov,fifo,single,tetris,random")
     ap.add_argument("--priority", default="on", choices=("on", "off"))
     ap.add_argument("--out", default=None)
+    ap.add_argument("--topology", default=DEMO_TOPOLOGY)
+    add_arguments(ap)
     args = ap.parse_args(argv)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     try:
@@ -60,39 +78,72 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError("--policies", f"unknown policy {bad[0] if bad else '(none)'!r} "
                              f"(known: {', '.join(POLICY_NAMES)})")
         specs = load_jobs(args.jobs)
+        topology = load_topology(args.topology)
+        args.compute = resolve_compute(args.compute)
+        info = describe(args.compute, args.profile)
     except InputError as err:
         print(f"experiment_policies: error: {err}", file=sys.stderr)
         return 2
     out = Path(args.out or f"runs/experiment-policies-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
-    topology = load_topology("two-rack")
-    rows = []
+    print(f"experiment: compute {info['compute']}, device {info['device']}, profile "
+          f"{info['profile']}", file=sys.stderr, flush=True)
+    rows, results = [], []
     started = time.monotonic()
-    with environment(topology, "two-rack", out) as (fabric, client):
+    with environment(topology, args.topology, out) as (fabric, client), \
+            warm_processes(topology, fabric, out, args.compute) as runner:
         for k, name in enumerate(policies):
+            runner.wait_ready()
             print(f"experiment: policy {name} ({k + 1}/{len(policies)})", file=sys.stderr, flush=True)
-            estimator = Estimator(nominal_bw_mbps=nominal_bandwidth(topology))
-            options = RunOptions(priority=args.priority == "on", port_base=20000 + 1000 * k)
+            estimator = run_estimator(topology, args)
+            options = RunOptions(priority=args.priority == "on", port_base=20000 + 1000 * k,
+                                 compute=args.compute, profile=args.profile, compute_info=info)
             result = RealTimeRun(topology, specs, make_policy(name, topology, estimator), estimator,
-                                 fabric, client, out / name, options, policy_name=name).run()
+                                 fabric, client, out / name, options, policy_name=name,
+                                 runner=runner).run()
             write_report(result, out / name)
-            rows.append(summarise(result))
+            results.append(result)
+            row = summarise(result)
+            row["sim_avg_jct_s"] = simulated_avg_jct(topology, specs, name, run_estimator(topology, args))
+            check = model_check([result])
+            row["model_median_rel_error"] = check["median_rel_error"]
+            row["model_worst_rel_error"] = check["worst_rel_error"]
+            row["first_batch_median_s"] = check["first_batch_median_s"]
+            rows.append(row)
     wall = time.monotonic() - started
-    (out / "experiment.json").write_text(json.dumps({"rows": rows, "wall_time_s": round(wall, 1)}, indent=1))
-    lines = [f"# Policies on the two-rack fabric: {args.jobs}, priority {args.priority}", "",
-             "| policy | finished | avg JCT s | makespan s | mean wait s | mean iteration s | GPUs per job |",
-             "|---|---|---|---|---|---|---|"]
+    overall = model_check(results)
+    (out / "experiment.json").write_text(json.dumps(
+        {"rows": rows, "wall_time_s": round(wall, 1), **info, "topology": topology.name,
+         "model_check": overall}, indent=1))
+    lines = [f"# Policies on {topology.name}: {args.jobs}, priority {args.priority}, "
+             f"{info['compute']} compute", "",
+             "| policy | finished | avg JCT s | simulator avg JCT s | makespan s | mean wait s | "
+             "mean iteration s | model error median / worst | GPUs per job |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         gpus = ", ".join(f"{n}:{g}" for n, g in r["gpus"].items())
+        err = (f"{100 * r['model_median_rel_error']:.0f} % / {100 * r['model_worst_rel_error']:.0f} %"
+               if r["model_median_rel_error"] is not None else "-")
         lines.append(f"| {r['policy']} | {r['finished']}/{r['jobs']} | {r['avg_jct_s']} | "
-                     f"{r['makespan_s']} | {r['mean_wait_s']} | {r['mean_iteration_s']} | {gpus} |")
+                     f"{r['sim_avg_jct_s']} | {r['makespan_s']} | {r['mean_wait_s']} | "
+                     f"{r['mean_iteration_s']} | {err} | {gpus} |")
+    if overall["median_rel_error"] is not None:
+        lines += ["", f"Model check over all {len(overall['jobs'])} job runs: median error "
+                  f"{100 * overall['median_rel_error']:.0f} %, worst {100 * overall['worst_rel_error']:.0f} %; "
+                  f"launch -> first batch median {overall['first_batch_median_s']} s."]
     lines += ["", f"wall time {wall:.0f} s; runs in {out}", ""]
     text = "\n".join(lines)
     (out / "experiment.md").write_text(text)
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.bar([r["policy"] for r in rows], [r["avg_jct_s"] or 0 for r in rows], color="#3b75af")
+    xs = range(len(rows))
+    ax.bar([x - 0.2 for x in xs], [r["avg_jct_s"] or 0 for r in rows], 0.4, color="#3b75af",
+           label="measured")
+    ax.bar([x + 0.2 for x in xs], [r["sim_avg_jct_s"] or 0 for r in rows], 0.4, color="#bbbbbb",
+           label="simulator")
+    ax.set_xticks(list(xs), [r["policy"] for r in rows])
     ax.set_ylabel("average JCT (s)")
-    ax.set_title("policies on the emulated two-rack fabric")
+    ax.legend()
+    ax.set_title(f"policies on the emulated {topology.name} fabric ({info['compute']})")
     fig.tight_layout()
     fig.savefig(out / "avg_jct.png", dpi=100)
     plt.close(fig)

@@ -163,6 +163,11 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     parser.add_argument("--quiet", action="store_true", help="no per-batch lines")
+    parser.add_argument("--bw-scale", type=float, default=1.0,
+                        help="emulated compute: bytes on the wire = model bytes x this (default 1)")
+    from ps_runtime.compute import add_arguments
+
+    add_arguments(parser)
 
 
 def _port_busy(port: int) -> bool:
@@ -181,11 +186,20 @@ def run_train(args: argparse.Namespace) -> int:
     from ps_runtime.models import MODEL_NAMES
     from ps_runtime.plan import BLOCK, Placement
 
+    from job_scheduler.models import MODELS
+    from ps_runtime.compute import describe, resolve_compute
+
     jobs = {j.name: j for j in load_jobs(args.jobs)}
     if args.job not in jobs:
         raise InputError(args.jobs, f"no job named '{args.job}' (jobs: {', '.join(jobs)})",
                          field="--job")
     spec = jobs[args.job]
+    compute = resolve_compute(args.compute)
+    info = describe(compute, args.profile, args.device)
+    if not (args.bw_scale > 0 and math.isfinite(args.bw_scale)):
+        raise InputError("argument", f"must be a number > 0, got {args.bw_scale}", field="--bw-scale")
+    if compute == "emulated":
+        MODEL_NAMES = tuple(MODELS)          # noqa: N806 -- any model with a parameter count
     if spec.model not in MODEL_NAMES:
         raise InputError(args.jobs, f"model '{spec.model}' cannot be trained by the PS runtime "
                          f"(trainable: {', '.join(MODEL_NAMES)})", element=f"job '{spec.name}'",
@@ -208,7 +222,10 @@ def run_train(args: argparse.Namespace) -> int:
                          field="--controller")
     batches = args.batches or max(1, math.ceil(spec.dataset_size * spec.epochs
                                                / (spec.batch_size * args.workers)))
-    _device(args.device)
+    if compute == "torch":
+        _device(args.device)
+    print(f"sluice train: compute {info['compute']}, device {info['device']}, profile "
+          f"{info['profile']}", file=sys.stderr)
 
     from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
     from ps_runtime.runners import LocalRunner
@@ -217,7 +234,9 @@ def run_train(args: argparse.Namespace) -> int:
     job = PSJob(spec, Placement.loopback(servers, args.workers), LocalRunner(), out,
                 batches=batches, base_port=args.base_port, controller_url=args.controller,
                 token=args.token, options=WorkerOptions(input_size=args.input_size, lr=args.lr,
-                                                        device=args.device, threads=args.threads))
+                                                        device=args.device, threads=args.threads,
+                                                        compute=compute, profile=args.profile,
+                                                        bw_scale=args.bw_scale))
     busy = [p for p in job.ports.all_ports() if _port_busy(p)]
     if busy:
         print(f"sluice train: port(s) {', '.join(map(str, busy))} of job '{spec.name}' are in "

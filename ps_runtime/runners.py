@@ -18,9 +18,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 class ProcessRunner(Protocol):
-    def start(self, host: str, argv: list[str], env: dict[str, str], log: IO) -> subprocess.Popen:
+    def start(self, host: str, argv: list[str], env: dict[str, str], log: IO,
+              stdin=subprocess.DEVNULL) -> subprocess.Popen:
         """Start ``argv`` on ``host`` with ``env`` added to the environment, stdout and
-        stderr to ``log``."""
+        stderr to ``log`` (stdin: ``subprocess.PIPE`` for a warm process, see ps_runtime.warm)."""
 
 
 def _environment(extra: dict[str, str]) -> dict[str, str]:
@@ -34,9 +35,10 @@ def _environment(extra: dict[str, str]) -> dict[str, str]:
 class LocalRunner:
     """Processes on this machine; ``host`` is only a label."""
 
-    def start(self, host: str, argv: list[str], env: dict[str, str], log: IO) -> subprocess.Popen:
+    def start(self, host: str, argv: list[str], env: dict[str, str], log: IO,
+              stdin=subprocess.DEVNULL) -> subprocess.Popen:
         return subprocess.Popen(argv, env=_environment(env), stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=REPO_ROOT, start_new_session=True)
+                                stdin=stdin, cwd=REPO_ROOT, start_new_session=True)
 
 
 class MininetRunner:
@@ -46,11 +48,12 @@ class MininetRunner:
     def __init__(self, fabric):
         self.fabric = fabric
 
-    def start(self, host: str, argv: list[str], env: dict[str, str], log: IO) -> subprocess.Popen:
+    def start(self, host: str, argv: list[str], env: dict[str, str], log: IO,
+              stdin=subprocess.DEVNULL) -> subprocess.Popen:
         # Mininet's Node.popen wraps argv in `mnexec -da <pid>`: same pid, new session,
         # the host's network namespace.
         return self.fabric.popen(host, argv, env=_environment(env), stdout=log,
-                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 stderr=subprocess.STDOUT, stdin=stdin,
                                  cwd=str(REPO_ROOT))
 
 

@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profile": ("ps_runtime.cli", "profile Cost_bat(1) and alpha(b) on the real device"),
     "train": ("ps_runtime.cli", "run one PS training job on local processes"),
     "run": ("sluice.run", "schedule YAML jobs onto the Mininet fabric and run them for real"),
-    "demo": ("sluice.run", "the default end-to-end demo (two-rack, six jobs, priority off vs on)"),
+    "demo": ("sluice.run", "the default end-to-end demo (two-rack-100g, six jobs, priority off vs on)"),
     "scheduler": ("job_scheduler.service_cli", "run the scheduler as a service"),
     "submit": ("job_scheduler.service_cli", "submit a job YAML file to the scheduler service"),
     "jobs": ("job_scheduler.service_cli", "list the scheduler service's jobs"),

@@ -55,20 +55,24 @@ def _fmt(value: Any, digits: int = 1) -> str:
 def markdown(result: dict) -> str:
     s = result["summary"]
     lines = [f"# sluice run: {result['topology']}, policy {result['policy']}, priority "
-             f"{'on' if result['priority'] else 'off'}", "",
+             f"{'on' if result['priority'] else 'off'}, {result.get('compute', 'torch')} compute", "",
+             f"Device: {result.get('device', '-')}; profile: {result.get('profile', '-')}.", "",
              f"{s['finished']}/{s['jobs']} jobs finished; average JCT {_fmt(s['avg_jct_s'])} s; "
              f"makespan {_fmt(s['makespan_s'])} s; bottleneck link {bottleneck_link(result) or '-'}; "
              f"lagging job {lagging_job(result) or '-'}."
              + (" **Interrupted** (Ctrl-C): jobs still running were stopped." if result.get("interrupted") else ""),
              "",
              "| job | model | GPUs | workers | PS | arrival s | wait s | turnaround s | "
-             "batches | mean iteration s | status |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "batches | mean iteration s | status | launch -> first batch s | "
+             "predicted run s | run s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for j in result["jobs"]:
         lines.append(f"| {j['name']} | {j['model']} | {_fmt(j.get('gpus'))} | "
                      f"{','.join(j.get('worker_hosts', [])) or '-'} | {','.join(j.get('ps_hosts', [])) or '-'} | "
                      f"{_fmt(j['arrival'])} | {_fmt(j.get('wait'))} | {_fmt(j.get('turnaround'))} | "
-                     f"{_fmt(j.get('batches'))} | {_fmt(j.get('mean_iteration_s'), 3)} | {j['status']} |")
+                     f"{_fmt(j.get('batches'))} | {_fmt(j.get('mean_iteration_s'), 3)} | {j['status']} | "
+                     f"{_fmt(j.get('first_batch_s'), 2)} | {_fmt(j.get('predicted_run_s'))} | "
+                     f"{_fmt(j.get('run_s'))} |")
     lines += ["", "## Decisions (closed loop: bandwidth measured by the controller)", "",
               "Bandwidth per worker to its PS in Mbit/s of the description (emulated fabric x "
               f"1/{result['emulation_bw_scale']:g}); 'local' = PS and workers on one host.", "",
@@ -152,7 +156,9 @@ def write_report(result: dict, out_dir: str | Path) -> Path:
 # ---- off vs on -------------------------------------------------------------------------
 
 def comparison(off: dict, on: dict, lagging: str | None = None) -> dict:
-    """The figures `sluice demo` and the priority experiment compare."""
+    """The figures `sluice demo` and the priority experiment compare. Per job: where the
+    scheduler put it and what it predicted (from the priority-on pass; the off pass's
+    decisions are in its report), and the measured JCT of both passes."""
     lag = lagging or lagging_job(off)
     def by_name(r):
         return {j["name"]: j for j in r["jobs"]}
@@ -162,24 +168,108 @@ def comparison(off: dict, on: dict, lagging: str | None = None) -> dict:
     avg_off, avg_on = off["summary"]["avg_jct_s"], on["summary"]["avg_jct_s"]
     lag_off = a.get(lag, {}).get("mean_iteration_s")
     lag_on = b.get(lag, {}).get("mean_iteration_s")
+    jobs = {}
+    for n in a:
+        placed = b.get(n) or a[n]
+        jobs[n] = {"gpus": placed.get("gpus"), "hosts": placed.get("hosts"),
+                   "racks": placed.get("racks"), "model": placed.get("model"),
+                   "predicted_jct_s": predicted_jct(placed),
+                   "jct_off_s": a[n].get("turnaround"), "jct_on_s": b.get(n, {}).get("turnaround"),
+                   "iter_off_s": a[n].get("mean_iteration_s"),
+                   "iter_on_s": b.get(n, {}).get("mean_iteration_s")}
+    check = model_check([off, on])
     return {"avg_jct_off_s": avg_off, "avg_jct_on_s": avg_on, "avg_jct_change_pct": change(avg_off, avg_on),
             "lagging_job": lag, "lagging_iter_off_s": lag_off, "lagging_iter_on_s": lag_on,
             "lagging_iter_change_pct": change(lag_off, lag_on),
-            "jobs": {n: {"jct_off_s": a[n].get("turnaround"), "jct_on_s": b.get(n, {}).get("turnaround"),
-                         "iter_off_s": a[n].get("mean_iteration_s"),
-                         "iter_on_s": b.get(n, {}).get("mean_iteration_s")} for n in a}}
+            "model_check": check, "first_batch_median_s": check["first_batch_median_s"],
+            "jobs": jobs}
+
+
+def predicted_jct(job: dict) -> float | None:
+    """The scheduler's view of a job's JCT: its wait + start-up + C(n) at the decision."""
+    if job.get("predicted_run_s") is None or job.get("wait") is None:
+        return None
+    return round(job["wait"] + job["predicted_run_s"], 3)
+
+
+def model_check(results: list[dict]) -> dict:
+    """Predicted start -> finish (start-up + C(n) at the placement's bandwidth, fixed when
+    the job started) against the measured start -> finish, over every finished job of
+    the given runs: relative error |predicted - measured| / measured; median and worst;
+    and the median launch -> first batch."""
+    rows = []
+    for r in results:
+        for j in r["jobs"]:
+            if j.get("status") == "finished" and j.get("predicted_run_s") and j.get("run_s"):
+                err = (j["predicted_run_s"] - j["run_s"]) / j["run_s"]
+                rows.append({"job": j["name"], "priority": "on" if r.get("priority") else "off",
+                             "gpus": j.get("gpus"), "racks": j.get("racks"),
+                             "predicted_run_s": j["predicted_run_s"], "run_s": j["run_s"],
+                             "rel_error": round(err, 3), "first_batch_s": j.get("first_batch_s")})
+    errs = [abs(x["rel_error"]) for x in rows]
+    firsts = [x["first_batch_s"] for x in rows if x["first_batch_s"] is not None]
+    return {"jobs": rows,
+            "median_rel_error": round(statistics.median(errs), 3) if errs else None,
+            "worst_rel_error": round(max(errs), 3) if errs else None,
+            "first_batch_median_s": round(statistics.median(firsts), 2) if firsts else None}
 
 
 def comparison_markdown(cmp: dict) -> str:
-    lines = ["| job | JCT off s | JCT on s | mean iteration off s | mean iteration on s |",
-             "|---|---|---|---|---|"]
+    lines = ["| job | model | GPUs | hosts | racks | predicted JCT s | JCT off s | JCT on s | "
+             "mean iteration off s | mean iteration on s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, j in cmp["jobs"].items():
         mark = " (lagging)" if name == cmp["lagging_job"] else ""
-        lines.append(f"| {name}{mark} | {_fmt(j['jct_off_s'])} | {_fmt(j['jct_on_s'])} | "
-                     f"{_fmt(j['iter_off_s'], 3)} | {_fmt(j['iter_on_s'], 3)} |")
-    lines += [f"| **average JCT** | {_fmt(cmp['avg_jct_off_s'])} | {_fmt(cmp['avg_jct_on_s'])} | "
+        lines.append(f"| {name}{mark} | {_fmt(j.get('model'))} | {_fmt(j.get('gpus'))} | "
+                     f"{_fmt(j.get('hosts'))} | {_fmt(j.get('racks'))} | "
+                     f"{_fmt(j.get('predicted_jct_s'))} | {_fmt(j['jct_off_s'])} | "
+                     f"{_fmt(j['jct_on_s'])} | {_fmt(j['iter_off_s'], 3)} | {_fmt(j['iter_on_s'], 3)} |")
+    lines += [f"| **average JCT** | | | | | | {_fmt(cmp['avg_jct_off_s'])} | {_fmt(cmp['avg_jct_on_s'])} | "
               f"change {_fmt(cmp['avg_jct_change_pct'])} % | |",
-              f"| **lagging job ({cmp['lagging_job']}) mean iteration** | | | "
+              f"| **lagging job ({cmp['lagging_job']}) mean iteration** | | | | | | | | "
               f"{_fmt(cmp['lagging_iter_off_s'], 3)} | {_fmt(cmp['lagging_iter_on_s'], 3)} "
               f"(change {_fmt(cmp['lagging_iter_change_pct'])} %) |"]
+    check = cmp.get("model_check")
+    if check and check["median_rel_error"] is not None:
+        lines += ["", f"Model check (predicted start-up + C(n) vs measured start -> finish, "
+                  f"{len(check['jobs'])} job runs): median error "
+                  f"{100 * check['median_rel_error']:.0f} %, worst {100 * check['worst_rel_error']:.0f} %; "
+                  f"launch -> first batch median {_fmt(check['first_batch_median_s'])} s."]
     return "\n".join(lines)
+
+
+def demo_summary(cmp: dict) -> str:
+    """Two or three plain sentences: what the scheduler decided, what priority changed."""
+    jobs = cmp["jobs"]
+    spread = [n for n, j in jobs.items() if (j.get("racks") or 0) > 1]
+    hosts = [n for n, j in jobs.items() if (j.get("hosts") or 0) > 1 and n not in spread]
+    local = [n for n, j in jobs.items() if j.get("hosts") == 1]
+    parts = []
+    if spread:
+        parts.append(f"The scheduler spread {_names(spread)} across both racks (Comm(n) over the "
+                     f"rack uplinks cost less than the compute the extra GPUs saved)"
+                     + (f", {_names(hosts)} across hosts of one rack" if hosts else "")
+                     + (f", and kept {_names(local)} on one host each" if local else "") + ".")
+    elif hosts:
+        parts.append(f"The scheduler spread {_names(hosts)} across hosts of one rack and kept the "
+                     "other jobs on one host; no job crossed a rack uplink.")
+    else:
+        parts.append("The scheduler kept every job's PS and workers on one host, so no PS traffic "
+                     "crossed the fabric and priority had nothing to act on.")
+    if len(spread) >= 2:
+        change = cmp.get("avg_jct_change_pct")
+        shared = ", ".join(f"{n} {_fmt(jobs[n]['jct_off_s'])} -> {_fmt(jobs[n]['jct_on_s'])} s"
+                           for n in spread)
+        parts.append(f"{_names(spread)} shared the rack uplinks; with progress-aware priority on, "
+                     f"their JCTs went {shared}, and the average JCT changed by "
+                     f"{_fmt(change)} % (one run each: a few percent is run-to-run noise).")
+    check = cmp.get("model_check") or {}
+    if check.get("median_rel_error") is not None:
+        parts.append(f"The estimator's start-up + C(n) predicted each job's run time within "
+                     f"{100 * check['median_rel_error']:.0f} % (median; worst "
+                     f"{100 * check['worst_rel_error']:.0f} %).")
+    return " ".join(parts)
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

@@ -3,8 +3,12 @@ baseline) onto the emulated two-rack (or any) fabric, run as real PS jobs, their
 prioritised by the controller; a report with tables and plots at the end.
 
     sluice run JOBS.yaml --topology two-rack [--policy lyapunov] [--priority on|off]
-               [--out DIR] [--slot 1] [--batches N]
-    sluice demo [--out DIR]          # two-rack, sluice/data/demo_jobs.yaml, off then on
+               [--out DIR] [--slot 1] [--batches N] [--compute torch|emulated] [--profile FILE]
+    sluice demo [--out DIR]          # two-rack-100g, sluice/data/demo_jobs.yaml, off then on
+
+Compute: ``torch`` (real) or ``emulated`` (Cost_bat(b) of the profile, the model's bytes x
+bw_scale; the default without a CUDA device). Job processes come from a per-host pool of
+pre-started ones (ps_runtime.warm).
 
 Everything is validated before anything starts (bad input: exit 2, nothing started).
 Then: the controller process, the fabric (global fabric lock), the real-time loop of
@@ -21,9 +25,15 @@ from pathlib import Path
 from sluice.errors import InputError
 
 DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
+# 100 Gbit/s hosts, 50 Gbit/s uplinks: on the measured H100 profile a job's Comm(n) across
+# racks is then comparable to its compute, so the Proteus decision is not trivial (see
+# topologies/builtin/two-rack-100g.yaml).
+DEMO_TOPOLOGY = "two-rack-100g"
 # las is not offered: it preempts running jobs, which real PS jobs without checkpoints
 # (and the scheduler service's policy seam) do not support.
 POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris")
+WARM_PER_HOST = 8        # pre-started processes per host: a job is 3-9 processes, and two
+                         # jobs may start on one host within seconds (the refills import at nice 19)
 
 
 def _common(parser) -> None:
@@ -34,6 +44,9 @@ def _common(parser) -> None:
     parser.add_argument("--input-size", type=int, default=64,
                         help="image size for resnet18/alexnet/vgg16/googlenet (default 64; smallcnn is 28x28)")
     parser.add_argument("--job-timeout", type=float, default=900.0, help="seconds before a job is stopped")
+    from ps_runtime.compute import add_arguments
+
+    add_arguments(parser)
 
 
 def configure_run(parser) -> None:
@@ -52,9 +65,11 @@ def configure_demo(parser) -> None:
 # ---- validation (no side effects) --------------------------------------------------------
 
 def validate(jobs_path: str | Path, topology_arg: str, args, priority: str = "on"):
-    """-> (jobs, topology); InputError on anything wrong."""
+    """-> (jobs, topology); InputError on anything wrong. Sets ``args.compute`` (auto
+    resolved) and ``args.compute_info``."""
     from job_scheduler.jobspec import load_jobs
-    from ps_runtime.models import MODEL_NAMES
+    from job_scheduler.models import MODELS
+    from ps_runtime.compute import describe, resolve_compute
     from topologies import load_topology
     from topologies.mininet_topo import check_emulatable
 
@@ -73,11 +88,17 @@ def validate(jobs_path: str | Path, topology_arg: str, args, priority: str = "on
     topology = load_topology(topology_arg)
     check_emulatable(topology)
     jobs = load_jobs(jobs_path)
+    args.compute = resolve_compute(getattr(args, "compute", None))
+    args.compute_info = describe(args.compute, getattr(args, "profile", None))
+    if args.compute == "torch":
+        from ps_runtime.models import MODEL_NAMES
+    else:                       # the emulated worker needs a parameter count and a profile
+        MODEL_NAMES = tuple(MODELS)
     for job in jobs:
         if job.model not in MODEL_NAMES:
-            raise InputError(str(jobs_path), f"'{job.model}' cannot be trained by the PS runtime "
-                             f"(trainable: {', '.join(MODEL_NAMES)})", element=f"job '{job.name}'",
-                             field="model")
+            raise InputError(str(jobs_path), f"'{job.model}' cannot be run by the PS runtime "
+                             f"with {args.compute} compute (runnable: {', '.join(MODEL_NAMES)})",
+                             element=f"job '{job.name}'", field="model")
         if job.max_gpus > topology.total_gpus:
             raise InputError(str(jobs_path), f"must be <= the {topology.total_gpus} GPUs of "
                              f"topology '{topology.name}', got {job.max_gpus}",
@@ -121,18 +142,56 @@ def _wait_hosts_located(fabric, client, timeout: float = 20.0) -> None:
         time.sleep(0.5)
 
 
-def one_pass(topology, jobs, fabric, client, out: Path, args, priority: bool, port_base: int):
+def say_compute(args, command: str) -> None:
+    info = args.compute_info
+    print(f"sluice {command}: compute {info['compute']}, device {info['device']}, profile "
+          f"{info['profile']}", file=sys.stderr, flush=True)
+
+
+def run_estimator(topology, args):
+    """The estimator of a real run: the chosen profile, the topology's nominal bandwidth
+    and the PS runtime's own terms (start-up, per-round sync, link efficiency)."""
     from job_scheduler.estimator import Estimator, nominal_bandwidth
+    from ps_runtime.calibration import runtime_terms
+
+    return Estimator(args.profile, nominal_bw_mbps=nominal_bandwidth(topology),
+                     **runtime_terms(args.compute))
+
+
+@contextmanager
+def warm_processes(topology, fabric, out: Path, compute: str):
+    """A pool of pre-started PS processes per host (ps_runtime.warm) for the whole run."""
+    from ps_runtime.runners import MininetRunner
+    from ps_runtime.warm import WarmRunner
+
+    preload = ("mxnet",) if compute == "emulated" else ("mxnet", "torch")
+    runner = WarmRunner(MininetRunner(fabric), [h.name for h in topology.hosts],
+                        per_host=WARM_PER_HOST, preload=preload)
+    t0 = time.monotonic()
+    ready = runner.wait_ready()
+    print(f"sluice: {ready} PS processes pre-started on {len(topology.hosts)} hosts "
+          f"({', '.join(preload)} imported) in {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+    try:
+        yield runner
+    finally:
+        runner.close()
+        print(f"sluice: {runner.taken} processes started warm, {runner.cold} cold",
+              file=sys.stderr, flush=True)
+
+
+def one_pass(topology, jobs, fabric, client, out: Path, args, priority: bool, port_base: int,
+             runner=None):
     from job_scheduler.service_policy import make_policy
     from sluice.runloop import RealTimeRun, RunOptions
 
-    estimator = Estimator(nominal_bw_mbps=nominal_bandwidth(topology))
+    estimator = run_estimator(topology, args)
     policy = make_policy(args.policy, topology, estimator)
     options = RunOptions(priority=priority, slot_s=args.slot, batches=args.batches,
                          input_size=args.input_size, job_timeout_s=args.job_timeout,
-                         port_base=port_base)
+                         port_base=port_base, compute=args.compute, profile=args.profile,
+                         compute_info=args.compute_info)
     return RealTimeRun(topology, jobs, policy, estimator, fabric, client, out, options,
-                       policy_name=args.policy).run()
+                       policy_name=args.policy, runner=runner).run()
 
 
 # ---- commands ----------------------------------------------------------------------------
@@ -141,10 +200,13 @@ def run_run(args) -> int:
     from sluice.report import write_report
 
     jobs, topology = validate(args.jobs, args.topology, args, args.priority)
+    say_compute(args, "run")
     out = _out_dir(args, "run")
     out.mkdir(parents=True, exist_ok=True)
-    with environment(topology, args.topology, out) as (fabric, client):
-        result = one_pass(topology, jobs, fabric, client, out, args, args.priority == "on", 20000)
+    with environment(topology, args.topology, out) as (fabric, client), \
+            warm_processes(topology, fabric, out, args.compute) as runner:
+        result = one_pass(topology, jobs, fabric, client, out, args, args.priority == "on", 20000,
+                          runner)
     md = write_report(result, out)
     print(md.read_text())
     print(f"report: {md}", file=sys.stderr)
@@ -152,6 +214,11 @@ def run_run(args) -> int:
         print("sluice run: interrupted; the report covers what ran", file=sys.stderr)
         return 130
     return 0 if result["summary"]["finished"] == len(jobs) else 1
+
+
+@contextmanager
+def _timed():
+    yield time.monotonic()
 
 
 def _crosses_fabric(job: dict) -> bool:
@@ -162,18 +229,28 @@ def _crosses_fabric(job: dict) -> bool:
 def run_demo(args) -> int:
     import json
 
-    from sluice.report import comparison, comparison_markdown, write_report
+    from sluice.report import comparison, comparison_markdown, demo_summary, write_report
 
-    jobs, topology = validate(DEMO_JOBS, "two-rack", args)
+    from mininet_tests.lock import FabricLock
+
+    asked = time.monotonic()
+    jobs, topology = validate(DEMO_JOBS, DEMO_TOPOLOGY, args)
+    say_compute(args, "demo")
     out = _out_dir(args, "demo")
     out.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
     results = {}
-    with environment(topology, "two-rack", out) as (fabric, client):
+    # Taken first (the Fabric below nests in it) so that the wall time does not count
+    # the wait for other users of the machine's one fabric.
+    with FabricLock(f"sluice demo {out}"), \
+            _timed() as started, \
+            environment(topology, DEMO_TOPOLOGY, out) as (fabric, client), \
+            warm_processes(topology, fabric, out, args.compute) as runner:
+        lock_wait = started - asked
         for k, mode in enumerate(("off", "on")):
+            runner.wait_ready()           # every pass starts with a full pool
             print(f"sluice demo: pass {k + 1}/2, priority {mode}", file=sys.stderr, flush=True)
             results[mode] = one_pass(topology, jobs, fabric, client, out / f"priority-{mode}", args,
-                                     mode == "on", 20000 + 4000 * k)
+                                     mode == "on", 20000 + 4000 * k, runner)
             write_report(results[mode], out / f"priority-{mode}")
             if results[mode]["interrupted"]:
                 print(f"sluice demo: interrupted; partial report in {out / f'priority-{mode}'}",
@@ -181,16 +258,14 @@ def run_demo(args) -> int:
                 return 130
     wall = time.monotonic() - started
     cmp = comparison(results["off"], results["on"])
-    cmp["wall_time_s"] = round(wall, 1)
+    cmp.update(args.compute_info, wall_time_s=round(wall, 1), topology=topology.name,
+               fabric_lock_wait_s=round(lock_wait, 1))
     (out / "comparison.json").write_text(json.dumps(cmp, indent=1))
-    text = (f"# sluice demo: two-rack, {len(jobs)} jobs, policy {args.policy}, priority off vs on\n\n"
-            + comparison_markdown(cmp) + f"\n\nwall time {wall:.0f} s\n")
-    if not any(_crosses_fabric(job) for r in results.values() for job in r["jobs"]):
-        # Say so rather than let a reader take noise for an effect of priority.
-        text += ("\nNote: the scheduler kept every job's PS and workers on one host, so no PS "
-                 "traffic crossed the fabric and priority had nothing to act on; the "
-                 "differences above are run-to-run noise. `mininet_tests/experiment_priority.py` "
-                 "forces contention on a rack uplink.\n")
+    text = (f"# sluice demo: {topology.name}, {len(jobs)} jobs, policy {args.policy}, "
+            f"{cmp['compute']} compute, priority off vs on\n\n"
+            + comparison_markdown(cmp) + f"\n\n{demo_summary(cmp)}\n\nwall time {wall:.0f} s"
+            + (f" (after {lock_wait:.0f} s waiting for the fabric lock)" if lock_wait >= 1 else "")
+            + "\n")
     (out / "comparison.md").write_text(text)
     print(text)
     print(f"reports: {out}/priority-off/report.md, {out}/priority-on/report.md, {out}/comparison.md")

@@ -54,6 +54,9 @@ class RunOptions:
     job_timeout_s: float = 900.0
     floor: float = closed_loop.DEFAULT_FLOOR
     port_base: int = PORT_LOW
+    compute: str = "torch"           # torch | emulated (ps_runtime.compute)
+    profile: str | None = None       # device profile of the estimator and emulated workers
+    compute_info: dict = field(default_factory=dict)   # {compute, device, profile}: reports
 
 
 def batches_for(spec: JobSpec, n: int, override: int | None = None) -> int:
@@ -75,13 +78,14 @@ class _Running:
     iterations: list[list[float]] = field(default_factory=list)   # [t, worker, batch, time_s]
     reported: dict[int, int] = field(default_factory=dict)     # worker -> last batch sent
     reports: int = 0
+    first_batch: dict[int, float] = field(default_factory=dict)   # worker -> t of batch 1 done
 
 
 class RealTimeRun:
     def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy: Callable,
                  estimator: Estimator, fabric, client, out_dir: Path,
                  options: RunOptions = RunOptions(), *, policy_name: str = "?",
-                 log: TextIO = sys.stderr):
+                 log: TextIO = sys.stderr, runner=None):
         self.topology = topology
         self.jobs = sorted(jobs, key=lambda j: (j.arrival, j.name))
         self.policy = policy
@@ -92,6 +96,7 @@ class RealTimeRun:
         self.out_dir = Path(out_dir)
         self.options = options
         self.log = log
+        self.runner = runner             # None: cold processes on the fabric's hosts
         self.state = ClusterState(topology)
         self.t0 = 0.0
         self.used: dict[tuple[str, str], float] = {}
@@ -203,10 +208,12 @@ class RealTimeRun:
         batches = batches_for(spec, n, self.options.batches)
         o = self.options
         psjob = PSJob(spec, placement_from_scheduler(self.topology, d.as_placement()),
-                      MininetRunner(self.fabric), self.out_dir / "jobs" / spec.name,
+                      self.runner or MininetRunner(self.fabric), self.out_dir / "jobs" / spec.name,
                       batches=batches, base_port=self._next_port,
                       options=WorkerOptions(input_size=o.input_size, num_classes=o.num_classes,
-                                            threads=o.threads, seed=q.id))
+                                            threads=o.threads, seed=q.id, compute=o.compute,
+                                            profile=o.profile,
+                                            bw_scale=self.topology.emulation_bw_scale))
         self._next_port += BLOCK
         token = None
         if o.priority:
@@ -218,8 +225,13 @@ class RealTimeRun:
             for p in psjob.workers:
                 self._report(r, p.rank, 1)
         rec = self.records[spec.name]
+        hosts = set(d.ps_hosts) | set(d.worker_hosts)
         rec.update(status="running", start=round(r.started, 3), gpus=n,
-                   ps_hosts=list(d.ps_hosts), worker_hosts=list(d.worker_hosts), batches=batches)
+                   ps_hosts=list(d.ps_hosts), worker_hosts=list(d.worker_hosts), batches=batches,
+                   hosts=len(hosts),
+                   racks=len({self.topology.host_by_name[h].rack for h in hosts}),
+                   C_n_s=round(c_n, 3), bw_estimate_mbps=_num(bw),
+                   predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3))
         self.say(f"start {spec.name}: {n} GPU(s) on {','.join(d.worker_hosts)} (PS "
                  f"{','.join(d.ps_hosts)}), {batches} batches/worker, bw estimate "
                  f"{_fmt_bw(bw)} (nominal {_fmt_bw(bw_nominal)}), C(n) {c_n:.1f} s")
@@ -240,6 +252,7 @@ class RealTimeRun:
         for rank, follower in r.followers.items():
             for rec in parse_batches(follower.new_lines()):
                 r.iterations.append([round(self.now(), 3), rank, rec.batch, rec.time_s])
+                r.first_batch.setdefault(rank, self.now())
                 if r.token and rec.batch < r.batches:
                     self._report(r, rank, rec.batch + 1)
         try:
@@ -263,7 +276,10 @@ class RealTimeRun:
         finish = self.now()
         ok = "error" not in rec
         times = [it[3] for it in r.iterations]
-        rec.update(status="finished" if ok else "failed", finish=round(finish, 3),
+        if len(r.first_batch) == len(r.followers):
+            # launch -> every worker has finished its first batch (start-up included)
+            rec["first_batch_s"] = round(max(r.first_batch.values()) - r.started, 3)
+        rec.update(run_s=round(finish - r.started, 3), status="finished" if ok else "failed", finish=round(finish, 3),
                    turnaround=round(finish - spec.arrival, 3),
                    wait=round(r.started - spec.arrival, 3),
                    mean_iteration_s=round(sum(times) / len(times), 4) if times else None,
@@ -276,6 +292,7 @@ class RealTimeRun:
         for rank, follower in r.followers.items():
             for rec in parse_batches(follower.new_lines()):
                 r.iterations.append([round(self.now(), 3), rank, rec.batch, rec.time_s])
+                r.first_batch.setdefault(rank, self.now())
 
     def _forget(self, r: _Running) -> None:
         """Release the GPUs and the controller's rules of a job that ended."""
@@ -301,6 +318,7 @@ class RealTimeRun:
         return {
             "topology": self.topology.name, "policy": self.policy_name,
             "interrupted": self.interrupted,
+            **(self.options.compute_info or {"compute": self.options.compute}),
             "priority": self.options.priority, "slot_s": self.options.slot_s,
             "emulation_bw_scale": self.topology.emulation_bw_scale,
             "jobs": jobs, "decisions": self.decisions, "links": self.link_samples,

@@ -9,7 +9,8 @@ import pytest
 from job_scheduler.estimator import (Estimator, effective_bandwidth, nominal_bandwidth)
 from job_scheduler.jobspec import JobSpec, Layer
 from job_scheduler.models import MODELS
-from job_scheduler.profile import fit_alpha, load_profile, parse_profile, save_profile
+from job_scheduler.profile import (P100_PROFILE_PATH, fit_alpha, load_profile, parse_profile,
+                                   save_profile)
 from job_scheduler.workloads import load_workload
 from sluice.errors import InputError
 from topologies import load_topology
@@ -45,8 +46,22 @@ def test_single_point_means_linear():
     assert mp.alpha(1) == 1 and mp.alpha(16) == pytest.approx(16)
 
 
-def test_default_profile_covers_every_trace_and_paper_model():
+def test_default_profile_is_the_measured_h100_one():
     dev = load_profile().device()
+    assert dev.device.startswith("cuda-nvidia-h100")
+    assert {"resnet18", "alexnet", "vgg16", "googlenet", "smallcnn"} <= set(dev.models)
+    # The measured points are kept as measured (resnet18 b64: 15.1 ms, vgg16 b32: 29.4 ms).
+    assert dev.models["resnet18"].points[64] == pytest.approx(0.01512, rel=0.01)
+    assert dev.models["vgg16"].points[32] == pytest.approx(0.02945, rel=0.01)
+    # A model the H100 run did not measure is estimated from the nearest measured one.
+    big = Estimator().cost_bat(JobSpec(name="r50", model="resnet50", dataset_size=1, epochs=1,
+                                       batch_size=32, max_gpus=1))
+    assert big > 0
+
+
+def test_p100_profile_is_a_named_option_covering_every_trace_and_paper_model():
+    assert load_profile("p100").path == str(P100_PROFILE_PATH)
+    dev = load_profile("p100").device()
     needed = {"alexnet", "resnet18", "resnet50", "googlenet", "densenet121", "vgg11", "vgg16",
               "inception_v3", "vgg19", "resnet101", "resnet152", "inception_v4"}
     assert needed <= set(dev.models)
@@ -192,3 +207,26 @@ def test_bad_profile_file(tmp_path):
     with pytest.raises(InputError):          # refuses to write what it could not read back
         save_profile(tmp_path / "q.yaml", "d", {"resnet18": {4: 0.1}})
     assert not (tmp_path / "q.yaml").exists()
+
+
+def test_runtime_terms_sync_and_link_efficiency_hand_computed():
+    """sync_s is paid every iteration (one GPU included) and sits with the compute, so
+    Comm stays proportional to 1/bw; link_efficiency divides the bandwidth."""
+    base = Estimator(hand_profile(), nominal_bw_mbps=1000)
+    est = Estimator(hand_profile(), nominal_bw_mbps=1000, sync_s=0.01, link_efficiency=0.8,
+                    startup_s=2.0)
+    j = job()
+    iters4 = j.epochs * j.dataset_size / (j.batch_size * 4)
+    assert est.cost(j, 4) == pytest.approx(base.cost(j, 4) + 0.01 * iters4)
+    assert est.comm(j, 4, 500.0) == pytest.approx(base.comm(j, 4, 500.0) / 0.8)
+    assert est.comm(j, 4, 1.0) == pytest.approx(500.0 * est.comm(j, 4, 500.0))
+    assert est.comm(j, 1, 500.0) == 0.0
+    assert est.run_time(j, 4, 500.0) == pytest.approx(2.0 + est.C(j, 4, 500.0))
+    # DESIGN's point: 2 workers, 1 server, 8 MB key, 100 Mbit/s links (each worker gets
+    # 50 through the server's link): 2.56 s at line rate, 3.2 s measured = efficiency 0.8
+    key = JobSpec(name="k", model="custom", dataset_size=64, epochs=1, batch_size=32, max_gpus=2,
+                  layers=(Layer("fc", h=1, w=1, c_in=2000, c_out=1000),))
+    assert Estimator(hand_profile()).comm(key, 2, 50.0) == pytest.approx(2.56)
+    assert est.comm(key, 2, 50.0) == pytest.approx(3.2)
+    with pytest.raises(ValueError):
+        Estimator(hand_profile(), link_efficiency=0.0)

@@ -7,6 +7,7 @@ import statistics
 import pytest
 
 from job_scheduler import proteus
+from job_scheduler.estimator import Estimator
 from job_scheduler.jobspec import JobSpec
 from job_scheduler.policies import (POLICY_NAMES, LyapunovPolicy, make_policy,
                                     parse_policy_names)
@@ -100,12 +101,13 @@ def test_lyapunov_V_trades_completion_time_for_backlog():
     larger V buys a smaller average C(n) of the started jobs (it waits for a better
     count) at the price of a larger average Q. The workload needs contention for GPU
     counts: a burst of jobs with mixed max_gpus, so that a host is often partly busy
-    (with one cap for all jobs every job finds a whole free host and C cannot move)."""
+    (with one cap for all jobs every job finds a whole free host and C cannot move).
+    eps and the V sweep are scaled to the job sizes of the P100 profile, so it is pinned."""
     jobs = load_workload("proteus-small-concentrated", jobs=40, seed=0, caps="mixed")
     served_C, backlog = [], []
     for V in (1e2, 1e3, 1e4, 1e5):
         pol = make_policy("lyapunov", V=V, eps=6000.0)
-        simulate(TWO_RACK, jobs, pol, slot=10.0, in_host=False)
+        simulate(TWO_RACK, jobs, pol, slot=10.0, in_host=False, estimator=Estimator("p100"))
         served_C.append(statistics.mean(pol.served_C))
         backlog.append(statistics.mean(pol.backlog))
     assert all(a >= b for a, b in zip(served_C, served_C[1:])), served_C

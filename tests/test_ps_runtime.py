@@ -270,7 +270,9 @@ def test_train_command_rejects_bad_input_before_starting(tmp_path, capsys):
     out = tmp_path / "out"
     assert sluice_main(["train", str(jobs), "--job", "nope", "--out", str(out)]) == 2
     assert "no job named 'nope'" in capsys.readouterr().err
-    assert sluice_main(["train", str(jobs), "--job", "big", "--out", str(out)]) == 2
+    # torch compute needs a torch definition of the model (emulated compute only a count)
+    assert sluice_main(["train", str(jobs), "--job", "big", "--compute", "torch",
+                        "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "job 'big'" in err and "field 'model'" in err and "resnet50" in err
     assert sluice_main(["train", str(jobs), "--job", "a", "--workers", "0", "--out", str(out)]) == 2

@@ -48,3 +48,4 @@ def test_sluice_run_two_tiny_jobs_with_priority(tmp_path, capsys):
     assert len(result["decisions"]) == 2
     assert result["links"], "no link statistics were sampled"
     assert result["summary"]["finished"] == 2
+    assert result["compute"] in ("emulated", "torch") and result["profile"].endswith(".yaml")

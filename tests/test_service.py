@@ -531,7 +531,9 @@ def test_real_ps_worker_crash_fails_job_and_cleans_up(tmp_path, monkeypatch):
                  timeout=90, interval=0.2)
         # progress reached the controller through the job token the service handed over
         wait_for(lambda: notifier.client.jobs()[0]["batches"], timeout=10)
-        pids = subprocess.run(["pgrep", "-f", "ps_runtime.worker --job victim --worker-index 1"],
+        # sluice train's worker: emulated compute without a GPU, torch with one
+        victim = r"ps_runtime\.(emulated_)?worker --job victim --worker-index 1"
+        pids = subprocess.run(["pgrep", "-f", victim],
                               capture_output=True, text=True).stdout.split()
         assert len(pids) == 1
         os.kill(int(pids[0]), signal.SIGKILL)

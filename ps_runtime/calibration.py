@@ -1,0 +1,29 @@
+"""What the PS runtime costs beyond the Proteus model, for the estimator of a real run.
+
+The paper's C(n) counts compute and the gradient bytes over the link; a real ps-lite job
+also pays (figures measured on this 2-core machine, ``bench/bench_emulation.py``):
+
+- ``startup_s``: launch -> every worker has done its first batch. Pre-started processes
+  (``ps_runtime.warm``) bring it to about a second for emulated workers;
+- ``sync_s``: one push + pull round through the PS beyond moving the bytes (ZeroMQ
+  messages, the server's summation, waiting for the slowest worker's batch; on a loaded
+  machine also the CPU the other jobs' processes take), every iteration;
+- ``link_efficiency``: the share of a link's rate the payload gets. DESIGN's measurement
+  (2 workers, 1 server, 8 MB key, 100 Mbit/s links: 3.2 s per push + pull against the
+  2.56 s the bytes need at line rate) fits 0.8: TCP/IP headers and ACKs, HTB shaping.
+
+The simulator keeps the paper's model (no such terms); ``sluice run``/``demo`` and the
+experiment scripts add these to predict each job's start -> finish (``Estimator.run_time``).
+"""
+
+from __future__ import annotations
+
+RUNTIME = {
+    "emulated": {"startup_s": 1.0, "sync_s": 0.006, "link_efficiency": 0.8},
+    # torch on the CPU: every worker imports torch and builds its model first
+    "torch": {"startup_s": 12.0, "sync_s": 0.006, "link_efficiency": 0.8},
+}
+
+
+def runtime_terms(compute: str) -> dict[str, float]:
+    return dict(RUNTIME.get(compute, RUNTIME["emulated"]))

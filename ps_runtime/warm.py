@@ -1,0 +1,202 @@
+"""Pre-started PS processes: a job's processes start in well under a second.
+
+Importing MXNet costs 1.5-3.5 s of CPU per process on this 2-core machine; a job is 3-9
+processes (ps-lite scheduler, servers, workers), so when several jobs start at once their
+processes queue for the CPU and a job waits ~14 s for its first batch. A
+:class:`WarmRunner` keeps a few processes per host that have already imported MXNet
+(``python -m ps_runtime.warm``, with no ``DMLC_ROLE``: nothing starts) and hands one
+over when the launcher starts a process on that host: it receives the real argv,
+environment and log file on stdin as one JSON line, switches its output to the log and
+runs the module (``ps_runtime.server``, ``ps_runtime.emulated_worker``,
+``ps_runtime.worker``) as ``python -m`` would. ps-lite reads ``DMLC_*`` when the KVStore
+is created, not at import, so a warm process can still become any role. The pool is
+refilled at once, while the jobs run (Liquid's pre-scheduling, in spirit: the work of
+starting happens before the job needs it).
+
+    runner = WarmRunner(MininetRunner(fabric), hosts=["h1", "h2"], per_host=4)
+    ...PSJob(..., runner=runner)...
+    runner.close()                  # stops the idle ones
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections import deque
+from typing import IO
+
+from ps_runtime.runners import ProcessRunner, kill_group
+
+# Set before MXNet is imported (its engine reads them once): one thread each, as the
+# launcher sets for cold processes.
+WARM_ENV = {"OMP_NUM_THREADS": "1", "MXNET_CPU_WORKER_NTHREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def command_line(argv: list[str], env: dict[str, str], log_path: str) -> bytes:
+    """The one JSON line that turns a warm process into ``argv`` (``python -m MODULE ...``)."""
+    if len(argv) < 3 or argv[1] != "-m":
+        raise ValueError(f"a warm process runs `python -m MODULE ...`, got {argv[:3]}")
+    return (json.dumps({"module": argv[2], "args": argv[3:], "env": env, "log": log_path})
+            + "\n").encode()
+
+
+class WarmRunner:
+    """A :class:`ProcessRunner` that starts processes from a per-host pool of warm ones."""
+
+    def __init__(self, base: ProcessRunner, hosts: list[str], per_host: int = 3,
+                 preload: tuple[str, ...] = ("mxnet",), python: str = sys.executable,
+                 log_dir: str | None = None):
+        self.base = base
+        self.per_host = per_host
+        self.preload = preload
+        self.python = python
+        self.log_dir = log_dir
+        self.idle: dict[str, deque] = {h: deque() for h in hosts}
+        self.taken = 0
+        self.cold = 0
+        for host in hosts:
+            self._fill(host)
+
+    def _spawn(self, host: str) -> subprocess.Popen:
+        from ps_runtime.watchdog import ENV as WATCHDOG_ENV
+
+        argv = [self.python, "-m", "ps_runtime.warm", *self.preload]
+        env = {**WARM_ENV, WATCHDOG_ENV: str(os.getpid())}
+        # stdout: a pipe that carries one "ready" line (then the process writes to its log)
+        return self.base.start(host, argv, env, subprocess.PIPE, stdin=subprocess.PIPE)
+
+    @staticmethod
+    def _poll_ready(pool) -> None:
+        for proc in pool:
+            while not _is_ready(proc) and proc.poll() is None:
+                r, _, _ = select.select([proc.stdout], [], [], 0)
+                if not r:
+                    break
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                if line.strip() == b"ready":
+                    proc._sluice_ready = True
+
+    def wait_ready(self, timeout: float = 90.0) -> int:
+        """Block until every idle process has finished its imports (or ``timeout``);
+        returns how many are ready."""
+        deadline = time.monotonic() + timeout
+        ready = 0
+        for pool in self.idle.values():
+            for proc in pool:
+                if getattr(proc, "_sluice_ready", False):
+                    ready += 1
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0 or proc.poll() is not None:
+                    continue
+                while not getattr(proc, "_sluice_ready", False):
+                    r, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+                    line = proc.stdout.readline() if r else b""
+                    if not line:             # timed out, or the process died
+                        break
+                    if line.strip() == b"ready":
+                        proc._sluice_ready = True
+                        ready += 1
+        return ready
+
+    def _fill(self, host: str) -> None:
+        pool = self.idle[host]
+        while len(pool) < self.per_host:
+            pool.append(self._spawn(host))
+
+    def start(self, host: str, argv: list[str], env: dict[str, str], log: IO,
+              stdin=None) -> subprocess.Popen:
+        pool = self.idle.get(host)
+        if pool:
+            # ready ones first; one still importing (a refill, at nice 19) is given its
+            # normal priority back, or the job would wait for the CPU its neighbours leave
+            self._poll_ready(pool)
+            pool = self.idle[host] = deque(sorted(pool, key=lambda p: not _is_ready(p)))
+        while pool:
+            proc = pool.popleft()
+            if proc.poll() is not None:          # died while idle: take the next one
+                continue
+            if not _is_ready(proc):
+                try:
+                    os.setpriority(os.PRIO_PROCESS, proc.pid, 0)
+                except OSError:
+                    pass
+            try:
+                proc.stdin.write(command_line(argv, env, log.name))
+                proc.stdin.close()
+            except (BrokenPipeError, OSError):
+                continue
+            proc.stdout.close()                  # the process writes to its log from now on
+            self.taken += 1
+            self._fill(host)
+            return proc
+        self.cold += 1                           # no warm one on this host: start cold
+        return self.base.start(host, argv, env, log)
+
+    def close(self) -> None:
+        """Stop the idle processes (the ones handed out belong to their jobs)."""
+        for pool in self.idle.values():
+            while pool:
+                proc = pool.popleft()
+                for pipe in (proc.stdin, proc.stdout):
+                    try:
+                        pipe.close()             # EOF: a warm process exits by itself
+                    except OSError:
+                        pass
+                kill_group(proc)
+                try:
+                    proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    kill_group(proc, 9)
+                    proc.wait()
+
+
+def _is_ready(proc) -> bool:
+    return getattr(proc, "_sluice_ready", False)
+
+
+def main(preload: list[str]) -> int:
+    """The warm process: import, wait for one command, become it."""
+    import importlib
+    import runpy
+
+    from ps_runtime.watchdog import start_watchdog
+
+    start_watchdog()
+    # Import at the lowest CPU priority: a pool refilled while jobs run must take only the
+    # CPU they leave (their timing is what the run measures).
+    os.setpriority(os.PRIO_PROCESS, 0, 19)
+    for name in preload:
+        importlib.import_module(name)
+    try:
+        os.write(1, b"ready\n")
+    except OSError:
+        pass                                     # handed over before ready: nobody listens
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0                                 # the pool was closed
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 0)    # back to normal (needs root, as the fabric does)
+    except OSError:
+        pass
+    cmd = json.loads(line)
+    fd = os.open(cmd["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    os.environ.update(cmd["env"])
+    sys.argv = [cmd["module"], *cmd["args"]]
+    runpy.run_module(cmd["module"], run_name="__main__", alter_sys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
