@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import pytest
 
+from job_scheduler.estimator import Estimator
 from job_scheduler.jobspec import JobSpec
 from job_scheduler.policies import make_policy
 from job_scheduler.simulator import Simulator
 from job_scheduler.sluice_policy import (SluicePolicy, choose_count, priced_penalty,
                                          worth_waiting)
 from topologies import parse_topology
+
+# The hand-checked cases below are sized for the P100-derived profile's step times.
+P100 = Estimator("p100")
 
 # one host, 4 GPUs
 ONE_HOST = parse_topology({"name": "one-host", "switches": [{"name": "tor1"}],
@@ -44,7 +48,7 @@ def test_short_job_preempts_long_one_and_the_resume_pays_the_cost():
     arrives at 10 s: A has 90 % of its work left, far more than 2 x B's + the cost, so A
     is suspended, B runs on all 4 GPUs, then A resumes after a 10 s restore."""
     a, b = job("a", m=40000), job("b", arrival=10.0, m=4000)
-    sim = Simulator(ONE_HOST, [a, b], make_policy("sluice"), slot=1.0, network=False)
+    sim = Simulator(ONE_HOST, [a, b], make_policy("sluice"), slot=1.0, estimator=P100, network=False)
     res = sim.run()
     ca, cb = sim.models[0].cost(4), sim.models[1].cost(4)
     assert cb < 0.5 * ca and ca > 20            # the premise of the scenario
@@ -59,7 +63,7 @@ def test_short_job_preempts_long_one_and_the_resume_pays_the_cost():
 def test_no_preemption_for_a_near_tie():
     """B has more than half of A's remaining work: not worth a suspension."""
     a, b = job("a", m=20000), job("b", arrival=1.0, m=15000)
-    sim = Simulator(ONE_HOST, [a, b], make_policy("sluice"), slot=1.0, network=False)
+    sim = Simulator(ONE_HOST, [a, b], make_policy("sluice"), slot=1.0, estimator=P100, network=False)
     sim.run()
     assert sim.preemptions == 0
 
@@ -67,7 +71,7 @@ def test_no_preemption_for_a_near_tie():
 def _held(names_m, policy):
     """A job holding all 4 GPUs from 0, then the given jobs arriving at 1 s."""
     jobs = [job("hold", m=8000)] + [job(n, arrival=1.0, m=m) for n, m in names_m]
-    sim = Simulator(ONE_HOST, jobs, policy, slot=1.0, network=False)
+    sim = Simulator(ONE_HOST, jobs, policy, slot=1.0, estimator=P100, network=False)
     res = sim.run()
     return dict(zip([j.name for j in sim.jobs], res.jct))
 
@@ -87,13 +91,13 @@ def test_queue_pricing_spreads_a_burst():
     job all 4 (argmin C(n)); sluice prices the jobs behind and gives it fewer, and the
     average JCT is lower. A job alone later gets lyapunov's count again."""
     jobs = [job(f"j{i}", m=20000, model="vgg16") for i in range(4)]
-    sl = Simulator(ONE_HOST, jobs, make_policy("sluice"), slot=1.0).run()
-    ly = Simulator(ONE_HOST, jobs, make_policy("lyapunov"), slot=1.0).run()
+    sl = Simulator(ONE_HOST, jobs, make_policy("sluice"), slot=1.0, estimator=P100).run()
+    ly = Simulator(ONE_HOST, jobs, make_policy("lyapunov"), slot=1.0, estimator=P100).run()
     assert ly.gpus == [4, 4, 4, 4] and sl.gpus == [1, 1, 1, 1]
     assert sl.avg_jct < 0.7 * ly.avg_jct
     alone = [job("late", m=20000, model="vgg16")]
-    assert (Simulator(ONE_HOST, alone, make_policy("sluice"), slot=1.0).run().gpus
-            == Simulator(ONE_HOST, alone, make_policy("lyapunov"), slot=1.0).run().gpus)
+    assert (Simulator(ONE_HOST, alone, make_policy("sluice"), slot=1.0, estimator=P100).run().gpus
+            == Simulator(ONE_HOST, alone, make_policy("lyapunov"), slot=1.0, estimator=P100).run().gpus)
 
 
 def test_regrow_resizes_a_job_left_small_by_a_burst():
@@ -103,22 +107,22 @@ def test_regrow_resizes_a_job_left_small_by_a_burst():
     alone, paying one restore."""
     jobs = ([job(f"s{i}", m=20000, model="vgg16") for i in range(3)]
             + [job("long", m=80000, model="vgg16")])
-    sim = Simulator(ONE_HOST, jobs, SluicePolicy(wait_for_gpus=False), slot=1.0)
+    sim = Simulator(ONE_HOST, jobs, SluicePolicy(wait_for_gpus=False), slot=1.0, estimator=P100)
     res = sim.run()
     assert sim.preemptions == 1                      # the resize
-    alone = Simulator(ONE_HOST, [jobs[3]], make_policy("lyapunov"), slot=1.0).run()
+    alone = Simulator(ONE_HOST, [jobs[3]], make_policy("lyapunov"), slot=1.0, estimator=P100).run()
     assert res.gpus[3] == alone.gpus[0] > 1
     never = Simulator(ONE_HOST, jobs, SluicePolicy(wait_for_gpus=False, preempt=False),
-                      slot=1.0).run()
+                      slot=1.0, estimator=P100).run()
     assert never.gpus[3] == 1 and res.jct[3] < never.jct[3]
 
 
 def test_estimate_error_is_seeded_and_changes_only_the_view():
     jobs = [job(f"j{i}", arrival=i * 5.0, m=5000 * (i % 3 + 1)) for i in range(8)]
     runs = [Simulator(ONE_HOST, jobs, make_policy("sluice", estimate_error=1.0, seed=s),
-                      slot=1.0, network=False).run() for s in (3, 3, 4)]
+                      slot=1.0, estimator=P100, network=False).run() for s in (3, 3, 4)]
     assert runs[0].jct == runs[1].jct
-    exact = Simulator(ONE_HOST, jobs, make_policy("sluice"), slot=1.0, network=False).run()
+    exact = Simulator(ONE_HOST, jobs, make_policy("sluice"), slot=1.0, estimator=P100, network=False).run()
     # the work done is the true work: GPU-seconds match whatever the view
     assert all(r.jobs == exact.jobs for r in runs)
     with pytest.raises(ValueError):
