@@ -5,6 +5,7 @@
     POST   /jobs/{id}/progress[?wait=1] job token     {worker, batch}; wait=1 answers after
                                                        the switches' barrier replies
     GET    /jobs | /flows[?job=ID] | /rules | /links | /metrics | /health
+    GET    /live | /live/state          the live picture (HTML) and its data (JSON)
     GET    /openapi.json | /docs        the machine-readable API and its browsable page
 
 Tokens travel as ``Authorization: Bearer <token>``. Answers: 400 bad body (every problem
@@ -27,11 +28,12 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from controller import live
 from controller.registry import MAX_ENDPOINTS
 from controller.service import ApiError, ControllerService
 from sluice.http_service import BodyLimit, ThreadedServer, bearer_token, validation_messages
@@ -142,6 +144,16 @@ def build_app(service: ControllerService) -> FastAPI:
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics():
         return PlainTextResponse(service.metrics_text(), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/live", response_class=HTMLResponse)
+    def live_page():
+        """The live picture: fabric, link utilisation, jobs, flows and their levels."""
+        return HTMLResponse(live.PAGE.read_text())
+
+    @app.get("/live/state")
+    def live_state() -> dict:
+        return live.live_state(service.config.topology, service.jobs(),
+                               service.flows()["flows"], service.links()["ports"])
 
     @app.post("/jobs", status_code=201, responses=ERRORS)
     def register(body: JobRegistration, token: str = Depends(admin), wait: Wait = None) -> dict:

@@ -104,6 +104,8 @@ def environment(topology, topology_arg: str, out: Path):
 
     print(f"sluice: starting the controller for {topology.name}", file=sys.stderr, flush=True)
     with controller_process(topology_arg, out / "controller.log") as (ofp, client):
+        print(f"sluice: live picture at {client.url}/live (metrics: {client.url}/metrics)",
+              file=sys.stderr, flush=True)
         with Fabric(topology, controller=ofp) as fabric:
             _wait_hosts_located(fabric, client)
             yield fabric, client
