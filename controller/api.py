@@ -36,7 +36,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from controller import live
 from controller.registry import MAX_ENDPOINTS
 from controller.service import ApiError, ControllerService
-from sluice.http_service import BodyLimit, ThreadedServer, bearer_token, validation_messages
+from sluice.http_service import (BodyLimit, ThreadedServer, bearer_token,
+                                 document_400_for_bad_requests, validation_messages)
 
 LOG = logging.getLogger("sluice.controller.api")
 MAX_BODY = 64 * 1024
@@ -123,26 +124,32 @@ def build_app(service: ControllerService) -> FastAPI:
 
     @app.get("/health")
     def health() -> dict:
+        """Liveness: 200 {ok: true}."""
         return {"ok": True}
 
     @app.get("/jobs")
     def jobs() -> dict:
+        """Every registered job with its endpoints and workers' last batches."""
         return {"jobs": service.jobs()}
 
     @app.get("/flows")
     def flows(job: str | None = None) -> dict:
+        """Each job flow (push/pull) with its batch, priority level, DSCP and rules."""
         return service.flows(job)
 
     @app.get("/rules")
     def rules() -> dict:
+        """Every flow rule the switches were told to hold."""
         return {"rules": service.rules()}
 
     @app.get("/links")
     def links() -> dict:
+        """Per switch port: measured rates, byte counters and the peer behind it."""
         return service.links()
 
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics():
+        """Prometheus series (see docs/metrics.md)."""
         return PlainTextResponse(service.metrics_text(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/live", response_class=HTMLResponse)
@@ -152,17 +159,20 @@ def build_app(service: ControllerService) -> FastAPI:
 
     @app.get("/live/state")
     def live_state() -> dict:
+        """The live page's data: nodes, links with utilisation, jobs, flows."""
         return live.live_state(service.config.topology, service.jobs(),
                                service.flows()["flows"], service.links()["ports"])
 
     @app.post("/jobs", status_code=201, responses=ERRORS)
     def register(body: JobRegistration, token: str = Depends(admin), wait: Wait = None) -> dict:
+        """Register a PS job (admin token); answers with the job's own progress token."""
         t0, done = time.monotonic(), threading.Event()
         return _wait(wait, service.register_job(token, _body(body), done), done, t0)
 
     @app.post("/jobs/{job_id}/progress", responses=ERRORS)
     def progress(job_id: JobId, body: ProgressReport, wait: Wait = None,
                  token: str | None = Depends(bearer_token)) -> dict:
+        """A worker's progress (the job's token); its flows' levels may change."""
         t0 = time.monotonic()
         answer, done = service.progress(job_id, token, _body(body), t0=t0)
         return _wait(wait, answer, done, t0) if done else answer
@@ -170,9 +180,11 @@ def build_app(service: ControllerService) -> FastAPI:
     @app.delete("/jobs/{job_id}", responses=ERRORS)
     def remove(job_id: JobId, wait: Wait = None,
                token: str | None = Depends(bearer_token)) -> dict:
+        """Remove a job and its rules (admin token)."""
         t0, done = time.monotonic(), threading.Event()
         return _wait(wait, service.remove_job(token, job_id, done), done, t0)
 
+    document_400_for_bad_requests(app)
     return app
 
 

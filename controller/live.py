@@ -85,6 +85,7 @@ def live_state(topology: Topology, jobs: list[dict], flows: list[dict],
                   "server": f["server"], "src": host_of_ip.get(f["src"], f["src"]),
                   "dst": host_of_ip.get(f["dst"], f["dst"]), "batch": f.get("batch"),
                   "level": f.get("level"), "dscp": f.get("dscp")} for f in flows]
+    busiest = max(links, key=lambda l: l["utilisation"], default=None)
     return {"topology": topology.name, "nodes": nodes, "links": links, "jobs": job_view,
             "flows": flow_view,
-            "bottleneck": max(links, key=lambda l: l["utilisation"])["id"] if links else None}
+            "bottleneck": busiest["id"] if busiest and busiest["utilisation"] > 0 else None}

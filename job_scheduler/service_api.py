@@ -33,7 +33,8 @@ from job_scheduler.service import Conflict, NotFound, SchedulerService
 from job_scheduler.service_metrics import metrics_text
 from job_scheduler.store import STATES
 from sluice.errors import InputError
-from sluice.http_service import BodyLimit, ThreadedServer, bearer_token, validation_messages
+from sluice.http_service import (BodyLimit, ThreadedServer, bearer_token,
+                                 document_400_for_bad_requests, validation_messages)
 
 log = logging.getLogger("sluice.scheduler.api")
 
@@ -88,16 +89,19 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
 
     @app.get("/health")
     def health() -> dict:
+        """Liveness, job counts per state, free GPUs."""
         return server.service.health()
 
     @app.get("/jobs")
     def jobs(state: Annotated[list[str] | None, Query()] = None) -> dict:
+        """Every job (optionally only those in the given states)."""
         if state and not set(state) <= set(STATES):
             raise ApiError(400, f"state must be one of {', '.join(STATES)}")
         return {"jobs": [j.to_public() for j in server.service.store.jobs(state)]}
 
     @app.get("/jobs/{job_id}", responses=errors)
     def job(job_id: int) -> dict:
+        """One job with its event log."""
         service = server.service
         record = service.store.get(job_id)
         if record is None:
@@ -107,6 +111,7 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
 
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics():
+        """Prometheus series (see docs/metrics.md)."""
         return PlainTextResponse(metrics_text(lambda: server.service),
                                  media_type=CONTENT_TYPE_LATEST)
 
@@ -118,6 +123,7 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
     async def submit(request: Request,
                      x_sluice_source: Annotated[str | None, Header()] = None,
                      idempotency_key: Annotated[str | None, Header()] = None):
+        """Queue every job of a job YAML file, durably, or none (400 lists every problem)."""
         source = _SOURCE_RE.sub("_", x_sluice_source or "API body")[:200]
         if idempotency_key is not None and not re.fullmatch(r"[A-Za-z0-9._-]{8,128}",
                                                             idempotency_key):
@@ -143,6 +149,7 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
 
     @app.post("/jobs/{job_id}/cancel", dependencies=[Depends(admin)], responses=errors)
     def cancel(job_id: int) -> dict:
+        """Cancel a queued or running job."""
         try:
             return server.service.cancel(job_id).to_public()
         except NotFound as err:
@@ -152,6 +159,7 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
         except Exception as err:
             raise _unexpected(err)
 
+    document_400_for_bad_requests(app)
     return app
 
 

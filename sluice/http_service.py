@@ -139,3 +139,23 @@ class ThreadedServer:
         self.shutdown()
         self.server_close()
 
+
+
+def document_400_for_bad_requests(app) -> None:
+    """The services answer a refused body with 400 (every problem listed), not FastAPI's
+    default 422: say so in the OpenAPI document."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            doc = build()
+            for ops in doc.get("paths", {}).values():
+                for op in ops.values():
+                    responses = op.get("responses", {})
+                    if "422" in responses:
+                        moved = responses.pop("422")
+                        responses.setdefault("400", {**moved, "description":
+                                                     "bad request: every problem listed"})
+            app.openapi_schema = doc
+        return app.openapi_schema
+    app.openapi = openapi
