@@ -320,9 +320,10 @@ class ControllerService:
                 1 for m in mods if m.command == "delete" and m.rule.cookie == job.cookie)}
 
     def progress(self, job_id: str, token: str | None, body: Any,
-                 t0: float | None = None) -> tuple[dict[str, Any], threading.Event | None]:
-        """Returns the answer and, when flow mods were sent, an event set on their barrier
-        replies (the API can wait on it)."""
+                 t0: float | None = None, done: threading.Event | None = None
+                 ) -> tuple[dict[str, Any], threading.Event | None]:
+        """Returns the answer and, when flow mods were sent, an event (``done``, or a new
+        one) set on their barrier replies (the API can wait on it)."""
         t0 = self.clock() if t0 is None else t0
         with self.lock:
             job = self.registry.jobs.get(job_id)
@@ -343,7 +344,7 @@ class ControllerService:
             self.metrics.inc("sluice_progress_reports_total", result=result)
             if result != "accepted":
                 return {"result": result, "changed_rules": 0}, None
-            done = threading.Event()
+            done = done or threading.Event()
 
             def finished() -> None:
                 self.metrics.observe_reaction(self.clock() - t0)
