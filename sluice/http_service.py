@@ -43,10 +43,10 @@ def bearer_of(header: str | None) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def validation_messages(err: RequestValidationError) -> list[str]:
+def validation_messages(err: RequestValidationError | list[dict]) -> list[str]:
     """Every problem of a refused body, one line each (``body.workers[1].port: ...``)."""
     out = []
-    for e in err.errors():
+    for e in (err if isinstance(err, list) else err.errors()):
         if e.get("type") == "json_invalid":
             out.append(f"body is not valid JSON: {(e.get('ctx') or {}).get('error', e['msg'])}")
             continue
