@@ -3,7 +3,7 @@ bench_controller.py (reaction latency at 200 reports/s, flow-mod rate to barrier
 alternating between two source trees so that load drifts hit both alike.
 
     git archive <base-commit> | tar -x -C /tmp/base     # the code before the change
-    sudo .venv/bin/python bench/bench_controller_ab.py --base /tmp/base [--pairs 3]
+    sudo .venv/bin/python bench/bench_controller_ab.py --base /tmp/base [--after DIR] [--pairs 3]
 
 The controller process of each round runs from --base or from this checkout (through
 PYTHONPATH; same venv). Prints each round, then medians per tree and the ratios.
@@ -34,13 +34,15 @@ def one_round(tree: Path, args) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", type=Path, required=True, help="source tree before the change")
+    ap.add_argument("--after", type=Path, default=ROOT,
+                    help="source tree after the change (default: this checkout)")
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--reports", type=int, default=1000)
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    trees = {"before": args.base.resolve(), "after": ROOT}
+    trees = {"before": args.base.resolve(), "after": args.after.resolve()}
     runs: dict[str, list[dict]] = {"before": [], "after": []}
     for i in range(args.pairs):
         for name, tree in trees.items():

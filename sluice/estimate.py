@@ -89,8 +89,8 @@ def announce(jobs: Sequence[JobSpec], topology: Topology, policy_name: str,
     try:
         estimate = estimate_run(jobs, topology, Estimator(nominal_bw_mbps=nominal_bandwidth(
             topology)), policy_name, batches)
-    except (RuntimeError, ValueError) as err:
-        print_line(f"no estimate: {err}")
+    except Exception as err:      # an estimate must never stop the run itself
+        print_line(f"no estimate ({type(err).__name__}: {err})")
         return None
     for line in describe(estimate):
         print_line(line)

@@ -136,3 +136,19 @@ def test_scheduler_reports_every_job_file_problem(scheduler):
     answer = json.loads(data)
     assert status == 400
     assert sorted(e["field"] for e in answer["errors"]) == ["batch_size", "colour", "max_gpus"]
+
+
+def test_progress_fast_path_lists_every_problem_and_changes_nothing(controller):
+    svc, api = controller
+    token = ControllerClient(api.url, ADMIN).register_job(JOB)["token"]
+    bad = json.dumps({"worker": 5, "batch": -1, "extra": 1}).encode()
+    status, _, data = get(api.host, api.port, "/jobs/job-a/progress", "POST", bad,
+                          {"Authorization": f"Bearer {token}"})
+    answer = json.loads(data)
+    assert status == 400 and len(answer["errors"]) == 3, answer
+    assert {e.split(":")[0] for e in answer["errors"]} == {"body.worker", "body.batch",
+                                                           "body.extra"}
+    status, _, data = get(api.host, api.port, "/jobs/job-a/progress", "POST", b"{not json",
+                          {"Authorization": f"Bearer {token}"})
+    assert status == 400 and b"not valid JSON" in data
+    assert svc.registry.jobs["job-a"].batches == {}
