@@ -125,6 +125,8 @@ def environment(topology, topology_arg: str, out: Path):
 
     print(f"sluice: starting the controller for {topology.name}", file=sys.stderr, flush=True)
     with controller_process(topology_arg, out / "controller.log") as (ofp, client):
+        print(f"sluice: live picture at {client.url}/live (metrics: {client.url}/metrics)",
+              file=sys.stderr, flush=True)
         with Fabric(topology, controller=ofp) as fabric:
             _wait_hosts_located(fabric, client)
             yield fabric, client
@@ -190,8 +192,11 @@ def one_pass(topology, jobs, fabric, client, out: Path, args, priority: bool, po
                          input_size=args.input_size, job_timeout_s=args.job_timeout,
                          port_base=port_base, compute=args.compute, profile=args.profile,
                          compute_info=args.compute_info)
-    return RealTimeRun(topology, jobs, policy, estimator, fabric, client, out, options,
-                       policy_name=args.policy, runner=runner).run()
+    from sluice.progress import LiveStatus
+    loop = RealTimeRun(topology, jobs, policy, estimator, fabric, client, out, options,
+                       policy_name=args.policy, runner=runner)
+    with LiveStatus() as loop.status:
+        return loop.run()
 
 
 # ---- commands ----------------------------------------------------------------------------
@@ -201,6 +206,10 @@ def run_run(args) -> int:
 
     jobs, topology = validate(args.jobs, args.topology, args, args.priority)
     say_compute(args, "run")
+    from sluice.estimate import announce
+    announce(jobs, topology, args.policy, args.batches,
+             lambda line: print(f"sluice run: {line}", file=sys.stderr, flush=True),
+             estimator=run_estimator(topology, args))
     out = _out_dir(args, "run")
     out.mkdir(parents=True, exist_ok=True)
     with environment(topology, args.topology, out) as (fabric, client), \

@@ -30,14 +30,15 @@ import ipaddress
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import networkx as nx
 import yaml
 
-from sluice.errors import InputError
+from sluice.errors import InputError, raise_all
 
-SWITCH_ROLES = ("tor", "agg", "spine", "core")
+from topologies.schema import SWITCH_ROLES  # noqa: F401 (re-exported)
+
 # A host's in-host exchange bandwidth (Mbit/s) when its YAML gives no ``intra_bw``:
 # PCIe 3.0 x16 class. PCIe 3.0 x16 carries 15.75 GB/s per direction in theory (PCI-SIG
 # spec, 8 GT/s x 16 lanes, 128b/130b coding) and about 12 GB/s in practice, ~100 Gbit/s;
@@ -182,51 +183,16 @@ class Topology:
 
 
 # ---- parsing and validation ------------------------------------------------------------
-
-_ALLOWED = {
-    "top": {"name", "description", "switches", "racks", "hosts", "links", "domains", "emulation"},
-    "switch": {"name", "role", "dpid"},
-    "rack": {"name", "tor", "domain"},
-    "host": {"name", "rack", "gpus", "bw", "ip", "intra_bw"},
-    "link": {"a", "b", "bw"},
-}
-
-
-def _fields(source: str, kind: str, index: int, raw: Any) -> tuple[str, dict]:
-    if not isinstance(raw, dict):
-        raise InputError(source, f"must be a mapping, got {type(raw).__name__}",
-                         element=f"{kind} #{index + 1}")
-    label = f"{kind} '{raw['name']}'" if "name" in raw else f"{kind} #{index + 1}"
-    unknown = sorted(set(raw) - _ALLOWED[kind])
-    if unknown:
-        raise InputError(source, f"unknown field (allowed: {', '.join(sorted(_ALLOWED[kind]))})",
-                         element=label, field=unknown[0])
-    return label, raw
-
-
-def _require(source: str, label: str, raw: dict, key: str, typ: type | tuple) -> Any:
-    if key not in raw:
-        raise InputError(source, "missing", element=label, field=key)
-    value = raw[key]
-    if isinstance(value, bool) or not isinstance(value, typ):
-        names = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
-        raise InputError(source, f"must be {names}, got {value!r}", element=label, field=key)
-    return value
-
-
-def _positive(source: str, label: str, raw: dict, key: str) -> float:
-    value = _require(source, label, raw, key, (int, float))
-    if not value > 0:
-        raise InputError(source, f"must be > 0, got {value!r}", element=label, field=key)
-    return float(value)
+# The checks live in the typed model (schema.py), which reports every problem at once.
 
 
 def parse_topology(data: Any, source: str = "<topology>") -> Topology:
     """Validate a decoded YAML document and build a :class:`Topology`.
 
-    Raises :class:`InputError` naming the element for: unknown fields, missing fields,
-    duplicate names, zero/negative bandwidth or GPU counts, a host whose rack does not
-    exist, a rack whose ToR is not a switch, a dangling link, a disconnected fabric.
+    Raises :class:`InputError` (:class:`InputErrors` for several) naming the element for:
+    unknown fields, missing fields, duplicate names, zero/negative bandwidth or GPU counts,
+    a host whose rack does not exist, a rack whose ToR is not a switch, a dangling link,
+    a disconnected fabric.
     """
     if not isinstance(data, dict):
         raise InputError(source, "a topology must be a YAML mapping")
@@ -325,14 +291,6 @@ def parse_topology(data: Any, source: str = "<topology>") -> Topology:
         parts = sorted(sorted(c) for c in nx.connected_components(topo.graph))
         raise InputError(source, f"the fabric is not connected; '{parts[-1][0]}' is cut off")
     return topo
-
-
-def _no_duplicates(source: str, kind: str, names: Iterable[str]) -> None:
-    seen: set[str] = set()
-    for n in names:
-        if n in seen:
-            raise InputError(source, f"duplicate {kind} name '{n}'", element=f"{kind} '{n}'")
-        seen.add(n)
 
 
 def load_topology_file(path: str | Path) -> Topology:
