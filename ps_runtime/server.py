@@ -23,7 +23,9 @@ def main() -> int:
     print(f"{role} listening on {os.environ.get('DMLC_NODE_HOST')}:{os.environ.get('PORT')} "
           f"({os.environ.get('DMLC_NUM_WORKER')} workers, {os.environ.get('DMLC_NUM_SERVER')} "
           "servers)", file=sys.stderr, flush=True)
-    import mxnet  # noqa: F401  -- runs the ps-lite loop until the job ends
+    from ps_runtime.numpy_compat import import_mxnet
+
+    import_mxnet()              # runs the ps-lite loop until the job ends
     print(f"{role} done", file=sys.stderr, flush=True)
     return 0
 

@@ -128,7 +128,10 @@ def test_two_workers_one_server_train_with_falling_loss_and_report_progress(tmp_
     # The last batch of each worker reached the controller (latest wins, flushed at exit).
     assert reported == {"w0": 40, "w1": 40}
     log = (tmp_path / "worker1.log").read_text()
-    assert "computing on cpu" in log and "of 2" in log
+    import torch     # device auto: CUDA where there is one
+
+    assert f"computing on {'cuda' if torch.cuda.is_available() else 'cpu'}" in log
+    assert "of 2" in log
     assert "cannot reach the controller" not in log
     # Synchronous data parallelism: different data, yet identical weights at the end.
     sums = [[l for l in (tmp_path / f"worker{j}.log").read_text().splitlines()
