@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from ps_runtime.datapath import DEFAULT_LOOPBACK_SERVERS
 from sluice.errors import InputError
 
 DEFAULT_TRAIN_OUT = Path("out") / "train"
@@ -148,7 +149,8 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job", required=True, help="name of the job to run")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--servers", type=int, default=None,
-                        help="parameter servers (default: the job's num_ps)")
+                        help="parameter servers, all on this host (default: the job's "
+                             "num_ps, at least 4)")
     parser.add_argument("--batches", type=int, default=None,
                         help="batches per worker (default: dataset_size*epochs/(batch_size*workers))")
     parser.add_argument("--controller", default=None, metavar="URL",
@@ -190,7 +192,10 @@ def run_train(args: argparse.Namespace) -> int:
         raise InputError(args.jobs, f"model '{spec.model}' cannot be trained by the PS runtime "
                          f"(trainable: {', '.join(MODEL_NAMES)})", element=f"job '{spec.name}'",
                          field="model")
-    servers = args.servers if args.servers is not None else spec.num_ps
+    # Loopback servers share this host: several ps-lite server processes carry more bytes
+    # than one (every bucket is split over all of them), see ps_runtime.datapath.
+    servers = (args.servers if args.servers is not None
+               else max(spec.num_ps, DEFAULT_LOOPBACK_SERVERS))
     for value, flag in ((args.workers, "--workers"), (servers, "--servers"),
                         (args.batches, "--batches"), (args.threads, "--threads")):
         _positive(value, flag)

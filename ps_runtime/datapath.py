@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import time
 
-import torch
-
 # Buckets of at least this many float32 elements (1 MiB) are split over all servers.
 BIGARRAY_BOUND = 2 ** 18
 # Servers a loopback job runs by default (`sluice train`): ps-lite's server loop is one
@@ -47,7 +45,9 @@ def ps_env(single_host: bool) -> dict[str, str]:
 class FlatKVStore:
     """Keys ``0..len(buffers)-1`` of a ``dist_sync`` KVStore over flat host tensors."""
 
-    def __init__(self, mx, buffers: list[torch.Tensor], kv=None):
+    def __init__(self, mx, buffers: list, kv=None):
+        import torch.utils.dlpack   # here, not at import: `sluice` reads this module's constants
+
         for b in buffers:
             if b.device.type != "cpu" or b.dim() != 1 or not b.is_contiguous():
                 raise ValueError("FlatKVStore needs flat, contiguous host tensors")
