@@ -116,7 +116,8 @@ def push_pull(mode: str, mbytes: float, workers: int, servers: int, rounds: int,
     base = _free_base(1 + servers + workers)
     env = dict(os.environ, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(base),
                DMLC_NUM_SERVER=str(servers), DMLC_NUM_WORKER=str(workers),
-               DMLC_NODE_HOST="127.0.0.1", PYTHONPATH=str(ROOT))
+               DMLC_NODE_HOST="127.0.0.1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     for key in ("DMLC_LOCAL", "MXNET_KVSTORE_BIGARRAY_BOUND", "OMP_NUM_THREADS",
                 "MXNET_CPU_WORKER_NTHREADS"):
         env.pop(key, None)       # the raw baseline runs with MXNet's defaults
@@ -160,9 +161,8 @@ def push_pull(mode: str, mbytes: float, workers: int, servers: int, rounds: int,
 # ---- steps of real jobs ----------------------------------------------------------------
 
 def job_step(model: str, batch_size: int, input_size: int, device: str, batches: int,
-             threads: int) -> dict:
+             threads: int, servers: int, bucket_mb: float, compress: str) -> dict:
     from job_scheduler.jobspec import JobSpec
-    from ps_runtime.datapath import DEFAULT_LOOPBACK_SERVERS
     from ps_runtime.launcher import PSJob, WorkerOptions
     from ps_runtime.plan import Placement
     from ps_runtime.runners import LocalRunner
@@ -170,10 +170,11 @@ def job_step(model: str, batch_size: int, input_size: int, device: str, batches:
     spec = JobSpec(name=f"bench-{model}", model=model, dataset_size=batch_size * batches,
                    epochs=1, batch_size=batch_size, max_gpus=1)
     with tempfile.TemporaryDirectory() as out:
-        job = PSJob(spec, Placement.loopback(DEFAULT_LOOPBACK_SERVERS, 1), LocalRunner(), out,
-                    batches=batches, base_port=_free_base(2 + DEFAULT_LOOPBACK_SERVERS),
+        job = PSJob(spec, Placement.loopback(servers, 1), LocalRunner(), out,
+                    batches=batches, base_port=_free_base(2 + servers),
                     options=WorkerOptions(input_size=input_size, device=device,
-                                          threads=threads))
+                                          threads=threads, bucket_mb=bucket_mb,
+                                          compress=compress))
         with job:
             job.start()
             job.wait(timeout=1200)
@@ -217,49 +218,57 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default=",".join(STEP_MODELS))
     ap.add_argument("--threads", type=int, default=1, help="torch threads per CPU worker")
     ap.add_argument("--skip-steps", action="store_true")
+    ap.add_argument("--servers", type=int, default=None,
+                    help="servers of the project's path (default: DEFAULT_LOOPBACK_SERVERS)")
+    ap.add_argument("--bucket-mb", type=float, default=None,
+                    help="bucket size (default: the worker's)")
+    ap.add_argument("--compress", default="none", choices=("none", "fp16"),
+                    help="steps only: the workers' gradient compression")
+    ap.add_argument("--sizes", default=None, help="push/pull sizes in MB, e.g. 100,500")
     ap.add_argument("--skip-push-pull", action="store_true")
     args = ap.parse_args(argv)
 
     import torch
 
     from ps_runtime.datapath import DEFAULT_LOOPBACK_SERVERS
+    from ps_runtime.launcher import WorkerOptions
 
+    servers = args.servers or DEFAULT_LOOPBACK_SERVERS
     choice = args.device
     if choice == "auto":
         choice = "cuda" if torch.cuda.is_available() else "cpu"
     device = torch.device(choice)
     sizes = [100] if args.quick else [10, 100, 500]
+    if args.sizes:
+        sizes = [float(x) if "." in x else int(x) for x in args.sizes.split(",")]
     worker_counts = [1] if args.quick else [1, 2]
     rounds = 3 if args.quick else 6
-    bucket_mb = 4.0
+    bucket_mb = args.bucket_mb or WorkerOptions().bucket_mb
     report = {"device": device_name(device), "quick": args.quick,
-              "servers": DEFAULT_LOOPBACK_SERVERS, "load_average": os.getloadavg(),
+              "servers": servers, "bucket_mb": bucket_mb, "compress": args.compress,
+              "load_average": os.getloadavg(),
               "push_pull_gbytes_per_s": {}, "raw_kvstore_gbytes_per_s": {},
               "raw_kvstore_same_servers_gbytes_per_s": {},
               "project_over_tcp_gbytes_per_s": {}, "steps": {}}
     print(f"device: {report['device']}; load average {os.getloadavg()[0]:.2f}", flush=True)
     if not args.skip_push_pull:
         print(f"push + pull GB/s on loopback (2 x bytes / time, per worker); project = "
-              f"{DEFAULT_LOOPBACK_SERVERS} servers, zero-copy, IPC", flush=True)
+              f"{servers} servers, {bucket_mb:g} MB buckets, zero-copy, IPC", flush=True)
         print(f"{'size':>6} {'workers':>7} {'project':>8} {'raw 1 srv':>10} "
-              f"{'raw {} srv'.format(DEFAULT_LOOPBACK_SERVERS):>10} {'project/raw1':>12}",
-              flush=True)
+              f"{'raw {} srv'.format(servers):>10} {'project/raw1':>12}", flush=True)
         for workers in worker_counts:
             for mb in sizes:
                 key = f"{mb}MB" if workers == 1 else f"{mb}MB_{workers}w"
                 # Interleaved in one run, so the machine's load hits every variant alike.
                 raw1 = push_pull("raw", mb, workers, 1, rounds, bucket_mb)
-                proj = push_pull("project", mb, workers, DEFAULT_LOOPBACK_SERVERS, rounds,
-                                 bucket_mb)
-                rawn = push_pull("raw", mb, workers, DEFAULT_LOOPBACK_SERVERS, rounds,
-                                 bucket_mb)
+                proj = push_pull("project", mb, workers, servers, rounds, bucket_mb)
+                rawn = push_pull("raw", mb, workers, servers, rounds, bucket_mb)
                 report["push_pull_gbytes_per_s"][key] = round(proj, 4)
                 report["raw_kvstore_gbytes_per_s"][key] = round(raw1, 4)
                 report["raw_kvstore_same_servers_gbytes_per_s"][key] = round(rawn, 4)
                 tcp = ""
                 if not args.quick:      # attribution: the same path over loopback TCP
-                    tcpv = push_pull("project_tcp", mb, workers, DEFAULT_LOOPBACK_SERVERS,
-                                     rounds, bucket_mb)
+                    tcpv = push_pull("project_tcp", mb, workers, servers, rounds, bucket_mb)
                     report["project_over_tcp_gbytes_per_s"][key] = round(tcpv, 4)
                     tcp = f"   (project over TCP: {tcpv:.2f})"
                 print(f"{mb:>4}MB {workers:>7} {proj:>8.2f} {raw1:>10.2f} {rawn:>10.2f} "
@@ -267,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_steps:
         batches = 3 if args.quick else 12
         print(f"steps on {device.type}: median of batches 2..{batches} of a 1-worker job "
-              f"({DEFAULT_LOOPBACK_SERVERS} servers) vs the step alone", flush=True)
+              f"({servers} servers, compress {args.compress}) vs the step alone", flush=True)
         for model in [m for m in args.models.split(",") if m]:
             batch_size, cuda_px = STEP_MODELS[model]
             px = cuda_px if device.type == "cuda" else min(cuda_px, CPU_INPUT)
@@ -275,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
                 px = 28
             compute = compute_alone(model, batch_size, px, device, args.threads,
                                     repeats=2 if args.quick else 10)
-            stages = job_step(model, batch_size, px, choice, batches, args.threads)
+            stages = job_step(model, batch_size, px, choice, batches, args.threads, servers,
+                              bucket_mb, args.compress)
             step = stages["time_s"]
             report["steps"][model] = {"batch_size": batch_size, "input_size": px,
                                       "step_s": round(step, 5), "compute_s": round(compute, 5),

@@ -48,6 +48,7 @@ class WorkerOptions:
     lr: float = 0.01
     bucket_mb: float = 4.0
     overlap: bool = True           # push each bucket as soon as backward has produced it
+    compress: str = "none"         # "fp16": gradients travel as 16-bit floats
     seed: int = 0
     device: str = "auto"
     threads: int = 0               # torch threads per worker; 0: torch's default
@@ -191,6 +192,8 @@ class PSJob:
                 "--threads", str(o.threads), "--report-interval", str(o.report_interval)]
         if not o.overlap:
             argv.append("--no-overlap")
+        if o.compress != "none":
+            argv += ["--compress", o.compress]
         if o.num_classes:
             argv += ["--num-classes", str(o.num_classes)]
         if self.controller_url:

@@ -82,7 +82,7 @@ class GradientSync:
     """
 
     def __init__(self, mx, params: list[nn.Parameter], bucket_bytes: int,
-                 device: torch.device, overlap: bool = True):
+                 device: torch.device, overlap: bool = True, fp16: bool = False):
         # Backward produces the last layers' gradients first: bucket from the end.
         self.buckets = make_buckets(list(reversed(params)), bucket_bytes)
         self.device = device
@@ -92,13 +92,19 @@ class GradientSync:
         for bucket, flat in zip(self.buckets, self.flat):
             for p, view in zip(bucket, _views(flat, bucket)):
                 p.grad = view
+        # fp16: the buckets travel (and are summed on the servers) as 16-bit floats, half
+        # the bytes; cast on the device, so the copies move half as much too.
+        self.fp16 = fp16
+        wire = torch.float16 if fp16 else torch.float32
+        self.wire = ([torch.empty(f.numel(), dtype=wire, device=device) for f in self.flat]
+                     if fp16 else self.flat)
         if self.cuda:
-            self.host = [torch.empty(f.numel(), pin_memory=True) for f in self.flat]
+            self.host = [torch.empty(f.numel(), dtype=wire, pin_memory=True) for f in self.flat]
             self.copy_stream = torch.cuda.Stream(device)
             self.d2h_done = [torch.cuda.Event(enable_timing=True) for _ in self.flat]
             self.d2h_start = [torch.cuda.Event(enable_timing=True) for _ in self.flat]
         else:
-            self.host = self.flat
+            self.host = self.wire
         self.kv = FlatKVStore(mx, self.host)
         self.bucket_of = {id(p): i for i, b in enumerate(self.buckets) for p in b}
         self.stages = dict.fromkeys(STAGES, 0.0)
@@ -117,13 +123,14 @@ class GradientSync:
         self.pushed = [False] * len(self.buckets)
 
     def sync_initial_weights(self, params: list[nn.Parameter]) -> None:
-        """Only rank 0's ``init`` values are stored; everyone pulls them (set-up only)."""
+        """Only rank 0's ``init`` values are stored; everyone pulls them (set-up only).
+        With fp16 the weights go through 16 bits once, identically on every worker."""
         with torch.no_grad():
             for bucket, host in zip(self.buckets, self.host):
                 host.copy_(torch.cat([p.detach().reshape(-1).cpu() for p in bucket]))
             self.kv.init()
             for bucket, host in zip(self.buckets, self.host):
-                for p, value in zip(bucket, _views(host.to(self.device), bucket)):
+                for p, value in zip(bucket, _views(host.to(self.device, torch.float32), bucket)):
                     p.copy_(value)
 
     def zero_grad(self) -> None:
@@ -147,10 +154,14 @@ class GradientSync:
             self.copy_stream.wait_stream(torch.cuda.current_stream(self.device))
             with torch.cuda.stream(self.copy_stream):
                 self.d2h_start[i].record()
-                self.host[i].copy_(self.flat[i], non_blocking=True)
+                if self.fp16:
+                    self.wire[i].copy_(self.flat[i])
+                self.host[i].copy_(self.wire[i], non_blocking=True)
                 self.d2h_done[i].record()
             self.copying.append(i)
         else:
+            if self.fp16:
+                self.wire[i].copy_(self.flat[i])
             self._push(i)
         self.stages["push"] += time.perf_counter() - t
 
@@ -187,11 +198,15 @@ class GradientSync:
         if self.cuda:
             self.stages["d2h"] = sum(a.elapsed_time(b) for a, b in
                                      zip(self.d2h_start, self.d2h_done)) / 1000
-            for flat, host in zip(self.flat, self.host):
-                flat.copy_(host, non_blocking=True)
+            for flat, wire, host in zip(self.flat, self.wire, self.host):
+                wire.copy_(host, non_blocking=True)
+                if self.fp16:
+                    flat.copy_(wire)
             torch._foreach_mul_(self.flat, scale)
             torch.cuda.current_stream(self.device).synchronize()
         else:
+            if self.fp16:
+                torch._foreach_copy_(self.flat, self.wire)
             torch._foreach_mul_(self.flat, scale)
         self.stages["h2d"] += time.perf_counter() - t
 
@@ -228,6 +243,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--no-overlap", action="store_true",
                     help="push only after the whole backward pass (default: each bucket as "
                          "soon as its gradients are ready)")
+    ap.add_argument("--compress", default="none", choices=("none", "fp16"),
+                    help="fp16: gradients travel and are summed as 16-bit floats")
     ap.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
     ap.add_argument("--controller", default=None, help="controller API base URL")
@@ -254,11 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     model.eval()                # a shape probe: no batch-norm statistics, no graph
     with torch.no_grad():
         num_classes = model(torch.zeros(1, *shape, device=device)).shape[1]
-    data = SyntheticImages(num_classes, shape, seed=args.seed)
+    data = SyntheticImages(num_classes, shape, seed=args.seed, device=device)
     params = [p for p in model.parameters() if p.requires_grad]
     mx = import_mxnet()         # DMLC_ROLE=worker: connects to the ps-lite scheduler
     sync = GradientSync(mx, params, int(args.bucket_mb * 2 ** 20), device,
-                        overlap=not args.no_overlap)
+                        overlap=not args.no_overlap, fp16=args.compress == "fp16")
     sync.sync_initial_weights(params)
     print(f"worker {args.worker_index}: ps-lite rank {sync.kv.rank} of {sync.num_workers}, "
           f"{len(sync.buckets)} keys, {sum(p.numel() for p in params)} parameters, "
