@@ -67,7 +67,8 @@ def kv_worker(mode: str, mbytes: float, rounds: int, bucket_mb: float) -> None:
             kv.wait_all()
             times.append(time.perf_counter() - t0)
         workers = kv.num_workers
-        ok = float(kv.buffers[-1][-1]) == float(workers ** rounds)   # summed each round
+        ok = [float(kv.buffers[-1][-1]), float(workers ** rounds)]   # summed each round
+        ok = ok[0] == ok[1] or ok
         kv.close()
     else:
         kv = mx.kv.create("dist_sync")
@@ -82,7 +83,10 @@ def kv_worker(mode: str, mbytes: float, rounds: int, bucket_mb: float) -> None:
             out.wait_to_read()
             times.append(time.perf_counter() - t0)
         workers = kv.num_workers
-        ok = float(out[-1].asscalar()) == float(workers)
+        # MXNet pulls into the array a CPU push was sent from, then copies to ``out``:
+        # each round pushes the previous sum, as the project's path does.
+        ok = [float(out[-1].asscalar()), float(workers ** rounds)]
+        ok = ok[0] == ok[1] or ok
     times = times[1:] if len(times) > 2 else times          # first round warms up
     med = statistics.median(times)
     print("RESULT " + json.dumps({"seconds": med, "gbytes_per_s": 2 * n * 4 / med / 1e9,
@@ -153,8 +157,9 @@ def push_pull(mode: str, mbytes: float, workers: int, servers: int, rounds: int,
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    if not all(r["sum_ok"] for r in results):
-        raise RuntimeError(f"{mode}: the pulled sums are wrong")
+    if not all(r["sum_ok"] is True for r in results):
+        raise RuntimeError(f"{mode}: the pulled sums are wrong (got, expected): "
+                           f"{[r['sum_ok'] for r in results]}")
     return statistics.mean(r["gbytes_per_s"] for r in results)
 
 
