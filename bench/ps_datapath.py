@@ -221,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", metavar="OUT.json", default=None)
     ap.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     ap.add_argument("--models", default=",".join(STEP_MODELS))
-    ap.add_argument("--threads", type=int, default=1, help="torch threads per CPU worker")
+    ap.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1),
+                    help="torch threads of the CPU worker and of the step alone "
+                         "(default: the cores, at most 4)")
     ap.add_argument("--skip-steps", action="store_true")
     ap.add_argument("--servers", type=int, default=None,
                     help="servers of the project's path (default: DEFAULT_LOOPBACK_SERVERS)")

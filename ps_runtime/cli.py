@@ -165,6 +165,8 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     parser.add_argument("--quiet", action="store_true", help="no per-batch lines")
+    parser.add_argument("--compress", default="none", choices=("none", "fp16"),
+                        help="fp16: gradients travel and are summed as 16-bit floats")
 
 
 def _port_busy(port: int) -> bool:
@@ -222,7 +224,8 @@ def run_train(args: argparse.Namespace) -> int:
     job = PSJob(spec, Placement.loopback(servers, args.workers), LocalRunner(), out,
                 batches=batches, base_port=args.base_port, controller_url=args.controller,
                 token=args.token, options=WorkerOptions(input_size=args.input_size, lr=args.lr,
-                                                        device=args.device, threads=args.threads))
+                                                        device=args.device, threads=args.threads,
+                                                        compress=args.compress))
     busy = [p for p in job.ports.all_ports() if _port_busy(p)]
     if busy:
         print(f"sluice train: port(s) {', '.join(map(str, busy))} of job '{spec.name}' are in "
