@@ -216,6 +216,14 @@ def run_train(args: argparse.Namespace) -> int:
     batches = args.batches or max(1, math.ceil(spec.dataset_size * spec.epochs
                                                / (spec.batch_size * args.workers)))
     _device(args.device)
+    import importlib.util
+
+    if importlib.util.find_spec("mxnet") is None:
+        from ps_runtime.numpy_compat import MXNET_INSTALL_HINT
+
+        print(f"sluice train: MXNet (the PS transport) is not installed; install it with: "
+              f"{MXNET_INSTALL_HINT}", file=sys.stderr)
+        return 1
 
     from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
     from ps_runtime.runners import LocalRunner

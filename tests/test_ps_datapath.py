@@ -52,3 +52,19 @@ def test_overlapped_and_sharded_sync_trains_exactly_like_the_plain_one(tmp_path)
         values = dict(zip(names, map(float, fields[5::2])))
         assert all(v >= 0 for v in values.values())
         assert values["compute_s"] <= values["time_s"]
+
+
+def test_train_without_mxnet_says_how_to_install_it(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    from sluice.cli import main as sluice_main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "mxnet" else real(name, *a))
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text("jobs:\n  - {name: t, model: smallcnn, dataset_size: 64, epochs: 1, "
+                    "batch_size: 8, max_gpus: 1}\n")
+    assert sluice_main(["train", str(jobs), "--job", "t", "--out", str(tmp_path / "o")]) == 1
+    assert "pip install --no-deps mxnet==1.9.1" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()       # nothing started

@@ -213,7 +213,8 @@ def test_sigterm_to_train_command_leaves_no_process(tmp_path):
                                               "dataset_size": 10 ** 7, "epochs": 1,
                                               "batch_size": 8, "max_gpus": 2}]}))
     proc = subprocess.Popen([sys.executable, "-m", "sluice", "train", str(jobs), "--job", "t-term",
-                             "--base-port", str(free_base()), "--out", str(tmp_path / "out")],
+                             "--servers", "1", "--base-port", str(free_base()),
+                             "--out", str(tmp_path / "out")],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()             # the first batch line: all are running
