@@ -9,8 +9,15 @@ APT_PACKAGES := mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 
 # The venv is made from Debian's python3 so that it sees Debian's `mininet` module.
 SYSTEM_PYTHON := /usr/bin/python3
 PYTEST_ARGS ?=
+# torch for the test venvs: the CPU wheel this image carries (an unpinned torch would
+# pull the multi-GB CUDA build). The package itself needs only torch>=2.1.
+TORCH_PIN ?= torch==2.13.0
+# MXNet 1.9.1's metadata caps numpy<2, a cap that predates numpy 2 (ps_runtime.numpy_compat
+# makes it run there): it is installed without its declared dependencies.
+MXNET_PIN := mxnet==1.9.1
+VENV_NP2 := .venv-numpy2
 
-.PHONY: all setup system venv ovs test test-fast demo bench clean-fabric help
+.PHONY: all setup system venv ovs test test-fast test-numpy2 demo bench clean-fabric help
 
 all: test
 
@@ -37,7 +44,8 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(SYSTEM_PYTHON) -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install -q --upgrade pip >/dev/null
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test]' 'numpy<2' '$(TORCH_PIN)'
+	$(PY) -m pip install -q --no-deps '$(MXNET_PIN)'
 	@touch $@
 
 # Open vSwitch: start ovsdb-server and ovs-vswitchd when they are not running.
@@ -48,12 +56,27 @@ ovs:
 	  ovs-vsctl --timeout=10 show >/dev/null || { echo "Open vSwitch did not start" >&2; exit 1; }; \
 	fi
 
-test: setup
+test: setup test-numpy2
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # Unit tests only (no root, no fabric): quick feedback while developing.
 test-fast: venv
 	$(PY) -m pytest -q -m "not fabric and not slow" $(PYTEST_ARGS)
+
+# The PS runtime on numpy >= 2 (same Python): its own venv, the compatibility tests, the
+# PS-runtime tests and one real `sluice train` job.
+test-numpy2: $(VENV_NP2)/.installed
+	$(VENV_NP2)/bin/python -c "import numpy; assert int(numpy.__version__.split('.')[0]) >= 2, numpy.__version__; print('numpy', numpy.__version__)"
+	$(VENV_NP2)/bin/python -m pytest -q -m "not fabric and not slow" tests/test_numpy_compat.py tests/test_ps_runtime.py tests/test_ps_datapath.py $(PYTEST_ARGS)
+	$(VENV_NP2)/bin/sluice train examples/jobs/mixed.yaml --job resnet18-a --workers 2 --batches 3 \
+	  --device cpu --input-size 32 --out $(VENV_NP2)/train-check --quiet
+
+$(VENV_NP2)/.installed: pyproject.toml
+	@test -x $(VENV_NP2)/bin/python || $(SYSTEM_PYTHON) -m venv $(VENV_NP2)
+	$(VENV_NP2)/bin/python -m pip install -q --upgrade pip >/dev/null
+	$(VENV_NP2)/bin/python -m pip install -q -e '.[test]' 'numpy>=2' '$(TORCH_PIN)'
+	$(VENV_NP2)/bin/python -m pip install -q --no-deps '$(MXNET_PIN)'
+	@touch $@
 
 demo: setup
 	$(VENV)/bin/sluice demo

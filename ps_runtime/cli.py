@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from ps_runtime.datapath import DEFAULT_LOOPBACK_SERVERS
 from sluice.errors import InputError
 
 DEFAULT_TRAIN_OUT = Path("out") / "train"
@@ -157,7 +158,8 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job", required=True, help="name of the job to run")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--servers", type=int, default=None,
-                        help="parameter servers (default: the job's num_ps)")
+                        help="parameter servers, all on this host (default: the job's "
+                             "num_ps, at least 4)")
     parser.add_argument("--batches", type=int, default=None,
                         help="batches per worker (default: dataset_size*epochs/(batch_size*workers))")
     parser.add_argument("--controller", default=None, metavar="URL",
@@ -172,6 +174,8 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     parser.add_argument("--quiet", action="store_true", help="no per-batch lines")
+    parser.add_argument("--compress", default="none", choices=("none", "fp16"),
+                        help="fp16: gradients travel and are summed as 16-bit floats")
     parser.add_argument("--bw-scale", type=float, default=1.0,
                         help="emulated compute: bytes on the wire = model bytes x this (default 1)")
     from ps_runtime.compute import add_arguments
@@ -213,7 +217,10 @@ def run_train(args: argparse.Namespace) -> int:
         raise InputError(args.jobs, f"model '{spec.model}' cannot be trained by the PS runtime "
                          f"(trainable: {', '.join(MODEL_NAMES)})", element=f"job '{spec.name}'",
                          field="model")
-    servers = args.servers if args.servers is not None else spec.num_ps
+    # Loopback servers share this host: several ps-lite server processes carry more bytes
+    # than one (every bucket is split over all of them), see ps_runtime.datapath.
+    servers = (args.servers if args.servers is not None
+               else max(spec.num_ps, DEFAULT_LOOPBACK_SERVERS))
     for value, flag in ((args.workers, "--workers"), (servers, "--servers"),
                         (args.batches, "--batches"), (args.threads, "--threads")):
         _positive(value, flag)
@@ -233,6 +240,14 @@ def run_train(args: argparse.Namespace) -> int:
                                                / (spec.batch_size * args.workers)))
     if compute == "torch":
         _device(args.device)
+    import importlib.util
+
+    if importlib.util.find_spec("mxnet") is None:
+        from ps_runtime.numpy_compat import MXNET_INSTALL_HINT
+
+        print(f"sluice train: MXNet (the PS transport) is not installed; install it with: "
+              f"{MXNET_INSTALL_HINT}", file=sys.stderr)
+        return 1
     print(f"sluice train: compute {info['compute']}, device {info['device']}, profile "
           f"{info['profile']}", file=sys.stderr)
 
@@ -245,7 +260,8 @@ def run_train(args: argparse.Namespace) -> int:
                 token=args.token, options=WorkerOptions(input_size=args.input_size, lr=args.lr,
                                                         device=args.device, threads=args.threads,
                                                         compute=compute, profile=args.profile,
-                                                        bw_scale=args.bw_scale))
+                                                        bw_scale=args.bw_scale,
+                                                        compress=args.compress))
     busy = [p for p in job.ports.all_ports() if _port_busy(p)]
     if busy:
         print(f"sluice train: port(s) {', '.join(map(str, busy))} of job '{spec.name}' are in "

@@ -14,18 +14,23 @@ import torch
 
 class SyntheticImages:
     def __init__(self, num_classes: int, shape: tuple[int, int, int] = (3, 32, 32),
-                 seed: int = 0, noise: float = 1.0):
+                 seed: int = 0, noise: float = 1.0, device: torch.device | str = "cpu"):
         self.num_classes = num_classes
         self.shape = tuple(shape)
         self.seed = seed
         self.noise = noise
+        # On a GPU the batches are made there: a 224 px batch drawn on one CPU thread
+        # takes longer than the GPU's whole training step.
+        self.device = torch.device(device)
         gen = torch.Generator().manual_seed(seed)
-        self.prototypes = torch.randn(num_classes, *self.shape, generator=gen)
+        self.prototypes = torch.randn(num_classes, *self.shape, generator=gen).to(self.device)
 
     def batch(self, batch_size: int, index: int, worker: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-        """Images (batch_size, C, H, W) and labels (batch_size,) for one batch."""
-        gen = torch.Generator().manual_seed(
+        """Images (batch_size, C, H, W) and labels (batch_size,) for one batch, on the
+        device (the same numbers for the same arguments on one kind of device)."""
+        gen = torch.Generator(self.device).manual_seed(
             (self.seed * 1_000_003 + worker * 7_919 + index) % (2 ** 63 - 1))
-        labels = torch.randint(0, self.num_classes, (batch_size,), generator=gen)
-        noise = torch.randn(batch_size, *self.shape, generator=gen)
+        labels = torch.randint(0, self.num_classes, (batch_size,), generator=gen,
+                               device=self.device)
+        noise = torch.randn(batch_size, *self.shape, generator=gen, device=self.device)
         return self.prototypes[labels] + self.noise * noise, labels

@@ -110,7 +110,9 @@ class EmulatedExchange:
     """Push ``key_lengths`` float32 arrays and pull the sum back, through dist_sync."""
 
     def __init__(self, lengths: list[int]):
-        import mxnet as mx  # DMLC_ROLE=worker: connects to the ps-lite scheduler
+        from ps_runtime.numpy_compat import import_mxnet
+
+        mx = import_mxnet()  # DMLC_ROLE=worker: connects to the ps-lite scheduler
 
         self.mx = mx
         self.kv = mx.kv.create("dist_sync")

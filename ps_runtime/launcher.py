@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable, IO
 
 from job_scheduler.jobspec import JobSpec
+from ps_runtime.datapath import ps_env
 from ps_runtime.plan import Node, Placement, PortPlan, endpoints, registration
 from ps_runtime.runners import ProcessRunner, kill_group
 from ps_runtime.watchdog import ENV as WATCHDOG_ENV
@@ -46,6 +47,8 @@ class WorkerOptions:
     num_classes: int | None = None
     lr: float = 0.01
     bucket_mb: float = 4.0
+    overlap: bool = True           # push each bucket as soon as backward has produced it
+    compress: str = "none"         # "fp16": gradients travel as 16-bit floats
     seed: int = 0
     device: str = "auto"
     threads: int = 0               # torch threads per worker; 0: torch's default
@@ -186,6 +189,7 @@ class PSJob:
             "MXNET_CPU_WORKER_NTHREADS": threads,
             "PYTHONUNBUFFERED": "1",
             WATCHDOG_ENV: str(os.getpid()),
+            **ps_env(single_host=self.placement.single_host),
         }
         if proc.role == "worker" and self.token:
             env[TOKEN_ENV] = self.token    # not on the command line, where `ps` shows it
@@ -203,6 +207,10 @@ class PSJob:
                 "--input-size", str(o.input_size), "--lr", str(o.lr),
                 "--bucket-mb", str(o.bucket_mb), "--seed", str(o.seed), "--device", o.device,
                 "--threads", str(o.threads), "--report-interval", str(o.report_interval)]
+        if not o.overlap:
+            argv.append("--no-overlap")
+        if o.compress != "none":
+            argv += ["--compress", o.compress]
         if o.num_classes:
             argv += ["--num-classes", str(o.num_classes)]
         if self.controller_url:

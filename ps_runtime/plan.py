@@ -41,6 +41,12 @@ class Placement:
         if 1 + len(self.servers) + len(self.workers) > BLOCK:
             raise ValueError(f"at most {BLOCK - 1} servers + workers per job")
 
+    @property
+    def single_host(self) -> bool:
+        """Every process on this machine's loopback: ps-lite may use IPC instead of TCP
+        (not for Mininet hosts, whose traffic must cross the fabric)."""
+        return {n.ip for n in (*self.servers, *self.workers)} == {LOOPBACK}
+
     @classmethod
     def loopback(cls, num_servers: int, num_workers: int) -> "Placement":
         """Every process on this machine, all on 127.0.0.1."""

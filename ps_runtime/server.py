@@ -23,7 +23,9 @@ def main() -> int:
     print(f"{role} listening on {os.environ.get('DMLC_NODE_HOST')}:{os.environ.get('PORT')} "
           f"({os.environ.get('DMLC_NUM_WORKER')} workers, {os.environ.get('DMLC_NUM_SERVER')} "
           "servers)", file=sys.stderr, flush=True)
-    import mxnet  # noqa: F401  -- runs the ps-lite loop until the job ends (and exits)
+    from ps_runtime.numpy_compat import import_mxnet
+
+    import_mxnet()              # runs the ps-lite loop until the job ends (and exits)
     # A warm process (ps_runtime.warm) imported MXNet before it had a role: start the
     # server / scheduler loop now that DMLC_ROLE is set.
     from mxnet.kvstore import kvstore_server

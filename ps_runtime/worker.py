@@ -7,8 +7,14 @@ pulls the sum, divides by the number of workers and takes the optimizer step its
 Every worker applies the same averaged gradient to the same initial weights (pulled
 from the KVStore once, so they agree even across devices), so all replicas stay equal.
 
-Prints ``batch N loss X time_s T comm_s C`` per batch (N from 1; C is the KVStore part) on stdout, and reports the
-current batch to the controller in the background (``ps_runtime.progress``).
+Gradients travel as they come out of the backward pass (:class:`GradientSync`): each
+bucket is pushed as soon as its last gradient is accumulated, so the transfer of the
+last layers overlaps the backward pass of the first ones (as ByteScheduler and P3 do).
+
+Prints ``batch N loss X time_s T comm_s C`` per batch (N from 1; C is the part spent
+waiting for the KVStore after the backward pass) on stdout, followed by the stage times
+``compute_s d2h_s push_s wait_s pull_s h2d_s update_s`` (see :data:`STAGES`), and
+reports the current batch to the controller in the background (``ps_runtime.progress``).
 The launcher sets ``DMLC_ROLE=worker`` and the rest of ``DMLC_*``.
 """
 
@@ -26,11 +32,12 @@ if __name__ == "__main__":
 
     start_watchdog()
 
-import numpy as np
 import torch
 from torch import nn
 
 from ps_runtime.data import SyntheticImages
+from ps_runtime.datapath import FlatKVStore
+from ps_runtime.numpy_compat import import_mxnet
 from ps_runtime.models import MODEL_NAMES, build_model, input_shape
 from ps_runtime.plan import worker_id
 from ps_runtime.progress import ProgressReporter, controller_sender
@@ -60,59 +67,164 @@ def make_buckets(params: list[nn.Parameter], bucket_bytes: int) -> list[list[nn.
     return buckets
 
 
-def _flat(tensors: list[torch.Tensor]) -> np.ndarray:
-    return torch.cat([t.detach().reshape(-1) for t in tensors]).to("cpu", torch.float32).numpy()
+class GradientSync:
+    """The gradients of ``params`` summed over all workers, bucket by bucket, as each
+    bucket comes out of the backward pass.
 
+    Each bucket's gradients are views into one flat tensor on the compute device (torch
+    accumulates into them in place), so a bucket moves as one piece and no Python loop
+    runs per parameter on the hot path. On CUDA each finished bucket is copied to a
+    pinned host buffer on a side stream (asynchronous), and pushed as soon as that copy
+    is done, while the backward pass goes on; on CPU the flat gradient is itself the
+    host buffer. MXNet reads and writes the host buffers in place
+    (:class:`~ps_runtime.datapath.FlatKVStore`); the sum comes back into them and one
+    asynchronous copy per bucket takes it to the device.
+    """
 
-def _unflat(flat: np.ndarray, like: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
-    out, offset = [], 0
-    src = torch.from_numpy(flat).to(device)
-    for t in like:
-        out.append(src[offset:offset + t.numel()].view_as(t))
-        offset += t.numel()
-    return out
-
-
-class KVStoreSync:
-    """The dist_sync KVStore seen as 'sum these buckets over all workers'."""
-
-    def __init__(self, buckets: list[list[nn.Parameter]], device: torch.device):
-        import mxnet as mx  # DMLC_ROLE=worker: connects to the ps-lite scheduler
-
-        self.mx = mx
-        self.kv = mx.kv.create("dist_sync")
-        self.buckets = buckets
+    def __init__(self, mx, params: list[nn.Parameter], bucket_bytes: int,
+                 device: torch.device, overlap: bool = True, fp16: bool = False):
+        # Backward produces the last layers' gradients first: bucket from the end.
+        self.buckets = make_buckets(list(reversed(params)), bucket_bytes)
         self.device = device
-        self.keys = list(range(len(buckets)))
-        self.outs = [mx.nd.zeros((sum(p.numel() for p in b),), dtype="float32") for b in buckets]
+        self.cuda = device.type == "cuda"
+        self.overlap = overlap
+        self.flat = [torch.zeros(sum(p.numel() for p in b), device=device) for b in self.buckets]
+        for bucket, flat in zip(self.buckets, self.flat):
+            for p, view in zip(bucket, _views(flat, bucket)):
+                p.grad = view
+        # fp16: the buckets travel (and are summed on the servers) as 16-bit floats, half
+        # the bytes; cast on the device, so the copies move half as much too.
+        self.fp16 = fp16
+        wire = torch.float16 if fp16 else torch.float32
+        self.wire = ([torch.empty(f.numel(), dtype=wire, device=device) for f in self.flat]
+                     if fp16 else self.flat)
+        if self.cuda:
+            self.host = [torch.empty(f.numel(), dtype=wire, pin_memory=True) for f in self.flat]
+            self.copy_stream = torch.cuda.Stream(device)
+            self.d2h_done = [torch.cuda.Event(enable_timing=True) for _ in self.flat]
+            self.d2h_start = [torch.cuda.Event(enable_timing=True) for _ in self.flat]
+        else:
+            self.host = self.wire
+        self.kv = FlatKVStore(mx, self.host)
+        self.bucket_of = {id(p): i for i, b in enumerate(self.buckets) for p in b}
+        self.stages = dict.fromkeys(STAGES, 0.0)
+        self._reset()
+        if overlap:
+            for p in params:
+                p.register_post_accumulate_grad_hook(self._on_grad_ready)
 
     @property
     def num_workers(self) -> int:
         return self.kv.num_workers
 
-    def sync_initial_weights(self) -> None:
-        """Only rank 0's ``init`` values are stored; everyone pulls them."""
-        mx = self.mx
-        self.kv.init(self.keys, [mx.nd.array(_flat(b), dtype="float32") for b in self.buckets])
-        self.kv.pull(self.keys, out=self.outs)
+    def _reset(self) -> None:
+        self.remaining = [len(b) for b in self.buckets]
+        self.copying: list[int] = []        # D2H issued, not yet pushed (CUDA)
+        self.pushed = [False] * len(self.buckets)
+
+    def sync_initial_weights(self, params: list[nn.Parameter]) -> None:
+        """Only rank 0's ``init`` values are stored; everyone pulls them (set-up only).
+        With fp16 the weights go through 16 bits once, identically on every worker."""
         with torch.no_grad():
-            for bucket, out in zip(self.buckets, self.outs):
-                for p, value in zip(bucket, _unflat(out.asnumpy(), bucket, self.device)):
+            for bucket, host in zip(self.buckets, self.host):
+                host.copy_(torch.cat([p.detach().reshape(-1).cpu() for p in bucket]))
+            self.kv.init()
+            for bucket, host in zip(self.buckets, self.host):
+                for p, value in zip(bucket, _views(host.to(self.device, torch.float32), bucket)):
                     p.copy_(value)
 
-    def allreduce_gradients(self) -> int:
-        """Push every bucket's gradient, pull the sum, leave the mean in ``p.grad``.
-        Returns the bytes pushed."""
-        mx = self.mx
-        values = [mx.nd.array(_flat([p.grad for p in b]), dtype="float32") for b in self.buckets]
-        # One call per direction for all buckets: MXNet's engine sends them concurrently.
-        self.kv.push(self.keys, values)
-        self.kv.pull(self.keys, out=self.outs)
-        n = self.num_workers
-        for bucket, out in zip(self.buckets, self.outs):
-            for p, value in zip(bucket, _unflat(out.asnumpy(), bucket, self.device)):
-                p.grad.copy_(value).div_(n)
-        return sum(v.size * 4 for v in values)
+    def zero_grad(self) -> None:
+        for flat in self.flat:
+            flat.zero_()
+        self._reset()
+        self.stages = dict.fromkeys(STAGES, 0.0)
+
+    # ---- push side: called from the backward pass (hooks) or after it -----------------
+    def _on_grad_ready(self, p: torch.Tensor) -> None:
+        i = self.bucket_of[id(p)]
+        self.remaining[i] -= 1
+        if self.remaining[i] == 0:
+            self._bucket_ready(i)
+        self._push_copied(block=False)
+
+    def _bucket_ready(self, i: int) -> None:
+        t = time.perf_counter()
+        if self.cuda:
+            # The gradient kernels are queued on the current stream: copy after them.
+            self.copy_stream.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(self.copy_stream):
+                self.d2h_start[i].record()
+                if self.fp16:
+                    self.wire[i].copy_(self.flat[i])
+                self.host[i].copy_(self.wire[i], non_blocking=True)
+                self.d2h_done[i].record()
+            self.copying.append(i)
+        else:
+            if self.fp16:
+                self.wire[i].copy_(self.flat[i])
+            self._push(i)
+        self.stages["push"] += time.perf_counter() - t
+
+    def _push(self, i: int) -> None:
+        self.kv.push_pull(i)
+        self.pushed[i] = True
+
+    def _push_copied(self, block: bool) -> None:
+        """Push the buckets whose device-to-host copy has finished (all if ``block``)."""
+        t = time.perf_counter()
+        still = []
+        for i in self.copying:
+            if block:
+                self.d2h_done[i].synchronize()
+            if block or self.d2h_done[i].query():
+                self._push(i)
+            else:
+                still.append(i)
+        self.copying = still
+        self.stages["push"] += time.perf_counter() - t
+
+    def allreduce(self) -> None:
+        """After backward: push what is left, wait for every sum, leave the mean in the
+        parameters' ``.grad``."""
+        for i in range(len(self.buckets)):
+            if not self.pushed[i] and i not in self.copying:
+                self._bucket_ready(i)
+        self._push_copied(block=True)
+        wait, pull = self.kv.wait_all()
+        self.stages["wait"] += wait
+        self.stages["pull"] += pull
+        t = time.perf_counter()
+        scale = 1.0 / self.num_workers
+        if self.cuda:
+            self.stages["d2h"] = sum(a.elapsed_time(b) for a, b in
+                                     zip(self.d2h_start, self.d2h_done)) / 1000
+            for flat, wire, host in zip(self.flat, self.wire, self.host):
+                wire.copy_(host, non_blocking=True)
+                if self.fp16:
+                    flat.copy_(wire)
+            torch._foreach_mul_(self.flat, scale)
+            torch.cuda.current_stream(self.device).synchronize()
+        else:
+            if self.fp16:
+                torch._foreach_copy_(self.flat, self.wire)
+            torch._foreach_mul_(self.flat, scale)
+        self.stages["h2d"] += time.perf_counter() - t
+
+
+# Per-step stage times a worker prints: compute = forward + backward (pushes issued from
+# its hooks included); d2h = device-to-host copies (GPU time, overlapped); push = host
+# time spent issuing pushes; wait = after backward, until the first sum has landed (the
+# transfers still in flight, the servers, the slowest worker); pull = from then until the
+# last sum has landed; h2d = copying the sums back and averaging; update = optimizer.
+STAGES = ("compute", "d2h", "push", "wait", "pull", "h2d", "update")
+
+
+def _views(flat: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
+    out, offset = [], 0
+    for t in like:
+        out.append(flat[offset:offset + t.numel()].view_as(t))
+        offset += t.numel()
+    return out
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -128,6 +240,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--bucket-mb", type=float, default=4.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-overlap", action="store_true",
+                    help="push only after the whole backward pass (default: each bucket as "
+                         "soon as its gradients are ready)")
+    ap.add_argument("--compress", default="none", choices=("none", "fp16"),
+                    help="fp16: gradients travel and are summed as 16-bit floats")
     ap.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
     ap.add_argument("--controller", default=None, help="controller API base URL")
@@ -154,21 +271,21 @@ def main(argv: list[str] | None = None) -> int:
     model.eval()                # a shape probe: no batch-norm statistics, no graph
     with torch.no_grad():
         num_classes = model(torch.zeros(1, *shape, device=device)).shape[1]
-    data = SyntheticImages(num_classes, shape, seed=args.seed)
+    data = SyntheticImages(num_classes, shape, seed=args.seed, device=device)
     params = [p for p in model.parameters() if p.requires_grad]
-    for p in params:
-        p.grad = torch.zeros_like(p)
-    kv = KVStoreSync(make_buckets(params, int(args.bucket_mb * 2 ** 20)), device)
-    kv.sync_initial_weights()
-    print(f"worker {args.worker_index}: ps-lite rank {kv.kv.rank} of {kv.num_workers}, "
-          f"{len(kv.keys)} keys, {sum(p.numel() for p in params)} parameters",
-          file=sys.stderr, flush=True)
+    mx = import_mxnet()         # DMLC_ROLE=worker: connects to the ps-lite scheduler
+    sync = GradientSync(mx, params, int(args.bucket_mb * 2 ** 20), device,
+                        overlap=not args.no_overlap, fp16=args.compress == "fp16")
+    sync.sync_initial_weights(params)
+    print(f"worker {args.worker_index}: ps-lite rank {sync.kv.rank} of {sync.num_workers}, "
+          f"{len(sync.buckets)} keys, {sum(p.numel() for p in params)} parameters, "
+          f"{sync.kv.nbytes() / 1e6:.1f} MB per push", file=sys.stderr, flush=True)
 
     reporter = None
     if args.controller:
         reporter = ProgressReporter(controller_sender(args.controller, args.token), args.job,
                                     worker_id(args.worker_index), args.report_interval)
-    optimizer = torch.optim.SGD(params, lr=args.lr, momentum=0.9)
+    optimizer = torch.optim.SGD(params, lr=args.lr, momentum=0.9, foreach=True)
     loss_fn = nn.CrossEntropyLoss()
     model.train()
     for batch in range(1, args.batches + 1):
@@ -176,21 +293,26 @@ def main(argv: list[str] | None = None) -> int:
             reporter.report(batch)
         t0 = time.perf_counter()
         x, y = data.batch(args.batch_size, batch, worker=args.worker_index)
-        x, y = x.to(device), y.to(device)
-        optimizer.zero_grad(set_to_none=False)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        sync.zero_grad()
         loss = loss_fn(model(x), y)
-        loss.backward()
+        loss.backward()         # pushes buckets as they are ready (hooks)
         if device.type == "cuda":
             torch.cuda.synchronize()
         t_comm = time.perf_counter()
-        kv.allreduce_gradients()
-        comm_s = time.perf_counter() - t_comm
+        sync.stages["compute"] = t_comm - t0
+        sync.allreduce()
+        t_update = time.perf_counter()
         optimizer.step()
         if device.type == "cuda":
             torch.cuda.synchronize()
-        # comm_s: push + wait for the other workers + pull, copies included.
-        print(f"batch {batch} loss {loss.item():.6f} time_s {time.perf_counter() - t0:.4f} "
-              f"comm_s {comm_s:.4f}", flush=True)
+        end = time.perf_counter()
+        sync.stages["update"] = end - t_update
+        # comm_s: what the step waited for the KVStore after the backward pass (pushes
+        # not yet done, the other workers, pulls, copies back); stage times follow.
+        stages = " ".join(f"{k}_s {v:.4f}" for k, v in sync.stages.items())
+        print(f"batch {batch} loss {loss.item():.6f} time_s {end - t0:.4f} "
+              f"comm_s {t_update - t_comm:.4f} {stages}", flush=True)
     if reporter:
         reporter.close()
     # Synchronous training keeps every replica's parameters identical (batch-norm running
@@ -198,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     with torch.no_grad():
         checksum = float(sum(p.double().sum() for p in params))
     print(f"weights_checksum {checksum:.12e}", flush=True)
+    sync.kv.close()
     print(f"worker {args.worker_index}: done after {args.batches} batches", file=sys.stderr,
           flush=True)
     return 0

@@ -5,6 +5,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import pytest
 
 from controller.client import ControllerClient, ControllerError
 
-SLUICE = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "sluice")
+# The interpreter under test, not a .venv path: the suite runs in any environment.
+SLUICE = [sys.executable, "-m", "sluice"]
 
 
 def free_port():
@@ -26,7 +28,7 @@ def run(*args, token="cli-test-token-1", timeout=60):
     env.pop("SLUICE_ADMIN_TOKEN", None)
     if token:
         env["SLUICE_ADMIN_TOKEN"] = token
-    return subprocess.run([SLUICE, "controller", *args], env=env, capture_output=True,
+    return subprocess.run([*SLUICE, "controller", *args], env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -52,7 +54,7 @@ def test_starts_serves_and_stops_cleanly_on_sigterm(tmp_path):
     api, ofp = free_port(), free_port()
     state = tmp_path / "state.json"
     env = dict(os.environ, SLUICE_ADMIN_TOKEN="cli-test-token-1")
-    proc = subprocess.Popen([SLUICE, "controller", "--api", f"127.0.0.1:{api}", "--ofp-port",
+    proc = subprocess.Popen([*SLUICE, "controller", "--api", f"127.0.0.1:{api}", "--ofp-port",
                              str(ofp), "--state-file", str(state)], env=env,
                             stderr=subprocess.PIPE, text=True)
     client = ControllerClient(f"http://127.0.0.1:{api}", "cli-test-token-1")

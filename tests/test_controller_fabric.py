@@ -23,7 +23,8 @@ from topologies.priority_classes import dscp_of_level
 pytestmark = pytest.mark.fabric
 
 ROOT = Path(__file__).resolve().parents[1]
-SLUICE = str(ROOT / ".venv" / "bin" / "sluice")
+# The interpreter under test, not a .venv path: the suite runs in any environment.
+SLUICE = [sys.executable, "-m", "sluice"]
 ADMIN = "fabric-test-admin-token"
 
 
@@ -48,7 +49,7 @@ def start_controller(topology: str, ofp: int, api: int, log, *extra: str
                      ) -> tuple[subprocess.Popen, ControllerClient]:
     """Start a real `sluice controller` process and wait until its API answers."""
     env = dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN)
-    proc = subprocess.Popen([SLUICE, "controller", "--topology", topology, "--ofp-port",
+    proc = subprocess.Popen([*SLUICE, "controller", "--topology", topology, "--ofp-port",
                              str(ofp), "--api", f"127.0.0.1:{api}", *extra],
                             env=env, stdout=log, stderr=log)
     client = ControllerClient(f"http://127.0.0.1:{api}", ADMIN)

@@ -118,6 +118,7 @@ def test_ports_unique_per_switch_and_every_link_present(name):
     assert sum(len(v) for v in ports.values()) == 2 * len(t.links) + len(t.hosts)
 
 
+@pytest.mark.fabric      # imports mininet (Debian's python3-mininet), which `make test` installs
 def test_mininet_topo_uses_description_dpids_ips_and_macs():
     t = load_topology("two-rack")
     topo = build_mininet_topo(t)

@@ -128,7 +128,10 @@ def test_two_workers_one_server_train_with_falling_loss_and_report_progress(tmp_
     # The last batch of each worker reached the controller (latest wins, flushed at exit).
     assert reported == {"w0": 40, "w1": 40}
     log = (tmp_path / "worker1.log").read_text()
-    assert "computing on cpu" in log and "of 2" in log
+    import torch     # device auto: CUDA where there is one
+
+    assert f"computing on {'cuda' if torch.cuda.is_available() else 'cpu'}" in log
+    assert "of 2" in log
     assert "cannot reach the controller" not in log
     # Synchronous data parallelism: different data, yet identical weights at the end.
     sums = [[l for l in (tmp_path / f"worker{j}.log").read_text().splitlines()
@@ -210,7 +213,8 @@ def test_sigterm_to_train_command_leaves_no_process(tmp_path):
                                               "dataset_size": 10 ** 7, "epochs": 1,
                                               "batch_size": 8, "max_gpus": 2}]}))
     proc = subprocess.Popen([sys.executable, "-m", "sluice", "train", str(jobs), "--job", "t-term",
-                             "--base-port", str(free_base()), "--out", str(tmp_path / "out")],
+                             "--servers", "1", "--base-port", str(free_base()),
+                             "--out", str(tmp_path / "out")],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()             # the first batch line: all are running

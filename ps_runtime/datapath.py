@@ -1,0 +1,116 @@
+"""Sum flat host buffers over all workers through MXNet's ``dist_sync`` KVStore, without copies.
+
+    kv = FlatKVStore(import_mxnet(), [torch.empty(n, pin_memory=True) for n in sizes])
+    kv.init()                       # rank 0's values everywhere
+    for i in ready_order:           # e.g. as buckets come out of the backward pass
+        kv.push_pull(i)             # asynchronous; MXNet's engine orders pull after push
+    kv.wait_all()                   # buffers now hold the sum over all workers
+
+Each key is one flat float32 (or float16) torch tensor on the host. MXNet reads and
+writes that very memory: the NDArray is a zero-copy DLPack view of the tensor, so a push
+sends straight from it, and a pull into the same array lands in it (MXNet skips its own
+copy when the pull target is the array it pushed from). Any torch tensor works; pass pinned
+ones when the data comes from a GPU so that the device copies are asynchronous.
+
+Sharding: MXNet splits every key of at least ``MXNET_KVSTORE_BIGARRAY_BOUND`` elements
+evenly over all servers; :func:`ps_env` sets that bound so that each bucket the worker
+makes is split, which spreads the bytes over every server of the job (one job's servers
+may share a host). Smaller keys go to one server each.
+
+The emulated-compute worker and the benchmark use this class as well: it needs nothing
+but flat host tensors.
+"""
+
+from __future__ import annotations
+
+import time
+
+# Buckets of at least this many float32 elements (1 MiB) are split over all servers.
+BIGARRAY_BOUND = 2 ** 18
+# Servers a loopback job runs by default (`sluice train`): ps-lite's server loop is one
+# thread per process, so several processes on one host carry more bytes (DESIGN.md).
+DEFAULT_LOOPBACK_SERVERS = 4
+
+
+def ps_env(single_host: bool) -> dict[str, str]:
+    """ps-lite/MXNet settings for every process of a job. ``single_host``: all its
+    processes share one machine, so ZeroMQ's IPC transport (Unix sockets, under /tmp)
+    replaces loopback TCP: fewer copies and no TCP stack (ps-lite's ``DMLC_LOCAL``)."""
+    env = {"MXNET_KVSTORE_BIGARRAY_BOUND": str(BIGARRAY_BOUND)}
+    if single_host:
+        env["DMLC_LOCAL"] = "1"
+    return env
+
+
+class FlatKVStore:
+    """Keys ``0..len(buffers)-1`` of a ``dist_sync`` KVStore over flat host tensors."""
+
+    def __init__(self, mx, buffers: list, kv=None):
+        import torch.utils.dlpack   # here, not at import: `sluice` reads this module's constants
+
+        for b in buffers:
+            if b.device.type != "cpu" or b.dim() != 1 or not b.is_contiguous():
+                raise ValueError("FlatKVStore needs flat, contiguous host tensors")
+        self.mx = mx
+        self.kv = kv if kv is not None else mx.kv.create("dist_sync")
+        self.buffers = buffers
+        self.keys = list(range(len(buffers)))
+        # Zero-copy: the NDArrays share the tensors' memory (DLPack).
+        self.arrays = [mx.nd.from_dlpack(torch.utils.dlpack.to_dlpack(b)) for b in buffers]
+        self.issued: list[int] = []
+
+    @property
+    def num_workers(self) -> int:
+        return self.kv.num_workers
+
+    @property
+    def rank(self) -> int:
+        return self.kv.rank
+
+    def nbytes(self) -> int:
+        return sum(b.numel() * b.element_size() for b in self.buffers)
+
+    def init(self) -> None:
+        """Store rank 0's buffers on the servers and pull them into every worker's."""
+        self.kv.init(self.keys, self.arrays)
+        self.kv.pull(self.keys, out=self.arrays)
+        self.mx.nd.waitall()
+
+    def push_pull(self, i: int) -> None:
+        """Send buffer ``i`` and ask for the sum back into it (returns at once)."""
+        self.kv.push(i, self.arrays[i])
+        self.kv.pull(i, out=self.arrays[i])
+        self.issued.append(i)
+
+    def push_pull_all(self) -> None:
+        self.kv.push(self.keys, self.arrays)
+        self.kv.pull(self.keys, out=self.arrays)
+        self.issued.extend(self.keys)
+
+    def close(self) -> None:
+        """Leave the job: MXNet's KVStore finalises ps-lite (a barrier with the other
+        workers) when it is freed. Done here, in order, before interpreter exit frees
+        the tensors under the zero-copy arrays in no particular order (which aborts)."""
+        self.mx.nd.waitall()
+        self.arrays = []
+        self.kv = None
+        import gc
+
+        gc.collect()
+
+    def wait_all(self) -> tuple[float, float]:
+        """Block until every issued key's sum has landed. Returns (seconds until the
+        first landed, seconds from then until the last): the wait for the servers and
+        the slowest worker, then the tail of the pulls."""
+        t0 = time.perf_counter()
+        first = None
+        for i in self.issued:
+            self.arrays[i].wait_to_read()
+            if first is None:
+                first = time.perf_counter()
+        end = time.perf_counter()
+        self.issued = []
+        if first is None:
+            return 0.0, 0.0
+        return first - t0, end - first
+
