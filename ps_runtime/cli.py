@@ -207,7 +207,9 @@ def run_train(args: argparse.Namespace) -> int:
         raise InputError(args.jobs, f"no job named '{args.job}' (jobs: {', '.join(jobs)})",
                          field="--job")
     spec = jobs[args.job]
-    compute = resolve_compute(args.compute)
+    # A device named on the command line asks for real compute on it.
+    compute = resolve_compute("torch" if args.compute == "auto" and args.device != "auto"
+                              else args.compute)
     info = describe(compute, args.profile, args.device)
     if not (args.bw_scale > 0 and math.isfinite(args.bw_scale)):
         raise InputError("argument", f"must be a number > 0, got {args.bw_scale}", field="--bw-scale")
