@@ -96,6 +96,26 @@ class FabricView:
         for ip in [ip for ip, l in self.hosts.items() if l.dpid == dpid and l.port not in ports]:
             del self.hosts[ip]
 
+    # ---- persistence (the controller's state file) --------------------------------------
+    def to_dict(self) -> dict:
+        """Links, host locations and port lists: what a restarted controller needs to
+        route at once instead of waiting for LLDP/ARP to find everything again."""
+        return {"links": [[a, pa, b, pb] for (a, pa), (b, pb) in sorted(self.links.items())],
+                "hosts": [[l.ip, l.dpid, l.port, l.mac] for l in self.hosts.values()],
+                "ports": {str(d): {str(p): n for p, n in ps.items()}
+                          for d, ps in self.ports.items()}}
+
+    def restore(self, data: dict) -> None:
+        """Inverse of :meth:`to_dict`. Entries the description does not allow are
+        skipped (the same checks as live discovery); malformed ones raise."""
+        self.ports = {int(d): {int(p): str(n) for p, n in ps.items()}
+                      for d, ps in data["ports"].items()}
+        for a, pa, b, pb in data["links"]:
+            self.add_link((int(a), int(pa)), (int(b), int(pb)))
+        for ip, dpid, port, mac in data["hosts"]:
+            if str(ip) in self.tor_dpid_of_ip:
+                self.learn_host(str(ip), int(dpid), int(port), str(mac))
+
     def edge_ports(self, dpid: int) -> list[int]:
         """Ports of ``dpid`` that are not switch links (where hosts can be)."""
         return sorted(p for p in self.ports.get(dpid, {}) if not self.is_link_port(dpid, p))

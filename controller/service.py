@@ -28,6 +28,7 @@ from controller.linkstats import LinkStats
 from controller.metrics import Metrics
 from controller.ranking import FlowKey, assign_levels, ordered
 from controller.packets import ArpIn, arp_probe, arp_reply
+from controller.journal import ProgressJournal, journal_path
 from controller.registry import Registry, parse_job, parse_progress
 from sluice.errors import InputError
 from topologies import Topology
@@ -42,6 +43,9 @@ LOG = logging.getLogger("sluice.controller")
 # link and host found) or this many seconds passed: a restarted controller knows no
 # hosts at first, and deleting their forwarding rules would cut traffic until it does.
 SETTLE_S = 3.0
+# The progress journal is folded into the state file after this many reports
+# (~60 bytes each: a few MB at most, replayed in well under a second).
+JOURNAL_COMPACT_AT = 50_000
 
 
 class ApiError(Exception):
@@ -129,8 +133,19 @@ class ControllerService:
         # target ip -> [(dpid, port, asker mac, asker ip)] waiting for the target's reply
         self._pending_arp: dict[str, list[tuple[int, int, str, str]]] = {}
         self._settle_until: dict[int, float] = {}   # reconnected dpid -> clock() deadline
-        if config.state_file and Path(config.state_file).exists():
-            self._load_state(Path(config.state_file))
+        self._journal: ProgressJournal | None = None
+        if config.state_file:
+            state = Path(config.state_file)
+            if state.exists():
+                self._load_state(state)
+            self._journal = ProgressJournal(journal_path(state))
+            # Reports acknowledged after the last snapshot: replayed on top of it, then
+            # folded into a fresh snapshot so the journal starts empty.
+            if self._journal.path.stat().st_size:
+                replayed = self._journal.replay(self.registry.report)
+                LOG.info("replayed %d progress reports from %s", replayed,
+                         self._journal.path)
+                self._save_state()      # also drops a torn last line
 
     # ================================================================ fabric events ==
     def switch_up(self, dpid: int, ports: dict[int, str],
@@ -206,6 +221,7 @@ class ControllerService:
                          self._name(dst[0]), dst[1])
                 self._fabric_dirty = True
                 self._reconcile()
+                self._save_state()   # a restart then routes at once (no rediscovery wait)
 
     def host_seen(self, ip: str, dpid: int, port: int, mac: str) -> bool:
         with self.lock:
@@ -213,6 +229,7 @@ class ControllerService:
                 LOG.info("host %s (%s) at %s port %d", ip, mac, self._name(dpid), port)
                 self._fabric_dirty = True
                 self._reconcile()
+                self._save_state()
                 return True
             return False
 
@@ -341,6 +358,11 @@ class ControllerService:
                                     f"(limit {self.config.rate_per_s:g}/s)")
             result = self.registry.report(job_id, worker, batch)
             self.metrics.inc("sluice_progress_reports_total", result=result)
+            if result == "accepted" and self._journal is not None:
+                # written before the answer leaves: a SIGKILL after the ack loses nothing
+                self._journal.append(job_id, worker, batch)
+                if self._journal.entries >= JOURNAL_COMPACT_AT:
+                    self._save_state()
             if result != "accepted":
                 return {"result": result, "changed_rules": 0}, None
             done = threading.Event()
@@ -473,13 +495,20 @@ class ControllerService:
         data = {"version": 1, "jobs": [
             {**{k: v for k, v in j.to_dict().items() if k != "cookie"},
              "cookie": j.cookie, "token_sha256": self._token_sha[j.id]}
-            for j in self.registry.jobs.values()]}
+            for j in self.registry.jobs.values()],
+            "fabric": self.fabric.to_dict()}
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
+        # Only now is every journaled report inside the snapshot (a crash before this
+        # line replays them again: reports are idempotent, batches only go up).
+        if self._journal is not None:
+            self._journal.truncate()
 
     def save_state(self) -> None:
         with self.lock:
@@ -518,6 +547,11 @@ class ControllerService:
                 raise InputError(str(path), err.reason, element=err.element)
             tokens[job.id] = extra["token_sha256"]
         self.registry, self._token_sha = registry, tokens
+        if data.get("fabric") is not None:
+            try:
+                self.fabric.restore(data["fabric"])
+            except (AttributeError, KeyError, TypeError, ValueError) as err:
+                raise InputError(str(path), f"bad fabric entry: {err}", field="fabric")
         now = self.clock()
         self._buckets = {j: _Bucket(self.config.rate_per_s, now) for j in tokens}
         LOG.info("restored %d jobs from %s", len(tokens), path)
