@@ -1,0 +1,162 @@
+"""Transport security of a real `sluice controller` process: the OpenFlow channel over TLS
+(os-ken's controller-certificate options, optionally requiring switch certificates
+signed by a CA), bad certificate options refused with exit 2, and per-job tokens that
+report progress for their own job only (over real HTTP)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+from controller.client import ControllerClient, ControllerError
+from test_controller_fabric import free_port, start_controller, stop
+
+OFPT_HELLO, OFPT_ECHO_REQUEST, OFPT_FEATURES_REQUEST, OFP_VERSION_13 = 0, 2, 5, 4
+
+
+def openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA, a controller certificate and a switch certificate signed by the CA, and a
+    self-signed switch certificate the CA never signed."""
+    d = tmp_path_factory.mktemp("pki")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+            "/CN=sluice-test-ca", "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"))
+    for name in ("controller", "switch"):
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+                "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.csr"))
+        openssl("x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.pem"),
+                "-CAkey", str(d / "ca.key"), "-CAcreateserial", "-days", "2",
+                "-out", str(d / f"{name}.pem"))
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+            "/CN=rogue", "-keyout", str(d / "rogue.key"), "-out", str(d / "rogue.pem"))
+    return d
+
+
+def ofp_hello() -> bytes:
+    return struct.pack("!BBHI", OFP_VERSION_13, OFPT_HELLO, 8, 1)
+
+
+def read_message(sock) -> tuple[int, int]:
+    """(version, type) of the next OpenFlow message."""
+    header = b""
+    while len(header) < 8:
+        chunk = sock.recv(8 - len(header))
+        if not chunk:
+            raise ConnectionError("closed")
+        header += chunk
+    version, mtype, length, _xid = struct.unpack("!BBHI", header)
+    left = length - 8
+    while left > 0:
+        left -= len(sock.recv(left))
+    return version, mtype
+
+
+def wait_listening(port: int, proc, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert proc.poll() is None and time.monotonic() < deadline, "OpenFlow port not up"
+        time.sleep(0.1)
+
+
+def tls_switch(port: int, pki, cert: str | None):
+    """Connect like a switch with TLS; returns the wrapped socket (handshake done)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(str(pki / "ca.pem"))
+    ctx.check_hostname = False          # the test certificate names no host
+    if cert:
+        ctx.load_cert_chain(str(pki / f"{cert}.pem"), str(pki / f"{cert}.key"))
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    return ctx.wrap_socket(raw)
+
+
+@pytest.mark.parametrize("require_client_cert", [False, True])
+def test_openflow_channel_speaks_tls_only(tmp_path, pki, require_client_cert):
+    ofp, api = free_port(), free_port()
+    log = open(tmp_path / "controller.log", "w+")
+    extra = ["--ofp-tls-cert", str(pki / "controller.pem"),
+             "--ofp-tls-key", str(pki / "controller.key")]
+    if require_client_cert:
+        extra += ["--ofp-tls-ca", str(pki / "ca.pem")]
+    proc, _client = start_controller("two-rack", ofp, api, log, *extra)
+    try:
+        wait_listening(ofp, proc)
+        # a switch with a certificate the CA signed: OpenFlow hello, then features request
+        with tls_switch(ofp, pki, "switch") as s:
+            s.sendall(ofp_hello())
+            assert read_message(s) == (OFP_VERSION_13, OFPT_HELLO)
+            # then the features request; echo requests (liveness) may come first
+            types = [read_message(s)[1]]
+            while types[-1] == OFPT_ECHO_REQUEST and len(types) < 5:
+                types.append(read_message(s)[1])
+            assert types[-1] == OFPT_FEATURES_REQUEST, types
+            # the controller proved itself with the CA-signed controller certificate
+            assert dict(x[0] for x in s.getpeercert()["subject"])["commonName"] == "controller"
+        # plain TCP: no OpenFlow message ever comes back in clear text
+        with socket.create_connection(("127.0.0.1", ofp), timeout=3) as s:
+            s.sendall(ofp_hello())
+            with pytest.raises((ConnectionError, socket.timeout, OSError)):
+                read_message(s)
+        # a certificate the CA never signed (or none) is refused when a CA is required
+        for cert in ("rogue", None):
+            if not require_client_cert:
+                break
+            with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+                with tls_switch(ofp, pki, cert) as s:
+                    s.sendall(ofp_hello())   # TLS 1.3: the refusal shows on first read
+                    read_message(s)
+        assert proc.poll() is None, "a bad client must not stop the controller"
+    finally:
+        stop(proc)
+        log.close()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--ofp-tls-cert", "/nonexistent/c.pem", "--ofp-tls-key", "/nonexistent/k.pem"],
+     ["/nonexistent/c.pem", "cannot load"]),
+    (["--ofp-tls-cert", "CERT"], ["--ofp-tls-key", "both"]),
+    (["--ofp-tls-ca", "CERT"], ["--ofp-tls-ca", "needs"]),
+    (["--echo-interval", "0"], ["--echo-interval"]),
+])
+def test_bad_tls_options_exit_2(pki, args, words):
+    args = [a.replace("CERT", str(pki / "controller.pem")) for a in args]
+    env = dict(os.environ, SLUICE_ADMIN_TOKEN="cli-test-token-1")
+    r = subprocess.run([sys.executable, "-m", "sluice", "controller", "--api",
+                        f"127.0.0.1:{free_port()}", "--ofp-port", str(free_port()), *args],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    for w in words:
+        assert w in r.stderr
+
+
+def test_a_job_token_reports_for_its_own_job_only(tmp_path):
+    ofp, api = free_port(), free_port()
+    log = open(tmp_path / "controller.log", "w+")
+    proc, admin = start_controller("two-rack", ofp, api, log)
+    try:
+        a = admin.register_job("job-a", [("10.0.0.3", 9000)], [("10.0.0.1", 9001)])
+        b = admin.register_job("job-b", [("10.0.0.4", 9000)], [("10.0.0.2", 9001)])
+        for job, token in (("job-b", a["token"]), ("job-a", b["token"]),
+                           ("job-a", admin.admin_token)):
+            with pytest.raises(ControllerError) as err:
+                admin.progress(job, "w0", 7, token)
+            assert err.value.status == 401
+        assert admin.progress("job-a", "w0", 7, a["token"])["result"] == "accepted"
+        assert {j["id"]: j["batches"] for j in admin.jobs()} == {"job-a": {"w0": 7},
+                                                                "job-b": {}}
+    finally:
+        stop(proc)
+        log.close()
