@@ -71,8 +71,15 @@ class FabricView:
 
     def learn_host(self, ip: str, dpid: int, port: int, mac: str) -> bool:
         """A host spoke on (dpid, port). Accepted only for a described host under this
-        ToR on a port that is not a switch link; returns True when the location changed."""
+        ToR on a port that is not a switch link, and not while the address is bound to
+        another live port; returns True when the location changed."""
         if self.tor_dpid_of_ip.get(ip) != dpid or self.is_link_port(dpid, port):
+            return False
+        old = self.hosts.get(ip)
+        if old is not None and old.port != port and old.port in self.ports.get(dpid, {}):
+            # The address is bound to a port that is still there: another host claiming
+            # it (ARP spoofing) does not move the binding. A real move unplugs the old
+            # port first (prune_ports forgets the binding).
             return False
         loc = HostLocation(ip, dpid, port, mac.lower())
         if self.hosts.get(ip) == loc:

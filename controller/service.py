@@ -193,7 +193,7 @@ class ControllerService:
             self._settle_until.clear()
             return None
         settling = set(self._settle_until)
-        owned = {R.COOKIE_BASE, R.COOKIE_FORWARDING} | {
+        owned = {R.COOKIE_BASE, R.COOKIE_FORWARDING, R.COOKIE_ADMISSION} | {
             j.cookie for j in self.registry.jobs.values()}
         return lambda r: r.dpid in settling and r.cookie in owned
 
@@ -387,8 +387,9 @@ class ControllerService:
             cookie_of = {j.id: j.cookie for j in self.registry.jobs.values()}
             by_match: dict[tuple, list[R.Rule]] = {}
             for r in self.installed.rules.values():
-                if r.priority == R.PRIO_JOB_FLOW:
-                    by_match.setdefault(r.match, []).append(r)
+                if r.priority == R.PRIO_JOB_FLOW:   # keyed without the ingress port
+                    match = tuple(kv for kv in r.match if kv[0] != "in_port")
+                    by_match.setdefault(match, []).append(r)
             out = []
             for flow, batch in ordered(self.registry.flows_with_batches()):
                 if job_id is not None and flow.job != job_id:
@@ -407,7 +408,7 @@ class ControllerService:
     def rules(self) -> list[dict[str, Any]]:
         with self.lock:
             return [r.to_json() for r in sorted(self.installed.rules.values(),
-                                                key=lambda r: (r.dpid, -r.priority, r.match))]
+                                                key=lambda r: (r.dpid, r.table, -r.priority, r.match))]
 
     def links(self) -> dict[str, Any]:
         with self.lock:
@@ -450,7 +451,9 @@ class ControllerService:
             return []
         if self._fabric_dirty:
             self._next_ports = self.fabric.next_ports()
-            self._fwd_rules = R.forwarding_rules(self._next_ports)
+            self._fwd_rules = R.forwarding_rules(self._next_ports) + R.admission_rules(
+                ((l.dpid, l.port, ip) for ip, l in self.fabric.hosts.items()),
+                self.fabric.links)
             self._paths.clear()
             self._flow_rules.clear()
             self._fabric_dirty = False
@@ -469,8 +472,10 @@ class ControllerService:
                 if hops is None:
                     hops = self.fabric.path(flow.src_ip, flow.dst_ip, self._next_ports)
                     self._paths[(flow.src_ip, flow.dst_ip)] = hops
+                src = self.fabric.hosts.get(flow.src_ip)
                 cached = (level, R.job_flow_rules(flow, level, hops, cookie_of[flow.job],
-                                                  self.config.enforce))
+                                                  self.config.enforce,
+                                                  src.port if src else None))
             flow_rules[flow] = cached
         self._flow_rules = flow_rules
         # Least urgent first: flows sharing one match (two workers of a job on one host

@@ -46,14 +46,16 @@ def bring_up(service, hosts=True, links=True):
     return service
 
 
-def walk(service, src_host, dst_ip, tcp_dst=None, max_hops=16):
-    """Send a packet from ``src_host``; returns (where it ended, hops, dscp on arrival).
+def walk(service, src_host, dst_ip, tcp_dst=None, max_hops=16, src_ip=None, dscp=0):
+    """Send a packet from ``src_host`` (source address ``src_ip``, default its own; DSCP
+    ``dscp`` as the host marked it); returns (where it ended, hops, dscp on arrival).
     Where: a host name, or 'drop:<switch>' / 'controller:<switch>' / 'loop'."""
     t = service.config.topology
     wires = wiring(t)
     by_dpid = {s.name: s.dpid for s in t.switches}
     src = t.host_by_name[src_host]
-    pkt = {"eth_type": 0x0800, "ipv4_src": src.ip, "ipv4_dst": dst_ip, "ip_dscp": 0}
+    pkt = {"eth_type": 0x0800, "ipv4_src": src_ip or src.ip, "ipv4_dst": dst_ip,
+           "ip_dscp": dscp}
     if tcp_dst is not None:
         pkt.update(ip_proto=6, tcp_dst=tcp_dst)
     node, port = wires[(src_host, 0)]
@@ -61,17 +63,11 @@ def walk(service, src_host, dst_ip, tcp_dst=None, max_hops=16):
     for _ in range(max_hops):
         hops.append(node)
         pkt["in_port"] = port
-        rule = service.sink.table.lookup(by_dpid[node], pkt)
-        if rule is None or not rule.actions:
+        what, out = service.sink.table.process(by_dpid[node], pkt)
+        if what == "drop":
             return f"drop:{node}", hops, pkt["ip_dscp"]
-        out = None
-        for act in rule.actions:
-            if act[0] == "set_dscp":
-                pkt["ip_dscp"] = act[1]
-            elif act[0] == "output":
-                out = act[1]
-            elif act[0] == "controller":
-                return f"controller:{node}", hops, pkt["ip_dscp"]
+        if what == "controller":
+            return f"controller:{node}", hops, pkt["ip_dscp"]
         node, port = wires[(node, out)]
         if node in t.host_by_name:
             return node, hops, pkt["ip_dscp"]

@@ -166,7 +166,7 @@ def test_reconnect_with_table_read_back_sends_only_the_difference():
     svc.switch_down(tor1)
     stale = Rule(tor1, 7, (("udp_dst", 4242),), (), 0xBAD)
     fwd = next(r for r in before.values() if r.cookie == COOKIE_FORWARDING)
-    changed = Rule(tor1, fwd.priority, fwd.match, (("output", 99),), fwd.cookie)
+    changed = Rule(tor1, fwd.priority, fwd.match, (("output", 99),), fwd.cookie, fwd.table)
     held = [r for r in before.values() if r != fwd] + [stale, changed]
     svc.sink.table.apply([FlowMod("add", stale), FlowMod("add", changed)])
 
