@@ -27,6 +27,11 @@ import networkx as nx
 from topologies import Topology
 
 
+# Cost of a hop touching a switch whose control channel is down (see next_ports): more
+# than any detour through managed switches in the fabrics sluice builds.
+AVOID_COST = 1000
+
+
 @dataclass(frozen=True)
 class HostLocation:
     ip: str
@@ -88,10 +93,11 @@ class FabricView:
         return True
 
     def switch_down(self, dpid: int) -> None:
-        """The switch's control channel dropped. Its links and hosts are kept: with
-        fail-mode secure it keeps forwarding on its installed rules, so the other switches
-        must keep routing through it (a dead link shows up as a port-status change on
-        the neighbour, which :meth:`prune_ports` handles)."""
+        """The switch's control channel dropped (or echo liveness gave up on it). Its
+        links and hosts are kept: if only the channel is gone it still forwards
+        (fail-mode secure), and where it is the only way (a ToR) routing through it is
+        the best there is; :meth:`next_ports` routes around it wherever it can. A dead
+        link shows up as a port-status change on the neighbour (:meth:`prune_ports`)."""
         self.connected.discard(dpid)
 
     def prune_ports(self, dpid: int, ports: dict[int, str]) -> None:
@@ -139,20 +145,29 @@ class FabricView:
         return g
 
     def next_ports(self) -> dict[int, dict[str, int]]:
-        """dpid -> {dst_ip: out_port} for every learned host reachable from the switch."""
+        """dpid -> {dst_ip: out_port} for every learned host reachable from the switch.
+
+        Shortest paths where a hop through a switch whose control channel is down costs
+        AVOID_COST instead of 1: such a switch may be dead (echo liveness gave up on it)
+        or unmanaged, so traffic goes around it wherever another path exists (spines of
+        leaf-spine/fat-tree), and through it only where it is the only way (a ToR)."""
         g = self.switch_graph()
+        for a, b in g.edges:
+            g.edges[a, b]["cost"] = AVOID_COST if (a not in self.connected or
+                                                  b not in self.connected) else 1
         port_to = {(a, b): pa for (a, pa), (b, _) in self.links.items()}
         out: dict[int, dict[str, int]] = {d: {} for d in g.nodes}
         for ip, loc in sorted(self.hosts.items()):
             if loc.dpid not in g:
                 continue
-            dist = nx.single_source_shortest_path_length(g, loc.dpid)
+            dist = nx.single_source_dijkstra_path_length(g, loc.dpid, weight="cost")
             salt = int(ipaddress.IPv4Address(ip))
             for s, d in dist.items():
                 if s == loc.dpid:
                     out[s][ip] = loc.port
                     continue
-                closer = sorted(n for n in g.neighbors(s) if dist.get(n) == d - 1)
+                closer = sorted(n for n in g.neighbors(s)
+                                if dist.get(n, -1) + g.edges[s, n]["cost"] == d)
                 out[s][ip] = port_to[(s, closer[salt % len(closer)])]
         return out
 
