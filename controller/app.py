@@ -61,7 +61,10 @@ class SluiceController(app_manager.OSKenApp):
     def _port_desc(self, ev):
         dp = ev.msg.datapath
         ofp = dp.ofproto
-        ports = {p.port_no: _text(p.name) for p in ev.msg.body if p.port_no <= ofp.OFPP_MAX}
+        # A port whose link is down (or that is administratively down) counts as gone:
+        # the service forgets links and hosts on it and routes around it.
+        ports = {p.port_no: _text(p.name) for p in ev.msg.body if p.port_no <= ofp.OFPP_MAX
+                 and not p.state & ofp.OFPPS_LINK_DOWN and not p.config & ofp.OFPPC_PORT_DOWN}
         self.port_macs[dp.id] = {p.port_no: p.hw_addr for p in ev.msg.body
                                  if p.port_no <= ofp.OFPP_MAX}
         if self.datapaths.get(dp.id) is dp:      # a port came or went on a known switch
