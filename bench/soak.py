@@ -11,7 +11,7 @@ Both run as their own processes, side by side, for ``--minutes``:
   table (controller.fake_fabric: the rules are computed, diffed and applied exactly as
   for OVS, only not serialised to OpenFlow). A load process sends ``--rate`` progress
   reports/s (each worker advancing batch by batch, ``?wait=1``: answered once the rule
-  changes were applied), paced open-loop over 8 keep-alive connections.
+  changes were applied), paced open-loop over 64 keep-alive connections.
 - scheduler: `sluice scheduler` (simulated executor, fifo policy) holding ``--queued``
   queued jobs (the GPUs are taken by jobs that last for hours), while a load process
   submits ``--sub-rate`` one-job files/s; each answer means the file was committed.
@@ -193,7 +193,7 @@ def controller_load(port: int, tokens: dict, workers: int, phases, out: mp.Queue
 
     t0 = time.monotonic()
     for rate, seconds in phases:
-        p = Paced(rate, 8, call)
+        p = Paced(rate, 64, call)
         p.run(seconds, t0)
         out.put(("controller", rate, p.records, p.unsent))
         t0 += seconds
@@ -217,7 +217,7 @@ def scheduler_load(port: int, phases, out: mp.Queue) -> None:
 
     t0 = time.monotonic()
     for rate, seconds in phases:
-        p = Paced(rate, 4, call)
+        p = Paced(rate, 16, call)
         p.run(seconds, t0)
         out.put(("scheduler", rate, p.records, p.unsent))
         t0 += seconds
