@@ -4,7 +4,8 @@
 SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
-APT_PACKAGES := mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 python3-venv
+APT_PACKAGES := mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 python3-venv chromium
+# chromium: the headless browser of the live-page test (tests/test_live_browser.py)
 # The venv is made from Debian's python3 so that it sees Debian's `mininet` module.
 SYSTEM_PYTHON := /usr/bin/python3
 PYTEST_ARGS ?=

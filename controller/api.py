@@ -1,181 +1,239 @@
-"""Northbound JSON-over-HTTP API (standard library ``ThreadingHTTPServer``; os-ken 4.x has
-no WSGI module).
+"""Northbound REST API (FastAPI on uvicorn, in a thread of the controller process).
 
-    POST   /jobs[?wait=1]              admin token   register {id, servers, workers}
-    DELETE /jobs/{id}[?wait=1]         admin token   remove the job and its rules
-    POST   /jobs/{id}/progress[?wait=1] job token    {worker, batch}; wait=1 answers after
-                                                      the switches' barrier replies
+    POST   /jobs[?wait=1]               admin token   register {id, servers, workers}
+    DELETE /jobs/{id}[?wait=1]          admin token   remove the job and its rules
+    POST   /jobs/{id}/progress[?wait=1] job token     {worker, batch}; wait=1 answers after
+                                                       the switches' barrier replies
     GET    /jobs | /flows[?job=ID] | /rules | /links | /metrics | /health
+    GET    /live | /live/state          the live picture (HTML) and its data (JSON)
+    GET    /openapi.json | /docs        the machine-readable API and its browsable page
 
-Tokens travel as ``Authorization: Bearer <token>``. Answers: 400 bad body (with the
-reason), 401 missing/wrong token, 404 unknown job or path, 409 conflict, 411/413 missing
-or oversized body, 429 too many reports. A refused request changes nothing. The request
-log line has method, path and status only: tokens are never logged.
+Tokens travel as ``Authorization: Bearer <token>``. Answers: 400 bad body (every problem
+listed in ``errors``), 401 missing/wrong token, 404 unknown job or path, 409 conflict,
+411/413 missing or oversized body, 429 too many reports. A refused request changes
+nothing. Nothing is logged per request: tokens are never logged.
+
+Where the checks live: request models (pydantic) reject malformed bodies with every
+error at once; the body-size limit is ASGI middleware; tokens are a bearer dependency;
+what needs the controller's state (a job's own token, its per-job report rate, IPs that
+are hosts of the topology, duplicate jobs) is the service's, as before.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
-import re
-import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from typing import Annotated, Any
 
+from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from starlette.exceptions import HTTPException
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from controller import live
+from controller.registry import MAX_ENDPOINTS
 from controller.service import ApiError, ControllerService
+from sluice.http_service import (BodyLimit, ThreadedServer, bearer_of, bearer_token,
+                                 document_400_for_bad_requests, validation_messages)
 
 LOG = logging.getLogger("sluice.controller.api")
 MAX_BODY = 64 * 1024
 WAIT_TIMEOUT_S = 10.0
-_JOB = r"/jobs/([A-Za-z0-9][A-Za-z0-9._-]{0,63})"
+JOB_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"     # keep-alive: workers report many times per second
-    server_version = "sluice-controller"
-    service: ControllerService        # set on the subclass made by ApiServer
+# ---- request and answer models ---------------------------------------------------------
 
-    # ---- plumbing ------------------------------------------------------------------
-    def setup(self):
-        super().setup()
-        # Headers and body are separate writes: without NODELAY, Nagle + the client's
-        # delayed ACK add ~40 ms to every keep-alive request.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-    def log_message(self, fmt, *args):   # never the headers (tokens)
-        LOG.debug("%s %s", self.address_string(), fmt % args)
 
-    def _reply(self, status: int, body, content_type="application/json") -> None:
-        data = (body if isinstance(body, str) else json.dumps(body, indent=None)).encode()
-        if content_type == "application/json" and not data.endswith(b"\n"):
-            data += b"\n"
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+class Endpoint(_Body):
+    id: Annotated[str, Field(pattern=JOB_ID)] | None = Field(
+        None, description="default: s0, s1, ... / w0, w1, ...")
+    ip: str = Field(description="IPv4 address of a host of the topology")
+    port: Annotated[StrictInt, Field(ge=1, le=65535)]
 
-    def _error(self, status: int, reason: str) -> None:
-        self._reply(status, {"error": reason, "status": status})
 
-    def _token(self) -> str | None:
-        auth = self.headers.get("Authorization", "")
-        scheme, _, token = auth.partition(" ")
-        return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+class JobRegistration(_Body):
+    id: str = Field(pattern=JOB_ID)
+    servers: list[Endpoint] = Field(min_length=1, max_length=MAX_ENDPOINTS)
+    workers: list[Endpoint] = Field(min_length=1, max_length=MAX_ENDPOINTS)
 
-    def _body(self):
-        length = self.headers.get("Content-Length")
-        if length is None:
-            raise ApiError(411, "a JSON body with Content-Length is required")
+
+class ProgressReport(_Body):
+    worker: str = Field(description="a worker id of the job")
+    batch: StrictInt = Field(ge=0, description="the batch the worker is at")
+
+
+class Error(BaseModel):
+    error: str
+    status: int
+    errors: list[str] | None = None
+
+
+ERRORS = {s: {"model": Error} for s in (400, 401, 404, 409, 411, 413, 429)}
+# The progress route reads its body itself (the hot path); this documents what it reads.
+PROGRESS_OPENAPI = {
+    "parameters": [{"name": "wait", "in": "query", "required": False,
+                    "schema": {"type": "string"},
+                    "description": "1: answer once the switches applied it"}],
+    "requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/ProgressReport"}}}},
+    "security": [{"HTTPBearer": []}]}
+Wait = Annotated[str | None, Query(description="1: answer once the switches applied it")]
+JobId = Annotated[str, Path(pattern=JOB_ID)]
+
+
+def _wait(wait: str | None, answer: dict, done: threading.Event, t0: float) -> dict:
+    """``?wait=1``: answer once the switches confirmed the change (barrier replies)."""
+    if wait not in (None, "0", ""):
+        answer["applied"] = done.wait(WAIT_TIMEOUT_S)
+        answer["latency_ms"] = round((time.monotonic() - t0) * 1000, 3)
+    return answer
+
+
+class LoopEvent(threading.Event):
+    """A threading.Event an asyncio task can await: ``set()`` (from an os-ken thread, on
+    the switches' barrier replies) also wakes the event loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        super().__init__()
+        self._loop, self._future = loop, loop.create_future()
+
+    def set(self) -> None:
+        super().set()
+        self._loop.call_soon_threadsafe(
+            lambda: self._future.done() or self._future.set_result(True))
+
+    async def wait_async(self, timeout: float) -> bool:
         try:
-            n = int(length)
-        except ValueError:
-            raise ApiError(400, "bad Content-Length")
-        if n > MAX_BODY:
-            self.close_connection = True      # do not read (or keep) an oversized body
-            raise ApiError(413, f"body larger than {MAX_BODY} bytes")
-        raw = self.rfile.read(n)
-        self._consumed = True
+            return await asyncio.wait_for(asyncio.shield(self._future), timeout)
+        except asyncio.TimeoutError:
+            return self.is_set()
+
+
+def _body(model: BaseModel) -> dict[str, Any]:
+    body = model.model_dump(exclude_none=True)
+    return body
+
+
+def build_app(service: ControllerService) -> FastAPI:
+    app = FastAPI(title="sluice controller", version="1",
+                  description="Northbound API of the sluice OpenFlow controller: the "
+                  "scheduler registers PS jobs, workers report progress, anyone reads "
+                  "jobs, flows, rules, links and metrics.")
+    app.add_middleware(BodyLimit, max_body=MAX_BODY, default_content_type=b"application/json",
+                       error_body=lambda status, reason: {"error": reason, "status": status})
+
+    @app.exception_handler(ApiError)
+    async def api_error(_request: Request, err: ApiError):
+        return JSONResponse({"error": err.reason, "status": err.status}, err.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_body(_request: Request, err: RequestValidationError):
+        messages = validation_messages(err)
+        return JSONResponse({"error": "; ".join(messages), "status": 400,
+                             "errors": messages}, 400)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, err: HTTPException):
+        reason = f"no such path: {request.method} {request.url.path}" \
+            if err.status_code == 404 else str(err.detail)
+        return JSONResponse({"error": reason, "status": err.status_code}, err.status_code,
+                            headers=getattr(err, "headers", None))
+
+    def admin(token: str | None = Depends(bearer_token)) -> str:
+        service.check_admin(token)
+        return token
+
+    @app.get("/health")
+    def health() -> dict:
+        """Liveness: 200 {ok: true}."""
+        return {"ok": True}
+
+    @app.get("/jobs")
+    def jobs() -> dict:
+        """Every registered job with its endpoints and workers' last batches."""
+        return {"jobs": service.jobs()}
+
+    @app.get("/flows")
+    def flows(job: str | None = None) -> dict:
+        """Each job flow (push/pull) with its batch, priority level, DSCP and rules."""
+        return service.flows(job)
+
+    @app.get("/rules")
+    def rules() -> dict:
+        """Every flow rule the switches were told to hold."""
+        return {"rules": service.rules()}
+
+    @app.get("/links")
+    def links() -> dict:
+        """Per switch port: measured rates, byte counters and the peer behind it."""
+        return service.links()
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    def metrics():
+        """Prometheus series (see docs/metrics.md)."""
+        return PlainTextResponse(service.metrics_text(), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/live", response_class=HTMLResponse)
+    def live_page():
+        """The live picture: fabric, link utilisation, jobs, flows and their levels."""
+        return HTMLResponse(live.PAGE.read_text())
+
+    @app.get("/live/state")
+    def live_state() -> dict:
+        """The live page's data: nodes, links with utilisation, jobs, flows."""
+        return live.live_state(service.config.topology, service.jobs(),
+                               service.flows()["flows"], service.links()["ports"])
+
+    @app.post("/jobs", status_code=201, responses=ERRORS)
+    def register(body: JobRegistration, token: str = Depends(admin), wait: Wait = None) -> dict:
+        """Register a PS job (admin token); answers with the job's own progress token."""
+        t0, done = time.monotonic(), threading.Event()
+        return _wait(wait, service.register_job(token, _body(body), done), done, t0)
+
+    @app.post("/jobs/{job_id}/progress", responses=ERRORS, response_model=None,
+              openapi_extra=PROGRESS_OPENAPI)
+    async def progress(job_id: str, request: Request) -> JSONResponse:
+        """A worker's progress (the job's token); its flows' levels may change."""
+        # The hot path (every batch of every worker), kept lean: no dependency solving
+        # and no thread hop. The body still goes through the ProgressReport model (every
+        # error listed), the token is the bearer header, the service checks both as before.
+        t0 = time.monotonic()
         try:
-            return json.loads(raw.decode("utf-8")) if raw else None
-        except (UnicodeDecodeError, ValueError) as err:
-            raise ApiError(400, f"body is not valid JSON: {err}")
-
-    def _dispatch(self, method: str) -> None:
-        url = urlsplit(self.path)
-        query = parse_qs(url.query)
-        self._consumed = False
-        try:
-            status, body = self._route(method, url.path.rstrip("/") or "/", query)
-            if isinstance(body, str):
-                self._reply(status, body, "text/plain; version=0.0.4")
-            else:
-                self._reply(status, body)
-        except ApiError as err:
-            if not self._consumed and self.headers.get("Content-Length", "0") != "0":
-                self.close_connection = True  # an unread body would corrupt the next request
-            self._error(err.status, err.reason)
-        except Exception:          # a bug must not kill the server thread silently
-            LOG.exception("API %s %s", method, url.path)
-            self._error(500, "internal error (see controller log)")
-
-    def do_GET(self):
-        self._dispatch("GET")
-
-    def do_POST(self):
-        self._dispatch("POST")
-
-    def do_DELETE(self):
-        self._dispatch("DELETE")
-
-    @staticmethod
-    def _maybe_wait(query: dict, answer: dict, done: threading.Event, t0: float) -> dict:
-        """``?wait=1``: answer once the switches confirmed the change (barrier replies)."""
-        if query.get("wait", ["0"])[0] not in ("0", ""):
-            answer["applied"] = done.wait(WAIT_TIMEOUT_S)
+            body = ProgressReport.model_validate_json(await request.body())
+        except ValidationError as err:
+            raise RequestValidationError([{**e, "loc": ("body", *e["loc"])}
+                                          for e in err.errors()])
+        done = LoopEvent(asyncio.get_running_loop())
+        answer, sent = service.progress(job_id, bearer_of(request.headers.get("authorization")),
+                                        _body(body), t0=t0, done=done)
+        wait = request.query_params.get("wait")
+        if sent is not None and wait not in (None, "0", ""):
+            answer["applied"] = await done.wait_async(WAIT_TIMEOUT_S)
             answer["latency_ms"] = round((time.monotonic() - t0) * 1000, 3)
-        return answer
+        return JSONResponse(answer)
 
-    # ---- routes ----------------------------------------------------------------------
-    def _route(self, method: str, path: str, query: dict):
-        s = self.service
-        if method == "GET":
-            if path == "/health":
-                return 200, {"ok": True}
-            if path == "/jobs":
-                return 200, {"jobs": s.jobs()}
-            if path == "/flows":
-                return 200, s.flows(query.get("job", [None])[0])
-            if path == "/rules":
-                return 200, {"rules": s.rules()}
-            if path == "/links":
-                return 200, s.links()
-            if path == "/metrics":
-                return 200, s.metrics_text()
-            raise ApiError(404, f"no such path: {path}")
-        if method == "POST" and path == "/jobs":
-            token = self._token()
-            s.check_admin(token)                 # 401 before even reading the body
-            body = self._body()
-            t0, done = time.monotonic(), threading.Event()
-            answer = s.register_job(token, body, done)
-            return 201, self._maybe_wait(query, answer, done, t0)
-        m = re.fullmatch(_JOB + r"/progress", path)
-        if method == "POST" and m:
-            t0 = time.monotonic()
-            body = self._body()
-            answer, done = s.progress(m.group(1), self._token(), body, t0=t0)
-            return 200, self._maybe_wait(query, answer, done, t0) if done else answer
-        m = re.fullmatch(_JOB, path)
-        if method == "DELETE" and m:
-            t0, done = time.monotonic(), threading.Event()
-            answer = s.remove_job(self._token(), m.group(1), done)
-            return 200, self._maybe_wait(query, answer, done, t0)
-        raise ApiError(404, f"no such path: {method} {path}")
+    @app.delete("/jobs/{job_id}", responses=ERRORS)
+    def remove(job_id: JobId, wait: Wait = None,
+               token: str | None = Depends(bearer_token)) -> dict:
+        """Remove a job and its rules (admin token)."""
+        t0, done = time.monotonic(), threading.Event()
+        return _wait(wait, service.remove_job(token, job_id, done), done, t0)
+
+    document_400_for_bad_requests(app, extra_schemas=[ProgressReport])
+    return app
 
 
-class ApiServer:
-    """The HTTP server in its own thread. ``port=0`` picks a free port (tests)."""
+class ApiServer(ThreadedServer):
+    """The API on uvicorn in its own thread. ``port=0`` picks a free port (tests)."""
 
     def __init__(self, service: ControllerService, host: str = "127.0.0.1", port: int = 8080):
-        handler = type("Handler", (_Handler,), {"service": service})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
-        self.httpd.daemon_threads = True
-        self.host, self.port = self.httpd.server_address[:2]
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def start(self) -> "ApiServer":
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="sluice-api",
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.service = service
+        super().__init__(build_app(service), host, port)

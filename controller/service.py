@@ -107,8 +107,8 @@ class _PendingReport:
     """An accepted progress report waiting for the reconcile that covers it."""
     __slots__ = ("t0", "done", "changed", "covered")
 
-    def __init__(self, t0: float) -> None:
-        self.t0, self.done, self.changed, self.covered = t0, threading.Event(), 0, False
+    def __init__(self, t0: float, done=None) -> None:
+        self.t0, self.done, self.changed, self.covered = t0, done or threading.Event(), 0, False
 
 
 class ControllerService:
@@ -355,9 +355,10 @@ class ControllerService:
                 1 for m in mods if m.command == "delete" and m.rule.cookie == job.cookie)}
 
     def progress(self, job_id: str, token: str | None, body: Any,
-                 t0: float | None = None) -> tuple[dict[str, Any], threading.Event | None]:
-        """Returns the answer and, when flow mods were sent, an event set on their barrier
-        replies (the API can wait on it)."""
+                 t0: float | None = None, done: threading.Event | None = None
+                 ) -> tuple[dict[str, Any], threading.Event | None]:
+        """Returns the answer and, when flow mods were sent, an event (``done``, or a new
+        one) set on their barrier replies (the API can wait on it)."""
         t0 = self.clock() if t0 is None else t0
         # Only the small report lock: reports are recorded (and journaled) while a
         # reconcile holds the big lock, and the next reconcile covers them all.
@@ -383,7 +384,7 @@ class ControllerService:
                 self._journal.append(job_id, worker, batch)
             if result != "accepted":
                 return {"result": result, "changed_rules": 0}, None
-            mine = _PendingReport(t0)
+            mine = _PendingReport(t0, done)
             self._pending.append(mine)
         # Group commit: one reconcile covers every report recorded before it started.
         # Under load, reports arriving while a reconcile runs are covered together by
@@ -467,18 +468,55 @@ class ControllerService:
                 out.append(entry)
             return {"ports": out}
 
-    def metrics_text(self) -> str:
+    def rules_by_level(self) -> dict[int, int]:
+        """Job flow rules wanted per priority level (0 = most urgent)."""
         with self.lock:
-            self.metrics.set("sluice_jobs_active", len(self.registry.jobs))
-            self.metrics.set("sluice_switches_connected", len(self.fabric.connected))
-            self.metrics.set("sluice_hosts_located", len(self.fabric.hosts))
-            self.metrics.set("sluice_links_discovered", len(self.fabric.links) // 2)
-            self.metrics.set("sluice_rules_installed", len(self.installed.rules))
+            out: dict[int, int] = {}
+            for level, rules in self._flow_rules.values():
+                out[level] = out.get(level, 0) + len(rules)
+            return out
+
+    def link_utilisation(self) -> list[dict[str, Any]]:
+        """Per switch port with a known peer: send rate / capacity of its link (the
+        emulated capacity, bw * emulation.bw_scale, when the fabric is Mininet)."""
+        topo = self.config.topology
+        out = []
+        for port in self.links()["ports"]:
+            name, peer = port["switch"], port["peer"]
+            if peer is None or not topo.graph.has_edge(name, peer):
+                continue
+            capacity = topo.graph.edges[name, peer]["bw"] * topo.emulation_bw_scale
+            tx_mbps = port["tx_bytes_per_s"] * 8 / 1e6
+            out.append({"switch": name, "port": port["port"], "peer": peer,
+                        "capacity_mbps": capacity, "tx_mbps": tx_mbps,
+                        "utilisation": tx_mbps / capacity})
+        return out
+
+    def metrics_text(self) -> str:
+        m = self.metrics
+        with self.lock:
+            m.set("sluice_jobs_active", len(self.registry.jobs))
+            m.set("sluice_switches_connected", len(self.fabric.connected))
+            m.set("sluice_hosts_located", len(self.fabric.hosts))
+            m.set("sluice_links_discovered", len(self.fabric.links) // 2)
+            m.set("sluice_rules_installed", len(self.installed.rules))
+            m.clear("sluice_rules_by_level")
+            for level, count in sorted(self.rules_by_level().items()):
+                m.set("sluice_rules_by_level", count, level=str(level))
+            for name in ("sluice_port_tx_bytes", "sluice_port_rx_bytes",
+                         "sluice_port_tx_bytes_per_second", "sluice_link_utilisation_ratio"):
+                m.clear(name)       # ports of a switch that went away must not linger
             for (dpid, port), rate in self.linkstats.rates.items():
                 labels = {"switch": self._name(dpid), "port": str(port)}
-                self.metrics.set("sluice_port_tx_bytes", rate.tx_bytes, **labels)
-                self.metrics.set("sluice_port_rx_bytes", rate.rx_bytes, **labels)
-                self.metrics.set("sluice_port_tx_bytes_per_second", rate.tx_bps, **labels)
+                m.set("sluice_port_tx_bytes", rate.tx_bytes, **labels)
+                m.set("sluice_port_rx_bytes", rate.rx_bytes, **labels)
+                m.set("sluice_port_tx_bytes_per_second", rate.tx_bps, **labels)
+            utilisation = self.link_utilisation()
+            for entry in utilisation:
+                m.set("sluice_link_utilisation_ratio", entry["utilisation"],
+                      switch=entry["switch"], port=str(entry["port"]), peer=entry["peer"])
+            m.set("sluice_bottleneck_utilisation_ratio",
+                  max((e["utilisation"] for e in utilisation), default=0.0))
         return self.metrics.render()
 
     # ================================================================ core ==

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -381,21 +380,6 @@ def simulate(topology: Topology, jobs: Sequence[JobSpec], policy, **kw) -> SimRe
 
 
 def stderr_progress(label: str) -> Callable[[int, int], None]:
-    """A one-line progress bar on stderr (no dependency), at most ~5 updates/s."""
-    last = [0.0]
-    finished = [False]
-
-    def show(done: int, total: int) -> None:
-        t = time.monotonic()
-        if finished[0] or (done < total and t - last[0] < 0.2):
-            return
-        finished[0] = done >= total
-        last[0] = t
-        width = 30
-        filled = int(width * done / max(total, 1))
-        sys.stderr.write(f"\r{label:<10} [{'#' * filled}{'.' * (width - filled)}] "
-                         f"{done}/{total} jobs")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-    return show
+    """A progress bar on stderr (jobs done of all, elapsed, ETA); quiet off a terminal."""
+    from sluice.progress import count_bar
+    return count_bar(label, "jobs")

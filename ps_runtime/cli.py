@@ -115,8 +115,17 @@ def run_profile(args: argparse.Namespace) -> int:
                  f"{args.stat} of {args.repeats}")
     started = time.monotonic()
     load_before = os.getloadavg()[0]
+    from sluice.progress import count_bar
+    bar, points = count_bar("profile", "points"), len(models) * len(batch_sizes)
+    measured = [0]
+    bar(0, points)
+
+    def progress(line: str) -> None:
+        profiler.log(line)
+        measured[0] += 1
+        bar(measured[0], points)
     results = profiler.profile_models(models, batch_sizes, device, args.input_size,
-                                      args.warmup, args.repeats, profiler.log, args.stat)
+                                      args.warmup, args.repeats, progress, args.stat)
     for model, points in results.items():
         print(profiler.format_fit(model, points))
     source = (f"sluice profile on {label}: forward+backward+SGD step, synthetic "

@@ -17,6 +17,7 @@ from sluice.errors import EXIT_BAD_INPUT, InputError
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("job_scheduler.cli", "check a job description YAML file"),
+    "schema": ("sluice.schema_cli", "print the JSON Schema of the job or topology file"),
     "simulate": ("job_scheduler.cli", "compare scheduling policies in the discrete-event simulator"),
     "topology": ("topologies.cli", "show or check a topology description"),
     "fabric": ("mininet_tests.cli", "bring up the Mininet/OVS fabric, check it, clean up"),
@@ -58,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(getattr(module, f"run_{name}")(args) or 0)
     except InputError as err:
-        print(f"sluice {name}: error: {err}", file=sys.stderr)
+        for one in err.errors:       # every problem of the input, one line each
+            print(f"sluice {name}: error: {one}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"sluice {name}: interrupted", file=sys.stderr)

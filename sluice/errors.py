@@ -3,7 +3,8 @@
 Anything a user hands us (a job YAML file, a topology file, a trace, an API body) that
 is wrong raises :class:`InputError`. The CLI turns it into one line naming the source,
 the element, the field and the reason, and exits with status 2 — before anything was
-queued, installed or started.
+queued, installed or started. A file with several problems raises :class:`InputErrors`
+(still an ``InputError``): every problem is reported in one run, one line each.
 """
 
 from __future__ import annotations
@@ -31,3 +32,38 @@ class InputError(ValueError):
             parts.append(f"field '{self.field}'")
         parts.append(self.reason)
         return ": ".join(parts)
+
+    @property
+    def errors(self) -> list["InputError"]:
+        return [self]
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "element": self.element, "field": self.field,
+                "reason": self.reason}
+
+
+class InputErrors(InputError):
+    """Several problems in one input. Its own source/element/field/reason are the first
+    problem's (so code that looks at one error keeps working); ``errors`` has them all."""
+
+    def __init__(self, errors: list[InputError]):
+        if not errors:
+            raise ValueError("InputErrors needs at least one error")
+        self._all = list(errors)
+        first = self._all[0]
+        super().__init__(first.source, first.reason, element=first.element, field=first.field)
+
+    @property
+    def errors(self) -> list[InputError]:
+        return list(self._all)
+
+    def format(self) -> str:
+        return "\n".join(e.format() for e in getattr(self, "_all", [])) or super().format()
+
+
+def raise_all(errors: list[InputError]) -> None:
+    """Raise nothing, the one error, or all of them."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InputErrors(errors)

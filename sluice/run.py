@@ -104,6 +104,8 @@ def environment(topology, topology_arg: str, out: Path):
 
     print(f"sluice: starting the controller for {topology.name}", file=sys.stderr, flush=True)
     with controller_process(topology_arg, out / "controller.log") as (ofp, client):
+        print(f"sluice: live picture at {client.url}/live (metrics: {client.url}/metrics)",
+              file=sys.stderr, flush=True)
         with Fabric(topology, controller=ofp) as fabric:
             _wait_hosts_located(fabric, client)
             yield fabric, client
@@ -131,8 +133,11 @@ def one_pass(topology, jobs, fabric, client, out: Path, args, priority: bool, po
     options = RunOptions(priority=priority, slot_s=args.slot, batches=args.batches,
                          input_size=args.input_size, job_timeout_s=args.job_timeout,
                          port_base=port_base)
-    return RealTimeRun(topology, jobs, policy, estimator, fabric, client, out, options,
-                       policy_name=args.policy).run()
+    from sluice.progress import LiveStatus
+    loop = RealTimeRun(topology, jobs, policy, estimator, fabric, client, out, options,
+                       policy_name=args.policy)
+    with LiveStatus() as loop.status:
+        return loop.run()
 
 
 # ---- commands ----------------------------------------------------------------------------
@@ -141,6 +146,9 @@ def run_run(args) -> int:
     from sluice.report import write_report
 
     jobs, topology = validate(args.jobs, args.topology, args, args.priority)
+    from sluice.estimate import announce
+    announce(jobs, topology, args.policy, args.batches,
+             lambda line: print(f"sluice run: {line}", file=sys.stderr, flush=True))
     out = _out_dir(args, "run")
     out.mkdir(parents=True, exist_ok=True)
     with environment(topology, args.topology, out) as (fabric, client):

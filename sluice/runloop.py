@@ -102,13 +102,27 @@ class RealTimeRun:
         self.records: dict[str, dict] = {}
         self._next_port = options.port_base
         self.interrupted = False
+        self.status = None      # a sluice.progress.LiveStatus, set by the caller
+        self._status_at = -math.inf
 
     # ---- helpers -------------------------------------------------------------------
     def now(self) -> float:
         return time.monotonic() - self.t0
 
     def say(self, text: str) -> None:
-        print(f"[{self.now():7.1f}s] {text}", file=self.log, flush=True)
+        line = f"[{self.now():7.1f}s] {text}"
+        if self.status is not None and self.status.enabled:
+            self.status.print(line)        # above the live status line
+        else:
+            print(line, file=self.log, flush=True)
+
+    def show_status(self, pending, queued, running) -> None:
+        """The live line (jobs queued/running/done, elapsed, ETA from C(n))."""
+        now = self.now()
+        if self.status is not None and self.status.enabled and now - self._status_at >= 0.5:
+            from sluice import run_status
+            self._status_at = now
+            run_status.update(self, pending, queued, running)
 
     def sample_links(self) -> None:
         try:
@@ -162,6 +176,7 @@ class RealTimeRun:
                         self.say(f"slot: {len(queued)} waiting ({', '.join(waiting[0])}), "
                                  f"{waiting[1]} GPUs free")
                     last_waiting = waiting
+                self.show_status(pending, queued, running)
                 time.sleep(POLL_S)
         except KeyboardInterrupt:
             # Ctrl-C: stop every job (below), keep what was measured; the caller writes

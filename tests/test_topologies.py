@@ -45,7 +45,7 @@ BASE = {
 
 @pytest.mark.parametrize("mutate, expect", [
     (lambda d: d["links"].append({"a": "tor1", "b": "nowhere", "bw": 10}), "nowhere"),
-    (lambda d: d["hosts"][0].pop("rack"), "host has no rack"),
+    (lambda d: d["hosts"][0].pop("rack"), "field 'rack': missing"),
     (lambda d: d["hosts"][0].update(bw=0), "field 'bw'"),
     (lambda d: d["links"][0].update(bw=-5), "field 'bw'"),
     (lambda d: d["hosts"][0].update(rack="r9"), "r9"),

@@ -28,14 +28,14 @@ import ipaddress
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import networkx as nx
 import yaml
 
-from sluice.errors import InputError
+from sluice.errors import InputError, raise_all
 
-SWITCH_ROLES = ("tor", "agg", "spine", "core")
+from topologies.schema import SWITCH_ROLES  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)
@@ -171,155 +171,36 @@ class Topology:
 
 
 # ---- parsing and validation ------------------------------------------------------------
-
-_ALLOWED = {
-    "top": {"name", "description", "switches", "racks", "hosts", "links", "domains", "emulation"},
-    "switch": {"name", "role", "dpid"},
-    "rack": {"name", "tor", "domain"},
-    "host": {"name", "rack", "gpus", "bw", "ip"},
-    "link": {"a", "b", "bw"},
-}
-
-
-def _fields(source: str, kind: str, index: int, raw: Any) -> tuple[str, dict]:
-    if not isinstance(raw, dict):
-        raise InputError(source, f"must be a mapping, got {type(raw).__name__}",
-                         element=f"{kind} #{index + 1}")
-    label = f"{kind} '{raw['name']}'" if "name" in raw else f"{kind} #{index + 1}"
-    unknown = sorted(set(raw) - _ALLOWED[kind])
-    if unknown:
-        raise InputError(source, f"unknown field (allowed: {', '.join(sorted(_ALLOWED[kind]))})",
-                         element=label, field=unknown[0])
-    return label, raw
-
-
-def _require(source: str, label: str, raw: dict, key: str, typ: type | tuple) -> Any:
-    if key not in raw:
-        raise InputError(source, "missing", element=label, field=key)
-    value = raw[key]
-    if isinstance(value, bool) or not isinstance(value, typ):
-        names = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
-        raise InputError(source, f"must be {names}, got {value!r}", element=label, field=key)
-    return value
-
-
-def _positive(source: str, label: str, raw: dict, key: str) -> float:
-    value = _require(source, label, raw, key, (int, float))
-    if not value > 0:
-        raise InputError(source, f"must be > 0, got {value!r}", element=label, field=key)
-    return float(value)
+# The checks live in the typed model (schema.py), which reports every problem at once.
 
 
 def parse_topology(data: Any, source: str = "<topology>") -> Topology:
     """Validate a decoded YAML document and build a :class:`Topology`.
 
-    Raises :class:`InputError` naming the element for: unknown fields, missing fields,
-    duplicate names, zero/negative bandwidth or GPU counts, a host whose rack does not
-    exist, a rack whose ToR is not a switch, a dangling link, a disconnected fabric.
+    Raises :class:`InputError` (:class:`InputErrors` for several) naming the element for:
+    unknown fields, missing fields, duplicate names, zero/negative bandwidth or GPU counts,
+    a host whose rack does not exist, a rack whose ToR is not a switch, a dangling link,
+    a disconnected fabric.
     """
-    if not isinstance(data, dict):
-        raise InputError(source, "a topology must be a YAML mapping")
-    unknown = sorted(set(data) - _ALLOWED["top"])
-    if unknown:
-        raise InputError(source, "unknown top-level field", field=unknown[0])
-    name = _require(source, "topology", data, "name", str)
-
-    switches: list[Switch] = []
-    for i, raw in enumerate(data.get("switches") or []):
-        label, raw = _fields(source, "switch", i, raw)
-        sname = _require(source, label, raw, "name", str)
-        role = raw.get("role", "tor")
-        if role not in SWITCH_ROLES:
-            raise InputError(source, f"must be one of {', '.join(SWITCH_ROLES)}", element=label,
-                             field="role")
-        dpid = raw.get("dpid", i + 1)
-        if isinstance(dpid, bool) or not isinstance(dpid, int) or dpid <= 0:
-            raise InputError(source, f"must be a positive integer, got {dpid!r}", element=label,
-                             field="dpid")
-        switches.append(Switch(sname, role, dpid))
-    _no_duplicates(source, "switch", [s.name for s in switches])
-    _no_duplicates(source, "switch dpid", [str(s.dpid) for s in switches])
-    switch_names = {s.name for s in switches}
-
-    domain_of_rack: dict[str, str] = {}
-    for dom, racks in (data.get("domains") or {}).items():
-        for r in racks or []:
-            domain_of_rack[str(r)] = str(dom)
-
-    racks: list[Rack] = []
-    for i, raw in enumerate(data.get("racks") or []):
-        label, raw = _fields(source, "rack", i, raw)
-        rname = _require(source, label, raw, "name", str)
-        tor = _require(source, label, raw, "tor", str)
-        if tor not in switch_names:
-            raise InputError(source, f"ToR switch '{tor}' is not declared in switches",
-                             element=label, field="tor")
-        domain = str(raw.get("domain", domain_of_rack.get(rname, "cluster")))
-        racks.append(Rack(rname, tor, domain))
-    _no_duplicates(source, "rack", [r.name for r in racks])
-    rack_names = {r.name for r in racks}
-
-    hosts: list[Host] = []
-    for i, raw in enumerate(data.get("hosts") or []):
-        label, raw = _fields(source, "host", i, raw)
-        hname = _require(source, label, raw, "name", str)
-        if "rack" not in raw:
-            raise InputError(source, "host has no rack", element=label, field="rack")
-        rack = _require(source, label, raw, "rack", str)
-        if rack not in rack_names:
-            raise InputError(source, f"rack '{rack}' is not declared in racks", element=label,
-                             field="rack")
-        gpus = _require(source, label, raw, "gpus", int)
-        if gpus < 0:
-            raise InputError(source, f"must be >= 0, got {gpus}", element=label, field="gpus")
-        bw = _positive(source, label, raw, "bw")
-        ip = raw.get("ip", str(ipaddress.IPv4Address("10.0.0.0") + i + 1))
-        try:
-            ipaddress.IPv4Address(ip)
-        except ValueError:
-            raise InputError(source, f"not an IPv4 address: {ip!r}", element=label, field="ip")
-        hosts.append(Host(hname, rack, gpus, bw, ip))
-    if not hosts:
-        raise InputError(source, "a topology needs at least one host", field="hosts")
-    _no_duplicates(source, "host/switch", [h.name for h in hosts] + [s.name for s in switches])
-    _no_duplicates(source, "host ip", [h.ip for h in hosts])
-
-    links: list[Link] = []
-    for i, raw in enumerate(data.get("links") or []):
-        label, raw = _fields(source, "link", i, raw)
-        a = _require(source, label, raw, "a", str)
-        b = _require(source, label, raw, "b", str)
-        label = f"link {a}-{b}"
-        for end in (a, b):
-            if end not in switch_names:
-                raise InputError(source, f"dangling link: '{end}' is not a declared switch "
-                                 "(hosts link to their rack's ToR implicitly)", element=label)
-        if a == b:
-            raise InputError(source, "a link must join two different switches", element=label)
-        links.append(Link(a, b, _positive(source, label, raw, "bw")))
-    _no_duplicates(source, "link", ["-".join(sorted((l.a, l.b))) for l in links])
-
-    emulation = data.get("emulation") or {}
-    if not isinstance(emulation, dict) or set(emulation) - {"bw_scale"}:
-        raise InputError(source, "emulation takes only 'bw_scale'", field="emulation")
-    scale = emulation.get("bw_scale", 1.0)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
-        raise InputError(source, f"must be a number > 0, got {scale!r}", element="emulation",
-                         field="bw_scale")
-    topo = Topology(name, tuple(switches), tuple(racks), tuple(hosts), tuple(links),
-                    float(scale), source)
+    from topologies.schema import validate_topology_file
+    parsed, errors = validate_topology_file(data, source)
+    raise_all(errors)
+    domain_of_rack = {str(r): str(dom) for dom, racks in parsed.domains.items()
+                      for r in racks or []}
+    switches = tuple(Switch(s.name, s.role, s.dpid or i + 1)
+                     for i, s in enumerate(parsed.switches))
+    racks = tuple(Rack(r.name, r.tor, r.domain or domain_of_rack.get(r.name, "cluster"))
+                  for r in parsed.racks)
+    hosts = tuple(Host(h.name, h.rack, h.gpus, float(h.bw),
+                       h.ip or str(ipaddress.IPv4Address("10.0.0.0") + i + 1))
+                  for i, h in enumerate(parsed.hosts))
+    links = tuple(Link(l.a, l.b, float(l.bw)) for l in parsed.links)
+    scale = parsed.emulation.bw_scale if parsed.emulation else 1.0
+    topo = Topology(parsed.name, switches, racks, hosts, links, float(scale), source)
     if not nx.is_connected(topo.graph):
         parts = sorted(sorted(c) for c in nx.connected_components(topo.graph))
         raise InputError(source, f"the fabric is not connected; '{parts[-1][0]}' is cut off")
     return topo
-
-
-def _no_duplicates(source: str, kind: str, names: Iterable[str]) -> None:
-    seen: set[str] = set()
-    for n in names:
-        if n in seen:
-            raise InputError(source, f"duplicate {kind} name '{n}'", element=f"{kind} '{n}'")
-        seen.add(n)
 
 
 def load_topology_file(path: str | Path) -> Topology:

@@ -1,0 +1,145 @@
+"""Typed model of the job file (pydantic): every problem in one run, and a JSON Schema.
+
+Modelled fields, per job: name, model | layers (conv: c_in, c_out, k; fc: h, w, c_in,
+c_out), dataset_size, epochs, batch_size, max_gpus, arrival, num_ps. Adding a field is
+one line in :class:`JobModel` (and one in ``JobSpec`` for the code that uses it).
+``sluice schema jobs`` prints :func:`json_schema`; ``schemas/jobs.schema.json`` is the
+shipped copy editors read (a test keeps it equal to this model).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+
+from sluice.errors import InputError
+from sluice.validation import validate_document
+
+Count = Annotated[StrictInt, Field(ge=1)]
+
+
+class _Strict(BaseModel):
+    # strict: `epochs: "2"`, `epochs: true` and `epochs: 2.0` are mistakes, not 2.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ConvLayer(_Strict):
+    """Convolution: C_in*C_out*K^2 parameters (eq. 2)."""
+    type: Literal["conv"]
+    c_in: Count
+    c_out: Count
+    k: Count = Field(description="kernel size K")
+
+
+class FcLayer(_Strict):
+    """Fully connected: H*W*C_in*C_out parameters (eq. 3)."""
+    type: Literal["fc"]
+    h: Count = Field(description="input height H")
+    w: Count = Field(description="input width W")
+    c_in: Count
+    c_out: Count
+
+
+LAYER_MODELS = {"conv": ConvLayer, "fc": FcLayer}
+LayerItem = Annotated[Union[ConvLayer, FcLayer], Field(discriminator="type")]
+
+
+def _known_models() -> list[str]:
+    from job_scheduler.models import known_models   # (models imports jobspec.Layer)
+    return list(known_models())
+
+
+class JobModel(_Strict):
+    """One PS training job."""
+    model_config = ConfigDict(json_schema_extra={
+        "oneOf": [{"required": ["model"]}, {"required": ["layers"]}]})
+
+    name: str = Field(min_length=1, pattern=r"\S", description="unique within the file")
+    model: str | None = Field(None, description="a known model (alexnet, resnet18, resnet50, "
+                              "vgg11, vgg16, googlenet, inception_v3, ...; case and _ are "
+                              "ignored); give this or `layers`")
+    layers: Annotated[list[LayerItem], Field(min_length=1)] | None = Field(
+        None, description="the network as conv/fc layers; give this or `model`")
+    dataset_size: Count = Field(description="m: samples per epoch")
+    epochs: Count = Field(description="e")
+    batch_size: Count = Field(description="b: samples per batch per worker")
+    max_gpus: Count = Field(description="N: the most GPUs (workers) this job may get")
+    arrival: float = Field(0.0, ge=0, allow_inf_nan=False, description="seconds after start")
+    num_ps: Count = Field(1, description="parameter servers")
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _known(cls, value: Any) -> Any:
+        from job_scheduler.models import canonical_name
+        if value is None:
+            return None
+        name = canonical_name(value) if isinstance(value, str) else None
+        if name is None:
+            raise ValueError(f"unknown model {value!r} (known: {', '.join(_known_models())})")
+        return name
+
+
+class JobFile(_Strict):
+    """A sluice job file."""
+    model_config = ConfigDict(title="sluice job file")
+    jobs: Annotated[list[JobModel], Field(min_length=1)]
+
+
+JOB_FIELDS = set(JobModel.model_fields)
+
+
+def _label(raw_jobs: Any, index: int) -> str:
+    raw = raw_jobs[index] if isinstance(raw_jobs, list) and index < len(raw_jobs) else None
+    name = raw.get("name") if isinstance(raw, dict) else None
+    return f"job '{name}'" if isinstance(name, str) and name.strip() else f"job #{index + 1}"
+
+
+def _locate(loc: tuple, data: Any) -> tuple[str | None, tuple]:
+    if len(loc) >= 2 and loc[0] == "jobs" and isinstance(loc[1], int):
+        rest = tuple(p for i, p in enumerate(loc[2:])   # drop the union's tag
+                     if not (p in LAYER_MODELS and i >= 2 and isinstance(loc[2:][i - 1], int)))
+        return _label(data.get("jobs"), loc[1]), rest
+    return None, loc
+
+
+def _allowed(prefix: tuple) -> str | None:
+    if not prefix:
+        return "jobs"
+    model = LAYER_MODELS.get(prefix[-1]) if isinstance(prefix[-1], str) else None
+    fields = model.model_fields if model else JobModel.model_fields
+    return ", ".join(sorted(fields))
+
+
+def _cross_checks(data: dict, source: str) -> list[InputError]:
+    """What one field's type cannot say: exactly one of model/layers; unique names."""
+    out: list[InputError] = []
+    seen: set[str] = set()
+    raw_jobs = data.get("jobs") if isinstance(data, dict) else None
+    for i, raw in enumerate(raw_jobs if isinstance(raw_jobs, list) else []):
+        if not isinstance(raw, dict):
+            continue
+        if ("model" in raw) == ("layers" in raw):
+            out.append(InputError(source, "give exactly one of 'model' (a known model) or "
+                                  "'layers'", element=_label(raw_jobs, i), field="model"))
+        name = raw.get("name")
+        if isinstance(name, str) and name.strip():
+            if name in seen:
+                out.append(InputError(source, "duplicate job name", element=f"job '{name}'",
+                                      field="name"))
+            seen.add(name)
+    return out
+
+
+def validate_job_file(data: Any, source: str) -> tuple[JobFile | None, list[InputError]]:
+    """The validated file, or None with every problem found."""
+    if not isinstance(data, dict):
+        return None, [InputError(source, "a job file must be a YAML mapping with a top-level "
+                                 f"'jobs:' list, got {type(data).__name__}")]
+    return validate_document(JobFile, data, source, _locate, _allowed, _cross_checks)
+
+
+def json_schema() -> dict:
+    schema = JobFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema

@@ -1,0 +1,60 @@
+"""The live status line of ``sluice run``/``sluice demo``: jobs queued/running/done,
+elapsed time and an ETA from C(n) (pure functions, and the one that reads a run loop)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    started: float        # seconds since the run began
+    c_n_s: float          # C(n) estimated when it started
+    batches: int          # per worker
+    done_batches: int     # the slowest worker's last finished batch
+
+
+def remaining_s(job: RunningJob, now: float) -> float:
+    """Measured rate once batches are done, C(n) before that."""
+    elapsed = max(now - job.started, 0.0)
+    if job.done_batches > 0:
+        return elapsed * (job.batches - job.done_batches) / job.done_batches
+    return max(job.c_n_s - elapsed, 0.0)
+
+
+def eta_s(now: float, running: Sequence[RunningJob], waiting_c_n: Sequence[float],
+          parallel: int) -> float:
+    """Seconds until every job is done: the longest running job, then the waiting jobs'
+    C(n) spread over ``parallel`` jobs at a time (a rough bound, said as such)."""
+    longest = max((remaining_s(j, now) for j in running), default=0.0)
+    return longest + sum(waiting_c_n) / max(parallel, 1)
+
+
+def status_line(now: float, pending: int, queued: int, running: Sequence[RunningJob],
+                done: int, total: int, eta: float) -> str:
+    def clock(s: float) -> str:
+        s = int(s)
+        return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 \
+            else f"{s // 60}:{s % 60:02d}"
+    return (f"jobs: {done}/{total} done, {len(running)} running, {queued} queued, "
+            f"{pending} not arrived | elapsed {clock(now)} | ETA ~{clock(eta)} (from C(n))")
+
+
+def update(run, pending, queued, running) -> None:
+    """Redraw ``run.status`` (a LiveStatus) from a ``sluice.runloop.RealTimeRun``'s state."""
+    now = run.now()
+    c_n = {d["job"]: d["C_n_s"] for d in run.decisions}
+    live = []
+    for name, r in running.items():
+        last: dict[int, int] = {}
+        for _t, rank, batch, _s in r.iterations:
+            last[rank] = max(last.get(rank, 0), batch)
+        slowest = min(last.values()) if len(last) == len(r.followers) else 0
+        live.append(RunningJob(r.started, c_n.get(name, 0.0), r.batches, slowest))
+    total_gpus = run.state.total_gpus
+    waiting = [run.estimator.C(spec, min(spec.max_gpus, total_gpus))
+               for spec in [q.spec for q in queued] + list(pending)]
+    done = sum(1 for r in run.records.values() if r["status"] in ("finished", "failed"))
+    eta = eta_s(now, live, waiting, max(len(running), 1))
+    run.status.update(status_line(now, len(pending), len(queued), live, done, len(run.jobs), eta))
