@@ -234,6 +234,7 @@ def build_app(service: ControllerService) -> FastAPI:
 class ApiServer(ThreadedServer):
     """The API on uvicorn in its own thread. ``port=0`` picks a free port (tests)."""
 
-    def __init__(self, service: ControllerService, host: str = "127.0.0.1", port: int = 8080):
+    def __init__(self, service: ControllerService, host: str = "127.0.0.1", port: int = 8080,
+                 tls: tuple[str, str] | None = None):
         self.service = service
-        super().__init__(build_app(service), host, port)
+        super().__init__(build_app(service), host, port, tls=tls)

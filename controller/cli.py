@@ -45,6 +45,10 @@ def configure_controller(parser) -> None:
                         help="progress reports per job per second (default 1000)")
     parser.add_argument("--stats-interval", type=float, default=1.0,
                         help="seconds between port-stats polls (default 1)")
+    parser.add_argument("--tls-cert", default=None,
+                        help="PEM certificate: the northbound API speaks HTTPS only "
+                             "(needs --tls-key)")
+    parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
     parser.add_argument("--ofp-tls-cert", default=None,
                         help="PEM certificate: the OpenFlow channel speaks TLS (switches: "
                              "ovs-vsctl set-controller BR ssl:HOST:PORT); needs --ofp-tls-key")
@@ -141,6 +145,8 @@ def run_controller(args) -> int:
     if not 0 <= args.echo_misses <= 100:
         raise InputError("argument --echo-misses", "must be 0..100")
     tls = _tls_options(args)
+    from sluice.http_service import check_tls_files
+    api_tls = check_tls_files(args.tls_cert, args.tls_key)
     state_file = Path(args.state_file) if args.state_file else None
     if state_file and not state_file.parent.is_dir():
         raise InputError(str(state_file), "its directory does not exist")
@@ -190,7 +196,7 @@ def run_controller(args) -> int:
     # Handlers first: a SIGTERM that arrives as soon as the API answers must still be clean.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    api = ApiServer(service, api_host, api_port).start()
+    api = ApiServer(service, api_host, api_port, tls=api_tls).start()
     LOG.info("topology %s: %d switches, %d hosts; OpenFlow%s on %s:%d; API on %s; enforce=%s "
              "levels=%d", topology.name, len(topology.switches), len(topology.hosts),
              " (TLS)" if tls else "", args.ofp_host, ofp_port, api.url, args.enforce,

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from controller.client import ControllerClient, ControllerError
-from test_controller_fabric import free_port, start_controller, stop
+from test_controller_fabric import ADMIN, free_port, start_controller, stop
 
 OFPT_HELLO, OFPT_ECHO_REQUEST, OFPT_FEATURES_REQUEST, OFP_VERSION_13 = 0, 2, 5, 4
 
@@ -35,9 +35,10 @@ def pki(tmp_path_factory):
     for name in ("controller", "switch"):
         openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
                 "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.csr"))
+        (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
         openssl("x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.pem"),
                 "-CAkey", str(d / "ca.key"), "-CAcreateserial", "-days", "2",
-                "-out", str(d / f"{name}.pem"))
+                "-extfile", str(d / "san.ext"), "-out", str(d / f"{name}.pem"))
     openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
             "/CN=rogue", "-keyout", str(d / "rogue.key"), "-out", str(d / "rogue.pem"))
     return d
@@ -130,6 +131,8 @@ def test_openflow_channel_speaks_tls_only(tmp_path, pki, require_client_cert):
     (["--ofp-tls-cert", "CERT"], ["--ofp-tls-key", "both"]),
     (["--ofp-tls-ca", "CERT"], ["--ofp-tls-ca", "needs"]),
     (["--echo-interval", "0"], ["--echo-interval"]),
+    (["--tls-cert", "CERT"], ["--tls-cert", "both"]),
+    (["--tls-cert", "CERT", "--tls-key", "/nonexistent/k.pem"], ["cannot load"]),
 ])
 def test_bad_tls_options_exit_2(pki, args, words):
     args = [a.replace("CERT", str(pki / "controller.pem")) for a in args]
@@ -140,6 +143,44 @@ def test_bad_tls_options_exit_2(pki, args, words):
     assert r.returncode == 2, r.stderr
     for w in words:
         assert w in r.stderr
+
+
+def test_northbound_api_over_https_only(tmp_path, pki):
+    import http.client
+
+    ofp, api = free_port(), free_port()
+    log = open(tmp_path / "controller.log", "w+")
+    env = dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN)
+    proc = subprocess.Popen([sys.executable, "-m", "sluice", "controller", "--ofp-port",
+                             str(ofp), "--api", f"127.0.0.1:{api}",
+                             "--tls-cert", str(pki / "controller.pem"),
+                             "--tls-key", str(pki / "controller.key")],
+                            env=env, stdout=log, stderr=log)
+    trusted = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+    client = ControllerClient(f"https://127.0.0.1:{api}", ADMIN, ssl_context=trusted)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if client.health():
+                    break
+            except OSError:
+                pass
+            assert proc.poll() is None, open(tmp_path / "controller.log").read()[-2000:]
+            assert time.monotonic() < deadline, "HTTPS API not up in 60 s"
+            time.sleep(0.2)
+        job = client.register_job("job-t", [("10.0.0.3", 9000)], [("10.0.0.1", 9001)])
+        assert client.progress("job-t", "w0", 3, job["token"])["result"] == "accepted"
+        # clear-text HTTP gets no answer, and a client that does not trust the CA refuses
+        conn = http.client.HTTPConnection("127.0.0.1", api, timeout=5)
+        with pytest.raises((http.client.HTTPException, OSError)):
+            conn.request("GET", "/health")
+            conn.getresponse().read()
+        with pytest.raises(ssl.SSLError):
+            ControllerClient(f"https://127.0.0.1:{api}", ADMIN).health()
+    finally:
+        stop(proc)
+        log.close()
 
 
 def test_a_job_token_reports_for_its_own_job_only(tmp_path):
