@@ -201,3 +201,35 @@ def test_a_job_token_reports_for_its_own_job_only(tmp_path):
     finally:
         stop(proc)
         log.close()
+
+
+def test_scheduler_api_over_https(tmp_path, pki, monkeypatch):
+    from job_scheduler.service_client import SchedulerClient, Unreachable
+
+    port = free_port()
+    log = open(tmp_path / "scheduler.log", "w+")
+    proc = subprocess.Popen([sys.executable, "-m", "sluice", "scheduler", "--listen",
+                             f"127.0.0.1:{port}", "--db", str(tmp_path / "s.db"),
+                             "--tls-cert", str(pki / "controller.pem"),
+                             "--tls-key", str(pki / "controller.key")],
+                            stdout=log, stderr=log)
+    monkeypatch.setenv("SLUICE_CA_FILE", str(pki / "ca.pem"))
+    client = SchedulerClient(f"https://127.0.0.1:{port}", timeout=5)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client.health()
+                break
+            except Unreachable:
+                assert proc.poll() is None, open(tmp_path / "scheduler.log").read()[-2000:]
+                assert time.monotonic() < deadline, "HTTPS scheduler API not up in 60 s"
+                time.sleep(0.2)
+        answer = client.submit("jobs:\n  - {name: t1, model: resnet18, dataset_size: 1000, "
+                               "epochs: 1, batch_size: 32, max_gpus: 2}\n", "t.yaml")
+        assert len(answer["jobs"]) == 1
+        with pytest.raises(Unreachable):          # clear text gets nowhere
+            SchedulerClient(f"http://127.0.0.1:{port}", timeout=5).health()
+    finally:
+        stop(proc)
+        log.close()
