@@ -72,7 +72,7 @@ from typing import Callable
 
 from job_scheduler.jobspec import JobSpec, load_jobs
 from job_scheduler.models import canonical_name
-from sluice.errors import InputError
+from sluice.errors import InputError, InputErrors
 
 TRACE_FORMATS = ("tiresias", "philly")
 # The public traces live in the project's sibling folder ../shared/workloads (beside the
@@ -151,22 +151,20 @@ def generate_scenario(name: str, jobs: int | None = None, seed: int = 0,
 MAX_ERRORS = 100    # a trace that is wrong everywhere is reported by its first 100 errors
 
 
-class TraceErrors(InputError):
-    """Every error of a trace file at once. The attributes of the first one are kept at
-    the top (source, element, field, reason); ``errors`` has them all."""
+class TraceErrors(InputErrors):
+    """Every error of a trace file at once (the first MAX_ERRORS of them; ``more``
+    counts the rest)."""
 
     def __init__(self, errors: list[InputError], more: int = 0):
-        self.errors, self.more = errors, more
-        first = errors[0]
-        super().__init__(first.source, first.reason, element=first.element, field=first.field)
+        self.more = more
+        super().__init__(errors)
 
     def format(self) -> str:
-        lines = [e.format() for e in self.errors]
-        if self.more:
-            lines.append(f"{self.errors[0].source}: ... and {self.more} more errors")
-        if len(lines) == 1:
-            return lines[0]
-        return f"{len(self.errors) + self.more} errors:\n" + "\n".join(lines)
+        text = super().format()
+        if getattr(self, "more", 0):
+            text += (f"\n{self.source}: ... and {self.more} more errors "
+                     f"({len(self.errors) + self.more} in all)")
+        return text
 
 
 class _Row:

@@ -69,4 +69,4 @@ def test_a_trace_wrong_everywhere_is_cut_at_100_errors(tmp_path):
     with pytest.raises(TraceErrors) as info:
         load_workload(path, trace_format="tiresias")
     assert len(info.value.errors) == 100 and info.value.more == 150
-    assert "250 errors" in str(info.value) and "150 more" in str(info.value)
+    assert "150 more errors (250 in all)" in str(info.value)
