@@ -159,8 +159,8 @@ def test_concurrent_reports_share_reconciles_and_all_are_applied():
         t.join()
     assert answers.count("accepted") == 8 * 4 * 10
     # closed-loop reporters (each waits for its answer) share less than an open-loop
-    # stream would; still well under one reconcile per report (160-280 measured)
-    assert len(calls) < 0.9 * 8 * 4 * 10, f"{len(calls)} reconciles for 320 reports"
+    # stream would: 150-185 reconciles measured (277-289 when every waiter reconciled)
+    assert len(calls) < 0.75 * 8 * 4 * 10, f"{len(calls)} reconciles for 320 reports"
     assert all(j["batches"] == {f"w{w}": 10 for w in range(4)} for j in svc.jobs())
     # the flow table is what a fresh reconcile of the final state would install
     fresh = bring_up(make_service("leaf-spine"))
