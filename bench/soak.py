@@ -261,8 +261,8 @@ def falls_behind(step: dict) -> bool:
 
 
 def ramp_point(steps: list[dict]) -> float | None:
-    """The first offered rate at which it falls behind (None: it kept up with all)."""
-    return next((s["offered_per_s"] for s in steps if falls_behind(s)), None)
+    """The lowest offered rate at which it falls behind (None: it kept up with all)."""
+    return min((s["offered_per_s"] for s in steps if falls_behind(s)), default=None)
 
 
 def summarize_steps(phase_records, late_ms: float = 1000.0) -> list[dict]:
@@ -388,7 +388,8 @@ def run(args) -> dict:
     c_rec, s_rec = c_soak[1], s_soak[1]
     c_ok = [r for r in c_rec if r[2]]
     s_ok = [r for r in s_rec if r[2]]
-    c_steps, s_steps = summarize_steps(c_ramp), summarize_steps(s_ramp)
+    # the soak rate is the first step: a server behind at that rate is behind there
+    c_steps, s_steps = summarize_steps([c_soak] + c_ramp), summarize_steps([s_soak] + s_ramp)
     controller = {
         "offered_per_s": args.rate, "jobs": args.jobs, "workers_per_job": args.workers,
         "answered_per_s": round(len(c_ok) / seconds, 1),
@@ -396,7 +397,7 @@ def run(args) -> dict:
         "errors": len(c_rec) - len(c_ok), "unsent": c_soak[2],
         "acked_batches_missing": missing,
         "rss_growth_pct_after_warmup": growth_pct(rss_c, warmup),
-        "windows": windows(c_rec, seconds, rss_c), "ramp": c_steps,
+        "windows": windows(c_rec, seconds, rss_c), "ramp": c_steps[1:],
         "falls_behind_at_per_s": ramp_point(c_steps)}
     scheduler = {
         "offered_per_s": args.sub_rate, "queued_at_start": args.queued,
@@ -404,7 +405,7 @@ def run(args) -> dict:
         "p50_ms": pct([r[1] for r in s_ok], 0.5), "p99_ms": pct([r[1] for r in s_ok], 0.99),
         "errors": len(s_rec) - len(s_ok), "unsent": s_soak[2],
         "rss_growth_pct_after_warmup": growth_pct(rss_s, warmup),
-        "windows": windows(s_rec, seconds, rss_s), "ramp": s_steps,
+        "windows": windows(s_rec, seconds, rss_s), "ramp": s_steps[1:],
         "falls_behind_at_per_s": ramp_point(s_steps)}
     result = {
         "reports_per_s": controller["answered_per_s"], "p99_ms": controller["p99_ms"],
