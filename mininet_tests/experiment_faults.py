@@ -173,8 +173,8 @@ def forwarding_port(fabric, switch: str, dst_ip: str) -> int | None:
 
 
 def job_marks(fabric, switch: str, cookie: int) -> bool:
-    return f"cookie={cookie:#x}," in fabric.dump_flows(switch) or \
-        f"cookie=0x{cookie:x}," in fabric.dump_flows(switch)
+    """Whether ``switch`` holds a rule of the job (its cookie)."""
+    return f"cookie={cookie:#x}," in fabric.dump_flows(switch)
 
 
 def ovs(*args: str) -> None:

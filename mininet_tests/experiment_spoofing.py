@@ -71,8 +71,7 @@ def phase(fabric, seconds: float, attack: str | None, flood_mbps: float) -> dict
                                  str(PS_PORT), "--sport", "31337", "--tos", str(56 << 2),
                                  "--mbps", str(flood_mbps), "--seconds", span)
     client = fabric.popen(WORKER, "iperf3", "-c", fabric.ip(SERVER), "-p", str(PS_PORT),
-                          "-t", str(int(seconds) + 1), "-O", "1", "-J",
-                          "--cport", str(WORKER_PORT + 100))
+                          "-t", str(int(seconds) + 1), "-O", "1", "-J")
     out, _ = client.communicate(timeout=seconds + 30)
     result = {"ps_mbps": round(receiver_mbps(out if isinstance(out, str) else out.decode()), 2)}
     for name, proc in helpers.items():
