@@ -8,8 +8,9 @@ attacks through that uplink with packets crafted by scapy (mininet_tests.spoof_t
 
 1. ``ps_only``: the PS flow alone (its priority, nothing else).
 2. ``dscp56``: h4 floods h2 with UDP marked DSCP 56 (CS7, the most urgent class) at
-   twice the uplink rate. The DSCP the packets arrive with at h2 gives the class they
-   were served at (``dscp56_class``, 7 = least urgent).
+   twice the uplink rate. ``dscp56_class``: the HTB class of tor2's uplink that took the
+   flood (its packet counters; 7 = least urgent); the DSCP they arrive with at h2 is
+   ``dscp56_arrived_class``.
 3. ``forged``: h4 floods h1:5201 with TCP segments carrying the worker's source address
    (h3) and the PS port, DSCP 56. ``forged_delivered_mbps``: what reached h1.
 
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from mininet_tests.priority_check import _wait_listening, receiver_mbps
 from topologies import load_topology
-from topologies.priority_classes import level_of_dscp
+from topologies.priority_classes import HTB_PARENT_CLASS, level_of_dscp
 
 PS_PORT, WORKER_PORT, FLOOD_PORT = 5201, 5301, 7777
 SERVER, WORKER, ATTACKER, VICTIM = "h1", "h3", "h4", "h2"
@@ -51,6 +52,8 @@ def _json(proc, what: str, timeout: float) -> dict:
 
 def phase(fabric, seconds: float, attack: str | None, flood_mbps: float) -> dict:
     """The PS flow for ``seconds`` (+1 s omitted), with the given attack beside it."""
+    uplink = fabric.intf("tor2", "spine1")       # where the flows compete (HTB classes)
+    before = fabric.class_stats(uplink)
     server = fabric.popen(SERVER, "iperf3", "-s", "-1", "-p", str(PS_PORT))
     _wait_listening(fabric, [(SERVER, PS_PORT)])
     helpers = {}
@@ -76,6 +79,12 @@ def phase(fabric, seconds: float, attack: str | None, flood_mbps: float) -> dict
     result = {"ps_mbps": round(receiver_mbps(out if isinstance(out, str) else out.decode()), 2)}
     for name, proc in helpers.items():
         result[name] = _json(proc, f"spoof_traffic {name}", seconds + 30)
+    after = fabric.class_stats(uplink)
+    # packets each HTB class of the uplink sent or dropped during the phase, by level
+    result["uplink_class_packets"] = {
+        int(cid.split(":")[1], 16) - 1: (after[cid]["packets"] + after[cid]["dropped"])
+        - (before.get(cid, {}).get("packets", 0) + before.get(cid, {}).get("dropped", 0))
+        for cid in after if cid.startswith("1:") and cid != HTB_PARENT_CLASS}
     try:
         server.wait(timeout=5)
     except Exception:
@@ -102,12 +111,22 @@ def run(seconds: float = 8.0, out: Path | None = None) -> dict:
             phases[attack or "none"] = phase(fabric, seconds, attack, 2 * bottleneck)
     d56 = phases["dscp56"]
     arrived = Counter({int(k): v for k, v in d56["count"]["dscp_packets"].items()})
+    # The class the flood was served at, read off the switch: the uplink class (other
+    # than the PS flow's) that handled the most packets more than with the PS flow
+    # alone. (At the receiver a starved least-urgent flood may not show at all.)
+    alone = phases["none"]["uplink_class_packets"]
+    extra = {lv: n - alone.get(lv, 0) for lv, n in d56["uplink_class_packets"].items()
+             if lv != push["level"] and 0 <= lv < 8}
     only = phases["none"]["ps_mbps"]
     result = {
         "ps_only_mbps": only,
         "ps_with_dscp56_mbps": d56["ps_mbps"],
         "ps_with_forged_mbps": phases["forged"]["ps_mbps"],
-        "dscp56_class": level_of_dscp(arrived.most_common(1)[0][0]) if arrived else None,
+        "dscp56_class": max(extra, key=extra.get) if extra and max(extra.values()) > 0
+        else None,
+        "dscp56_arrived_class": level_of_dscp(arrived.most_common(1)[0][0]) if arrived
+        else None,
+        "dscp56_uplink_extra_packets_by_level": dict(sorted(extra.items())),
         "forged_delivered_mbps": phases["forged"]["count"]["mbps"],
         # context
         "ps_level": push["level"], "ps_dscp": push["dscp"],
