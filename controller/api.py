@@ -25,6 +25,7 @@ import asyncio
 import json
 import logging
 import re
+from concurrent.futures import Executor, ThreadPoolExecutor
 import threading
 import time
 from typing import Annotated, Any
@@ -124,10 +125,16 @@ class LoopEvent(threading.Event):
 
 
 async def handle_progress(service: ControllerService, job_id: str, raw: bytes,
-                          authorization: str | None, wait: str | None) -> tuple[int, dict]:
+                          authorization: str | None, wait: str | None,
+                          executor: Executor | None = None) -> tuple[int, dict]:
     """One progress report -> (status, JSON answer): the body through the ProgressReport
     model (every error listed), the job's bearer token and per-job rate limit checked by
-    the service, ``wait=1`` answered on the switches' barrier replies."""
+    the service, ``wait=1`` answered on the switches' barrier replies.
+
+    The service runs in ``executor``'s threads, not on the event loop: a report's
+    reconcile is O(flows) (ms with hundreds of jobs); on the loop every report would wait
+    for all before it, while in threads the service's group commit covers the reports
+    that arrive during one reconcile with the next (bench/soak.py)."""
     t0 = time.monotonic()
     try:
         body = ProgressReport.model_validate_json(raw)
@@ -135,10 +142,11 @@ async def handle_progress(service: ControllerService, job_id: str, raw: bytes,
         messages = validation_messages([{**e, "loc": ("body", *e["loc"])}
                                         for e in err.errors()])
         return 400, {"error": "; ".join(messages), "status": 400, "errors": messages}
-    done = LoopEvent(asyncio.get_running_loop())
+    loop = asyncio.get_running_loop()
+    done = LoopEvent(loop)
     try:
-        answer, sent = service.progress(job_id, bearer_of(authorization), _body(body),
-                                        t0=t0, done=done)
+        answer, sent = await loop.run_in_executor(executor, lambda: service.progress(
+            job_id, bearer_of(authorization), _body(body), t0=t0, done=done))
     except ApiError as err:
         return err.status, {"error": err.reason, "status": err.status}
     if sent is not None and wait not in (None, "0", ""):
@@ -155,8 +163,8 @@ class ProgressFastPath:
 
     PATH = re.compile(r"/jobs/([A-Za-z0-9][A-Za-z0-9._-]{0,63})/progress/?")
 
-    def __init__(self, app, service: ControllerService):
-        self.app, self.service = app, service
+    def __init__(self, app, service: ControllerService, executor: Executor | None = None):
+        self.app, self.service, self.executor = app, service, executor
 
     async def __call__(self, scope, receive, send):
         m = self.PATH.fullmatch(scope.get("path", "")) if scope["type"] == "http" else None
@@ -175,7 +183,7 @@ class ProgressFastPath:
         try:
             status, answer = await handle_progress(
                 self.service, m.group(1), b"".join(chunks),
-                auth.decode("latin-1") if auth else None, wait)
+                auth.decode("latin-1") if auth else None, wait, self.executor)
         except Exception:                 # a bug must not drop the connection silently
             LOG.exception("API POST %s", scope["path"])
             status, answer = 500, {"error": "internal error (see controller log)",
@@ -193,11 +201,13 @@ def _body(model: BaseModel) -> dict[str, Any]:
 
 
 def build_app(service: ControllerService) -> FastAPI:
+    reporters = ThreadPoolExecutor(max_workers=32, thread_name_prefix="sluice-progress")
     app = FastAPI(title="sluice controller", version="1",
                   description="Northbound API of the sluice OpenFlow controller: the "
                   "scheduler registers PS jobs, workers report progress, anyone reads "
                   "jobs, flows, rules, links and metrics.")
-    app.add_middleware(ProgressFastPath, service=service)      # inside BodyLimit
+    app.add_middleware(ProgressFastPath, service=service,      # inside BodyLimit
+                       executor=reporters)
     app.add_middleware(BodyLimit, max_body=MAX_BODY, default_content_type=b"application/json",
                        error_body=lambda status, reason: {"error": reason, "status": status})
 
@@ -277,7 +287,7 @@ def build_app(service: ControllerService) -> FastAPI:
         # it and answers the same way should a request reach it.
         status, answer = await handle_progress(
             service, job_id, await request.body(), request.headers.get("authorization"),
-            request.query_params.get("wait"))
+            request.query_params.get("wait"), reporters)
         return JSONResponse(answer, status)
 
     @app.delete("/jobs/{job_id}", responses=ERRORS)
@@ -294,6 +304,7 @@ def build_app(service: ControllerService) -> FastAPI:
 class ApiServer(ThreadedServer):
     """The API on uvicorn in its own thread. ``port=0`` picks a free port (tests)."""
 
-    def __init__(self, service: ControllerService, host: str = "127.0.0.1", port: int = 8080):
+    def __init__(self, service: ControllerService, host: str = "127.0.0.1", port: int = 8080,
+                 tls: tuple[str, str] | None = None):
         self.service = service
-        super().__init__(build_app(service), host, port)
+        super().__init__(build_app(service), host, port, tls=tls)

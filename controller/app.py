@@ -61,7 +61,10 @@ class SluiceController(app_manager.OSKenApp):
     def _port_desc(self, ev):
         dp = ev.msg.datapath
         ofp = dp.ofproto
-        ports = {p.port_no: _text(p.name) for p in ev.msg.body if p.port_no <= ofp.OFPP_MAX}
+        # A port whose link is down (or that is administratively down) counts as gone:
+        # the service forgets links and hosts on it and routes around it.
+        ports = {p.port_no: _text(p.name) for p in ev.msg.body if p.port_no <= ofp.OFPP_MAX
+                 and not p.state & ofp.OFPPS_LINK_DOWN and not p.config & ofp.OFPPC_PORT_DOWN}
         self.port_macs[dp.id] = {p.port_no: p.hw_addr for p in ev.msg.body
                                  if p.port_no <= ofp.OFPP_MAX}
         if self.datapaths.get(dp.id) is dp:      # a port came or went on a known switch
@@ -235,8 +238,10 @@ def rule_of_stats(dp, st) -> Rule:
     """An OFPFlowStats entry -> rule data (the inverse of :func:`to_ofp`). Actions this
     controller never writes become ("other", text), so they differ from any wanted rule."""
     ofp = dp.ofproto
-    actions = []
+    actions, goto = [], []
     for inst in st.instructions:
+        if inst.type == ofp.OFPIT_GOTO_TABLE:
+            goto.append(("goto", inst.table_id))
         for act in getattr(inst, "actions", []):
             if act.cls_action_type == ofp.OFPAT_OUTPUT:
                 actions.append(("controller",) if act.port == ofp.OFPP_CONTROLLER
@@ -247,7 +252,8 @@ def rule_of_stats(dp, st) -> Rule:
                 actions.append(("set_queue", act.queue_id))
             else:
                 actions.append(("other", str(act)))
-    return Rule(dp.id, st.priority, tuple(sorted(st.match.items())), tuple(actions), st.cookie)
+    return Rule(dp.id, st.priority, tuple(sorted(st.match.items())), tuple(actions + goto),
+                st.cookie, st.table_id)
 
 
 def to_ofp(dp, mod: FlowMod):
@@ -268,11 +274,13 @@ def to_ofp(dp, mod: FlowMod):
             actions.append(parser.OFPActionSetField(ip_dscp=act[1]))
         elif act[0] == "set_queue":
             actions.append(parser.OFPActionSetQueue(act[1]))
-        else:
+        elif act[0] != "goto":
             raise ValueError(f"unknown action {act!r}")
     inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)] if actions else []
+    inst += [parser.OFPInstructionGotoTable(a[1]) for a in rule.actions if a[0] == "goto"]
     command = {"add": ofp.OFPFC_ADD, "modify": ofp.OFPFC_MODIFY_STRICT,
                "delete": ofp.OFPFC_DELETE_STRICT}[mod.command]
-    return parser.OFPFlowMod(dp, cookie=rule.cookie, command=command, priority=rule.priority,
+    return parser.OFPFlowMod(dp, cookie=rule.cookie, command=command, table_id=rule.table,
+                             priority=rule.priority,
                              match=fast_match(rule.match), instructions=inst,
                              out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY)

@@ -45,6 +45,22 @@ def configure_controller(parser) -> None:
                         help="progress reports per job per second (default 1000)")
     parser.add_argument("--stats-interval", type=float, default=1.0,
                         help="seconds between port-stats polls (default 1)")
+    parser.add_argument("--tls-cert", default=None,
+                        help="PEM certificate: the northbound API speaks HTTPS only "
+                             "(needs --tls-key)")
+    parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+    parser.add_argument("--ofp-tls-cert", default=None,
+                        help="PEM certificate: the OpenFlow channel speaks TLS (switches: "
+                             "ovs-vsctl set-controller BR ssl:HOST:PORT); needs --ofp-tls-key")
+    parser.add_argument("--ofp-tls-key", default=None, help="PEM private key of --ofp-tls-cert")
+    parser.add_argument("--ofp-tls-ca", default=None,
+                        help="PEM CA bundle: switches must present a certificate it signed")
+    parser.add_argument("--echo-interval", type=float, default=0.5,
+                        help="seconds between OpenFlow echo requests to each switch "
+                             "(default 0.5)")
+    parser.add_argument("--echo-misses", type=int, default=3,
+                        help="unanswered echo requests after which a switch counts as "
+                             "dead and is routed around (default 3; 0 = never)")
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"])
 
@@ -80,6 +96,31 @@ def _check_free(host: str, port: int, what: str) -> None:
                              f"{err.strerror}")
 
 
+def _tls_options(args) -> list[str]:
+    """os-ken's controller-certificate options, after checking the files load."""
+    import ssl
+
+    if not args.ofp_tls_cert and not args.ofp_tls_key:
+        if args.ofp_tls_ca:
+            raise InputError("argument --ofp-tls-ca", "needs --ofp-tls-cert and --ofp-tls-key")
+        return []
+    if not (args.ofp_tls_cert and args.ofp_tls_key):
+        raise InputError("argument --ofp-tls-cert/--ofp-tls-key", "give both or neither")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        ctx.load_cert_chain(args.ofp_tls_cert, args.ofp_tls_key)
+    except (OSError, ssl.SSLError) as err:
+        raise InputError(args.ofp_tls_cert, f"cannot load certificate/key: {err}")
+    out = ["--ctl-cert", args.ofp_tls_cert, "--ctl-privkey", args.ofp_tls_key]
+    if args.ofp_tls_ca:
+        try:
+            ctx.load_verify_locations(args.ofp_tls_ca)
+        except (OSError, ssl.SSLError) as err:
+            raise InputError(args.ofp_tls_ca, f"cannot load CA certificates: {err}")
+        out += ["--ca-certs", args.ofp_tls_ca]
+    return out
+
+
 def run_controller(args) -> int:
     # ---- validate everything before starting anything --------------------------------
     from controller import runtime
@@ -99,6 +140,13 @@ def run_controller(args) -> int:
         raise InputError("argument --rate-limit", "must be > 0")
     if not 0.05 <= args.stats_interval <= 60:
         raise InputError("argument --stats-interval", "must be 0.05..60 seconds")
+    if not 0.05 <= args.echo_interval <= 60:
+        raise InputError("argument --echo-interval", "must be 0.05..60 seconds")
+    if not 0 <= args.echo_misses <= 100:
+        raise InputError("argument --echo-misses", "must be 0..100")
+    tls = _tls_options(args)
+    from sluice.http_service import check_tls_files
+    api_tls = check_tls_files(args.tls_cert, args.tls_key)
     state_file = Path(args.state_file) if args.state_file else None
     if state_file and not state_file.parent.is_dir():
         raise InputError(str(state_file), "its directory does not exist")
@@ -122,8 +170,14 @@ def run_controller(args) -> int:
 
     from controller.api import ApiServer
 
-    cfg.CONF(args=["--ofp-tcp-listen-port", str(ofp_port),
-                   "--ofp-listen-host", args.ofp_host], project="os_ken")
+    # With a certificate os-ken listens with TLS on its "ssl" port only.
+    listen = ["--ofp-ssl-listen-port", str(ofp_port), *tls] if tls else \
+        ["--ofp-tcp-listen-port", str(ofp_port)]
+    cfg.CONF(args=[*listen, "--ofp-listen-host", args.ofp_host], project="os_ken")
+    # Echo liveness (off in os-ken by default): a switch that stops answering is
+    # disconnected, and the service then routes around it where another path exists.
+    cfg.CONF.set_override("echo_request_interval", args.echo_interval)
+    cfg.CONF.set_override("maximum_unreplied_echo_requests", args.echo_misses)
     runtime.SERVICE = service
     runtime.STATS_INTERVAL = args.stats_interval
     api = None
@@ -142,10 +196,11 @@ def run_controller(args) -> int:
     # Handlers first: a SIGTERM that arrives as soon as the API answers must still be clean.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    api = ApiServer(service, api_host, api_port).start()
-    LOG.info("topology %s: %d switches, %d hosts; OpenFlow on %s:%d; API on %s; enforce=%s "
+    api = ApiServer(service, api_host, api_port, tls=api_tls).start()
+    LOG.info("topology %s: %d switches, %d hosts; OpenFlow%s on %s:%d; API on %s; enforce=%s "
              "levels=%d", topology.name, len(topology.switches), len(topology.hosts),
-             args.ofp_host, ofp_port, api.url, args.enforce, args.levels)
+             " (TLS)" if tls else "", args.ofp_host, ofp_port, api.url, args.enforce,
+             args.levels)
     # os-ken runs in a thread and the main thread waits with a timeout: a plain join()
     # blocks in a lock that a SIGTERM delivered to another thread does not interrupt
     # (measured: one start in ~7 ignored SIGTERM), while join(0.5) returns to Python

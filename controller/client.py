@@ -38,10 +38,19 @@ def _endpoints(items: Iterable, prefix: str) -> list[dict[str, Any]]:
 
 class ControllerClient:
     def __init__(self, base_url: str = "http://127.0.0.1:8080", admin_token: str | None = None,
-                 timeout: float = 5.0, *, token: str | None = None) -> None:
+                 timeout: float = 5.0, *, token: str | None = None,
+                 ssl_context=None) -> None:
+        """``https://`` URLs use ``ssl_context`` (default: the system's trusted CAs, plus
+        the PEM bundle named by env SLUICE_CA_FILE when set)."""
         url = urlsplit(base_url if "://" in base_url else f"http://{base_url}")
         self.host, self.port = url.hostname or "127.0.0.1", url.port or 8080
-        self.url = f"http://{self.host}:{self.port}"
+        self.https = url.scheme == "https"
+        self.url = f"{url.scheme if self.https else 'http'}://{self.host}:{self.port}"
+        if self.https and ssl_context is None:
+            import os
+            import ssl
+            ssl_context = ssl.create_default_context(cafile=os.environ.get("SLUICE_CA_FILE"))
+        self.ssl_context = ssl_context
         self.admin_token = admin_token or token     # ``token=`` is accepted as an alias
         self.timeout = timeout
         self._local = threading.local()
@@ -50,7 +59,9 @@ class ControllerClient:
     def _conn(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            conn = (http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout,
+                                                context=self.ssl_context) if self.https else
+                    http.client.HTTPConnection(self.host, self.port, timeout=self.timeout))
             self._local.conn = conn
         return conn
 

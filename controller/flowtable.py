@@ -25,7 +25,7 @@ class FlowTable:
                 old = self.rules.get(mod.rule.key)
                 if old is not None:   # OpenFlow 1.3 MODIFY_STRICT keeps the cookie
                     self.rules[mod.rule.key] = Rule(old.dpid, old.priority, old.match,
-                                                    mod.rule.actions, old.cookie)
+                                                    mod.rule.actions, old.cookie, old.table)
             elif mod.command == "clear":    # delete every rule of the switch
                 for key in [k for k, r in self.rules.items() if r.dpid == mod.rule.dpid]:
                     del self.rules[key]
@@ -40,17 +40,41 @@ class FlowTable:
     def with_cookie(self, cookie: int) -> list[Rule]:
         return [r for r in self.rules.values() if r.cookie == cookie]
 
-    def lookup(self, dpid: int, packet: dict[str, Any]) -> Rule | None:
-        """Highest-priority rule of switch ``dpid`` whose match fields all equal the
-        packet's (``packet`` uses OFPMatch names: in_port, eth_type, ipv4_dst, ...)."""
+    def lookup(self, dpid: int, packet: dict[str, Any], table: int = 0) -> Rule | None:
+        """Highest-priority rule of table ``table`` of switch ``dpid`` whose match fields
+        all equal the packet's (``packet`` uses OFPMatch names: in_port, eth_type, ...)."""
         best = None
         for r in self.rules.values():
-            if r.dpid != dpid:
+            if r.dpid != dpid or r.table != table:
                 continue
             if all(_field_eq(packet.get(f), v) for f, v in r.match):
                 if best is None or r.priority > best.priority:
                     best = r
         return best
+
+
+    def process(self, dpid: int, packet: dict[str, Any]) -> tuple[str, Any]:
+        """Run ``packet`` through switch ``dpid``'s pipeline from table 0, applying
+        set_dscp to ``packet['ip_dscp']``. Returns ("output", port) | ("controller", None)
+        | ("drop", None)."""
+        table = 0
+        while True:
+            rule = self.lookup(dpid, packet, table)
+            if rule is None or not rule.actions:
+                return "drop", None
+            goto = None
+            for act in rule.actions:
+                if act[0] == "set_dscp":
+                    packet["ip_dscp"] = act[1]
+                elif act[0] == "output":
+                    return "output", act[1]
+                elif act[0] == "controller":
+                    return "controller", None
+                elif act[0] == "goto":
+                    goto = act[1]
+            if goto is None or goto <= table:
+                return "drop", None
+            table = goto
 
 
 def _field_eq(have: Any, want: Any) -> bool:

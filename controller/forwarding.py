@@ -27,6 +27,11 @@ import networkx as nx
 from topologies import Topology
 
 
+# Cost of a hop touching a switch whose control channel is down (see next_ports): more
+# than any detour through managed switches in the fabrics sluice builds.
+AVOID_COST = 1000
+
+
 @dataclass(frozen=True)
 class HostLocation:
     ip: str
@@ -71,8 +76,15 @@ class FabricView:
 
     def learn_host(self, ip: str, dpid: int, port: int, mac: str) -> bool:
         """A host spoke on (dpid, port). Accepted only for a described host under this
-        ToR on a port that is not a switch link; returns True when the location changed."""
+        ToR on a port that is not a switch link, and not while the address is bound to
+        another live port; returns True when the location changed."""
         if self.tor_dpid_of_ip.get(ip) != dpid or self.is_link_port(dpid, port):
+            return False
+        old = self.hosts.get(ip)
+        if old is not None and old.port != port and old.port in self.ports.get(dpid, {}):
+            # The address is bound to a port that is still there: another host claiming
+            # it (ARP spoofing) does not move the binding. A real move unplugs the old
+            # port first (prune_ports forgets the binding).
             return False
         loc = HostLocation(ip, dpid, port, mac.lower())
         if self.hosts.get(ip) == loc:
@@ -81,10 +93,11 @@ class FabricView:
         return True
 
     def switch_down(self, dpid: int) -> None:
-        """The switch's control channel dropped. Its links and hosts are kept: with
-        fail-mode secure it keeps forwarding on its installed rules, so the other switches
-        must keep routing through it (a dead link shows up as a port-status change on
-        the neighbour, which :meth:`prune_ports` handles)."""
+        """The switch's control channel dropped (or echo liveness gave up on it). Its
+        links and hosts are kept: if only the channel is gone it still forwards
+        (fail-mode secure), and where it is the only way (a ToR) routing through it is
+        the best there is; :meth:`next_ports` routes around it wherever it can. A dead
+        link shows up as a port-status change on the neighbour (:meth:`prune_ports`)."""
         self.connected.discard(dpid)
 
     def prune_ports(self, dpid: int, ports: dict[int, str]) -> None:
@@ -95,6 +108,26 @@ class FabricView:
             self.links.pop(self.links.pop(key), None)
         for ip in [ip for ip, l in self.hosts.items() if l.dpid == dpid and l.port not in ports]:
             del self.hosts[ip]
+
+    # ---- persistence (the controller's state file) --------------------------------------
+    def to_dict(self) -> dict:
+        """Links, host locations and port lists: what a restarted controller needs to
+        route at once instead of waiting for LLDP/ARP to find everything again."""
+        return {"links": [[a, pa, b, pb] for (a, pa), (b, pb) in sorted(self.links.items())],
+                "hosts": [[l.ip, l.dpid, l.port, l.mac] for l in self.hosts.values()],
+                "ports": {str(d): {str(p): n for p, n in ps.items()}
+                          for d, ps in self.ports.items()}}
+
+    def restore(self, data: dict) -> None:
+        """Inverse of :meth:`to_dict`. Entries the description does not allow are
+        skipped (the same checks as live discovery); malformed ones raise."""
+        self.ports = {int(d): {int(p): str(n) for p, n in ps.items()}
+                      for d, ps in data["ports"].items()}
+        for a, pa, b, pb in data["links"]:
+            self.add_link((int(a), int(pa)), (int(b), int(pb)))
+        for ip, dpid, port, mac in data["hosts"]:
+            if str(ip) in self.tor_dpid_of_ip:
+                self.learn_host(str(ip), int(dpid), int(port), str(mac))
 
     def edge_ports(self, dpid: int) -> list[int]:
         """Ports of ``dpid`` that are not switch links (where hosts can be)."""
@@ -112,20 +145,29 @@ class FabricView:
         return g
 
     def next_ports(self) -> dict[int, dict[str, int]]:
-        """dpid -> {dst_ip: out_port} for every learned host reachable from the switch."""
+        """dpid -> {dst_ip: out_port} for every learned host reachable from the switch.
+
+        Shortest paths where a hop through a switch whose control channel is down costs
+        AVOID_COST instead of 1: such a switch may be dead (echo liveness gave up on it)
+        or unmanaged, so traffic goes around it wherever another path exists (spines of
+        leaf-spine/fat-tree), and through it only where it is the only way (a ToR)."""
         g = self.switch_graph()
+        for a, b in g.edges:
+            g.edges[a, b]["cost"] = AVOID_COST if (a not in self.connected or
+                                                  b not in self.connected) else 1
         port_to = {(a, b): pa for (a, pa), (b, _) in self.links.items()}
         out: dict[int, dict[str, int]] = {d: {} for d in g.nodes}
         for ip, loc in sorted(self.hosts.items()):
             if loc.dpid not in g:
                 continue
-            dist = nx.single_source_shortest_path_length(g, loc.dpid)
+            dist = nx.single_source_dijkstra_path_length(g, loc.dpid, weight="cost")
             salt = int(ipaddress.IPv4Address(ip))
             for s, d in dist.items():
                 if s == loc.dpid:
                     out[s][ip] = loc.port
                     continue
-                closer = sorted(n for n in g.neighbors(s) if dist.get(n) == d - 1)
+                closer = sorted(n for n in g.neighbors(s)
+                                if dist.get(n, -1) + g.edges[s, n]["cost"] == d)
                 out[s][ip] = port_to[(s, closer[salt % len(closer)])]
         return out
 

@@ -6,7 +6,18 @@ whole controller be tested against :class:`controller.flowtable.FlowTable` with 
 and lets the app send only the rules that really changed (no flow-mod storm per batch).
 
 Actions are tuples: ``("output", port)``, ``("controller",)``, ``("set_dscp", dscp)``,
-``("set_queue", queue_id)``. A rule with no actions drops.
+``("set_queue", queue_id)``, ``("goto", table)`` (always last). A rule with no actions
+drops.
+
+Two tables, so that no host can buy priority (the FAUCET way: admission first):
+
+- table 0, admission: ARP/LLDP to the controller; a packet from a host port passes only
+  with the source IP bound to that port (else the table-miss drops it) and is re-marked
+  to DSCP 0, the least urgent class, unless it is a registered PS flow from that port,
+  which is marked with its level instead; packets arriving on a switch link pass as they
+  are (they were admitted at their first switch).
+- table 1, forwarding: per-destination output (and, enforce=queue, per-hop queues of
+  the PS flows).
 """
 
 from __future__ import annotations
@@ -24,11 +35,16 @@ IPPROTO_TCP = 6
 # Priorities: control traffic > PS flows > plain forwarding > table-miss (drop).
 PRIO_CONTROL = 1000
 PRIO_JOB_FLOW = 200
+PRIO_ADMIT = 150         # table 0: a host's own source IP on its own port
 PRIO_FORWARD = 100
+PRIO_TRANSIT = 100       # table 0: anything arriving on a switch-to-switch link
 PRIO_MISS = 0
+
+TABLE_ADMIT, TABLE_FORWARD = 0, 1
 
 COOKIE_BASE = 0x1        # table-miss, ARP/LLDP to controller
 COOKIE_FORWARDING = 0x2  # per-destination IPv4 forwarding
+COOKIE_ADMISSION = 0x3   # source-IP binding + re-marking at the first switch
 ENFORCE_MODES = ("dscp", "queue")
 
 
@@ -39,17 +55,20 @@ class Rule:
     match: tuple[tuple[str, Any], ...]     # sorted (field, value) pairs, OFPMatch names
     actions: tuple[tuple, ...]
     cookie: int
+    table: int = TABLE_ADMIT
 
     @cached_property
     def key(self) -> tuple:
-        """What identifies a flow entry in OpenFlow (strict match): switch, priority, match."""
-        return (self.dpid, self.priority, self.match)
+        """What identifies a flow entry in OpenFlow (strict match): switch, table,
+        priority, match."""
+        return (self.dpid, self.table, self.priority, self.match)
 
     def match_dict(self) -> dict[str, Any]:
         return dict(self.match)
 
     def to_json(self) -> dict[str, Any]:
-        return {"dpid": self.dpid, "priority": self.priority, "match": dict(self.match),
+        return {"dpid": self.dpid, "table": self.table, "priority": self.priority,
+                "match": dict(self.match),
                 "actions": [list(a) for a in self.actions], "cookie": f"0x{self.cookie:x}"}
 
 
@@ -65,18 +84,35 @@ def make_match(**fields: Any) -> tuple[tuple[str, Any], ...]:
 
 def base_rules(dpid: int) -> list[Rule]:
     """Every switch: ARP and LLDP go to the controller (proxy ARP, link discovery; never
-    flooded, so loops in leaf-spine/fat-tree cannot storm), everything unknown is dropped."""
+    flooded, so loops in leaf-spine/fat-tree cannot storm), everything unknown is dropped
+    (in both tables)."""
     return [
         Rule(dpid, PRIO_MISS, (), (), COOKIE_BASE),
         Rule(dpid, PRIO_CONTROL, make_match(eth_type=ETH_ARP), (("controller",),), COOKIE_BASE),
         Rule(dpid, PRIO_CONTROL, make_match(eth_type=ETH_LLDP), (("controller",),), COOKIE_BASE),
+        Rule(dpid, PRIO_MISS, (), (), COOKIE_BASE, TABLE_FORWARD),
     ]
+
+
+def admission_rules(host_ports: Iterable[tuple[int, int, str]],
+                    link_ports: Iterable[tuple[int, int]]) -> list[Rule]:
+    """Table 0. ``host_ports``: (dpid, port, ip) of each located host: its IPv4 passes
+    only from its own port with its own source address, re-marked to DSCP 0 (the least
+    urgent class: a host's own marking buys nothing). ``link_ports``: (dpid, port) of
+    switch links: traffic from another switch passes unchanged."""
+    goto = ("goto", TABLE_FORWARD)
+    out = [Rule(dpid, PRIO_ADMIT, make_match(in_port=port, eth_type=ETH_IPV4, ipv4_src=ip),
+                (("set_dscp", 0), goto), COOKIE_ADMISSION)
+           for dpid, port, ip in sorted(host_ports)]
+    out += [Rule(dpid, PRIO_TRANSIT, make_match(in_port=port), (goto,), COOKIE_ADMISSION)
+            for dpid, port in sorted(link_ports)]
+    return out
 
 
 def forwarding_rules(next_ports: Mapping[int, Mapping[str, int]]) -> list[Rule]:
     """``next_ports[dpid][dst_ip] = out_port`` -> one IPv4 rule per switch and destination."""
     return [Rule(dpid, PRIO_FORWARD, make_match(eth_type=ETH_IPV4, ipv4_dst=ip),
-                 (("output", port),), COOKIE_FORWARDING)
+                 (("output", port),), COOKIE_FORWARDING, TABLE_FORWARD)
             for dpid, table in sorted(next_ports.items()) for ip, port in sorted(table.items())]
 
 
@@ -86,23 +122,30 @@ def flow_match(flow: FlowKey) -> tuple[tuple[str, Any], ...]:
                       ipv4_dst=flow.dst_ip, tcp_dst=flow.dst_port)
 
 
-def job_flow_rules(flow: FlowKey, level: int, hops: list[tuple[int, int]], cookie: int,
-                   enforce: str) -> list[Rule]:
-    """Rules that give ``flow`` priority ``level`` along ``hops`` [(dpid, out_port), ...].
+def ingress_match(flow: FlowKey, in_port: int) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(flow_match(flow) + (("in_port", in_port),)))
 
-    dscp: mark once at the ingress switch; the DSCP travels with the packet and every
-    egress port's HTB/u32 filter classifies on it (set_queue is ignored by the userspace
-    datapath, DESIGN.md). queue: every switch on the path sets its own egress queue."""
-    if not hops:
+
+def job_flow_rules(flow: FlowKey, level: int, hops: list[tuple[int, int]], cookie: int,
+                   enforce: str, in_port: int | None = None) -> list[Rule]:
+    """Rules that give ``flow`` priority ``level`` along ``hops`` [(dpid, out_port), ...];
+    ``in_port``: the source host's port on the first switch.
+
+    dscp: mark once at the ingress switch (table 0, only packets from the source's own
+    port); the DSCP travels with the packet and every egress port's HTB/u32 filter
+    classifies on it (set_queue is ignored by the userspace datapath, DESIGN.md).
+    queue: every switch on the path sets its own egress queue (table 1)."""
+    if not hops or in_port is None:
         return []
-    match = flow_match(flow)
     if enforce == "dscp":
-        dpid, port = hops[0]
-        return [Rule(dpid, PRIO_JOB_FLOW, match,
-                     (("set_dscp", dscp_of_level(level)), ("output", port)), cookie)]
+        dpid, _port = hops[0]
+        return [Rule(dpid, PRIO_JOB_FLOW, ingress_match(flow, in_port),
+                     (("set_dscp", dscp_of_level(level)), ("goto", TABLE_FORWARD)), cookie)]
     if enforce == "queue":
+        match = flow_match(flow)
         return [Rule(dpid, PRIO_JOB_FLOW, match,
-                     (("set_queue", queue_id_of_level(level)), ("output", port)), cookie)
+                     (("set_queue", queue_id_of_level(level)), ("output", port)), cookie,
+                     TABLE_FORWARD)
                 for dpid, port in hops]
     raise ValueError(f"enforce must be one of {ENFORCE_MODES}, got {enforce!r}")
 

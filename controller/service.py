@@ -28,6 +28,7 @@ from controller.linkstats import LinkStats
 from controller.metrics import Metrics
 from controller.ranking import FlowKey, assign_levels, ordered
 from controller.packets import ArpIn, arp_probe, arp_reply
+from controller.journal import ProgressJournal, journal_path
 from controller.registry import Registry, parse_job, parse_progress
 from sluice.errors import InputError
 from topologies import Topology
@@ -42,6 +43,9 @@ LOG = logging.getLogger("sluice.controller")
 # link and host found) or this many seconds passed: a restarted controller knows no
 # hosts at first, and deleting their forwarding rules would cut traffic until it does.
 SETTLE_S = 3.0
+# The progress journal is folded into the state file after this many reports
+# (~60 bytes each: a few MB at most, replayed in well under a second).
+JOURNAL_COMPACT_AT = 50_000
 
 
 class ApiError(Exception):
@@ -99,6 +103,14 @@ class _Bucket:
         return False
 
 
+class _PendingReport:
+    """An accepted progress report waiting for the reconcile that covers it."""
+    __slots__ = ("t0", "done", "changed", "covered")
+
+    def __init__(self, t0: float, done=None) -> None:
+        self.t0, self.done, self.changed, self.covered = t0, done or threading.Event(), 0, False
+
+
 class ControllerService:
     def __init__(self, config: ControllerConfig, sink: FlowSink | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -112,6 +124,11 @@ class ControllerService:
         self.sink = sink or TableSink()
         self.clock = clock
         self.lock = threading.RLock()
+        self._reconcile_lock = threading.Lock()     # group commit of progress reports
+        # Guards what progress reports touch (registry batches, tokens, buckets, the
+        # journal, the pending list). Order: self.lock before _report_lock, never after.
+        self._report_lock = threading.Lock()
+        self._pending: list[_PendingReport] = []
         self.fabric = FabricView(config.topology)
         self.registry = Registry()
         self.installed = FlowTable()          # shadow of what the switches were told
@@ -126,11 +143,25 @@ class ControllerService:
         self._next_ports: dict[int, dict[str, int]] = {}
         self._paths: dict[tuple[str, str], list[tuple[int, int]]] = {}
         self._flow_rules: dict[FlowKey, tuple[int, list[R.Rule]]] = {}
+        self._static_rules: list[R.Rule] = []           # base + forwarding + admission
+        self._flow_desired: dict[tuple, R.Rule] | None = None   # PS-flow rules last sent
+        self._tables_exact = False
         # target ip -> [(dpid, port, asker mac, asker ip)] waiting for the target's reply
         self._pending_arp: dict[str, list[tuple[int, int, str, str]]] = {}
         self._settle_until: dict[int, float] = {}   # reconnected dpid -> clock() deadline
-        if config.state_file and Path(config.state_file).exists():
-            self._load_state(Path(config.state_file))
+        self._journal: ProgressJournal | None = None
+        if config.state_file:
+            state = Path(config.state_file)
+            if state.exists():
+                self._load_state(state)
+            self._journal = ProgressJournal(journal_path(state))
+            # Reports acknowledged after the last snapshot: replayed on top of it, then
+            # folded into a fresh snapshot so the journal starts empty.
+            if self._journal.path.stat().st_size:
+                replayed = self._journal.replay(self.registry.report)
+                LOG.info("replayed %d progress reports from %s", replayed,
+                         self._journal.path)
+                self._save_state()      # also drops a torn last line
 
     # ================================================================ fabric events ==
     def switch_up(self, dpid: int, ports: dict[int, str],
@@ -178,7 +209,7 @@ class ControllerService:
             self._settle_until.clear()
             return None
         settling = set(self._settle_until)
-        owned = {R.COOKIE_BASE, R.COOKIE_FORWARDING} | {
+        owned = {R.COOKIE_BASE, R.COOKIE_FORWARDING, R.COOKIE_ADMISSION} | {
             j.cookie for j in self.registry.jobs.values()}
         return lambda r: r.dpid in settling and r.cookie in owned
 
@@ -206,6 +237,7 @@ class ControllerService:
                          self._name(dst[0]), dst[1])
                 self._fabric_dirty = True
                 self._reconcile()
+                self._save_state()   # a restart then routes at once (no rediscovery wait)
 
     def host_seen(self, ip: str, dpid: int, port: int, mac: str) -> bool:
         with self.lock:
@@ -213,6 +245,7 @@ class ControllerService:
                 LOG.info("host %s (%s) at %s port %d", ip, mac, self._name(dpid), port)
                 self._fabric_dirty = True
                 self._reconcile()
+                self._save_state()
                 return True
             return False
 
@@ -289,14 +322,15 @@ class ControllerService:
         except InputError as err:
             raise ApiError(400, str(err))
         with self.lock:
-            try:
-                self.registry.check_new(job)
-            except InputError as err:
-                raise ApiError(409, str(err))
-            self.registry.add(job)
-            job_token = secrets.token_urlsafe(24)
-            self._token_sha[job.id] = _sha(job_token)
-            self._buckets[job.id] = _Bucket(self.config.rate_per_s, self.clock())
+            with self._report_lock:
+                try:
+                    self.registry.check_new(job)
+                except InputError as err:
+                    raise ApiError(409, str(err))
+                self.registry.add(job)
+                job_token = secrets.token_urlsafe(24)
+                self._token_sha[job.id] = _sha(job_token)
+                self._buckets[job.id] = _Bucket(self.config.rate_per_s, self.clock())
             self.metrics.inc("sluice_jobs_registered_total")
             self._reconcile(on_done=done.set if done else None)
             self._save_state()
@@ -308,11 +342,12 @@ class ControllerService:
                    done: threading.Event | None = None) -> dict[str, Any]:
         self.check_admin(token)
         with self.lock:
-            if job_id not in self.registry.jobs:
-                raise ApiError(404, f"no job '{job_id}'")
-            job = self.registry.remove(job_id)
-            self._token_sha.pop(job_id, None)
-            self._buckets.pop(job_id, None)
+            with self._report_lock:
+                if job_id not in self.registry.jobs:
+                    raise ApiError(404, f"no job '{job_id}'")
+                job = self.registry.remove(job_id)
+                self._token_sha.pop(job_id, None)
+                self._buckets.pop(job_id, None)
             mods = self._reconcile(on_done=done.set if done else None)
             self._save_state()
             LOG.info("job %s removed", job_id)
@@ -325,7 +360,9 @@ class ControllerService:
         """Returns the answer and, when flow mods were sent, an event (``done``, or a new
         one) set on their barrier replies (the API can wait on it)."""
         t0 = self.clock() if t0 is None else t0
-        with self.lock:
+        # Only the small report lock: reports are recorded (and journaled) while a
+        # reconcile holds the big lock, and the next reconcile covers them all.
+        with self._report_lock:
             job = self.registry.jobs.get(job_id)
             if job is None:
                 raise ApiError(404, f"no job '{job_id}'")
@@ -342,21 +379,45 @@ class ControllerService:
                                     f"(limit {self.config.rate_per_s:g}/s)")
             result = self.registry.report(job_id, worker, batch)
             self.metrics.inc("sluice_progress_reports_total", result=result)
+            if result == "accepted" and self._journal is not None:
+                # written before the answer leaves: a SIGKILL after the ack loses nothing
+                self._journal.append(job_id, worker, batch)
             if result != "accepted":
                 return {"result": result, "changed_rules": 0}, None
-            done = done or threading.Event()
+            mine = _PendingReport(t0, done)
+            self._pending.append(mine)
+        # Group commit: one reconcile covers every report recorded before it started.
+        # Under load, reports arriving while a reconcile runs are covered together by
+        # the next one, so the cost per report falls as the rate rises; alone, a report
+        # gets its own reconcile at once.
+        with self._reconcile_lock:
+            if not mine.covered:         # else a reconcile that started after it ran
+                with self.lock:
+                    with self._report_lock:
+                        batch, self._pending = self._pending, []
+                    if batch:
+                        self._reconcile_batch(batch)
+                if self._journal is not None and self._journal.entries >= JOURNAL_COMPACT_AT:
+                    self._save_state()
+        if not mine.changed:
+            return {"result": result, "changed_rules": 0}, None
+        return {"result": result, "changed_rules": mine.changed}, mine.done
 
-            def finished() -> None:
-                self.metrics.observe_reaction(self.clock() - t0)
-                done.set()
+    def _reconcile_batch(self, batch: list["_PendingReport"]) -> None:
+        def finished() -> None:
+            now = self.clock()
+            for p in batch:
+                self.metrics.observe_reaction(now - p.t0)
+                p.done.set()
 
-            mods = self._reconcile(on_done=finished, only_if_levels_changed=True)
-            if not mods:
-                return {"result": result, "changed_rules": 0}, None
-            return {"result": result, "changed_rules": len(mods)}, done
+        mods = self._reconcile(on_done=finished, only_if_levels_changed=True)
+        for p in batch:
+            p.changed, p.covered = len(mods), True
+        if len(batch) > 1:
+            self.metrics.inc("sluice_progress_reports_coalesced_total", len(batch) - 1)
 
     def jobs(self) -> list[dict[str, Any]]:
-        with self.lock:
+        with self.lock, self._report_lock:
             return [j.to_dict() for j in self.registry.jobs.values()]
 
     def flows(self, job_id: str | None = None) -> dict[str, Any]:
@@ -366,10 +427,13 @@ class ControllerService:
             cookie_of = {j.id: j.cookie for j in self.registry.jobs.values()}
             by_match: dict[tuple, list[R.Rule]] = {}
             for r in self.installed.rules.values():
-                if r.priority == R.PRIO_JOB_FLOW:
-                    by_match.setdefault(r.match, []).append(r)
+                if r.priority == R.PRIO_JOB_FLOW:   # keyed without the ingress port
+                    match = tuple(kv for kv in r.match if kv[0] != "in_port")
+                    by_match.setdefault(match, []).append(r)
             out = []
-            for flow, batch in ordered(self.registry.flows_with_batches()):
+            with self._report_lock:
+                snapshot = list(self.registry.flows_with_batches())
+            for flow, batch in ordered(snapshot):
                 if job_id is not None and flow.job != job_id:
                     continue
                 level = self._levels.get(flow)
@@ -386,7 +450,7 @@ class ControllerService:
     def rules(self) -> list[dict[str, Any]]:
         with self.lock:
             return [r.to_json() for r in sorted(self.installed.rules.values(),
-                                                key=lambda r: (r.dpid, -r.priority, r.match))]
+                                                key=lambda r: (r.dpid, r.table, -r.priority, r.match))]
 
     def links(self) -> dict[str, Any]:
         with self.lock:
@@ -461,20 +525,25 @@ class ControllerService:
                    only_if_levels_changed: bool = False) -> list[R.FlowMod]:
         """Compute the desired rules of every connected switch, diff against what was
         installed, send only the difference. Caller holds the lock."""
-        levels = assign_levels(self.registry.flows_with_batches(), self.config.levels)
+        with self._report_lock:
+            snapshot = list(self.registry.flows_with_batches())
+        levels = assign_levels(snapshot, self.config.levels)
         if only_if_levels_changed and not self._fabric_dirty and levels == self._levels:
             return []
-        if self._fabric_dirty:
+        fabric_changed = self._fabric_dirty
+        connected = self.fabric.connected
+        if fabric_changed:
             self._next_ports = self.fabric.next_ports()
-            self._fwd_rules = R.forwarding_rules(self._next_ports)
+            self._fwd_rules = R.forwarding_rules(self._next_ports) + R.admission_rules(
+                ((l.dpid, l.port, ip) for ip, l in self.fabric.hosts.items()),
+                self.fabric.links)
+            # switches whose control channel is down are routed through, but get no rules
+            self._static_rules = [r for dpid in sorted(connected) for r in R.base_rules(dpid)]
+            self._static_rules += [r for r in self._fwd_rules if r.dpid in connected]
             self._paths.clear()
             self._flow_rules.clear()
             self._fabric_dirty = False
         self._levels = levels
-        desired: list[R.Rule] = []
-        for dpid in sorted(self.fabric.connected):
-            desired += R.base_rules(dpid)
-        desired += self._fwd_rules
         cookie_of = {j.id: j.cookie for j in self.registry.jobs.values()}
         # Rules per flow are cached by level: a report rebuilds only the flows it moved.
         flow_rules: dict[FlowKey, tuple[int, list[R.Rule]]] = {}
@@ -485,18 +554,32 @@ class ControllerService:
                 if hops is None:
                     hops = self.fabric.path(flow.src_ip, flow.dst_ip, self._next_ports)
                     self._paths[(flow.src_ip, flow.dst_ip)] = hops
+                src = self.fabric.hosts.get(flow.src_ip)
                 cached = (level, R.job_flow_rules(flow, level, hops, cookie_of[flow.job],
-                                                  self.config.enforce))
+                                                  self.config.enforce,
+                                                  src.port if src else None))
             flow_rules[flow] = cached
         self._flow_rules = flow_rules
         # Least urgent first: flows sharing one match (two workers of a job on one host
         # push to the same server:port) get one rule, and the most urgent level wins.
-        for level, rules in sorted(flow_rules.values(), key=lambda lr: -lr[0]):
-            desired += rules
-        # switches whose control channel is down are routed through, but get no rules
-        desired = [r for r in desired if r.dpid in self.fabric.connected]
-        mods = list(prefix or []) + R.diff(self.installed.rules, desired,
-                                           keep=self._keep_while_settling())
+        flow_desired: dict[tuple, R.Rule] = {}
+        for _level, rules in sorted(flow_rules.values(), key=lambda lr: -lr[0]):
+            for r in rules:
+                if r.dpid in connected:
+                    flow_desired[r.key] = r
+        keep = self._keep_while_settling()
+        if prefix is None and not fabric_changed and keep is None \
+                and self._flow_desired is not None and self._tables_exact:
+            # Only PS-flow rules can have changed (the fabric did not): diff just those
+            # against what they were, not the whole table (what a progress report costs).
+            mods = R.diff(self._flow_desired, flow_desired.values())
+        else:
+            desired = self._static_rules + list(flow_desired.values())
+            mods = list(prefix or []) + R.diff(self.installed.rules, desired, keep=keep)
+        self._flow_desired = flow_desired
+        # rules kept while settling make the tables differ from desired: next time a
+        # full diff, so that they go as soon as they are no longer kept
+        self._tables_exact = keep is None
         self.installed.apply(mods)
         self.metrics.inc("sluice_flow_mods_total",
                          sum(1 for m in mods if m.command != "clear"))
@@ -508,16 +591,27 @@ class ControllerService:
         path = self.config.state_file
         if not path:
             return
+        with self._report_lock:      # the snapshot and the journal's truncation agree
+            self._write_state(path)
+
+    def _write_state(self, path) -> None:
         data = {"version": 1, "jobs": [
             {**{k: v for k, v in j.to_dict().items() if k != "cookie"},
              "cookie": j.cookie, "token_sha256": self._token_sha[j.id]}
-            for j in self.registry.jobs.values()]}
+            for j in self.registry.jobs.values()],
+            "fabric": self.fabric.to_dict()}
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
+        # Only now is every journaled report inside the snapshot (a crash before this
+        # line replays them again: reports are idempotent, batches only go up).
+        if self._journal is not None:
+            self._journal.truncate()
 
     def save_state(self) -> None:
         with self.lock:
@@ -556,6 +650,11 @@ class ControllerService:
                 raise InputError(str(path), err.reason, element=err.element)
             tokens[job.id] = extra["token_sha256"]
         self.registry, self._token_sha = registry, tokens
+        if data.get("fabric") is not None:
+            try:
+                self.fabric.restore(data["fabric"])
+            except (AttributeError, KeyError, TypeError, ValueError) as err:
+                raise InputError(str(path), f"bad fabric entry: {err}", field="fabric")
         now = self.clock()
         self._buckets = {j: _Bucket(self.config.rate_per_s, now) for j in tokens}
         LOG.info("restored %d jobs from %s", len(tokens), path)

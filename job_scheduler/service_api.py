@@ -168,8 +168,9 @@ class SchedulerHTTPServer(ThreadedServer):
     ``service`` may be attached after construction (the store is locked first)."""
 
     def __init__(self, address: tuple[str, int], service: SchedulerService | None,
-                 token: str | None = None, max_body: int = DEFAULT_MAX_BODY):
+                 token: str | None = None, max_body: int = DEFAULT_MAX_BODY,
+                 tls: tuple[str, str] | None = None):
         self.service = service
         self.token = token
         self.max_body = max_body
-        super().__init__(build_app(self), *address)
+        super().__init__(build_app(self), *address, tls=tls)

@@ -56,13 +56,14 @@ def build_service(*, topology: Topology, policy: PolicyStep, estimator: Estimato
                   local_command: str | None = None, max_retries: int = 0,
                   controller_url: str | None = None, token: str | None = None,
                   listen: tuple[str, int] = ("127.0.0.1", 8181),
-                  max_body: int = 1 << 20) -> tuple[SchedulerService, SchedulerHTTPServer]:
+                  max_body: int = 1 << 20, tls: tuple[str, str] | None = None
+                  ) -> tuple[SchedulerService, SchedulerHTTPServer]:
     controller = None
     if controller_url:
         from job_scheduler.service_controller import ControllerNotifier
         controller = ControllerNotifier(controller_url, topology)
     try:   # bind first: a busy port must not leave anything behind
-        server = SchedulerHTTPServer(listen, None, token=token, max_body=max_body)
+        server = SchedulerHTTPServer(listen, None, token=token, max_body=max_body, tls=tls)
     except OSError as err:
         raise InputError("--listen", f"cannot listen on {listen[0]}:{listen[1]}: "
                          f"{err.strerror or err}")

@@ -63,6 +63,10 @@ def configure_scheduler(parser: argparse.ArgumentParser) -> None:
                         help="SDN controller's northbound API: jobs are registered on start "
                         "and their flow rules removed when they end (admin token from env "
                         "SLUICE_CONTROLLER_TOKEN or SLUICE_ADMIN_TOKEN)")
+    parser.add_argument("--tls-cert", default=None,
+                        help="PEM certificate: the API speaks HTTPS only (needs --tls-key; "
+                             "clients trust it via env SLUICE_CA_FILE)")
+    parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
     parser.add_argument("--token", default=None,
                         help=f"admin token for submit/cancel (or env {TOKEN_ENV})")
     parser.add_argument("--max-request-bytes", type=int, default=1 << 20,
@@ -113,6 +117,8 @@ def run_scheduler(args: argparse.Namespace) -> int:
         raise InputError("--max-retries", "must be >= 0")
     if args.max_request_bytes < 1024:
         raise InputError("--max-request-bytes", "must be >= 1024")
+    from sluice.http_service import check_tls_files
+    tls = check_tls_files(args.tls_cert, args.tls_key)
     topology = load_topology(args.topology)
     try:
         estimator = Estimator(args.profile)
@@ -135,7 +141,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
         executor=args.executor, time_factor=args.time_factor,
         local_command=args.local_command, max_retries=args.max_retries,
         controller_url=args.controller, token=token, listen=(host, port),
-        max_body=args.max_request_bytes)
+        max_body=args.max_request_bytes, tls=tls)
     return serve(service, server, args.slot, token_set=bool(token))
 
 

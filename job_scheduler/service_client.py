@@ -41,9 +41,13 @@ class SchedulerClient:
 
     def __post_init__(self):
         parts = urlsplit(self.url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"scheduler URL must look like http://HOST:PORT, got {self.url!r}")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"scheduler URL must look like http(s)://HOST:PORT, got {self.url!r}")
         self._host, self._port = parts.hostname, parts.port or 80
+        self._ssl = None
+        if parts.scheme == "https":   # trusts the system CAs plus SLUICE_CA_FILE when set
+            import ssl
+            self._ssl = ssl.create_default_context(cafile=os.environ.get("SLUICE_CA_FILE"))
 
     @classmethod
     def from_env(cls, url: str | None = None, token: str | None = None) -> "SchedulerClient":
@@ -52,7 +56,9 @@ class SchedulerClient:
 
     def _request(self, method: str, path: str, body: bytes | None = None,
                  headers: dict[str, str] | None = None) -> tuple[int, dict]:
-        conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
+        conn = (http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout,
+                                            context=self._ssl) if self._ssl else
+                http.client.HTTPConnection(self._host, self._port, timeout=self.timeout))
         try:
             hdrs = dict(headers or {})
             if self.token:

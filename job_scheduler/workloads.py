@@ -55,7 +55,9 @@ Trace rules:
   one iteration per second; the Estimator re-derives the work from the duration).
   ``extra`` keeps ``cluster`` and ``gpu_time``.
 
-A malformed trace row raises InputError naming the file, the line number and the column.
+A malformed trace raises one :class:`TraceErrors` (an InputError) listing every bad row
+and every bad column of it (up to MAX_ERRORS), each naming the file, the line number and
+the column; nothing is loaded.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ from typing import Callable
 from job_scheduler.bursty import BURSTY, generate_bursty
 from job_scheduler.jobspec import JobSpec, load_jobs
 from job_scheduler.models import canonical_name
-from sluice.errors import InputError
+from sluice.errors import InputError, InputErrors
 
 TRACE_FORMATS = ("tiresias", "philly")
 # The public traces live in the project's sibling folder ../shared/workloads (beside the
@@ -148,47 +150,74 @@ def generate_scenario(name: str, jobs: int | None = None, seed: int = 0,
 
 # ---- traces -------------------------------------------------------------------------------
 
+MAX_ERRORS = 100    # a trace that is wrong everywhere is reported by its first 100 errors
+
+
+class TraceErrors(InputErrors):
+    """Every error of a trace file at once (the first MAX_ERRORS of them; ``more``
+    counts the rest)."""
+
+    def __init__(self, errors: list[InputError], more: int = 0):
+        self.more = more
+        super().__init__(errors)
+
+    def format(self) -> str:
+        text = super().format()
+        if getattr(self, "more", 0):
+            text += (f"\n{self.source}: ... and {self.more} more errors "
+                     f"({len(self.errors) + self.more} in all)")
+        return text
+
+
 class _Row:
-    """Field access for one CSV row that turns a bad value into InputError(file, line, column)."""
-    __slots__ = ("source", "line", "cells", "index")
+    """Field access for one CSV row. A bad value is recorded as InputError(file, line,
+    column) in ``errors`` and read as None, so that one pass finds every bad column."""
+    __slots__ = ("source", "line", "cells", "index", "errors")
 
     def __init__(self, source: str, line: int, cells: list[str], index: dict[str, int]):
         self.source, self.line, self.cells, self.index = source, line, cells, index
+        self.errors: list[InputError] = []
 
-    def error(self, column: str, reason: str) -> InputError:
+    def error(self, column: str | None, reason: str) -> InputError:
         return InputError(self.source, reason, element=f"line {self.line}", field=column)
 
-    def text(self, column: str) -> str:
+    def fail(self, column: str, reason: str) -> None:
+        self.errors.append(self.error(column, reason))
+
+    def text(self, column: str) -> str | None:
         value = self.cells[self.index[column]].strip()
         if not value:
-            raise self.error(column, "missing value")
+            self.fail(column, "missing value")
+            return None
         return value
 
     def number(self, column: str, *, integer: bool = False, minimum: float = 0.0,
-               strict: bool = False) -> float:
+               strict: bool = False) -> float | None:
         text = self.cells[self.index[column]]
         try:
             value = float(text)
         except ValueError:
-            raise self.error(column, f"not a number: {text.strip()!r}")
+            return self.fail(column, f"not a number: {text.strip()!r}")
         if not math.isfinite(value):
-            raise self.error(column, f"not a finite number: {text.strip()!r}")
+            return self.fail(column, f"not a finite number: {text.strip()!r}")
         if integer and value != int(value):
-            raise self.error(column, f"not an integer: {text.strip()!r}")
+            return self.fail(column, f"not an integer: {text.strip()!r}")
         if value < minimum or (strict and value == minimum):
-            raise self.error(column, f"must be {'>' if strict else '>='} {minimum:g}, "
-                             f"got {text.strip()}")
+            return self.fail(column, f"must be {'>' if strict else '>='} {minimum:g}, "
+                                     f"got {text.strip()}")
         return int(value) if integer else value
 
 
 def _read_csv(path: Path, columns: tuple[str, ...], parse_row: Callable[[_Row], object]) -> list:
-    """Every data row through ``parse_row``; a malformed row raises InputError(line)."""
+    """Every data row through ``parse_row`` (which returns None when the row recorded
+    errors); any error raises TraceErrors with all of them, after the whole file."""
     source = str(path)
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as err:
         raise InputError(source, f"cannot read: {err.strerror or err}")
-    out = []
+    out: list = []
+    errors: list[InputError] = []
     with handle:
         reader = csv.reader(handle)
         try:
@@ -203,13 +232,21 @@ def _read_csv(path: Path, columns: tuple[str, ...], parse_row: Callable[[_Row], 
                 if not cells:
                     continue                              # blank line
                 if len(cells) != width:
-                    raise InputError(source, f"expected {width} columns, got {len(cells)}",
-                                     element=f"line {reader.line_num}")
-                out.append(parse_row(_Row(source, reader.line_num, cells, index)))
+                    errors.append(InputError(source, f"expected {width} columns, got "
+                                             f"{len(cells)}", element=f"line {reader.line_num}"))
+                    continue
+                row = _Row(source, reader.line_num, cells, index)
+                parsed = parse_row(row)
+                errors += row.errors
+                if not row.errors:
+                    out.append(parsed)
         except UnicodeDecodeError as err:
-            raise InputError(source, f"not UTF-8 text: {err.reason}")
+            errors.append(InputError(source, f"not UTF-8 text: {err.reason}"))
         except csv.Error as err:
-            raise InputError(source, f"bad CSV: {err}", element=f"line {reader.line_num}")
+            errors.append(InputError(source, f"bad CSV: {err}",
+                                     element=f"line {reader.line_num}"))
+    if errors:
+        raise TraceErrors(errors[:MAX_ERRORS], max(0, len(errors) - MAX_ERRORS))
     if not out:
         raise InputError(source, "no jobs in the trace")
     return out
@@ -218,29 +255,36 @@ def _read_csv(path: Path, columns: tuple[str, ...], parse_row: Callable[[_Row], 
 TIRESIAS_COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration")
 
 
-def _tiresias_job(r: _Row) -> JobSpec:
+def _tiresias_job(r: _Row) -> JobSpec | None:
     job_id = r.text("job_id")
     gpus = r.number("num_gpu", integer=True, minimum=1)
-    model = canonical_name(r.text("model_name"))
-    if model is None:
-        raise r.error("model_name", f"unknown model {r.text('model_name')!r}")
+    model_text = r.text("model_name")
+    model = canonical_name(model_text) if model_text else None
+    if model_text and model is None:
+        r.fail("model_name", f"unknown model {model_text!r}")
     iterations = r.number("iterations", integer=True, minimum=1)
+    arrival = r.number("submit_time")
+    duration = r.number("duration", strict=True)
+    if r.errors:
+        return None
     return JobSpec(
         name=f"tiresias-{job_id}", model=model,
         dataset_size=iterations * TRACE_BATCH_SIZE * gpus, epochs=1,
-        batch_size=TRACE_BATCH_SIZE, max_gpus=gpus, arrival=r.number("submit_time"),
-        trace_gpus=gpus, trace_duration=r.number("duration", strict=True),
-        extra={"line": r.line})
+        batch_size=TRACE_BATCH_SIZE, max_gpus=gpus, arrival=arrival,
+        trace_gpus=gpus, trace_duration=duration, extra={"line": r.line})
 
 
 def load_tiresias(path: str | Path) -> list[JobSpec]:
     jobs = _read_csv(Path(path), TIRESIAS_COLUMNS, _tiresias_job)
     seen: set[str] = set()
+    duplicates = []
     for job in jobs:
         if job.name in seen:
-            raise InputError(str(path), "duplicate job_id", element=f"line {job.extra['line']}",
-                             field="job_id")
+            duplicates.append(InputError(str(path), "duplicate job_id",
+                                         element=f"line {job.extra['line']}", field="job_id"))
         seen.add(job.name)
+    if duplicates:
+        raise TraceErrors(duplicates[:MAX_ERRORS], max(0, len(duplicates) - MAX_ERRORS))
     return jobs
 
 
@@ -259,15 +303,18 @@ def philly_model(gpu_time_s: float) -> str:
     return PHILLY_MODEL_CLASSES[-1][1]
 
 
-def _philly_row(r: _Row) -> tuple:
+def _philly_row(r: _Row) -> tuple | None:
     text = r.text("timestamp")
-    try:
-        ts = (datetime.fromisoformat(text) - _EPOCH).total_seconds()   # naive = UTC
-    except ValueError:
-        raise r.error("timestamp", f"not a 'YYYY-MM-DD HH:MM:SS' timestamp: {text!r}")
-    return (ts, r.line, r.number("duration", strict=True),
-            r.number("num_gpus", integer=True, minimum=1), r.number("gpu_time"),
-            r.text("cluster"))
+    ts = None
+    if text is not None:
+        try:
+            ts = (datetime.fromisoformat(text) - _EPOCH).total_seconds()   # naive = UTC
+        except ValueError:
+            r.fail("timestamp", f"not a 'YYYY-MM-DD HH:MM:SS' timestamp: {text!r}")
+    row = (ts, r.line, r.number("duration", strict=True),
+           r.number("num_gpus", integer=True, minimum=1), r.number("gpu_time"),
+           r.text("cluster"))
+    return None if r.errors else row
 
 
 def load_philly(path: str | Path) -> list[JobSpec]:

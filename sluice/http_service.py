@@ -97,7 +97,8 @@ class BodyLimit:
 class ThreadedServer:
     """uvicorn serving ``app`` on ``host:port`` (0: a free port)."""
 
-    def __init__(self, app, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, app, host: str = "127.0.0.1", port: int = 0,
+                 tls: tuple[str, str] | None = None):
         # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted connections only
         # for sockets that say they are TCP, and without it Nagle + the client's delayed
         # ACK add ~40 ms to every keep-alive request (measured: 44 ms -> 0.5 ms).
@@ -109,15 +110,18 @@ class ThreadedServer:
         self.host, self.port = self.server_address
         # access_log off: the log line would carry nothing a token could leak through, but
         # per-request logging costs the controller reaction latency.
+        # tls: (certificate, private key) PEM files -> HTTPS only (uvicorn's ssl options)
+        self.tls = tls
+        ssl_files = {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]} if tls else {}
         self.server = uvicorn.Server(uvicorn.Config(
             app, log_level="warning", access_log=False, lifespan="off",
-            timeout_keep_alive=30, server_header=False))
+            timeout_keep_alive=30, server_header=False, **ssl_files))
         self._thread: threading.Thread | None = None
         self._serving, self._stopped = threading.Event(), threading.Event()
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     def serve_forever(self, poll_interval: float | None = None) -> None:
         self._serving.set()
@@ -151,6 +155,24 @@ class ThreadedServer:
         self.shutdown()
         self.server_close()
 
+
+
+def check_tls_files(cert: str | None, key: str | None, what: str = "--tls-cert/--tls-key"
+                    ) -> tuple[str, str] | None:
+    """Both or neither; they must load as a certificate and its key (else InputError)."""
+    import ssl
+
+    from sluice.errors import InputError
+
+    if not cert and not key:
+        return None
+    if not (cert and key):
+        raise InputError(f"argument {what}", "give both or neither")
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as err:
+        raise InputError(cert, f"cannot load certificate/key: {err}")
+    return cert, key
 
 
 def document_400_for_bad_requests(app, extra_schemas: list = ()) -> None:

@@ -87,3 +87,24 @@ def test_fast_match_bytes_equal_os_kens_own_encoding():
     check()
     # a field we do not pack ourselves falls back to os-ken's OFPMatch
     assert type(fast_match(R.make_match(eth_type=0x800, udp_dst=53))) is parser.OFPMatch
+
+
+def test_admission_rule_goes_to_table_0_with_goto_and_reads_back_equal():
+    """Table and goto instruction survive the wire, and the flow-stats read-back of the
+    same entry becomes the same rule data (so a reconnect diff sends nothing for it)."""
+    from types import SimpleNamespace
+
+    from controller.app import rule_of_stats
+
+    dp = FakeDatapath()
+    for rule in (R.admission_rules([(1, 2, "10.0.0.2")], [(1, 5)])
+                 + R.forwarding_rules({1: {"10.0.0.2": 2}})):
+        back = roundtrip(dp, to_ofp(dp, R.FlowMod("add", rule)))
+        assert back.table_id == rule.table
+        stats = SimpleNamespace(priority=back.priority, match=back.match, cookie=back.cookie,
+                                instructions=back.instructions, table_id=back.table_id)
+        assert rule_of_stats(dp, stats) == rule
+        gotos = [i for i in back.instructions
+                 if i.type == ofproto_v1_3.OFPIT_GOTO_TABLE]
+        assert [g.table_id for g in gotos] == (
+            [R.TABLE_FORWARD] if rule.table == R.TABLE_ADMIT else [])

@@ -38,8 +38,12 @@ def test_arp_and_lldp_go_to_the_controller_never_flooded():
     for s in svc.config.topology.switches:
         arp = table.lookup(s.dpid, {"eth_type": 0x0806, "in_port": 1})
         assert arp.actions == (("controller",),)
-        unknown = table.lookup(s.dpid, {"eth_type": 0x86dd, "in_port": 1})
-        assert unknown.priority == R.PRIO_MISS and unknown.actions == ()
+        # anything else from a host port (IPv6 here) has no admission rule: dropped
+        host_port = svc.fabric.edge_ports(s.dpid)
+        if host_port:
+            unknown = table.lookup(s.dpid, {"eth_type": 0x86dd, "in_port": host_port[0]})
+            assert unknown.priority == R.PRIO_MISS and unknown.actions == ()
+        assert table.process(s.dpid, {"eth_type": 0x86dd, "in_port": 999}) == ("drop", None)
 
 
 def test_unknown_destination_is_dropped_not_flooded():
@@ -50,7 +54,9 @@ def test_unknown_destination_is_dropped_not_flooded():
 
 def test_rules_appear_only_once_hosts_and_links_are_known():
     svc = bring_up(make_service("two-rack"), hosts=False)
-    assert not [r for r in svc.sink.table.rules.values() if r.priority == R.PRIO_FORWARD]
+    assert not [r for r in svc.sink.table.rules.values()
+                if r.cookie in (R.COOKIE_FORWARDING, R.COOKIE_ADMISSION)
+                and "in_port" not in r.match_dict()]
     bring_up(svc)
     assert walk(svc, "h1", "10.0.0.4")[0] == "h4"
 
@@ -86,8 +92,12 @@ def test_queue_mode_sets_a_queue_on_every_hop():
     from controller.ranking import PUSH, FlowKey
     f = FlowKey("a", PUSH, "w0", "s0", "10.0.0.1", "10.0.0.3", 9000)
     hops = [(1, 3), (3, 2), (2, 1)]
-    q = R.job_flow_rules(f, 2, hops, 0x99, "queue")
+    q = R.job_flow_rules(f, 2, hops, 0x99, "queue", in_port=5)
     assert [r.dpid for r in q] == [1, 3, 2]
     assert all(r.actions[0] == ("set_queue", 2) for r in q)
-    d = R.job_flow_rules(f, 2, hops, 0x99, "dscp")
-    assert len(d) == 1 and d[0].actions == (("set_dscp", 40), ("output", 3))
+    assert all(r.table == R.TABLE_FORWARD for r in q)
+    d = R.job_flow_rules(f, 2, hops, 0x99, "dscp", in_port=5)
+    # marked at the first switch, only when it comes from the source host's own port
+    assert len(d) == 1 and d[0].actions == (("set_dscp", 40), ("goto", R.TABLE_FORWARD))
+    assert d[0].table == R.TABLE_ADMIT and d[0].match_dict()["in_port"] == 5
+    assert R.job_flow_rules(f, 2, hops, 0x99, "dscp") == []   # source port unknown
