@@ -10,8 +10,9 @@ count as a whole: a greedy pass costs O(taken x counts), independent of the queu
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left, insort
-from typing import Hashable
+from typing import Hashable, Iterator
 
 
 class FitIndex:
@@ -55,6 +56,14 @@ class FitIndex:
         """A best-first walk over the entries (see :class:`Walk`); the index must not
         change while it is in use."""
         return Walk(self._lists)
+
+    def merged(self) -> Iterator[tuple[object, object, int]]:
+        """Every entry as ``(key, j, size)``, best first, merged lazily (a walk that
+        stops early pays only for what it read)."""
+        def sized(size: int, lst: list[tuple]):
+            for key, j in lst:
+                yield key, j, size
+        return heapq.merge(*[sized(s, lst) for s, lst in self._lists.items()])
 
     def ordered(self) -> list[tuple[object, object, int]]:
         """Every entry as ``(key, j, size)``, best first."""

@@ -374,25 +374,28 @@ class LasPolicy:
                 starts.append(w[1])
                 budget -= w[2]
         else:
-            # a waiting job outranks a running one: the full walk over both
+            # a waiting job outranks a running one: the full walk over both, the
+            # running jobs merged lazily from their per-count lists
             budget = sim.state.total_gpus
-            running = self._running.ordered()
-            i = 0
+            running = self._running.merged()
+            left = sum(run.n for run in sim.running.values())   # GPUs of running not walked
+            r = next(running, None)
             w = walk.peek(budget)
-            while True:
-                r = running[i] if i < len(running) else None
+            while r is not None or w is not None:
                 # the best waiting job that fitted a larger budget still leads while it
                 # fits: look again only when it no longer does
                 if w is not None and w[2] > budget:
                     w = walk.peek(budget)
-                if r is None and w is None:
-                    break
+                    if w is None and left <= budget:
+                        break       # nothing waiting fits and every running job does
+                    continue
                 if w is None or (r is not None and r[0] < w[0]):
                     if r[2] <= budget:
                         budget -= r[2]
                     else:
                         preempts.append(r[1])
-                    i += 1
+                    left -= r[2]
+                    r = next(running, None)
                 else:
                     walk.take(w[2])
                     starts.append(w[1])

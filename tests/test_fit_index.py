@@ -18,3 +18,5 @@ def test_walk_skips_sizes_that_do_not_fit_and_keeps_priority_order():
     idx.remove("b")
     idx.add("d", (2, 0), 1)          # re-keyed
     assert [e[1] for e in idx.ordered()] == ["a", "c", "d"] and len(idx) == 3
+    assert list(idx.merged()) == idx.ordered() == [((0, 1), "a", 8), ((1, 0), "c", 2),
+                                                   ((2, 0), "d", 1)]
