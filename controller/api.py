@@ -5,7 +5,8 @@ no WSGI module).
     DELETE /jobs/{id}[?wait=1]         admin token   remove the job and its rules
     POST   /jobs/{id}/progress[?wait=1] job token    {worker, batch}; wait=1 answers after
                                                       the switches' barrier replies
-    GET    /jobs | /flows[?job=ID] | /rules | /links | /metrics | /health
+    POST   /rank                       admin token   {rule}: progress|remaining|attained
+    GET    /jobs | /flows[?job=ID] | /rules | /links | /rank | /metrics | /health
 
 Tokens travel as ``Authorization: Bearer <token>``. Answers: 400 bad body (with the
 reason), 401 missing/wrong token, 404 unknown job or path, 409 conflict, 411/413 missing
@@ -134,6 +135,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return 200, s.links()
             if path == "/metrics":
                 return 200, s.metrics_text()
+            if path == "/rank":
+                return 200, s.rank()
             raise ApiError(404, f"no such path: {path}")
         if method == "POST" and path == "/jobs":
             token = self._token()
@@ -142,6 +145,11 @@ class _Handler(BaseHTTPRequestHandler):
             t0, done = time.monotonic(), threading.Event()
             answer = s.register_job(token, body, done)
             return 201, self._maybe_wait(query, answer, done, t0)
+        if method == "POST" and path == "/rank":
+            token = self._token()
+            s.check_admin(token)
+            t0, done = time.monotonic(), threading.Event()
+            return 200, self._maybe_wait(query, s.set_rank(token, self._body(), done), done, t0)
         m = re.fullmatch(_JOB + r"/progress", path)
         if method == "POST" and m:
             t0 = time.monotonic()
