@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Callable, IO
 
 from job_scheduler.jobspec import JobSpec
-from ps_runtime.models import MODEL_NAMES
 from ps_runtime.plan import Node, Placement, PortPlan, endpoints, registration
 from ps_runtime.runners import ProcessRunner, kill_group
 from ps_runtime.watchdog import ENV as WATCHDOG_ENV
 
 TOKEN_ENV = "SLUICE_PROGRESS_TOKEN"
+COMPUTE_MODES = ("torch", "emulated")
 BATCH_LINE = re.compile(r"^batch (\d+) loss (\S+) time_s (\S+)(?: comm_s (\S+))?")
 
 
@@ -50,6 +50,17 @@ class WorkerOptions:
     device: str = "auto"
     threads: int = 0               # torch threads per worker; 0: torch's default
     report_interval: float = 0.2
+    # "torch": real compute (ps_runtime.worker); "emulated": ps_runtime.emulated_worker
+    # waits Cost_bat(b) from ``profile`` and moves the model's bytes x ``bw_scale``.
+    compute: str = "torch"
+    profile: str | None = None     # device profile YAML for emulated compute (None: shipped)
+    bw_scale: float = 1.0          # the fabric's emulation.bw_scale (emulated compute)
+    compute_s: float | None = None         # emulated: seconds per batch, overrides the profile
+    bytes_per_batch: int | None = None     # emulated: wire bytes per batch, overrides the model
+
+    def __post_init__(self):
+        if self.compute not in COMPUTE_MODES:
+            raise ValueError(f"compute must be one of {', '.join(COMPUTE_MODES)}, got {self.compute!r}")
 
 
 @dataclass
@@ -119,9 +130,12 @@ class PSJob:
                  out_dir: str | Path, *, batches: int, base_port: int | None = None,
                  options: WorkerOptions = WorkerOptions(), controller_url: str | None = None,
                  token: str | None = None, python: str = sys.executable, grace: float = 2.0):
-        if spec.model not in MODEL_NAMES:
-            raise ValueError(f"model '{spec.model}' has no torch definition in ps_runtime "
-                             f"(trainable: {', '.join(MODEL_NAMES)})")
+        if options.compute == "torch":
+            from ps_runtime.models import MODEL_NAMES   # imports torch: only when it computes
+
+            if spec.model not in MODEL_NAMES:
+                raise ValueError(f"model '{spec.model}' has no torch definition in ps_runtime "
+                                 f"(trainable: {', '.join(MODEL_NAMES)})")
         if batches < 1:
             raise ValueError("batches must be at least 1")
         self.spec = spec
@@ -180,6 +194,8 @@ class PSJob:
         if proc.role != "worker":
             return [self.python, "-m", "ps_runtime.server"]
         o = self.options
+        if o.compute == "emulated":
+            return self._emulated_argv(proc)
         argv = [self.python, "-m", "ps_runtime.worker", "--job", self.spec.name,
                 "--worker-index", str(proc.rank), "--model", self.spec.model,
                 "--batch-size", str(self.spec.batch_size), "--batches", str(self.batches),
@@ -188,6 +204,23 @@ class PSJob:
                 "--threads", str(o.threads), "--report-interval", str(o.report_interval)]
         if o.num_classes:
             argv += ["--num-classes", str(o.num_classes)]
+        if self.controller_url:
+            argv += ["--controller", self.controller_url]
+        return argv
+
+    def _emulated_argv(self, proc: PSProcess) -> list[str]:
+        o = self.options
+        argv = [self.python, "-m", "ps_runtime.emulated_worker", "--job", self.spec.name,
+                "--worker-index", str(proc.rank), "--model", self.spec.model,
+                "--batch-size", str(self.spec.batch_size), "--batches", str(self.batches),
+                "--bw-scale", repr(o.bw_scale), "--bucket-mb", str(o.bucket_mb),
+                "--report-interval", str(o.report_interval)]
+        if o.profile:
+            argv += ["--profile", str(o.profile)]
+        if o.compute_s is not None:
+            argv += ["--compute-s", repr(o.compute_s)]
+        if o.bytes_per_batch is not None:
+            argv += ["--bytes-per-batch", str(o.bytes_per_batch)]
         if self.controller_url:
             argv += ["--controller", self.controller_url]
         return argv
