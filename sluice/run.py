@@ -18,6 +18,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from controller.job_rank import DEFAULT_RULE, RANK_RULES
 from sluice.errors import InputError
 
 DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
@@ -34,6 +35,9 @@ def _common(parser) -> None:
     parser.add_argument("--input-size", type=int, default=64,
                         help="image size for resnet18/alexnet/vgg16/googlenet (default 64; smallcnn is 28x28)")
     parser.add_argument("--job-timeout", type=float, default=900.0, help="seconds before a job is stopped")
+    parser.add_argument("--rank", default=DEFAULT_RULE, choices=RANK_RULES,
+                        help=f"controller ranking rule when priority is on (default {DEFAULT_RULE}: "
+                             "shortest remaining bytes first)")
 
 
 def configure_run(parser) -> None:
@@ -97,13 +101,14 @@ def _out_dir(args, command: str) -> Path:
 # ---- the environment: controller process + fabric -----------------------------------------
 
 @contextmanager
-def environment(topology, topology_arg: str, out: Path):
-    """Controller process, then the fabric connected to it; both stopped on exit."""
+def environment(topology, topology_arg: str, out: Path, rank: str | None = None):
+    """Controller process (ranking rule ``rank``), then the fabric connected to it; both
+    stopped on exit."""
     from mininet_tests.fabric import Fabric
     from sluice.controller_proc import controller_process
 
     print(f"sluice: starting the controller for {topology.name}", file=sys.stderr, flush=True)
-    with controller_process(topology_arg, out / "controller.log") as (ofp, client):
+    with controller_process(topology_arg, out / "controller.log", rank=rank) as (ofp, client):
         with Fabric(topology, controller=ofp) as fabric:
             _wait_hosts_located(fabric, client)
             yield fabric, client
@@ -143,7 +148,7 @@ def run_run(args) -> int:
     jobs, topology = validate(args.jobs, args.topology, args, args.priority)
     out = _out_dir(args, "run")
     out.mkdir(parents=True, exist_ok=True)
-    with environment(topology, args.topology, out) as (fabric, client):
+    with environment(topology, args.topology, out, args.rank) as (fabric, client):
         result = one_pass(topology, jobs, fabric, client, out, args, args.priority == "on", 20000)
     md = write_report(result, out)
     print(md.read_text())
@@ -169,7 +174,7 @@ def run_demo(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     results = {}
-    with environment(topology, "two-rack", out) as (fabric, client):
+    with environment(topology, "two-rack", out, args.rank) as (fabric, client):
         for k, mode in enumerate(("off", "on")):
             print(f"sluice demo: pass {k + 1}/2, priority {mode}", file=sys.stderr, flush=True)
             results[mode] = one_pass(topology, jobs, fabric, client, out / f"priority-{mode}", args,
