@@ -29,6 +29,7 @@ import math
 import statistics
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from controller.job_rank import DEFAULT_RULE
@@ -46,6 +47,13 @@ MODES = ("off", "progress", "remaining", "attained")
 PS_HOSTS, WORKER_HOSTS = ("h1", "h2"), ("h3", "h4")
 PUSH_EGRESS, PULL_EGRESS = "tor2>spine1", "tor1>spine1"
 BATCH_SIZE = 32
+# Host TCP variants for the capacity investigation (--host-tcp): "kernel" leaves the
+# kernel defaults; "starved-ok" lets a flow that priority starved resume quickly once it
+# is released: linear (not exponential) RTO backoff while it has few packets in flight,
+# and RTO never above 1 s.
+HOST_TCP = {"kernel": {},
+            "starved-ok": {"net.ipv4.tcp_thin_linear_timeouts": "1",
+                           "net.ipv4.tcp_rto_max_ms": "1000"}}
 KEYS = 8              # ps-lite keys per batch: push of key k+1 overlaps the pull of key k
 
 
@@ -197,7 +205,8 @@ def run(args) -> int:
     edges = bucket_edges(lo_bytes)
     per_seed: list[dict] = []
     started = time.monotonic()
-    with environment(topology, "two-rack", out, rank=DEFAULT_RULE) as (fabric, client):
+    with environment(topology, "two-rack", out, rank=DEFAULT_RULE,
+                     host_sysctls=HOST_TCP[args.host_tcp]) as (fabric, client):
         port = 20000
         for k, seed in enumerate(seeds):
             if args.mix == "same-start":
@@ -208,7 +217,7 @@ def run(args) -> int:
             specs, overrides = specs_and_overrides(mix)
             order = MODES[k % len(MODES):] + MODES[:k % len(MODES)]
             seed_out = {"seed": seed, "order": list(order),
-                        "mix": [j._asdict() | {"alone_s": round(alone_s(j, capacity), 3)}
+                        "mix": [asdict(j) | {"alone_s": round(alone_s(j, capacity), 3)}
                                 for j in mix], "modes": {}}
             for mode in order:
                 print(f"experiment: seed {seed} ({k + 1}/{len(seeds)}), mode {mode}, "
@@ -244,9 +253,9 @@ def run(args) -> int:
     return 0 if ok else 1
 
 
-def _median(values):
+def _median(values, digits: int = 3):
     values = [v for v in values if v is not None]
-    return round(statistics.median(values), 3) if values else None
+    return round(statistics.median(values), digits) if values else None
 
 
 def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
@@ -267,26 +276,27 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
                                    for b in buckets},
             "fluid_mean_jct_s": _median(m["fluid_mean_jct_s"] for m in ms),
             # paired per seed: the median of this mode's change against off in the same seed
-            "mean_jct_change_pct": _median(100 * (m["mean_jct_s"] / o["mean_jct_s"] - 1)
-                                           for m, o in zip(ms, offs)),
-            "p95_jct_change_pct": _median(100 * (m["p95_jct_s"] / o["p95_jct_s"] - 1)
-                                          for m, o in zip(ms, offs)),
-            "fluid_mean_jct_change_pct": _median(
-                100 * (m["fluid_mean_jct_s"] / o["fluid_mean_jct_s"] - 1) for m, o in zip(ms, offs)),
-            "bottleneck_vs_off_pct": _median(
+            "mean_jct_change_pct": _median(digits=1, values=(100 * (m["mean_jct_s"] / o["mean_jct_s"] - 1)
+                                                          for m, o in zip(ms, offs))),
+            "p95_jct_change_pct": _median(digits=1, values=(100 * (m["p95_jct_s"] / o["p95_jct_s"] - 1)
+                                                         for m, o in zip(ms, offs))),
+            "fluid_mean_jct_change_pct": _median(digits=1, values=(
+                100 * (m["fluid_mean_jct_s"] / o["fluid_mean_jct_s"] - 1) for m, o in zip(ms, offs))),
+            "bottleneck_vs_off_pct": _median(digits=1, values=(
                 100 * m["bottleneck"]["mean"] / o["bottleneck"]["mean"]
-                for m, o in zip(ms, offs) if m["bottleneck"]["mean"] and o["bottleneck"]["mean"]),
+                for m, o in zip(ms, offs) if m["bottleneck"]["mean"] and o["bottleneck"]["mean"])),
         }
     return {"default_rule": DEFAULT_RULE, "mix": args.mix, "load": args.load,
             "seeds": [s["seed"] for s in per_seed], "jobs_per_seed": len(per_seed[0]["mix"]),
-            "scale": args.scale, "bytes_lo": args.bytes_lo,
+            "scale": args.scale, "bytes_lo": args.bytes_lo, "host_tcp": args.host_tcp,
             "bucket_edges_bytes": list(edges), "wall_time_s": round(wall, 1), "modes": modes}
 
 
 def markdown(summary: dict, args) -> str:
     m = summary["modes"]
     lines = [f"# Priority rules, {summary['mix']} mix, load {summary['load']}, seeds "
-             f"{summary['seeds']} ({summary['jobs_per_seed']} jobs each), medians over seeds", "",
+             f"{summary['seeds']} ({summary['jobs_per_seed']} jobs each), medians over seeds, "
+             f"host TCP {summary['host_tcp']}", "",
              "| mode | mean JCT (s) | vs off (paired) | fluid model mean JCT (s) | model vs off | "
              "p95 JCT (s) | p95 vs off | makespan (s) | mean slowdown | bottleneck Mbit/s "
              "(push/pull) | vs off |",

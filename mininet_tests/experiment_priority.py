@@ -44,9 +44,9 @@ from sluice.runloop import RealTimeRun, RunOptions  # noqa: E402
 from topologies import load_topology  # noqa: E402
 
 LAGGING = "job-c"
-# heavy-tail: batches 10..1000 x 0.3 = 3..300, bytes per batch 150 kB..1.5 MB, so that one
-# seed (12 jobs, four modes) fits in about 8 minutes of the 50 Mbit/s emulated uplink.
-HEAVY_TAIL_SCALE = 0.3
+# heavy-tail: batches 10..1000 x 0.15 = 2..150, bytes per batch 150 kB..1.5 MB, so that one
+# seed (12 jobs, four modes) fits in 8 minutes of the 50 Mbit/s emulated uplink.
+HEAVY_TAIL_SCALE = 0.15
 HEAVY_TAIL_BYTES_LO = 150_000
 
 
@@ -103,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bytes-lo", type=int, default=HEAVY_TAIL_BYTES_LO,
                     help="heavy-tail: bytes per batch are log-uniform on [this, 10x this]")
     ap.add_argument("--job-timeout", type=float, default=400.0)
+    ap.add_argument("--host-tcp", default="kernel", choices=("kernel", "starved-ok"),
+                    help="heavy-tail/same-start: host TCP settings (experiment_heavy_tail.HOST_TCP)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.mix in ("heavy-tail", "same-start"):

@@ -101,7 +101,8 @@ def _out_dir(args, command: str) -> Path:
 # ---- the environment: controller process + fabric -----------------------------------------
 
 @contextmanager
-def environment(topology, topology_arg: str, out: Path, rank: str | None = None):
+def environment(topology, topology_arg: str, out: Path, rank: str | None = None,
+                **fabric_options):
     """Controller process (ranking rule ``rank``), then the fabric connected to it; both
     stopped on exit."""
     from mininet_tests.fabric import Fabric
@@ -109,7 +110,7 @@ def environment(topology, topology_arg: str, out: Path, rank: str | None = None)
 
     print(f"sluice: starting the controller for {topology.name}", file=sys.stderr, flush=True)
     with controller_process(topology_arg, out / "controller.log", rank=rank) as (ofp, client):
-        with Fabric(topology, controller=ofp) as fabric:
+        with Fabric(topology, controller=ofp, **fabric_options) as fabric:
             _wait_hosts_located(fabric, client)
             yield fabric, client
 
