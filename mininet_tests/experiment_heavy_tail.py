@@ -175,16 +175,26 @@ def measure(result: dict, mix: list[MixJob], capacity: float, edges) -> dict:
     jobs = [j for j in result["jobs"] if j.get("status") == "finished"]
     jct = {j["name"]: j["turnaround"] for j in jobs}
     slow = {n: t / alone_s(by_name[n], capacity) for n, t in jct.items()}
+    # The part a network rule can change: arrival to the last batch, minus start-up
+    # (process start and ps-lite rendezvous take seconds on this loaded 2-core machine).
+    start = {j["name"]: startup_s(j) or 0.0 for j in jobs}
+    net_slow = {n: max(0.0, t - start[n]) / alone_s(by_name[n], capacity) for n, t in jct.items()}
     buckets: dict[str, list[float]] = {}
+    net_buckets: dict[str, list[float]] = {}
     for n, s in slow.items():
         buckets.setdefault(bucket_of(by_name[n], edges), []).append(s)
-    starts = [s for j in jobs if (s := startup_s(j)) is not None]
+        net_buckets.setdefault(bucket_of(by_name[n], edges), []).append(net_slow[n])
+    starts = list(start.values())
     return {"finished": len(jobs), "jobs": len(mix),
             "mean_jct_s": round(statistics.mean(jct.values()), 3) if jct else None,
             "p95_jct_s": round(p95(list(jct.values())), 3) if jct else None,
             "makespan_s": result["summary"]["makespan_s"],
             "mean_slowdown": round(statistics.mean(slow.values()), 3) if slow else None,
             "slowdown_by_bucket": {b: round(statistics.mean(v), 3) for b, v in sorted(buckets.items())},
+            "network_slowdown_by_bucket": {b: round(statistics.mean(v), 3)
+                                           for b, v in sorted(net_buckets.items())},
+            "mean_network_jct_s": round(statistics.mean(max(0.0, t - start[n])
+                                                        for n, t in jct.items()), 3) if jct else None,
             "bucket_sizes": {b: len(v) for b, v in sorted(buckets.items())},
             "bottleneck": bottleneck_mbps(result),
             "startup_s": round(statistics.median(starts), 3) if starts else 0.0,
@@ -253,6 +263,34 @@ def run(args) -> int:
     return 0 if ok else 1
 
 
+def resummarize(out: Path, args) -> dict:
+    """Rebuild the measurements, the fluid predictions and the summary of a finished
+    experiment directory from its per-run ``report.json`` files (no fabric)."""
+    out = Path(out)
+    topology = load_topology("two-rack")
+    uplink = next(l for l in topology.links if {l.a, l.b} == {"tor2", "spine1"})
+    capacity = uplink.bw * topology.emulation_bw_scale * 1e6 / 8
+    edges = bucket_edges(10 * args.scale * args.bytes_lo)
+    per_seed = json.loads((out / "per_seed.json").read_text())
+    for seed in per_seed:
+        mix = [MixJob(**{k: v for k, v in j.items() if k != "alone_s"}) for j in seed["mix"]]
+        for mode in MODES:
+            result = json.loads((out / f"seed{seed['seed']}-{mode}" / "report.json").read_text())
+            seed["modes"][mode] = measure(result, mix, capacity, edges)
+        fjobs = fluid_jobs(mix, capacity)
+        for mode in MODES:
+            pred = fluid.simulate(fjobs, mode, capacity, dt=0.02,
+                                  startup_s=seed["modes"]["off"]["startup_s"])
+            seed["modes"][mode]["fluid_mean_jct_s"] = round(fluid.mean(pred.values()), 3)
+    (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))
+    old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    summary = summarize(per_seed, args, old.get("wall_time_s", 0.0), edges)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out / "experiment.md").write_text(markdown(summary, args))
+    plot(summary, out)
+    return summary
+
+
 def _median(values, digits: int = 3):
     values = [v for v in values if v is not None]
     return round(statistics.median(values), digits) if values else None
@@ -274,6 +312,11 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
             "mean_slowdown": _median(m["mean_slowdown"] for m in ms),
             "slowdown_by_bucket": {b: _median(m["slowdown_by_bucket"].get(b) for m in ms)
                                    for b in buckets},
+            "network_slowdown_by_bucket": {
+                b: _median(m.get("network_slowdown_by_bucket", {}).get(b) for m in ms)
+                for b in buckets},
+            "mean_network_jct_s": _median(m.get("mean_network_jct_s") for m in ms),
+            "startup_s": _median(m["startup_s"] for m in ms),
             "fluid_mean_jct_s": _median(m["fluid_mean_jct_s"] for m in ms),
             # paired per seed: the median of this mode's change against off in the same seed
             "mean_jct_change_pct": _median(digits=1, values=(100 * (m["mean_jct_s"] / o["mean_jct_s"] - 1)
@@ -316,6 +359,14 @@ def markdown(summary: dict, args) -> str:
     for mode in MODES:
         lines.append(f"| {mode} | " + " | ".join(str(m[mode]["slowdown_by_bucket"].get(b))
                                                  for b in buckets) + " |")
+    lines += ["", "Mean network slowdown ((JCT - the job's start-up) / ideal time alone) by "
+              "size bucket, and mean JCT without start-up:", "",
+              "| mode | " + " | ".join(buckets) + " | mean JCT - start-up (s) | median start-up (s) |",
+              "|---|" + "---|" * (len(buckets) + 2)]
+    for mode in MODES:
+        nb = m[mode].get("network_slowdown_by_bucket", {})
+        lines.append(f"| {mode} | " + " | ".join(str(nb.get(b)) for b in buckets)
+                     + f" | {m[mode].get('mean_network_jct_s')} | {m[mode].get('startup_s')} |")
     lines += ["", f"default rule: {summary['default_rule']}; wall time "
               f"{summary['wall_time_s']:.0f} s", ""]
     return "\n".join(lines)

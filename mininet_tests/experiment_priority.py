@@ -105,12 +105,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--job-timeout", type=float, default=400.0)
     ap.add_argument("--host-tcp", default="kernel", choices=("kernel", "starved-ok"),
                     help="heavy-tail/same-start: host TCP settings (experiment_heavy_tail.HOST_TCP)")
+    ap.add_argument("--resummarize", default=None, metavar="DIR",
+                    help="heavy-tail/same-start: recompute DIR's summary from its run reports")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.mix in ("heavy-tail", "same-start"):
         if not 0 < args.load < 1 or args.seeds < 1 or args.jobs < 1:
             ap.error("--load must be in (0, 1); --seeds and --jobs must be >= 1")
-        from mininet_tests.experiment_heavy_tail import run as run_heavy_tail
+        from mininet_tests.experiment_heavy_tail import markdown, resummarize, run as run_heavy_tail
+        if args.resummarize:
+            print(markdown(resummarize(Path(args.resummarize), args), args))
+            return 0
         return run_heavy_tail(args)
     if args.reps < 1 or args.batches < 1 or args.short_batches < 1:
         ap.error("--reps, --batches and --short-batches must be >= 1")
