@@ -149,6 +149,9 @@ def bench_sluice(args) -> dict:
                 {"id": job, "servers": [{"id": "s0", "ip": s, "port": port}],
                  "workers": [{"id": "w0", "ip": w, "port": port + 1}],
                  "total_batches": 10 ** 6, "bytes_per_batch": 10 ** 6}, wait=True)["token"]
+        # b starts one batch ahead, so each report below (a, b, a, ...) moves the
+        # reported job level with or past the other: the ranking changes every time.
+        client.progress("b", "w0", 2, tok["b"], wait=True)
         changed = []
 
         def report(i):

@@ -381,21 +381,23 @@ def plot(summary: dict, out: Path) -> None:
     m = summary["modes"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     x = range(len(MODES))
-    axes[0].bar([i - 0.2 for i in x], [m[k]["mean_jct_s"] or 0 for k in MODES], 0.4,
+    axes[0].bar([i - 0.2 for i in x], [m[k]["mean_jct_change_pct"] or 0 for k in MODES], 0.4,
                 label="measured", color="#3b75af")
-    axes[0].bar([i + 0.2 for i in x], [m[k]["fluid_mean_jct_s"] or 0 for k in MODES], 0.4,
-                label="fluid model", color="#bbbbbb")
+    axes[0].bar([i + 0.2 for i in x], [m[k]["fluid_mean_jct_change_pct"] or 0 for k in MODES],
+                0.4, label="fluid model", color="#bbbbbb")
+    axes[0].axhline(0, color="black", linewidth=0.8)
     axes[0].set_xticks(list(x), MODES)
-    axes[0].set_ylabel("mean JCT (s), median over seeds")
+    axes[0].set_ylabel("mean JCT vs off, % (paired, median)")
     axes[0].legend()
     buckets = sorted({b for v in m.values() for b in v["slowdown_by_bucket"]},
                      key=["small", "medium", "large"].index)
     w = 0.8 / len(MODES)
     for k, mode in enumerate(MODES):
+        nb = m[mode].get("network_slowdown_by_bucket") or m[mode]["slowdown_by_bucket"]
         axes[1].bar([i + k * w - 0.4 + w / 2 for i in range(len(buckets))],
-                    [m[mode]["slowdown_by_bucket"].get(b) or 0 for b in buckets], w, label=mode)
+                    [nb.get(b) or 0 for b in buckets], w, label=mode)
     axes[1].set_xticks(list(range(len(buckets))), buckets)
-    axes[1].set_ylabel("mean slowdown")
+    axes[1].set_ylabel("mean slowdown, start-up excluded")
     axes[1].legend(fontsize=8)
     fig.suptitle(f"{summary['mix']}, load {summary['load']}, seeds {summary['seeds']}")
     fig.tight_layout()
