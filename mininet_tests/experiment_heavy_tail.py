@@ -284,6 +284,8 @@ def resummarize(out: Path, args) -> dict:
             seed["modes"][mode]["fluid_mean_jct_s"] = round(fluid.mean(pred.values()), 3)
     (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))
     old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    if "host_tcp" in old:          # how the runs were made, not how they are re-read
+        args.host_tcp = old["host_tcp"]
     summary = summarize(per_seed, args, old.get("wall_time_s", 0.0), edges)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "experiment.md").write_text(markdown(summary, args))
