@@ -315,7 +315,9 @@ def test_controller_restart_during_a_running_ps_job(tmp_path):
             # root namespace's loopback, out of the hosts' reach: the test reports instead.
             job = PSJob(spec, placement, MininetRunner(fab), tmp_path / "job",
                         batches=PS_BATCHES, options=WorkerOptions(threads=1))
-            answer = client.register_job(job.registration())
+            # wait=1: the marks are checked right below (on a loaded machine the rules
+            # can land after the first flow-table dump otherwise)
+            answer = client.register_job(job.registration(), wait=True)
             token, cookie = answer["token"], int(answer["cookie"], 16)
             # push flows enter at the workers' ToRs (h2: tor1, h3: tor2), pull flows at
             # the server's (tor1): every ToR carries marking rules of the job
