@@ -131,7 +131,9 @@ def bench_sluice(args) -> dict:
     env = dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN)
     argv = [SLUICE, "controller", "--topology", "two-rack", "--ofp-port", str(ofp),
             "--api", f"127.0.0.1:{api}", "--log-level", "warning"]
-    out = {}
+    if args.rank:
+        argv += ["--rank", args.rank]
+    out = {"rank": args.rank or "default"}
     with process(argv, ("127.0.0.1", api), env) as proc, \
             Fabric("two-rack", controller=f"127.0.0.1:{ofp}") as fab:
         client = ControllerClient(f"http://127.0.0.1:{api}", ADMIN)
@@ -141,7 +143,15 @@ def bench_sluice(args) -> dict:
         tok = {}
         for job, (w, s, port) in {"a": ("10.0.0.1", "10.0.0.3", 9000),
                                   "b": ("10.0.0.2", "10.0.0.4", 9100)}.items():
-            tok[job] = client.register_job(job, [(s, port)], [(w, port + 1)], wait=True)["token"]
+            # Equal sizes: every report moves its job ahead of the other under each
+            # rule (progress: the other is now behind; remaining: it has less left).
+            tok[job] = client.register_job(
+                {"id": job, "servers": [{"id": "s0", "ip": s, "port": port}],
+                 "workers": [{"id": "w0", "ip": w, "port": port + 1}],
+                 "total_batches": 10 ** 6, "bytes_per_batch": 10 ** 6}, wait=True)["token"]
+        # b starts one batch ahead, so each report below (a, b, a, ...) moves the
+        # reported job level with or past the other: the ranking changes every time.
+        client.progress("b", "w0", 2, tok["b"], wait=True)
         changed = []
 
         def report(i):
@@ -230,6 +240,8 @@ def main() -> int:
     ap.add_argument("--reports", type=int, default=1000)
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rank", default=None, choices=["progress", "remaining", "attained"],
+                    help="controller ranking rule (default: the controller's default)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     result = {"sluice": bench_sluice(args), "plain_os_ken": bench_plain(args)}

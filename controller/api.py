@@ -4,7 +4,8 @@
     DELETE /jobs/{id}[?wait=1]          admin token   remove the job and its rules
     POST   /jobs/{id}/progress[?wait=1] job token     {worker, batch}; wait=1 answers after
                                                        the switches' barrier replies
-    GET    /jobs | /flows[?job=ID] | /rules | /links | /metrics | /health
+    POST   /rank[?wait=1]               admin token   {rule}: progress|remaining|attained
+    GET    /jobs | /flows[?job=ID] | /rules | /links | /rank | /metrics | /health
     GET    /live | /live/state          the live picture (HTML) and its data (JSON)
     GET    /openapi.json | /docs        the machine-readable API and its browsable page
 
@@ -75,6 +76,10 @@ class JobRegistration(_Body):
 class ProgressReport(_Body):
     worker: str = Field(description="a worker id of the job")
     batch: StrictInt = Field(ge=0, description="the batch the worker is at")
+
+
+class RankRule(_Body):
+    rule: str = Field(description="progress | remaining | attained")
 
 
 class Error(BaseModel):
@@ -296,6 +301,17 @@ def build_app(service: ControllerService) -> FastAPI:
         """Remove a job and its rules (admin token)."""
         t0, done = time.monotonic(), threading.Event()
         return _wait(wait, service.remove_job(token, job_id, done), done, t0)
+
+    @app.get("/rank")
+    def rank() -> dict:
+        """The active ranking rule and the rules there are."""
+        return service.rank()
+
+    @app.post("/rank", responses=ERRORS)
+    def set_rank(body: RankRule, token: str = Depends(admin), wait: Wait = None) -> dict:
+        """Switch the ranking rule at run time (admin token); flows are re-ranked at once."""
+        t0, done = time.monotonic(), threading.Event()
+        return _wait(wait, service.set_rank(token, _body(body), done), done, t0)
 
     document_400_for_bad_requests(app, extra_schemas=[ProgressReport])
     return app

@@ -36,6 +36,14 @@ def configure_controller(parser) -> None:
                         help="dscp: set_field ip_dscp (userspace OVS + HTB/u32); "
                              "queue: set_queue (kernel OVS, hardware)")
     parser.add_argument("--levels", type=int, default=8, help="priority levels to use (1..8)")
+    parser.add_argument("--rank", default="remaining", choices=["progress", "remaining", "attained"],
+                        help="ranking rule: remaining (default: shortest remaining bytes "
+                             "first), progress (smaller batch first), attained (least bytes "
+                             "sent first); changeable at run time with POST /rank")
+    parser.add_argument("--attained-base-mb", type=float, default=4.0,
+                        help="attained: first demotion after this many MB (default 4)")
+    parser.add_argument("--attained-factor", type=float, default=4.0,
+                        help="attained: each further level after this factor more (default 4)")
     parser.add_argument("--state-file", default=None,
                         help="JSON file keeping registered jobs across restarts")
     parser.add_argument("--admin-token", default=None,
@@ -152,7 +160,9 @@ def run_controller(args) -> int:
         raise InputError(str(state_file), "its directory does not exist")
     service = ControllerService(ControllerConfig(
         topology=topology, levels=args.levels, enforce=args.enforce, admin_token=token,
-        state_file=state_file, rate_per_s=args.rate_limit))
+        state_file=state_file, rate_per_s=args.rate_limit, rank=args.rank,
+        attained_base_bytes=args.attained_base_mb * (1 << 20),
+        attained_factor=args.attained_factor))
     _check_free(args.ofp_host, ofp_port, "--ofp-port")
     _check_free(api_host, api_port, "--api")
 
@@ -198,9 +208,9 @@ def run_controller(args) -> int:
     signal.signal(signal.SIGINT, stop)
     api = ApiServer(service, api_host, api_port, tls=api_tls).start()
     LOG.info("topology %s: %d switches, %d hosts; OpenFlow%s on %s:%d; API on %s; enforce=%s "
-             "levels=%d", topology.name, len(topology.switches), len(topology.hosts),
+             "levels=%d rank=%s", topology.name, len(topology.switches), len(topology.hosts),
              " (TLS)" if tls else "", args.ofp_host, ofp_port, api.url, args.enforce,
-             args.levels)
+             args.levels, args.rank)
     # os-ken runs in a thread and the main thread waits with a timeout: a plain join()
     # blocks in a lock that a SIGTERM delivered to another thread does not interrupt
     # (measured: one start in ~7 ignored SIGTERM), while join(0.5) returns to Python

@@ -130,6 +130,14 @@ class ControllerClient:
         return self.request("DELETE", f"/jobs/{quote(job_id)}" + ("?wait=1" if wait else ""),
                             token=self.admin_token)
 
+    def rank(self) -> dict[str, Any]:
+        return self.request("GET", "/rank")
+
+    def set_rank(self, rule: str, wait: bool = False) -> dict[str, Any]:
+        """Switch the controller's ranking rule (progress | remaining | attained)."""
+        return self.request("POST", "/rank" + ("?wait=1" if wait else ""), {"rule": rule},
+                            self.admin_token)
+
     def jobs(self) -> list[dict[str, Any]]:
         return self.request("GET", "/jobs")["jobs"]
 

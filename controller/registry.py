@@ -18,7 +18,9 @@ from controller.ranking import PULL, PUSH, FlowKey
 from sluice.errors import InputError
 
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_JOB_FIELDS = {"id", "servers", "workers"}
+_JOB_FIELDS = {"id", "servers", "workers", "total_batches", "bytes_per_batch"}
+# Optional size fields (from the scheduler's estimator) used by the job ranking rules.
+SIZE_FIELDS = ("total_batches", "bytes_per_batch")
 _ENDPOINT_FIELDS = {"id", "ip", "port"}
 _PROGRESS_FIELDS = {"worker", "batch"}
 MAX_ENDPOINTS = 256
@@ -38,6 +40,8 @@ class Job:
     workers: tuple[Endpoint, ...]
     cookie: int
     batches: dict[str, int] = field(default_factory=dict)   # worker id -> last batch
+    total_batches: int | None = None     # epochs * dataset_size / batch_size (all workers)
+    bytes_per_batch: int | None = None   # bytes one batch pushes (and pulls): the parameters
     _flows: list[FlowKey] | None = field(default=None, init=False, repr=False, compare=False)
 
     def flows(self) -> list[FlowKey]:
@@ -59,11 +63,17 @@ class Job:
     def batch_of(self, worker: str) -> int:
         return self.batches.get(worker, 0)
 
+    def done_batches(self) -> int:
+        """Batches finished, over all workers: a worker reports the batch it is on
+        (numbered from 1), so batch N means N - 1 are done."""
+        return sum(max(0, b - 1) for b in self.batches.values())
+
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "cookie": f"0x{self.cookie:x}",
                 "servers": [vars(e) for e in self.servers],
                 "workers": [vars(e) for e in self.workers],
-                "batches": dict(sorted(self.batches.items()))}
+                "batches": dict(sorted(self.batches.items())),
+                **{k: getattr(self, k) for k in SIZE_FIELDS if getattr(self, k) is not None}}
 
 
 class ProgressResult:
@@ -104,8 +114,8 @@ def parse_job(body: Any, known_ips: set[str] | None = None, source: str = "API b
         raise InputError(source, "must be a JSON object with id, servers, workers")
     unknown = sorted(set(body) - _JOB_FIELDS)
     if unknown:
-        raise InputError(source, "unknown field (allowed: id, servers, workers)",
-                         field=unknown[0])
+        raise InputError(source, "unknown field (allowed: id, servers, workers, "
+                         "total_batches, bytes_per_batch)", field=unknown[0])
     job_id = body.get("id")
     if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
         raise InputError(source, "must be 1-64 letters, digits, . _ - (starting with a "
@@ -126,7 +136,15 @@ def parse_job(body: Any, known_ips: set[str] | None = None, source: str = "API b
         if dup:
             raise InputError(source, f"duplicate id '{dup}'", element=f"job '{job_id}'",
                              field=role)
-    return Job(job_id, lists["servers"], lists["workers"], cookie=0)
+    sizes = {}
+    for name in SIZE_FIELDS:
+        value = body.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 0 < value < 2**62):
+            raise InputError(source, f"must be a positive integer, got {value!r}",
+                             element=f"job '{job_id}'", field=name)
+        sizes[name] = value
+    return Job(job_id, lists["servers"], lists["workers"], cookie=0, **sizes)
 
 
 def parse_progress(body: Any, job: Job, source: str = "API body") -> tuple[str, int]:

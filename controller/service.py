@@ -28,8 +28,9 @@ from controller.linkstats import LinkStats
 from controller.metrics import Metrics
 from controller.ranking import FlowKey, assign_levels, ordered
 from controller.packets import ArpIn, arp_probe, arp_reply
+from controller import job_rank
 from controller.journal import ProgressJournal, journal_path
-from controller.registry import Registry, parse_job, parse_progress
+from controller.registry import SIZE_FIELDS, Job, Registry, parse_job, parse_progress
 from sluice.errors import InputError
 from topologies import Topology
 from topologies.priority_classes import LEVELS, dscp_of_level
@@ -84,6 +85,13 @@ class ControllerConfig:
     admin_token: str = ""
     state_file: Path | None = None
     rate_per_s: float = 1000.0       # progress reports per job per second (token bucket)
+    rank: str = job_rank.DEFAULT_RULE   # progress | remaining | attained (controller.job_rank)
+    attained_base_bytes: float = job_rank.ATTAINED_BASE_BYTES
+    attained_factor: float = job_rank.ATTAINED_FACTOR
+
+
+def _finite(x: float) -> float | None:
+    return None if x == float("inf") else round(x)
 
 
 def _sha(token: str) -> str:
@@ -120,6 +128,12 @@ class ControllerService:
             raise InputError("argument --levels", f"must be 1..{LEVELS}, got {config.levels}")
         if not config.admin_token:
             raise InputError("argument --admin-token", "an admin token is required")
+        if config.rank not in job_rank.RANK_RULES:
+            raise InputError("argument --rank", f"must be one of {', '.join(job_rank.RANK_RULES)}, "
+                             f"got {config.rank!r}")
+        if not config.attained_base_bytes > 0 or not config.attained_factor > 1:
+            raise InputError("argument --attained-base-mb/--attained-factor",
+                             "need a base > 0 and a factor > 1")
         self.config = config
         self.sink = sink or TableSink()
         self.clock = clock
@@ -146,6 +160,7 @@ class ControllerService:
         self._static_rules: list[R.Rule] = []           # base + forwarding + admission
         self._flow_desired: dict[tuple, R.Rule] | None = None   # PS-flow rules last sent
         self._tables_exact = False
+        self._share: dict[str, float] = {}    # job -> bytes share on its busiest link
         # target ip -> [(dpid, port, asker mac, asker ip)] waiting for the target's reply
         self._pending_arp: dict[str, list[tuple[int, int, str, str]]] = {}
         self._settle_until: dict[int, float] = {}   # reconnected dpid -> clock() deadline
@@ -328,6 +343,7 @@ class ControllerService:
                 except InputError as err:
                     raise ApiError(409, str(err))
                 self.registry.add(job)
+                self._share.pop(job.id, None)
                 job_token = secrets.token_urlsafe(24)
                 self._token_sha[job.id] = _sha(job_token)
                 self._buckets[job.id] = _Bucket(self.config.rate_per_s, self.clock())
@@ -346,6 +362,7 @@ class ControllerService:
                 if job_id not in self.registry.jobs:
                     raise ApiError(404, f"no job '{job_id}'")
                 job = self.registry.remove(job_id)
+                self._share.pop(job_id, None)
                 self._token_sha.pop(job_id, None)
                 self._buckets.pop(job_id, None)
             mods = self._reconcile(on_done=done.set if done else None)
@@ -416,9 +433,40 @@ class ControllerService:
         if len(batch) > 1:
             self.metrics.inc("sluice_progress_reports_coalesced_total", len(batch) - 1)
 
+    def rank(self) -> dict[str, Any]:
+        with self.lock:
+            return {"rule": self.config.rank, "rules": list(job_rank.RANK_RULES)}
+
+    def set_rank(self, token: str | None, body: Any,
+                 done: threading.Event | None = None) -> dict[str, Any]:
+        """Switch the ranking rule at run time (admin): ``{"rule": "remaining"}``. The
+        flows are re-ranked at once; only the rules whose level changed are sent."""
+        self.check_admin(token)
+        if not isinstance(body, dict) or set(body) != {"rule"}:
+            raise ApiError(400, "API body: must be a JSON object {\"rule\": NAME}")
+        rule = body["rule"]
+        if rule not in job_rank.RANK_RULES:
+            raise ApiError(400, f"API body: field 'rule': must be one of "
+                                f"{', '.join(job_rank.RANK_RULES)}, got {rule!r}")
+        with self.lock:
+            old, self.config.rank = self.config.rank, rule
+            mods = self._reconcile(on_done=done.set if done else None)
+            if rule != old:
+                self.metrics.inc("sluice_rank_changes_total")
+                LOG.info("ranking rule %s -> %s (%d flow mods)", old, rule, len(mods))
+            return {"rule": rule, "previous": old, "changed_rules": len(mods)}
+
     def jobs(self) -> list[dict[str, Any]]:
         with self.lock, self._report_lock:
-            return [j.to_dict() for j in self.registry.jobs.values()]
+            out = []
+            for j in self.registry.jobs.values():
+                load = self._job_load(j)
+                levels = {self._levels.get(f) for f in j.flows()} - {None}
+                out.append({**j.to_dict(), "done_batches": load.done_batches,
+                            "remaining_bytes": _finite(job_rank.remaining_bytes(load)),
+                            "attained_bytes": round(job_rank.attained_bytes(load)),
+                            "levels": sorted(levels)})
+            return out
 
     def flows(self, job_id: str | None = None) -> dict[str, Any]:
         with self.lock:
@@ -445,7 +493,7 @@ class ControllerService:
                             "dscp": dscp_of_level(level) if level is not None else None,
                             "rules": installed})
             return {"enforce": self.config.enforce, "levels": self.config.levels,
-                    "flows": out}
+                    "rank": self.config.rank, "flows": out}
 
     def rules(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -506,6 +554,8 @@ class ControllerService:
             for name in ("sluice_port_tx_bytes", "sluice_port_rx_bytes",
                          "sluice_port_tx_bytes_per_second", "sluice_link_utilisation_ratio"):
                 m.clear(name)       # ports of a switch that went away must not linger
+            for rule in job_rank.RANK_RULES:   # one series per rule, 1 for the active one
+                m.set("sluice_rank_rule", int(rule == self.config.rank), rule=rule)
             for (dpid, port), rate in self.linkstats.rates.items():
                 labels = {"switch": self._name(dpid), "port": str(port)}
                 m.set("sluice_port_tx_bytes", rate.tx_bytes, **labels)
@@ -525,11 +575,6 @@ class ControllerService:
                    only_if_levels_changed: bool = False) -> list[R.FlowMod]:
         """Compute the desired rules of every connected switch, diff against what was
         installed, send only the difference. Caller holds the lock."""
-        with self._report_lock:
-            snapshot = list(self.registry.flows_with_batches())
-        levels = assign_levels(snapshot, self.config.levels)
-        if only_if_levels_changed and not self._fabric_dirty and levels == self._levels:
-            return []
         fabric_changed = self._fabric_dirty
         connected = self.fabric.connected
         if fabric_changed:
@@ -542,7 +587,11 @@ class ControllerService:
             self._static_rules += [r for r in self._fwd_rules if r.dpid in connected]
             self._paths.clear()
             self._flow_rules.clear()
+            self._share.clear()
             self._fabric_dirty = False
+        levels = self._compute_levels()
+        if only_if_levels_changed and not fabric_changed and levels == self._levels:
+            return []
         self._levels = levels
         cookie_of = {j.id: j.cookie for j in self.registry.jobs.values()}
         # Rules per flow are cached by level: a report rebuilds only the flows it moved.
@@ -550,10 +599,7 @@ class ControllerService:
         for flow, level in levels.items():
             cached = self._flow_rules.get(flow)
             if cached is None or cached[0] != level:
-                hops = self._paths.get((flow.src_ip, flow.dst_ip))
-                if hops is None:
-                    hops = self.fabric.path(flow.src_ip, flow.dst_ip, self._next_ports)
-                    self._paths[(flow.src_ip, flow.dst_ip)] = hops
+                hops = self._hops(flow.src_ip, flow.dst_ip)
                 src = self.fabric.hosts.get(flow.src_ip)
                 cached = (level, R.job_flow_rules(flow, level, hops, cookie_of[flow.job],
                                                   self.config.enforce,
@@ -585,6 +631,43 @@ class ControllerService:
                          sum(1 for m in mods if m.command != "clear"))
         self.sink.send(mods, on_done)
         return mods
+
+    def _hops(self, src: str, dst: str) -> list[tuple[int, int]]:
+        hops = self._paths.get((src, dst))
+        if hops is None:
+            hops = self.fabric.path(src, dst, self._next_ports)
+            self._paths[(src, dst)] = hops
+        return hops
+
+    def _job_load(self, job: Job) -> job_rank.JobLoad:
+        share = self._share.get(job.id)
+        if share is None:
+            # Busiest link of the job: most of its flows on one (switch, out port).
+            on_link: dict[tuple[int, int], int] = {}
+            for f in job.flows():
+                for hop in self._hops(f.src_ip, f.dst_ip):
+                    on_link[hop] = on_link.get(hop, 0) + 1
+            share = job_rank.bottleneck_share(max(on_link.values(), default=0),
+                                              len(job.workers), len(job.servers))
+            self._share[job.id] = share
+        return job_rank.JobLoad(job.id, job.cookie & 0xFFFFFFFF, job.done_batches(),
+                                job.total_batches, job.bytes_per_batch, share)
+
+    def _compute_levels(self) -> dict[FlowKey, int]:
+        """flow -> level under the active ranking rule (caller holds the lock)."""
+        rule, n = self.config.rank, self.config.levels
+        if rule == job_rank.PROGRESS:
+            with self._report_lock:           # batch numbers are recorded under it
+                snapshot = list(self.registry.flows_with_batches())
+            return assign_levels(snapshot, n)
+        with self._report_lock:
+            loads = [self._job_load(j) for j in self.registry.jobs.values()]
+        if rule == job_rank.REMAINING:
+            by_job = job_rank.remaining_levels(loads, n)
+        else:
+            by_job = job_rank.attained_levels(loads, n, self.config.attained_base_bytes,
+                                              self.config.attained_factor)
+        return {f: by_job[j.id] for j in self.registry.jobs.values() for f in j.flows()}
 
     # ================================================================ persistence ==
     def _save_state(self) -> None:
@@ -632,7 +715,8 @@ class ControllerService:
             if not isinstance(raw, dict):
                 raise InputError(str(path), "must be an object", element=f"job #{i + 1}")
             extra = {k: raw.get(k) for k in ("cookie", "token_sha256", "batches")}
-            body = {k: raw.get(k) for k in ("id", "servers", "workers")}
+            body = {k: raw.get(k) for k in ("id", "servers", "workers", *SIZE_FIELDS)
+                    if raw.get(k) is not None}
             job = parse_job(body, self.known_ips, source=str(path))
             if not isinstance(extra["cookie"], int) or not isinstance(extra["token_sha256"], str):
                 raise InputError(str(path), "missing cookie or token_sha256",

@@ -1,7 +1,9 @@
 """Priority off vs on on a shared, oversubscribed rack uplink (two-rack, real PS jobs).
 
     .venv/bin/python -m mininet_tests.experiment_priority [--reps 3] [--mix one-late|two-late]
-        [--out DIR]
+        [--rank progress] [--out DIR]
+    .venv/bin/python -m mininet_tests.experiment_priority --mix heavy-tail|same-start
+        [--load 0.7] [--seeds 5] [--out DIR]    # see mininet_tests/experiment_heavy_tail.py
 
 Three smallcnn jobs (0.42M parameters, 1.7 MB pushed and pulled per worker per batch,
 ~0.1 s of compute: communication-bound on the emulated fabric) have their parameter
@@ -32,6 +34,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from controller.job_rank import RANK_RULES  # noqa: E402
 from job_scheduler.estimator import Estimator, nominal_bandwidth  # noqa: E402
 from job_scheduler.jobspec import JobSpec  # noqa: E402
 from job_scheduler.service_policy import StartDecision  # noqa: E402
@@ -41,6 +44,10 @@ from sluice.runloop import RealTimeRun, RunOptions  # noqa: E402
 from topologies import load_topology  # noqa: E402
 
 LAGGING = "job-c"
+# heavy-tail: batches 10..1000 x 0.15 = 2..150, bytes per batch 150 kB..1.5 MB, so that one
+# seed (12 jobs, four modes) fits in 8 minutes of the 50 Mbit/s emulated uplink.
+HEAVY_TAIL_SCALE = 0.15
+HEAVY_TAIL_BYTES_LO = 150_000
 
 
 def jobs(batches_long: int, batches_short: int, mix: str = "one-late") -> list[JobSpec]:
@@ -80,10 +87,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--batches", type=int, default=40, help="batches of job-a and job-b")
     ap.add_argument("--short-batches", type=int, default=15, help="batches of job-c")
-    ap.add_argument("--mix", default="one-late", choices=("one-late", "two-late"),
-                    help="arrival pattern (see jobs())")
+    ap.add_argument("--mix", default="one-late",
+                    choices=("one-late", "two-late", "heavy-tail", "same-start"),
+                    help="arrival pattern (see jobs()); heavy-tail and same-start: "
+                         "mininet_tests/experiment_heavy_tail.py")
+    ap.add_argument("--rank", default="progress", choices=RANK_RULES,
+                    help="one-late/two-late: the rule of the priority-on runs (default progress)")
+    ap.add_argument("--load", type=float, default=0.7, help="heavy-tail: offered bottleneck load")
+    ap.add_argument("--seeds", type=int, default=5, help="heavy-tail/same-start: seeds 1..N")
+    ap.add_argument("--seed-list", type=lambda t: [int(x) for x in t.split(",")], default=None,
+                    help="heavy-tail: explicit seeds, e.g. 6,7")
+    ap.add_argument("--jobs", type=int, default=12, help="heavy-tail: jobs per seed (>= 10)")
+    ap.add_argument("--scale", type=float, default=HEAVY_TAIL_SCALE,
+                    help="heavy-tail: batches per job are 10..1000 times this")
+    ap.add_argument("--bytes-lo", type=int, default=HEAVY_TAIL_BYTES_LO,
+                    help="heavy-tail: bytes per batch are log-uniform on [this, 10x this]")
+    ap.add_argument("--job-timeout", type=float, default=400.0)
+    ap.add_argument("--host-tcp", default="kernel", choices=("kernel", "starved-ok"),
+                    help="heavy-tail/same-start: host TCP settings (experiment_heavy_tail.HOST_TCP)")
+    ap.add_argument("--resummarize", default=None, metavar="DIR",
+                    help="heavy-tail/same-start: recompute DIR's summary from its run reports")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    if args.mix in ("heavy-tail", "same-start"):
+        if not 0 < args.load < 1 or args.seeds < 1 or args.jobs < 1:
+            ap.error("--load must be in (0, 1); --seeds and --jobs must be >= 1")
+        from mininet_tests.experiment_heavy_tail import markdown, resummarize, run as run_heavy_tail
+        if args.resummarize:
+            print(markdown(resummarize(Path(args.resummarize), args), args))
+            return 0
+        return run_heavy_tail(args)
     if args.reps < 1 or args.batches < 1 or args.short_batches < 1:
         ap.error("--reps, --batches and --short-batches must be >= 1")
     out = Path(args.out or f"runs/experiment-priority-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -93,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     estimator = Estimator(nominal_bw_mbps=nominal_bandwidth(topology))
     runs: dict[str, list[dict]] = {"off": [], "on": []}
     started = time.monotonic()
-    with environment(topology, "two-rack", out) as (fabric, client):
+    with environment(topology, "two-rack", out, rank=args.rank) as (fabric, client):
         port = 20000
         for rep in range(args.reps):
             for mode in ("off", "on"):

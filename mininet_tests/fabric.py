@@ -78,13 +78,18 @@ def _progress(enabled: bool, text: str) -> None:
         print(f"fabric: {text}", file=sys.stderr, flush=True)
 
 
+# Host TCP settings (per namespace). Empty until measured to help (bench/RESULTS.md).
+HOST_TCP_TUNING: dict[str, str] = {}
+
+
 class Fabric:
     """A running emulated fabric. See the module doc for what it sets up."""
 
     def __init__(self, topology: Topology | str, controller: str | None = None,
                  priority_levels: int = pc.LEVELS, *, wait_connected_s: float = 30.0,
                  lock_timeout: float | None = None, progress: bool = True,
-                 tcp_congestion: str | None = "cubic"):
+                 tcp_congestion: str | None = "cubic",
+                 host_sysctls: dict[str, str] | None = None):
         self.topology = topology if isinstance(topology, Topology) else load_topology(topology)
         check_emulatable(self.topology)
         self.controller = parse_controller(controller) if controller else None
@@ -95,6 +100,8 @@ class Fabric:
         self.lock_timeout = lock_timeout
         self.progress = progress
         self.tcp_congestion = tcp_congestion  # per host namespace; None = machine default
+        # Extra per-host-namespace sysctls (e.g. HOST_TCP_TUNING); None: the kernel's.
+        self.host_sysctls = dict(HOST_TCP_TUNING if host_sysctls is None else host_sysctls)
         self.loops = has_loops(self.topology)
         self.fail_mode = "secure" if (self.controller or self.loops) else "standalone"
         self.links = emulated_links(self.topology)
@@ -180,6 +187,11 @@ class Fabric:
                 out = h.cmd(cc + " 2>&1")
                 if out.strip():
                     raise FabricError(f"setting TCP congestion control on {h.name}: {out.strip()}")
+            if self.host_sysctls:
+                out = h.cmd("sysctl -qw " + " ".join(f"{k}={v}" for k, v in
+                                                    sorted(self.host_sysctls.items())) + " 2>&1")
+                if out.strip():
+                    raise FabricError(f"setting {self.host_sysctls} on {h.name}: {out.strip()}")
             for intf in h.intfNames():
                 if intf != "lo":
                     h.cmd(f"ethtool -K {intf} tx off rx off >/dev/null 2>&1")

@@ -22,6 +22,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from controller.job_rank import DEFAULT_RULE, RANK_RULES
 from sluice.errors import InputError
 
 DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
@@ -47,6 +48,9 @@ def _common(parser) -> None:
     from ps_runtime.compute import add_arguments
 
     add_arguments(parser)
+    parser.add_argument("--rank", default=DEFAULT_RULE, choices=RANK_RULES,
+                        help=f"controller ranking rule when priority is on (default {DEFAULT_RULE}: "
+                             "shortest remaining bytes first)")
 
 
 def configure_run(parser) -> None:
@@ -118,16 +122,18 @@ def _out_dir(args, command: str) -> Path:
 # ---- the environment: controller process + fabric -----------------------------------------
 
 @contextmanager
-def environment(topology, topology_arg: str, out: Path):
-    """Controller process, then the fabric connected to it; both stopped on exit."""
+def environment(topology, topology_arg: str, out: Path, rank: str | None = None,
+                **fabric_options):
+    """Controller process (ranking rule ``rank``), then the fabric connected to it; both
+    stopped on exit."""
     from mininet_tests.fabric import Fabric
     from sluice.controller_proc import controller_process
 
     print(f"sluice: starting the controller for {topology.name}", file=sys.stderr, flush=True)
-    with controller_process(topology_arg, out / "controller.log") as (ofp, client):
+    with controller_process(topology_arg, out / "controller.log", rank=rank) as (ofp, client):
         print(f"sluice: live picture at {client.url}/live (metrics: {client.url}/metrics)",
               file=sys.stderr, flush=True)
-        with Fabric(topology, controller=ofp) as fabric:
+        with Fabric(topology, controller=ofp, **fabric_options) as fabric:
             _wait_hosts_located(fabric, client)
             yield fabric, client
 
@@ -212,7 +218,7 @@ def run_run(args) -> int:
              estimator=run_estimator(topology, args))
     out = _out_dir(args, "run")
     out.mkdir(parents=True, exist_ok=True)
-    with environment(topology, args.topology, out) as (fabric, client), \
+    with environment(topology, args.topology, out, args.rank) as (fabric, client), \
             warm_processes(topology, fabric, out, args.compute) as runner:
         result = one_pass(topology, jobs, fabric, client, out, args, args.priority == "on", 20000,
                           runner)
@@ -252,7 +258,7 @@ def run_demo(args) -> int:
     # the wait for other users of the machine's one fabric.
     with FabricLock(f"sluice demo {out}"), \
             _timed() as started, \
-            environment(topology, DEMO_TOPOLOGY, out) as (fabric, client), \
+            environment(topology, DEMO_TOPOLOGY, out, args.rank) as (fabric, client), \
             warm_processes(topology, fabric, out, args.compute) as runner:
         lock_wait = started - asked
         for k, mode in enumerate(("off", "on")):

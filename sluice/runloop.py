@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
-from job_scheduler.estimator import Estimator, effective_bandwidth
+from job_scheduler.estimator import BYTES_PER_PARAM, Estimator, effective_bandwidth
 from job_scheduler.jobspec import JobSpec
 from job_scheduler.placement import ClusterState
 from job_scheduler.service_policy import QueuedJob, StartDecision
@@ -57,6 +57,9 @@ class RunOptions:
     compute: str = "torch"           # torch | emulated (ps_runtime.compute)
     profile: str | None = None       # device profile of the estimator and emulated workers
     compute_info: dict = field(default_factory=dict)   # {compute, device, profile}: reports
+    # Per job name: WorkerOptions fields to override (e.g. emulated compute_s and
+    # bytes_per_batch of a synthetic job mix); "*" applies to every job.
+    worker_overrides: dict[str, dict] = field(default_factory=dict)
 
 
 def batches_for(spec: JobSpec, n: int, override: int | None = None) -> int:
@@ -140,7 +143,11 @@ class RealTimeRun:
         self.used = closed_loop.average_usage(self._recent)
         self.used_at = self.now()
         util = closed_loop.utilisation(self.topology, sample)
-        self.link_samples.append({"t": round(self.used_at, 2),
+        switches = {s.name for s in self.topology.switches}
+        # Per direction, emulated Mbit/s sent out of each switch-to-switch port.
+        tx = {f"{p['switch']}>{p['peer']}": round(float(p.get("tx_bytes_per_s") or 0) * 8 / 1e6, 3)
+              for p in ports if p.get("peer") in switches}
+        self.link_samples.append({"t": round(self.used_at, 2), "tx_mbps": tx,
                                   "util": {f"{a}-{b}": round(u, 4) for (a, b), u in util.items()}})
 
     # ---- the loop ------------------------------------------------------------------
@@ -222,17 +229,23 @@ class RealTimeRun:
         self.state.allocate(d.as_placement())
         batches = batches_for(spec, n, self.options.batches)
         o = self.options
+        overrides = {**o.worker_overrides.get("*", {}), **o.worker_overrides.get(spec.name, {})}
+        worker_options = WorkerOptions(**{"input_size": o.input_size, "num_classes": o.num_classes,
+                                          "threads": o.threads, "seed": q.id,
+                                          "compute": o.compute, "profile": o.profile,
+                                          "bw_scale": self.topology.emulation_bw_scale,
+                                          **overrides})
         psjob = PSJob(spec, placement_from_scheduler(self.topology, d.as_placement()),
                       self.runner or MininetRunner(self.fabric), self.out_dir / "jobs" / spec.name,
-                      batches=batches, base_port=self._next_port,
-                      options=WorkerOptions(input_size=o.input_size, num_classes=o.num_classes,
-                                            threads=o.threads, seed=q.id, compute=o.compute,
-                                            profile=o.profile,
-                                            bw_scale=self.topology.emulation_bw_scale))
+                      batches=batches, base_port=self._next_port, options=worker_options)
         self._next_port += BLOCK
         token = None
         if o.priority:
-            token = self.client.register_job(psjob.registration(), wait=True)["token"]
+            # The job's size, for the controller's job ranking rules: batches over all
+            # workers and the bytes one batch pushes (and pulls) on this fabric.
+            body = {**psjob.registration(), "total_batches": batches * n,
+                    "bytes_per_batch": self._bytes_per_batch(spec, worker_options)}
+            token = self.client.register_job(body, wait=True)["token"]
         psjob.start()
         r = _Running(q, d, psjob, self.now(), token,
                      {p.rank: LineFollower(p.log_path) for p in psjob.workers}, batches)
@@ -251,6 +264,15 @@ class RealTimeRun:
                  f"{','.join(d.ps_hosts)}), {batches} batches/worker, bw estimate "
                  f"{_fmt_bw(bw)} (nominal {_fmt_bw(bw_nominal)}), C(n) {c_n:.1f} s")
         return r
+
+    def _bytes_per_batch(self, spec: JobSpec, w: WorkerOptions) -> int:
+        """What one batch pushes: the model's float32 gradients; the emulated worker
+        moves them times the fabric's bw_scale, or what it was told."""
+        if w.compute == "emulated" and w.bytes_per_batch is not None:
+            return int(w.bytes_per_batch)
+        nbytes = self.estimator.params(spec) * BYTES_PER_PARAM
+        scale = w.bw_scale if w.compute == "emulated" else 1.0
+        return max(1, int(nbytes * scale))
 
     def _report(self, r: _Running, worker: int, batch: int) -> None:
         if r.reported.get(worker, 0) >= batch:

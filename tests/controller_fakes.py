@@ -13,6 +13,9 @@ ADMIN = "admin-token-for-tests"
 
 def make_service(topology="two-rack", **config):
     topo = load_topology(topology) if isinstance(topology, str) else topology
+    # These fakes' tests check per-worker ranking (the progress rule); tests of the job
+    # rules (remaining, attained) ask for them by name.
+    config.setdefault("rank", "progress")
     cfg = ControllerConfig(topology=topo, admin_token=ADMIN, **config)
     return ControllerService(cfg, sink=TableSink())
 

@@ -139,7 +139,7 @@ def test_lagging_job_wins_the_bottleneck_and_the_flip_follows():
         "job-b": {"id": "job-b", "servers": [{"id": "s0", "ip": "10.0.0.4", "port": 9100}],
                   "workers": [{"id": "w0", "ip": "10.0.0.2", "port": 9101}]},
     }
-    with controller("two-rack") as (ofp, client):
+    with controller("two-rack", "--rank", "progress") as (ofp, client):
         with Fabric("two-rack", controller=ofp) as fab:
             wait_located(client, 4)
             tokens, cookies = {}, {}

@@ -41,7 +41,9 @@ STALE_COOKIE = 0x5EA1DEAD            # a rule the controller never made
 
 # ============================================================ controller restart ====
 def start_controller(ofp: int, api: int, state_file: str, log):
-    return start_fabric_controller("two-rack", ofp, api, log, "--state-file", state_file)
+    # --rank progress: the marks these tests expect are the per-flow progress levels
+    return start_fabric_controller("two-rack", ofp, api, log, "--state-file", state_file,
+                                   "--rank", "progress")
 
 
 def ping_ok(fab, src: str, dst: str) -> tuple[bool, str]:
@@ -311,7 +313,9 @@ def test_controller_restart_during_a_running_ps_job(tmp_path):
             # root namespace's loopback, out of the hosts' reach: the test reports instead.
             job = PSJob(spec, placement, MininetRunner(fab), tmp_path / "job",
                         batches=PS_BATCHES, options=WorkerOptions(threads=1))
-            answer = client.register_job(job.registration())
+            # wait=1: the marks are checked right below (on a loaded machine the rules
+            # can land after the first flow-table dump otherwise)
+            answer = client.register_job(job.registration(), wait=True)
             token, cookie = answer["token"], int(answer["cookie"], 16)
             # push flows enter at the workers' ToRs (h2: tor1, h3: tor2), pull flows at
             # the server's (tor1): every ToR carries marking rules of the job

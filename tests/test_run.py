@@ -116,6 +116,23 @@ def test_ctrl_c_in_the_loop_returns_a_partial_result(tmp_path):
     assert result["summary"]["finished"] == 0
 
 
+def test_registration_carries_the_job_size(tmp_path):
+    """The controller's job rules need total batches and bytes per batch: torch workers
+    push the model's float32 gradients, emulated ones what they were told."""
+    from ps_runtime.launcher import WorkerOptions
+    from sluice.runloop import RunOptions
+
+    est = Estimator(nominal_bw_mbps=nominal_bandwidth(TWO_RACK))
+    job = JobSpec(name="j", model="resnet18", dataset_size=640, epochs=2, batch_size=32, max_gpus=2)
+    run = RealTimeRun(TWO_RACK, [job], None, est, fabric=None, client=FakeClient([]),
+                      out_dir=tmp_path, options=RunOptions(worker_overrides={"j": {"seed": 3}}))
+    assert run._bytes_per_batch(job, WorkerOptions()) == est.params(job) * 4
+    emulated = WorkerOptions(compute="emulated", bw_scale=0.01)
+    assert run._bytes_per_batch(job, emulated) == int(est.params(job) * 4 * 0.01)
+    given = WorkerOptions(compute="emulated", bytes_per_batch=123456)
+    assert run._bytes_per_batch(job, given) == 123456
+
+
 def test_batches_split_the_data_over_the_workers():
     job = JobSpec(name="j", model="smallcnn", dataset_size=640, epochs=2, batch_size=32, max_gpus=4)
     assert batches_for(job, 1) == 40

@@ -1,0 +1,111 @@
+"""Job-level ranking rules (pure): which job's flows go first on a shared bottleneck.
+
+Three rules, selectable on the controller (``--rank``) and at run time (REST):
+
+- ``progress`` (the seed's rule, flow-level, in :mod:`controller.ranking`): smaller batch
+  number first, pull before push. It is least-attained-service across jobs *in batches*:
+  it equalises progress, so it helps a lagging job but lets nobody finish early.
+- ``remaining``: shortest remaining work first (SRPT, Schrage 1967: optimal for mean
+  completion time on one bottleneck). A job's remaining work is the bytes it still has to
+  move across its most loaded link: ``(total_batches - done) * bytes_per_batch * share``
+  where ``share`` is the fraction of a job-batch's bytes that crosses that link (1 when
+  every worker's flows cross it, see :func:`bottleneck_share`). The scheduler knows
+  ``total_batches`` (``epochs * dataset_size / batch_size``) and ``bytes_per_batch`` (the
+  parameter volume) and registers them with the job.
+- ``attained``: least bytes sent first, for jobs whose length is unknown: a multi-level
+  feedback queue (PIAS, Aalo's D-CLAS) whose thresholds grow geometrically, so a job is
+  demoted one level each time its attained bytes pass ``base * factor**k``.
+
+Both job rules give a job's push and pull flows one class (a batch needs both; splitting
+them would let another job's push overtake this job's pull). Levels: the ``levels - 1``
+smallest jobs take levels 0..levels-2 one each, every other job shares the last level.
+Ties keep registration order (a FIFO within equal keys: no job is overtaken by a later
+one of the same size).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, NamedTuple
+
+PROGRESS, REMAINING, ATTAINED = "progress", "remaining", "attained"
+RANK_RULES = (PROGRESS, REMAINING, ATTAINED)
+DEFAULT_RULE = REMAINING
+
+# attained: first demotion after this many bytes, then every ``factor`` times more.
+ATTAINED_BASE_BYTES = 4 << 20
+ATTAINED_FACTOR = 4.0
+# A job that did not say its bytes per batch counts this much per batch (attained only).
+UNKNOWN_BYTES_PER_BATCH = 1 << 20
+
+
+class JobLoad(NamedTuple):
+    """What the job rules look at, per job."""
+    job: str
+    order: int                     # registration order (tie-break: earlier first)
+    done_batches: int              # batches finished, summed over the job's workers
+    total_batches: int | None      # epochs * dataset_size / batch_size; None: unknown
+    bytes_per_batch: int | None    # bytes one batch pushes (and pulls); None: unknown
+    share: float = 1.0             # fraction of a batch's bytes on the job's bottleneck
+
+
+def remaining_bytes(j: JobLoad) -> float:
+    """Bytes the job still moves across its bottleneck; inf when its size is unknown."""
+    if j.total_batches is None or j.bytes_per_batch is None:
+        return math.inf
+    return max(0, j.total_batches - j.done_batches) * j.bytes_per_batch * j.share
+
+
+def attained_bytes(j: JobLoad) -> float:
+    per_batch = j.bytes_per_batch if j.bytes_per_batch is not None else UNKNOWN_BYTES_PER_BATCH
+    return j.done_batches * per_batch * j.share
+
+
+def _top_k_levels(keyed: list[tuple[tuple, str]], levels: int) -> dict[str, int]:
+    """Sorted keys -> the first ``levels - 1`` jobs one level each, the rest the last."""
+    keyed.sort()
+    last = levels - 1
+    return {job: min(i, last) for i, (_, job) in enumerate(keyed)}
+
+
+def remaining_levels(jobs: Iterable[JobLoad], levels: int) -> dict[str, int]:
+    """Shortest remaining bytes first. Jobs of unknown size go after every known one."""
+    _check(levels)
+    keyed = [((remaining_bytes(j), j.order, j.job), j.job) for j in jobs]
+    return _top_k_levels(keyed, levels)
+
+
+def attained_level(attained: float, levels: int, base: float = ATTAINED_BASE_BYTES,
+                   factor: float = ATTAINED_FACTOR) -> int:
+    """The MLFQ level of a job that moved ``attained`` bytes: 0 below ``base``, then one
+    level lower each time it passes ``base * factor**k``; the last level has no bound."""
+    _check(levels)
+    if attained < base:
+        return 0
+    return min(levels - 1, 1 + int(math.floor(math.log(attained / base, factor) + 1e-9)))
+
+
+def attained_levels(jobs: Iterable[JobLoad], levels: int, base: float = ATTAINED_BASE_BYTES,
+                    factor: float = ATTAINED_FACTOR) -> dict[str, int]:
+    """Least attained bytes first, quantised into geometric MLFQ levels (jobs in one level
+    share it: within a level the switch shares fairly, as PIAS/Aalo do)."""
+    _check(levels)
+    if not base > 0 or not factor > 1:
+        raise ValueError("attained thresholds need base > 0 and factor > 1")
+    return {j.job: attained_level(attained_bytes(j), levels, base, factor) for j in jobs}
+
+
+def bottleneck_share(flows_on_busiest_link: int, workers: int, servers: int) -> float:
+    """Fraction of one job-batch's bytes crossing the job's busiest link. A batch of one
+    worker pushes ``1/servers`` of the parameters to each server (and pulls as much back),
+    so each (worker, server) flow carries ``bytes_per_batch / servers`` per batch of its
+    worker; averaged over workers, the link carries ``flows / (workers * servers)`` of a
+    job-batch's bytes (1 when every worker's flows cross it)."""
+    if workers < 1 or servers < 1:
+        raise ValueError("a job has at least one worker and one server")
+    return flows_on_busiest_link / (workers * servers)
+
+
+def _check(levels: int) -> None:
+    if levels < 1:
+        raise ValueError("levels must be >= 1")

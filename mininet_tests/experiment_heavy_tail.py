@@ -1,0 +1,407 @@
+"""Heavy-tailed PS jobs on one shaped rack uplink: priority off vs each ranking rule.
+
+    .venv/bin/python -m mininet_tests.experiment_priority --mix heavy-tail --load 0.7 \\
+        --seeds 5 --out DIR
+    .venv/bin/python -m mininet_tests.experiment_priority --mix same-start --seeds 3 --out DIR
+
+Every job has its parameter server in rack 1 (h1/h2) and its worker in rack 2 (h3/h4):
+every push leaves rack 2 through tor2's 50 Mbit/s uplink egress and every pull leaves
+rack 1 through tor1's, both shaped at the ToR egress with the HTB priority tree. Workers
+are emulated (``ps_runtime.emulated_worker``: a sleep of the job's compute time per batch,
+then a real ps-lite push and pull of its bytes), so the 2-core machine runs 12 jobs
+without torch. The job mix is :mod:`mininet_tests.heavy_tail` (seeded); ``same-start`` is
+the sanity case: three equal communication-bound jobs arriving together.
+
+For each seed the same jobs run once per mode, on one controller and fabric: ``off``
+(no job registered: every flow in one FIFO class, TCP fair sharing), then the rules
+``progress``, ``remaining``, ``attained`` switched at run time through the controller's
+REST API. The mode order rotates with the seed. Results are paired per seed.
+
+Writes ``DIR/summary.json`` (medians over seeds per mode: mean and p95 JCT, bottleneck
+throughput under contention, makespan, slowdown by size bucket, the fluid model's mean
+JCT), ``DIR/experiment.md`` and plots.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from controller.job_rank import DEFAULT_RULE
+from job_scheduler.estimator import Estimator, nominal_bandwidth
+from job_scheduler.jobspec import JobSpec
+from job_scheduler.service_policy import StartDecision
+from mininet_tests import fluid
+from mininet_tests.heavy_tail import MixJob, heavy_tail_mix
+from sluice.report import write_report
+from sluice.run import environment
+from sluice.runloop import RealTimeRun, RunOptions
+from topologies import load_topology
+
+MODES = ("off", "progress", "remaining", "attained")
+PS_HOSTS, WORKER_HOSTS = ("h1", "h2"), ("h3", "h4")
+PUSH_EGRESS, PULL_EGRESS = "tor2>spine1", "tor1>spine1"
+BATCH_SIZE = 32
+# Host TCP variants for the capacity investigation (--host-tcp): "kernel" leaves the
+# kernel defaults; "starved-ok" lets a flow that priority starved resume quickly once it
+# is released: linear (not exponential) RTO backoff while it has few packets in flight,
+# and RTO never above 1 s.
+HOST_TCP = {"kernel": {},
+            "starved-ok": {"net.ipv4.tcp_thin_linear_timeouts": "1",
+                           "net.ipv4.tcp_rto_max_ms": "1000"}}
+KEYS = 8              # ps-lite keys per batch: push of key k+1 overlaps the pull of key k
+
+
+def same_start_mix(capacity: float, batches: int = 40, bytes_per_batch: int = 1_000_000,
+                   comm_fraction: float = 0.95) -> list[MixJob]:
+    """Three equal communication-bound jobs arriving together."""
+    compute = exchange_s(bytes_per_batch, capacity) * (1 - comm_fraction) / comm_fraction
+    return [MixJob(f"eq{i}", 0.0, batches, bytes_per_batch, comm_fraction, round(compute, 4))
+            for i in range(3)]
+
+
+def exchange_s(nbytes: float, capacity: float) -> float:
+    """One batch's push + pull alone at the link rate, with KEYS pipelined keys."""
+    return nbytes / capacity * (1 + 1 / KEYS)
+
+
+def alone_s(job: MixJob, capacity: float) -> float:
+    """The job's JCT alone on an idle fabric, start-up excluded (fluid ideal)."""
+    return job.batches * (job.compute_s + exchange_s(job.bytes_per_batch, capacity))
+
+
+def fluid_jobs(mix: list[MixJob], capacity: float) -> list[fluid.FluidJob]:
+    """Fluid jobs whose cap is what each uses alone: both directions busy for
+    ``bytes / capacity`` per iteration each (pipelined push and pull)."""
+    out = []
+    for j in mix:
+        it = j.compute_s + exchange_s(j.bytes_per_batch, capacity)
+        out.append(fluid.FluidJob(j.name, j.arrival, j.batches, j.bytes_per_batch,
+                                  2 * j.bytes_per_batch / (it * capacity)))
+    return out
+
+
+def placement_step(mix: list[MixJob]):
+    index = {j.name: i for i, j in enumerate(mix)}
+
+    def step(queued, state, now):
+        """Start queued jobs in arrival order: PS on a rack-1 host, the worker on a
+        rack-2 host with a free GPU; wait when none is free."""
+        out = []
+        for q in sorted(queued, key=lambda q: (q.spec.arrival, q.spec.name)):
+            i = index[q.spec.name]
+            order = WORKER_HOSTS[i % 2:] + WORKER_HOSTS[:i % 2]
+            host = next((h for h in order if _free(state, h) - _taken(out, h) > 0), None)
+            if host is None:
+                break
+            out.append(StartDecision(q.id, 1, (PS_HOSTS[i % 2],), (host,)))
+        return out
+    return step
+
+
+def _free(state, host: str) -> int:
+    return state.free[state.index[host]]
+
+
+def _taken(decisions, host: str) -> int:
+    return sum(d.worker_hosts.count(host) for d in decisions)
+
+
+def specs_and_overrides(mix: list[MixJob]):
+    specs = [JobSpec(name=j.name, model="resnet18", dataset_size=BATCH_SIZE * j.batches,
+                     epochs=1, batch_size=BATCH_SIZE, max_gpus=1, arrival=j.arrival) for j in mix]
+    overrides = {j.name: {"compute": "emulated", "compute_s": j.compute_s,
+                          "bytes_per_batch": j.bytes_per_batch,
+                          "bucket_mb": j.bytes_per_batch / KEYS / 2 ** 20 * 1.001}
+                 for j in mix}
+    return specs, overrides
+
+
+# ---- measurements from one run ------------------------------------------------------------
+
+def startup_s(job: dict) -> float | None:
+    """Arrival to the first batch's start (process start-up and ps-lite rendezvous)."""
+    its = job.get("iterations") or []
+    if not its or "arrival" not in job:
+        return None
+    first = min(its, key=lambda it: it[0])
+    return max(0.0, first[0] - first[3] - job["arrival"])
+
+
+def bottleneck_mbps(result: dict) -> dict[str, float | None]:
+    """Mean Mbit/s out of the two ToR uplink egresses (push, pull) over the samples taken
+    while at least two jobs were running (contention)."""
+    spans = [(j["start"], j["finish"]) for j in result["jobs"] if "start" in j and "finish" in j]
+    push, pull = [], []
+    for s in result["links"]:
+        tx = s.get("tx_mbps") or {}
+        busy = sum(1 for a, b in spans if a <= s["t"] - 1 and s["t"] <= b)
+        if busy >= 2 and PUSH_EGRESS in tx and PULL_EGRESS in tx:
+            push.append(tx[PUSH_EGRESS])
+            pull.append(tx[PULL_EGRESS])
+    if not push:
+        return {"push": None, "pull": None, "mean": None, "samples": 0}
+    p, q = statistics.mean(push), statistics.mean(pull)
+    return {"push": round(p, 2), "pull": round(q, 2), "mean": round((p + q) / 2, 2),
+            "samples": len(push)}
+
+
+def p95(values: list[float]) -> float:
+    values = sorted(values)
+    if not values:
+        return math.nan
+    k = (len(values) - 1) * 0.95
+    lo, hi = math.floor(k), math.ceil(k)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def bucket_edges(mix_lo_bytes: float) -> tuple[float, float]:
+    """Small < 10x the smallest possible job <= medium < 100x <= large (bytes/direction)."""
+    return (10 * mix_lo_bytes, 100 * mix_lo_bytes)
+
+
+def bucket_of(job: MixJob, edges) -> str:
+    size = job.batches * job.bytes_per_batch
+    return ("small", "medium", "large")[sum(1 for e in edges if size >= e)]
+
+
+def measure(result: dict, mix: list[MixJob], capacity: float, edges) -> dict:
+    by_name = {j.name: j for j in mix}
+    jobs = [j for j in result["jobs"] if j.get("status") == "finished"]
+    jct = {j["name"]: j["turnaround"] for j in jobs}
+    slow = {n: t / alone_s(by_name[n], capacity) for n, t in jct.items()}
+    # The part a network rule can change: arrival to the last batch, minus start-up
+    # (process start and ps-lite rendezvous take seconds on this loaded 2-core machine).
+    start = {j["name"]: startup_s(j) or 0.0 for j in jobs}
+    net_slow = {n: max(0.0, t - start[n]) / alone_s(by_name[n], capacity) for n, t in jct.items()}
+    buckets: dict[str, list[float]] = {}
+    net_buckets: dict[str, list[float]] = {}
+    for n, s in slow.items():
+        buckets.setdefault(bucket_of(by_name[n], edges), []).append(s)
+        net_buckets.setdefault(bucket_of(by_name[n], edges), []).append(net_slow[n])
+    starts = list(start.values())
+    return {"finished": len(jobs), "jobs": len(mix),
+            "mean_jct_s": round(statistics.mean(jct.values()), 3) if jct else None,
+            "p95_jct_s": round(p95(list(jct.values())), 3) if jct else None,
+            "makespan_s": result["summary"]["makespan_s"],
+            "mean_slowdown": round(statistics.mean(slow.values()), 3) if slow else None,
+            "slowdown_by_bucket": {b: round(statistics.mean(v), 3) for b, v in sorted(buckets.items())},
+            "network_slowdown_by_bucket": {b: round(statistics.mean(v), 3)
+                                           for b, v in sorted(net_buckets.items())},
+            "mean_network_jct_s": round(statistics.mean(max(0.0, t - start[n])
+                                                        for n, t in jct.items()), 3) if jct else None,
+            "bucket_sizes": {b: len(v) for b, v in sorted(buckets.items())},
+            "bottleneck": bottleneck_mbps(result),
+            "startup_s": round(statistics.median(starts), 3) if starts else 0.0,
+            "jct_s": jct}
+
+
+# ---- the experiment -----------------------------------------------------------------------
+
+def run(args) -> int:
+    topology = load_topology("two-rack")
+    uplink = next(l for l in topology.links if {l.a, l.b} == {"tor2", "spine1"})
+    capacity = uplink.bw * topology.emulation_bw_scale * 1e6 / 8       # bytes/s, emulated
+    out = Path(args.out or f"runs/experiment-{args.mix}-{time.strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    seeds = list(range(1, args.seeds + 1)) if not args.seed_list else args.seed_list
+    estimator = Estimator(nominal_bw_mbps=nominal_bandwidth(topology))
+    lo_bytes = 10 * args.scale * args.bytes_lo
+    edges = bucket_edges(lo_bytes)
+    per_seed: list[dict] = []
+    started = time.monotonic()
+    with environment(topology, "two-rack", out, rank=DEFAULT_RULE,
+                     host_sysctls=HOST_TCP[args.host_tcp]) as (fabric, client):
+        port = 20000
+        for k, seed in enumerate(seeds):
+            if args.mix == "same-start":
+                mix = same_start_mix(capacity)
+            else:
+                mix = heavy_tail_mix(seed, args.load, capacity, jobs=args.jobs,
+                                     scale=args.scale, bytes_lo=args.bytes_lo)
+            specs, overrides = specs_and_overrides(mix)
+            order = MODES[k % len(MODES):] + MODES[:k % len(MODES)]
+            seed_out = {"seed": seed, "order": list(order),
+                        "mix": [asdict(j) | {"alone_s": round(alone_s(j, capacity), 3)}
+                                for j in mix], "modes": {}}
+            for mode in order:
+                print(f"experiment: seed {seed} ({k + 1}/{len(seeds)}), mode {mode}, "
+                      f"{time.monotonic() - started:.0f} s so far", file=sys.stderr, flush=True)
+                if mode != "off":
+                    client.set_rank(mode, wait=True)
+                run_dir = out / f"seed{seed}-{mode}"
+                options = RunOptions(priority=mode != "off", slot_s=0.25, port_base=port,
+                                     worker_overrides=overrides, job_timeout_s=args.job_timeout)
+                port += 100 * len(mix) + 100
+                result = RealTimeRun(topology, specs, placement_step(mix), estimator, fabric,
+                                     client, run_dir, options, policy_name="fixed").run()
+                write_report(result, run_dir)
+                seed_out["modes"][mode] = measure(result, mix, capacity, edges)
+                if result["interrupted"]:
+                    raise KeyboardInterrupt
+            startup = seed_out["modes"]["off"]["startup_s"]
+            fjobs = fluid_jobs(mix, capacity)
+            for mode in MODES:
+                pred = fluid.simulate(fjobs, mode, capacity, dt=0.02, startup_s=startup,
+                                      levels=8)
+                seed_out["modes"][mode]["fluid_mean_jct_s"] = round(fluid.mean(pred.values()), 3)
+            per_seed.append(seed_out)
+            (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))
+    wall = time.monotonic() - started
+    summary = summarize(per_seed, args, wall, edges)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    text = markdown(summary, args)
+    (out / "experiment.md").write_text(text)
+    plot(summary, out)
+    print(text)
+    ok = all(m["finished"] == m["jobs"] for s in per_seed for m in s["modes"].values())
+    return 0 if ok else 1
+
+
+def resummarize(out: Path, args) -> dict:
+    """Rebuild the measurements, the fluid predictions and the summary of a finished
+    experiment directory from its per-run ``report.json`` files (no fabric)."""
+    out = Path(out)
+    topology = load_topology("two-rack")
+    uplink = next(l for l in topology.links if {l.a, l.b} == {"tor2", "spine1"})
+    capacity = uplink.bw * topology.emulation_bw_scale * 1e6 / 8
+    edges = bucket_edges(10 * args.scale * args.bytes_lo)
+    per_seed = json.loads((out / "per_seed.json").read_text())
+    for seed in per_seed:
+        mix = [MixJob(**{k: v for k, v in j.items() if k != "alone_s"}) for j in seed["mix"]]
+        for mode in MODES:
+            result = json.loads((out / f"seed{seed['seed']}-{mode}" / "report.json").read_text())
+            seed["modes"][mode] = measure(result, mix, capacity, edges)
+        fjobs = fluid_jobs(mix, capacity)
+        for mode in MODES:
+            pred = fluid.simulate(fjobs, mode, capacity, dt=0.02,
+                                  startup_s=seed["modes"]["off"]["startup_s"])
+            seed["modes"][mode]["fluid_mean_jct_s"] = round(fluid.mean(pred.values()), 3)
+    (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))
+    old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    if "host_tcp" in old:          # how the runs were made, not how they are re-read
+        args.host_tcp = old["host_tcp"]
+    summary = summarize(per_seed, args, old.get("wall_time_s", 0.0), edges)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out / "experiment.md").write_text(markdown(summary, args))
+    plot(summary, out)
+    return summary
+
+
+def _median(values, digits: int = 3):
+    values = [v for v in values if v is not None]
+    return round(statistics.median(values), digits) if values else None
+
+
+def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
+    modes = {}
+    for mode in MODES:
+        ms = [s["modes"][mode] for s in per_seed]
+        offs = [s["modes"]["off"] for s in per_seed]
+        buckets = sorted({b for m in ms for b in m["slowdown_by_bucket"]})
+        modes[mode] = {
+            "mean_jct_s": _median(m["mean_jct_s"] for m in ms),
+            "p95_jct_s": _median(m["p95_jct_s"] for m in ms),
+            "bottleneck_mbps": _median(m["bottleneck"]["mean"] for m in ms),
+            "bottleneck_push_mbps": _median(m["bottleneck"]["push"] for m in ms),
+            "bottleneck_pull_mbps": _median(m["bottleneck"]["pull"] for m in ms),
+            "makespan_s": _median(m["makespan_s"] for m in ms),
+            "mean_slowdown": _median(m["mean_slowdown"] for m in ms),
+            "slowdown_by_bucket": {b: _median(m["slowdown_by_bucket"].get(b) for m in ms)
+                                   for b in buckets},
+            "network_slowdown_by_bucket": {
+                b: _median(m.get("network_slowdown_by_bucket", {}).get(b) for m in ms)
+                for b in buckets},
+            "mean_network_jct_s": _median(m.get("mean_network_jct_s") for m in ms),
+            "startup_s": _median(m["startup_s"] for m in ms),
+            "fluid_mean_jct_s": _median(m["fluid_mean_jct_s"] for m in ms),
+            # paired per seed: the median of this mode's change against off in the same seed
+            "mean_jct_change_pct": _median(digits=1, values=(100 * (m["mean_jct_s"] / o["mean_jct_s"] - 1)
+                                                          for m, o in zip(ms, offs))),
+            "p95_jct_change_pct": _median(digits=1, values=(100 * (m["p95_jct_s"] / o["p95_jct_s"] - 1)
+                                                         for m, o in zip(ms, offs))),
+            "fluid_mean_jct_change_pct": _median(digits=1, values=(
+                100 * (m["fluid_mean_jct_s"] / o["fluid_mean_jct_s"] - 1) for m, o in zip(ms, offs))),
+            "bottleneck_vs_off_pct": _median(digits=1, values=(
+                100 * m["bottleneck"]["mean"] / o["bottleneck"]["mean"]
+                for m, o in zip(ms, offs) if m["bottleneck"]["mean"] and o["bottleneck"]["mean"])),
+        }
+    return {"default_rule": DEFAULT_RULE, "mix": args.mix, "load": args.load,
+            "seeds": [s["seed"] for s in per_seed], "jobs_per_seed": len(per_seed[0]["mix"]),
+            "scale": args.scale, "bytes_lo": args.bytes_lo, "host_tcp": args.host_tcp,
+            "bucket_edges_bytes": list(edges), "wall_time_s": round(wall, 1), "modes": modes}
+
+
+def markdown(summary: dict, args) -> str:
+    m = summary["modes"]
+    lines = [f"# Priority rules, {summary['mix']} mix, load {summary['load']}, seeds "
+             f"{summary['seeds']} ({summary['jobs_per_seed']} jobs each), medians over seeds, "
+             f"host TCP {summary['host_tcp']}", "",
+             "| mode | mean JCT (s) | vs off (paired) | fluid model mean JCT (s) | model vs off | "
+             "p95 JCT (s) | p95 vs off | makespan (s) | mean slowdown | bottleneck Mbit/s "
+             "(push/pull) | vs off |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for mode in MODES:
+        x = m[mode]
+        lines.append(f"| {mode} | {x['mean_jct_s']} | {x['mean_jct_change_pct']} % | "
+                     f"{x['fluid_mean_jct_s']} | {x['fluid_mean_jct_change_pct']} % | "
+                     f"{x['p95_jct_s']} | {x['p95_jct_change_pct']} % | {x['makespan_s']} | "
+                     f"{x['mean_slowdown']} | {x['bottleneck_mbps']} ({x['bottleneck_push_mbps']}/"
+                     f"{x['bottleneck_pull_mbps']}) | {x['bottleneck_vs_off_pct']} % |")
+    buckets = sorted({b for x in m.values() for b in x["slowdown_by_bucket"]},
+                     key=["small", "medium", "large"].index)
+    lines += ["", "Mean slowdown (JCT / the job's ideal time alone) by size bucket "
+              f"(bytes per direction; edges {summary['bucket_edges_bytes']}):", "",
+              "| mode | " + " | ".join(buckets) + " |", "|---|" + "---|" * len(buckets)]
+    for mode in MODES:
+        lines.append(f"| {mode} | " + " | ".join(str(m[mode]["slowdown_by_bucket"].get(b))
+                                                 for b in buckets) + " |")
+    lines += ["", "Mean network slowdown ((JCT - the job's start-up) / ideal time alone) by "
+              "size bucket, and mean JCT without start-up:", "",
+              "| mode | " + " | ".join(buckets) + " | mean JCT - start-up (s) | median start-up (s) |",
+              "|---|" + "---|" * (len(buckets) + 2)]
+    for mode in MODES:
+        nb = m[mode].get("network_slowdown_by_bucket", {})
+        lines.append(f"| {mode} | " + " | ".join(str(nb.get(b)) for b in buckets)
+                     + f" | {m[mode].get('mean_network_jct_s')} | {m[mode].get('startup_s')} |")
+    lines += ["", f"default rule: {summary['default_rule']}; wall time "
+              f"{summary['wall_time_s']:.0f} s", ""]
+    return "\n".join(lines)
+
+
+def plot(summary: dict, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    m = summary["modes"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    x = range(len(MODES))
+    axes[0].bar([i - 0.2 for i in x], [m[k]["mean_jct_change_pct"] or 0 for k in MODES], 0.4,
+                label="measured", color="#3b75af")
+    axes[0].bar([i + 0.2 for i in x], [m[k]["fluid_mean_jct_change_pct"] or 0 for k in MODES],
+                0.4, label="fluid model", color="#bbbbbb")
+    axes[0].axhline(0, color="black", linewidth=0.8)
+    axes[0].set_xticks(list(x), MODES)
+    axes[0].set_ylabel("mean JCT vs off, % (paired, median)")
+    axes[0].legend()
+    buckets = sorted({b for v in m.values() for b in v["slowdown_by_bucket"]},
+                     key=["small", "medium", "large"].index)
+    w = 0.8 / len(MODES)
+    for k, mode in enumerate(MODES):
+        nb = m[mode].get("network_slowdown_by_bucket") or m[mode]["slowdown_by_bucket"]
+        axes[1].bar([i + k * w - 0.4 + w / 2 for i in range(len(buckets))],
+                    [nb.get(b) or 0 for b in buckets], w, label=mode)
+    axes[1].set_xticks(list(range(len(buckets))), buckets)
+    axes[1].set_ylabel("mean slowdown, start-up excluded")
+    axes[1].legend(fontsize=8)
+    fig.suptitle(f"{summary['mix']}, load {summary['load']}, seeds {summary['seeds']}")
+    fig.tight_layout()
+    fig.savefig(out / "heavy_tail.png", dpi=100)
+    plt.close(fig)

@@ -1,0 +1,76 @@
+"""The fluid model of the ranking rules and the heavy-tailed job mix (pure)."""
+
+import statistics
+
+import pytest
+
+from mininet_tests.experiment_heavy_tail import (alone_s, bottleneck_mbps, bucket_of,
+                                                 fluid_jobs, p95, same_start_mix)
+from mininet_tests.fluid import FluidJob, mean, simulate
+from mininet_tests.heavy_tail import bounded_pareto, heavy_tail_mix, offered_load
+
+C = 50e6 / 8
+
+
+def test_three_equal_link_bound_jobs_srpt_is_a_third_faster():
+    # Jobs that can fill both directions alone (rate_cap 2): fair sharing finishes all
+    # three at 3T, shortest-remaining-first at T, 2T, 3T: mean 2T vs 3T.
+    jobs = [FluidJob(f"j{i}", 0.0, 10, 1e6, 2.0) for i in range(3)]
+    t = 2 * 10 * 1e6 / (2 * C)
+    off, srpt = simulate(jobs, "off", C), simulate(jobs, "remaining", C)
+    assert mean(off.values()) == pytest.approx(3 * t, rel=0.02)
+    assert mean(srpt.values()) == pytest.approx(2 * t, rel=0.02)
+    assert sorted(srpt.values()) == pytest.approx([t, 2 * t, 3 * t], rel=0.02)
+
+
+def test_rate_capped_jobs_do_not_contend():
+    # Two jobs that each use a third of the link never slow each other down.
+    jobs = [FluidJob("a", 0.0, 10, 1e6, 0.6), FluidJob("b", 0.0, 10, 1e6, 0.6)]
+    alone = 2 * 10 * 1e6 / (0.6 * C)
+    for mode in ("off", "progress", "remaining", "attained"):
+        assert all(v == pytest.approx(alone, rel=0.02) for v in simulate(jobs, mode, C).values())
+
+
+def test_rules_are_work_conserving():
+    # Jobs that can fill the link alone: one busy period, whatever the order.
+    jobs = [FluidJob(f"j{i}", i * 0.5, 5 + 7 * i, 2e5 * (i + 1), 2.0) for i in range(5)]
+    finish = {m: max(j.arrival + simulate(jobs, m, C)[j.name] for j in jobs)
+              for m in ("off", "remaining", "attained", "progress")}
+    assert max(finish.values()) == pytest.approx(min(finish.values()), rel=0.03)
+
+
+def test_same_start_sanity_case_predicts_about_a_third():
+    mix = same_start_mix(C)
+    fj = fluid_jobs(mix, C)
+    gain = 1 - mean(simulate(fj, "remaining", C).values()) / mean(simulate(fj, "off", C).values())
+    assert 0.25 <= gain <= 0.34
+    assert alone_s(mix[0], C) > 0
+
+
+def test_bounded_pareto_stays_in_bounds_and_is_heavy():
+    xs = [bounded_pareto(i / 1000, 1.1, 10, 1000) for i in range(1000)]
+    assert min(xs) == pytest.approx(10) and max(xs) <= 1000
+    assert statistics.median(xs) < 25 < statistics.mean(xs)
+
+
+def test_heavy_tail_mix_is_seeded_and_offers_the_load():
+    a, b = heavy_tail_mix(3, 0.7, C), heavy_tail_mix(3, 0.7, C)
+    assert a == b and a != heavy_tail_mix(4, 0.7, C)
+    assert offered_load(a, C) == pytest.approx(0.7, rel=0.15)
+    for j in a:
+        assert 0.3 <= j.comm_fraction <= 0.7
+        exchange = 2 * j.bytes_per_batch / C
+        assert exchange / (exchange + j.compute_s) == pytest.approx(j.comm_fraction, abs=0.01)
+    with pytest.raises(ValueError):
+        heavy_tail_mix(1, 1.2, C)
+
+
+def test_measurement_helpers():
+    assert p95([1, 2, 3, 4, 100]) == pytest.approx(80.8)
+    mix = heavy_tail_mix(1, 0.7, C)
+    assert {bucket_of(j, (1e6, 1e7)) for j in mix} <= {"small", "medium", "large"}
+    result = {"jobs": [{"start": 0, "finish": 10}, {"start": 2, "finish": 8}],
+              "links": [{"t": 1, "tx_mbps": {"tor2>spine1": 40, "tor1>spine1": 30}},
+                        {"t": 5, "tx_mbps": {"tor2>spine1": 48, "tor1>spine1": 46}}]}
+    got = bottleneck_mbps(result)
+    assert got["samples"] == 1 and got["push"] == 48 and got["mean"] == 47
