@@ -112,7 +112,8 @@ def test_restart_with_state_deletes_unwanted_owned_rules_in_the_first_reconcile(
     ports = dict(old.fabric.ports[tor1])
 
     svc = ControllerService(ControllerConfig(topology=old.config.topology,
-                                             admin_token=FAKE_ADMIN, state_file=state),
+                                             admin_token=FAKE_ADMIN, state_file=state,
+                                             rank=old.config.rank),   # restarted as it ran
                             sink=TableSink())
     assert svc.fabric.hosts == old.fabric.hosts and svc.fabric.links == old.fabric.links
     svc.switch_up(tor1, ports, table=held + [unwanted, foreign])
