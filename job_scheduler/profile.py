@@ -32,6 +32,7 @@ relative error, because the points span orders of magnitude. With a single point
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -47,6 +48,7 @@ _DATA = Path(__file__).parent / "data"
 # default is the one measured on an H100; the P100 one is derived from published figures.
 NAMED_PROFILES = {"h100": _DATA / "h100_profile.yaml", "p100": _DATA / "p100_profile.yaml"}
 DEFAULT_PROFILE_NAME = "h100"
+PROFILE_ENV = "SLUICE_PROFILE"      # the profile used where a command is given none
 DEFAULT_PROFILE_PATH = NAMED_PROFILES[DEFAULT_PROFILE_NAME]
 P100_PROFILE_PATH = NAMED_PROFILES["p100"]
 _GAMMA_GRID = np.arange(0.05, 2.0001, 0.005)
@@ -187,8 +189,11 @@ def parse_profile(data: Any, source: str = "<profile>") -> Profile:
 
 
 def profile_path(name_or_path: str | Path | None = None) -> Path:
-    """The file of a shipped profile's name (``h100``, ``p100``), or the path itself;
-    the default profile when None."""
+    """The file of a shipped profile's name (``h100``, ``p100``), or the path itself.
+    When None: ``$SLUICE_PROFILE`` (a name or a path: set it once for your GPUs), else the
+    default profile (the measured H100)."""
+    if name_or_path is None:
+        name_or_path = os.environ.get(PROFILE_ENV) or None
     if name_or_path is None:
         return DEFAULT_PROFILE_PATH
     return NAMED_PROFILES.get(str(name_or_path), Path(name_or_path))

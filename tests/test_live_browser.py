@@ -42,7 +42,8 @@ def browse(url: str, *args: str) -> str:
 def test_live_page_shows_jobs_links_and_levels(tmp_path):
     shots = Path(os.environ.get("SLUICE_SCREENSHOT_DIR", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
-    with controller_process("two-rack", tmp_path / "controller.log") as (ofp, client), \
+    # the progress rule ranks per flow (batch, pull before push): levels that differ
+    with controller_process("two-rack", tmp_path / "controller.log", rank="progress") as (ofp, client), \
             Fabric("two-rack", controller=ofp) as fabric:
         assert fabric.ping_all() == 0.0
         job = client.register_job("job-a", servers=[(fabric.ip("h3"), 9000)],
