@@ -260,7 +260,7 @@ def demo_summary(cmp: dict) -> str:
         change = cmp.get("avg_jct_change_pct")
         shared = ", ".join(f"{n} {_fmt(jobs[n]['jct_off_s'])} -> {_fmt(jobs[n]['jct_on_s'])} s"
                            for n in spread)
-        parts.append(f"{_names(spread)} shared the rack uplinks; with progress-aware priority on, "
+        parts.append(f"{_names(spread)} shared the rack uplinks; with flow priority on (the --rank rule), "
                      f"their JCTs went {shared}, and the average JCT changed by "
                      f"{_fmt(change)} % (one run each: a few percent is run-to-run noise).")
     check = cmp.get("model_check") or {}

@@ -57,7 +57,7 @@ def configure_run(parser) -> None:
     parser.add_argument("jobs", help="job description YAML (see job_scheduler/jobspec.py)")
     parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
     parser.add_argument("--policy", default="lyapunov", help=f"one of {', '.join(POLICY_NAMES)}")
-    parser.add_argument("--priority", default="on", help="on|off: progress-aware flow priority")
+    parser.add_argument("--priority", default="on", help="on|off: flow priority by the --rank rule")
     _common(parser)
 
 
