@@ -2,7 +2,7 @@
 
 The scheduler/launcher registers a job with its parameter servers and workers (IP and the
 fixed ps-lite ``PORT`` each node listens on). The flows follow ps-lite's layout
-(DESIGN.md): push data and pull requests go worker -> server:server_port (push flow),
+(docs/design.md): push data and pull requests go worker -> server:server_port (push flow),
 pull responses go server -> worker:worker_port (pull flow). Nothing is guessed from
 traffic. Validation raises :class:`InputError`; a rejected body changes nothing.
 """

@@ -133,7 +133,7 @@ def job_flow_rules(flow: FlowKey, level: int, hops: list[tuple[int, int]], cooki
 
     dscp: mark once at the ingress switch (table 0, only packets from the source's own
     port); the DSCP travels with the packet and every egress port's HTB/u32 filter
-    classifies on it (set_queue is ignored by the userspace datapath, DESIGN.md).
+    classifies on it (set_queue is ignored by the userspace datapath, docs/design.md).
     queue: every switch on the path sets its own egress queue (table 1)."""
     if not hops or in_port is None:
         return []

@@ -9,7 +9,7 @@ Units: seconds, Mbit/s (1 Mbit = 10^6 bit), parameters as counts.
   worker -> server) and the pull (parameters, server -> worker) of every iteration. They
   are sequential in synchronous PS training (the pull waits for the aggregate), so a
   full-duplex link does not overlap them. This is a deliberate refinement of the paper's
-  eq. 5 (which counts params once); DESIGN.md's measurement (2 workers, 1 server, 8 MB
+  eq. 5 (which counts params once); docs/design.md's measurement (2 workers, 1 server, 8 MB
   key, 100 Mbit/s: 3.2 s per push+pull; 2x predicts 2.56 s, 1x 1.28 s) supports it.
   ``comm(job, 1, .) = 0`` (a single GPU holds the model itself), and an infinite
   bandwidth (everything on one host) costs no time either.

@@ -1,6 +1,6 @@
 """The Proteus decision: Lyapunov drift-plus-penalty over the GPU count (pure functions).
 
-Names follow the paper and DESIGN.md:
+Names follow the paper and docs/design.md:
 
 - ``Q``: the task queue, in seconds of single-GPU work (sum of Cost_j(1) waiting).
 - ``Z``: the delay-tolerant virtual queue (seconds); it grows by ``eps`` every slot the
@@ -16,7 +16,7 @@ Names follow the paper and DESIGN.md:
     meaning: (1) the Q update ``Q - k*Cost_i(1) + sum_arrivals Cost_j(1)`` then keeps Q
     *exactly* the Cost(1) sum of the waiting jobs (each job adds its Cost_j(1) once and
     removes it once), so the paper's formula needs no liveness fix; (2) S(0) = 0 is the
-    formula at k = 0; (3) DESIGN.md writes k, not n, inside S(n). The two k-terms are then
+    formula at k = 0; (3) docs/design.md writes k, not n, inside S(n). The two k-terms are then
     the same for every n > 0, so the chosen count is argmin C(n) (network-aware through
     C(n)) and V, eps, Q, Z decide *when* the head job starts.
   * ``"gpus"``: k = n. The (n*Cost_i(1))^2 term penalises big allocations and

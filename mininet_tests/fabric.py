@@ -13,7 +13,7 @@ check root and Open vSwitch (starting it if needed), remove a crashed run's left
 build the net with ``OVSSwitch(datapath='user', protocols='OpenFlow13')`` — fail mode
 ``standalone`` without a controller on a loop-free topology, ``secure`` with a controller
 (switches keep their rules while it is away) or on a topology with loops (standalone
-learning would storm there; forwarding waits for a controller) — then, per DESIGN.md:
+learning would storm there; forwarding waits for a controller) — then, per docs/design.md:
 offloads off on every interface (TCP stalls on the userspace datapath otherwise), IPv6 off
 (its chatter would only confuse flow recognition), and the HTB rate + priority tree of
 ``mininet_tests/priority.py`` on every switch egress port. With a controller it waits

@@ -8,7 +8,7 @@ also pays (figures measured on this 2-core machine, ``bench/bench_emulation.py``
 - ``sync_s``: one push + pull round through the PS beyond moving the bytes (ZeroMQ
   messages, the server's summation, waiting for the slowest worker's batch; on a loaded
   machine also the CPU the other jobs' processes take), every iteration;
-- ``link_efficiency``: the share of a link's rate the payload gets. DESIGN's measurement
+- ``link_efficiency``: the share of a link's rate the payload gets. docs/design.md's measurement
   (2 workers, 1 server, 8 MB key, 100 Mbit/s links: 3.2 s per push + pull against the
   2.56 s the bytes need at line rate) fits 0.8: TCP/IP headers and ACKs, HTB shaping.
 

@@ -222,7 +222,7 @@ def test_runtime_terms_sync_and_link_efficiency_hand_computed():
     assert est.comm(j, 4, 1.0) == pytest.approx(500.0 * est.comm(j, 4, 500.0))
     assert est.comm(j, 1, 500.0) == 0.0
     assert est.run_time(j, 4, 500.0) == pytest.approx(2.0 + est.C(j, 4, 500.0))
-    # DESIGN's point: 2 workers, 1 server, 8 MB key, 100 Mbit/s links (each worker gets
+    # docs/design.md's point: 2 workers, 1 server, 8 MB key, 100 Mbit/s links (each worker gets
     # 50 through the server's link): 2.56 s at line rate, 3.2 s measured = efficiency 0.8
     key = JobSpec(name="k", model="custom", dataset_size=64, epochs=1, batch_size=32, max_gpus=2,
                   layers=(Layer("fc", h=1, w=1, c_in=2000, c_out=1000),))
