@@ -24,7 +24,6 @@ import http.client
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from controller.client import ControllerClient  # noqa: E402
 from mininet_tests.fabric import Fabric  # noqa: E402
+from ps_runtime.ports import free_port  # noqa: E402
 
 PY = str(ROOT / ".venv" / "bin" / "python")
 SLUICE = str(ROOT / ".venv" / "bin" / "sluice")
@@ -46,11 +46,6 @@ ADMIN = "bench-admin-token-0123"
 def log(text: str) -> None:
     print(f"bench_controller: {text}", file=sys.stderr, flush=True)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager

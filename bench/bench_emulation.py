@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -29,22 +28,12 @@ from ps_runtime.launcher import LineFollower, PSJob, WorkerOptions, parse_batche
 from ps_runtime.plan import Placement  # noqa: E402
 from ps_runtime.runners import LocalRunner  # noqa: E402
 from ps_runtime.warm import WarmRunner  # noqa: E402
+from ps_runtime.ports import free_port_block as free_base  # noqa: E402
 
 SPEC = JobSpec(name="bench-emu", model="googlenet", dataset_size=64, epochs=1, batch_size=512,
                max_gpus=3)
 
 
-def free_base(n: int = 8) -> int:
-    for base in range(45000, 60000, 50):
-        try:
-            for port in range(base, base + n):
-                with socket.socket() as s:
-                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                    s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError("no free port block")
 
 
 def run_job(runner, out: Path, batches: int, compute_s: float, nbytes: int) -> tuple[float, list]:

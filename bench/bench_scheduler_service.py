@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from job_scheduler.jobspec import parse_jobs_text  # noqa: E402
 from job_scheduler.service_client import SchedulerClient, Unreachable  # noqa: E402
 from job_scheduler.store import JobStore  # noqa: E402
+from ps_runtime.ports import free_port  # noqa: E402
 
 PY = str(ROOT / ".venv" / "bin" / "python")
 
@@ -50,11 +50,6 @@ def job_file(name: str) -> str:
     return (f"jobs:\n  - {{name: {name}, model: resnet18, dataset_size: 1000, epochs: 1, "
             f"batch_size: 32, max_gpus: 2}}\n")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Service:

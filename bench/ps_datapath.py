@@ -25,14 +25,13 @@ import argparse
 import json
 import os
 import platform
-import random
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from ps_runtime.ports import free_port_block as _free_base  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -93,23 +92,6 @@ def kv_worker(mode: str, mbytes: float, rounds: int, bucket_mb: float) -> None:
                                   "sum_ok": ok}), flush=True)
 
 
-def _free_base(n: int) -> int:
-    rng = random.Random(os.getpid() ^ time.time_ns())
-    for _ in range(200):
-        base = rng.randrange(30000, 60000, 50)
-        socks = []
-        try:
-            for port in range(base, base + n):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free port block on 127.0.0.1")
 
 
 def push_pull(mode: str, mbytes: float, workers: int, servers: int, rounds: int,

@@ -35,7 +35,6 @@ import json
 import multiprocessing as mp
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from ps_runtime.ports import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -58,10 +58,6 @@ def log(text: str) -> None:
     print(f"soak: {text}", file=sys.stderr, flush=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_mb(pid: int) -> float | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -19,16 +18,13 @@ from pathlib import Path
 from typing import Iterator
 
 from controller.client import ControllerClient
+from ps_runtime.ports import free_port
 
 
 class ControllerStartError(RuntimeError):
     pass
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager

@@ -12,15 +12,11 @@ from pathlib import Path
 import pytest
 
 from controller.client import ControllerClient, ControllerError
+from ps_runtime.ports import free_port
 
 # The interpreter under test, not a .venv path: the suite runs in any environment.
 SLUICE = [sys.executable, "-m", "sluice"]
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(*args, token="cli-test-token-1", timeout=60):

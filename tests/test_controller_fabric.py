@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import pytest
 from controller.client import ControllerClient
 from mininet_tests.fabric import Fabric
 from topologies.priority_classes import dscp_of_level
+from ps_runtime.ports import free_port
 
 pytestmark = pytest.mark.fabric
 
@@ -27,11 +27,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SLUICE = [sys.executable, "-m", "sluice"]
 ADMIN = "fabric-test-admin-token"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
-import random
 import signal
 import socket
 import statistics
@@ -32,31 +31,13 @@ from ps_runtime.runners import LocalRunner
 from ps_runtime.worker import make_buckets
 from sluice.cli import main as sluice_main
 from topologies import load_topology
+from ps_runtime.ports import free_port_block as free_base
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = JobSpec(name="t-small", model="smallcnn", dataset_size=4096, epochs=1, batch_size=32,
                 max_gpus=2)
 
 
-def free_base(n: int = 8) -> int:
-    """A block of n free loopback ports (tests may run next to other jobs)."""
-    rng = random.Random(os.getpid() ^ int(time.time() * 1000))
-    for _ in range(200):
-        base = rng.randrange(30000, 60000, 50)
-        socks = []
-        try:
-            for port in range(base, base + n):
-                s = socket.socket()
-                socks.append(s)
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free port block")
 
 
 def small_job(tmp_path: Path, batches: int, workers: int = 2, servers: int = 1,

@@ -12,7 +12,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -31,6 +30,7 @@ from job_scheduler.service_policy import SERVICE_POLICIES, make_policy
 from job_scheduler.store import JobStore
 from sluice.errors import InputError
 from topologies import load_topology
+from ps_runtime.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUICE = [sys.executable, "-m", "sluice"]
@@ -236,11 +236,6 @@ def test_cancel_queued_and_running(tmp_path):
 
 
 # ---- the real service process ----------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServiceProcess:
