@@ -242,13 +242,12 @@ def run_train(args: argparse.Namespace) -> int:
                                                / (spec.batch_size * args.workers)))
     if compute == "torch":
         _device(args.device)
-    import importlib.util
+    from ps_runtime.transport_install import TransportMissing, ensure_mxnet
 
-    if importlib.util.find_spec("mxnet") is None:
-        from ps_runtime.numpy_compat import MXNET_INSTALL_HINT
-
-        print(f"sluice train: MXNet (the PS transport) is not installed; install it with: "
-              f"{MXNET_INSTALL_HINT}", file=sys.stderr)
+    try:
+        ensure_mxnet()
+    except TransportMissing as err:
+        print(f"sluice train: {err}", file=sys.stderr)
         return 1
     print(f"sluice train: compute {info['compute']}, device {info['device']}, profile "
           f"{info['profile']}", file=sys.stderr)

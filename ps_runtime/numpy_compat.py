@@ -20,7 +20,8 @@ import warnings
 import numpy as np
 
 MXNET_INSTALL_HINT = ("python -m pip install --no-deps mxnet==1.9.1  (its metadata caps "
-                      "numpy<2, which sluice's ps_runtime.numpy_compat makes unnecessary)")
+                      "numpy<2, which sluice's ps_runtime.numpy_compat makes unnecessary; "
+                      "`sluice train` runs this for you when MXNet is missing)")
 
 
 def _msort(a):
