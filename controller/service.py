@@ -26,7 +26,8 @@ from controller.flowtable import FlowTable
 from controller.forwarding import FabricView
 from controller.linkstats import LinkStats
 from controller.metrics import Metrics
-from controller.ranking import FlowKey, assign_levels, ordered
+from controller.ranking import FlowKey, ordered
+from controller.rank_delta import FlowRanker, JobRanker
 from controller.packets import ArpIn, arp_probe, arp_reply
 from controller import job_rank
 from controller.journal import ProgressJournal, journal_path
@@ -113,10 +114,11 @@ class _Bucket:
 
 class _PendingReport:
     """An accepted progress report waiting for the reconcile that covers it."""
-    __slots__ = ("t0", "done", "changed", "covered")
+    __slots__ = ("t0", "done", "changed", "covered", "moved")
 
-    def __init__(self, t0: float, done=None) -> None:
+    def __init__(self, t0: float, done=None, moved: tuple[str, str] = ("", "")) -> None:
         self.t0, self.done, self.changed, self.covered = t0, done or threading.Event(), 0, False
+        self.moved = moved          # (job, worker) whose batch it moved
 
 
 class ControllerService:
@@ -161,6 +163,11 @@ class ControllerService:
         self._flow_desired: dict[tuple, R.Rule] | None = None   # PS-flow rules last sent
         self._tables_exact = False
         self._share: dict[str, float] = {}    # job -> bytes share on its busiest link
+        # Kept by the last full reconcile, so that a progress report re-ranks and re-sends
+        # only what it moved (_reconcile_moved): the active rule's incremental ranker, and
+        # which flows' rules share each PS-flow rule key (the most urgent one wins).
+        self._ranker: FlowRanker | JobRanker | None = None
+        self._flows_of_key: dict[tuple, list[FlowKey]] = {}
         # target ip -> [(dpid, port, asker mac, asker ip)] waiting for the target's reply
         self._pending_arp: dict[str, list[tuple[int, int, str, str]]] = {}
         self._settle_until: dict[int, float] = {}   # reconnected dpid -> clock() deadline
@@ -401,7 +408,7 @@ class ControllerService:
                 self._journal.append(job_id, worker, batch)
             if result != "accepted":
                 return {"result": result, "changed_rules": 0}, None
-            mine = _PendingReport(t0, done)
+            mine = _PendingReport(t0, done, (job_id, worker))
             self._pending.append(mine)
         # Group commit: one reconcile covers every report recorded before it started.
         # Under load, reports arriving while a reconcile runs are covered together by
@@ -427,7 +434,9 @@ class ControllerService:
                 self.metrics.observe_reaction(now - p.t0)
                 p.done.set()
 
-        mods = self._reconcile(on_done=finished, only_if_levels_changed=True)
+        mods = self._reconcile_moved({p.moved for p in batch}, on_done=finished)
+        if mods is None:        # no incremental state to build on: the full reconcile
+            mods = self._reconcile(on_done=finished, only_if_levels_changed=True)
         for p in batch:
             p.changed, p.covered = len(mods), True
         if len(batch) > 1:
@@ -613,6 +622,11 @@ class ControllerService:
             for r in rules:
                 if r.dpid in connected:
                     flow_desired[r.key] = r
+        self._flows_of_key = {}
+        for flow, (_level, rules) in flow_rules.items():
+            for r in rules:
+                if r.dpid in connected:
+                    self._flows_of_key.setdefault(r.key, []).append(flow)
         keep = self._keep_while_settling()
         if prefix is None and not fabric_changed and keep is None \
                 and self._flow_desired is not None and self._tables_exact:
@@ -629,6 +643,59 @@ class ControllerService:
         self.installed.apply(mods)
         self.metrics.inc("sluice_flow_mods_total",
                          sum(1 for m in mods if m.command != "clear"))
+        self.sink.send(mods, on_done)
+        return mods
+
+    def _reconcile_moved(self, moved: set[tuple[str, str]],
+                         on_done: Callable[[], None] | None) -> list[R.FlowMod] | None:
+        """Progress reports of ``moved`` (job, worker) pairs: re-rank incrementally and
+        rebuild, diff and send only the rules of the flows whose level moved (O(moved),
+        not O(flows)). None when there is no exact incremental state to build on (the
+        fabric changed, a switch is settling, ...): the caller reconciles in full.
+        Caller holds the lock."""
+        ranker = self._ranker
+        if ranker is None or self._fabric_dirty or self._settle_until \
+                or not self._tables_exact or self._flow_desired is None:
+            return None
+        jobs = self.registry.jobs
+        try:
+            with self._report_lock:           # batch numbers are recorded under it
+                if isinstance(ranker, FlowRanker):
+                    reported = []
+                    for job_id, worker in moved:
+                        job = jobs.get(job_id)
+                        if job is not None:
+                            batch = job.batch_of(worker)
+                            reported += [(f, batch) for f in job.flows() if f.worker == worker]
+                    changed = ranker.update(reported)
+                else:
+                    by_job = ranker.update([self._job_load(jobs[j])
+                                            for j in {j for j, _ in moved} if j in jobs])
+                    changed = {f: level for j, level in by_job.items() for f in jobs[j].flows()}
+        except KeyError:       # a flow or job the ranker was not built with: start over
+            self._ranker = None
+            return None
+        if not changed:
+            return []
+        connected, keys = self.fabric.connected, set()
+        for flow, level in changed.items():
+            self._levels[flow] = level
+            src = self.fabric.hosts.get(flow.src_ip)
+            rules = R.job_flow_rules(flow, level, self._hops(flow.src_ip, flow.dst_ip),
+                                     jobs[flow.job].cookie, self.config.enforce,
+                                     src.port if src else None)
+            self._flow_rules[flow] = (level, rules)
+            keys.update(r.key for r in rules if r.dpid in connected)
+        # flows sharing a rule key: the most urgent one's rule is the one wanted
+        wanted = []
+        for key in keys:
+            best = min(self._flows_of_key[key], key=lambda f: self._flow_rules[f][0])
+            wanted += [r for r in self._flow_rules[best][1] if r.key == key]
+        mods = R.diff({k: self._flow_desired[k] for k in keys if k in self._flow_desired},
+                      wanted)
+        self._flow_desired.update((r.key, r) for r in wanted)
+        self.installed.apply(mods)
+        self.metrics.inc("sluice_flow_mods_total", len(mods))
         self.sink.send(mods, on_done)
         return mods
 
@@ -656,17 +723,17 @@ class ControllerService:
     def _compute_levels(self) -> dict[FlowKey, int]:
         """flow -> level under the active ranking rule (caller holds the lock)."""
         rule, n = self.config.rank, self.config.levels
+        # The ranker computes the full levels and keeps its state for the reports after
+        # (its levels equal assign_levels / remaining_levels / attained_levels).
         if rule == job_rank.PROGRESS:
             with self._report_lock:           # batch numbers are recorded under it
-                snapshot = list(self.registry.flows_with_batches())
-            return assign_levels(snapshot, n)
+                self._ranker = FlowRanker(self.registry.flows_with_batches(), n)
+            return dict(self._ranker.levels)
         with self._report_lock:
             loads = [self._job_load(j) for j in self.registry.jobs.values()]
-        if rule == job_rank.REMAINING:
-            by_job = job_rank.remaining_levels(loads, n)
-        else:
-            by_job = job_rank.attained_levels(loads, n, self.config.attained_base_bytes,
-                                              self.config.attained_factor)
+        self._ranker = JobRanker(rule, loads, n, self.config.attained_base_bytes,
+                                 self.config.attained_factor)
+        by_job = self._ranker.levels
         return {f: by_job[j.id] for j in self.registry.jobs.values() for f in j.flows()}
 
     # ================================================================ persistence ==
