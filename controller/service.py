@@ -86,7 +86,9 @@ class ControllerConfig:
     admin_token: str = ""
     state_file: Path | None = None
     rate_per_s: float = 1000.0       # progress reports per job per second (token bucket)
-    rank: str = job_rank.DEFAULT_RULE   # progress | remaining | attained (controller.job_rank)
+    # progress | remaining | attained (controller.job_rank); None: the rule saved in the
+    # state file (the last one chosen, also at run time), else the default
+    rank: str | None = job_rank.DEFAULT_RULE
     attained_base_bytes: float = job_rank.ATTAINED_BASE_BYTES
     attained_factor: float = job_rank.ATTAINED_FACTOR
 
@@ -130,7 +132,7 @@ class ControllerService:
             raise InputError("argument --levels", f"must be 1..{LEVELS}, got {config.levels}")
         if not config.admin_token:
             raise InputError("argument --admin-token", "an admin token is required")
-        if config.rank not in job_rank.RANK_RULES:
+        if config.rank is not None and config.rank not in job_rank.RANK_RULES:
             raise InputError("argument --rank", f"must be one of {', '.join(job_rank.RANK_RULES)}, "
                              f"got {config.rank!r}")
         if not config.attained_base_bytes > 0 or not config.attained_factor > 1:
@@ -172,10 +174,14 @@ class ControllerService:
         self._pending_arp: dict[str, list[tuple[int, int, str, str]]] = {}
         self._settle_until: dict[int, float] = {}   # reconnected dpid -> clock() deadline
         self._journal: ProgressJournal | None = None
+        saved_rank = None
         if config.state_file:
             state = Path(config.state_file)
             if state.exists():
-                self._load_state(state)
+                saved_rank = self._load_state(state)
+        if config.rank is None:
+            config.rank = saved_rank or job_rank.DEFAULT_RULE
+        if config.state_file:
             self._journal = ProgressJournal(journal_path(state))
             # Reports acknowledged after the last snapshot: replayed on top of it, then
             # folded into a fresh snapshot so the journal starts empty.
@@ -383,6 +389,32 @@ class ControllerService:
                  ) -> tuple[dict[str, Any], threading.Event | None]:
         """Returns the answer and, when flow mods were sent, an event (``done``, or a new
         one) set on their barrier replies (the API can wait on it)."""
+        mine = self._record(job_id, token, body, t0, done)
+        if isinstance(mine, _PendingReport):
+            self._commit(mine)
+        return self._answer(mine)
+
+    def progress_many(self, reports: list[tuple[str, str | None, Any, float,
+                                                threading.Event | None]]
+                      ) -> list[tuple[dict[str, Any], threading.Event | None] | ApiError]:
+        """Reports (job, token, body, t0, done) that arrived together, as the API hands
+        them over: each is checked and recorded as :meth:`progress` does, then one
+        reconcile covers them all. Per report: its answer, or the ApiError refusing it."""
+        recorded: list[_PendingReport | str | ApiError] = []
+        for job_id, token, body, t0, done in reports:
+            try:
+                recorded.append(self._record(job_id, token, body, t0, done))
+            except ApiError as err:
+                recorded.append(err)
+        last = next((r for r in reversed(recorded) if isinstance(r, _PendingReport)), None)
+        if last is not None:        # covers every report recorded before it
+            self._commit(last)
+        return [r if isinstance(r, ApiError) else self._answer(r) for r in recorded]
+
+    def _record(self, job_id: str, token: str | None, body: Any, t0: float | None,
+                done: threading.Event | None) -> "_PendingReport | str":
+        """Check and record one report: the pending report waiting for its reconcile,
+        or the result of a report that changes nothing (stale)."""
         t0 = self.clock() if t0 is None else t0
         # Only the small report lock: reports are recorded (and journaled) while a
         # reconcile holds the big lock, and the next reconcile covers them all.
@@ -407,13 +439,16 @@ class ControllerService:
                 # written before the answer leaves: a SIGKILL after the ack loses nothing
                 self._journal.append(job_id, worker, batch)
             if result != "accepted":
-                return {"result": result, "changed_rules": 0}, None
+                return result
             mine = _PendingReport(t0, done, (job_id, worker))
             self._pending.append(mine)
-        # Group commit: one reconcile covers every report recorded before it started.
-        # Under load, reports arriving while a reconcile runs are covered together by
-        # the next one, so the cost per report falls as the rate rises; alone, a report
-        # gets its own reconcile at once.
+            return mine
+
+    def _commit(self, mine: "_PendingReport") -> None:
+        """Group commit: one reconcile covers every report recorded before it started.
+        Under load, reports arriving while a reconcile runs are covered together by the
+        next one, so the cost per report falls as the rate rises; alone, a report gets
+        its own reconcile at once."""
         with self._reconcile_lock:
             if not mine.covered:         # else a reconcile that started after it ran
                 with self.lock:
@@ -423,9 +458,14 @@ class ControllerService:
                         self._reconcile_batch(batch)
                 if self._journal is not None and self._journal.entries >= JOURNAL_COMPACT_AT:
                     self._save_state()
+
+    @staticmethod
+    def _answer(mine: "_PendingReport | str") -> tuple[dict[str, Any], threading.Event | None]:
+        if isinstance(mine, str):
+            return {"result": mine, "changed_rules": 0}, None
         if not mine.changed:
-            return {"result": result, "changed_rules": 0}, None
-        return {"result": result, "changed_rules": mine.changed}, mine.done
+            return {"result": "accepted", "changed_rules": 0}, None
+        return {"result": "accepted", "changed_rules": mine.changed}, mine.done
 
     def _reconcile_batch(self, batch: list["_PendingReport"]) -> None:
         def finished() -> None:
@@ -461,6 +501,7 @@ class ControllerService:
             old, self.config.rank = self.config.rank, rule
             mods = self._reconcile(on_done=done.set if done else None)
             if rule != old:
+                self._save_state()          # a restart keeps the rule chosen here
                 self.metrics.inc("sluice_rank_changes_total")
                 LOG.info("ranking rule %s -> %s (%d flow mods)", old, rule, len(mods))
             return {"rule": rule, "previous": old, "changed_rules": len(mods)}
@@ -745,7 +786,7 @@ class ControllerService:
             self._write_state(path)
 
     def _write_state(self, path) -> None:
-        data = {"version": 1, "jobs": [
+        data = {"version": 1, "rank": self.config.rank, "jobs": [
             {**{k: v for k, v in j.to_dict().items() if k != "cookie"},
              "cookie": j.cookie, "token_sha256": self._token_sha[j.id]}
             for j in self.registry.jobs.values()],
@@ -767,8 +808,9 @@ class ControllerService:
         with self.lock:
             self._save_state()
 
-    def _load_state(self, path: Path) -> None:
-        """Restore jobs (endpoints, cookies, batches, token hashes) after a restart.
+    def _load_state(self, path: Path) -> str | None:
+        """Restore jobs (endpoints, cookies, batches, token hashes) after a restart;
+        returns the ranking rule saved (None in files written before it was saved).
         A bad file is an InputError: the controller refuses to start."""
         try:
             data = json.loads(path.read_text())
@@ -776,6 +818,10 @@ class ControllerService:
             raise InputError(str(path), f"cannot read state file: {err}")
         if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
             raise InputError(str(path), "not a sluice controller state file", field="jobs")
+        rank = data.get("rank")
+        if rank is not None and rank not in job_rank.RANK_RULES:
+            raise InputError(str(path), f"must be one of {', '.join(job_rank.RANK_RULES)}, "
+                             f"got {rank!r}", field="rank")
         registry = Registry()
         tokens = {}
         for i, raw in enumerate(data["jobs"]):
@@ -809,3 +855,4 @@ class ControllerService:
         now = self.clock()
         self._buckets = {j: _Bucket(self.config.rate_per_s, now) for j in tokens}
         LOG.info("restored %d jobs from %s", len(tokens), path)
+        return rank
