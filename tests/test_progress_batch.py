@@ -5,7 +5,6 @@ import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-
 from controller.progress_batch import ProgressBatcher
 from controller.service import ApiError
 from controller_fakes import ADMIN, bring_up, make_service
