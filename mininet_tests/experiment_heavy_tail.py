@@ -35,6 +35,7 @@ import math
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -45,7 +46,7 @@ from job_scheduler.service_policy import StartDecision
 from mininet_tests import fluid
 from mininet_tests.heavy_tail import MixJob, heavy_tail_mix
 from sluice.report import write_report
-from sluice.run import environment
+from sluice.run import environment, warm_processes
 from sluice.runloop import RealTimeRun, RunOptions
 from topologies import load_topology
 
@@ -233,7 +234,8 @@ def run(args) -> int:
     compute_s = profile_compute_s() if getattr(args, "compute", "share") == "profile" else None
     started = time.monotonic()
     with environment(topology, "two-rack", out, rank=DEFAULT_RULE,
-                     host_sysctls=HOST_TCP[args.host_tcp]) as (fabric, client):
+                     host_sysctls=HOST_TCP[args.host_tcp]) as (fabric, client), \
+            _processes(topology, fabric, out, getattr(args, "start", "cold")) as runner:
         port = 20000
         for k, seed in enumerate(seeds):
             if args.mix == "same-start":
@@ -257,7 +259,8 @@ def run(args) -> int:
                                      worker_overrides=overrides, job_timeout_s=args.job_timeout)
                 port += 100 * len(mix) + 100
                 result = RealTimeRun(topology, specs, placement_step(mix), estimator, fabric,
-                                     client, run_dir, options, policy_name="fixed").run()
+                                     client, run_dir, options, policy_name="fixed",
+                                     runner=runner).run()
                 write_report(result, run_dir)
                 seed_out["modes"][mode] = measure(result, mix, capacity, edges)
                 if result["interrupted"]:
@@ -279,6 +282,18 @@ def run(args) -> int:
     print(text)
     ok = all(m["finished"] == m["jobs"] for s in per_seed for m in s["modes"].values())
     return 0 if ok else 1
+
+
+@contextmanager
+def _processes(topology, fabric, out: Path, start: str):
+    """warm: a pool of PS processes that imported MXNet before the jobs arrive
+    (ps_runtime.warm), so a job's start-up (~25 s cold on the loaded 2-core machine,
+    longer than most jobs' transfers) does not hide the network; cold: None."""
+    if start != "warm":
+        yield None
+        return
+    with warm_processes(topology, fabric, out, "emulated") as runner:
+        yield runner
 
 
 def resummarize(out: Path, args) -> dict:
@@ -305,6 +320,7 @@ def resummarize(out: Path, args) -> dict:
     if "host_tcp" in old:          # how the runs were made, not how they are re-read
         args.host_tcp = old["host_tcp"]
     args.compute = old.get("compute", "share")
+    args.start = old.get("start", "cold")
     summary = summarize(per_seed, args, old.get("wall_time_s", 0.0), edges)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "experiment.md").write_text(markdown(summary, args))
@@ -354,6 +370,7 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
             "seeds": [s["seed"] for s in per_seed], "jobs_per_seed": len(per_seed[0]["mix"]),
             "scale": args.scale, "bytes_lo": args.bytes_lo, "host_tcp": args.host_tcp,
             "compute": getattr(args, "compute", "share"),
+            "start": getattr(args, "start", "cold"),
             "compute_s": (round(profile_compute_s(), 4)
                           if getattr(args, "compute", "share") == "profile" else None),
             "load_definition": "offered bytes/s over the bottleneck uplink (per direction) "
@@ -367,7 +384,8 @@ def markdown(summary: dict, args) -> str:
              f"{summary['seeds']} ({summary['jobs_per_seed']} jobs each), medians over seeds, "
              f"host TCP {summary['host_tcp']}", "",
              f"Load: {summary.get('load_definition', 'offered bottleneck load')}. Compute per "
-             f"batch: {_compute_text(summary)}.", "",
+             f"batch: {_compute_text(summary)}. PS processes: {summary.get('start', 'cold')} start.",
+             "",
              "| mode | mean JCT (s) | vs off (paired) | fluid model mean JCT (s) | model vs off | "
              "p95 JCT (s) | p95 vs off | makespan (s) | mean slowdown | bottleneck Mbit/s "
              "(push/pull) | vs off |",
