@@ -17,6 +17,7 @@ import multiprocessing as mp
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -49,18 +50,20 @@ def main(argv: list[str] | None = None) -> int:
                       args=(port, tokens, args.workers, [(args.rate, seconds)], q))
     cpu0, t0 = cpu_s(proc.pid), time.monotonic()
     load.start()
-    rss, phase, acked = [], None, None
-    while phase is None or acked is None:
-        rss.append((time.monotonic() - t0, soak.rss_mb(proc.pid)))
-        try:
-            item = q.get(timeout=1.0)
-        except Exception:
-            continue
-        if item[0] == "acked":
-            acked = item[1]
-        else:
-            phase = item
+    rss: list[tuple[float, float]] = []
+    sampling = threading.Event()
+
+    def sample_rss() -> None:
+        while not sampling.wait(1.0):
+            rss.append((time.monotonic() - t0, soak.rss_mb(proc.pid)))
+
+    sampler = threading.Thread(target=sample_rss, daemon=True)
+    sampler.start()
+    phase = q.get()           # ("controller", rate, records, unsent, seconds)
+    acked = q.get()[1]        # ("acked", [[job, worker, batch], ...])
     load.join()
+    sampling.set()
+    sampler.join()
     cpu = cpu_s(proc.pid) - cpu0
     from controller.client import ControllerClient
     held = {j["id"]: j["batches"] for j in ControllerClient(f"http://127.0.0.1:{port}",
