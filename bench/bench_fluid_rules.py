@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mininet_tests import fluid  # noqa: E402
-from mininet_tests.experiment_heavy_tail import fluid_jobs, same_start_mix  # noqa: E402
+from mininet_tests.experiment_heavy_tail import (  # noqa: E402
+    PROFILE, PROFILE_MODEL, fluid_jobs, profile_compute_s, same_start_mix)
 from mininet_tests.experiment_priority import HEAVY_TAIL_BYTES_LO, HEAVY_TAIL_SCALE  # noqa: E402
 from mininet_tests.heavy_tail import heavy_tail_mix  # noqa: E402
 
@@ -40,16 +41,24 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=12)
+    ap.add_argument("--scale", type=float, default=HEAVY_TAIL_SCALE)
+    ap.add_argument("--model", default=PROFILE_MODEL,
+                    help="the profiled model whose compute per batch the jobs take")
     args = ap.parse_args()
     print("| workload | load | " + " | ".join(f"{r} vs off" for r in RULES) + " |")
     print("|---|---|" + "---|" * len(RULES))
+    profile_s = profile_compute_s(model=args.model)
+    variants = (("heavy-tail, emulated PS jobs (comm 30-70 %)", False, None),
+                (f"heavy-tail, compute from the {PROFILE} profile ({args.model}, "
+                 f"{1000 * profile_s:.1f} ms/batch)", False, profile_s),
+                ("heavy-tail, link-bound jobs (no compute)", True, None))
     for load in (0.7, 0.9):
-        for label, link_bound in (("heavy-tail, emulated PS jobs (comm 30-70 %)", False),
-                                  ("heavy-tail, link-bound jobs (no compute)", True)):
+        for label, link_bound, compute_s in variants:
             per_seed = []
             for seed in range(1, args.seeds + 1):
                 mix = heavy_tail_mix(seed, load, CAPACITY, jobs=args.jobs,
-                                     scale=HEAVY_TAIL_SCALE, bytes_lo=HEAVY_TAIL_BYTES_LO)
+                                     scale=args.scale, bytes_lo=HEAVY_TAIL_BYTES_LO,
+                                     compute_s=compute_s)
                 jobs = fluid_jobs(mix, CAPACITY)
                 if link_bound:
                     jobs = [replace(j, rate_cap=2.0) for j in jobs]

@@ -26,7 +26,7 @@ import asyncio
 import json
 import logging
 import re
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 import threading
 import time
 from typing import Annotated, Any
@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from controller import live
+from controller.progress_batch import ProgressBatcher
 from controller.registry import MAX_ENDPOINTS
 from controller.service import ApiError, ControllerService
 from sluice.http_service import (BodyLimit, ThreadedServer, bearer_of, bearer_token,
@@ -131,15 +132,14 @@ class LoopEvent(threading.Event):
 
 async def handle_progress(service: ControllerService, job_id: str, raw: bytes,
                           authorization: str | None, wait: str | None,
-                          executor: Executor | None = None) -> tuple[int, dict]:
+                          batcher: ProgressBatcher | None = None) -> tuple[int, dict]:
     """One progress report -> (status, JSON answer): the body through the ProgressReport
     model (every error listed), the job's bearer token and per-job rate limit checked by
     the service, ``wait=1`` answered on the switches' barrier replies.
 
-    The service runs in ``executor``'s threads, not on the event loop: a report's
-    reconcile is O(flows) (ms with hundreds of jobs); on the loop every report would wait
-    for all before it, while in threads the service's group commit covers the reports
-    that arrive during one reconcile with the next (bench/soak.py)."""
+    The service runs in the ``batcher``'s thread, not on the event loop (a report can
+    wait for the service's lock while a registration reconciles every flow); reports
+    arriving together are handed over together, one reconcile for all (bench/soak.py)."""
     t0 = time.monotonic()
     try:
         body = ProgressReport.model_validate_json(raw)
@@ -149,9 +149,10 @@ async def handle_progress(service: ControllerService, job_id: str, raw: bytes,
         return 400, {"error": "; ".join(messages), "status": 400, "errors": messages}
     loop = asyncio.get_running_loop()
     done = LoopEvent(loop)
+    batcher = batcher or ProgressBatcher(service)
     try:
-        answer, sent = await loop.run_in_executor(executor, lambda: service.progress(
-            job_id, bearer_of(authorization), _body(body), t0=t0, done=done))
+        answer, sent = await batcher.report(job_id, bearer_of(authorization), _body(body),
+                                            t0, done)
     except ApiError as err:
         return err.status, {"error": err.reason, "status": err.status}
     if sent is not None and wait not in (None, "0", ""):
@@ -168,8 +169,8 @@ class ProgressFastPath:
 
     PATH = re.compile(r"/jobs/([A-Za-z0-9][A-Za-z0-9._-]{0,63})/progress/?")
 
-    def __init__(self, app, service: ControllerService, executor: Executor | None = None):
-        self.app, self.service, self.executor = app, service, executor
+    def __init__(self, app, service: ControllerService, batcher: ProgressBatcher | None = None):
+        self.app, self.service, self.batcher = app, service, batcher
 
     async def __call__(self, scope, receive, send):
         m = self.PATH.fullmatch(scope.get("path", "")) if scope["type"] == "http" else None
@@ -188,7 +189,7 @@ class ProgressFastPath:
         try:
             status, answer = await handle_progress(
                 self.service, m.group(1), b"".join(chunks),
-                auth.decode("latin-1") if auth else None, wait, self.executor)
+                auth.decode("latin-1") if auth else None, wait, self.batcher)
         except Exception:                 # a bug must not drop the connection silently
             LOG.exception("API POST %s", scope["path"])
             status, answer = 500, {"error": "internal error (see controller log)",
@@ -206,13 +207,15 @@ def _body(model: BaseModel) -> dict[str, Any]:
 
 
 def build_app(service: ControllerService) -> FastAPI:
-    reporters = ThreadPoolExecutor(max_workers=32, thread_name_prefix="sluice-progress")
+    # one batch of reports at a time in the service (it serialises them anyway)
+    reporters = ProgressBatcher(service, ThreadPoolExecutor(
+        max_workers=1, thread_name_prefix="sluice-progress"))
     app = FastAPI(title="sluice controller", version="1",
                   description="Northbound API of the sluice OpenFlow controller: the "
                   "scheduler registers PS jobs, workers report progress, anyone reads "
                   "jobs, flows, rules, links and metrics.")
     app.add_middleware(ProgressFastPath, service=service,      # inside BodyLimit
-                       executor=reporters)
+                       batcher=reporters)
     app.add_middleware(BodyLimit, max_body=MAX_BODY, default_content_type=b"application/json",
                        error_body=lambda status, reason: {"error": reason, "status": status})
 

@@ -36,10 +36,11 @@ def configure_controller(parser) -> None:
                         help="dscp: set_field ip_dscp (userspace OVS + HTB/u32); "
                              "queue: set_queue (kernel OVS, hardware)")
     parser.add_argument("--levels", type=int, default=8, help="priority levels to use (1..8)")
-    parser.add_argument("--rank", default="remaining", choices=["progress", "remaining", "attained"],
+    parser.add_argument("--rank", default=None, choices=["progress", "remaining", "attained"],
                         help="ranking rule: remaining (default: shortest remaining bytes "
                              "first), progress (smaller batch first), attained (least bytes "
-                             "sent first); changeable at run time with POST /rank")
+                             "sent first); changeable at run time with POST /rank. Without "
+                             "it, the rule saved in --state-file (the last one chosen) is used")
     parser.add_argument("--attained-base-mb", type=float, default=4.0,
                         help="attained: first demotion after this many MB (default 4)")
     parser.add_argument("--attained-factor", type=float, default=4.0,
@@ -210,7 +211,7 @@ def run_controller(args) -> int:
     LOG.info("topology %s: %d switches, %d hosts; OpenFlow%s on %s:%d; API on %s; enforce=%s "
              "levels=%d rank=%s", topology.name, len(topology.switches), len(topology.hosts),
              " (TLS)" if tls else "", args.ofp_host, ofp_port, api.url, args.enforce,
-             args.levels, args.rank)
+             args.levels, service.config.rank)
     # os-ken runs in a thread and the main thread waits with a timeout: a plain join()
     # blocks in a lock that a SIGTERM delivered to another thread does not interrupt
     # (measured: one start in ~7 ignored SIGTERM), while join(0.5) returns to Python

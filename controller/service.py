@@ -26,7 +26,8 @@ from controller.flowtable import FlowTable
 from controller.forwarding import FabricView
 from controller.linkstats import LinkStats
 from controller.metrics import Metrics
-from controller.ranking import FlowKey, assign_levels, ordered
+from controller.ranking import FlowKey, ordered
+from controller.rank_delta import FlowRanker, JobRanker
 from controller.packets import ArpIn, arp_probe, arp_reply
 from controller import job_rank
 from controller.journal import ProgressJournal, journal_path
@@ -85,7 +86,9 @@ class ControllerConfig:
     admin_token: str = ""
     state_file: Path | None = None
     rate_per_s: float = 1000.0       # progress reports per job per second (token bucket)
-    rank: str = job_rank.DEFAULT_RULE   # progress | remaining | attained (controller.job_rank)
+    # progress | remaining | attained (controller.job_rank); None: the rule saved in the
+    # state file (the last one chosen, also at run time), else the default
+    rank: str | None = job_rank.DEFAULT_RULE
     attained_base_bytes: float = job_rank.ATTAINED_BASE_BYTES
     attained_factor: float = job_rank.ATTAINED_FACTOR
 
@@ -113,10 +116,11 @@ class _Bucket:
 
 class _PendingReport:
     """An accepted progress report waiting for the reconcile that covers it."""
-    __slots__ = ("t0", "done", "changed", "covered")
+    __slots__ = ("t0", "done", "changed", "covered", "moved")
 
-    def __init__(self, t0: float, done=None) -> None:
+    def __init__(self, t0: float, done=None, moved: tuple[str, str] = ("", "")) -> None:
         self.t0, self.done, self.changed, self.covered = t0, done or threading.Event(), 0, False
+        self.moved = moved          # (job, worker) whose batch it moved
 
 
 class ControllerService:
@@ -128,7 +132,7 @@ class ControllerService:
             raise InputError("argument --levels", f"must be 1..{LEVELS}, got {config.levels}")
         if not config.admin_token:
             raise InputError("argument --admin-token", "an admin token is required")
-        if config.rank not in job_rank.RANK_RULES:
+        if config.rank is not None and config.rank not in job_rank.RANK_RULES:
             raise InputError("argument --rank", f"must be one of {', '.join(job_rank.RANK_RULES)}, "
                              f"got {config.rank!r}")
         if not config.attained_base_bytes > 0 or not config.attained_factor > 1:
@@ -161,14 +165,23 @@ class ControllerService:
         self._flow_desired: dict[tuple, R.Rule] | None = None   # PS-flow rules last sent
         self._tables_exact = False
         self._share: dict[str, float] = {}    # job -> bytes share on its busiest link
+        # Kept by the last full reconcile, so that a progress report re-ranks and re-sends
+        # only what it moved (_reconcile_moved): the active rule's incremental ranker, and
+        # which flows' rules share each PS-flow rule key (the most urgent one wins).
+        self._ranker: FlowRanker | JobRanker | None = None
+        self._flows_of_key: dict[tuple, list[FlowKey]] = {}
         # target ip -> [(dpid, port, asker mac, asker ip)] waiting for the target's reply
         self._pending_arp: dict[str, list[tuple[int, int, str, str]]] = {}
         self._settle_until: dict[int, float] = {}   # reconnected dpid -> clock() deadline
         self._journal: ProgressJournal | None = None
+        saved_rank = None
         if config.state_file:
             state = Path(config.state_file)
             if state.exists():
-                self._load_state(state)
+                saved_rank = self._load_state(state)
+        if config.rank is None:
+            config.rank = saved_rank or job_rank.DEFAULT_RULE
+        if config.state_file:
             self._journal = ProgressJournal(journal_path(state))
             # Reports acknowledged after the last snapshot: replayed on top of it, then
             # folded into a fresh snapshot so the journal starts empty.
@@ -376,6 +389,32 @@ class ControllerService:
                  ) -> tuple[dict[str, Any], threading.Event | None]:
         """Returns the answer and, when flow mods were sent, an event (``done``, or a new
         one) set on their barrier replies (the API can wait on it)."""
+        mine = self._record(job_id, token, body, t0, done)
+        if isinstance(mine, _PendingReport):
+            self._commit(mine)
+        return self._answer(mine)
+
+    def progress_many(self, reports: list[tuple[str, str | None, Any, float,
+                                                threading.Event | None]]
+                      ) -> list[tuple[dict[str, Any], threading.Event | None] | ApiError]:
+        """Reports (job, token, body, t0, done) that arrived together, as the API hands
+        them over: each is checked and recorded as :meth:`progress` does, then one
+        reconcile covers them all. Per report: its answer, or the ApiError refusing it."""
+        recorded: list[_PendingReport | str | ApiError] = []
+        for job_id, token, body, t0, done in reports:
+            try:
+                recorded.append(self._record(job_id, token, body, t0, done))
+            except ApiError as err:
+                recorded.append(err)
+        last = next((r for r in reversed(recorded) if isinstance(r, _PendingReport)), None)
+        if last is not None:        # covers every report recorded before it
+            self._commit(last)
+        return [r if isinstance(r, ApiError) else self._answer(r) for r in recorded]
+
+    def _record(self, job_id: str, token: str | None, body: Any, t0: float | None,
+                done: threading.Event | None) -> "_PendingReport | str":
+        """Check and record one report: the pending report waiting for its reconcile,
+        or the result of a report that changes nothing (stale)."""
         t0 = self.clock() if t0 is None else t0
         # Only the small report lock: reports are recorded (and journaled) while a
         # reconcile holds the big lock, and the next reconcile covers them all.
@@ -400,13 +439,16 @@ class ControllerService:
                 # written before the answer leaves: a SIGKILL after the ack loses nothing
                 self._journal.append(job_id, worker, batch)
             if result != "accepted":
-                return {"result": result, "changed_rules": 0}, None
-            mine = _PendingReport(t0, done)
+                return result
+            mine = _PendingReport(t0, done, (job_id, worker))
             self._pending.append(mine)
-        # Group commit: one reconcile covers every report recorded before it started.
-        # Under load, reports arriving while a reconcile runs are covered together by
-        # the next one, so the cost per report falls as the rate rises; alone, a report
-        # gets its own reconcile at once.
+            return mine
+
+    def _commit(self, mine: "_PendingReport") -> None:
+        """Group commit: one reconcile covers every report recorded before it started.
+        Under load, reports arriving while a reconcile runs are covered together by the
+        next one, so the cost per report falls as the rate rises; alone, a report gets
+        its own reconcile at once."""
         with self._reconcile_lock:
             if not mine.covered:         # else a reconcile that started after it ran
                 with self.lock:
@@ -416,9 +458,14 @@ class ControllerService:
                         self._reconcile_batch(batch)
                 if self._journal is not None and self._journal.entries >= JOURNAL_COMPACT_AT:
                     self._save_state()
+
+    @staticmethod
+    def _answer(mine: "_PendingReport | str") -> tuple[dict[str, Any], threading.Event | None]:
+        if isinstance(mine, str):
+            return {"result": mine, "changed_rules": 0}, None
         if not mine.changed:
-            return {"result": result, "changed_rules": 0}, None
-        return {"result": result, "changed_rules": mine.changed}, mine.done
+            return {"result": "accepted", "changed_rules": 0}, None
+        return {"result": "accepted", "changed_rules": mine.changed}, mine.done
 
     def _reconcile_batch(self, batch: list["_PendingReport"]) -> None:
         def finished() -> None:
@@ -427,7 +474,9 @@ class ControllerService:
                 self.metrics.observe_reaction(now - p.t0)
                 p.done.set()
 
-        mods = self._reconcile(on_done=finished, only_if_levels_changed=True)
+        mods = self._reconcile_moved({p.moved for p in batch}, on_done=finished)
+        if mods is None:        # no incremental state to build on: the full reconcile
+            mods = self._reconcile(on_done=finished, only_if_levels_changed=True)
         for p in batch:
             p.changed, p.covered = len(mods), True
         if len(batch) > 1:
@@ -452,6 +501,7 @@ class ControllerService:
             old, self.config.rank = self.config.rank, rule
             mods = self._reconcile(on_done=done.set if done else None)
             if rule != old:
+                self._save_state()          # a restart keeps the rule chosen here
                 self.metrics.inc("sluice_rank_changes_total")
                 LOG.info("ranking rule %s -> %s (%d flow mods)", old, rule, len(mods))
             return {"rule": rule, "previous": old, "changed_rules": len(mods)}
@@ -613,6 +663,11 @@ class ControllerService:
             for r in rules:
                 if r.dpid in connected:
                     flow_desired[r.key] = r
+        self._flows_of_key = {}
+        for flow, (_level, rules) in flow_rules.items():
+            for r in rules:
+                if r.dpid in connected:
+                    self._flows_of_key.setdefault(r.key, []).append(flow)
         keep = self._keep_while_settling()
         if prefix is None and not fabric_changed and keep is None \
                 and self._flow_desired is not None and self._tables_exact:
@@ -629,6 +684,59 @@ class ControllerService:
         self.installed.apply(mods)
         self.metrics.inc("sluice_flow_mods_total",
                          sum(1 for m in mods if m.command != "clear"))
+        self.sink.send(mods, on_done)
+        return mods
+
+    def _reconcile_moved(self, moved: set[tuple[str, str]],
+                         on_done: Callable[[], None] | None) -> list[R.FlowMod] | None:
+        """Progress reports of ``moved`` (job, worker) pairs: re-rank incrementally and
+        rebuild, diff and send only the rules of the flows whose level moved (O(moved),
+        not O(flows)). None when there is no exact incremental state to build on (the
+        fabric changed, a switch is settling, ...): the caller reconciles in full.
+        Caller holds the lock."""
+        ranker = self._ranker
+        if ranker is None or self._fabric_dirty or self._settle_until \
+                or not self._tables_exact or self._flow_desired is None:
+            return None
+        jobs = self.registry.jobs
+        try:
+            with self._report_lock:           # batch numbers are recorded under it
+                if isinstance(ranker, FlowRanker):
+                    reported = []
+                    for job_id, worker in moved:
+                        job = jobs.get(job_id)
+                        if job is not None:
+                            batch = job.batch_of(worker)
+                            reported += [(f, batch) for f in job.flows() if f.worker == worker]
+                    changed = ranker.update(reported)
+                else:
+                    by_job = ranker.update([self._job_load(jobs[j])
+                                            for j in {j for j, _ in moved} if j in jobs])
+                    changed = {f: level for j, level in by_job.items() for f in jobs[j].flows()}
+        except KeyError:       # a flow or job the ranker was not built with: start over
+            self._ranker = None
+            return None
+        if not changed:
+            return []
+        connected, keys = self.fabric.connected, set()
+        for flow, level in changed.items():
+            self._levels[flow] = level
+            src = self.fabric.hosts.get(flow.src_ip)
+            rules = R.job_flow_rules(flow, level, self._hops(flow.src_ip, flow.dst_ip),
+                                     jobs[flow.job].cookie, self.config.enforce,
+                                     src.port if src else None)
+            self._flow_rules[flow] = (level, rules)
+            keys.update(r.key for r in rules if r.dpid in connected)
+        # flows sharing a rule key: the most urgent one's rule is the one wanted
+        wanted = []
+        for key in keys:
+            best = min(self._flows_of_key[key], key=lambda f: self._flow_rules[f][0])
+            wanted += [r for r in self._flow_rules[best][1] if r.key == key]
+        mods = R.diff({k: self._flow_desired[k] for k in keys if k in self._flow_desired},
+                      wanted)
+        self._flow_desired.update((r.key, r) for r in wanted)
+        self.installed.apply(mods)
+        self.metrics.inc("sluice_flow_mods_total", len(mods))
         self.sink.send(mods, on_done)
         return mods
 
@@ -656,17 +764,17 @@ class ControllerService:
     def _compute_levels(self) -> dict[FlowKey, int]:
         """flow -> level under the active ranking rule (caller holds the lock)."""
         rule, n = self.config.rank, self.config.levels
+        # The ranker computes the full levels and keeps its state for the reports after
+        # (its levels equal assign_levels / remaining_levels / attained_levels).
         if rule == job_rank.PROGRESS:
             with self._report_lock:           # batch numbers are recorded under it
-                snapshot = list(self.registry.flows_with_batches())
-            return assign_levels(snapshot, n)
+                self._ranker = FlowRanker(self.registry.flows_with_batches(), n)
+            return dict(self._ranker.levels)
         with self._report_lock:
             loads = [self._job_load(j) for j in self.registry.jobs.values()]
-        if rule == job_rank.REMAINING:
-            by_job = job_rank.remaining_levels(loads, n)
-        else:
-            by_job = job_rank.attained_levels(loads, n, self.config.attained_base_bytes,
-                                              self.config.attained_factor)
+        self._ranker = JobRanker(rule, loads, n, self.config.attained_base_bytes,
+                                 self.config.attained_factor)
+        by_job = self._ranker.levels
         return {f: by_job[j.id] for j in self.registry.jobs.values() for f in j.flows()}
 
     # ================================================================ persistence ==
@@ -678,7 +786,7 @@ class ControllerService:
             self._write_state(path)
 
     def _write_state(self, path) -> None:
-        data = {"version": 1, "jobs": [
+        data = {"version": 1, "rank": self.config.rank, "jobs": [
             {**{k: v for k, v in j.to_dict().items() if k != "cookie"},
              "cookie": j.cookie, "token_sha256": self._token_sha[j.id]}
             for j in self.registry.jobs.values()],
@@ -700,8 +808,9 @@ class ControllerService:
         with self.lock:
             self._save_state()
 
-    def _load_state(self, path: Path) -> None:
-        """Restore jobs (endpoints, cookies, batches, token hashes) after a restart.
+    def _load_state(self, path: Path) -> str | None:
+        """Restore jobs (endpoints, cookies, batches, token hashes) after a restart;
+        returns the ranking rule saved (None in files written before it was saved).
         A bad file is an InputError: the controller refuses to start."""
         try:
             data = json.loads(path.read_text())
@@ -709,6 +818,10 @@ class ControllerService:
             raise InputError(str(path), f"cannot read state file: {err}")
         if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
             raise InputError(str(path), "not a sluice controller state file", field="jobs")
+        rank = data.get("rank")
+        if rank is not None and rank not in job_rank.RANK_RULES:
+            raise InputError(str(path), f"must be one of {', '.join(job_rank.RANK_RULES)}, "
+                             f"got {rank!r}", field="rank")
         registry = Registry()
         tokens = {}
         for i, raw in enumerate(data["jobs"]):
@@ -742,3 +855,4 @@ class ControllerService:
         now = self.clock()
         self._buckets = {j: _Bucket(self.config.rate_per_s, now) for j in tokens}
         LOG.info("restored %d jobs from %s", len(tokens), path)
+        return rank

@@ -9,7 +9,13 @@ every push leaves rack 2 through tor2's 50 Mbit/s uplink egress and every pull l
 rack 1 through tor1's, both shaped at the ToR egress with the HTB priority tree. Workers
 are emulated (``ps_runtime.emulated_worker``: a sleep of the job's compute time per batch,
 then a real ps-lite push and pull of its bytes), so the 2-core machine runs 12 jobs
-without torch. The job mix is :mod:`mininet_tests.heavy_tail` (seeded); ``same-start`` is
+without torch. "Load" is the bottleneck link's offered load: offered bytes/s across the
+uplink (per direction) divided by its capacity. With ``--compute profile`` (default) each
+batch computes for the device profile's time of the model (:func:`profile_compute_s`:
+AlexNet, batch 32, on the measured H100 profile, 4.2 ms: the profile's large-parameter,
+little-compute model), so the jobs are communication-dominated, as large models on fast
+GPUs are; ``--compute share`` draws a communication share of 30-70 % per job instead (the
+previous round's mix). The job mix is :mod:`mininet_tests.heavy_tail` (seeded); ``same-start`` is
 the sanity case: three equal communication-bound jobs arriving together.
 
 For each seed the same jobs run once per mode, on one controller and fabric: ``off``
@@ -29,6 +35,7 @@ import math
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -39,7 +46,7 @@ from job_scheduler.service_policy import StartDecision
 from mininet_tests import fluid
 from mininet_tests.heavy_tail import MixJob, heavy_tail_mix
 from sluice.report import write_report
-from sluice.run import environment
+from sluice.run import environment, warm_processes
 from sluice.runloop import RealTimeRun, RunOptions
 from topologies import load_topology
 
@@ -55,6 +62,16 @@ HOST_TCP = {"kernel": {},
             "starved-ok": {"net.ipv4.tcp_thin_linear_timeouts": "1",
                            "net.ipv4.tcp_rto_max_ms": "1000"}}
 KEYS = 8              # ps-lite keys per batch: push of key k+1 overlaps the pull of key k
+# --compute profile: whose compute per batch (AlexNet: 61M parameters, 4.2 ms a batch)
+PROFILE, PROFILE_MODEL = "h100", "alexnet"
+
+
+def profile_compute_s(profile: str = PROFILE, model: str = PROFILE_MODEL,
+                      batch_size: int = BATCH_SIZE) -> float:
+    """Seconds one batch computes on the profiled device (the estimator's Cost_bat(b))."""
+    spec = JobSpec(name="probe", model=model, dataset_size=batch_size, epochs=1,
+                   batch_size=batch_size, max_gpus=1)
+    return Estimator(profile=profile).cost_bat(spec)
 
 
 def same_start_mix(capacity: float, batches: int = 40, bytes_per_batch: int = 1_000_000,
@@ -214,16 +231,19 @@ def run(args) -> int:
     lo_bytes = 10 * args.scale * args.bytes_lo
     edges = bucket_edges(lo_bytes)
     per_seed: list[dict] = []
+    compute_s = profile_compute_s() if getattr(args, "compute", "share") == "profile" else None
     started = time.monotonic()
     with environment(topology, "two-rack", out, rank=DEFAULT_RULE,
-                     host_sysctls=HOST_TCP[args.host_tcp]) as (fabric, client):
+                     host_sysctls=HOST_TCP[args.host_tcp]) as (fabric, client), \
+            _processes(topology, fabric, out, getattr(args, "start", "cold")) as runner:
         port = 20000
         for k, seed in enumerate(seeds):
             if args.mix == "same-start":
                 mix = same_start_mix(capacity)
             else:
                 mix = heavy_tail_mix(seed, args.load, capacity, jobs=args.jobs,
-                                     scale=args.scale, bytes_lo=args.bytes_lo)
+                                     scale=args.scale, bytes_lo=args.bytes_lo,
+                                     compute_s=compute_s)
             specs, overrides = specs_and_overrides(mix)
             order = MODES[k % len(MODES):] + MODES[:k % len(MODES)]
             seed_out = {"seed": seed, "order": list(order),
@@ -239,7 +259,8 @@ def run(args) -> int:
                                      worker_overrides=overrides, job_timeout_s=args.job_timeout)
                 port += 100 * len(mix) + 100
                 result = RealTimeRun(topology, specs, placement_step(mix), estimator, fabric,
-                                     client, run_dir, options, policy_name="fixed").run()
+                                     client, run_dir, options, policy_name="fixed",
+                                     runner=runner).run()
                 write_report(result, run_dir)
                 seed_out["modes"][mode] = measure(result, mix, capacity, edges)
                 if result["interrupted"]:
@@ -261,6 +282,18 @@ def run(args) -> int:
     print(text)
     ok = all(m["finished"] == m["jobs"] for s in per_seed for m in s["modes"].values())
     return 0 if ok else 1
+
+
+@contextmanager
+def _processes(topology, fabric, out: Path, start: str):
+    """warm: a pool of PS processes that imported MXNet before the jobs arrive
+    (ps_runtime.warm), so a job's start-up (~25 s cold on the loaded 2-core machine,
+    longer than most jobs' transfers) does not hide the network; cold: None."""
+    if start != "warm":
+        yield None
+        return
+    with warm_processes(topology, fabric, out, "emulated") as runner:
+        yield runner
 
 
 def resummarize(out: Path, args) -> dict:
@@ -286,6 +319,8 @@ def resummarize(out: Path, args) -> dict:
     old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
     if "host_tcp" in old:          # how the runs were made, not how they are re-read
         args.host_tcp = old["host_tcp"]
+    args.compute = old.get("compute", "share")
+    args.start = old.get("start", "cold")
     summary = summarize(per_seed, args, old.get("wall_time_s", 0.0), edges)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "experiment.md").write_text(markdown(summary, args))
@@ -334,6 +369,12 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
     return {"default_rule": DEFAULT_RULE, "mix": args.mix, "load": args.load,
             "seeds": [s["seed"] for s in per_seed], "jobs_per_seed": len(per_seed[0]["mix"]),
             "scale": args.scale, "bytes_lo": args.bytes_lo, "host_tcp": args.host_tcp,
+            "compute": getattr(args, "compute", "share"),
+            "start": getattr(args, "start", "cold"),
+            "compute_s": (round(profile_compute_s(), 4)
+                          if getattr(args, "compute", "share") == "profile" else None),
+            "load_definition": "offered bytes/s over the bottleneck uplink (per direction) "
+                               "/ its capacity",
             "bucket_edges_bytes": list(edges), "wall_time_s": round(wall, 1), "modes": modes}
 
 
@@ -342,6 +383,9 @@ def markdown(summary: dict, args) -> str:
     lines = [f"# Priority rules, {summary['mix']} mix, load {summary['load']}, seeds "
              f"{summary['seeds']} ({summary['jobs_per_seed']} jobs each), medians over seeds, "
              f"host TCP {summary['host_tcp']}", "",
+             f"Load: {summary.get('load_definition', 'offered bottleneck load')}. Compute per "
+             f"batch: {_compute_text(summary)}. PS processes: {summary.get('start', 'cold')} start.",
+             "",
              "| mode | mean JCT (s) | vs off (paired) | fluid model mean JCT (s) | model vs off | "
              "p95 JCT (s) | p95 vs off | makespan (s) | mean slowdown | bottleneck Mbit/s "
              "(push/pull) | vs off |",
@@ -372,6 +416,13 @@ def markdown(summary: dict, args) -> str:
     lines += ["", f"default rule: {summary['default_rule']}; wall time "
               f"{summary['wall_time_s']:.0f} s", ""]
     return "\n".join(lines)
+
+
+def _compute_text(summary: dict) -> str:
+    if summary.get("compute") == "profile":
+        return (f"{PROFILE_MODEL} at batch {BATCH_SIZE} on the {PROFILE} profile, "
+                f"{summary.get('compute_s')} s (communication-dominated)")
+    return "a communication share of 30-70 % per job"
 
 
 def plot(summary: dict, out: Path) -> None:

@@ -102,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="heavy-tail: batches per job are 10..1000 times this")
     ap.add_argument("--bytes-lo", type=int, default=HEAVY_TAIL_BYTES_LO,
                     help="heavy-tail: bytes per batch are log-uniform on [this, 10x this]")
+    ap.add_argument("--compute", default="profile", choices=("profile", "share"),
+                    help="heavy-tail: compute per batch from the H100 profile (alexnet, "
+                         "b=32: communication-dominated) or a 30-70 %% communication share")
+    ap.add_argument("--start", default="warm", choices=("warm", "cold"),
+                    help="heavy-tail/same-start: PS processes pre-started with MXNet "
+                         "imported (warm) or started per job (cold: ~25 s each here)")
     ap.add_argument("--job-timeout", type=float, default=400.0)
     ap.add_argument("--host-tcp", default="kernel", choices=("kernel", "starved-ok"),
                     help="heavy-tail/same-start: host TCP settings (experiment_heavy_tail.HOST_TCP)")

@@ -3,12 +3,17 @@
 - batches per job: bounded Pareto, shape ``alpha`` (1.1), on ``[lo, hi]`` (10..1000
   times ``scale``, so that one seed fits the time budget);
 - bytes per batch: log-uniform over one decade ``[bytes_lo, 10 * bytes_lo]``;
-- communication share of an iteration when alone: uniform in [0.3, 0.7]; the emulated
-  compute time follows: ``compute = exchange * (1 - f) / f`` with
-  ``exchange = 2 * bytes / capacity`` (push, then pull, at the full link rate);
+- compute per batch: either ``compute_s`` for every job (a device profile's time for the
+  model: communication-dominated jobs, as large models on fast GPUs are; the share
+  ``f = exchange / (exchange + compute)`` follows), or, when ``compute_s`` is None, a
+  communication share of an iteration uniform in ``comm`` and
+  ``compute = exchange * (1 - f) / f``; ``exchange = 2 * bytes / capacity`` (push, then
+  pull, at the full link rate);
 - arrivals: Poisson (exponential gaps) whose rate makes the offered load on the
-  bottleneck ``load``: ``rate * mean(bytes per job per direction) / capacity``. The gaps
-  are rescaled to that mean exactly, so every seed offers the same load.
+  bottleneck ``load``: offered bytes/s over the bottleneck divided by its capacity,
+  ``rate * mean(bytes per job per direction) / capacity`` (a network priority scheme
+  acts on the link, so load is the link's, not the GPUs'). The gaps are rescaled to that
+  mean exactly, so every seed offers the same load.
 """
 
 from __future__ import annotations
@@ -36,19 +41,26 @@ def bounded_pareto(u: float, alpha: float, lo: float, hi: float) -> float:
 
 def heavy_tail_mix(seed: int, load: float, capacity_bytes_s: float, jobs: int = 12,
                    alpha: float = 1.1, scale: float = 0.1, bytes_lo: int = 60_000,
-                   comm: tuple[float, float] = (0.3, 0.7)) -> list[MixJob]:
+                   comm: tuple[float, float] = (0.3, 0.7),
+                   compute_s: float | None = None) -> list[MixJob]:
     if not 0 < load < 1:
         raise ValueError(f"load must be in (0, 1), got {load}")
     if jobs < 1 or scale <= 0 or bytes_lo <= 0:
         raise ValueError("jobs, scale and bytes_lo must be positive")
+    if compute_s is not None and compute_s < 0:
+        raise ValueError(f"compute_s must be >= 0, got {compute_s}")
     rng = random.Random(seed)
     lo, hi = 10 * scale, 1000 * scale
     raw = []
     for i in range(jobs):
         batches = max(1, round(bounded_pareto(rng.random(), alpha, lo, hi)))
         bpb = int(bytes_lo * 10 ** rng.random()) // 4 * 4
-        f = rng.uniform(*comm)
-        compute = (2 * bpb / capacity_bytes_s) * (1 - f) / f
+        f = rng.uniform(*comm)     # drawn in both modes: a seed gives the same sizes
+        exchange = 2 * bpb / capacity_bytes_s
+        if compute_s is None:
+            compute = exchange * (1 - f) / f
+        else:
+            compute, f = compute_s, exchange / (exchange + compute_s)
         gap = rng.expovariate(1.0)
         raw.append((batches, bpb, f, compute, gap))
     mean_bytes = sum(b * bpb for b, bpb, *_ in raw) / jobs

@@ -131,3 +131,38 @@ def test_sizes_survive_a_restart(tmp_path):
     again = make_service("two-rack", rank="remaining", state_file=state)
     big = again.jobs()[0]
     assert big["total_batches"] == 400 and big["bytes_per_batch"] == 2 * MB
+
+
+def test_the_rule_chosen_at_run_time_survives_a_restart(tmp_path):
+    state = tmp_path / "state.json"
+    svc = bring_up(make_service("two-rack", rank="remaining", state_file=state))
+    svc.register_job(ADMIN, BIG)
+    svc.set_rank(ADMIN, {"rule": "attained"})
+    # restarted without a rule of its own: the one chosen last, and the levels it gives
+    again = bring_up(make_service("two-rack", rank=None, state_file=state))
+    assert again.rank()["rule"] == "attained"
+    assert again._levels == svc._levels
+    # an explicit rule on the command line wins, and is saved in turn
+    explicit = make_service("two-rack", rank="progress", state_file=state)
+    assert explicit.rank()["rule"] == "progress"
+    explicit.save_state()
+    assert make_service("two-rack", rank=None, state_file=state).rank()["rule"] == "progress"
+
+
+def test_a_state_file_without_a_rule_gives_the_default_and_a_bad_one_is_refused(tmp_path):
+    import json
+
+    from controller.job_rank import DEFAULT_RULE
+    from sluice.errors import InputError
+
+    state = tmp_path / "state.json"
+    make_service("two-rack", rank="attained", state_file=state).save_state()
+    data = json.loads(state.read_text())
+    del data["rank"]                       # written before the rule was saved
+    state.write_text(json.dumps(data))
+    assert make_service("two-rack", rank=None, state_file=state).rank()["rule"] == DEFAULT_RULE
+    data["rank"] = "fastest"
+    state.write_text(json.dumps(data))
+    with pytest.raises(InputError) as err:
+        make_service("two-rack", rank=None, state_file=state)
+    assert "rank" in str(err.value) and "fastest" in str(err.value)

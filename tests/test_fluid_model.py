@@ -65,6 +65,25 @@ def test_heavy_tail_mix_is_seeded_and_offers_the_load():
         heavy_tail_mix(1, 1.2, C)
 
 
+def test_profile_compute_mix_keeps_the_sizes_and_is_communication_dominated():
+    from mininet_tests.experiment_heavy_tail import profile_compute_s
+
+    compute = profile_compute_s()           # AlexNet, batch 32, on the H100 profile
+    assert 0 < compute < 0.02
+    share, fixed = heavy_tail_mix(3, 0.7, C), heavy_tail_mix(3, 0.7, C, compute_s=compute)
+    # the same seed draws the same sizes and arrivals; only the compute differs
+    assert [(j.batches, j.bytes_per_batch, j.arrival) for j in share] == \
+        [(j.batches, j.bytes_per_batch, j.arrival) for j in fixed]
+    assert offered_load(fixed, C) == pytest.approx(0.7, rel=0.15)
+    for j in fixed:
+        assert j.compute_s == pytest.approx(compute, abs=1e-4)
+        exchange = 2 * j.bytes_per_batch / C
+        assert j.comm_fraction == pytest.approx(exchange / (exchange + compute), abs=0.01)
+        assert j.comm_fraction > 0.8
+    with pytest.raises(ValueError):
+        heavy_tail_mix(1, 0.7, C, compute_s=-1.0)
+
+
 def test_measurement_helpers():
     assert p95([1, 2, 3, 4, 100]) == pytest.approx(80.8)
     mix = heavy_tail_mix(1, 0.7, C)
