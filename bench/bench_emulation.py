@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from job_scheduler.jobspec import JobSpec  # noqa: E402
+from sluice_common.jobspec import JobSpec  # noqa: E402
 from ps_runtime.launcher import LineFollower, PSJob, WorkerOptions, parse_batches  # noqa: E402
 from ps_runtime.plan import Placement  # noqa: E402
 from ps_runtime.runners import LocalRunner  # noqa: E402

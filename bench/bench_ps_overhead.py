@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from job_scheduler.jobspec import JobSpec  # noqa: E402
+from sluice_common.jobspec import JobSpec  # noqa: E402
 from ps_runtime.launcher import PSJob, WorkerOptions  # noqa: E402
 from ps_runtime.models import build_model, parameter_count  # noqa: E402
 from ps_runtime.plan import Placement  # noqa: E402

@@ -149,7 +149,7 @@ def push_pull(mode: str, mbytes: float, workers: int, servers: int, rounds: int,
 
 def job_step(model: str, batch_size: int, input_size: int, device: str, batches: int,
              threads: int, servers: int, bucket_mb: float, compress: str) -> dict:
-    from job_scheduler.jobspec import JobSpec
+    from sluice_common.jobspec import JobSpec
     from ps_runtime.launcher import PSJob, WorkerOptions
     from ps_runtime.plan import Placement
     from ps_runtime.runners import LocalRunner

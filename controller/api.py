@@ -42,7 +42,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from controller import live
 from controller.registry import MAX_ENDPOINTS
 from controller.service import ApiError, ControllerService
-from sluice.http_service import (BodyLimit, ThreadedServer, bearer_of, bearer_token,
+from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_of, bearer_token,
                                  document_400_for_bad_requests, validation_messages)
 
 LOG = logging.getLogger("sluice.controller.api")

@@ -20,7 +20,7 @@ import sys
 import threading
 from pathlib import Path
 
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 LOG = logging.getLogger("sluice.controller")
 
@@ -153,7 +153,7 @@ def run_controller(args) -> int:
     if not 0 <= args.echo_misses <= 100:
         raise InputError("argument --echo-misses", "must be 0..100")
     tls = _tls_options(args)
-    from sluice.http_service import check_tls_files
+    from sluice_common.http_service import check_tls_files
     api_tls = check_tls_files(args.tls_cert, args.tls_key)
     state_file = Path(args.state_file) if args.state_file else None
     if state_file and not state_file.parent.is_dir():

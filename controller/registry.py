@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from controller.ranking import PULL, PUSH, FlowKey
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _JOB_FIELDS = {"id", "servers", "workers", "total_batches", "bytes_per_batch"}

@@ -39,9 +39,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from job_scheduler.jobspec import JobSpec
-from job_scheduler.models import MODELS, count_params
-from job_scheduler.profile import DeviceProfile, ModelProfile, Profile, load_profile
+from sluice_common.jobspec import JobSpec
+from sluice_common.models import MODELS, count_params
+from sluice_common.profile import DeviceProfile, ModelProfile, Profile, load_profile
 
 BYTES_PER_PARAM = 4            # float32 parameters and gradients
 COMM_DIRECTIONS = 2            # push + pull per iteration, see the module docstring

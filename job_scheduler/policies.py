@@ -39,10 +39,10 @@ from typing import Callable
 
 from job_scheduler import proteus
 from job_scheduler.fit_index import FitIndex
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import (DEFAULT_LAMBDA, BestFitPlacement, FirstFitPlacement,
                                      GroupGA, Placement, Request, TetrisPlacement)
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris", "las", "sluice")
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Protocol, Sequence
 
 from job_scheduler.executors import Outcome
-from job_scheduler.jobspec import JobSpec, parse_jobs_text
+from sluice_common.jobspec import JobSpec, parse_jobs_text
 from job_scheduler.placement import ClusterState, Placement
 from job_scheduler.service_policy import PolicyStep, QueuedJob, StartDecision
 from job_scheduler.store import DuplicateSubmission, JobRecord, JobStore
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler")

@@ -16,7 +16,7 @@ import re
 
 from job_scheduler.store import JobRecord
 from ps_runtime.plan import Placement, PortPlan, registration
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler.controller")

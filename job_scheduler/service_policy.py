@@ -27,9 +27,9 @@ from typing import Protocol, Sequence
 
 from job_scheduler import policies as sim_policies
 from job_scheduler.estimator import Estimator, effective_bandwidth
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import ClusterState, Placement
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import Topology
 
 # las and sluice preempt running jobs, which the service does not do

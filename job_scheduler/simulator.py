@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from job_scheduler.estimator import Estimator, effective_bandwidth
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import BestFitPlacement, ClusterState, Placement
 from topologies import Topology
 
@@ -414,5 +414,5 @@ def simulate(topology: Topology, jobs: Sequence[JobSpec], policy, **kw) -> SimRe
 
 def stderr_progress(label: str) -> Callable[[int, int], None]:
     """A progress bar on stderr (jobs done of all, elapsed, ETA); quiet off a terminal."""
-    from sluice.progress import count_bar
+    from sluice_common.progress import count_bar
     return count_bar(label, "jobs")

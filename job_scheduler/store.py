@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from job_scheduler.jobspec import JobSpec, Layer
+from sluice_common.jobspec import JobSpec, Layer
 
 STATES = ("queued", "running", "finished", "failed", "cancelled")
 ACTIVE_STATES = ("queued", "running")

@@ -182,8 +182,8 @@ def ovs(*args: str) -> None:
 
 
 def fabric_faults(out: Path, batches: int) -> tuple[list[dict], dict]:
-    from job_scheduler.jobspec import JobSpec
-    from mininet_tests.fabric import Fabric
+    from sluice_common.jobspec import JobSpec
+    from mininet_fabric.fabric import Fabric
     from mininet_tests.of_relay import SilentRelay
     from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
     from ps_runtime.plan import Placement
@@ -338,7 +338,7 @@ def controller_kill(fab, ctl, n_sw) -> dict:
 
 
 def worker_kill(fab, ctl, out: Path) -> dict:
-    from job_scheduler.jobspec import JobSpec
+    from sluice_common.jobspec import JobSpec
     from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
     from ps_runtime.plan import Placement
     from ps_runtime.runners import MininetRunner, kill_group

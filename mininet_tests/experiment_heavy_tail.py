@@ -34,13 +34,13 @@ from pathlib import Path
 
 from controller.job_rank import DEFAULT_RULE
 from job_scheduler.estimator import Estimator, nominal_bandwidth
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.service_policy import StartDecision
 from mininet_tests import fluid
 from mininet_tests.heavy_tail import MixJob, heavy_tail_mix
-from sluice.report import write_report
-from sluice.run import environment
-from sluice.runloop import RealTimeRun, RunOptions
+from end_to_end.report import write_report
+from end_to_end.run import environment
+from end_to_end.runloop import RealTimeRun, RunOptions
 from topologies import load_topology
 
 MODES = ("off", "progress", "remaining", "attained")

@@ -78,7 +78,7 @@ def batch_plan(model: str, batch_size: int, bw_scale: float, profile=None,
     source = "given"
     if need_estimator:         # imported only here: a worker given both figures starts faster
         from job_scheduler.estimator import BYTES_PER_PARAM, Estimator
-        from job_scheduler.jobspec import JobSpec
+        from sluice_common.jobspec import JobSpec
 
         est = Estimator(profile, device)
         spec = JobSpec(name="emulated", model=model, dataset_size=batch_size, epochs=1,

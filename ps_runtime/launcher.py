@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, IO
 
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from ps_runtime.datapath import ps_env
 from ps_runtime.plan import Node, Placement, PortPlan, endpoints, registration
 from ps_runtime.runners import ProcessRunner, kill_group

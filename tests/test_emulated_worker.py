@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from job_scheduler.estimator import Estimator
-from job_scheduler.jobspec import JobSpec
-from job_scheduler.models import MODELS
+from sluice_common.jobspec import JobSpec
+from sluice_common.models import MODELS
 from ps_runtime.emulated_worker import (BYTES_PER_VALUE, batch_plan, key_lengths, parse_args,
                                         wire_bytes)
 from ps_runtime.launcher import PSJob, WorkerOptions
@@ -122,7 +122,7 @@ def test_emulated_job_moves_its_bytes_across_the_rack_uplink_at_the_emulated_rat
     100 Mbit/s hosts, 50 Mbit/s uplinks). Each batch pushes and pulls resnet18's
     46.8 MB x 0.01 per worker, so both pushes cross tor2's uplink: >= 2 x 0.4676 MB x 8 /
     50 Mbit/s = 150 ms per direction; the uplink's byte counters see every byte."""
-    from mininet_tests.fabric import Fabric
+    from mininet_fabric.fabric import Fabric
     from ps_runtime.runners import MininetRunner
     from topologies import load_topology
 

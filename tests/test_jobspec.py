@@ -11,10 +11,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from job_scheduler.jobspec import Layer, job_to_dict, load_jobs, parse_job, parse_jobs
-from job_scheduler.models import (MODELS, SMALLCNN_LAYERS, canonical_name, count_params,
+from sluice_common.jobspec import Layer, job_to_dict, load_jobs, parse_job, parse_jobs
+from sluice_common.models import (MODELS, SMALLCNN_LAYERS, canonical_name, count_params,
                                   get_model, known_models)
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jobs"
 
@@ -232,7 +232,7 @@ def test_fuzz_documents_only_raise_input_error(data):
     "jobs:\n - name: a\n   model: x\n", "jobs: [", "{", "jobs: !!python/object:os.system x",
     "jobs:\n  - &a {name: a}\n  - *a\n", "? [a]\n: 1\n", "jobs: [{name: a, epochs: 1e3}]"]))
 def test_fuzz_text_only_raises_input_error(tmp_path_factory, text):
-    from job_scheduler.jobspec import parse_jobs_text
+    from sluice_common.jobspec import parse_jobs_text
     try:
         parse_jobs_text(text, "fuzz.yaml")
     except InputError:
@@ -246,7 +246,7 @@ VALID_TEXT = (EXAMPLES / "mixed.yaml").read_text()
 @given(st.data())
 def test_fuzz_text_mutations_of_a_valid_file(data):
     """Cut, insert or overwrite characters of a valid file: InputError or valid jobs."""
-    from job_scheduler.jobspec import parse_jobs_text
+    from sluice_common.jobspec import parse_jobs_text
     text = VALID_TEXT
     for _ in range(data.draw(st.integers(1, 4))):
         i = data.draw(st.integers(0, len(text)))

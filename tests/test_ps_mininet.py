@@ -10,8 +10,8 @@ import statistics
 
 import pytest
 
-from job_scheduler.jobspec import JobSpec
-from mininet_tests.fabric import Fabric
+from sluice_common.jobspec import JobSpec
+from mininet_fabric.fabric import Fabric
 from ps_runtime.launcher import PSJob, WorkerOptions
 from ps_runtime.plan import Placement
 from ps_runtime.runners import MininetRunner

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from job_scheduler.jobspec import JobSpec
-from job_scheduler.models import MODELS
-from job_scheduler.profile import load_profile
+from sluice_common.jobspec import JobSpec
+from sluice_common.models import MODELS
+from sluice_common.profile import load_profile
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
 from ps_runtime.models import MODEL_NAMES, build_model, input_shape, parameter_count
 from ps_runtime.plan import (Placement, PortPlan, default_base_port, endpoints,

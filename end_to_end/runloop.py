@@ -10,7 +10,7 @@ done) and reports batch N+1 to the controller with the job's token: a ~0.1 s ext
 delay, no change to the worker.
 
 Closed loop: before each decision the loop reads the controller's measured link usage
-(``sluice.closed_loop``) and hands the policy step a topology whose link bandwidths
+(``end_to_end.closed_loop``) and hands the policy step a topology whose link bandwidths
 are what is still available, so Comm(n) sees the load of the running jobs. Every
 decision is recorded with the bandwidth estimate and the C(n) it implies.
 
@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
 from job_scheduler.estimator import BYTES_PER_PARAM, Estimator, effective_bandwidth
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import ClusterState
 from job_scheduler.service_policy import QueuedJob, StartDecision
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
 from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
-from sluice import closed_loop
+from end_to_end import closed_loop
 from topologies import Topology
 
 POLL_S = 0.1             # how often running jobs and logs are looked at
@@ -110,7 +110,7 @@ class RealTimeRun:
         self.records: dict[str, dict] = {}
         self._next_port = options.port_base
         self.interrupted = False
-        self.status = None      # a sluice.progress.LiveStatus, set by the caller
+        self.status = None      # a sluice_common.progress.LiveStatus, set by the caller
         self._status_at = -math.inf
 
     # ---- helpers -------------------------------------------------------------------
@@ -128,7 +128,7 @@ class RealTimeRun:
         """The live line (jobs queued/running/done, elapsed, ETA from C(n))."""
         now = self.now()
         if self.status is not None and self.status.enabled and now - self._status_at >= 0.5:
-            from sluice import run_status
+            from end_to_end import run_status
             self._status_at = now
             run_status.update(self, pending, queued, running)
 

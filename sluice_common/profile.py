@@ -41,7 +41,7 @@ from typing import Any, Mapping
 import numpy as np
 import yaml
 
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 _DATA = Path(__file__).parent / "data"
 # Shipped profiles by name (``--profile NAME`` or a file). Measured beats derived: the
@@ -120,7 +120,7 @@ class Profile:
 # ---- reading ---------------------------------------------------------------------------
 
 def _parse_device(source: str, name: str, raw: Any) -> DeviceProfile:
-    from job_scheduler.models import canonical_name
+    from sluice_common.models import canonical_name
 
     label = f"device '{name}'"
     if not isinstance(raw, dict):

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from job_scheduler.jobspec import Layer
+from sluice_common.jobspec import Layer
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-from sluice.errors import InputError
-from sluice.validation import validate_document
+from sluice_common.errors import InputError
+from sluice_common.validation import validate_document
 
 Count = Annotated[StrictInt, Field(ge=1)]
 
@@ -46,7 +46,7 @@ LayerItem = Annotated[Union[ConvLayer, FcLayer], Field(discriminator="type")]
 
 
 def _known_models() -> list[str]:
-    from job_scheduler.models import known_models   # (models imports jobspec.Layer)
+    from sluice_common.models import known_models   # (models imports jobspec.Layer)
     return list(known_models())
 
 
@@ -71,7 +71,7 @@ class JobModel(_Strict):
     @field_validator("model", mode="before")
     @classmethod
     def _known(cls, value: Any) -> Any:
-        from job_scheduler.models import canonical_name
+        from sluice_common.models import canonical_name
         if value is None:
             return None
         name = canonical_name(value) if isinstance(value, str) else None
