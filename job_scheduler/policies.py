@@ -39,6 +39,7 @@ from typing import Callable
 
 from job_scheduler import proteus
 from job_scheduler.fit_index import FitIndex
+from job_scheduler.proteus import candidate_counts
 from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import (DEFAULT_LAMBDA, BestFitPlacement, FirstFitPlacement,
                                      GroupGA, Placement, Request, TetrisPlacement)
@@ -132,12 +133,6 @@ def _random_count(seed: int) -> Callable[[JobSpec], int]:
 
 
 # ---- Proteus (Lyapunov) + Liquid ---------------------------------------------------------
-
-def candidate_counts(limit: int) -> list[int]:
-    """GPU counts to evaluate for one decision: every n up to 32, then multiples of 4
-    (a host's worth); keeps a 128-GPU decision at 56 placements instead of 128."""
-    return [n for n in range(1, limit + 1) if n <= 32 or n % 4 == 0 or n == limit]
-
 
 class LyapunovPolicy:
     """Proteus: each slot the FIFO head job gets the n minimising

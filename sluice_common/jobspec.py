@@ -22,16 +22,7 @@ from typing import Any
 import yaml
 
 from sluice_common.errors import InputError, raise_all
-
-
-@dataclass(frozen=True)
-class Layer:
-    kind: str                 # "conv" or "fc"
-    c_in: int
-    c_out: int
-    k: int = 1                # conv kernel size K
-    h: int = 1                # fc input height H
-    w: int = 1                # fc input width W
+from sluice_common.models import Layer  # noqa: F401 (part of the job description)
 
 
 @dataclass(frozen=True)

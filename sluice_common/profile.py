@@ -102,6 +102,27 @@ class DeviceProfile:
     models: dict[str, ModelProfile]
     source: str = ""
 
+    def compute_profile(self, model: str | None, params: int) -> tuple[float, ModelProfile]:
+        """(Cost_bat(1) in s, the ModelProfile whose alpha(b) applies) of a model with
+        ``params`` parameters: its own profile when it has one (``model`` None for a job
+        described by its layers), else the profiled model nearest in parameter count,
+        its Cost_bat(1) scaled by the parameter ratio."""
+        from sluice_common.models import MODELS
+
+        if model is not None and model in self.models:
+            mp = self.models[model]
+            return mp.cost_bat1, mp
+        nearest = min(self.models.values(),
+                      key=lambda mp: abs(math.log(max(params, 1) / MODELS[mp.model].params)))
+        return nearest.cost_bat1 * params / MODELS[nearest.model].params, nearest
+
+    def cost_bat(self, model: str | None, params: int, b: float) -> float:
+        """Eq. 1: seconds per batch of b samples on one device of this profile."""
+        if not b >= 1:
+            raise ValueError(f"batch size must be >= 1, got {b}")
+        cost1, mp = self.compute_profile(model, params)
+        return mp.alpha(b) * cost1
+
 
 @dataclass(frozen=True)
 class Profile:
