@@ -226,7 +226,7 @@ class RealTimeRun:
             "bw_nominal_mbps": _num(bw_nominal), "bw_estimate_mbps": _num(bw),
             "C_n_s": round(c_n, 3), "C_n_nominal_s": round(self.estimator.C(spec, n, bw_nominal), 3),
             "notes": d.notes})
-        self.state.allocate(d.as_placement())
+        self.state.allocate(d.placement)
         batches = batches_for(spec, n, self.options.batches)
         o = self.options
         overrides = {**o.worker_overrides.get("*", {}), **o.worker_overrides.get(spec.name, {})}
@@ -235,7 +235,7 @@ class RealTimeRun:
                                           "compute": o.compute, "profile": o.profile,
                                           "bw_scale": self.topology.emulation_bw_scale,
                                           **overrides})
-        psjob = PSJob(spec, placement_from_scheduler(self.topology, d.as_placement()),
+        psjob = PSJob(spec, placement_from_scheduler(self.topology, d.placement),
                       self.runner or MininetRunner(self.fabric), self.out_dir / "jobs" / spec.name,
                       batches=batches, base_port=self._next_port, options=worker_options)
         self._next_port += BLOCK
@@ -333,7 +333,7 @@ class RealTimeRun:
 
     def _forget(self, r: _Running) -> None:
         """Release the GPUs and the controller's rules of a job that ended."""
-        self.state.release(r.decision.as_placement())
+        self.state.release(r.decision.placement)
         if r.token:
             try:
                 # What the controller made of the job, for the report (and as proof that

@@ -47,23 +47,29 @@ class QueuedJob:
 
 @dataclass(frozen=True)
 class StartDecision:
+    """A policy's answer for one queued job: start it now, on this placement."""
     job_id: int
-    gpus: int
-    ps_hosts: tuple[str, ...]
-    worker_hosts: tuple[str, ...]          # one entry per worker GPU (hosts repeat)
+    placement: Placement
     # Extra facts a policy wants recorded with the job (e.g. its C(n)).
     notes: dict = field(default_factory=dict, compare=False)
 
-    def as_placement(self) -> Placement:
-        return Placement(str(self.job_id), self.ps_hosts, self.worker_hosts)
+    @property
+    def gpus(self) -> int:
+        return self.placement.gpus
+
+    @property
+    def ps_hosts(self) -> tuple[str, ...]:
+        return self.placement.ps_hosts
+
+    @property
+    def worker_hosts(self) -> tuple[str, ...]:
+        return self.placement.worker_hosts
 
     def gpus_by_host(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for h in self.worker_hosts:
-            out[h] = out.get(h, 0) + 1
-        return out
+        return self.placement.gpus_by_host()
 
-    def placement(self) -> dict:
+    def placement_record(self) -> dict:
+        """The placement as the store keeps it (JSON)."""
         return {"ps_hosts": list(self.ps_hosts), "worker_hosts": list(self.worker_hosts),
                 "gpus_by_host": self.gpus_by_host(), **({"notes": self.notes} if self.notes else {})}
 
@@ -148,7 +154,7 @@ class SimulatorPolicyStep:
         out = []
         for j, p in view.started:
             bw = effective_bandwidth(self.topology, p.ps_hosts, p.worker_hosts)
-            out.append(StartDecision(j, p.gpus, p.ps_hosts, p.worker_hosts,
+            out.append(StartDecision(j, p,
                                      notes={"C_n": round(self._models[j].C(p.gpus, bw), 3)}))
             del self._models[j]
         return out

@@ -28,7 +28,6 @@ from typing import Any, Iterable, Sequence
 from sluice_common.jobspec import JobSpec, Layer
 
 STATES = ("queued", "running", "finished", "failed", "cancelled")
-ACTIVE_STATES = ("queued", "running")
 SCHEMA_VERSION = 1
 
 _SCHEMA = """

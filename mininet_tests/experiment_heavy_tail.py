@@ -36,6 +36,7 @@ from controller.job_rank import DEFAULT_RULE
 from job_scheduler.estimator import Estimator, nominal_bandwidth
 from sluice_common.jobspec import JobSpec
 from job_scheduler.service_policy import StartDecision
+from sluice_common.placement import Placement
 from mininet_tests import fluid
 from mininet_tests.heavy_tail import MixJob, heavy_tail_mix
 from end_to_end.report import write_report
@@ -99,7 +100,7 @@ def placement_step(mix: list[MixJob]):
             host = next((h for h in order if _free(state, h) - _taken(out, h) > 0), None)
             if host is None:
                 break
-            out.append(StartDecision(q.id, 1, (PS_HOSTS[i % 2],), (host,)))
+            out.append(StartDecision(q.id, Placement(q.spec.name, (PS_HOSTS[i % 2],), (host,))))
         return out
     return step
 

@@ -197,7 +197,7 @@ def _port_busy(port: int) -> bool:
 def run_train(args: argparse.Namespace) -> int:
     from sluice_common.jobspec import load_jobs
     from ps_runtime.models import MODEL_NAMES
-    from ps_runtime.plan import BLOCK, Placement
+    from ps_runtime.plan import BLOCK, HostPlan
 
     from sluice_common.models import MODELS
     from ps_runtime.compute import describe, resolve_compute
@@ -257,7 +257,7 @@ def run_train(args: argparse.Namespace) -> int:
     from ps_runtime.runners import LocalRunner
 
     out = Path(args.out) if args.out else DEFAULT_TRAIN_OUT / spec.name
-    job = PSJob(spec, Placement.loopback(servers, args.workers), LocalRunner(), out,
+    job = PSJob(spec, HostPlan.loopback(servers, args.workers), LocalRunner(), out,
                 batches=batches, base_port=args.base_port, controller_url=args.controller,
                 token=args.token, options=WorkerOptions(input_size=args.input_size, lr=args.lr,
                                                         device=args.device, threads=args.threads,

@@ -296,7 +296,7 @@ def test_controller_restart_during_a_running_ps_job(tmp_path):
     from sluice_common.jobspec import JobSpec
     from mininet_fabric.fabric import Fabric
     from ps_runtime.launcher import PSJob, WorkerOptions
-    from ps_runtime.plan import Placement
+    from ps_runtime.plan import HostPlan
     from ps_runtime.runners import MininetRunner
 
     spec = JobSpec(name="restart-ps", model="smallcnn", dataset_size=4096, epochs=1,
@@ -308,7 +308,7 @@ def test_controller_restart_during_a_running_ps_job(tmp_path):
     try:
         with Fabric("two-rack", controller=f"127.0.0.1:{ofp}", progress=False) as fab:
             wait_located(client, 4)
-            placement = Placement.on_hosts(fab.topology, ["h1"], ["h2", "h3"])
+            placement = HostPlan.on_hosts(fab.topology, ["h1"], ["h2", "h3"])
             # Progress reports would come from the workers, but the API listens on the
             # root namespace's loopback, out of the hosts' reach: the test reports instead.
             job = PSJob(spec, placement, MininetRunner(fab), tmp_path / "job",

@@ -157,6 +157,35 @@ def test_bad_name_uses_number():
     assert err.element == "job #1" and err.field == "name"
 
 
+@pytest.mark.parametrize("name", ["resnet a", "-lead", "x" * 65, "a/b", "caf\u00e9"])
+def test_a_name_the_controller_refuses_is_refused_at_load(name):
+    err = error_of(doc(valid_job(name=name)))
+    assert err.element == f"job '{name}'" and err.field == "name" and "letters, digits" in err.reason
+    from controller.registry import parse_job as register
+    with pytest.raises(InputError):       # the same rule: never accepted here, refused there
+        register({"id": name, "servers": [{"ip": "10.0.0.1", "port": 9000}],
+                  "workers": [{"ip": "10.0.0.2", "port": 9001}]})
+
+
+@pytest.mark.parametrize("name", ["resnet-a", "a", "job_1.v2", "x" * 64])
+def test_a_name_the_file_accepts_the_controller_registers(name):
+    assert parse_jobs(doc(valid_job(name=name)))[0].name == name
+    from controller.registry import parse_job as register
+    assert register({"id": name, "servers": [{"ip": "10.0.0.1", "port": 9000}],
+                     "workers": [{"ip": "10.0.0.2", "port": 9001}]}).id == name
+
+
+def test_validate_command_exits_2_naming_file_job_and_field(tmp_path):
+    import subprocess
+    import sys
+    bad = tmp_path / "jobs.yaml"
+    bad.write_text(yaml.safe_dump(doc(valid_job(name="resnet a"))))
+    out = subprocess.run([sys.executable, "-m", "sluice", "validate", str(bad)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert f"{bad}: job 'resnet a': field 'name'" in out.stderr
+
+
 def test_file_errors(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("jobs:\n  - {name: a, model: [\n")
