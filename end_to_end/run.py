@@ -193,7 +193,7 @@ def one_pass(topology, jobs, fabric, client, out: Path, args, priority: bool, po
     from end_to_end.runloop import RealTimeRun, RunOptions
 
     estimator = run_estimator(topology, args)
-    policy = make_policy(args.policy, topology, estimator)
+    policy = make_policy(args.policy, topology, estimator, slot=args.slot)
     options = RunOptions(priority=priority, slot_s=args.slot, batches=args.batches,
                          input_size=args.input_size, job_timeout_s=args.job_timeout,
                          port_base=port_base, compute=args.compute, profile=args.profile,

@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence, TextIO
 from job_scheduler.estimator import BYTES_PER_PARAM, Estimator, effective_bandwidth
 from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import ClusterState
-from job_scheduler.service_policy import QueuedJob, StartDecision
+from job_scheduler.service_policy import IdleFabric, QueuedJob, SimulatorPolicyStep, StartDecision
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
 from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
@@ -207,10 +207,10 @@ class RealTimeRun:
         if self.now() - self.used_at > LINK_SAMPLE_S / 2:
             self.sample_links()
         view = closed_loop.available_topology(self.topology, self.used, self.options.floor)
-        if hasattr(self.policy, "topology"):
-            # The closed loop: the policy's C(n) / live bandwidth (service_policy's
-            # SimulatorPolicyStep.topology) sees the measured available bandwidth.
-            self.policy.topology = view
+        if isinstance(self.policy, SimulatorPolicyStep):
+            # The closed loop: the policy prices C(n) with the measured bandwidth model
+            # (the idle fabric of the measured available bandwidth; job_scheduler/context.py).
+            self.policy.use_bandwidth(IdleFabric(view))
         decisions = self.policy(queued, self.state.copy(), self.now())
         by_id = {q.id: q for q in queued}
         return [self._launch(by_id[d.job_id], d, view) for d in decisions]

@@ -130,7 +130,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
     if args.policy == "lyapunov":
         options = {"V": DEFAULT_V if args.V is None else args.V,
                    "eps": DEFAULT_EPS if args.eps is None else args.eps}
-    policy = make_policy(args.policy, topology, estimator, **options)
+    policy = make_policy(args.policy, topology, estimator, slot=args.slot, **options)
     db_path = args.db or default_db_path()
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,

@@ -95,7 +95,7 @@ def test_the_loop_hands_the_policy_the_measured_bandwidth(tmp_path):
     from job_scheduler.service_policy import QueuedJob
     run._decide([QueuedJob(0, job, 0.0)])
     (q, d, view), = launched
-    assert policy.topology is view
+    assert policy.bandwidth.topology is view            # the measured bandwidth model
     assert view.host_by_name["h2"].bw == pytest.approx(4000)
     assert effective_bandwidth(view, d.ps_hosts, d.worker_hosts) < \
         effective_bandwidth(TWO_RACK, d.ps_hosts, d.worker_hosts)
