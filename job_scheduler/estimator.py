@@ -85,8 +85,9 @@ class Estimator:
     def cost_bat(self, job: JobSpec, b: float | None = None) -> float:
         """Eq. 1: seconds per batch of b samples (default: the job's batch size) on one GPU."""
         b = job.batch_size if b is None else b
-        return self.device_profile.cost_bat(None if job.layers is not None else job.model,
-                                            self.params(job), b)
+        own = None if job.layers is not None else job.model
+        dp = self.device_profile
+        return dp.cost_bat(own, b, None if own in dp.models else self.params(job))
 
     def _iterations_per_worker(self, job: JobSpec, n: int) -> float:
         return job.epochs * job.dataset_size / (job.batch_size * n)

@@ -84,7 +84,7 @@ def batch_plan(model: str, batch_size: int, bw_scale: float, profile=None,
         params = params_of(model)
         model_bytes = params * BYTES_PER_PARAM
         if compute_s is None:
-            compute_s = dev.cost_bat(model, params, batch_size)
+            compute_s = dev.cost_bat(model, batch_size, params)
             source = f"profile {dev.device}"
     if bytes_per_batch is None:
         bytes_per_batch = wire_bytes(model_bytes, bw_scale)
