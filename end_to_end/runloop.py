@@ -36,6 +36,7 @@ from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, p
 from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop
+from end_to_end.result import RunResult
 from topologies import Topology
 
 POLL_S = 0.1             # how often running jobs and logs are looked at
@@ -347,7 +348,7 @@ class RealTimeRun:
                 self.say(f"removing {r.qjob.spec.name} from the controller failed: {err}")
 
     # ---- result --------------------------------------------------------------------
-    def result(self) -> dict:
+    def result(self) -> RunResult:
         jobs = [self.records.get(j.name, {"name": j.name, "model": j.model,
                                           "arrival": j.arrival, "status": "not arrived"})
                 for j in self.jobs]

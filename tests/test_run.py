@@ -114,6 +114,10 @@ def test_ctrl_c_in_the_loop_returns_a_partial_result(tmp_path):
     assert result["interrupted"] is True
     assert result["jobs"][0]["status"] == "queued"
     assert result["summary"]["finished"] == 0
+    from end_to_end.result import RunResult, RunSummary     # the declared shape, all of it
+    assert set(result) <= set(RunResult.__annotations__)
+    assert {"topology", "policy", "jobs", "decisions", "summary"} <= set(result)
+    assert set(result["summary"]) == set(RunSummary.__annotations__)
 
 
 def test_registration_carries_the_job_size(tmp_path):
