@@ -57,10 +57,12 @@ ovs:
 	fi
 
 test: setup test-numpy2
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # Unit tests only (no root, no fabric): quick feedback while developing.
 test-fast: venv
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -m "not fabric and not slow" $(PYTEST_ARGS)
 
 # The PS runtime on numpy >= 2 (same Python): its own venv, the compatibility tests, the

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from controller.client import ControllerClient  # noqa: E402
-from mininet_tests.fabric import Fabric  # noqa: E402
+from mininet_fabric.fabric import Fabric  # noqa: E402
 from ps_runtime.ports import free_port  # noqa: E402
 
 PY = str(ROOT / ".venv" / "bin" / "python")

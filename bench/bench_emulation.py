@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from job_scheduler.jobspec import JobSpec  # noqa: E402
+from sluice_common.jobspec import JobSpec  # noqa: E402
 from ps_runtime.launcher import LineFollower, PSJob, WorkerOptions, parse_batches  # noqa: E402
-from ps_runtime.plan import Placement  # noqa: E402
+from ps_runtime.plan import HostPlan  # noqa: E402
 from ps_runtime.runners import LocalRunner  # noqa: E402
 from ps_runtime.warm import WarmRunner  # noqa: E402
 from ps_runtime.ports import free_port_block as free_base  # noqa: E402
@@ -38,7 +38,7 @@ SPEC = JobSpec(name="bench-emu", model="googlenet", dataset_size=64, epochs=1, b
 
 def run_job(runner, out: Path, batches: int, compute_s: float, nbytes: int) -> tuple[float, list]:
     """(launch -> every worker's first batch, per-batch records)."""
-    job = PSJob(SPEC, Placement.loopback(1, 3), runner, out, batches=batches, base_port=free_base(),
+    job = PSJob(SPEC, HostPlan.loopback(1, 3), runner, out, batches=batches, base_port=free_base(),
                 options=WorkerOptions(compute="emulated", bw_scale=0.001, compute_s=compute_s,
                                       bytes_per_batch=nbytes))
     with job:

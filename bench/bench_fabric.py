@@ -38,8 +38,8 @@ def check_runs(runs: int, seconds: float) -> list[dict]:
 
 
 def build_times() -> dict:
-    from mininet_tests.fabric import Fabric
-    from mininet_tests.system import leftovers
+    from mininet_fabric.fabric import Fabric
+    from mininet_fabric.system import leftovers
 
     times = {}
     for name in ("two-rack", "leaf-spine", "fat-tree"):
@@ -56,7 +56,7 @@ def build_times() -> dict:
 
 
 def priority_vs_baseline(seconds: float) -> dict:
-    from mininet_tests.fabric import Fabric
+    from mininet_fabric.fabric import Fabric
     from mininet_tests.priority_check import priority_check
     from topologies import priority_classes as pc
 

@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from job_scheduler.jobspec import JobSpec  # noqa: E402
+from sluice_common.jobspec import JobSpec  # noqa: E402
 from ps_runtime.launcher import PSJob, WorkerOptions  # noqa: E402
 from ps_runtime.models import build_model, parameter_count  # noqa: E402
-from ps_runtime.plan import Placement  # noqa: E402
+from ps_runtime.plan import HostPlan  # noqa: E402
 from ps_runtime.profiler import measure_step  # noqa: E402
 from ps_runtime.runners import LocalRunner  # noqa: E402
 
@@ -43,7 +43,7 @@ def ps_steps(model: str, batch_size: int, batches: int, threads: int, input_size
     spec = JobSpec(name=f"bench-{model}", model=model, dataset_size=batches * batch_size * 2,
                    epochs=1, batch_size=batch_size, max_gpus=2)
     with tempfile.TemporaryDirectory() as out:
-        job = PSJob(spec, Placement.loopback(1, 2), LocalRunner(), out, batches=batches,
+        job = PSJob(spec, HostPlan.loopback(1, 2), LocalRunner(), out, batches=batches,
                     base_port=base_port,
                     options=WorkerOptions(threads=threads, input_size=input_size))
         with job:

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from job_scheduler.models import MODELS  # noqa: E402
+from sluice_common.models import MODELS  # noqa: E402
 from job_scheduler.resource_estimator import (TARGETS, ResourceEstimator, dataset,  # noqa: E402
                                               default_estimator, evaluate, load_runs)
 

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from job_scheduler.jobspec import parse_jobs_text  # noqa: E402
+from sluice_common.jobspec import parse_jobs_text  # noqa: E402
 from job_scheduler.service_client import SchedulerClient, Unreachable  # noqa: E402
 from job_scheduler.store import JobStore  # noqa: E402
 from ps_runtime.ports import free_port  # noqa: E402

@@ -152,15 +152,15 @@ def push_pull(mode: str, mbytes: float, workers: int, servers: int, rounds: int,
 
 def job_step(model: str, batch_size: int, input_size: int, device: str, batches: int,
              threads: int, servers: int, bucket_mb: float, compress: str) -> dict:
-    from job_scheduler.jobspec import JobSpec
+    from sluice_common.jobspec import JobSpec
     from ps_runtime.launcher import PSJob, WorkerOptions
-    from ps_runtime.plan import Placement
+    from ps_runtime.plan import HostPlan
     from ps_runtime.runners import LocalRunner
 
     spec = JobSpec(name=f"bench-{model}", model=model, dataset_size=batch_size * batches,
                    epochs=1, batch_size=batch_size, max_gpus=1)
     with tempfile.TemporaryDirectory() as out:
-        job = PSJob(spec, Placement.loopback(servers, 1), LocalRunner(), out,
+        job = PSJob(spec, HostPlan.loopback(servers, 1), LocalRunner(), out,
                     batches=batches, base_port=_free_base(2 + servers),
                     options=WorkerOptions(input_size=input_size, device=device,
                                           threads=threads, bucket_mb=bucket_mb,

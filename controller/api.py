@@ -43,7 +43,7 @@ from controller import live
 from controller.progress_batch import ProgressBatcher
 from controller.registry import MAX_ENDPOINTS
 from controller.service import ApiError, ControllerService
-from sluice.http_service import (BodyLimit, ThreadedServer, bearer_of, bearer_token,
+from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_of, bearer_token,
                                  document_400_for_bad_requests, validation_messages)
 
 LOG = logging.getLogger("sluice.controller.api")

@@ -24,12 +24,14 @@ from os_ken.controller.handler import (CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
-from controller import packets, runtime
+from controller import packets
 from controller.ofwire import fast_match
 from controller.rules import FlowMod, Rule
 
 LOG = logging.getLogger("sluice.controller.app")
 SYNC_TIMEOUT_S = 2.0   # no flow-stats reply by then: clear the switch and reinstall
+SERVICE_CONTEXT = "sluice_service"          # controller.service.ControllerService
+STATS_INTERVAL_CONTEXT = "stats_interval"   # seconds between port-stats polls (and ARP probes)
 
 
 class SluiceController(app_manager.OSKenApp):
@@ -37,9 +39,13 @@ class SluiceController(app_manager.OSKenApp):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if runtime.SERVICE is None:
-            raise RuntimeError("controller.runtime.SERVICE is not set (start via `sluice controller`)")
-        self.service = runtime.SERVICE
+        # os-ken hands every app it instantiates the contexts as keyword arguments (the
+        # mechanism behind _CONTEXTS); `sluice controller` adds the configured service
+        # (controller.cli.run_os_ken), so no module global carries it.
+        if SERVICE_CONTEXT not in kwargs:
+            raise RuntimeError(f"no '{SERVICE_CONTEXT}' context (start via `sluice controller`)")
+        self.service = kwargs[SERVICE_CONTEXT]
+        self.stats_interval = float(kwargs.get(STATS_INTERVAL_CONTEXT, 1.0))
         self.service.sink = self
         self.datapaths: dict[int, object] = {}
         self.port_macs: dict[int, dict[int, str]] = {}
@@ -205,7 +211,7 @@ class SluiceController(app_manager.OSKenApp):
         """Port stats every interval; LLDP every interval until every described link is
         found (then every 5th); ARP probes for hosts not located yet."""
         tick = 0
-        while not self.stopping.wait(runtime.STATS_INTERVAL):
+        while not self.stopping.wait(self.stats_interval):
             tick += 1
             try:
                 for dpid, sync in list(self.syncing.items()):

@@ -20,7 +20,7 @@ import sys
 import threading
 from pathlib import Path
 
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 LOG = logging.getLogger("sluice.controller")
 
@@ -132,7 +132,6 @@ def _tls_options(args) -> list[str]:
 
 def run_controller(args) -> int:
     # ---- validate everything before starting anything --------------------------------
-    from controller import runtime
     from controller.service import ControllerConfig, ControllerService
     from topologies import load_topology
 
@@ -154,7 +153,7 @@ def run_controller(args) -> int:
     if not 0 <= args.echo_misses <= 100:
         raise InputError("argument --echo-misses", "must be 0..100")
     tls = _tls_options(args)
-    from sluice.http_service import check_tls_files
+    from sluice_common.http_service import check_tls_files
     api_tls = check_tls_files(args.tls_cert, args.tls_key)
     state_file = Path(args.state_file) if args.state_file else None
     if state_file and not state_file.parent.is_dir():
@@ -175,7 +174,7 @@ def run_controller(args) -> int:
     # ---- start ------------------------------------------------------------------------
     # app_manager before os_ken.controller.controller: the latter alone is a circular
     # import in os-ken 4.2.2 (measured); it registers the ofp listen options.
-    from os_ken.base import app_manager
+    from os_ken.base import app_manager  # noqa: F401 (first, see above)
     import os_ken.controller.controller  # noqa: F401
     from os_ken import cfg
 
@@ -189,8 +188,6 @@ def run_controller(args) -> int:
     # disconnected, and the service then routes around it where another path exists.
     cfg.CONF.set_override("echo_request_interval", args.echo_interval)
     cfg.CONF.set_override("maximum_unreplied_echo_requests", args.echo_misses)
-    runtime.SERVICE = service
-    runtime.STATS_INTERVAL = args.stats_interval
     api = None
 
     def stop(signum, _frame):
@@ -216,10 +213,32 @@ def run_controller(args) -> int:
     # blocks in a lock that a SIGTERM delivered to another thread does not interrupt
     # (measured: one start in ~7 ignored SIGTERM), while join(0.5) returns to Python
     # twice a second, so the handler above always runs.
-    runner = threading.Thread(target=app_manager.AppManager.run_apps, args=(["controller.app"],),
+    runner = threading.Thread(target=run_os_ken, args=(service, args.stats_interval),
                               name="os-ken", daemon=True)
     runner.start()
     while runner.is_alive():
         runner.join(0.5)
     LOG.error("os-ken stopped on its own")
     return 1
+
+
+def run_os_ken(service, stats_interval: float) -> None:
+    """``AppManager.run_apps(["controller.app"])`` with the configured service handed to
+    the app as an os-ken context: os-ken passes its contexts to every app's constructor
+    as keyword arguments (what ``_CONTEXTS`` entries become); a ``_CONTEXTS`` class would
+    be built by os-ken with no arguments, so the service, built here from the command
+    line, joins the contexts instead."""
+    from os_ken.base import app_manager
+    from os_ken.lib import hub
+
+    from controller.app import SERVICE_CONTEXT, STATS_INTERVAL_CONTEXT
+
+    manager = app_manager.AppManager.get_instance()
+    manager.load_apps(["controller.app"])
+    contexts = {**manager.create_contexts(), SERVICE_CONTEXT: service,
+                STATS_INTERVAL_CONTEXT: stats_interval}
+    threads = manager.instantiate_apps(**contexts)
+    try:
+        hub.joinall(threads)
+    finally:
+        manager.close()

@@ -10,14 +10,13 @@ traffic. Validation raises :class:`InputError`; a rejected body changes nothing.
 from __future__ import annotations
 
 import ipaddress
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from controller.ranking import PULL, PUSH, FlowKey
-from sluice.errors import InputError
+from sluice_common.errors import InputError
+from sluice_common.job_id import JOB_ID_RE, JOB_ID_RULE
 
-JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _JOB_FIELDS = {"id", "servers", "workers", "total_batches", "bytes_per_batch"}
 # Optional size fields (from the scheduler's estimator) used by the job ranking rules.
 SIZE_FIELDS = ("total_batches", "bytes_per_batch")
@@ -118,8 +117,7 @@ def parse_job(body: Any, known_ips: set[str] | None = None, source: str = "API b
                          "total_batches, bytes_per_batch)", field=unknown[0])
     job_id = body.get("id")
     if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
-        raise InputError(source, "must be 1-64 letters, digits, . _ - (starting with a "
-                         "letter or digit)", element="job", field="id")
+        raise InputError(source, f"must be {JOB_ID_RULE}", element="job", field="id")
     lists = {}
     for role in ("servers", "workers"):
         raw = body.get(role)

@@ -32,7 +32,7 @@ from controller.packets import ArpIn, arp_probe, arp_reply
 from controller import job_rank
 from controller.journal import ProgressJournal, journal_path
 from controller.registry import SIZE_FIELDS, Job, Registry, parse_job, parse_progress
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import Topology
 from topologies.priority_classes import LEVELS, dscp_of_level
 

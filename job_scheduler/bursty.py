@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 import random
 
-from job_scheduler.jobspec import JobSpec
-from sluice.errors import InputError
+from sluice_common.jobspec import JobSpec
+from sluice_common.errors import InputError
 
 BURSTY = {"bursty-moderate": 0.7, "bursty-heavy": 1.0}
 BURSTY_JOBS = 200

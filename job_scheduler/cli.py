@@ -1,7 +1,7 @@
 """``sluice validate`` and ``sluice simulate`` (dispatched from sluice/cli.py).
 
 Every argument and input file is checked before the first simulation runs: bad input
-raises :class:`~sluice.errors.InputError` (exit 2) and nothing is written.
+raises :class:`~sluice_common.errors.InputError` (exit 2) and nothing is written.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from job_scheduler.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, make_poli
                                     parse_policy_names, requested_gpus)
 from job_scheduler.proteus import K_READINGS
 from job_scheduler.workloads import SCENARIO_CAPS, TRACE_CAPS
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 # show a progress bar on stderr from this many jobs on (short runs stay quiet)
 PROGRESS_FROM_JOBS = 2000
@@ -35,7 +35,7 @@ def configure_validate(parser: argparse.ArgumentParser) -> None:
 
 def run_validate(args: argparse.Namespace) -> int:
     from job_scheduler.estimator import Estimator
-    from job_scheduler.jobspec import load_jobs
+    from sluice_common.jobspec import load_jobs
     jobs = load_jobs(args.file)
     if args.topology:
         from topologies import load_topology

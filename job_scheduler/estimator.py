@@ -39,11 +39,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from job_scheduler.jobspec import JobSpec
-from job_scheduler.models import MODELS, count_params
-from job_scheduler.profile import DeviceProfile, ModelProfile, Profile, load_profile
+from sluice_common.jobspec import JobSpec
+from sluice_common.models import BYTES_PER_PARAM, params_of
+from sluice_common.profile import DeviceProfile, Profile, load_profile
 
-BYTES_PER_PARAM = 4            # float32 parameters and gradients
 COMM_DIRECTIONS = 2            # push + pull per iteration, see the module docstring
 DEFAULT_NOMINAL_BW_MBPS = 10_000.0
 
@@ -77,31 +76,18 @@ class Estimator:
 
     # ---- model facts ---------------------------------------------------------------
     def params(self, job: JobSpec) -> int:
-        if job.layers is not None:
-            return count_params(job.layers)
-        if job.model not in MODELS:
-            raise ValueError(f"job '{job.name}': unknown model {job.model!r}")
-        return MODELS[job.model].params
-
-    def _compute_profile(self, job: JobSpec) -> tuple[float, ModelProfile]:
-        """(Cost_bat(1) in s, the ModelProfile whose alpha(b) applies)."""
-        models = self.device_profile.models
-        if job.layers is None and job.model in models:
-            mp = models[job.model]
-            return mp.cost_bat1, mp
-        p = self.params(job)
-        nearest = min(models.values(),
-                      key=lambda mp: abs(math.log(max(p, 1) / MODELS[mp.model].params)))
-        return nearest.cost_bat1 * p / MODELS[nearest.model].params, nearest
+        try:
+            return params_of(job.model, job.layers)
+        except ValueError as err:
+            raise ValueError(f"job '{job.name}': {err}") from None
 
     # ---- eq. 1, 4, 5 -----------------------------------------------------------------
     def cost_bat(self, job: JobSpec, b: float | None = None) -> float:
         """Eq. 1: seconds per batch of b samples (default: the job's batch size) on one GPU."""
         b = job.batch_size if b is None else b
-        if not b >= 1:
-            raise ValueError(f"batch size must be >= 1, got {b}")
-        cost1, mp = self._compute_profile(job)
-        return mp.alpha(b) * cost1
+        own = None if job.layers is not None else job.model
+        dp = self.device_profile
+        return dp.cost_bat(own, b, None if own in dp.models else self.params(job))
 
     def _iterations_per_worker(self, job: JobSpec, n: int) -> float:
         return job.epochs * job.dataset_size / (job.batch_size * n)

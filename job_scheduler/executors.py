@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.service_policy import StartDecision
 from job_scheduler.store import JobRecord
 
@@ -119,7 +119,7 @@ def train_command(job: JobRecord, decision: StartDecision, run_dir: Path) -> str
     this machine, one worker per granted GPU). The controller URL and the per-job
     progress token come from the environment the service gives the job, so the token
     is never written to the run directory."""
-    from job_scheduler.jobspec import job_to_dict
+    from sluice_common.jobspec import job_to_dict
     import yaml
 
     (run_dir / "job.yaml").write_text(yaml.safe_dump({"jobs": [job_to_dict(job.spec)]}))

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import yaml
 
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.resource_estimator import Requirement, default_estimator
 
 

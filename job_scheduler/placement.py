@@ -24,20 +24,10 @@ import random
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
+from sluice_common.placement import Placement
 from topologies import Topology
 
 DEFAULT_LAMBDA = 0.5
-
-
-@dataclass(frozen=True)
-class Placement:
-    job: str
-    ps_hosts: tuple[str, ...]
-    worker_hosts: tuple[str, ...]   # one entry per worker (= per GPU); repeats allowed
-
-    @property
-    def gpus(self) -> int:
-        return len(self.worker_hosts)
 
 
 class ClusterState:
@@ -347,10 +337,6 @@ class TetrisPlacement:
             used.add(h)
             left -= take
         return _make(state, job, counts, num_ps)
-
-
-STRATEGIES = {"best-fit": BestFitPlacement, "first-fit": FirstFitPlacement,
-              "tetris": TetrisPlacement}
 
 
 # ---- Liquid's group genetic algorithm -------------------------------------------------

@@ -3,7 +3,8 @@ are separate pieces, composed per policy, and every policy runs in the same simu
 (:mod:`job_scheduler.simulator`) through the same placement code
 (:mod:`job_scheduler.placement`), so comparisons are apples to apples.
 
-A policy object provides:
+A policy object provides (``sim`` is the loop's ``SchedulingContext``, the one contract
+of job_scheduler/context.py that the simulator, the service and the run all drive):
 
 * ``on_arrival(sim, j)`` — a job entered the waiting list;
 * ``step(sim)`` — at a slot boundary, start (``sim.start``) or preempt (``sim.preempt``);
@@ -39,10 +40,11 @@ from typing import Callable
 
 from job_scheduler import proteus
 from job_scheduler.fit_index import FitIndex
-from job_scheduler.jobspec import JobSpec
+from job_scheduler.proteus import candidate_counts
+from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import (DEFAULT_LAMBDA, BestFitPlacement, FirstFitPlacement,
                                      GroupGA, Placement, Request, TetrisPlacement)
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris", "las", "sluice")
 
@@ -133,12 +135,6 @@ def _random_count(seed: int) -> Callable[[JobSpec], int]:
 
 # ---- Proteus (Lyapunov) + Liquid ---------------------------------------------------------
 
-def candidate_counts(limit: int) -> list[int]:
-    """GPU counts to evaluate for one decision: every n up to 32, then multiples of 4
-    (a host's worth); keeps a 128-GPU decision at 56 placements instead of 128."""
-    return [n for n in range(1, limit + 1) if n <= 32 or n % 4 == 0 or n == limit]
-
-
 class LyapunovPolicy:
     """Proteus: each slot the FIFO head job gets the n minimising
     ``S(n) = V*C(n) + (k*Cost(1))^2 - k*Cost(1)*(Z+Q)`` when that is < 0, else waits;
@@ -187,15 +183,14 @@ class LyapunovPolicy:
 
     def idle(self, sim, slots: int) -> None:
         # Nothing waiting (Q == 0): Z halves every slot; after 64 halvings it is 0.
-        slot = getattr(sim, "slot", 1.0)      # the scheduler service's view has no slot
         for k in range(min(slots, 64)):
             self.Z = proteus.update_Z(self.Z, self.Q, self.eps, 0.0)
             self.Q = proteus.update_Q(self.Q, 0.0)
             if k == 0:
-                self.trace.append((sim.now + slot, self.Q, self.Z))
+                self.trace.append((sim.now + sim.slot, self.Q, self.Z))
         if slots > 64:
             self.Z = 0.0 if self.Q == 0 else self.Z
-        self.trace.append((sim.now + slots * slot, self.Q, self.Z))
+        self.trace.append((sim.now + slots * sim.slot, self.Q, self.Z))
 
     def _costs(self, sim, j: int, limit: int) -> tuple[dict[int, float], dict[int, Placement]]:
         """C(n) and the placement behind it for the candidate n, cached until the

@@ -57,6 +57,12 @@ from typing import Iterable, Mapping
 K_READINGS = ("job", "gpus")
 
 
+def candidate_counts(limit: int) -> list[int]:
+    """GPU counts to evaluate for one decision: every n up to 32, then multiples of 4
+    (a host's worth); keeps a 128-GPU decision at 56 placements instead of 128."""
+    return [n for n in range(1, limit + 1) if n <= 32 or n % 4 == 0 or n == limit]
+
+
 def served_work(n: int, cost1: float, k: str = "gpus") -> float:
     """k * Cost_i(1) for the head job given n GPUs (0 when it waits, n = 0).
 

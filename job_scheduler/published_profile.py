@@ -26,7 +26,7 @@ available: ``Estimator(profile="my_profile.yaml")``. Regenerate the shipped file
 
 from __future__ import annotations
 
-from job_scheduler.profile import P100_PROFILE_PATH, save_profile
+from sluice_common.profile import P100_PROFILE_PATH, save_profile
 
 DEVICE = "p100"
 B_HALF = 8

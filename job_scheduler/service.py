@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Protocol, Sequence
 
 from job_scheduler.executors import Outcome
-from job_scheduler.jobspec import JobSpec, parse_jobs_text
+from sluice_common.jobspec import JobSpec, parse_jobs_text
 from job_scheduler.placement import ClusterState, Placement
 from job_scheduler.service_policy import PolicyStep, QueuedJob, StartDecision
 from job_scheduler.store import DuplicateSubmission, JobRecord, JobStore
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler")
@@ -252,7 +252,7 @@ class SchedulerService:
                 log.error("policy chose job %s which is not queued; ignored", decision.job_id)
                 continue
             try:
-                state.allocate(decision.as_placement())   # never over-commit a host
+                state.allocate(decision.placement)   # never over-commit a host
             except ValueError as err:
                 log.error("policy over-committed for job %d: %s; ignored", job.id, err)
                 continue
@@ -273,7 +273,7 @@ class SchedulerService:
         # Recorded as running (with its GPUs) BEFORE launching: if we die right after
         # the launch, the restarted service finds the job and reconciles it.
         if not self.store.update(job.id, expect_state="queued", state="running",
-                                 gpus=decision.gpus, placement=decision.placement(),
+                                 gpus=decision.gpus, placement=decision.placement_record(),
                                  attempts=job.attempts + 1, reason=None, exit_code=None,
                                  event="started",
                                  detail=f"{decision.gpus} GPUs on {decision.gpus_by_host()}",

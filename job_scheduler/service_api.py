@@ -32,8 +32,8 @@ from starlette.concurrency import run_in_threadpool
 from job_scheduler.service import Conflict, NotFound, SchedulerService
 from job_scheduler.service_metrics import metrics_text
 from job_scheduler.store import STATES
-from sluice.errors import InputError
-from sluice.http_service import (BodyLimit, ThreadedServer, bearer_token,
+from sluice_common.errors import InputError
+from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_token,
                                  document_400_for_bad_requests, validation_messages)
 
 log = logging.getLogger("sluice.scheduler.api")

@@ -17,12 +17,12 @@ from pathlib import Path
 
 from job_scheduler.estimator import Estimator, effective_bandwidth
 from job_scheduler.executors import LocalExecutor, SimulatedExecutor, template_command
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.service import SchedulerService
 from job_scheduler.service_api import SchedulerHTTPServer
 from job_scheduler.service_policy import PolicyStep, StartDecision
 from job_scheduler.store import JobStore
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler")

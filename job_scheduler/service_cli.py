@@ -23,7 +23,7 @@ from pathlib import Path
 
 from job_scheduler.service_client import (DEFAULT_URL, TOKEN_ENV, URL_ENV, SchedulerClient,
                                           ServiceError, Unreachable)
-from sluice.errors import EXIT_BAD_INPUT, InputError
+from sluice_common.errors import EXIT_BAD_INPUT, InputError
 
 DEFAULT_LISTEN = "127.0.0.1:8181"
 
@@ -117,7 +117,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
         raise InputError("--max-retries", "must be >= 0")
     if args.max_request_bytes < 1024:
         raise InputError("--max-request-bytes", "must be >= 1024")
-    from sluice.http_service import check_tls_files
+    from sluice_common.http_service import check_tls_files
     tls = check_tls_files(args.tls_cert, args.tls_key)
     topology = load_topology(args.topology)
     try:
@@ -130,7 +130,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
     if args.policy == "lyapunov":
         options = {"V": DEFAULT_V if args.V is None else args.V,
                    "eps": DEFAULT_EPS if args.eps is None else args.eps}
-    policy = make_policy(args.policy, topology, estimator, **options)
+    policy = make_policy(args.policy, topology, estimator, slot=args.slot, **options)
     db_path = args.db or default_db_path()
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
@@ -185,7 +185,7 @@ def configure_submit(parser: argparse.ArgumentParser) -> None:
 
 
 def run_submit(args: argparse.Namespace) -> int:
-    from job_scheduler.jobspec import load_jobs
+    from sluice_common.jobspec import load_jobs
     from job_scheduler.gpu_advice import advise, capped_text
     specs = load_jobs(args.file)              # InputError -> exit 2, nothing sent
     text = args.file.read_text(encoding="utf-8")

@@ -15,8 +15,8 @@ import os
 import re
 
 from job_scheduler.store import JobRecord
-from ps_runtime.plan import Placement, PortPlan, registration
-from sluice.errors import InputError
+from ps_runtime.plan import HostPlan, PortPlan, registration
+from sluice_common.errors import InputError
 from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler.controller")
@@ -31,7 +31,7 @@ def controller_job_id(job: JobRecord) -> str:
 
 def registration_body(topology: Topology, job: JobRecord) -> dict:
     placement = job.placement or {}
-    hosts = Placement.on_hosts(topology, list(placement["ps_hosts"]),
+    hosts = HostPlan.on_hosts(topology, list(placement["ps_hosts"]),
                                list(placement["worker_hosts"]))
     return registration(controller_job_id(job), hosts,
                         PortPlan.for_job(job.name, hosts))

@@ -13,8 +13,9 @@ simulator that evaluated the policy does. ``las`` is refused: it preempts runnin
 which the service does not do.
 
 Differences from the simulator, both deliberate: C(n) uses the placement's bandwidth on
-an otherwise idle fabric (``estimator.effective_bandwidth``; the simulator also shares
-rack uplinks with the running jobs' flows), and after a restart every queued job is
+an otherwise idle fabric by default (the "idle" bandwidth model of job_scheduler/context.py;
+the simulator's default "shared" model also shares rack uplinks with the running jobs'
+flows; ``Simulator(bandwidth="idle")`` decides exactly as the service), and after a restart every queued job is
 shown to the policy as a new arrival, so the Lyapunov Q is rebuilt from the queue while
 Z restarts at 0 (Z only makes a waiting head job more eager to go: a decision
 heuristic, not acknowledged data).
@@ -23,13 +24,14 @@ heuristic, not acknowledged data).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from job_scheduler import policies as sim_policies
 from job_scheduler.estimator import Estimator, effective_bandwidth
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import ClusterState, Placement
-from sluice.errors import InputError
+from job_scheduler.simulator import JobModel   # C(n) per job, the simulator's own
+from sluice_common.errors import InputError
 from topologies import Topology
 
 # las and sluice preempt running jobs, which the service does not do
@@ -47,23 +49,29 @@ class QueuedJob:
 
 @dataclass(frozen=True)
 class StartDecision:
+    """A policy's answer for one queued job: start it now, on this placement."""
     job_id: int
-    gpus: int
-    ps_hosts: tuple[str, ...]
-    worker_hosts: tuple[str, ...]          # one entry per worker GPU (hosts repeat)
+    placement: Placement
     # Extra facts a policy wants recorded with the job (e.g. its C(n)).
     notes: dict = field(default_factory=dict, compare=False)
 
-    def as_placement(self) -> Placement:
-        return Placement(str(self.job_id), self.ps_hosts, self.worker_hosts)
+    @property
+    def gpus(self) -> int:
+        return self.placement.gpus
+
+    @property
+    def ps_hosts(self) -> tuple[str, ...]:
+        return self.placement.ps_hosts
+
+    @property
+    def worker_hosts(self) -> tuple[str, ...]:
+        return self.placement.worker_hosts
 
     def gpus_by_host(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for h in self.worker_hosts:
-            out[h] = out.get(h, 0) + 1
-        return out
+        return self.placement.gpus_by_host()
 
-    def placement(self) -> dict:
+    def placement_record(self) -> dict:
+        """The placement as the store keeps it (JSON)."""
         return {"ps_hosts": list(self.ps_hosts), "worker_hosts": list(self.worker_hosts),
                 "gpus_by_host": self.gpus_by_host(), **({"notes": self.notes} if self.notes else {})}
 
@@ -76,29 +84,27 @@ class PolicyStep(Protocol):
                  now: float) -> list[StartDecision]: ...
 
 
-class _JobFigures:
-    """What a simulator policy reads per job: Cost(1) and C(n, bw)."""
+class IdleFabric:
+    """The "idle" bandwidth model: a placement's bandwidth with the fabric to itself.
+    On the topology the run loop derives from measured link use, the "measured" one."""
 
-    __slots__ = ("spec", "cost1", "_est")
+    def __init__(self, topology: Topology):
+        self.topology = topology
 
-    def __init__(self, spec: JobSpec, estimator: Estimator):
-        self.spec, self._est = spec, estimator
-        self.cost1 = estimator.cost1(spec)
-
-    def C(self, n: int, bw: float) -> float:
-        return self._est.C(self.spec, n, bw)
+    def __call__(self, placement: Placement) -> float:
+        return effective_bandwidth(self.topology, placement.ps_hosts, placement.worker_hosts)
 
 
 class _SlotView:
-    """One slot of the service, seen through the simulator's interface (``state``,
-    ``waiting``, ``jobs``, ``models``, ``now``, ``decisions``, ``live_bandwidth``,
-    ``start``)."""
+    """One slot of the service as a ``SchedulingContext`` (job_scheduler/context.py)."""
 
-    def __init__(self, topology: Topology, state: ClusterState, queued: Sequence[QueuedJob],
-                 models: dict[int, _JobFigures], now: float):
-        self.topology = topology
+    def __init__(self, bandwidth: Callable[[Placement], float], state: ClusterState,
+                 queued: Sequence[QueuedJob], models: dict[int, JobModel], now: float,
+                 slot: float):
+        self.bandwidth = bandwidth
         self.state = state
         self.now = now
+        self.slot = slot
         self.decisions = 0
         self.jobs = {q.id: q.spec for q in queued}
         self.models = models
@@ -106,7 +112,7 @@ class _SlotView:
         self.started: list[tuple[int, Placement]] = []
 
     def live_bandwidth(self, placement: Placement, *args, **kwargs) -> float:
-        return effective_bandwidth(self.topology, placement.ps_hosts, placement.worker_hosts)
+        return self.bandwidth(placement)
 
     def start(self, j: int, placement: Placement) -> None:
         self.state.allocate(placement)
@@ -118,17 +124,28 @@ class _SlotView:
 
 
 class SimulatorPolicyStep:
-    """A ``job_scheduler.policies`` policy object as a PolicyStep."""
+    """A ``job_scheduler.policies`` policy object as a PolicyStep.
 
-    def __init__(self, name: str, topology: Topology, estimator: Estimator, **options):
+    ``bandwidth`` is the loop's bandwidth model (placement -> Mbit/s), by default the
+    idle fabric of ``topology``; the run loop sets it each slot to the measured fabric
+    (``use_bandwidth``). ``slot`` is the service's slot in seconds."""
+
+    def __init__(self, name: str, topology: Topology, estimator: Estimator, *,
+                 slot: float = 1.0, **options):
         self.name = name
         self.topology = topology
+        self.bandwidth: Callable[[Placement], float] = IdleFabric(topology)
+        self.slot = float(slot)
         self.estimator = estimator
         try:
             self.policy = sim_policies.make_policy(name, **options)
         except ValueError as err:
             raise InputError("--policy", f"{name}: {err}")
-        self._models: dict[int, _JobFigures] = {}
+        self._models: dict[int, JobModel] = {}
+
+    def use_bandwidth(self, model: Callable[[Placement], float]) -> None:
+        """Price C(n) with this bandwidth model from the next slot on."""
+        self.bandwidth = model
 
     def __call__(self, queued: Sequence[QueuedJob], state: ClusterState,
                  now: float) -> list[StartDecision]:
@@ -137,8 +154,8 @@ class SimulatorPolicyStep:
         # forget jobs that left the queue (started, cancelled): they re-arrive if retried
         self._models = {j: m for j, m in self._models.items() if j in live}
         for q in new:
-            self._models[q.id] = _JobFigures(q.spec, self.estimator)
-        view = _SlotView(self.topology, state, queued, self._models, now)
+            self._models[q.id] = JobModel(q.spec, self.estimator)
+        view = _SlotView(self.bandwidth, state, queued, self._models, now, self.slot)
         for q in new:
             self.policy.on_arrival(view, q.id)
         if not queued:
@@ -147,14 +164,16 @@ class SimulatorPolicyStep:
         self.policy.step(view)
         out = []
         for j, p in view.started:
-            bw = effective_bandwidth(self.topology, p.ps_hosts, p.worker_hosts)
-            out.append(StartDecision(j, p.gpus, p.ps_hosts, p.worker_hosts,
+            bw = self.bandwidth(p)
+            out.append(StartDecision(j, p,
                                      notes={"C_n": round(self._models[j].C(p.gpus, bw), 3)}))
             del self._models[j]
         return out
 
 
 def make_policy(name: str, topology: Topology, estimator: Estimator, **options) -> PolicyStep:
+    """The service's policy step for a policy of the registry (``policies.POLICY_NAMES``
+    less the preemptive ones); ``options`` go to ``policies.make_policy`` but ``slot``."""
     if name not in SERVICE_POLICIES:
         why = " (las preempts running jobs; the service does not)" if name == "las" else ""
         raise InputError("--policy", f"unknown policy {name!r}{why} "

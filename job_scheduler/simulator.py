@@ -29,8 +29,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from job_scheduler.context import BANDWIDTH_MODELS
 from job_scheduler.estimator import Estimator, effective_bandwidth
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import BestFitPlacement, ClusterState, Placement
 from topologies import Topology
 
@@ -120,9 +121,14 @@ class Simulator:
     def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy, *,
                  estimator: Estimator | None = None, slot: float = 1.0,
                  progress: Callable[[int, int], None] | None = None, network: bool = True,
-                 in_host: bool = True):
+                 in_host: bool = True, bandwidth: str = "shared"):
         if not slot > 0:
             raise ValueError(f"slot must be > 0 seconds, got {slot}")
+        if bandwidth not in BANDWIDTH_MODELS:
+            raise ValueError(f"bandwidth model must be one of {BANDWIDTH_MODELS}, got {bandwidth!r}")
+        # the loop contract's bandwidth model (job_scheduler/context.py): "shared" caps a
+        # placement by its share of the rack uplinks, "idle" gives it the fabric alone
+        self.bandwidth = bandwidth
         self.topology = topology
         self.policy = policy
         self.slot = float(slot)
@@ -150,6 +156,7 @@ class Simulator:
         self.restart_overhead = [0.0] * len(self.jobs)
         self.preemptions = 0
         self.ran_gpus = [0] * len(self.jobs)
+        self.placements: list[Placement | None] = [None] * len(self.jobs)   # the last start's
         self.gpu_seconds = 0.0
         self.decisions = 0                           # GPU-count decisions taken
         self._heap: list[tuple[float, int, int]] = []   # (time, version, job)
@@ -205,7 +212,7 @@ class Simulator:
                        base: float | None = None, joining: bool = True) -> float:
         """Bandwidth the placement would get now, with the uplinks' other flows."""
         base = self.base_bandwidth(placement) if base is None else base
-        if math.isinf(base):
+        if math.isinf(base) or self.bandwidth == "idle":
             return base
         flows = self.placement_flows(placement) if flows is None else flows
         bw = base
@@ -243,6 +250,7 @@ class Simulator:
         if math.isnan(self.first_start[j]):
             self.first_start[j] = self.now
         self.ran_gpus[j] = n
+        self.placements[j] = placement
         affected = self._add_flows(flows, j, +1)
         self._retime(run)
         for k in affected:
@@ -414,5 +422,5 @@ def simulate(topology: Topology, jobs: Sequence[JobSpec], policy, **kw) -> SimRe
 
 def stderr_progress(label: str) -> Callable[[int, int], None]:
     """A progress bar on stderr (jobs done of all, elapsed, ETA); quiet off a terminal."""
-    from sluice.progress import count_bar
+    from sluice_common.progress import count_bar
     return count_bar(label, "jobs")

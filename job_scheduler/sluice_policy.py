@@ -46,6 +46,7 @@ import random
 
 from job_scheduler.fit_index import FitIndex
 from job_scheduler.placement import DEFAULT_LAMBDA, BestFitPlacement, Placement
+from job_scheduler.proteus import candidate_counts
 
 # Suspend + resume of a PS job: checkpoint the parameters, free the GPUs, later start
 # the processes again and restore. An assumption (no measured figure yet): 10 s.
@@ -184,7 +185,6 @@ class SluicePolicy:
 
     # ---- decisions ----------------------------------------------------------------------
     def _costs(self, sim, j: int, limit: int) -> tuple[dict[int, float], dict[int, Placement]]:
-        from job_scheduler.policies import candidate_counts
         job, model = sim.jobs[j], sim.models[j]
         costs: dict[int, float] = {}
         places: dict[int, Placement] = {}
@@ -225,7 +225,6 @@ class SluicePolicy:
         best = self._best.get(j)
         if best is None:
             model, top = sim.models[j], min(sim.jobs[j].max_gpus, sim.state.total_gpus)
-            from job_scheduler.policies import candidate_counts
             best = self._best[j] = min(candidate_counts(top),
                                        key=lambda n: (model.C(n, sim.reference_bandwidth(n)), n))
         return best

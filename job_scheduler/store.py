@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from job_scheduler.jobspec import JobSpec, Layer
+from sluice_common.jobspec import JobSpec, Layer
 
 STATES = ("queued", "running", "finished", "failed", "cancelled")
-ACTIVE_STATES = ("queued", "running")
 SCHEMA_VERSION = 1
 
 _SCHEMA = """

@@ -72,9 +72,9 @@ from pathlib import Path
 from typing import Callable
 
 from job_scheduler.bursty import BURSTY, generate_bursty
-from job_scheduler.jobspec import JobSpec, load_jobs
-from job_scheduler.models import canonical_name
-from sluice.errors import InputError, InputErrors
+from sluice_common.jobspec import JobSpec, load_jobs
+from sluice_common.models import canonical_name
+from sluice_common.errors import InputError, InputErrors
 
 TRACE_FORMATS = ("tiresias", "philly")
 # The public traces live in the project's sibling folder ../shared/workloads (beside the

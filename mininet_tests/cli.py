@@ -16,8 +16,8 @@ import signal
 import sys
 import time
 
-from mininet_tests.lock import FabricError
-from sluice.errors import InputError
+from mininet_fabric.lock import FabricError
+from sluice_common.errors import InputError
 
 MIN_RATIO = 5.0
 
@@ -47,7 +47,7 @@ def configure_fabric(parser) -> None:
 
 def _validate(args) -> None:
     """All input checks before anything is touched (bad input changes nothing)."""
-    from mininet_tests.fabric import has_loops, parse_controller
+    from mininet_fabric.fabric import has_loops, parse_controller
     from topologies import load_topology
     from topologies.mininet_topo import check_emulatable
 
@@ -87,7 +87,7 @@ def run_fabric(args) -> int:
 
 
 def _clean() -> int:
-    from mininet_tests.system import cleanup_leftovers, ensure_ovs
+    from mininet_fabric.system import cleanup_leftovers, ensure_ovs
 
     try:
         ensure_ovs()
@@ -101,7 +101,7 @@ def _clean() -> int:
 
 
 def _check(args, topology) -> int:
-    from mininet_tests.fabric import Fabric
+    from mininet_fabric.fabric import Fabric
     from mininet_tests.priority_check import priority_check, single_flow
 
     started = time.monotonic()
@@ -155,7 +155,7 @@ def _print_human(r: dict, min_ratio: float) -> None:
 
 
 def _up(args, topology) -> int:
-    from mininet_tests.fabric import Fabric
+    from mininet_fabric.fabric import Fabric
 
     with Fabric(topology, controller=args.controller, priority_levels=args.levels,
                 wait_connected_s=args.wait_connected) as fab:

@@ -182,11 +182,11 @@ def ovs(*args: str) -> None:
 
 
 def fabric_faults(out: Path, batches: int) -> tuple[list[dict], dict]:
-    from job_scheduler.jobspec import JobSpec
-    from mininet_tests.fabric import Fabric
+    from sluice_common.jobspec import JobSpec
+    from mininet_fabric.fabric import Fabric
     from mininet_tests.of_relay import SilentRelay
     from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
-    from ps_runtime.plan import Placement
+    from ps_runtime.plan import HostPlan
     from ps_runtime.runners import MininetRunner
 
     topology = load_topology(TOPOLOGY)
@@ -220,7 +220,7 @@ def fabric_faults(out: Path, batches: int) -> tuple[list[dict], dict]:
 
             spec = JobSpec(name="faults-ps", model="smallcnn", dataset_size=32 * 2 * batches,
                            epochs=1, batch_size=32, max_gpus=2)
-            placement = Placement.on_hosts(fab.topology, [SERVER], list(WORKERS))
+            placement = HostPlan.on_hosts(fab.topology, [SERVER], list(WORKERS))
             job = PSJob(spec, placement, MininetRunner(fab), out / "job", batches=batches,
                         options=WorkerOptions(threads=1))
             answer = ctl.client.register_job(job.registration(), wait=True)
@@ -338,14 +338,14 @@ def controller_kill(fab, ctl, n_sw) -> dict:
 
 
 def worker_kill(fab, ctl, out: Path) -> dict:
-    from job_scheduler.jobspec import JobSpec
+    from sluice_common.jobspec import JobSpec
     from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
-    from ps_runtime.plan import Placement
+    from ps_runtime.plan import HostPlan
     from ps_runtime.runners import MininetRunner, kill_group
 
     spec = JobSpec(name="faults-kill", model="smallcnn", dataset_size=32 * 2 * 200, epochs=1,
                    batch_size=32, max_gpus=2)
-    placement = Placement.on_hosts(fab.topology, ["h5"], ["h7", "h8"])
+    placement = HostPlan.on_hosts(fab.topology, ["h5"], ["h7", "h8"])
     job = PSJob(spec, placement, MininetRunner(fab), out / "job-kill", batches=200,
                 options=WorkerOptions(threads=1), base_port=26000)
     ctl.client.register_job(job.registration(), wait=True)

@@ -41,13 +41,14 @@ from pathlib import Path
 
 from controller.job_rank import DEFAULT_RULE
 from job_scheduler.estimator import Estimator, nominal_bandwidth
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.service_policy import StartDecision
+from sluice_common.placement import Placement
 from mininet_tests import fluid
 from mininet_tests.heavy_tail import MixJob, heavy_tail_mix
-from sluice.report import write_report
-from sluice.run import environment, warm_processes
-from sluice.runloop import RealTimeRun, RunOptions
+from end_to_end.report import write_report
+from end_to_end.run import environment, warm_processes
+from end_to_end.runloop import RealTimeRun, RunOptions
 from topologies import load_topology
 
 MODES = ("off", "progress", "remaining", "attained")
@@ -116,7 +117,7 @@ def placement_step(mix: list[MixJob]):
             host = next((h for h in order if _free(state, h) - _taken(out, h) > 0), None)
             if host is None:
                 break
-            out.append(StartDecision(q.id, 1, (PS_HOSTS[i % 2],), (host,)))
+            out.append(StartDecision(q.id, Placement(q.spec.name, (PS_HOSTS[i % 2],), (host,))))
         return out
     return step
 

@@ -5,7 +5,7 @@
         [--topology two-rack-100g] [--compute auto|torch|emulated] [--profile FILE|NAME]
 
 Every policy runs the same jobs (default: ``sluice demo``'s six jobs on its topology)
-through the same real-time loop as ``sluice run`` (``sluice.runloop``) on one controller
+through the same real-time loop as ``sluice run`` (``end_to_end.runloop``) on one controller
 and one fabric brought up once; the table gives average JCT, makespan, mean wait and the
 mean iteration time over all jobs per policy, beside the simulator's prediction of the
 average JCT for the same jobs, policy and estimator (its C(n) with the runtime's terms),
@@ -29,11 +29,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from job_scheduler.service_policy import make_policy  # noqa: E402
-from sluice.errors import InputError  # noqa: E402
-from sluice.report import write_report  # noqa: E402
-from sluice.run import (DEMO_JOBS, DEMO_TOPOLOGY, POLICY_NAMES, environment,  # noqa: E402
+from sluice_common.errors import InputError  # noqa: E402
+from end_to_end.report import write_report  # noqa: E402
+from end_to_end.run import (DEMO_JOBS, DEMO_TOPOLOGY, POLICY_NAMES, environment,  # noqa: E402
                         run_estimator, warm_processes)
-from sluice.runloop import RealTimeRun, RunOptions  # noqa: E402
+from end_to_end.runloop import RealTimeRun, RunOptions  # noqa: E402
 from topologies import load_topology  # noqa: E402
 
 
@@ -58,9 +58,9 @@ def simulated_avg_jct(topology, specs, name: str, estimator) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from job_scheduler.jobspec import load_jobs
+    from sluice_common.jobspec import load_jobs
     from ps_runtime.compute import add_arguments, describe, resolve_compute
-    from sluice.report import model_check
+    from end_to_end.report import model_check
 
     ap = argparse.ArgumentParser(prog="python -m mininet_tests.experiment_policies",
                                  description=__doc__.split("\n")[0])

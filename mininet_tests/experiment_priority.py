@@ -36,11 +36,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from controller.job_rank import RANK_RULES  # noqa: E402
 from job_scheduler.estimator import Estimator, nominal_bandwidth  # noqa: E402
-from job_scheduler.jobspec import JobSpec  # noqa: E402
+from sluice_common.jobspec import JobSpec  # noqa: E402
 from job_scheduler.service_policy import StartDecision  # noqa: E402
-from sluice.report import comparison, write_report  # noqa: E402
-from sluice.run import environment  # noqa: E402
-from sluice.runloop import RealTimeRun, RunOptions  # noqa: E402
+from sluice_common.placement import Placement  # noqa: E402
+from end_to_end.report import comparison, write_report  # noqa: E402
+from end_to_end.run import environment  # noqa: E402
+from end_to_end.runloop import RealTimeRun, RunOptions  # noqa: E402
 from topologies import load_topology  # noqa: E402
 
 LAGGING = "job-c"
@@ -72,7 +73,7 @@ def fixed_placement_step(queued, state, now):
     out = []
     for q in queued:
         ps, workers = PLACEMENTS[q.spec.name]
-        out.append(StartDecision(q.id, len(workers), ps, workers))
+        out.append(StartDecision(q.id, Placement(q.spec.name, ps, workers)))
     return out
 
 

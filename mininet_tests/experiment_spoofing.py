@@ -93,7 +93,7 @@ def phase(fabric, seconds: float, attack: str | None, flood_mbps: float) -> dict
 
 
 def run(seconds: float = 8.0, out: Path | None = None) -> dict:
-    from sluice.run import environment
+    from end_to_end.run import environment
 
     topology = load_topology("two-rack")
     bottleneck = topology.path_bandwidth(WORKER, SERVER) * topology.emulation_bw_scale

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from itertools import permutations
 
-from mininet_tests.lock import FabricError
+from mininet_fabric.lock import FabricError
 from topologies import Topology
 from topologies import priority_classes as pc
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ps_runtime.datapath import DEFAULT_LOOPBACK_SERVERS
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 DEFAULT_TRAIN_OUT = Path("out") / "train"
 
@@ -69,7 +69,7 @@ def configure_profile(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated batch sizes; 1 is always measured (Cost_bat(1))")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--out", required=True, metavar="PROFILE",
-                        help="profile YAML to write (job_scheduler.profile format)")
+                        help="profile YAML to write (sluice_common.profile format)")
     parser.add_argument("--plot", default=None, metavar="PNG", help="fitted vs measured plot")
     parser.add_argument("--input-size", type=int, default=64,
                         help="image side in pixels (smallcnn is always 1x28x28)")
@@ -104,7 +104,7 @@ def run_profile(args: argparse.Namespace) -> int:
 
     import torch
 
-    from job_scheduler.profile import save_profile
+    from sluice_common.profile import save_profile
     from ps_runtime import profiler
 
     if args.threads:
@@ -116,7 +116,7 @@ def run_profile(args: argparse.Namespace) -> int:
                  f"{args.stat} of {args.repeats}")
     started = time.monotonic()
     load_before = os.getloadavg()[0]
-    from sluice.progress import count_bar
+    from sluice_common.progress import count_bar
     bar, points = count_bar("profile", "points"), len(models) * len(batch_sizes)
     measured = [0]
     bar(0, points)
@@ -195,11 +195,11 @@ def _port_busy(port: int) -> bool:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from job_scheduler.jobspec import load_jobs
+    from sluice_common.jobspec import load_jobs
     from ps_runtime.models import MODEL_NAMES
-    from ps_runtime.plan import BLOCK, Placement
+    from ps_runtime.plan import BLOCK, HostPlan
 
-    from job_scheduler.models import MODELS
+    from sluice_common.models import MODELS
     from ps_runtime.compute import describe, resolve_compute
 
     jobs = {j.name: j for j in load_jobs(args.jobs)}
@@ -256,7 +256,7 @@ def run_train(args: argparse.Namespace) -> int:
     from ps_runtime.runners import LocalRunner
 
     out = Path(args.out) if args.out else DEFAULT_TRAIN_OUT / spec.name
-    job = PSJob(spec, Placement.loopback(servers, args.workers), LocalRunner(), out,
+    job = PSJob(spec, HostPlan.loopback(servers, args.workers), LocalRunner(), out,
                 batches=batches, base_port=args.base_port, controller_url=args.controller,
                 token=args.token, options=WorkerOptions(input_size=args.input_size, lr=args.lr,
                                                         device=args.device, threads=args.threads,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 COMPUTE_MODES = ("torch", "emulated")
 
@@ -50,7 +50,7 @@ def torch_device_name(device: str = "auto") -> str:
 def describe(compute: str, profile: str | None, device: str = "auto") -> dict:
     """{compute, device, profile}: printed at start and recorded in report.json. The
     profile is what the estimator (and the emulated workers) take Cost_bat from."""
-    from job_scheduler.profile import load_profile, profile_path
+    from sluice_common.profile import load_profile, profile_path
 
     path = profile_path(profile)
     prof = load_profile(path)              # InputError naming the file if it is bad

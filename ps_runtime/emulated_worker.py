@@ -65,9 +65,9 @@ def wire_bytes(model_bytes: float, bw_scale: float) -> int:
 def batch_plan(model: str, batch_size: int, bw_scale: float, profile=None,
                device: str | None = None, compute_s: float | None = None,
                bytes_per_batch: int | None = None) -> BatchPlan:
-    """The emulated batch of a job: Cost_bat(b) from the profile (job_scheduler's
-    estimator, default profile when ``profile`` is None) and the model's parameter bytes
-    (job_scheduler's model table) scaled by ``bw_scale``. ``compute_s`` /
+    """The emulated batch of a job: Cost_bat(b) from the profile (the same
+    ``DeviceProfile.cost_bat`` the scheduler's estimator prices with; default profile when
+    ``profile`` is None) and the model's parameter bytes (the model table) scaled by ``bw_scale``. ``compute_s`` /
     ``bytes_per_batch`` (already on the emulated fabric's scale) override either."""
     if compute_s is not None and not (compute_s >= 0 and math.isfinite(compute_s)):
         raise ValueError(f"compute seconds must be >= 0, got {compute_s}")
@@ -77,16 +77,15 @@ def batch_plan(model: str, batch_size: int, bw_scale: float, profile=None,
     model_bytes = 0
     source = "given"
     if need_estimator:         # imported only here: a worker given both figures starts faster
-        from job_scheduler.estimator import BYTES_PER_PARAM, Estimator
-        from job_scheduler.jobspec import JobSpec
+        from sluice_common.models import BYTES_PER_PARAM, params_of
+        from sluice_common.profile import Profile, load_profile
 
-        est = Estimator(profile, device)
-        spec = JobSpec(name="emulated", model=model, dataset_size=batch_size, epochs=1,
-                       batch_size=batch_size, max_gpus=1)
-        model_bytes = est.params(spec) * BYTES_PER_PARAM
+        dev = (profile if isinstance(profile, Profile) else load_profile(profile)).device(device)
+        params = params_of(model)
+        model_bytes = params * BYTES_PER_PARAM
         if compute_s is None:
-            compute_s = est.cost_bat(spec)
-            source = f"profile {est.device}"
+            compute_s = dev.cost_bat(model, batch_size, params)
+            source = f"profile {dev.device}"
     if bytes_per_batch is None:
         bytes_per_batch = wire_bytes(model_bytes, bw_scale)
     else:

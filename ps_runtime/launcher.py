@@ -1,6 +1,6 @@
 """Start, watch and stop the processes of one PS job.
 
-    job = PSJob(spec, Placement.loopback(1, 2), LocalRunner(), out_dir, batches=20)
+    job = PSJob(spec, HostPlan.loopback(1, 2), LocalRunner(), out_dir, batches=20)
     with job:                       # stops every process on exit, also on exceptions
         job.start()
         print(job.endpoints())      # exact (ip, port) of servers and workers
@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, IO
 
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from ps_runtime.datapath import ps_env
-from ps_runtime.plan import Node, Placement, PortPlan, endpoints, registration
+from ps_runtime.plan import Node, HostPlan, PortPlan, endpoints, registration
 from ps_runtime.runners import ProcessRunner, kill_group
 from ps_runtime.watchdog import ENV as WATCHDOG_ENV
 
@@ -129,7 +129,7 @@ def _stop_live_jobs() -> None:
 
 
 class PSJob:
-    def __init__(self, spec: JobSpec, placement: Placement, runner: ProcessRunner,
+    def __init__(self, spec: JobSpec, placement: HostPlan, runner: ProcessRunner,
                  out_dir: str | Path, *, batches: int, base_port: int | None = None,
                  options: WorkerOptions = WorkerOptions(), controller_url: str | None = None,
                  token: str | None = None, python: str = sys.executable, grace: float = 2.0):

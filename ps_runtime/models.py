@@ -30,7 +30,7 @@ def _conv_bn(c_in: int, c_out: int, k: int, stride: int = 1, padding: int = 0) -
 
 
 class SmallCNN(nn.Module):
-    """The scheduler's ``smallcnn`` (job_scheduler.models.SMALLCNN_LAYERS), built from that
+    """The scheduler's ``smallcnn`` (sluice_common.models.SMALLCNN_LAYERS), built from that
     very layer list so that the parameter count the scheduler plans with is what goes on
     the wire: 3x3 convolutions (padding 1) each followed by ReLU and 2x2 max-pooling, then
     fully connected layers with ReLU between them. Input 1x28x28 (MNIST-sized), 10
@@ -38,7 +38,7 @@ class SmallCNN(nn.Module):
 
     def __init__(self, num_classes: int | None = None):
         super().__init__()
-        from job_scheduler.models import SMALLCNN_LAYERS
+        from sluice_common.models import SMALLCNN_LAYERS
 
         convs = [l for l in SMALLCNN_LAYERS if l.kind == "conv"]
         fcs = [l for l in SMALLCNN_LAYERS if l.kind == "fc"]

@@ -30,8 +30,10 @@ class Node:
 
 
 @dataclass(frozen=True)
-class Placement:
-    """PS host(s) and worker hosts of one job. The ps-lite scheduler runs on servers[0]."""
+class HostPlan:
+    """The hosts (name and IP) that one job's PS and worker processes run on: a
+    scheduler :class:`sluice_common.placement.Placement` resolved against a topology
+    (``of``), or this machine's loopback. The ps-lite scheduler runs on servers[0]."""
     servers: tuple[Node, ...]
     workers: tuple[Node, ...]
 
@@ -48,13 +50,13 @@ class Placement:
         return {n.ip for n in (*self.servers, *self.workers)} == {LOOPBACK}
 
     @classmethod
-    def loopback(cls, num_servers: int, num_workers: int) -> "Placement":
+    def loopback(cls, num_servers: int, num_workers: int) -> "HostPlan":
         """Every process on this machine, all on 127.0.0.1."""
         return cls(tuple(Node("local", LOOPBACK) for _ in range(num_servers)),
                    tuple(Node("local", LOOPBACK) for _ in range(num_workers)))
 
     @classmethod
-    def on_hosts(cls, topology, servers: list[str], workers: list[str]) -> "Placement":
+    def on_hosts(cls, topology, servers: list[str], workers: list[str]) -> "HostPlan":
         """Hosts named in a :class:`topologies.Topology` (IPs taken from it)."""
         by_name = topology.host_by_name
         missing = [h for h in [*servers, *workers] if h not in by_name]
@@ -64,10 +66,10 @@ class Placement:
                    tuple(Node(h, by_name[h].ip) for h in workers))
 
 
-def placement_from_scheduler(topology, placement) -> Placement:
-    """The scheduler's ``job_scheduler.placement.Placement`` (ps_hosts, worker_hosts; a
-    host repeats once per GPU it gives) as the launcher's placement."""
-    return Placement.on_hosts(topology, list(placement.ps_hosts), list(placement.worker_hosts))
+def placement_from_scheduler(topology, placement) -> HostPlan:
+    """The scheduler's :class:`sluice_common.placement.Placement` (ps_hosts, worker_hosts;
+    a host repeats once per GPU it gives) resolved to the hosts the launcher starts on."""
+    return HostPlan.on_hosts(topology, list(placement.ps_hosts), list(placement.worker_hosts))
 
 
 def default_base_port(job_name: str) -> int:
@@ -86,7 +88,7 @@ class PortPlan:
             raise ValueError(f"base port {self.base} out of range 1024..{65535 - BLOCK}")
 
     @classmethod
-    def for_job(cls, job_name: str, placement: Placement, base: int | None = None) -> "PortPlan":
+    def for_job(cls, job_name: str, placement: HostPlan, base: int | None = None) -> "PortPlan":
         return cls(default_base_port(job_name) if base is None else base,
                    len(placement.servers), len(placement.workers))
 
@@ -104,7 +106,7 @@ class PortPlan:
         return list(range(self.base, self.base + 1 + self.num_servers + self.num_workers))
 
 
-def endpoints(placement: Placement, ports: PortPlan) -> dict[str, list[tuple[str, int]]]:
+def endpoints(placement: HostPlan, ports: PortPlan) -> dict[str, list[tuple[str, int]]]:
     """What the controller needs to classify flows: push = worker -> server:port,
     pull = server:port -> worker:port."""
     return {"servers": [(n.ip, ports.server(i)) for i, n in enumerate(placement.servers)],
@@ -120,7 +122,7 @@ def server_id(i: int) -> str:
     return f"s{i}"
 
 
-def registration(job_name: str, placement: Placement, ports: PortPlan) -> dict:
+def registration(job_name: str, placement: HostPlan, ports: PortPlan) -> dict:
     """The controller's job registration body: ``{id, servers: [{id, ip, port}], workers}``."""
     return {"id": job_name,
             "servers": [{"id": server_id(i), "ip": n.ip, "port": ports.server(i)}

@@ -5,7 +5,7 @@ workers run it) of a model on a batch of b synthetic samples: ``warmup`` untimed
 iterations, then the median (or, on a shared machine, the minimum) of ``repeats``
 timed ones. ``profile_models`` does it for
 every (model, b); the fit and the file format are the scheduler's own
-(``job_scheduler.profile.fit_alpha`` / ``save_profile``), so what is written here is
+(``sluice_common.profile.fit_alpha`` / ``save_profile``), so what is written here is
 exactly what the estimator reads back. ``fit_table`` gives the paper's Fig. 1 view:
 fitted vs measured time per batch size with the relative error.
 """
@@ -24,7 +24,7 @@ from typing import Callable, Mapping
 import torch
 from torch import nn
 
-from job_scheduler.profile import ModelProfile
+from sluice_common.profile import ModelProfile
 from ps_runtime.data import SyntheticImages
 from ps_runtime.models import build_model, input_shape
 

@@ -43,7 +43,7 @@ class LocalRunner:
 
 class MininetRunner:
     """Processes inside the network namespace of a Mininet host, through the fabric
-    harness (``mininet_tests.fabric.Fabric.popen``, which also stops them at teardown)."""
+    harness (``mininet_fabric.fabric.Fabric.popen``, which also stops them at teardown)."""
 
     def __init__(self, fabric):
         self.fabric = fabric

@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from sluice.errors import EXIT_BAD_INPUT, InputError
+from sluice_common.errors import EXIT_BAD_INPUT, InputError
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -24,8 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "controller": ("controller.cli", "run the OpenFlow 1.3 controller (os-ken) with its northbound API"),
     "profile": ("ps_runtime.cli", "profile Cost_bat(1) and alpha(b) on the real device"),
     "train": ("ps_runtime.cli", "run one PS training job on local processes"),
-    "run": ("sluice.run", "schedule YAML jobs onto the Mininet fabric and run them for real"),
-    "demo": ("sluice.run", "the default end-to-end demo (two-rack-100g, six jobs, priority off vs on)"),
+    "run": ("end_to_end.run", "schedule YAML jobs onto the Mininet fabric and run them for real"),
+    "demo": ("end_to_end.run", "the default end-to-end demo (two-rack-100g, six jobs, priority off vs on)"),
     "scheduler": ("job_scheduler.service_cli", "run the scheduler as a service"),
     "submit": ("job_scheduler.service_cli", "submit a job YAML file to the scheduler service"),
     "jobs": ("job_scheduler.service_cli", "list the scheduler service's jobs"),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 
 def schemas() -> dict[str, dict]:
-    from job_scheduler.job_schema import json_schema as jobs_schema
+    from sluice_common.job_schema import json_schema as jobs_schema
     from topologies.schema import json_schema as topology_schema
     return {"jobs": jobs_schema(), "topology": topology_schema()}
 

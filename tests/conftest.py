@@ -28,8 +28,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def fabric_env():
     """Root + Open vSwitch running (started here if needed) + Mininet importable."""
-    from mininet_tests.lock import FabricError
-    from mininet_tests.system import ensure_ovs, require_root
+    from mininet_fabric.lock import FabricError
+    from mininet_fabric.system import ensure_ovs, require_root
 
     try:
         require_root()

@@ -108,3 +108,14 @@ def test_admission_rule_goes_to_table_0_with_goto_and_reads_back_equal():
                  if i.type == ofproto_v1_3.OFPIT_GOTO_TABLE]
         assert [g.table_id for g in gotos] == (
             [R.TABLE_FORWARD] if rule.table == R.TABLE_ADMIT else [])
+
+
+def test_the_app_takes_its_service_from_os_kens_contexts_only():
+    """No module global: without the 'sluice_service' context the app refuses to start."""
+    import pytest
+
+    from controller import app
+
+    with pytest.raises(RuntimeError, match="sluice_service"):
+        app.SluiceController()
+    assert not hasattr(app, "runtime")

@@ -1,5 +1,5 @@
 """The controller for real: a `sluice controller` PROCESS driving Open vSwitch switches of
-the Mininet fabric harness (mininet_tests/fabric.py, which holds the global fabric lock).
+the Mininet fabric harness (mininet_fabric/fabric.py, which holds the global fabric lock).
 Needs root and OVS; fails loudly otherwise (never skipped)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from controller.client import ControllerClient
-from mininet_tests.fabric import Fabric
+from mininet_fabric.fabric import Fabric
 from topologies.priority_classes import dscp_of_level
 from ps_runtime.ports import free_port
 

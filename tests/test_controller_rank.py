@@ -153,7 +153,7 @@ def test_a_state_file_without_a_rule_gives_the_default_and_a_bad_one_is_refused(
     import json
 
     from controller.job_rank import DEFAULT_RULE
-    from sluice.errors import InputError
+    from sluice_common.errors import InputError
 
     state = tmp_path / "state.json"
     make_service("two-rack", rank="attained", state_file=state).save_state()

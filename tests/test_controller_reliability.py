@@ -6,7 +6,7 @@ the northbound API under fuzzed bodies, and malformed frames reaching the contro
 packet-ins.
 
 Tests needing Open vSwitch are fabric-marked (root + OVS + Mininet, via
-mininet_tests/fabric.py and its global lock); the reconcile-core and fuzz tests are
+mininet_fabric/fabric.py and its global lock); the reconcile-core and fuzz tests are
 in-process and fast.
 """
 
@@ -57,7 +57,7 @@ def cookies_on(fab, switch: str) -> set[int]:
 
 @pytest.mark.fabric
 def test_controller_sigkill_and_restart_reconciles(tmp_path):
-    from mininet_tests.fabric import Fabric
+    from mininet_fabric.fabric import Fabric
 
     ofp, api = free_port(), free_port()
     state = str(tmp_path / "controller-state.json")
@@ -224,7 +224,7 @@ def test_switch_reconnect_reconciles_within_2s(tmp_path):
     """One switch loses its controller and comes back: it forwards on its installed rules
     meanwhile (fail-mode secure), and within 2 s of reconnecting a rule added by hand is
     gone and the registered job's rules are back."""
-    from mininet_tests.fabric import Fabric
+    from mininet_fabric.fabric import Fabric
 
     ofp, api = free_port(), free_port()
     log = open(tmp_path / "controller.log", "w+")
@@ -293,10 +293,10 @@ def test_controller_restart_during_a_running_ps_job(tmp_path):
     """A real PS job (smallcnn, server h1, workers h2 and h3 across the spine) registered
     with the controller; the controller is SIGKILLed mid-job and restarted on its state
     file. The job must finish every batch with exit 0, and its rules must be back."""
-    from job_scheduler.jobspec import JobSpec
-    from mininet_tests.fabric import Fabric
+    from sluice_common.jobspec import JobSpec
+    from mininet_fabric.fabric import Fabric
     from ps_runtime.launcher import PSJob, WorkerOptions
-    from ps_runtime.plan import Placement
+    from ps_runtime.plan import HostPlan
     from ps_runtime.runners import MininetRunner
 
     spec = JobSpec(name="restart-ps", model="smallcnn", dataset_size=4096, epochs=1,
@@ -308,7 +308,7 @@ def test_controller_restart_during_a_running_ps_job(tmp_path):
     try:
         with Fabric("two-rack", controller=f"127.0.0.1:{ofp}", progress=False) as fab:
             wait_located(client, 4)
-            placement = Placement.on_hosts(fab.topology, ["h1"], ["h2", "h3"])
+            placement = HostPlan.on_hosts(fab.topology, ["h1"], ["h2", "h3"])
             # Progress reports would come from the workers, but the API listens on the
             # root namespace's loopback, out of the hosts' reach: the test reports instead.
             job = PSJob(spec, placement, MininetRunner(fab), tmp_path / "job",
@@ -482,7 +482,7 @@ def counter(client: ControllerClient, name: str) -> int:
 
 @pytest.mark.fabric
 def test_malformed_packet_ins_are_counted_and_harmless(tmp_path):
-    from mininet_tests.fabric import Fabric
+    from mininet_fabric.fabric import Fabric
 
     script = tmp_path / "frames.py"
     script.write_text(FRAMES_SCRIPT)

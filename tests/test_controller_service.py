@@ -173,7 +173,7 @@ def test_state_file_restores_jobs_tokens_and_batches(tmp_path):
 
 
 def test_bad_state_file_refuses_to_start(tmp_path):
-    from sluice.errors import InputError
+    from sluice_common.errors import InputError
     path = tmp_path / "state.json"
     path.write_text(json.dumps({"version": 1, "jobs": [{"id": "a", "servers": [],
                                                         "workers": []}]}))

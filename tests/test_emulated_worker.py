@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from job_scheduler.estimator import Estimator
-from job_scheduler.jobspec import JobSpec
-from job_scheduler.models import MODELS
+from sluice_common.jobspec import JobSpec
+from sluice_common.models import MODELS
 from ps_runtime.emulated_worker import (BYTES_PER_VALUE, batch_plan, key_lengths, parse_args,
                                         wire_bytes)
 from ps_runtime.launcher import PSJob, WorkerOptions
-from ps_runtime.plan import Placement
+from ps_runtime.plan import HostPlan
 from ps_runtime.runners import LocalRunner
 from tests.test_ps_runtime import free_base
 
@@ -94,7 +94,7 @@ def test_the_emulated_worker_module_does_not_import_torch():
 def test_an_emulated_job_runs_through_ps_lite_and_reports_every_batch(tmp_path):
     spec = JobSpec(name="t-emu", model="resnet18", dataset_size=64, epochs=1, batch_size=32,
                    max_gpus=2)
-    job = PSJob(spec, Placement.loopback(1, 2), LocalRunner(), tmp_path, batches=6,
+    job = PSJob(spec, HostPlan.loopback(1, 2), LocalRunner(), tmp_path, batches=6,
                 base_port=free_base(), options=WorkerOptions(compute="emulated", bw_scale=0.01,
                                                              compute_s=0.05))
     with job:
@@ -122,7 +122,7 @@ def test_emulated_job_moves_its_bytes_across_the_rack_uplink_at_the_emulated_rat
     100 Mbit/s hosts, 50 Mbit/s uplinks). Each batch pushes and pulls resnet18's
     46.8 MB x 0.01 per worker, so both pushes cross tor2's uplink: >= 2 x 0.4676 MB x 8 /
     50 Mbit/s = 150 ms per direction; the uplink's byte counters see every byte."""
-    from mininet_tests.fabric import Fabric
+    from mininet_fabric.fabric import Fabric
     from ps_runtime.runners import MininetRunner
     from topologies import load_topology
 
@@ -134,7 +134,7 @@ def test_emulated_job_moves_its_bytes_across_the_rack_uplink_at_the_emulated_rat
         assert fab.ping_all() == 0.0
         uplink = fab.intf("tor2", "spine1")
         before = _counter(uplink, "tx_bytes") + _counter(uplink, "rx_bytes")
-        job = PSJob(spec, Placement.on_hosts(topo, ["h1"], ["h3", "h4"]), MininetRunner(fab),
+        job = PSJob(spec, HostPlan.on_hosts(topo, ["h1"], ["h3", "h4"]), MininetRunner(fab),
                     tmp_path, batches=batches, base_port=free_base(),
                     options=WorkerOptions(compute="emulated", bw_scale=topo.emulation_bw_scale,
                                           compute_s=0.01))
@@ -159,7 +159,7 @@ def test_warm_processes_become_the_jobs_processes_and_idle_ones_are_stopped(tmp_
         idle_pids = [p.pid for p in runner.idle["local"]]
         spec = JobSpec(name="t-warm", model="resnet18", dataset_size=64, epochs=1, batch_size=32,
                        max_gpus=1)
-        job = PSJob(spec, Placement.loopback(1, 1), runner, tmp_path, batches=3,
+        job = PSJob(spec, HostPlan.loopback(1, 1), runner, tmp_path, batches=3,
                     base_port=free_base(), options=WorkerOptions(compute="emulated",
                                                                  bw_scale=0.01, compute_s=0.01))
         with job:

@@ -7,12 +7,12 @@ import math
 import pytest
 
 from job_scheduler.estimator import (Estimator, effective_bandwidth, nominal_bandwidth)
-from job_scheduler.jobspec import JobSpec, Layer
-from job_scheduler.models import MODELS
-from job_scheduler.profile import (P100_PROFILE_PATH, fit_alpha, load_profile, parse_profile,
+from sluice_common.jobspec import JobSpec, Layer
+from sluice_common.models import MODELS
+from sluice_common.profile import (P100_PROFILE_PATH, fit_alpha, load_profile, parse_profile,
                                    save_profile)
 from job_scheduler.workloads import load_workload
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import load_topology
 from job_scheduler.workloads import SHARED_WORKLOADS
 

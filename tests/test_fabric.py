@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from mininet_tests.fabric import Fabric, FabricError
-from mininet_tests.lock import FabricLock
+from mininet_fabric.fabric import Fabric, FabricError
+from mininet_fabric.lock import FabricLock
 from mininet_tests.priority_check import priority_check, single_flow
-from mininet_tests.system import leftovers
+from mininet_fabric.system import leftovers
 from topologies import load_topology
 from topologies import priority_classes as pc
 from topologies.mininet_topo import dpid_hex
@@ -146,7 +146,7 @@ def test_loop_topologies_build_and_tear_down(name):
 # The test holds the global fabric lock throughout, so nobody else can build or clean in
 # between; the crashing child uses a private lock file instead (SLUICE_FABRIC_LOCK).
 
-_HOLD = ("import sys, time; from mininet_tests.fabric import Fabric\n"
+_HOLD = ("import sys, time; from mininet_fabric.fabric import Fabric\n"
          "with Fabric('two-rack', progress=False) as fab:\n"
          "    fab.popen('h3', 'sleep', '3117')\n"
          "    print('up', flush=True); time.sleep(120)\n")

@@ -9,13 +9,13 @@ import time
 import pytest
 from hypothesis import given, strategies as st
 
-from mininet_tests import priority
+from mininet_fabric import priority
 from mininet_tests.cli import MIN_RATIO
-from mininet_tests.fabric import has_loops, parse_controller
-from mininet_tests.lock import FabricError, FabricLock
+from mininet_fabric.fabric import has_loops, parse_controller
+from mininet_fabric.lock import FabricError, FabricLock
 from mininet_tests.priority_check import pick_contended_pair, receiver_mbps
 from sluice.cli import main as sluice_main
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import load_topology
 from topologies import priority_classes as pc
 from topologies.mininet_topo import (build_mininet_topo, check_emulatable, emulated_links,

@@ -11,10 +11,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from job_scheduler.jobspec import Layer, job_to_dict, load_jobs, parse_job, parse_jobs
-from job_scheduler.models import (MODELS, SMALLCNN_LAYERS, canonical_name, count_params,
+from sluice_common.jobspec import Layer, job_to_dict, load_jobs, parse_job, parse_jobs
+from sluice_common.models import (MODELS, SMALLCNN_LAYERS, canonical_name, count_params,
                                   get_model, known_models)
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jobs"
 
@@ -157,6 +157,35 @@ def test_bad_name_uses_number():
     assert err.element == "job #1" and err.field == "name"
 
 
+@pytest.mark.parametrize("name", ["resnet a", "-lead", "x" * 65, "a/b", "caf\u00e9"])
+def test_a_name_the_controller_refuses_is_refused_at_load(name):
+    err = error_of(doc(valid_job(name=name)))
+    assert err.element == f"job '{name}'" and err.field == "name" and "letters, digits" in err.reason
+    from controller.registry import parse_job as register
+    with pytest.raises(InputError):       # the same rule: never accepted here, refused there
+        register({"id": name, "servers": [{"ip": "10.0.0.1", "port": 9000}],
+                  "workers": [{"ip": "10.0.0.2", "port": 9001}]})
+
+
+@pytest.mark.parametrize("name", ["resnet-a", "a", "job_1.v2", "x" * 64])
+def test_a_name_the_file_accepts_the_controller_registers(name):
+    assert parse_jobs(doc(valid_job(name=name)))[0].name == name
+    from controller.registry import parse_job as register
+    assert register({"id": name, "servers": [{"ip": "10.0.0.1", "port": 9000}],
+                     "workers": [{"ip": "10.0.0.2", "port": 9001}]}).id == name
+
+
+def test_validate_command_exits_2_naming_file_job_and_field(tmp_path):
+    import subprocess
+    import sys
+    bad = tmp_path / "jobs.yaml"
+    bad.write_text(yaml.safe_dump(doc(valid_job(name="resnet a"))))
+    out = subprocess.run([sys.executable, "-m", "sluice", "validate", str(bad)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert f"{bad}: job 'resnet a': field 'name'" in out.stderr
+
+
 def test_file_errors(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("jobs:\n  - {name: a, model: [\n")
@@ -232,7 +261,7 @@ def test_fuzz_documents_only_raise_input_error(data):
     "jobs:\n - name: a\n   model: x\n", "jobs: [", "{", "jobs: !!python/object:os.system x",
     "jobs:\n  - &a {name: a}\n  - *a\n", "? [a]\n: 1\n", "jobs: [{name: a, epochs: 1e3}]"]))
 def test_fuzz_text_only_raises_input_error(tmp_path_factory, text):
-    from job_scheduler.jobspec import parse_jobs_text
+    from sluice_common.jobspec import parse_jobs_text
     try:
         parse_jobs_text(text, "fuzz.yaml")
     except InputError:
@@ -246,7 +275,7 @@ VALID_TEXT = (EXAMPLES / "mixed.yaml").read_text()
 @given(st.data())
 def test_fuzz_text_mutations_of_a_valid_file(data):
     """Cut, insert or overwrite characters of a valid file: InputError or valid jobs."""
-    from job_scheduler.jobspec import parse_jobs_text
+    from sluice_common.jobspec import parse_jobs_text
     text = VALID_TEXT
     for _ in range(data.draw(st.integers(1, 4))):
         i = data.draw(st.integers(0, len(text)))

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from mininet_tests.fabric import Fabric
-from sluice.controller_proc import controller_process
+from mininet_fabric.fabric import Fabric
+from end_to_end.controller_proc import controller_process
 
 pytestmark = pytest.mark.fabric
 

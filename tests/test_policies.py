@@ -8,12 +8,12 @@ import pytest
 
 from job_scheduler import proteus
 from job_scheduler.estimator import Estimator
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.policies import (POLICY_NAMES, LyapunovPolicy, make_policy,
                                     parse_policy_names)
 from job_scheduler.simulator import Simulator, simulate
 from job_scheduler.workloads import load_workload
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import load_topology
 
 TWO_RACK = load_topology("two-rack")

@@ -7,10 +7,10 @@ import io
 from pathlib import Path
 
 from job_scheduler.estimator import Estimator, nominal_bandwidth
-from job_scheduler.jobspec import load_jobs, parse_jobs
-from sluice.estimate import WARN_AFTER_S, describe, estimate_run
-from sluice.progress import LiveStatus, count_bar
-from sluice.run_status import RunningJob, eta_s, remaining_s, status_line
+from sluice_common.jobspec import load_jobs, parse_jobs
+from end_to_end.estimate import WARN_AFTER_S, describe, estimate_run
+from sluice_common.progress import LiveStatus, count_bar
+from end_to_end.run_status import RunningJob, eta_s, remaining_s, status_line
 from topologies import load_topology
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ import pytest
 
 from ps_runtime.datapath import BIGARRAY_BOUND, ps_env
 from ps_runtime.launcher import PSJob, WorkerOptions
-from ps_runtime.plan import Placement
+from ps_runtime.plan import HostPlan
 from ps_runtime.runners import LocalRunner
 from ps_runtime.worker import STAGES
 from test_ps_runtime import SMALL, free_base
@@ -16,8 +16,8 @@ from topologies import load_topology
 
 
 def test_loopback_jobs_use_ipc_and_fabric_jobs_tcp():
-    assert Placement.loopback(2, 2).single_host
-    fabric = Placement.on_hosts(load_topology("two-rack"), ["h1"], ["h1"])
+    assert HostPlan.loopback(2, 2).single_host
+    fabric = HostPlan.on_hosts(load_topology("two-rack"), ["h1"], ["h1"])
     assert not fabric.single_host          # Mininet hosts: traffic must cross the switches
     assert ps_env(True) == {"MXNET_KVSTORE_BIGARRAY_BOUND": str(BIGARRAY_BOUND), "DMLC_LOCAL": "1"}
     assert "DMLC_LOCAL" not in ps_env(False)
@@ -26,7 +26,7 @@ def test_loopback_jobs_use_ipc_and_fabric_jobs_tcp():
 
 
 def _run(tmp_path, overlap: bool, servers: int, batches: int = 6):
-    job = PSJob(dataclasses.replace(SMALL, name=f"dp-{overlap}"), Placement.loopback(servers, 1),
+    job = PSJob(dataclasses.replace(SMALL, name=f"dp-{overlap}"), HostPlan.loopback(servers, 1),
                 LocalRunner(), tmp_path, batches=batches, base_port=free_base(),
                 options=WorkerOptions(threads=1, overlap=overlap, device="cpu",
                                       bucket_mb=0.5))

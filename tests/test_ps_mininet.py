@@ -10,10 +10,10 @@ import statistics
 
 import pytest
 
-from job_scheduler.jobspec import JobSpec
-from mininet_tests.fabric import Fabric
+from sluice_common.jobspec import JobSpec
+from mininet_fabric.fabric import Fabric
 from ps_runtime.launcher import PSJob, WorkerOptions
-from ps_runtime.plan import Placement
+from ps_runtime.plan import HostPlan
 from ps_runtime.runners import MininetRunner
 
 pytestmark = pytest.mark.fabric
@@ -35,7 +35,7 @@ def _established(fab: Fabric, host: str) -> list[tuple[str, str]]:
 
 def test_ps_job_across_mininet_hosts(tmp_path):
     with Fabric("two-rack", progress=False) as fab:
-        placement = Placement.on_hosts(fab.topology, ["h1"], ["h2", "h3"])
+        placement = HostPlan.on_hosts(fab.topology, ["h1"], ["h2", "h3"])
         job = PSJob(SPEC, placement, MininetRunner(fab), tmp_path, batches=30,
                     options=WorkerOptions(threads=1))
         ends = job.endpoints()

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from job_scheduler.jobspec import JobSpec
-from job_scheduler.models import MODELS
-from job_scheduler.profile import load_profile
+from sluice_common.jobspec import JobSpec
+from sluice_common.models import MODELS
+from sluice_common.profile import load_profile
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
 from ps_runtime.models import MODEL_NAMES, build_model, input_shape, parameter_count
-from ps_runtime.plan import (Placement, PortPlan, default_base_port, endpoints,
+from ps_runtime.plan import (HostPlan, PortPlan, default_base_port, endpoints,
                              placement_from_scheduler, registration)
 from ps_runtime.profiler import fit_table, format_fit, measure_step, plot_fit
 from ps_runtime.progress import ProgressReporter, controller_sender
@@ -42,7 +42,7 @@ SMALL = JobSpec(name="t-small", model="smallcnn", dataset_size=4096, epochs=1, b
 
 def small_job(tmp_path: Path, batches: int, workers: int = 2, servers: int = 1,
               **kwargs) -> PSJob:
-    return PSJob(SMALL, Placement.loopback(servers, workers), LocalRunner(), tmp_path,
+    return PSJob(SMALL, HostPlan.loopback(servers, workers), LocalRunner(), tmp_path,
                  batches=batches, base_port=free_base(), options=WorkerOptions(threads=1),
                  grace=2.0, **kwargs)
 
@@ -85,7 +85,7 @@ def test_two_workers_one_server_train_with_falling_loss_and_report_progress(tmp_
     api = ApiServer(bring_up(make_service("two-rack")), "127.0.0.1", 0).start()
     try:
         admin = ControllerClient(api.url, ADMIN)
-        place = Placement.on_hosts(load_topology("two-rack"), ["h1"], ["h2", "h3"])
+        place = HostPlan.on_hosts(load_topology("two-rack"), ["h1"], ["h2", "h3"])
         token = admin.register_job(registration(SMALL.name, place,
                                                 PortPlan.for_job(SMALL.name, place)))["token"]
         job = small_job(tmp_path, batches=40, controller_url=api.url, token=token)
@@ -162,7 +162,7 @@ def test_exit_code_and_log_tail_name_the_failed_process(tmp_path):
     runner = ShellRunner({"scheduler": "sleep 30", "server": "sleep 30 & sleep 30",
                           "worker": "sleep 30",
                           "worker1": "echo loading; echo 'RuntimeError: boom'; exit 3"})
-    job = PSJob(SMALL, Placement.loopback(1, 2), runner, tmp_path, batches=5, grace=1.0)
+    job = PSJob(SMALL, HostPlan.loopback(1, 2), runner, tmp_path, batches=5, grace=1.0)
     t0 = time.monotonic()
     with job, pytest.raises(JobFailed) as failed:
         job.start()
@@ -179,7 +179,7 @@ def test_exit_code_and_log_tail_name_the_failed_process(tmp_path):
 def test_a_hanging_job_times_out_and_is_stopped(tmp_path):
     runner = ShellRunner({"scheduler": "sleep 30", "server": "sleep 30",
                           "worker": "trap '' TERM; sleep 30"})   # ignores SIGTERM
-    job = PSJob(SMALL, Placement.loopback(1, 1), runner, tmp_path, batches=5, grace=0.5)
+    job = PSJob(SMALL, HostPlan.loopback(1, 1), runner, tmp_path, batches=5, grace=0.5)
     with job, pytest.raises(JobFailed, match=r"timed out after 1 s; still running: scheduler 0"):
         job.start()
         job.wait(timeout=1)
@@ -320,7 +320,7 @@ def test_progress_to_a_dead_controller_logs_once_and_does_not_block():
 
 def test_port_plan_and_endpoints_are_deterministic():
     topo = load_topology("two-rack")
-    place = Placement.on_hosts(topo, ["h1"], ["h2", "h3"])
+    place = HostPlan.on_hosts(topo, ["h1"], ["h2", "h3"])
     a, b = PortPlan.for_job("resnet-a", place), PortPlan.for_job("resnet-a", place)
     assert a == b and a.base == default_base_port("resnet-a")
     assert default_base_port("resnet-a") != default_base_port("resnet-b")
@@ -331,10 +331,10 @@ def test_port_plan_and_endpoints_are_deterministic():
     body = registration("resnet-a", place, a)
     assert [w["id"] for w in body["workers"]] == ["w0", "w1"]
     assert body["servers"] == [{"id": "s0", "ip": "10.0.0.1", "port": a.base + 1}]
-    fixed = PortPlan.for_job("x", Placement.loopback(2, 3), base=41000)
+    fixed = PortPlan.for_job("x", HostPlan.loopback(2, 3), base=41000)
     assert fixed.worker(2) == 41000 + 1 + 2 + 2
     with pytest.raises(ValueError):
-        Placement.on_hosts(topo, ["h1"], ["h9"])
+        HostPlan.on_hosts(topo, ["h1"], ["h9"])
     # The scheduler's placement (a host repeats once per GPU) maps one worker per GPU,
     # each with its own port.
     from job_scheduler.placement import Placement as SchedulerPlacement

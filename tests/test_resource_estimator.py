@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from job_scheduler.gpu_advice import advise, capped_text
-from job_scheduler.jobspec import JobSpec, parse_jobs_text
+from sluice_common.jobspec import JobSpec, parse_jobs_text
 from sluice.cli import main
 from job_scheduler.resource_estimator import (diminishing_point, evaluate, labels,
                                               load_runs, throughput)

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from job_scheduler.estimator import Estimator, effective_bandwidth, nominal_bandwidth
-from job_scheduler.jobspec import JobSpec, load_jobs
+from sluice_common.jobspec import JobSpec, load_jobs
 from job_scheduler.service_policy import make_policy
-from sluice import closed_loop
+from end_to_end import closed_loop
 from sluice.cli import main
-from sluice.report import (PLOTS, bottleneck_link, comparison, comparison_markdown,
+from end_to_end.report import (PLOTS, bottleneck_link, comparison, comparison_markdown,
                            lagging_job, write_report)
-from sluice.run import DEMO_JOBS
-from sluice.runloop import RealTimeRun, RunOptions, batches_for
+from end_to_end.run import DEMO_JOBS
+from end_to_end.runloop import RealTimeRun, RunOptions, batches_for
 from topologies import load_topology
 
 TWO_RACK = load_topology("two-rack")          # emulation_bw_scale 0.01
@@ -95,7 +95,7 @@ def test_the_loop_hands_the_policy_the_measured_bandwidth(tmp_path):
     from job_scheduler.service_policy import QueuedJob
     run._decide([QueuedJob(0, job, 0.0)])
     (q, d, view), = launched
-    assert policy.topology is view
+    assert policy.bandwidth.topology is view            # the measured bandwidth model
     assert view.host_by_name["h2"].bw == pytest.approx(4000)
     assert effective_bandwidth(view, d.ps_hosts, d.worker_hosts) < \
         effective_bandwidth(TWO_RACK, d.ps_hosts, d.worker_hosts)
@@ -114,13 +114,17 @@ def test_ctrl_c_in_the_loop_returns_a_partial_result(tmp_path):
     assert result["interrupted"] is True
     assert result["jobs"][0]["status"] == "queued"
     assert result["summary"]["finished"] == 0
+    from end_to_end.result import RunResult, RunSummary     # the declared shape, all of it
+    assert set(result) <= set(RunResult.__annotations__)
+    assert {"topology", "policy", "jobs", "decisions", "summary"} <= set(result)
+    assert set(result["summary"]) == set(RunSummary.__annotations__)
 
 
 def test_registration_carries_the_job_size(tmp_path):
     """The controller's job rules need total batches and bytes per batch: torch workers
     push the model's float32 gradients, emulated ones what they were told."""
     from ps_runtime.launcher import WorkerOptions
-    from sluice.runloop import RunOptions
+    from end_to_end.runloop import RunOptions
 
     est = Estimator(nominal_bw_mbps=nominal_bandwidth(TWO_RACK))
     job = JobSpec(name="j", model="resnet18", dataset_size=640, epochs=2, batch_size=32, max_gpus=2)
@@ -248,7 +252,7 @@ def test_demo_jobs_are_valid_and_trainable():
 
 
 def test_demo_knows_whether_a_job_crossed_the_fabric():
-    from sluice.run import _crosses_fabric
+    from end_to_end.run import _crosses_fabric
     assert not _crosses_fabric({"ps_hosts": ["h1"], "worker_hosts": ["h1", "h1"]})
     assert _crosses_fabric({"ps_hosts": ["h1"], "worker_hosts": ["h1", "h3"]})
 
@@ -259,7 +263,7 @@ def test_demo_workload_spreads_two_overlapping_jobs_across_racks_in_the_simulato
     from job_scheduler.policies import make_policy as sim_policy
     from job_scheduler.simulator import Simulator
     from ps_runtime.calibration import runtime_terms
-    from sluice.run import DEMO_TOPOLOGY
+    from end_to_end.run import DEMO_TOPOLOGY
     from topologies import load_topology
 
     topo = load_topology(DEMO_TOPOLOGY)
@@ -295,6 +299,6 @@ def test_comparison_carries_placement_and_prediction_per_job():
     assert job["jct_off_s"] == 12.0 and job["jct_on_s"] == 10.5   # turnarounds of each pass
     assert cmp["model_check"]["median_rel_error"] == pytest.approx(0.2)
     assert cmp["first_batch_median_s"] == 0.5
-    from sluice.report import demo_summary
+    from end_to_end.report import demo_summary
     text = demo_summary(cmp)
     assert "across both racks" in text and "shared the rack uplinks" in text

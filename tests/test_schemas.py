@@ -11,13 +11,13 @@ import jsonschema
 import pytest
 import yaml
 
-from job_scheduler.jobspec import parse_jobs
-from sluice.errors import InputError, InputErrors
+from sluice_common.jobspec import parse_jobs
+from sluice_common.errors import InputError, InputErrors
 from sluice.schema_cli import schema_text
 from topologies import parse_topology
 
 ROOT = Path(__file__).resolve().parents[1]
-JOB_FILES = sorted((ROOT / "examples").rglob("*.yaml")) + [ROOT / "sluice/data/demo_jobs.yaml"]
+JOB_FILES = sorted((ROOT / "examples").rglob("*.yaml")) + [ROOT / "end_to_end/data/demo_jobs.yaml"]
 TOPOLOGY_FILES = sorted((ROOT / "topologies/builtin").glob("*.yaml"))
 
 THREE_FAULTS = """\

@@ -22,13 +22,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from job_scheduler.estimator import Estimator
-from job_scheduler.jobspec import parse_jobs_text
+from sluice_common.jobspec import parse_jobs_text
 from job_scheduler.executors import LocalExecutor, SimulatedExecutor, template_command
 from job_scheduler.service import Conflict, SchedulerService
 from job_scheduler.service_client import SchedulerClient, ServiceError, Unreachable
 from job_scheduler.service_policy import SERVICE_POLICIES, make_policy
 from job_scheduler.store import JobStore
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import load_topology
 from ps_runtime.ports import free_port
 

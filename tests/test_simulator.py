@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import Placement
 from job_scheduler.policies import make_policy
 from job_scheduler.simulator import Simulator, simulate

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from job_scheduler.estimator import Estimator
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.policies import make_policy
 from job_scheduler.simulator import Simulator
 from job_scheduler.sluice_policy import (SluicePolicy, choose_count, priced_penalty,

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from job_scheduler.jobspec import JobSpec, Layer, parse_jobs_text
+from sluice_common.jobspec import JobSpec, Layer, parse_jobs_text
 from job_scheduler.store import DuplicateSubmission, JobStore, spec_from_json, spec_to_json
 
 FILE = """jobs:

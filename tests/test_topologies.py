@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import builtin_names, load_topology, parse_topology
 
 

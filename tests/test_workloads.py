@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from job_scheduler.models import MODELS
+from sluice_common.models import MODELS
 from job_scheduler.workloads import (BIG_DATA, MIXED_MAX_GPUS, PAPER_N, SCENARIOS, SMALL_DATA,
                                      load_workload, philly_model)
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from job_scheduler.workloads import SHARED_WORKLOADS
 
 SHARED = SHARED_WORKLOADS

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from job_scheduler.workloads import TraceErrors, load_workload
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 HEADER = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval"
 GOOD = {"num_gpu": "2", "submit_time": "30", "iterations": "100", "model_name": "vgg19",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import generators
 from topologies.model import Host, Link, Rack, Switch, Topology, load_topology_file, parse_topology
 

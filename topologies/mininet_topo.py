@@ -12,7 +12,7 @@ importing Mininet:
   order), then its switch links (in description order). Interface names follow Mininet's
   ``<node>-eth<port>``; a host has the single interface ``<host>-eth0``.
 
-Links are plain (no TCLink): the fabric harness (``mininet_tests/fabric.py``) puts its
+Links are plain (no TCLink): the fabric harness (``mininet_fabric/fabric.py``) puts its
 own HTB tree on every interface, rated ``bw * topology.emulation_bw_scale`` Mbit/s, because
 the priority classes must live in the same HTB tree that enforces the link rate.
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies.model import Topology
 
 IFNAMSIZ = 15          # Linux interface names are at most 15 characters

@@ -35,7 +35,7 @@ from typing import Any
 import networkx as nx
 import yaml
 
-from sluice.errors import InputError, raise_all
+from sluice_common.errors import InputError, raise_all
 
 from topologies.schema import SWITCH_ROLES  # noqa: F401 (re-exported)
 

@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-from sluice.errors import InputError
-from sluice.validation import validate_document
+from sluice_common.errors import InputError
+from sluice_common.validation import validate_document
 
 SWITCH_ROLES = ("tor", "agg", "spine", "core")
 Name = Annotated[str, Field(min_length=1)]

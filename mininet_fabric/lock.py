@@ -116,7 +116,3 @@ class FabricLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-
-def held_by_this_process() -> bool:
-    return _held_fd is not None

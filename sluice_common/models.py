@@ -16,7 +16,18 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from job_scheduler.jobspec import Layer
+
+BYTES_PER_PARAM = 4            # float32 parameters and gradients
+
+
+@dataclass(frozen=True)
+class Layer:
+    kind: str                 # "conv" or "fc"
+    c_in: int
+    c_out: int
+    k: int = 1                # conv kernel size K
+    h: int = 1                # fc input height H
+    w: int = 1                # fc input width W
 
 
 @dataclass(frozen=True)
@@ -24,6 +35,16 @@ class Model:
     name: str          # canonical name used in profiles and reports
     params: int        # trainable parameters
     note: str = ""
+
+
+def params_of(model: str, layers: Iterable[Layer] | None = None) -> int:
+    """Parameters of a job's model: counted from ``layers`` when given (eq. 2, 3), else
+    the model table's count for ``model`` (a canonical name)."""
+    if layers is not None:
+        return count_params(layers)
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model!r}")
+    return MODELS[model].params
 
 
 def count_params(layers: Iterable[Layer]) -> int:

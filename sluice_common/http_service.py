@@ -162,7 +162,7 @@ def check_tls_files(cert: str | None, key: str | None, what: str = "--tls-cert/-
     """Both or neither; they must load as a certificate and its key (else InputError)."""
     import ssl
 
-    from sluice.errors import InputError
+    from sluice_common.errors import InputError
 
     if not cert and not key:
         return None

@@ -10,7 +10,7 @@ done) and reports batch N+1 to the controller with the job's token: a ~0.1 s ext
 delay, no change to the worker.
 
 Closed loop: before each decision the loop reads the controller's measured link usage
-(``sluice.closed_loop``) and hands the policy step a topology whose link bandwidths
+(``end_to_end.closed_loop``) and hands the policy step a topology whose link bandwidths
 are what is still available, so Comm(n) sees the load of the running jobs. Every
 decision is recorded with the bandwidth estimate and the C(n) it implies.
 
@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
 from job_scheduler.estimator import BYTES_PER_PARAM, Estimator, effective_bandwidth
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import ClusterState
-from job_scheduler.service_policy import QueuedJob, StartDecision
+from job_scheduler.service_policy import IdleFabric, QueuedJob, SimulatorPolicyStep, StartDecision
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
 from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
-from sluice import closed_loop
+from end_to_end import closed_loop
+from end_to_end.result import RunResult
 from topologies import Topology
 
 POLL_S = 0.1             # how often running jobs and logs are looked at
@@ -110,7 +111,7 @@ class RealTimeRun:
         self.records: dict[str, dict] = {}
         self._next_port = options.port_base
         self.interrupted = False
-        self.status = None      # a sluice.progress.LiveStatus, set by the caller
+        self.status = None      # a sluice_common.progress.LiveStatus, set by the caller
         self._status_at = -math.inf
 
     # ---- helpers -------------------------------------------------------------------
@@ -128,7 +129,7 @@ class RealTimeRun:
         """The live line (jobs queued/running/done, elapsed, ETA from C(n))."""
         now = self.now()
         if self.status is not None and self.status.enabled and now - self._status_at >= 0.5:
-            from sluice import run_status
+            from end_to_end import run_status
             self._status_at = now
             run_status.update(self, pending, queued, running)
 
@@ -207,10 +208,10 @@ class RealTimeRun:
         if self.now() - self.used_at > LINK_SAMPLE_S / 2:
             self.sample_links()
         view = closed_loop.available_topology(self.topology, self.used, self.options.floor)
-        if hasattr(self.policy, "topology"):
-            # The closed loop: the policy's C(n) / live bandwidth (service_policy's
-            # SimulatorPolicyStep.topology) sees the measured available bandwidth.
-            self.policy.topology = view
+        if isinstance(self.policy, SimulatorPolicyStep):
+            # The closed loop: the policy prices C(n) with the measured bandwidth model
+            # (the idle fabric of the measured available bandwidth; job_scheduler/context.py).
+            self.policy.use_bandwidth(IdleFabric(view))
         decisions = self.policy(queued, self.state.copy(), self.now())
         by_id = {q.id: q for q in queued}
         return [self._launch(by_id[d.job_id], d, view) for d in decisions]
@@ -226,7 +227,7 @@ class RealTimeRun:
             "bw_nominal_mbps": _num(bw_nominal), "bw_estimate_mbps": _num(bw),
             "C_n_s": round(c_n, 3), "C_n_nominal_s": round(self.estimator.C(spec, n, bw_nominal), 3),
             "notes": d.notes})
-        self.state.allocate(d.as_placement())
+        self.state.allocate(d.placement)
         batches = batches_for(spec, n, self.options.batches)
         o = self.options
         overrides = {**o.worker_overrides.get("*", {}), **o.worker_overrides.get(spec.name, {})}
@@ -235,7 +236,7 @@ class RealTimeRun:
                                           "compute": o.compute, "profile": o.profile,
                                           "bw_scale": self.topology.emulation_bw_scale,
                                           **overrides})
-        psjob = PSJob(spec, placement_from_scheduler(self.topology, d.as_placement()),
+        psjob = PSJob(spec, placement_from_scheduler(self.topology, d.placement),
                       self.runner or MininetRunner(self.fabric), self.out_dir / "jobs" / spec.name,
                       batches=batches, base_port=self._next_port, options=worker_options)
         self._next_port += BLOCK
@@ -333,7 +334,7 @@ class RealTimeRun:
 
     def _forget(self, r: _Running) -> None:
         """Release the GPUs and the controller's rules of a job that ended."""
-        self.state.release(r.decision.as_placement())
+        self.state.release(r.decision.placement)
         if r.token:
             try:
                 # What the controller made of the job, for the report (and as proof that
@@ -347,7 +348,7 @@ class RealTimeRun:
                 self.say(f"removing {r.qjob.spec.name} from the controller failed: {err}")
 
     # ---- result --------------------------------------------------------------------
-    def result(self) -> dict:
+    def result(self) -> RunResult:
         jobs = [self.records.get(j.name, {"name": j.name, "model": j.model,
                                           "arrival": j.arrival, "status": "not arrived"})
                 for j in self.jobs]

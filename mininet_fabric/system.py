@@ -29,7 +29,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from mininet_tests.lock import FabricError, FabricLock
+from mininet_fabric.lock import FabricError, FabricLock
 
 OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
 MININET_SHELL = re.compile(r"^bash\0--norc\0-is\0mininet:([^\0]+)\0?$")

@@ -13,8 +13,9 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-from sluice.errors import InputError
-from sluice.validation import validate_document
+from sluice_common.errors import InputError
+from sluice_common.job_id import JOB_ID_PATTERN, JOB_ID_RULE, is_job_id
+from sluice_common.validation import validate_document
 
 Count = Annotated[StrictInt, Field(ge=1)]
 
@@ -46,7 +47,7 @@ LayerItem = Annotated[Union[ConvLayer, FcLayer], Field(discriminator="type")]
 
 
 def _known_models() -> list[str]:
-    from job_scheduler.models import known_models   # (models imports jobspec.Layer)
+    from sluice_common.models import known_models   # (models imports jobspec.Layer)
     return list(known_models())
 
 
@@ -55,7 +56,8 @@ class JobModel(_Strict):
     model_config = ConfigDict(json_schema_extra={
         "oneOf": [{"required": ["model"]}, {"required": ["layers"]}]})
 
-    name: str = Field(min_length=1, pattern=r"\S", description="unique within the file")
+    name: str = Field(min_length=1, pattern=JOB_ID_PATTERN,
+                      description=f"the job's id everywhere, unique within the file: {JOB_ID_RULE}")
     model: str | None = Field(None, description="a known model (alexnet, resnet18, resnet50, "
                               "vgg11, vgg16, googlenet, inception_v3, ...; case and _ are "
                               "ignored); give this or `layers`")
@@ -68,10 +70,19 @@ class JobModel(_Strict):
     arrival: float = Field(0.0, ge=0, allow_inf_nan=False, description="seconds after start")
     num_ps: Count = Field(1, description="parameter servers")
 
+    @field_validator("name", mode="before")
+    @classmethod
+    def _job_id(cls, value: Any) -> Any:
+        # Before the pattern constraint, so that the message states the rule in words.
+        if isinstance(value, str) and not is_job_id(value):
+            raise ValueError(f"{value!r} is not a job name: {JOB_ID_RULE} (the controller "
+                             "registers the job under this name)")
+        return value
+
     @field_validator("model", mode="before")
     @classmethod
     def _known(cls, value: Any) -> Any:
-        from job_scheduler.models import canonical_name
+        from sluice_common.models import canonical_name
         if value is None:
             return None
         name = canonical_name(value) if isinstance(value, str) else None

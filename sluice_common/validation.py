@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 # element label for a location prefix: (loc, raw document) -> (label, rest of loc) or None
 Labeler = Callable[[tuple, Any], "tuple[str | None, tuple] | None"]

@@ -4,7 +4,7 @@ prioritised by the controller; a report with tables and plots at the end.
 
     sluice run JOBS.yaml --topology two-rack [--policy lyapunov] [--priority on|off]
                [--out DIR] [--slot 1] [--batches N] [--compute torch|emulated] [--profile FILE]
-    sluice demo [--out DIR]          # two-rack-100g, sluice/data/demo_jobs.yaml, off then on
+    sluice demo [--out DIR]          # two-rack-100g, end_to_end/data/demo_jobs.yaml, off then on
 
 Compute: ``torch`` (real) or ``emulated`` (Cost_bat(b) of the profile, the model's bytes x
 bw_scale; the default without a CUDA device). Job processes come from a per-host pool of
@@ -12,7 +12,7 @@ pre-started ones (ps_runtime.warm).
 
 Everything is validated before anything starts (bad input: exit 2, nothing started).
 Then: the controller process, the fabric (global fabric lock), the real-time loop of
-``sluice.runloop``; all of them are stopped on the way out, Ctrl-C included.
+``end_to_end.runloop``; all of them are stopped on the way out, Ctrl-C included.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from controller.job_rank import DEFAULT_RULE, RANK_RULES
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 
 DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
 # 100 Gbit/s hosts, 50 Gbit/s uplinks: on the measured H100 profile a job's Comm(n) across
@@ -54,7 +54,7 @@ def _common(parser) -> None:
 
 
 def configure_run(parser) -> None:
-    parser.add_argument("jobs", help="job description YAML (see job_scheduler/jobspec.py)")
+    parser.add_argument("jobs", help="job description YAML (see sluice_common/jobspec.py)")
     parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
     parser.add_argument("--policy", default="lyapunov", help=f"one of {', '.join(POLICY_NAMES)}")
     parser.add_argument("--priority", default="on", help="on|off: flow priority by the --rank rule")
@@ -71,8 +71,8 @@ def configure_demo(parser) -> None:
 def validate(jobs_path: str | Path, topology_arg: str, args, priority: str = "on"):
     """-> (jobs, topology); InputError on anything wrong. Sets ``args.compute`` (auto
     resolved) and ``args.compute_info``."""
-    from job_scheduler.jobspec import load_jobs
-    from job_scheduler.models import MODELS
+    from sluice_common.jobspec import load_jobs
+    from sluice_common.models import MODELS
     from ps_runtime.compute import describe, resolve_compute
     from topologies import load_topology
     from topologies.mininet_topo import check_emulatable
@@ -126,8 +126,8 @@ def environment(topology, topology_arg: str, out: Path, rank: str | None = None,
                 **fabric_options):
     """Controller process (ranking rule ``rank``), then the fabric connected to it; both
     stopped on exit."""
-    from mininet_tests.fabric import Fabric
-    from sluice.controller_proc import controller_process
+    from mininet_fabric.fabric import Fabric
+    from end_to_end.controller_proc import controller_process
 
     print(f"sluice: starting the controller for {topology.name}", file=sys.stderr, flush=True)
     with controller_process(topology_arg, out / "controller.log", rank=rank) as (ofp, client):
@@ -190,15 +190,15 @@ def warm_processes(topology, fabric, out: Path, compute: str):
 def one_pass(topology, jobs, fabric, client, out: Path, args, priority: bool, port_base: int,
              runner=None):
     from job_scheduler.service_policy import make_policy
-    from sluice.runloop import RealTimeRun, RunOptions
+    from end_to_end.runloop import RealTimeRun, RunOptions
 
     estimator = run_estimator(topology, args)
-    policy = make_policy(args.policy, topology, estimator)
+    policy = make_policy(args.policy, topology, estimator, slot=args.slot)
     options = RunOptions(priority=priority, slot_s=args.slot, batches=args.batches,
                          input_size=args.input_size, job_timeout_s=args.job_timeout,
                          port_base=port_base, compute=args.compute, profile=args.profile,
                          compute_info=args.compute_info)
-    from sluice.progress import LiveStatus
+    from sluice_common.progress import LiveStatus
     loop = RealTimeRun(topology, jobs, policy, estimator, fabric, client, out, options,
                        policy_name=args.policy, runner=runner)
     with LiveStatus() as loop.status:
@@ -208,11 +208,11 @@ def one_pass(topology, jobs, fabric, client, out: Path, args, priority: bool, po
 # ---- commands ----------------------------------------------------------------------------
 
 def run_run(args) -> int:
-    from sluice.report import write_report
+    from end_to_end.report import write_report
 
     jobs, topology = validate(args.jobs, args.topology, args, args.priority)
     say_compute(args, "run")
-    from sluice.estimate import announce
+    from end_to_end.estimate import announce
     announce(jobs, topology, args.policy, args.batches,
              lambda line: print(f"sluice run: {line}", file=sys.stderr, flush=True),
              estimator=run_estimator(topology, args))
@@ -244,9 +244,9 @@ def _crosses_fabric(job: dict) -> bool:
 def run_demo(args) -> int:
     import json
 
-    from sluice.report import comparison, comparison_markdown, demo_summary, write_report
+    from end_to_end.report import comparison, comparison_markdown, demo_summary, write_report
 
-    from mininet_tests.lock import FabricLock
+    from mininet_fabric.lock import FabricLock
 
     asked = time.monotonic()
     jobs, topology = validate(DEMO_JOBS, DEMO_TOPOLOGY, args)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from job_scheduler.estimator import Estimator
-from job_scheduler.jobspec import JobSpec
+from sluice_common.jobspec import JobSpec
 from topologies import Topology
 
 WARN_AFTER_S = 600.0      # "this job will take longer than 10 minutes"

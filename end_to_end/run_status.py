@@ -42,7 +42,7 @@ def status_line(now: float, pending: int, queued: int, running: Sequence[Running
 
 
 def update(run, pending, queued, running) -> None:
-    """Redraw ``run.status`` (a LiveStatus) from a ``sluice.runloop.RealTimeRun``'s state."""
+    """Redraw ``run.status`` (a LiveStatus) from a ``end_to_end.runloop.RealTimeRun``'s state."""
     now = run.now()
     c_n = {d["job"]: d["C_n_s"] for d in run.decisions}
     live = []

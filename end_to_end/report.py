@@ -1,6 +1,7 @@
 """The report of one ``sluice run`` (and the off-vs-on comparison of ``sluice demo``),
-from the result dict of ``RealTimeRun.result()``: ``report.json`` (everything),
-``report.md`` (tables) and PNG plots (matplotlib, Agg). Pure apart from writing files.
+from ``RealTimeRun.result()`` (an ``end_to_end.result.RunResult``): ``report.json``
+(everything), ``report.md`` (tables) and PNG plots (matplotlib, Agg). Pure apart from
+writing files.
 
 Definitions used in every table:
 - turnaround (JCT) = finish - arrival; wait = start - arrival (seconds of the run);
@@ -23,10 +24,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from end_to_end.result import RunResult  # noqa: E402
+
 PLOTS = ("turnaround.png", "iterations.png", "bottleneck.png")
 
 
-def bottleneck_link(result: dict) -> str | None:
+def bottleneck_link(result: RunResult) -> str | None:
     samples = result.get("links") or []
     candidates = result.get("uplinks") or sorted({k for s in samples for k in s["util"]})
     if not samples or not candidates:
@@ -36,7 +39,7 @@ def bottleneck_link(result: dict) -> str | None:
     return max(candidates, key=lambda l: (mean_util(l), l))
 
 
-def lagging_job(result: dict) -> str | None:
+def lagging_job(result: RunResult) -> str | None:
     """The finished job with the largest mean iteration time (ties: name)."""
     jobs = [j for j in result.get("jobs") or [] if j.get("mean_iteration_s") is not None]
     if not jobs:
@@ -52,7 +55,7 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
-def markdown(result: dict) -> str:
+def markdown(result: RunResult) -> str:
     s = result["summary"]
     lines = [f"# sluice run: {result['topology']}, policy {result['policy']}, priority "
              f"{'on' if result['priority'] else 'off'}, {result.get('compute', 'torch')} compute", "",
@@ -90,7 +93,7 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-def plot_turnaround(result: dict, path: Path) -> None:
+def plot_turnaround(result: RunResult, path: Path) -> None:
     jobs = [j for j in result["jobs"] if j.get("turnaround") is not None]
     fig, ax = plt.subplots(figsize=(max(5, 0.9 * len(jobs) + 2), 3.5))
     names = [j["name"] for j in jobs]
@@ -107,7 +110,7 @@ def plot_turnaround(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def plot_iterations(result: dict, path: Path) -> None:
+def plot_iterations(result: RunResult, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 4))
     for j in result["jobs"]:
         its = [it for it in j.get("iterations") or [] if it[1] == 0]     # worker 0
@@ -123,7 +126,7 @@ def plot_iterations(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def plot_bottleneck(result: dict, path: Path) -> None:
+def plot_bottleneck(result: RunResult, path: Path) -> None:
     link = bottleneck_link(result)
     fig, ax = plt.subplots(figsize=(8, 3.5))
     if link:
@@ -140,7 +143,7 @@ def plot_bottleneck(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def write_report(result: dict, out_dir: str | Path) -> Path:
+def write_report(result: RunResult, out_dir: str | Path) -> Path:
     """Write report.json, report.md and the plots into ``out_dir``; returns report.md."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -155,7 +158,7 @@ def write_report(result: dict, out_dir: str | Path) -> Path:
 
 # ---- off vs on -------------------------------------------------------------------------
 
-def comparison(off: dict, on: dict, lagging: str | None = None) -> dict:
+def comparison(off: RunResult, on: RunResult, lagging: str | None = None) -> dict:
     """The figures `sluice demo` and the priority experiment compare. Per job: where the
     scheduler put it and what it predicted (from the priority-on pass; the off pass's
     decisions are in its report), and the measured JCT of both passes."""
@@ -192,7 +195,7 @@ def predicted_jct(job: dict) -> float | None:
     return round(job["wait"] + job["predicted_run_s"], 3)
 
 
-def model_check(results: list[dict]) -> dict:
+def model_check(results: list[RunResult]) -> dict:
     """Predicted start -> finish (start-up + C(n) at the placement's bandwidth, fixed when
     the job started) against the measured start -> finish, over every finished job of
     the given runs: relative error |predicted - measured| / measured; median and worst;

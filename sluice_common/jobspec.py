@@ -21,17 +21,8 @@ from typing import Any
 
 import yaml
 
-from sluice.errors import InputError, raise_all
-
-
-@dataclass(frozen=True)
-class Layer:
-    kind: str                 # "conv" or "fc"
-    c_in: int
-    c_out: int
-    k: int = 1                # conv kernel size K
-    h: int = 1                # fc input height H
-    w: int = 1                # fc input width W
+from sluice_common.errors import InputError, raise_all
+from sluice_common.models import Layer  # noqa: F401 (part of the job description)
 
 
 @dataclass(frozen=True)
@@ -79,7 +70,7 @@ def parse_jobs(data: Any, source: str = "<jobs>") -> list[JobSpec]:
     The whole document is checked before anything is returned. Problems raise
     :class:`InputError` naming the source, the job (``job 'name'`` or ``job #3``) and
     the field; several problems raise :class:`InputErrors` listing all of them."""
-    from job_scheduler.job_schema import validate_job_file
+    from sluice_common.job_schema import validate_job_file
     parsed, errors = validate_job_file(data, source)
     raise_all(errors)
     return [_to_spec(job) for job in parsed.jobs]

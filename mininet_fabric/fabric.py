@@ -1,14 +1,14 @@
 """The Mininet/OVS fabric harness: one context manager that brings up a topology
 description as real Open vSwitch switches and Mininet hosts, and always takes it down.
 
-    from mininet_tests.fabric import Fabric
+    from mininet_fabric.fabric import Fabric
     with Fabric("two-rack") as fab:                      # standalone L2 learning
         print(fab.ping_all())                            # loss in percent
         p = fab.popen("h3", "iperf3", "-s", "-1")
     with Fabric("fat-tree", controller="127.0.0.1:6653") as fab:   # your os-ken controller
         ...
 
-What ``__enter__`` does, in order: take the global fabric lock (``mininet_tests/lock.py``),
+What ``__enter__`` does, in order: take the global fabric lock (``mininet_fabric/lock.py``),
 check root and Open vSwitch (starting it if needed), remove a crashed run's leftovers,
 build the net with ``OVSSwitch(datapath='user', protocols='OpenFlow13')`` — fail mode
 ``standalone`` without a controller on a loop-free topology, ``secure`` with a controller
@@ -16,7 +16,7 @@ build the net with ``OVSSwitch(datapath='user', protocols='OpenFlow13')`` — fa
 learning would storm there; forwarding waits for a controller) — then, per docs/design.md:
 offloads off on every interface (TCP stalls on the userspace datapath otherwise), IPv6 off
 (its chatter would only confuse flow recognition), and the HTB rate + priority tree of
-``mininet_tests/priority.py`` on every switch egress port. With a controller it waits
+``mininet_fabric/priority.py`` on every switch egress port. With a controller it waits
 until every switch is connected.
 
 ``__exit__`` (also reached on SIGTERM/SIGHUP, which are turned into SystemExit while the
@@ -38,11 +38,11 @@ from typing import Any
 
 import networkx as nx
 
-from mininet_tests import priority
-from mininet_tests.lock import FabricError, FabricLock
-from mininet_tests.system import (cleanup_leftovers, ensure_ovs, record_host_namespaces,
+from mininet_fabric import priority
+from mininet_fabric.lock import FabricError, FabricLock
+from mininet_fabric.system import (cleanup_leftovers, ensure_ovs, record_host_namespaces,
                                   require_root, tune_ovs_send_buffer)
-from sluice.errors import InputError
+from sluice_common.errors import InputError
 from topologies import Topology, load_topology
 from topologies import priority_classes as pc
 from topologies.mininet_topo import build_mininet_topo, check_emulatable, emulated_links, port_map

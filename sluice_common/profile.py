@@ -41,7 +41,8 @@ from typing import Any, Mapping
 import numpy as np
 import yaml
 
-from sluice.errors import InputError
+from sluice_common.errors import InputError
+from sluice_common.models import MODELS, canonical_name
 
 _DATA = Path(__file__).parent / "data"
 # Shipped profiles by name (``--profile NAME`` or a file). Measured beats derived: the
@@ -102,6 +103,27 @@ class DeviceProfile:
     models: dict[str, ModelProfile]
     source: str = ""
 
+    def compute_profile(self, model: str | None, params: int | None) -> tuple[float, ModelProfile]:
+        """(Cost_bat(1) in s, the ModelProfile whose alpha(b) applies) of a model: its own
+        profile when it has one (``model`` None for a job described by its layers), else
+        the profiled model nearest in parameter count (``params``, needed only then), its
+        Cost_bat(1) scaled by the parameter ratio."""
+        mp = self.models.get(model) if model is not None else None
+        if mp is not None:
+            return mp.cost_bat1, mp
+        if params is None:
+            raise ValueError(f"model {model!r} has no profile of its own: give its parameters")
+        nearest = min(self.models.values(),
+                      key=lambda mp: abs(math.log(max(params, 1) / MODELS[mp.model].params)))
+        return nearest.cost_bat1 * params / MODELS[nearest.model].params, nearest
+
+    def cost_bat(self, model: str | None, b: float, params: int | None = None) -> float:
+        """Eq. 1: seconds per batch of b samples on one device of this profile."""
+        if not b >= 1:
+            raise ValueError(f"batch size must be >= 1, got {b}")
+        cost1, mp = self.compute_profile(model, params)
+        return mp.alpha(b) * cost1
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -120,8 +142,6 @@ class Profile:
 # ---- reading ---------------------------------------------------------------------------
 
 def _parse_device(source: str, name: str, raw: Any) -> DeviceProfile:
-    from job_scheduler.models import canonical_name
-
     label = f"device '{name}'"
     if not isinstance(raw, dict):
         raise InputError(source, "must be a mapping", element=label)

@@ -1,0 +1,108 @@
+"""One scheduling-loop contract (job_scheduler/context.py): the simulator and the
+scheduler service (simulated executor, a fake clock ticking once per slot) drive the same
+policy objects and, with the same bandwidth model, job file, seed and slot, take the same
+decisions: start times, GPU counts and placements."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from job_scheduler.context import SchedulingContext
+from job_scheduler.estimator import Estimator
+from job_scheduler.executors import SimulatedExecutor
+from job_scheduler.policies import make_policy as make_sim_policy
+from job_scheduler.service import SchedulerService
+from job_scheduler.service_policy import IdleFabric, _SlotView, make_policy
+from job_scheduler.simulator import Simulator
+from job_scheduler.store import JobStore
+from sluice_common.jobspec import job_to_dict, load_jobs
+from topologies import load_topology
+
+ROOT = Path(__file__).resolve().parents[1]
+JOBS = load_jobs(ROOT / "examples" / "jobs" / "mixed.yaml")
+TOPO = load_topology("two-rack")
+EST = Estimator()
+SLOT = 1.0
+
+
+def simulator_decisions(policy: str, seed: int) -> dict[str, tuple]:
+    sim = Simulator(TOPO, JOBS, make_sim_policy(policy, seed=seed), estimator=EST, slot=SLOT,
+                    bandwidth="idle")
+    sim.run()
+    assert isinstance(sim, SchedulingContext)
+    return {job.name: (sim.first_start[j], sim.placements[j].gpus,
+                       sim.placements[j].ps_hosts, sim.placements[j].worker_hosts)
+            for j, job in enumerate(sim.jobs)}
+
+
+class Clock:
+    t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def service_decisions(tmp_path, policy: str, seed: int) -> dict[str, tuple]:
+    """The service, slot by slot: a job is submitted at the first slot at or after its
+    arrival, runs C(n) at the idle-fabric bandwidth of its placement."""
+    bandwidth = IdleFabric(TOPO)
+    executor = SimulatedExecutor(lambda spec, d: EST.C(spec, d.gpus, bandwidth(d.placement)))
+    clock = Clock()
+    svc = SchedulerService(JobStore(tmp_path / f"{policy}.db"), TOPO,
+                           make_policy(policy, TOPO, EST, slot=SLOT, seed=seed),
+                           {"simulated": executor}, "simulated", clock=clock)
+    pending = sorted(JOBS, key=lambda j: j.arrival)
+    for _ in range(100_000):
+        while pending and pending[0].arrival <= clock.t:
+            svc.submit(yaml.safe_dump({"jobs": [job_to_dict(pending.pop(0))]}), "test")
+        svc.tick()
+        records = svc.store.jobs()
+        if not pending and records and all(r.state == "finished" for r in records):
+            break
+        clock.t += SLOT
+    else:
+        raise AssertionError("the service did not finish the jobs")
+    return {r.name: (r.started_at, r.gpus, tuple(r.placement["ps_hosts"]),
+                     tuple(r.placement["worker_hosts"])) for r in svc.store.jobs()}
+
+
+@pytest.mark.parametrize("policy", ["lyapunov", "fifo", "tetris", "random"])
+def test_simulator_and_service_take_the_same_decisions(tmp_path, policy):
+    sim = simulator_decisions(policy, seed=3)
+    svc = service_decisions(tmp_path, policy, seed=3)
+    assert sorted(sim) == sorted(j.name for j in JOBS)
+    assert svc == sim
+    # not a trivial agreement: several GPU counts and hosts
+    assert len({d[1] for d in sim.values()}) > 1 and len({d[3] for d in sim.values()}) > 1
+
+
+def test_the_policies_decide_differently_so_the_agreement_says_something():
+    lyapunov, fifo = simulator_decisions("lyapunov", 3), simulator_decisions("fifo", 3)
+    assert lyapunov != fifo
+    assert any(lyapunov[j.name][0] > j.arrival for j in JOBS)     # Proteus made jobs wait
+
+
+def test_the_bandwidth_model_is_declared_and_used():
+    """"shared" caps a cross-rack placement by its share of the busy uplinks; "idle"
+    gives it the fabric alone (the service's model)."""
+    from sluice_common.placement import Placement
+    cross = Placement("x", ("h1",), ("h1", "h3"))
+    sims = {m: Simulator(TOPO, JOBS, make_sim_policy("fifo"), estimator=EST, bandwidth=m)
+            for m in ("shared", "idle")}
+    for sim in sims.values():
+        sim.uplink_flows = [1000] * len(sim.uplink_flows)        # busy rack uplinks
+    shared, idle = (sims[m].live_bandwidth(cross) for m in ("shared", "idle"))
+    assert idle == IdleFabric(TOPO)(cross) and math.isfinite(idle)
+    assert shared < idle
+    with pytest.raises(ValueError, match="bandwidth model"):
+        Simulator(TOPO, JOBS, make_sim_policy("fifo"), bandwidth="measured-by-magic")
+
+
+def test_the_service_view_is_a_scheduling_context():
+    from job_scheduler.placement import ClusterState
+    view = _SlotView(IdleFabric(TOPO), ClusterState(TOPO), [], {}, 0.0, SLOT)
+    assert isinstance(view, SchedulingContext) and view.slot == SLOT
