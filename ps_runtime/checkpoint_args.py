@@ -6,6 +6,7 @@ imported only by the torch worker's calls."""
 from __future__ import annotations
 
 import io
+import os
 import sys
 import time
 
@@ -63,9 +64,12 @@ def finish_suspend(args, compute: str, batch: int) -> None:
             batches=args.batches, workers=_num_workers(), saved_at=time.time()))
     print(f"worker {args.worker_index}: suspended after batch {batch}; checkpoint in "
           f"{args.checkpoint_dir}", file=sys.stderr, flush=True)
+    # The checkpoint is complete and the KVStore closed: skip the interpreter's and
+    # MXNet's teardown (0.5-1.5 s on a busy 2-core machine), which only delays the
+    # moment the job's GPUs are free again.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def _num_workers() -> int:
-    import os
-
     return int(os.environ.get("DMLC_NUM_WORKER", "1"))
