@@ -108,10 +108,11 @@ def clear_request(directory: str | Path) -> None:
 def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
+    # No fsync: a suspend hands the state to the next launch through the (shared) file
+    # system, which needs the atomic rename, not durability across a power cut (an
+    # fsync of a large checkpoint cost seconds on a busy machine).
     with open(tmp, "wb") as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

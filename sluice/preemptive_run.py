@@ -188,10 +188,10 @@ class PreemptiveRun(RealTimeRun):
 
     def _suspended(self, r, sus: _Suspension, batch: int) -> QueuedJob:
         name = r.qjob.spec.name
+        now = self.now()                 # every process has exited (polled every 0.1 s)
         self._watch_tail(r)
         r.psjob.stop()
         self._forget(r)                  # GPUs back, the controller drops its flows
-        now = self.now()
         since = self._training_since(r)
         if since is not None:
             self.attained[name] = self.attained.get(name, 0.0) + r.decision.gpus * (now - since)
