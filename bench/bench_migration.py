@@ -47,7 +47,7 @@ JOBS = {"jobs": [
     {"name": "moved", "model": "alexnet", "dataset_size": 32 * 2 * 200, "epochs": 1,
      "batch_size": 32, "max_gpus": 2, "arrival": 1},
     {"name": "other", "model": "resnet18", "dataset_size": 32 * 3 * 400, "epochs": 1,
-     "batch_size": 32, "max_gpus": 3, "arrival": 2},
+     "batch_size": 32, "max_gpus": 3, "arrival": 1},
 ]}
 
 

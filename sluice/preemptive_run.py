@@ -233,6 +233,8 @@ class PreemptiveRun(RealTimeRun):
             d = r.decision
             if name in self.suspending or self._racks({*d.ps_hosts, *d.worker_hosts}) < 2:
                 continue
+            if len(r.first_batch) < len(r.followers):
+                continue            # still starting: its remaining time is not known yet
             if self.state.total_free < d.gpus:
                 continue
             p = BestFitPlacement().place(self.state, name, d.gpus, len(d.ps_hosts))
