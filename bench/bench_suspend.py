@@ -1,6 +1,7 @@
 """Suspend and resume costs of real PS jobs, per model and worker count (issue 18).
 
     .venv/bin/python bench/bench_suspend.py [--repeats 2] [--write job_scheduler/data/preemption_costs.yaml]
+    sudo .venv/bin/python bench/bench_suspend.py --fabric [--repeats 2]     # the demo fabric
 
 Each case runs a real ps-lite job on this machine's loopback (1 server, N workers, warm
 pre-started processes as `sluice run` uses), waits until every worker has done 3
@@ -70,12 +71,15 @@ def _wait_exit(job: PSJob, timeout: float = 120) -> float:
     raise TimeoutError(f"job {job.spec.name} did not exit")
 
 
-def measure(model: str, compute: str, workers: int, runner, tmp: Path) -> dict:
+def measure(model: str, compute: str, workers: int, runner, tmp: Path, placement=None,
+            bw_scale: float = 1.0) -> dict:
     spec = JobSpec(name=f"b-{model}-{compute}-{workers}", model=model, dataset_size=BATCH_SIZE,
                    epochs=1, batch_size=BATCH_SIZE, max_gpus=workers)
     ckpt = tmp / spec.name / "checkpoint"
-    common = dict(threads=1, compute=compute, input_size=32, checkpoint_dir=str(ckpt))
-    first = PSJob(spec, Placement.loopback(1, workers), runner, tmp / spec.name / "a",
+    common = dict(threads=1, compute=compute, input_size=32, checkpoint_dir=str(ckpt),
+                  bw_scale=bw_scale)
+    placement = placement or Placement.loopback(1, workers)
+    first = PSJob(spec, placement, runner, tmp / spec.name / "a",
                   batches=10_000, base_port=free_port_block(), options=WorkerOptions(**common))
     with first:
         first.start()
@@ -89,7 +93,7 @@ def measure(model: str, compute: str, workers: int, runner, tmp: Path) -> dict:
     if stopped is None:
         raise RuntimeError(f"{spec.name}: not suspended")
     batch_s = statistics.median(r.time_s for recs in result.batches.values() for r in recs[1:])
-    second = PSJob(spec, Placement.loopback(1, workers), runner, tmp / spec.name / "b",
+    second = PSJob(spec, placement, runner, tmp / spec.name / "b",
                    batches=stopped + 2, base_port=free_port_block(),
                    options=WorkerOptions(**{**common, "checkpoint_dir": None},
                                          resume_from=str(ckpt)))
@@ -105,6 +109,38 @@ def measure(model: str, compute: str, workers: int, runner, tmp: Path) -> dict:
             "state_mb": round(sum(f.stat().st_size for f in ckpt.glob("worker*.state")) / 1e6, 1)}
 
 
+def on_fabric(repeats: int, out: Path) -> int:
+    """resnet18, emulated, on the demo fabric (two-rack-100g, Mininet, warm processes as
+    `sluice demo` has them): 4 workers on h1+h2 (PS h1), then 8 on h1..h4 (PS h1)."""
+    from ps_runtime.plan import Placement as P
+    from sluice.run import DEMO_TOPOLOGY, environment, warm_processes
+    from topologies import load_topology
+
+    topo = load_topology(DEMO_TOPOLOGY)
+    layouts = {4: (["h1"], ["h1", "h1", "h2", "h2"]),
+               8: (["h1"], ["h1", "h1", "h2", "h2", "h3", "h3", "h4", "h4"])}
+    rows = []
+    load0 = os.getloadavg()[0]
+    out.mkdir(parents=True, exist_ok=True)
+    with environment(topo, DEMO_TOPOLOGY, out) as (fabric, client), \
+            warm_processes(topo, fabric, out, "emulated") as runner:
+        for rep in range(repeats):
+            for n, (ps, workers) in layouts.items():
+                runner.wait_ready()
+                row = measure("resnet18", "emulated", n, runner, out / str(rep),
+                              P.on_hosts(topo, ps, workers), topo.emulation_bw_scale)
+                row["fabric"] = DEMO_TOPOLOGY
+                row["interruption_s"] = round(row["suspend_s"] + row["resume_s"], 3)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    print(f"\nresnet18 emulated on {DEMO_TOPOLOGY} (Mininet), load average {load0:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after")
+    for r in rows:
+        print(f"{r['workers']} workers: suspend {r['suspend_s']:.2f} s + resume {r['resume_s']:.2f} s "
+              f"= interruption {r['interruption_s']:.2f} s (batch {r['batch_s']:.3f} s)")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=2)
@@ -112,7 +148,12 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(EMULATED))
     ap.add_argument("--torch-models", default=",".join(TORCH))
     ap.add_argument("--write", metavar="YAML", help="store the medians for the simulator")
+    ap.add_argument("--fabric", action="store_true",
+                    help="resnet18 on the demo fabric instead (root; global fabric lock)")
+    ap.add_argument("--out", default="runs/bench-suspend-fabric", help="--fabric: logs")
     args = ap.parse_args(argv)
+    if args.fabric:
+        return on_fabric(args.repeats, Path(args.out))
     workers = [int(w) for w in args.workers.split(",")]
     cases = [(m, "emulated", w) for m in args.models.split(",") if m for w in workers]
     cases += [(m, "torch", w) for m in args.torch_models.split(",") if m for w in workers if w <= 2]

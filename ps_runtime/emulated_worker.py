@@ -234,7 +234,10 @@ def main(argv: list[str] | None = None) -> int:
 
         save_state(args, plan.model_bytes)
         vote.release()
+        t_close = time.perf_counter()
         kv.close()              # the closing barrier: every worker has saved before it
+        print(f"worker {args.worker_index}: left the job in {time.perf_counter() - t_close:.3f} s",
+              file=sys.stderr, flush=True)
         finish_suspend(args, "emulated", suspended)
         return 0
     print(f"worker {args.worker_index}: done after {args.batches} batches", file=sys.stderr,

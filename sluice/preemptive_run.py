@@ -199,9 +199,13 @@ class PreemptiveRun(RealTimeRun):
                                            "first_batch_s": None})
         past["iterations"] += r.iterations
         ckpt = Path(r.psjob.options.checkpoint_dir)
-        # The resumed job writes its own next checkpoint: keep this one apart.
-        kept = ckpt.with_name(f"checkpoint-{len([p for p in self.preemptions if p['job'] == name]) + 1}")
+        # The resumed job writes its own next checkpoint and logs: keep these apart.
+        segment = len([p for p in self.preemptions if p["job"] == name]) + 1
+        kept = ckpt.with_name(f"checkpoint-{segment}")
         ckpt.rename(kept)
+        for proc in r.psjob.processes:
+            if proc.log_path.exists():
+                proc.log_path.rename(proc.log_path.with_name(f"{proc.log_path.stem}.segment{segment}.log"))
         self.checkpoint_of[name] = kept
         entry = {"job": name, "why": sus.why, "t": round(sus.asked_at, 3), "batch": batch,
                  "batches": r.batches, "suspend_s": round(now - sus.asked_at, 3),
