@@ -209,7 +209,9 @@ class PreemptiveRun(RealTimeRun):
         self.checkpoint_of[name] = kept
         entry = {"job": name, "why": sus.why, "t": round(sus.asked_at, 3), "batch": batch,
                  "batches": r.batches, "suspend_s": round(now - sus.asked_at, 3),
-                 "from_hosts": sorted(set(r.decision.worker_hosts) | set(r.decision.ps_hosts))}
+                 "from_hosts": sorted(set(r.decision.worker_hosts) | set(r.decision.ps_hosts)),
+                 # what the controller held for the old placement before it dropped it
+                 "controller_before": self.records[name].pop("controller", None)}
         self.preemptions.append(entry)
         self.records[name].update(status="suspended")
         self.say(f"suspended {name} after batch {batch}/{r.batches} in {entry['suspend_s']:.2f} s "
