@@ -30,9 +30,9 @@ DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
 # racks is then comparable to its compute, so the Proteus decision is not trivial (see
 # topologies/builtin/two-rack-100g.yaml).
 DEMO_TOPOLOGY = "two-rack-100g"
-# las is not offered: it preempts running jobs, which real PS jobs without checkpoints
-# (and the scheduler service's policy seam) do not support.
-POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris")
+# las preempts running jobs through suspend/resume (end_to_end.preemptive_run); the
+# scheduler service's policy seam does not offer it.
+POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris", "las")
 WARM_PER_HOST = 8        # pre-started processes per host: a job is 3-9 processes, and two
                          # jobs may start on one host within seconds (the refills import at nice 19)
 
@@ -59,6 +59,9 @@ def configure_run(parser) -> None:
     parser.add_argument("--policy", default="lyapunov", help=f"one of {', '.join(POLICY_NAMES)}")
     parser.add_argument("--priority", default="on", help="on|off: flow priority by the --rank rule")
     _common(parser)
+    from end_to_end.preemptive_run import add_arguments
+
+    add_arguments(parser)
 
 
 def configure_demo(parser) -> None:
@@ -110,6 +113,9 @@ def validate(jobs_path: str | Path, topology_arg: str, args, priority: str = "on
         if job.num_ps > len(topology.hosts):
             raise InputError(str(jobs_path), f"must be <= the {len(topology.hosts)} hosts of "
                              f"topology '{topology.name}'", element=f"job '{job.name}'", field="num_ps")
+    from end_to_end.preemptive_run import preemptive_loop
+
+    preemptive_loop(args)                   # --las-threshold, the migration cost table
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError("argument --out", f"{args.out} exists and is not a directory")
     return jobs, topology
@@ -193,14 +199,17 @@ def one_pass(topology, jobs, fabric, client, out: Path, args, priority: bool, po
     from end_to_end.runloop import RealTimeRun, RunOptions
 
     estimator = run_estimator(topology, args)
-    policy = make_policy(args.policy, topology, estimator, slot=args.slot)
+    from end_to_end.preemptive_run import preemptive_loop
+
+    loop_class, policy, extra = preemptive_loop(args)
+    policy = policy or make_policy(args.policy, topology, estimator, slot=args.slot)
     options = RunOptions(priority=priority, slot_s=args.slot, batches=args.batches,
                          input_size=args.input_size, job_timeout_s=args.job_timeout,
                          port_base=port_base, compute=args.compute, profile=args.profile,
                          compute_info=args.compute_info)
     from sluice_common.progress import LiveStatus
-    loop = RealTimeRun(topology, jobs, policy, estimator, fabric, client, out, options,
-                       policy_name=args.policy, runner=runner)
+    loop = (loop_class or RealTimeRun)(topology, jobs, policy, estimator, fabric, client, out,
+                                       options, policy_name=args.policy, runner=runner, **extra)
     with LiveStatus() as loop.status:
         return loop.run()
 

@@ -172,9 +172,13 @@ class RealTimeRun:
                                                "arrival": spec.arrival, "status": "queued"}
                     self.say(f"arrive {spec.name} ({spec.model}, max {spec.max_gpus} GPUs); "
                              f"{len(queued)} queued")
+                self.running = running        # read by end_to_end.preemptive_run
                 for name in list(running):
                     if self._watch(running[name]):
-                        self._finish(running.pop(name))
+                        back = self._finish(running.pop(name))
+                        if back is not None:      # suspended (preemptive_run): waits again
+                            queued.append(back)
+                self._after_watch()
                 if now >= next_sample:
                     self.sample_links()
                     next_sample = now + LINK_SAMPLE_S
@@ -203,6 +207,9 @@ class RealTimeRun:
                 self.records[r.qjob.spec.name].update(status="stopped", iterations=r.iterations)
         self.sample_links()
         return self.result()
+
+    def _after_watch(self) -> None:
+        """Once per loop turn after the running jobs were looked at (a subclass hook)."""
 
     def _decide(self, queued: list[QueuedJob]) -> list[_Running]:
         if self.now() - self.used_at > LINK_SAMPLE_S / 2:

@@ -105,6 +105,13 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
                              "(default, measured) or p100 (derived))")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--plot", metavar="DIR", help="write PNG plots into DIR")
+    parser.add_argument("--preemption-cost", choices=("measured", "zero"), default=None,
+                        help="charge every preemption (and migration) its measured suspend + "
+                             "resume time (job_scheduler/data/preemption_costs.yaml), or zero; "
+                             "adds preemptions, migrations and avg_jct per policy to --json")
+    parser.add_argument("--migrate", action="store_true",
+                        help="move a running cross-rack job to one rack when that beats staying "
+                             "(with --preemption-cost)")
 
 
 def _check_args(args: argparse.Namespace) -> list[str]:
@@ -154,11 +161,25 @@ def run_simulate(args: argparse.Namespace) -> int:
 
     estimator = Estimator(args.profile)
     results = {}
+    extra: dict[str, dict] = {}
+    if args.migrate and not args.preemption_cost:
+        raise InputError("argument --migrate", "needs --preemption-cost measured|zero")
+    if args.preemption_cost:
+        from job_scheduler.preemption import CostedSimulator, load_costs, summary
+
+        costs = load_costs(args.preemption_cost)
     for name in names:
         policy = make_policy(name, seed=args.seed, V=args.V, eps=args.eps, lam=args.lam,
                              ga=not args.no_ga, placement=args.placement, k=args.k,
                              estimate_error=args.estimate_error)
         progress = stderr_progress(name) if len(jobs) >= PROGRESS_FROM_JOBS else None
+        if args.preemption_cost:
+            sim = CostedSimulator(topo, jobs, policy, slot=args.slot, progress=progress,
+                                  network=not args.no_network, estimator=estimator,
+                                  costs=costs, migrate=args.migrate)
+            results[name] = sim.run()
+            extra[name] = summary(sim, results[name])
+            continue
         results[name] = Simulator(topo, jobs, policy, slot=args.slot, progress=progress,
                                    network=not args.no_network, estimator=estimator).run()
 
@@ -167,11 +188,16 @@ def run_simulate(args: argparse.Namespace) -> int:
         for path in write_plots(results, args.plot, title=f"{args.workload} on {topo.name}"):
             print(f"wrote {path}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"policies": {n: r.metrics() for n, r in results.items()},
+        print(json.dumps({"policies": {n: {**r.metrics(), **extra.get(n, {})}
+                                       for n, r in results.items()},
                           "workload": str(args.workload), "topology": topo.name,
                           "seed": args.seed}))
     else:
         _print_table(results, args, topo.name, len(jobs))
+        for n, e in extra.items():
+            print(f"{n}: {e['preemptions']} preemptions, {e['migrations']} migrations, "
+                  f"{e['preemption_cost_s']:.1f} s of suspend/resume charged "
+                  f"({args.preemption_cost} cost)")
     return 0
 
 

@@ -181,6 +181,9 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
     from ps_runtime.compute import add_arguments
 
     add_arguments(parser)
+    from ps_runtime.train_checkpoint import add_train_arguments
+
+    add_train_arguments(parser)
 
 
 def _port_busy(port: int) -> bool:
@@ -240,6 +243,9 @@ def run_train(args: argparse.Namespace) -> int:
                          field="--controller")
     batches = args.batches or max(1, math.ceil(spec.dataset_size * spec.epochs
                                                / (spec.batch_size * args.workers)))
+    from ps_runtime.train_checkpoint import checkpoint_options
+
+    batches, ckpt = checkpoint_options(args, spec, batches, compute)
     if compute == "torch":
         _device(args.device)
     from ps_runtime.transport_install import TransportMissing, ensure_mxnet
@@ -255,14 +261,16 @@ def run_train(args: argparse.Namespace) -> int:
     from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
     from ps_runtime.runners import LocalRunner
 
-    out = Path(args.out) if args.out else DEFAULT_TRAIN_OUT / spec.name
+    out = Path(args.out) if args.out else (Path(args.resume) / "resumed" if args.resume
+                                           else DEFAULT_TRAIN_OUT / spec.name)
     job = PSJob(spec, HostPlan.loopback(servers, args.workers), LocalRunner(), out,
                 batches=batches, base_port=args.base_port, controller_url=args.controller,
                 token=args.token, options=WorkerOptions(input_size=args.input_size, lr=args.lr,
                                                         device=args.device, threads=args.threads,
                                                         compute=compute, profile=args.profile,
                                                         bw_scale=args.bw_scale,
-                                                        compress=args.compress))
+                                                        compress=args.compress,
+                                                        **ckpt(out)))
     busy = [p for p in job.ports.all_ports() if _port_busy(p)]
     if busy:
         print(f"sluice train: port(s) {', '.join(map(str, busy))} of job '{spec.name}' are in "
@@ -295,4 +303,7 @@ def run_train(args: argparse.Namespace) -> int:
     print(f"job {spec.name} done in {result.elapsed_s:.1f} s: {len(losses)} worker-batches, "
           f"loss {statistics.mean(first):.4f} -> {statistics.mean(last):.4f}, median step "
           f"{statistics.median(steps) * 1000 if steps else float('nan'):.1f} ms")
+    from ps_runtime.train_checkpoint import report_end
+
+    report_end(job, result)
     return 0

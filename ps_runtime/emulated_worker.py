@@ -130,6 +130,15 @@ class EmulatedExchange:
     def num_workers(self) -> int:
         return self.kv.num_workers
 
+    def close(self) -> None:
+        """Leave the job now: freeing the KVStore finalises ps-lite (the workers'
+        barrier)."""
+        self.mx.nd.waitall()
+        self.kv = None
+        import gc
+
+        gc.collect()
+
     def exchange(self) -> None:
         self.kv.push(self.keys, self.values)
         self.kv.pull(self.keys, out=self.outs)
@@ -156,6 +165,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--controller", default=None, help="controller API base URL")
     ap.add_argument("--token", default=os.environ.get("SLUICE_PROGRESS_TOKEN"))
     ap.add_argument("--report-interval", type=float, default=0.2)
+    from ps_runtime.checkpoint_args import add_checkpoint_arguments
+
+    add_checkpoint_arguments(ap)
     args = ap.parse_args(argv)
     if (args.compute_s is None or args.bytes_per_batch is None) and (
             args.model is None or args.batch_size is None):
@@ -176,7 +188,18 @@ def main(argv: list[str] | None = None) -> int:
                       args.profile_device, args.compute_s, args.bytes_per_batch)
     print(f"worker {args.worker_index} of job {args.job}: emulated compute, {plan.describe()}",
           file=sys.stderr, flush=True)
+    first = 1
+    if args.resume:             # the model state a real worker would load
+        from ps_runtime.emulated_state import load_state
+
+        first = load_state(args) + 1
     kv = EmulatedExchange(key_lengths(plan.wire_bytes, int(args.bucket_mb * 2 ** 20)))
+    vote = None
+    if args.checkpoint_dir:
+        from ps_runtime.checkpoint import SuspendVote
+
+        vote = SuspendVote(kv.mx, kv.kv, args.checkpoint_dir, args.suspend_at)
+    suspended = None
     print(f"worker {args.worker_index}: ps-lite rank {kv.rank} of {kv.num_workers}, "
           f"{len(kv.keys)} keys, ready {time.perf_counter() - started:.2f} s after start",
           file=sys.stderr, flush=True)
@@ -187,9 +210,11 @@ def main(argv: list[str] | None = None) -> int:
 
         reporter = ProgressReporter(controller_sender(args.controller, args.token), args.job,
                                     worker_id(args.worker_index), args.report_interval)
-    for batch in range(1, args.batches + 1):
+    for batch in range(first, args.batches + 1):
         if reporter:
             reporter.report(batch)
+        if vote:
+            vote.cast(batch)
         t0 = time.perf_counter()
         if plan.compute_s > 0:
             time.sleep(plan.compute_s)
@@ -197,8 +222,23 @@ def main(argv: list[str] | None = None) -> int:
         kv.exchange()
         done = time.perf_counter()
         print(f"batch {batch} loss 0 time_s {done - t0:.4f} comm_s {done - t_comm:.4f}", flush=True)
+        if vote and batch < args.batches and vote.decided():
+            suspended = batch
+            break
     if reporter:
         reporter.close()
+    if suspended:
+        from ps_runtime.checkpoint_args import finish_suspend
+        from ps_runtime.emulated_state import save_state
+
+        save_state(args, plan.model_bytes)
+        vote.release()
+        t_close = time.perf_counter()
+        kv.close()              # the closing barrier: every worker has saved before it
+        print(f"worker {args.worker_index}: left the job in {time.perf_counter() - t_close:.3f} s",
+              file=sys.stderr, flush=True)
+        finish_suspend(args, "emulated", suspended)
+        return 0
     print(f"worker {args.worker_index}: done after {args.batches} batches", file=sys.stderr,
           flush=True)
     return 0

@@ -60,6 +60,11 @@ class WorkerOptions:
     bw_scale: float = 1.0          # the fabric's emulation.bw_scale (emulated compute)
     compute_s: float | None = None         # emulated: seconds per batch, overrides the profile
     bytes_per_batch: int | None = None     # emulated: wire bytes per batch, overrides the model
+    # Suspend/resume (ps_runtime.checkpoint): a job with a checkpoint_dir can be suspended
+    # (request_suspend, or after batch suspend_at); resume_from continues a checkpoint.
+    checkpoint_dir: str | None = None
+    suspend_at: int | None = None
+    resume_from: str | None = None
 
     def __post_init__(self):
         if self.compute not in COMPUTE_MODES:
@@ -154,6 +159,7 @@ class PSJob:
         self.grace = grace
         self.processes: list[PSProcess] = []
         self._started_at: float | None = None
+        self._wall_started: float | None = None
         self._stopped = False
         self._plan_cache = None            # the emulated workers' BatchPlan
 
@@ -215,7 +221,36 @@ class PSJob:
             argv += ["--num-classes", str(o.num_classes)]
         if self.controller_url:
             argv += ["--controller", self.controller_url]
+        return argv + self._checkpoint_argv()
+
+    def _checkpoint_argv(self) -> list[str]:
+        o, argv = self.options, []
+        if o.checkpoint_dir:
+            argv += ["--checkpoint-dir", str(o.checkpoint_dir)]
+        if o.suspend_at:
+            argv += ["--suspend-at", str(o.suspend_at)]
+        if o.resume_from:
+            argv += ["--resume", str(o.resume_from)]
         return argv
+
+    def request_suspend(self) -> None:
+        """Ask the workers to stop after the batch in progress and checkpoint."""
+        from ps_runtime.checkpoint import request_suspend
+
+        request_suspend(self.options.checkpoint_dir)
+
+    def suspended_batch(self) -> int | None:
+        """After the job ended: the batch it was suspended after, None if it finished."""
+        from ps_runtime.checkpoint import read_manifest
+
+        if not self.options.checkpoint_dir:
+            return None
+        try:
+            m = read_manifest(self.options.checkpoint_dir)
+        except ValueError:
+            return None
+        fresh = self._wall_started is not None and m.saved_at >= self._wall_started
+        return m.batch if fresh and not m.finished else None
 
     def _emulated_argv(self, proc: PSProcess) -> list[str]:
         o = self.options
@@ -234,7 +269,7 @@ class PSJob:
         argv += ["--compute-s", repr(plan.compute_s), "--bytes-per-batch", str(plan.wire_bytes)]
         if self.controller_url:
             argv += ["--controller", self.controller_url]
-        return argv
+        return argv + self._checkpoint_argv()
 
     # ---- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
@@ -243,6 +278,7 @@ class PSJob:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         _LIVE.add(self)
         self._started_at = time.monotonic()
+        self._wall_started = time.time()
         try:
             for proc in self._plan():
                 proc.log_file = open(proc.log_path, "wb")

@@ -35,6 +35,8 @@ if __name__ == "__main__":
 import torch
 from torch import nn
 
+from ps_runtime.checkpoint import SuspendVote
+from ps_runtime.checkpoint_args import finish_suspend, load_resume_state, save_worker_state
 from ps_runtime.data import SyntheticImages
 from ps_runtime.datapath import FlatKVStore
 from ps_runtime.numpy_compat import import_mxnet
@@ -252,6 +254,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="job token for progress reports (default: $SLUICE_PROGRESS_TOKEN, "
                          "which the launcher sets)")
     ap.add_argument("--report-interval", type=float, default=0.2)
+    from ps_runtime.checkpoint_args import add_checkpoint_arguments
+
+    add_checkpoint_arguments(ap)
     return ap.parse_args(argv)
 
 
@@ -273,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
         num_classes = model(torch.zeros(1, *shape, device=device)).shape[1]
     data = SyntheticImages(num_classes, shape, seed=args.seed, device=device)
     params = [p for p in model.parameters() if p.requires_grad]
+    resume = load_resume_state(args) if args.resume else None   # ps_runtime.checkpoint
+    if resume:
+        model.load_state_dict(resume["model"])
+        torch.set_rng_state(resume["rng"])
     mx = import_mxnet()         # DMLC_ROLE=worker: connects to the ps-lite scheduler
     sync = GradientSync(mx, params, int(args.bucket_mb * 2 ** 20), device,
                         overlap=not args.no_overlap, fp16=args.compress == "fp16")
@@ -286,11 +295,19 @@ def main(argv: list[str] | None = None) -> int:
         reporter = ProgressReporter(controller_sender(args.controller, args.token), args.job,
                                     worker_id(args.worker_index), args.report_interval)
     optimizer = torch.optim.SGD(params, lr=args.lr, momentum=0.9, foreach=True)
+    if resume:
+        optimizer.load_state_dict(resume["optimizer"])
+    vote = (SuspendVote(mx, sync.kv.kv, args.checkpoint_dir, args.suspend_at)
+            if args.checkpoint_dir else None)
+    first = resume["batch"] + 1 if resume else 1
+    suspended = None
     loss_fn = nn.CrossEntropyLoss()
     model.train()
-    for batch in range(1, args.batches + 1):
+    for batch in range(first, args.batches + 1):
         if reporter:
             reporter.report(batch)
+        if vote:
+            vote.cast(batch)
         t0 = time.perf_counter()
         x, y = data.batch(args.batch_size, batch, worker=args.worker_index)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
@@ -313,6 +330,12 @@ def main(argv: list[str] | None = None) -> int:
         stages = " ".join(f"{k}_s {v:.4f}" for k, v in sync.stages.items())
         print(f"batch {batch} loss {loss.item():.6f} time_s {end - t0:.4f} "
               f"comm_s {t_update - t_comm:.4f} {stages}", flush=True)
+        if vote and batch < args.batches and vote.decided():
+            suspended = batch
+            break
+    if suspended:
+        save_worker_state(args, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                 "rng": torch.get_rng_state(), "batch": suspended})
     if reporter:
         reporter.close()
     # Synchronous training keeps every replica's parameters identical (batch-norm running
@@ -320,7 +343,12 @@ def main(argv: list[str] | None = None) -> int:
     with torch.no_grad():
         checksum = float(sum(p.double().sum() for p in params))
     print(f"weights_checksum {checksum:.12e}", flush=True)
-    sync.kv.close()
+    if vote:
+        vote.release()
+    sync.kv.close()             # a barrier: every worker has saved its state after it
+    if suspended:
+        finish_suspend(args, "torch", suspended)
+        return 0
     print(f"worker {args.worker_index}: done after {args.batches} batches", file=sys.stderr,
           flush=True)
     return 0

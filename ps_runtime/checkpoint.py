@@ -1,0 +1,151 @@
+"""Suspend a PS job at a batch boundary and resume it later, anywhere (Gandiva's mechanism).
+
+Where the state lives: sluice's servers only sum gradients (``dist_sync`` with no server
+updater); every worker applies the same SGD step to its own replica, so the parameters,
+the optimizer's momentum and the batch counter live in the workers, identical on all of
+them (batch-norm running statistics are per worker). A checkpoint is therefore
+
+    DIR/worker<j>.state     worker j's state (torch: parameters, buffers, optimizer
+                            state, RNG; emulated: the model's bytes, written and read
+                            back so that the cost is real)
+    DIR/manifest.json       written last, once every worker has saved: the job, the
+                            last finished batch, the batches per worker, the worker count
+
+The servers and the ps-lite scheduler hold nothing that outlives a batch: they exit
+when the workers leave.
+
+Agreeing on the batch: synchronous workers are never more than one batch apart, but a
+request seen by one worker between two of its batches may not have been seen by the
+others yet. So the decision travels through the KVStore itself (:class:`SuspendVote`):
+each batch every worker pushes 1 when it wants to stop (``--suspend-at K`` reached, or
+the request file ``DIR/SUSPEND`` exists) and pulls the sum; the sum is the same on every
+worker, so all stop after the same batch. The vote is pushed at the start of the batch
+and read at its end: it rides along with the gradients and costs no extra round trip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+MANIFEST = "manifest.json"
+REQUEST = "SUSPEND"
+# A KVStore key far above any bucket number (buckets are 0..n-1).
+VOTE_KEY = 999_983
+
+
+@dataclass(frozen=True)
+class Manifest:
+    job: str
+    model: str
+    compute: str              # torch | emulated
+    batch: int                # the last batch every worker finished
+    batches: int              # batches per worker of the whole job
+    workers: int              # worker count when it was suspended
+    saved_at: float           # time.time() when the last worker had saved
+
+    @property
+    def finished(self) -> bool:
+        return self.batch >= self.batches
+
+
+def manifest_path(directory: str | Path) -> Path:
+    return Path(directory) / MANIFEST
+
+
+def read_manifest(directory: str | Path) -> Manifest:
+    """The checkpoint in ``directory``; ValueError naming the file if it is missing or bad."""
+    path = manifest_path(directory)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no checkpoint (a job suspended with --suspend-at writes it)")
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: unreadable checkpoint manifest: {err}")
+    try:
+        m = Manifest(**data)
+    except TypeError as err:
+        raise ValueError(f"{path}: bad checkpoint manifest: {err}")
+    if not (isinstance(m.batch, int) and isinstance(m.batches, int) and 0 < m.batch
+            and isinstance(m.workers, int) and m.workers > 0):
+        raise ValueError(f"{path}: batch and workers must be integers > 0, got {data}")
+    return m
+
+
+def write_manifest(directory: str | Path, manifest: Manifest) -> None:
+    _atomic_write(manifest_path(directory), json.dumps(asdict(manifest), indent=1).encode())
+
+
+def state_path(directory: str | Path, worker: int) -> Path:
+    return Path(directory) / f"worker{worker}.state"
+
+
+def source_worker(worker: int, saved_workers: int) -> int:
+    """Whose state worker ``worker`` of a resumed job loads: its own when the job had it,
+    else one of the saved ones (the parameters and momentum are the same on all)."""
+    return worker % saved_workers
+
+
+def request_suspend(directory: str | Path) -> Path:
+    """Ask a running job to stop after the batch in progress (its workers look for this
+    file every batch)."""
+    path = Path(directory) / REQUEST
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{time.time()}\n")
+    return path
+
+
+def clear_request(directory: str | Path) -> None:
+    try:
+        (Path(directory) / REQUEST).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    # No fsync: a suspend hands the state to the next launch through the (shared) file
+    # system, which needs the atomic rename, not durability across a power cut (an
+    # fsync of a large checkpoint cost seconds on a busy machine).
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def save_bytes(path: Path, data: bytes) -> None:
+    _atomic_write(path, data)
+
+
+class SuspendVote:
+    """Every worker's wish to stop, summed through the job's KVStore once per batch."""
+
+    def __init__(self, mx, kv, directory: str | Path, suspend_at: int | None = None):
+        self.mx = mx
+        self.kv = kv
+        self.request = Path(directory) / REQUEST
+        self.suspend_at = suspend_at
+        self.mine = mx.nd.zeros((1,), dtype="float32")
+        self.total = mx.nd.zeros((1,), dtype="float32")
+        kv.init(VOTE_KEY, self.mine)          # every worker, in the same order as its keys
+
+    def wants(self, batch: int) -> bool:
+        return batch == self.suspend_at or self.request.exists()
+
+    def cast(self, batch: int) -> None:
+        """Push this worker's vote for ``batch`` (asynchronous)."""
+        self.mine[:] = 1.0 if self.wants(batch) else 0.0
+        self.kv.push(VOTE_KEY, self.mine)
+        self.kv.pull(VOTE_KEY, out=self.total)
+
+    def decided(self) -> bool:
+        """After the batch's exchange: did any worker vote to stop? (same on all)"""
+        return float(self.total.asnumpy()[0]) > 0
+
+    def release(self) -> None:
+        """Drop the KVStore, so that closing it (the workers' barrier) is not held up
+        by this reference."""
+        self.kv = None

@@ -1,0 +1,35 @@
+"""The emulated worker's checkpoint state: what a real worker of the model would save
+and load (its parameters and the optimizer's momentum, ``2 x`` the model's float32
+bytes), written by worker 0 and read back on resume, so that the suspend and resume
+times measured in emulated mode include the real cost of the checkpoint I/O. The other
+workers write an empty file (their replicas are identical to worker 0's)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from ps_runtime import checkpoint
+from ps_runtime.checkpoint_args import resume_manifest
+
+STATE_COPIES = 2          # parameters + SGD momentum
+
+
+def save_state(args, model_bytes: int) -> None:
+    size = STATE_COPIES * model_bytes if args.worker_index == 0 else 0
+    t = time.perf_counter()
+    checkpoint.save_bytes(checkpoint.state_path(args.checkpoint_dir, args.worker_index),
+                          bytes(size))
+    print(f"worker {args.worker_index}: saved {size / 1e6:.1f} MB of state in "
+          f"{time.perf_counter() - t:.3f} s", file=sys.stderr, flush=True)
+
+
+def load_state(args) -> int:
+    """Read this worker's saved state back; returns the last batch done."""
+    m = resume_manifest(args)
+    path = checkpoint.state_path(args.resume, checkpoint.source_worker(args.worker_index, m.workers))
+    t = time.perf_counter()
+    size = len(path.read_bytes())
+    print(f"worker {args.worker_index}: resuming after batch {m.batch}, read {size / 1e6:.1f} MB "
+          f"from {path} in {time.perf_counter() - t:.3f} s", file=sys.stderr, flush=True)
+    return m.batch

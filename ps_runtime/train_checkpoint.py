@@ -1,0 +1,85 @@
+"""``sluice train ... --suspend-at K --out DIR`` and ``sluice train ... --resume DIR``.
+
+The checkpoint of a suspended ``sluice train`` lives in ``DIR/checkpoint`` (the job's run
+directory); ``--resume DIR`` (the run directory or the checkpoint itself) continues it
+to the job's last batch on any number of workers, logging to ``DIR/resumed`` unless
+``--out`` says otherwise. Both print the final ``weights_checksum`` (torch compute) and
+the batch the job stopped after.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sluice_common.errors import InputError
+
+CHECKPOINT_SUBDIR = "checkpoint"
+
+
+def add_train_arguments(parser) -> None:
+    parser.add_argument("--suspend-at", type=int, default=None, metavar="K",
+                        help="stop every process of the job after batch K, leaving the "
+                             "checkpoint in OUT/checkpoint")
+    parser.add_argument("--resume", default=None, metavar="DIR",
+                        help="continue the job suspended in DIR (its --out) from its next batch")
+
+
+def checkpoint_dir_of(path: str | Path) -> Path:
+    """The checkpoint of a run directory (or the checkpoint directory itself)."""
+    p = Path(path)
+    return p if (p / "manifest.json").exists() else p / CHECKPOINT_SUBDIR
+
+
+def checkpoint_options(args, spec, batches: int, compute: str):
+    """-> (batches per worker, out_dir -> WorkerOptions fields). InputError (exit 2) for
+    a bad --suspend-at / --resume, before anything starts."""
+    from ps_runtime.checkpoint import read_manifest
+
+    resume = None
+    if args.resume:
+        ckpt = checkpoint_dir_of(args.resume)
+        try:
+            m = read_manifest(ckpt)
+        except ValueError as err:
+            raise InputError(str(ckpt), str(err).split(": ", 1)[-1], field="--resume")
+        if m.job != spec.name:
+            raise InputError(str(ckpt), f"is a checkpoint of job '{m.job}', not '{spec.name}'",
+                             field="--resume")
+        if m.compute != compute:
+            raise InputError(str(ckpt), f"was saved with {m.compute} compute, this run uses "
+                             f"{compute} (pass --compute {m.compute})", field="--resume")
+        if args.batches is not None and args.batches != m.batches:
+            raise InputError("argument", f"the checkpoint's job has {m.batches} batches per "
+                             f"worker, got {args.batches}", field="--batches")
+        batches, resume = m.batches, ckpt
+    if args.suspend_at is not None:
+        first = (m.batch + 1) if resume else 1
+        if not first <= args.suspend_at < batches:
+            raise InputError("argument", f"must be a batch in {first}..{batches - 1} (the job "
+                             f"runs batches {first}..{batches})", field="--suspend-at")
+
+    def fields(out: Path) -> dict:
+        f = {}
+        if args.suspend_at is not None:
+            f.update(checkpoint_dir=str(out / CHECKPOINT_SUBDIR), suspend_at=args.suspend_at)
+        if resume is not None:
+            f["resume_from"] = str(resume)
+        return f
+
+    return batches, fields
+
+
+def report_end(job, result) -> None:
+    """The final checksum (worker 0's, torch) and where the job stopped."""
+    worker0 = next((p for p in job.workers if p.rank == 0), None)
+    if worker0 is not None:
+        for line in worker0.tail(50):
+            if line.startswith("weights_checksum "):
+                print(line)
+    suspended = job.suspended_batch()
+    last = max((recs[-1].batch for recs in result.batches.values() if recs), default=0)
+    if suspended:
+        print(f"suspended after batch {suspended} of {job.batches}; checkpoint in "
+              f"{job.options.checkpoint_dir} (continue with --resume {job.out_dir})")
+    else:
+        print(f"finished at batch {last} of {job.batches}")
