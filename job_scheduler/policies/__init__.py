@@ -25,7 +25,7 @@ fifo      FIFO head-of-line    requested (trace_gpus or max_gpus)     first fit
 tetris    packing (backfill)   requested                              Tetris cosine
 las       2D-LAS priority      requested (fixed), preemptive          first fit
 sluice    shortest predicted   drift-plus-penalty argmin, the queue's Liquid best fit
-          remaining work,      GPU time priced (sluice_policy.py)
+          remaining work,      GPU time priced (sluice.py)    
           preemptive at a cost
 ========  ===================  =====================================  ==============
 """
@@ -462,7 +462,7 @@ def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = 
         pol.placer = placer("first-fit")
         return pol
     if name == "sluice":
-        from job_scheduler.sluice_policy import DEFAULT_PREEMPT_COST_S, SluicePolicy
+        from job_scheduler.policies.sluice import DEFAULT_PREEMPT_COST_S, SluicePolicy
         pol = SluicePolicy(lam=lam, seed=seed, estimate_error=estimate_error,
                            preempt_cost_s=(DEFAULT_PREEMPT_COST_S if preempt_cost_s is None
                                            else preempt_cost_s))
