@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from controller.job_rank import DEFAULT_RULE, RANK_RULES
+from job_scheduler.policies import NON_PREEMPTIVE
 from sluice_common.errors import InputError
 
 DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
@@ -30,9 +31,9 @@ DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
 # racks is then comparable to its compute, so the Proteus decision is not trivial (see
 # topologies/builtin/two-rack-100g.yaml).
 DEMO_TOPOLOGY = "two-rack-100g"
-# las is not offered: it preempts running jobs, which real PS jobs without checkpoints
-# (and the scheduler service's policy seam) do not support.
-POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris")
+# The preemptive policies (las, sluice) are not offered: real PS jobs without checkpoints
+# (and the scheduler service's policy seam) cannot be suspended.
+POLICY_NAMES = NON_PREEMPTIVE
 WARM_PER_HOST = 8        # pre-started processes per host: a job is 3-9 processes, and two
                          # jobs may start on one host within seconds (the refills import at nice 19)
 

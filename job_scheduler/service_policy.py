@@ -34,8 +34,9 @@ from job_scheduler.simulator import JobModel   # C(n) per job, the simulator's o
 from sluice_common.errors import InputError
 from topologies import Topology
 
-# las and sluice preempt running jobs, which the service does not do
-SERVICE_POLICIES = tuple(n for n in sim_policies.POLICY_NAMES if n not in ("las", "sluice"))
+# the registry's policies less the preemptive ones (las, sluice): the service does not
+# suspend running jobs
+SERVICE_POLICIES = sim_policies.NON_PREEMPTIVE
 DEFAULT_V = sim_policies.DEFAULT_V
 DEFAULT_EPS = sim_policies.DEFAULT_EPS
 
@@ -175,7 +176,9 @@ def make_policy(name: str, topology: Topology, estimator: Estimator, **options) 
     """The service's policy step for a policy of the registry (``policies.POLICY_NAMES``
     less the preemptive ones); ``options`` go to ``policies.make_policy`` but ``slot``."""
     if name not in SERVICE_POLICIES:
-        why = " (las preempts running jobs; the service does not)" if name == "las" else ""
+        entry = sim_policies.REGISTRY.get(name)
+        why = (f" ({name} preempts running jobs; the service does not)"
+               if entry is not None and entry.preemptive else "")
         raise InputError("--policy", f"unknown policy {name!r}{why} "
                          f"(known: {', '.join(SERVICE_POLICIES)})")
     return SimulatorPolicyStep(name, topology, estimator, **options)
