@@ -9,8 +9,9 @@ The policies are the simulator's own (``job_scheduler.policies``: lyapunov = Pro
 drift-plus-penalty + Liquid best fit and group GA, single, random, fifo, tetris), run
 through :class:`SimulatorPolicyStep`, a thin adapter that shows each policy one slot
 of the service as if it were the simulator. So the service decides exactly as the
-simulator that evaluated the policy does. ``las`` is refused: it preempts running jobs,
-which the service does not do.
+simulator that evaluated the policy does. The preemptive ones (``las``, ``sluice``;
+``policies.NON_PREEMPTIVE`` is the rest) are refused: the service does not suspend
+running jobs.
 
 Differences from the simulator, both deliberate: C(n) uses the placement's bandwidth on
 an otherwise idle fabric by default (the "idle" bandwidth model of job_scheduler/context.py;

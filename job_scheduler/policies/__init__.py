@@ -9,21 +9,8 @@ simulator, the scheduler service and the end-to-end run call), and one list of t
 :mod:`.registry` (name -> factory and description) that ``make_policy``, the command
 line and the docs read. Policy modules import only :mod:`.base`, never each other.
 
-========  ===================  =====================================  ==============
-name      admission            GPU count                              placement
-========  ===================  =====================================  ==============
-lyapunov  FIFO head-of-line    Proteus drift-plus-penalty (proteus)   Liquid best fit
-                                                                      (+ group GA for a
-                                                                      slot's batch)
-single    FIFO head-of-line    1                                      Liquid best fit
-random    FIFO head-of-line    uniform in [1, max_gpus], seeded       Liquid best fit
-fifo      FIFO head-of-line    requested (trace_gpus or max_gpus)     first fit
-tetris    packing (backfill)   requested                              Tetris cosine
-las       2D-LAS priority      requested (fixed), preemptive          first fit
-sluice    shortest predicted   drift-plus-penalty argmin, the queue's Liquid best fit
-          remaining work,      GPU time priced (sluice.py)
-          preemptive at a cost
-========  ===================  =====================================  ==============
+The table of policies (admission, GPU count, placement) is ``registry.REGISTRY``'s
+descriptions: ``sluice simulate --help`` prints it and docs/design.md shows it.
 """
 
 from job_scheduler.policies.base import (PLACEMENTS, FixedCountPolicy, Policy, PolicyOptions,
