@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from controller.job_rank import DEFAULT_RULE, RANK_RULES
+from job_scheduler.policies import NON_PREEMPTIVE
 from sluice_common.errors import InputError
 
 DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
@@ -30,9 +31,10 @@ DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
 # racks is then comparable to its compute, so the Proteus decision is not trivial (see
 # topologies/builtin/two-rack-100g.yaml).
 DEMO_TOPOLOGY = "two-rack-100g"
-# las preempts running jobs through suspend/resume (end_to_end.preemptive_run); the
-# scheduler service's policy seam does not offer it.
-POLICY_NAMES = ("lyapunov", "single", "random", "fifo", "tetris", "las")
+# The non-preemptive policies, and las: it preempts running jobs through suspend/resume
+# at batch boundaries (end_to_end.preemptive_run). The scheduler service's policy seam
+# offers neither las nor sluice; sluice (preemptive at a cost) is simulator-only so far.
+POLICY_NAMES = NON_PREEMPTIVE + ("las",)
 WARM_PER_HOST = 8        # pre-started processes per host: a job is 3-9 processes, and two
                          # jobs may start on one host within seconds (the refills import at nice 19)
 

@@ -12,8 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from job_scheduler.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, make_policy,
-                                    parse_policy_names, requested_gpus)
+from job_scheduler.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, POLICY_NAMES, REGISTRY,
+                                    make_policy, parse_policy_names, policy_table,
+                                    requested_gpus)
 from job_scheduler.proteus import K_READINGS
 from job_scheduler.workloads import SCENARIO_CAPS, TRACE_CAPS
 from sluice_common.errors import InputError
@@ -67,6 +68,8 @@ def run_validate(args: argparse.Namespace) -> int:
 # ---- sluice simulate ------------------------------------------------------------------------
 
 def configure_simulate(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "policies (job_scheduler.policies):\n" + policy_table()
     parser.add_argument("--workload", required=True,
                         help="proteus-{small,big}-{dispersed,concentrated}, a job YAML file, "
                              "or a trace CSV with --trace-format")
@@ -74,7 +77,7 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, help="keep the first N jobs (arrival order)")
     parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
     parser.add_argument("--policies", default="lyapunov,single,random,fifo,tetris,las",
-                        help="comma-separated: lyapunov,single,random,fifo,tetris,las,sluice")
+                        help=f"comma-separated: {','.join(POLICY_NAMES)}")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scenario-caps", choices=SCENARIO_CAPS, default="paper",
                         help="max_gpus of generated proteus-* jobs: 'paper' = 8 for every job "
@@ -149,7 +152,7 @@ def run_simulate(args: argparse.Namespace) -> int:
                          seed=args.seed, caps=args.scenario_caps, trace_caps=args.trace_caps)
     if not jobs:
         raise InputError(args.workload, "no jobs")
-    fixed = [n for n in names if n in ("fifo", "tetris", "las")]
+    fixed = [n for n in names if REGISTRY[n].fixed_count]
     for job in jobs:
         if fixed and requested_gpus(job) > topo.total_gpus:
             raise InputError(args.workload, f"asks for {requested_gpus(job)} GPUs; policy "

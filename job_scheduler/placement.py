@@ -134,6 +134,12 @@ class ClusterState:
         return None
 
 
+def liquid_score(lam: float, cost: float, fitness: float) -> float:
+    """Liquid's instance score ``Score = lambda * Cost + (1 - lambda) * Fitness`` (lower is
+    better): best fit, the PS hosts and the group GA's objective all rank by it."""
+    return lam * cost + (1 - lam) * fitness
+
+
 def cost(topology: Topology, a: str, b: str) -> int:
     """Liquid's rack cost between two hosts of ``topology`` (by name)."""
     state = ClusterState(topology)
@@ -160,9 +166,8 @@ def _score_idx(state: ClusterState, jobs: Sequence[tuple[list[int], list[int]]],
     total = 0.0
     for ps, workers in jobs:
         for k, i in enumerate(workers):
-            if ps:
-                total += lam * state.cost(ps[k % len(ps)], i)
-            total += (1 - lam) * state.fitness(i, req=0, extra_used=extra[i])
+            c = state.cost(ps[k % len(ps)], i) if ps else 0
+            total += liquid_score(lam, c, state.fitness(i, req=0, extra_used=extra[i]))
     return total
 
 
@@ -185,7 +190,7 @@ def _ps_hosts(state: ClusterState, counts: dict[int, int], num_ps: int,
 
     def score(h: int) -> float:
         c = sum(k * state.cost(h, w) for w, k in counts.items())
-        return lam * c + (1 - lam) * state.fitness(h, req=0, extra_used=counts[h])
+        return liquid_score(lam, c, state.fitness(h, req=0, extra_used=counts[h]))
     ranked = sorted(counts, key=lambda h: (score(h), h))
     return [ranked[k % len(ranked)] for k in range(max(num_ps, 0))]
 
@@ -249,7 +254,7 @@ class BestFitPlacement:
                 c = (state.rack_size[r] * (in_rack - on_host)
                      + state.domain_size[d] * (in_dom - in_rack)
                      + state.cluster_size * (placed - in_dom))
-                key = (lam * c + (1 - lam) * state.fitness(h, 1, on_host), h)
+                key = (liquid_score(lam, c, state.fitness(h, 1, on_host)), h)
                 if best_key is None or key < best_key:
                     best, best_key = h, key
             take = min(n - placed, state.free[best] - counts.get(best, 0))

@@ -126,7 +126,8 @@ def decide(costs: Mapping[int, float], cost1: float, Q: float, Z: float, V: floa
 
 @dataclass
 class LyapunovState:
-    """Q and Z across slots, with their history for plots."""
+    """Q and Z across slots, with their history for plots (``advance``); the one
+    copy of the queues: LyapunovPolicy keeps its Q and Z here."""
     eps: float
     Q: float = 0.0
     Z: float = 0.0
@@ -143,6 +144,20 @@ class LyapunovState:
         self.Q = update_Q(self.Q, served, arrivals, waiting)
         self.t += dt
         self.history.append((self.t, self.Q, self.Z))
+
+    def serve(self, served: float, leaving: float, first: bool = True) -> None:
+        """A job starts inside a slot (LyapunovPolicy, which may start several per slot):
+        Z pays the served work ``served`` = k*Cost_i(1) and gains eps on the slot's
+        ``first`` start only; Q loses the job's own ``leaving`` = Cost_i(1), which keeps Q
+        equal to the waiting work whatever the reading of k (module docstring)."""
+        self.Z = update_Z(self.Z, self.Q, self.eps if first else 0.0, served)
+        self.Q = update_Q(self.Q, leaving)
+
+    def wait(self) -> None:
+        """A slot closes with nothing started: Z grows by eps while work waits, else
+        halves; Q keeps its value."""
+        self.Z = update_Z(self.Z, self.Q, self.eps, 0.0)
+        self.Q = update_Q(self.Q, 0.0)
 
     def arrive(self, arrivals: Iterable[float]) -> None:
         """Add work to Q outside a slot boundary (e.g. jobs present at t = 0)."""

@@ -36,11 +36,12 @@ def default_db_path() -> Path:
 # ---- sluice scheduler --------------------------------------------------------------------
 
 def configure_scheduler(parser: argparse.ArgumentParser) -> None:
+    from job_scheduler.policies import NON_PREEMPTIVE
     parser.add_argument("--topology", default="two-rack",
                         help="built-in name or YAML file (default: two-rack)")
     parser.add_argument("--policy", default="lyapunov",
-                        help="lyapunov (default), single, random, fifo or tetris: the "
-                        "simulator's policies (job_scheduler.policies)")
+                        help=f"one of {', '.join(NON_PREEMPTIVE)} (default lyapunov): the "
+                        "simulator's policies less the preemptive ones (job_scheduler.policies)")
     parser.add_argument("--listen", default=DEFAULT_LISTEN,
                         help=f"HOST:PORT of the HTTP API (default {DEFAULT_LISTEN}; port 0 "
                         "picks a free one)")

@@ -9,8 +9,9 @@ The policies are the simulator's own (``job_scheduler.policies``: lyapunov = Pro
 drift-plus-penalty + Liquid best fit and group GA, single, random, fifo, tetris), run
 through :class:`SimulatorPolicyStep`, a thin adapter that shows each policy one slot
 of the service as if it were the simulator. So the service decides exactly as the
-simulator that evaluated the policy does. ``las`` is refused: it preempts running jobs,
-which the service does not do.
+simulator that evaluated the policy does. The preemptive ones (``las``, ``sluice``;
+``policies.NON_PREEMPTIVE`` is the rest) are refused: the service does not suspend
+running jobs.
 
 Differences from the simulator, both deliberate: C(n) uses the placement's bandwidth on
 an otherwise idle fabric by default (the "idle" bandwidth model of job_scheduler/context.py;
@@ -34,8 +35,9 @@ from job_scheduler.simulator import JobModel   # C(n) per job, the simulator's o
 from sluice_common.errors import InputError
 from topologies import Topology
 
-# las and sluice preempt running jobs, which the service does not do
-SERVICE_POLICIES = tuple(n for n in sim_policies.POLICY_NAMES if n not in ("las", "sluice"))
+# the registry's policies less the preemptive ones (las, sluice): the service does not
+# suspend running jobs
+SERVICE_POLICIES = sim_policies.NON_PREEMPTIVE
 DEFAULT_V = sim_policies.DEFAULT_V
 DEFAULT_EPS = sim_policies.DEFAULT_EPS
 
@@ -175,7 +177,9 @@ def make_policy(name: str, topology: Topology, estimator: Estimator, **options) 
     """The service's policy step for a policy of the registry (``policies.POLICY_NAMES``
     less the preemptive ones); ``options`` go to ``policies.make_policy`` but ``slot``."""
     if name not in SERVICE_POLICIES:
-        why = " (las preempts running jobs; the service does not)" if name == "las" else ""
+        entry = sim_policies.REGISTRY.get(name)
+        why = (f" ({name} preempts running jobs; the service does not)"
+               if entry is not None and entry.preemptive else "")
         raise InputError("--policy", f"unknown policy {name!r}{why} "
                          f"(known: {', '.join(SERVICE_POLICIES)})")
     return SimulatorPolicyStep(name, topology, estimator, **options)

@@ -230,10 +230,6 @@ class Simulator:
             return self.work_left[j]
         return max(run.work_left - max(self.now - run.t_last, 0.0) * run.rate, 0.0)
 
-    def runtime(self, j: int, n: int, placement: Placement) -> float:
-        """C(n) of job j on this placement at today's uplink sharing."""
-        return self.models[j].C(n, self.live_bandwidth(placement))
-
     # ---- actions policies take ------------------------------------------------------
     def start(self, j: int, placement: Placement) -> None:
         n = placement.gpus

@@ -196,3 +196,9 @@ def test_tetris_grouped_scoring_matches_scoring_every_host():
         n = rng.randint(1, max(1, min(20, state.total_free)))
         if state.total_free:
             assert TetrisPlacement().place(state, "j", n).worker_hosts == by_every_host(state, n)
+
+
+def test_liquid_score_is_the_papers_weighted_sum():
+    from job_scheduler.placement import liquid_score
+    assert liquid_score(0.5, 4, -0.75) == pytest.approx(1.625)
+    assert liquid_score(1.0, 4, -0.75) == 4.0 and liquid_score(0.0, 4, -0.75) == -0.75

@@ -191,3 +191,26 @@ def test_k_job_runs_every_job_with_the_papers_Q(seed):
     assert all(a <= b for a, b in zip(backlog, backlog[1:])), backlog
     assert backlog[-1] > 100 * backlog[0]
     assert max(penalty[1:]) < 0.6 * penalty[0], penalty
+
+
+def test_serve_and_wait_keep_Q_the_waiting_work_within_a_slot():
+    # LyapunovPolicy's accounting: two jobs (Cost(1) = 10 and 30) wait, eps = 5.
+    st = LyapunovState(eps=5.0)
+    st.arrive([10.0, 30.0])
+    st.serve(served=20.0, leaving=10.0)             # first start of the slot: Z + eps - served
+    assert (st.Q, st.Z) == (30.0, 0.0)              # max(0 + 5 - 20, 0) = 0; Q = the other job
+    st.wait()                                       # next slot, nothing starts: Z grows by eps
+    assert (st.Q, st.Z) == (30.0, 5.0)
+    st.serve(served=3.0, leaving=30.0, first=False)  # a later start in a slot: no eps
+    assert (st.Q, st.Z) == (0.0, 2.0)
+    st.wait()                                       # Q = 0: Z halves
+    assert (st.Q, st.Z) == (0.0, 1.0)
+    assert st.history == []                         # only advance() records
+
+
+def test_lyapunov_policy_keeps_its_queues_in_one_LyapunovState():
+    from job_scheduler.policies import LyapunovPolicy
+    pol = LyapunovPolicy(eps=7.0)
+    assert isinstance(pol.queues, LyapunovState) and pol.queues.eps == 7.0
+    pol.queues.arrive([4.0])
+    assert (pol.Q, pol.Z) == (4.0, 0.0)

@@ -9,7 +9,7 @@ from job_scheduler.estimator import Estimator
 from sluice_common.jobspec import JobSpec
 from job_scheduler.policies import make_policy
 from job_scheduler.simulator import Simulator
-from job_scheduler.sluice_policy import (SluicePolicy, choose_count, priced_penalty,
+from job_scheduler.policies.sluice import (SluicePolicy, choose_count, priced_penalty,
                                          worth_waiting)
 from topologies import parse_topology
 

@@ -1,4 +1,4 @@
-"""The ``sluice`` policy: Proteus' GPU-count decision and Liquid placement, plus what
+"""``sluice``: Proteus' GPU-count decision and Liquid placement, plus what
 the measurements showed `lyapunov` lacks (bench/results/sluice.md).
 
 What it keeps:
@@ -46,6 +46,7 @@ import random
 
 from job_scheduler.fit_index import FitIndex
 from job_scheduler.placement import DEFAULT_LAMBDA, BestFitPlacement, Placement
+from job_scheduler.policies.base import PolicyOptions, candidate_costs
 from job_scheduler.proteus import candidate_counts
 
 # Suspend + resume of a PS job: checkpoint the parameters, free the GPUs, later start
@@ -185,16 +186,7 @@ class SluicePolicy:
 
     # ---- decisions ----------------------------------------------------------------------
     def _costs(self, sim, j: int, limit: int) -> tuple[dict[int, float], dict[int, Placement]]:
-        job, model = sim.jobs[j], sim.models[j]
-        costs: dict[int, float] = {}
-        places: dict[int, Placement] = {}
-        for n in candidate_counts(limit):
-            p = self.placer.place(sim.state, job.name, n, job.num_ps)
-            if p is None:
-                continue
-            places[n] = p
-            costs[n] = model.C(n, sim.live_bandwidth(p)) if n > 1 else model.cost1
-        return costs, places
+        return candidate_costs(sim, j, limit, self.placer)
 
     def _start(self, sim, j: int, behind: int) -> bool:
         job = sim.jobs[j]
@@ -282,3 +274,11 @@ class SluicePolicy:
                     return
                 self._suspend(sim, victim)
             self._start(sim, j, behind)
+
+
+def make(o: PolicyOptions) -> SluicePolicy:
+    pol = SluicePolicy(lam=o.lam, seed=o.seed, estimate_error=o.estimate_error,
+                       preempt_cost_s=(DEFAULT_PREEMPT_COST_S if o.preempt_cost_s is None
+                                       else o.preempt_cost_s))
+    pol.placer = o.placer("best-fit")
+    return pol

@@ -1,0 +1,152 @@
+"""What every policy is: the ``Policy`` protocol the three scheduling loops drive, the
+options a policy is built from, and the pieces several policies share.
+
+``sim`` below is the loop's ``SchedulingContext`` (job_scheduler/context.py): the
+simulator, one slot of the scheduler service, or the service step inside the
+end-to-end run. A loop calls, in this order at each slot boundary:
+
+* ``on_arrival(sim, j)`` once per job that entered the waiting list;
+* ``step(sim)`` when jobs wait: start (``sim.start``) or preempt (``sim.preempt``);
+* ``wants_slot(sim)``: must it be called again next slot even if no event happens?
+* ``idle(sim, slots)``: that many slots passed with no call (nothing could change).
+
+Optional hooks, called by the simulator only where a policy has them:
+``on_complete(sim, j)`` (a job ended: policies that index their running jobs),
+``next_wakeup(sim) -> float`` (a time before the next event at which the order changes:
+las' threshold crossings) and ``regrow(sim)`` (nothing waits and GPUs are idle: sluice
+resizes running jobs). A policy with a ``trace`` of (t, Q, Z) gets it plotted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol, runtime_checkable
+
+from job_scheduler.placement import (DEFAULT_LAMBDA, BestFitPlacement, FirstFitPlacement,
+                                     Placement, TetrisPlacement)
+from job_scheduler.proteus import candidate_counts
+from sluice_common.errors import InputError
+from sluice_common.jobspec import JobSpec
+
+
+@runtime_checkable
+class Policy(Protocol):
+    name: str
+
+    def on_arrival(self, sim, j: int) -> None: ...
+
+    def step(self, sim) -> None: ...
+
+    def wants_slot(self, sim) -> bool: ...
+
+    def idle(self, sim, slots: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class PolicyOptions:
+    """Every knob ``make_policy`` takes; each policy reads the ones it has."""
+    seed: int
+    lam: float                      # Liquid: weight of rack cost vs fitness
+    placement: str | None           # swap the policy's own placement (Blox-style)
+    V: float                        # lyapunov
+    eps: float                      # lyapunov
+    k: str                          # lyapunov: reading of k
+    ga: bool                        # lyapunov: group GA for a slot's batch
+    trace_every: float              # lyapunov: seconds between (t, Q, Z) samples
+    las_thresholds: tuple[float, ...]
+    estimate_error: float           # sluice
+    preempt_cost_s: float | None    # sluice (None: its default)
+
+    def placer(self, default: str):
+        """The policy's placement strategy: ``default`` unless ``placement`` overrides."""
+        return make_placement(self.placement or default, self.lam)
+
+
+PLACEMENTS = ("best-fit", "first-fit", "tetris")
+
+
+def make_placement(name: str, lam: float = DEFAULT_LAMBDA):
+    if name == "best-fit":
+        return BestFitPlacement(lam)
+    if name == "first-fit":
+        return FirstFitPlacement()
+    if name == "tetris":
+        return TetrisPlacement()
+    raise InputError("--placement", f"unknown placement {name!r} (known: {', '.join(PLACEMENTS)})")
+
+
+def requested_gpus(job: JobSpec) -> int:
+    """What a job asks for: its trace's GPU count for trace jobs, else max_gpus."""
+    return job.trace_gpus if job.trace_gpus else job.max_gpus
+
+
+def candidate_costs(sim, j: int, limit: int, placer, *, place_one: bool = True
+                    ) -> tuple[dict[int, float], dict[int, Placement]]:
+    """C(n) of job ``j`` for every candidate count up to ``limit`` on the placement
+    ``placer`` would give it now, priced at the loop's live bandwidth, and those
+    placements. C(1) = Cost(1) (no exchange); ``place_one=False`` leaves n = 1 unplaced
+    (a caller that places it only if chosen)."""
+    job, model = sim.jobs[j], sim.models[j]
+    costs: dict[int, float] = {}
+    places: dict[int, Placement] = {}
+    for n in candidate_counts(limit):
+        if n == 1 and not place_one:
+            costs[1] = model.cost1
+            continue
+        p = placer.place(sim.state, job.name, n, job.num_ps)
+        if p is None:
+            continue
+        places[n] = p
+        costs[n] = model.C(n, sim.live_bandwidth(p)) if n > 1 else model.cost1
+    return costs, places
+
+
+class FixedCountPolicy:
+    """Head-of-line FIFO (or backfilling, ``backfill=True``) at a GPU count fixed per
+    job by ``count``, placed by ``placer``. Nothing changes between events, so the
+    simulator may skip straight to the next arrival or completion."""
+
+    def __init__(self, name: str, count: Callable[[JobSpec], int], placer, *,
+                 backfill: bool = False, clamp: bool = False):
+        self.name = name
+        self.clamp = clamp          # cap the count at the cluster size (random) or refuse
+        self.count = count
+        self.placer = placer
+        self.backfill = backfill
+        self._n: dict[int, int] = {}
+
+    def on_arrival(self, sim, j: int) -> None:
+        n = self.count(sim.jobs[j])
+        if self.clamp:
+            n = min(n, sim.state.total_gpus)
+        if n > sim.state.total_gpus:
+            raise ValueError(f"policy {self.name}: job '{sim.jobs[j].name}' needs {n} GPUs, "
+                             f"the cluster has {sim.state.total_gpus}")
+        self._n[j] = n
+
+    def wants_slot(self, sim) -> bool:
+        return False
+
+    def idle(self, sim, slots: int) -> None:
+        pass
+
+    def step(self, sim) -> None:
+        state = sim.state
+        if self.backfill:
+            # smallest-first scan would starve big jobs; arrival order, skip misfits
+            for j in [j for j in sim.waiting if self._n[j] <= state.total_free]:
+                if self._n[j] <= state.total_free:
+                    self._try(sim, j)
+            return
+        while sim.waiting and state.total_free:     # head-of-line: O(started), not O(queue)
+            if not self._try(sim, next(iter(sim.waiting))):
+                return
+
+    def _try(self, sim, j: int) -> bool:
+        n, job = self._n[j], sim.jobs[j]
+        sim.decisions += 1
+        p = self.placer.place(sim.state, job.name, n, job.num_ps) \
+            if n <= sim.state.total_free else None
+        if p is not None:
+            sim.start(j, p)
+        return p is not None

@@ -1,0 +1,90 @@
+"""The policy registry: one list that make_policy, the command line, the service and the
+docs read, and every policy in it keeps the Policy protocol the loops drive."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from end_to_end import run as e2e_run
+from job_scheduler import cli as sim_cli
+from job_scheduler import service_cli
+from job_scheduler.estimator import Estimator
+from job_scheduler.policies import (NON_PREEMPTIVE, POLICY_NAMES, REGISTRY, Policy, make_policy,
+                                    parse_policy_names)
+from job_scheduler.service_policy import SERVICE_POLICIES
+from job_scheduler.service_policy import make_policy as service_policy
+from sluice_common.errors import InputError
+from topologies import load_topology
+
+DESIGN = Path(__file__).resolve().parents[1] / "docs" / "design.md"
+TWO_RACK = load_topology("two-rack")
+
+
+def _help_of(configure, dest: str) -> str:
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    (action,) = [a for a in parser._actions if a.dest == dest]
+    return action.help
+
+
+def _names_in(text: str) -> list[str]:
+    """The comma-separated list of names in a help text."""
+    (names,) = re.findall(r"[a-z]+(?:, ?[a-z]+)+", text)
+    return re.split(r", ?", names)
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_every_registered_policy_keeps_the_protocol(name):
+    policy = make_policy(name, seed=1)
+    assert isinstance(policy, Policy)
+    assert policy.name == name
+    # a fresh object per call: policies keep per-run state
+    assert make_policy(name, seed=1) is not policy
+
+
+def test_the_protocol_rejects_an_object_without_the_loop_methods():
+    class NoStep:
+        name = "x"
+
+        def on_arrival(self, sim, j): ...
+
+        def wants_slot(self, sim): ...
+
+        def idle(self, sim, slots): ...
+
+    assert not isinstance(NoStep(), Policy)
+
+
+def test_cli_choices_are_the_registry():
+    assert POLICY_NAMES == tuple(REGISTRY) and len(POLICY_NAMES) == 7
+    assert _names_in(_help_of(sim_cli.configure_simulate, "policies")) == list(POLICY_NAMES)
+    assert parse_policy_names(",".join(POLICY_NAMES)) == list(POLICY_NAMES)
+    with pytest.raises(InputError, match="unknown policy 'nope'"):
+        parse_policy_names("nope")
+    # the scheduler service: the registry less the preemptive policies; sluice run adds
+    # las, which it preempts through suspend/resume (end_to_end.preemptive_run)
+    preemptive = [n for n, e in REGISTRY.items() if e.preemptive]
+    assert preemptive == ["las", "sluice"]
+    assert NON_PREEMPTIVE == SERVICE_POLICIES
+    assert e2e_run.POLICY_NAMES == NON_PREEMPTIVE + ("las",)
+    assert NON_PREEMPTIVE == tuple(n for n in POLICY_NAMES if n not in preemptive)
+    assert _names_in(_help_of(e2e_run.configure_run, "policy")) == list(e2e_run.POLICY_NAMES)
+    assert _names_in(_help_of(service_cli.configure_scheduler, "policy")) == list(NON_PREEMPTIVE)
+
+
+def test_the_service_builds_every_non_preemptive_policy_and_refuses_the_others():
+    est = Estimator()
+    for name in NON_PREEMPTIVE:
+        assert service_policy(name, TWO_RACK, est).policy.name == name
+    for name in set(POLICY_NAMES) - set(NON_PREEMPTIVE):
+        with pytest.raises(InputError, match=f"{name} preempts running jobs"):
+            service_policy(name, TWO_RACK, est)
+
+
+def test_the_design_document_lists_the_registry():
+    rows = re.findall(r"^\| `([a-z]+)` \| (.+) \|$", DESIGN.read_text(encoding="utf-8"), re.M)
+    assert rows == [(e.name, e.description) for e in REGISTRY.values()]
