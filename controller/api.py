@@ -225,7 +225,9 @@ def _body(model: BaseModel) -> dict[str, Any]:
 
 
 def build_app(service: ControllerService) -> FastAPI:
-    guard = Northbound(service)       # tokens and rate limits; the service behind it
+    # tokens and rate limits, the service behind it (no service: only the OpenAPI
+    # document is wanted, sluice/reference.py)
+    guard = Northbound(service) if service is not None else None
     # one batch of reports at a time in the service (it serialises them anyway)
     reporters = ProgressBatcher(guard, ThreadPoolExecutor(
         max_workers=1, thread_name_prefix="sluice-progress"))

@@ -4,7 +4,9 @@ Everything the northbound API and the os-ken app do goes through :class:`Control
 It owns no sockets: flow mods leave through a *sink* (the os-ken app in production, a
 :class:`~controller.flowtable.FlowTable` in tests) so the whole controller logic runs in a
 unit test with no switch. Each public method validates first and changes state only when
-everything is valid (a rejected request changes nothing).
+everything is valid (a rejected request changes nothing, and raises a
+:mod:`controller.errors` exception). Tokens and rate limits are checked before a request
+gets here (:mod:`controller.auth`); status codes are the REST API's.
 """
 
 from __future__ import annotations
