@@ -251,3 +251,23 @@ def test_workers_sharing_a_host_share_the_push_rule_at_the_more_urgent_level():
     # pull flows go to distinct worker ports: one rule each, at their own levels
     assert walk(svc, "h3", "10.0.0.1", tcp_dst=9001)[2] == dscp_of_level(levels[("w0", "pull")])
     assert walk(svc, "h3", "10.0.0.1", tcp_dst=9002)[2] == dscp_of_level(levels[("w1", "pull")])
+
+
+def test_a_job_registered_again_gets_a_new_token_and_a_full_bucket():
+    now = [0.0]
+    svc = bring_up(make_service(rate_per_s=2))
+    svc.clock = lambda: now[0]
+    guard = northbound(svc)
+    old = guard.register_job(ADMIN, JOB_A)["token"]
+    for b in (1, 2):
+        guard.progress("job-a", old, {"worker": "w0", "batch": b})
+    with pytest.raises(Refused) as err:
+        guard.progress("job-a", old, {"worker": "w0", "batch": 3})
+    assert status_of(err.value) == 429
+    guard.remove_job(ADMIN, "job-a")
+    new = guard.register_job(ADMIN, JOB_A)["token"]
+    with pytest.raises(Refused) as err:
+        guard.progress("job-a", old, {"worker": "w0", "batch": 3})
+    assert status_of(err.value) == 401
+    for b in (1, 2):            # the same instant: a fresh bucket, not the old empty one
+        assert guard.progress("job-a", new, {"worker": "w0", "batch": b})[0]["result"] == "accepted"
