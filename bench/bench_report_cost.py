@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from controller.auth import Northbound  # noqa: E402
 from controller.fake_fabric import bring_up  # noqa: E402
 from controller.service import ControllerConfig, ControllerService, TableSink  # noqa: E402
 from topologies import load_topology  # noqa: E402
@@ -40,6 +41,7 @@ def service(rank: str, jobs: int, workers: int, full: bool):
     if full:       # the path before incremental re-ranking: every report reconciles all
         svc._reconcile_moved = lambda moved, on_done: None
     ips = [h.ip for h in topo.hosts]
+    guard = Northbound(svc)     # reports pass the token and rate checks, as over HTTP
     tokens = {}
     for j in range(jobs):
         # near-equal sizes: as the jobs advance in turn they overtake each other, so
@@ -49,19 +51,19 @@ def service(rank: str, jobs: int, workers: int, full: bool):
                 "servers": [{"id": "s0", "ip": ips[j % len(ips)], "port": 20000 + j}],
                 "workers": [{"id": f"w{w}", "ip": ips[(j + 1 + w) % len(ips)],
                              "port": 30000 + j * workers + w} for w in range(workers)]}
-        tokens[body["id"]] = svc.register_job(ADMIN, body)["token"]
-    return svc, tokens
+        tokens[body["id"]] = guard.register_job(ADMIN, body)["token"]
+    return guard, tokens
 
 
-def ms_per_report(svc, tokens, workers: int, reports: int) -> tuple[float, int]:
+def ms_per_report(guard, tokens, workers: int, reports: int) -> tuple[float, int]:
     names = sorted(tokens)
     mods = 0
     t0 = time.perf_counter()
     for n in range(reports):
         job = names[n % len(names)]
         w = (n // len(names)) % workers
-        answer, _ = svc.progress(job, tokens[job], {"worker": f"w{w}",
-                                                    "batch": n // (len(names) * workers) + 1})
+        answer, _ = guard.progress(job, tokens[job], {"worker": f"w{w}",
+                                                      "batch": n // (len(names) * workers) + 1})
         mods += answer["changed_rules"]
     return 1000 * (time.perf_counter() - t0) / reports, mods
 

@@ -10,9 +10,13 @@ Pure core (no I/O, unit-tested against a fake flow table):
   packets.py     LLDP/ARP frames built and parsed with os-ken's lib.packet
   linkstats.py   port counters -> bytes/s; metrics.py: Prometheus text
 Glue and shells:
-  service.py     ControllerService: the above behind one lock; tokens, rate limit, state file
+  service.py     ControllerService: the above behind one lock, and the state file; refuses
+                 with errors.py's exceptions (no HTTP status codes)
   app.py         the os-ken app (events -> service, rule data -> OFPFlowMod); ofwire.py packs
                  the fixed-field matches fast
-  api.py         northbound JSON/HTTP API (ThreadingHTTPServer); client.py: its client
+  auth.py        the northbound guard: admin and job tokens, per-job report rate
+                 (ratelimit.py) checked before the service is called
+  api.py         northbound JSON/HTTP API (FastAPI on uvicorn): refusals -> status codes;
+                 client.py: its client
   cli.py         `sluice controller`
 """

@@ -15,9 +15,11 @@ listed in ``errors``), 401 missing/wrong token, 404 unknown job or path, 409 con
 nothing. Nothing is logged per request: tokens are never logged.
 
 Where the checks live: request models (pydantic) reject malformed bodies with every
-error at once; the body-size limit is ASGI middleware; tokens are a bearer dependency;
-what needs the controller's state (a job's own token, its per-job report rate, IPs that
-are hosts of the topology, duplicate jobs) is the service's, as before.
+error at once; the body-size limit is ASGI middleware; tokens and the per-job report
+rate are checked by the northbound guard (controller.auth) before the service is
+called; what needs the controller's state (IPs that are hosts of the topology, a job's
+workers, duplicate jobs) is the service's. Both refuse with controller.errors
+exceptions, and :data:`STATUS` below is the one place they become status codes.
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from controller import live
+from controller.auth import Northbound
+from controller.errors import BadRequest, Conflict, NotFound, RateLimited, Refused, Unauthorized
 from controller.progress_batch import ProgressBatcher
 from controller.registry import MAX_ENDPOINTS
-from controller.service import ApiError, ControllerService
+from controller.service import ControllerService
 from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_of, bearer_token,
                                  document_400_for_bad_requests, validation_messages)
 
@@ -50,6 +54,20 @@ LOG = logging.getLogger("sluice.controller.api")
 MAX_BODY = 64 * 1024
 WAIT_TIMEOUT_S = 10.0
 JOB_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+# Why the controller refused -> the status code it answers with.
+STATUS: dict[type[Refused], int] = {BadRequest: 400, Unauthorized: 401, NotFound: 404,
+                                    Conflict: 409, RateLimited: 429}
+
+
+def status_of(err: Refused) -> int:
+    return next(code for kind, code in STATUS.items() if isinstance(err, kind))
+
+
+def refusal(err: Refused) -> tuple[int, dict]:
+    """(status, JSON answer) of a refused request."""
+    status = status_of(err)
+    return status, {"error": err.reason, "status": status}
 
 
 # ---- request and answer models ---------------------------------------------------------
@@ -130,12 +148,12 @@ class LoopEvent(threading.Event):
             return self.is_set()
 
 
-async def handle_progress(service: ControllerService, job_id: str, raw: bytes,
+async def handle_progress(service: Northbound, job_id: str, raw: bytes,
                           authorization: str | None, wait: str | None,
                           batcher: ProgressBatcher | None = None) -> tuple[int, dict]:
     """One progress report -> (status, JSON answer): the body through the ProgressReport
     model (every error listed), the job's bearer token and per-job rate limit checked by
-    the service, ``wait=1`` answered on the switches' barrier replies.
+    the northbound guard, ``wait=1`` answered on the switches' barrier replies.
 
     The service runs in the ``batcher``'s thread, not on the event loop (a report can
     wait for the service's lock while a registration reconciles every flow); reports
@@ -153,8 +171,8 @@ async def handle_progress(service: ControllerService, job_id: str, raw: bytes,
     try:
         answer, sent = await batcher.report(job_id, bearer_of(authorization), _body(body),
                                             t0, done)
-    except ApiError as err:
-        return err.status, {"error": err.reason, "status": err.status}
+    except Refused as err:
+        return refusal(err)
     if sent is not None and wait not in (None, "0", ""):
         answer["applied"] = await done.wait_async(WAIT_TIMEOUT_S)
         answer["latency_ms"] = round((time.monotonic() - t0) * 1000, 3)
@@ -169,7 +187,7 @@ class ProgressFastPath:
 
     PATH = re.compile(r"/jobs/([A-Za-z0-9][A-Za-z0-9._-]{0,63})/progress/?")
 
-    def __init__(self, app, service: ControllerService, batcher: ProgressBatcher | None = None):
+    def __init__(self, app, service: Northbound, batcher: ProgressBatcher | None = None):
         self.app, self.service, self.batcher = app, service, batcher
 
     async def __call__(self, scope, receive, send):
@@ -207,21 +225,25 @@ def _body(model: BaseModel) -> dict[str, Any]:
 
 
 def build_app(service: ControllerService) -> FastAPI:
+    # tokens and rate limits, the service behind it (no service: only the OpenAPI
+    # document is wanted, sluice/reference.py)
+    guard = Northbound(service) if service is not None else None
     # one batch of reports at a time in the service (it serialises them anyway)
-    reporters = ProgressBatcher(service, ThreadPoolExecutor(
+    reporters = ProgressBatcher(guard, ThreadPoolExecutor(
         max_workers=1, thread_name_prefix="sluice-progress"))
     app = FastAPI(title="sluice controller", version="1",
                   description="Northbound API of the sluice OpenFlow controller: the "
                   "scheduler registers PS jobs, workers report progress, anyone reads "
                   "jobs, flows, rules, links and metrics.")
-    app.add_middleware(ProgressFastPath, service=service,      # inside BodyLimit
+    app.add_middleware(ProgressFastPath, service=guard,        # inside BodyLimit
                        batcher=reporters)
     app.add_middleware(BodyLimit, max_body=MAX_BODY, default_content_type=b"application/json",
                        error_body=lambda status, reason: {"error": reason, "status": status})
 
-    @app.exception_handler(ApiError)
-    async def api_error(_request: Request, err: ApiError):
-        return JSONResponse({"error": err.reason, "status": err.status}, err.status)
+    @app.exception_handler(Refused)
+    async def refused(_request: Request, err: Refused):
+        status, answer = refusal(err)
+        return JSONResponse(answer, status)
 
     @app.exception_handler(RequestValidationError)
     async def bad_body(_request: Request, err: RequestValidationError):
@@ -237,7 +259,7 @@ def build_app(service: ControllerService) -> FastAPI:
                             headers=getattr(err, "headers", None))
 
     def admin(token: str | None = Depends(bearer_token)) -> str:
-        service.check_admin(token)
+        guard.check_admin(token)
         return token
 
     @app.get("/health")
@@ -285,7 +307,7 @@ def build_app(service: ControllerService) -> FastAPI:
     def register(body: JobRegistration, token: str = Depends(admin), wait: Wait = None) -> dict:
         """Register a PS job (admin token); answers with the job's own progress token."""
         t0, done = time.monotonic(), threading.Event()
-        return _wait(wait, service.register_job(token, _body(body), done), done, t0)
+        return _wait(wait, guard.register_job(token, _body(body), done), done, t0)
 
     @app.post("/jobs/{job_id}/progress", responses=ERRORS, response_model=None,
               openapi_extra=PROGRESS_OPENAPI)
@@ -294,7 +316,7 @@ def build_app(service: ControllerService) -> FastAPI:
         # Served by ProgressFastPath (below) before FastAPI routing; this route documents
         # it and answers the same way should a request reach it.
         status, answer = await handle_progress(
-            service, job_id, await request.body(), request.headers.get("authorization"),
+            guard, job_id, await request.body(), request.headers.get("authorization"),
             request.query_params.get("wait"), reporters)
         return JSONResponse(answer, status)
 
@@ -303,7 +325,7 @@ def build_app(service: ControllerService) -> FastAPI:
                token: str | None = Depends(bearer_token)) -> dict:
         """Remove a job and its rules (admin token)."""
         t0, done = time.monotonic(), threading.Event()
-        return _wait(wait, service.remove_job(token, job_id, done), done, t0)
+        return _wait(wait, guard.remove_job(token, job_id, done), done, t0)
 
     @app.get("/rank")
     def rank() -> dict:
@@ -314,7 +336,7 @@ def build_app(service: ControllerService) -> FastAPI:
     def set_rank(body: RankRule, token: str = Depends(admin), wait: Wait = None) -> dict:
         """Switch the ranking rule at run time (admin token); flows are re-ranked at once."""
         t0, done = time.monotonic(), threading.Event()
-        return _wait(wait, service.set_rank(token, _body(body), done), done, t0)
+        return _wait(wait, guard.set_rank(token, _body(body), done), done, t0)
 
     document_400_for_bad_requests(app, extra_schemas=[ProgressReport])
     return app

@@ -4,8 +4,8 @@ At thousands of reports/s the API's cost per report was mostly the hop from the 
 loop to a worker thread and back (a future, a semaphore, a wake-up per report), and 32
 threads contending for the service's locks. The batcher queues reports on the event
 loop; while the service handles one batch in its thread, the next batch gathers, and
-it is handed over in one call (:meth:`ControllerService.progress_many`: each report
-checked and recorded, one reconcile for all). Alone, a report is handed over at once
+it is handed over in one call (``progress_many`` of the northbound guard, then of the
+service: each report checked and recorded, one reconcile for all). Alone, a report is handed over at once
 (the next turn of the loop), so batching adds no wait at low rates.
 """
 
@@ -28,7 +28,7 @@ class ProgressBatcher:
     async def report(self, job_id: str, token: str | None, body: Any, t0: float,
                      done: threading.Event | None):
         """The service's answer to one report: (answer, event or None); raises the
-        service's ApiError when it refuses the report."""
+        controller.errors exception refusing the report."""
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         self._queue.append(((job_id, token, body, t0, done), future))

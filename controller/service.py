@@ -4,17 +4,16 @@ Everything the northbound API and the os-ken app do goes through :class:`Control
 It owns no sockets: flow mods leave through a *sink* (the os-ken app in production, a
 :class:`~controller.flowtable.FlowTable` in tests) so the whole controller logic runs in a
 unit test with no switch. Each public method validates first and changes state only when
-everything is valid (a rejected request changes nothing).
+everything is valid (a rejected request changes nothing, and raises a
+:mod:`controller.errors` exception). Tokens and rate limits are checked before a request
+gets here (:mod:`controller.auth`); status codes are the REST API's.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 import os
-import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from controller.ranking import FlowKey, ordered
 from controller.rank_delta import FlowRanker, JobRanker
 from controller.packets import ArpIn, arp_probe, arp_reply
 from controller import job_rank
+from controller.errors import BadRequest, Conflict, NotFound, Refused
 from controller.journal import ProgressJournal, journal_path
 from controller.registry import SIZE_FIELDS, Job, Registry, parse_job, parse_progress
 from sluice_common.errors import InputError
@@ -48,14 +48,6 @@ SETTLE_S = 3.0
 # The progress journal is folded into the state file after this many reports
 # (~60 bytes each: a few MB at most, replayed in well under a second).
 JOURNAL_COMPACT_AT = 50_000
-
-
-class ApiError(Exception):
-    """A refused request: HTTP status + reason (never contains a token)."""
-
-    def __init__(self, status: int, reason: str):
-        super().__init__(reason)
-        self.status, self.reason = status, reason
 
 
 class FlowSink(Protocol):
@@ -83,9 +75,10 @@ class ControllerConfig:
     topology: Topology
     levels: int = LEVELS
     enforce: str = "dscp"
+    # read by the northbound guard (controller.auth), not by the service
     admin_token: str = ""
-    state_file: Path | None = None
     rate_per_s: float = 1000.0       # progress reports per job per second (token bucket)
+    state_file: Path | None = None
     # progress | remaining | attained (controller.job_rank); None: the rule saved in the
     # state file (the last one chosen, also at run time), else the default
     rank: str | None = job_rank.DEFAULT_RULE
@@ -95,23 +88,6 @@ class ControllerConfig:
 
 def _finite(x: float) -> float | None:
     return None if x == float("inf") else round(x)
-
-
-def _sha(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-class _Bucket:
-    def __init__(self, rate: float, now: float) -> None:
-        self.rate, self.tokens, self.t = rate, rate, now
-
-    def take(self, now: float) -> bool:
-        self.tokens = min(self.rate, self.tokens + (now - self.t) * self.rate)
-        self.t = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return True
-        return False
 
 
 class _PendingReport:
@@ -130,8 +106,6 @@ class ControllerService:
             raise InputError("argument --enforce", f"must be one of {', '.join(R.ENFORCE_MODES)}")
         if not 1 <= config.levels <= LEVELS:
             raise InputError("argument --levels", f"must be 1..{LEVELS}, got {config.levels}")
-        if not config.admin_token:
-            raise InputError("argument --admin-token", "an admin token is required")
         if config.rank is not None and config.rank not in job_rank.RANK_RULES:
             raise InputError("argument --rank", f"must be one of {', '.join(job_rank.RANK_RULES)}, "
                              f"got {config.rank!r}")
@@ -143,7 +117,7 @@ class ControllerService:
         self.clock = clock
         self.lock = threading.RLock()
         self._reconcile_lock = threading.Lock()     # group commit of progress reports
-        # Guards what progress reports touch (registry batches, tokens, buckets, the
+        # Guards what progress reports touch (registry batches, credentials, the
         # journal, the pending list). Order: self.lock before _report_lock, never after.
         self._report_lock = threading.Lock()
         self._pending: list[_PendingReport] = []
@@ -153,8 +127,9 @@ class ControllerService:
         self.metrics = Metrics()
         self.linkstats = LinkStats()
         self.known_ips = {h.ip for h in config.topology.hosts}
-        self._token_sha: dict[str, str] = {}  # job id -> sha256(job token)
-        self._buckets: dict[str, _Bucket] = {}
+        # job id -> the credential the northbound guard keeps with the job (the sha256
+        # of its token): opaque here, stored and persisted with the job
+        self._credentials: dict[str, str] = {}
         self._levels: dict[FlowKey, int] = {}
         self._fabric_dirty = True
         self._fwd_rules: list[R.Rule] = []
@@ -335,83 +310,78 @@ class ControllerService:
         return self.fabric.name_of_dpid.get(dpid, f"{dpid:016x}")
 
     # ================================================================ northbound ==
-    def check_admin(self, token: str | None) -> None:
-        if not token or not hmac.compare_digest(token.encode(),
-                                                self.config.admin_token.encode()):
-            raise ApiError(401, "missing or wrong admin token")
-
-    def register_job(self, token: str | None, body: Any,
+    # Callers are authorised (controller.auth): these methods check the request against
+    # the controller's state only, and refuse with controller.errors exceptions.
+    def register_job(self, body: Any, credential: str,
                      done: threading.Event | None = None) -> dict[str, Any]:
-        """Register a job and install its rules; ``done`` (optional) is set once the
-        switches answered the barrier after them."""
-        self.check_admin(token)
+        """Register a job and install its rules; ``credential`` is kept with the job
+        (see controller.auth); ``done`` (optional) is set once the switches answered
+        the barrier after them."""
         try:
             job = parse_job(body, self.known_ips)
         except InputError as err:
-            raise ApiError(400, str(err))
+            raise BadRequest(str(err))
         with self.lock:
             with self._report_lock:
                 try:
                     self.registry.check_new(job)
                 except InputError as err:
-                    raise ApiError(409, str(err))
+                    raise Conflict(str(err))
                 self.registry.add(job)
                 self._share.pop(job.id, None)
-                job_token = secrets.token_urlsafe(24)
-                self._token_sha[job.id] = _sha(job_token)
-                self._buckets[job.id] = _Bucket(self.config.rate_per_s, self.clock())
+                self._credentials[job.id] = credential
             self.metrics.inc("sluice_jobs_registered_total")
             self._reconcile(on_done=done.set if done else None)
             self._save_state()
             LOG.info("job %s registered: %d servers, %d workers, cookie 0x%x", job.id,
                      len(job.servers), len(job.workers), job.cookie)
-            return {**job.to_dict(), "token": job_token}
+            return job.to_dict()
 
-    def remove_job(self, token: str | None, job_id: str,
-                   done: threading.Event | None = None) -> dict[str, Any]:
-        self.check_admin(token)
+    def credential_of(self, job_id: str) -> str | None:
+        """What register_job kept with the job; None when there is no such job."""
+        return self._credentials.get(job_id)
+
+    def remove_job(self, job_id: str, done: threading.Event | None = None) -> dict[str, Any]:
         with self.lock:
             with self._report_lock:
                 if job_id not in self.registry.jobs:
-                    raise ApiError(404, f"no job '{job_id}'")
+                    raise NotFound(f"no job '{job_id}'")
                 job = self.registry.remove(job_id)
                 self._share.pop(job_id, None)
-                self._token_sha.pop(job_id, None)
-                self._buckets.pop(job_id, None)
+                self._credentials.pop(job_id, None)
             mods = self._reconcile(on_done=done.set if done else None)
             self._save_state()
             LOG.info("job %s removed", job_id)
             return {"id": job_id, "removed_rules": sum(
                 1 for m in mods if m.command == "delete" and m.rule.cookie == job.cookie)}
 
-    def progress(self, job_id: str, token: str | None, body: Any,
+    def progress(self, job_id: str, body: Any,
                  t0: float | None = None, done: threading.Event | None = None
                  ) -> tuple[dict[str, Any], threading.Event | None]:
         """Returns the answer and, when flow mods were sent, an event (``done``, or a new
         one) set on their barrier replies (the API can wait on it)."""
-        mine = self._record(job_id, token, body, t0, done)
+        mine = self._record(job_id, body, t0, done)
         if isinstance(mine, _PendingReport):
             self._commit(mine)
         return self._answer(mine)
 
-    def progress_many(self, reports: list[tuple[str, str | None, Any, float,
-                                                threading.Event | None]]
-                      ) -> list[tuple[dict[str, Any], threading.Event | None] | ApiError]:
-        """Reports (job, token, body, t0, done) that arrived together, as the API hands
-        them over: each is checked and recorded as :meth:`progress` does, then one
-        reconcile covers them all. Per report: its answer, or the ApiError refusing it."""
-        recorded: list[_PendingReport | str | ApiError] = []
-        for job_id, token, body, t0, done in reports:
+    def progress_many(self, reports: list[tuple[str, Any, float, threading.Event | None]]
+                      ) -> list[tuple[dict[str, Any], threading.Event | None] | Refused]:
+        """Reports (job, body, t0, done) that arrived together, as the API hands them
+        over: each is checked and recorded as :meth:`progress` does, then one reconcile
+        covers them all. Per report: its answer, or the exception refusing it."""
+        recorded: list[_PendingReport | str | Refused] = []
+        for job_id, body, t0, done in reports:
             try:
-                recorded.append(self._record(job_id, token, body, t0, done))
-            except ApiError as err:
+                recorded.append(self._record(job_id, body, t0, done))
+            except Refused as err:
                 recorded.append(err)
         last = next((r for r in reversed(recorded) if isinstance(r, _PendingReport)), None)
         if last is not None:        # covers every report recorded before it
             self._commit(last)
-        return [r if isinstance(r, ApiError) else self._answer(r) for r in recorded]
+        return [r if isinstance(r, Refused) else self._answer(r) for r in recorded]
 
-    def _record(self, job_id: str, token: str | None, body: Any, t0: float | None,
+    def _record(self, job_id: str, body: Any, t0: float | None,
                 done: threading.Event | None) -> "_PendingReport | str":
         """Check and record one report: the pending report waiting for its reconcile,
         or the result of a report that changes nothing (stale)."""
@@ -421,18 +391,12 @@ class ControllerService:
         with self._report_lock:
             job = self.registry.jobs.get(job_id)
             if job is None:
-                raise ApiError(404, f"no job '{job_id}'")
-            if not token or not hmac.compare_digest(_sha(token), self._token_sha[job_id]):
-                raise ApiError(401, "missing or wrong job token")
+                raise NotFound(f"no job '{job_id}'")
             try:
                 worker, batch = parse_progress(body, job)
             except InputError as err:
                 self.metrics.inc("sluice_progress_reports_total", result="rejected")
-                raise ApiError(400, str(err))
-            if not self._buckets[job_id].take(self.clock()):
-                self.metrics.inc("sluice_progress_reports_total", result="rate_limited")
-                raise ApiError(429, f"job '{job_id}' reports too fast "
-                                    f"(limit {self.config.rate_per_s:g}/s)")
+                raise BadRequest(str(err))
             result = self.registry.report(job_id, worker, batch)
             self.metrics.inc("sluice_progress_reports_total", result=result)
             if result == "accepted" and self._journal is not None:
@@ -486,17 +450,15 @@ class ControllerService:
         with self.lock:
             return {"rule": self.config.rank, "rules": list(job_rank.RANK_RULES)}
 
-    def set_rank(self, token: str | None, body: Any,
-                 done: threading.Event | None = None) -> dict[str, Any]:
-        """Switch the ranking rule at run time (admin): ``{"rule": "remaining"}``. The
-        flows are re-ranked at once; only the rules whose level changed are sent."""
-        self.check_admin(token)
+    def set_rank(self, body: Any, done: threading.Event | None = None) -> dict[str, Any]:
+        """Switch the ranking rule at run time: ``{"rule": "remaining"}``. The flows
+        are re-ranked at once; only the rules whose level changed are sent."""
         if not isinstance(body, dict) or set(body) != {"rule"}:
-            raise ApiError(400, "API body: must be a JSON object {\"rule\": NAME}")
+            raise BadRequest("API body: must be a JSON object {\"rule\": NAME}")
         rule = body["rule"]
         if rule not in job_rank.RANK_RULES:
-            raise ApiError(400, f"API body: field 'rule': must be one of "
-                                f"{', '.join(job_rank.RANK_RULES)}, got {rule!r}")
+            raise BadRequest(f"API body: field 'rule': must be one of "
+                             f"{', '.join(job_rank.RANK_RULES)}, got {rule!r}")
         with self.lock:
             old, self.config.rank = self.config.rank, rule
             mods = self._reconcile(on_done=done.set if done else None)
@@ -521,7 +483,7 @@ class ControllerService:
     def flows(self, job_id: str | None = None) -> dict[str, Any]:
         with self.lock:
             if job_id is not None and job_id not in self.registry.jobs:
-                raise ApiError(404, f"no job '{job_id}'")
+                raise NotFound(f"no job '{job_id}'")
             cookie_of = {j.id: j.cookie for j in self.registry.jobs.values()}
             by_match: dict[tuple, list[R.Rule]] = {}
             for r in self.installed.rules.values():
@@ -788,7 +750,7 @@ class ControllerService:
     def _write_state(self, path) -> None:
         data = {"version": 1, "rank": self.config.rank, "jobs": [
             {**{k: v for k, v in j.to_dict().items() if k != "cookie"},
-             "cookie": j.cookie, "token_sha256": self._token_sha[j.id]}
+             "cookie": j.cookie, "token_sha256": self._credentials[j.id]}
             for j in self.registry.jobs.values()],
             "fabric": self.fabric.to_dict()}
         path = Path(path)
@@ -846,13 +808,11 @@ class ControllerService:
             except InputError as err:
                 raise InputError(str(path), err.reason, element=err.element)
             tokens[job.id] = extra["token_sha256"]
-        self.registry, self._token_sha = registry, tokens
+        self.registry, self._credentials = registry, tokens
         if data.get("fabric") is not None:
             try:
                 self.fabric.restore(data["fabric"])
             except (AttributeError, KeyError, TypeError, ValueError) as err:
                 raise InputError(str(path), f"bad fabric entry: {err}", field="fabric")
-        now = self.clock()
-        self._buckets = {j: _Bucket(self.config.rate_per_s, now) for j in tokens}
         LOG.info("restored %d jobs from %s", len(tokens), path)
         return rank

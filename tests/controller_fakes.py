@@ -46,3 +46,16 @@ def walk(service, src_host, dst_ip, tcp_dst=None, max_hops=16, src_ip=None, dscp
         if node in t.host_by_name:
             return node, hops, pkt["ip_dscp"]
     return "loop", hops, pkt["ip_dscp"]
+
+
+_NORTHBOUND: dict[int, tuple] = {}
+
+
+def northbound(service):
+    """The service behind its tokens and rate limits, as the REST API calls it (one guard
+    per service, so that rate limits hold across calls)."""
+    from controller.auth import Northbound
+    held = _NORTHBOUND.get(id(service))
+    if held is None or held[0] is not service:
+        held = _NORTHBOUND[id(service)] = (service, Northbound(service))
+    return held[1]

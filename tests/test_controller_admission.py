@@ -6,7 +6,7 @@ one bound to its ingress port is dropped."""
 import pytest
 
 from controller import rules as R
-from controller_fakes import ADMIN, bring_up, make_service, walk
+from controller_fakes import ADMIN, bring_up, make_service, northbound, walk
 from topologies.priority_classes import LEAST_URGENT, dscp_of_level
 
 JOB = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
@@ -16,7 +16,7 @@ LEAST = dscp_of_level(LEAST_URGENT)
 
 def with_job(enforce="dscp"):
     svc = bring_up(make_service("two-rack", enforce=enforce))
-    svc.register_job(ADMIN, JOB)
+    northbound(svc).register_job(ADMIN, JOB)
     return svc
 
 

@@ -19,7 +19,7 @@ from controller.client import ControllerError
 from controller.journal import ProgressJournal, journal_path
 from controller.rules import COOKIE_FORWARDING, Rule
 from controller.service import ControllerConfig, ControllerService, TableSink
-from controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service
+from controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, northbound
 from test_controller_fabric import free_port, stop
 from test_controller_fabric import start_controller
 
@@ -103,7 +103,7 @@ def test_restart_with_state_deletes_unwanted_owned_rules_in_the_first_reconcile(
     controller deletes it, and only it plus a foreign rule, the moment tor1 reconnects."""
     state = tmp_path / "state.json"
     old = bring_up(make_service("two-rack", state_file=state))
-    old.register_job(FAKE_ADMIN, JOB)
+    northbound(old).register_job(FAKE_ADMIN, JOB)
     tor1 = old.fabric.dpid_of_name["tor1"]
     held = list(old.sink.table.of_switch(tor1).values())
     unwanted = Rule(tor1, 100, (("eth_type", 0x0800), ("ipv4_dst", "10.0.0.99")),
@@ -142,13 +142,13 @@ def test_concurrent_reports_share_reconciles_and_all_are_applied():
         body = {"id": f"j{j}", "servers": [{"id": "s0", "ip": ips[j % 8], "port": 9000 + j}],
                 "workers": [{"id": f"w{w}", "ip": ips[(j + 1 + w) % 8], "port": 9100 + 8 * j + w}
                             for w in range(4)]}
-        tokens[body["id"]] = svc.register_job(FAKE_ADMIN, body)["token"]
+        tokens[body["id"]] = northbound(svc).register_job(FAKE_ADMIN, body)["token"]
     calls.clear()
     answers = []
 
     def report(job, worker, batches):
         for b in batches:
-            answer, done = svc.progress(job, tokens[job], {"worker": worker, "batch": b})
+            answer, done = northbound(svc).progress(job, tokens[job], {"worker": worker, "batch": b})
             assert done is None or done.wait(5)
             answers.append(answer["result"])
 

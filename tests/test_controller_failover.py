@@ -6,7 +6,7 @@ wherever another path exists, with the job's priority rules on the new path; a T
 import pytest
 
 from controller import rules as R
-from controller_fakes import ADMIN, bring_up, make_service, walk
+from controller_fakes import ADMIN, bring_up, make_service, northbound, walk
 
 # leaf-spine: h1 under leaf1, h3 under leaf2 (see topologies/builtin)
 def job_between(svc, src_host, dst_host):
@@ -14,7 +14,7 @@ def job_between(svc, src_host, dst_host):
     src, dst = t.host_by_name[src_host], t.host_by_name[dst_host]
     body = {"id": "job-f", "servers": [{"id": "s0", "ip": dst.ip, "port": 9000}],
             "workers": [{"id": "w0", "ip": src.ip, "port": 9001}]}
-    return svc.register_job(ADMIN, body), dst
+    return northbound(svc).register_job(ADMIN, body), dst
 
 
 def cross_rack_pair(svc):

@@ -5,8 +5,9 @@ import pytest
 
 from controller.api import ApiServer
 from controller.client import ControllerClient, ControllerError
-from controller.service import ApiError
-from controller_fakes import ADMIN, bring_up, make_service, walk
+from controller.api import status_of
+from controller.errors import Refused
+from controller_fakes import ADMIN, bring_up, make_service, northbound, walk
 from topologies.priority_classes import dscp_of_level
 
 MB = 1 << 20
@@ -40,8 +41,8 @@ def dscps(svc, name):
 
 def two_jobs(rank, **config):
     svc = bring_up(make_service("two-rack", rank=rank, **config))
-    tb = svc.register_job(ADMIN, BIG)["token"]
-    ts = svc.register_job(ADMIN, SMALL)["token"]
+    tb = northbound(svc).register_job(ADMIN, BIG)["token"]
+    ts = northbound(svc).register_job(ADMIN, SMALL)["token"]
     return svc, tb, ts
 
 
@@ -51,9 +52,9 @@ def test_registration_carries_sizes_and_rejects_bad_ones():
     assert big["total_batches"] == 400 and big["bytes_per_batch"] == 2 * MB
     assert big["remaining_bytes"] == 400 * 2 * MB
     for bad in (0, -1, 1.5, True, "10"):
-        with pytest.raises(ApiError) as err:
-            svc.register_job(ADMIN, {**job("x", "10.0.0.1", ["10.0.0.3"], 9500), "total_batches": bad})
-        assert err.value.status == 400 and "total_batches" in err.value.reason
+        with pytest.raises(Refused) as err:
+            northbound(svc).register_job(ADMIN, {**job("x", "10.0.0.1", ["10.0.0.3"], 9500), "total_batches": bad})
+        assert status_of(err.value) == 400 and "total_batches" in err.value.reason
     assert {j["id"] for j in svc.jobs()} == {"big", "small"}
 
 
@@ -66,11 +67,11 @@ def test_remaining_small_job_first_push_and_pull_share_its_class():
 def test_remaining_re_ranks_at_batch_boundaries():
     svc, tb, ts = two_jobs("remaining")
     # big: 400 batches x 2 MB, small: 100 x 1 MB. A worker on batch N has N - 1 done.
-    svc.progress("big", tb, {"worker": "w0", "batch": 170})
-    answer, _ = svc.progress("big", tb, {"worker": "w1", "batch": 170})
+    northbound(svc).progress("big", tb, {"worker": "w0", "batch": 170})
+    answer, _ = northbound(svc).progress("big", tb, {"worker": "w1", "batch": 170})
     assert answer["changed_rules"] == 0                  # 338 done: 124 MB left > 100 MB
     assert dscps(svc, "big")[0] == dscp_of_level(1)
-    answer, _ = svc.progress("big", tb, {"worker": "w1", "batch": 185})
+    answer, _ = northbound(svc).progress("big", tb, {"worker": "w1", "batch": 185})
     assert answer["changed_rules"] > 0                   # 353 done: 94 MB left < 100 MB
     assert dscps(svc, "big") == (dscp_of_level(0),) * 2
     assert dscps(svc, "small") == (dscp_of_level(1),) * 2
@@ -79,23 +80,23 @@ def test_remaining_re_ranks_at_batch_boundaries():
 def test_attained_demotes_a_job_that_sent_a_lot():
     svc, tb, ts = two_jobs("attained", attained_base_bytes=4 * MB, attained_factor=4.0)
     assert dscps(svc, "big") == dscps(svc, "small") == (dscp_of_level(0),) * 2
-    svc.progress("big", tb, {"worker": "w0", "batch": 5})     # 4 batches x 2 MB = 8 MB
+    northbound(svc).progress("big", tb, {"worker": "w0", "batch": 5})     # 4 batches x 2 MB = 8 MB
     assert dscps(svc, "big")[0] == dscp_of_level(1)
     assert dscps(svc, "small")[0] == dscp_of_level(0)
 
 
 def test_set_rank_switches_the_rule_and_needs_the_admin_token():
     svc, tb, ts = two_jobs("progress")
-    svc.progress("big", tb, {"worker": "w0", "batch": 3})
-    svc.progress("small", ts, {"worker": "w0", "batch": 9})
-    with pytest.raises(ApiError) as err:
-        svc.set_rank("wrong-token", {"rule": "remaining"})
-    assert err.value.status == 401 and svc.config.rank == "progress"
+    northbound(svc).progress("big", tb, {"worker": "w0", "batch": 3})
+    northbound(svc).progress("small", ts, {"worker": "w0", "batch": 9})
+    with pytest.raises(Refused) as err:
+        northbound(svc).set_rank("wrong-token", {"rule": "remaining"})
+    assert status_of(err.value) == 401 and svc.config.rank == "progress"
     for bad in ({"rule": "fifo"}, {"rule": "remaining", "x": 1}, ["remaining"]):
-        with pytest.raises(ApiError) as err:
-            svc.set_rank(ADMIN, bad)
-        assert err.value.status == 400 and svc.config.rank == "progress"
-    answer = svc.set_rank(ADMIN, {"rule": "remaining"})
+        with pytest.raises(Refused) as err:
+            northbound(svc).set_rank(ADMIN, bad)
+        assert status_of(err.value) == 400 and svc.config.rank == "progress"
+    answer = northbound(svc).set_rank(ADMIN, {"rule": "remaining"})
     assert answer["previous"] == "progress" and answer["changed_rules"] > 0
     assert dscps(svc, "small") == (dscp_of_level(0),) * 2
     metrics = svc.metrics_text()
@@ -127,7 +128,7 @@ def test_rank_over_rest():
 def test_sizes_survive_a_restart(tmp_path):
     state = tmp_path / "state.json"
     svc = bring_up(make_service("two-rack", rank="remaining", state_file=state))
-    svc.register_job(ADMIN, BIG)
+    northbound(svc).register_job(ADMIN, BIG)
     again = make_service("two-rack", rank="remaining", state_file=state)
     big = again.jobs()[0]
     assert big["total_batches"] == 400 and big["bytes_per_batch"] == 2 * MB
@@ -136,8 +137,8 @@ def test_sizes_survive_a_restart(tmp_path):
 def test_the_rule_chosen_at_run_time_survives_a_restart(tmp_path):
     state = tmp_path / "state.json"
     svc = bring_up(make_service("two-rack", rank="remaining", state_file=state))
-    svc.register_job(ADMIN, BIG)
-    svc.set_rank(ADMIN, {"rule": "attained"})
+    northbound(svc).register_job(ADMIN, BIG)
+    northbound(svc).set_rank(ADMIN, {"rule": "attained"})
     # restarted without a rule of its own: the one chosen last, and the levels it gives
     again = bring_up(make_service("two-rack", rank=None, state_file=state))
     assert again.rank()["rule"] == "attained"

@@ -28,7 +28,7 @@ from controller.api import ApiServer
 from controller.client import ControllerClient
 from controller.rules import COOKIE_FORWARDING, FlowMod, Rule
 from controller.service import SETTLE_S, ControllerConfig, ControllerService, TableSink
-from controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, walk
+from controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, northbound, walk
 from test_controller_api import JOB as API_JOB, raw
 from test_controller_fabric import dscp_marks, free_port, stop, wait_located
 from test_controller_fabric import start_controller as start_fabric_controller
@@ -137,8 +137,8 @@ def test_switch_down_keeps_routes_and_reconnect_restores_the_table_at_once():
     forwarding, fail-mode secure), gets no flow mods while away, and on reconnect gets
     its whole table back in one go, without waiting for LLDP/ARP rediscovery."""
     svc = bring_up(make_service("two-rack"))
-    token = svc.register_job(FAKE_ADMIN, RESTART_JOB)["token"]
-    svc.progress("job-r", token, {"worker": "w0", "batch": 5})
+    token = northbound(svc).register_job(FAKE_ADMIN, RESTART_JOB)["token"]
+    northbound(svc).progress("job-r", token, {"worker": "w0", "batch": 5})
     tor1 = svc.fabric.dpid_of_name["tor1"]
     assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000) == ("h3", ["tor1", "spine1", "tor2"],
                                                         dscp_of_level(1))
@@ -160,8 +160,8 @@ def test_reconnect_with_table_read_back_sends_only_the_difference():
     """A switch reconnects holding its old table plus a foreign rule and one changed
     rule: the controller deletes the foreign rule, fixes the changed one, nothing else."""
     svc = bring_up(make_service("two-rack"))
-    token = svc.register_job(FAKE_ADMIN, RESTART_JOB)["token"]
-    svc.progress("job-r", token, {"worker": "w0", "batch": 5})
+    token = northbound(svc).register_job(FAKE_ADMIN, RESTART_JOB)["token"]
+    northbound(svc).progress("job-r", token, {"worker": "w0", "batch": 5})
     tor1 = svc.fabric.dpid_of_name["tor1"]
     before = svc.sink.table.of_switch(tor1)
     ports = dict(svc.fabric.ports[tor1])

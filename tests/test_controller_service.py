@@ -7,8 +7,9 @@ import pytest
 from scapy.layers.l2 import ARP, Ether
 
 from controller import packets
-from controller.service import ApiError
-from controller_fakes import ADMIN, bring_up, make_service, walk
+from controller.api import status_of
+from controller.errors import Refused
+from controller_fakes import ADMIN, bring_up, make_service, northbound, walk
 from topologies.mininet_topo import mac_of
 from topologies.priority_classes import dscp_of_level
 
@@ -20,8 +21,8 @@ JOB_B = {"id": "job-b", "servers": [{"id": "s0", "ip": "10.0.0.4", "port": 9100}
 
 def setup_two_jobs(**config):
     svc = bring_up(make_service("two-rack", **config))
-    ta = svc.register_job(ADMIN, JOB_A)["token"]
-    tb = svc.register_job(ADMIN, JOB_B)["token"]
+    ta = northbound(svc).register_job(ADMIN, JOB_A)["token"]
+    tb = northbound(svc).register_job(ADMIN, JOB_B)["token"]
     return svc, ta, tb
 
 
@@ -41,14 +42,14 @@ def pull_dscp(svc, job):
 
 def test_lagging_job_gets_the_more_urgent_marks_and_flips_with_reports():
     svc, ta, tb = setup_two_jobs()
-    svc.progress("job-a", ta, {"worker": "w0", "batch": 10})
-    svc.progress("job-b", tb, {"worker": "w0", "batch": 3})
+    northbound(svc).progress("job-a", ta, {"worker": "w0", "batch": 10})
+    northbound(svc).progress("job-b", tb, {"worker": "w0", "batch": 3})
     # b lags: b pull (level 0) > b push (1) > a pull (2) > a push (3)
     assert pull_dscp(svc, "job-b") == dscp_of_level(0)
     assert push_dscp(svc, "job-b") == dscp_of_level(1)
     assert pull_dscp(svc, "job-a") == dscp_of_level(2)
     assert push_dscp(svc, "job-a") == dscp_of_level(3)
-    svc.progress("job-b", tb, {"worker": "w0", "batch": 20})
+    northbound(svc).progress("job-b", tb, {"worker": "w0", "batch": 20})
     assert push_dscp(svc, "job-a") == dscp_of_level(1)
     assert push_dscp(svc, "job-b") == dscp_of_level(3)
 
@@ -60,26 +61,26 @@ def test_plain_traffic_is_not_marked():
 
 def test_rules_change_only_when_a_level_changes():
     svc, ta, tb = setup_two_jobs()
-    svc.progress("job-a", ta, {"worker": "w0", "batch": 10})
-    svc.progress("job-b", tb, {"worker": "w0", "batch": 3})
+    northbound(svc).progress("job-a", ta, {"worker": "w0", "batch": 10})
+    northbound(svc).progress("job-b", tb, {"worker": "w0", "batch": 3})
     sent = len(svc.sink.sent)
     # both advance in lock-step: same ranking, no flow mods
     for step in range(1, 6):
-        ans, done = svc.progress("job-a", ta, {"worker": "w0", "batch": 10 + step})
+        ans, done = northbound(svc).progress("job-a", ta, {"worker": "w0", "batch": 10 + step})
         assert ans["changed_rules"] == 0 and done is None
-        svc.progress("job-b", tb, {"worker": "w0", "batch": 3 + step})
+        northbound(svc).progress("job-b", tb, {"worker": "w0", "batch": 3 + step})
     assert len(svc.sink.sent) == sent
-    ans, done = svc.progress("job-b", tb, {"worker": "w0", "batch": 100})
+    ans, done = northbound(svc).progress("job-b", tb, {"worker": "w0", "batch": 100})
     assert ans["changed_rules"] == 4 and done.is_set()       # 4 PS flows re-marked
     assert all(m.command == "modify" for m in svc.sink.sent[sent:])
 
 
 def test_stale_and_repeated_reports_change_nothing():
     svc, ta, _ = setup_two_jobs()
-    svc.progress("job-a", ta, {"worker": "w0", "batch": 10})
+    northbound(svc).progress("job-a", ta, {"worker": "w0", "batch": 10})
     before = (len(svc.sink.sent), svc.jobs())
     for batch in (10, 9, 0):
-        ans, _ = svc.progress("job-a", ta, {"worker": "w0", "batch": batch})
+        ans, _ = northbound(svc).progress("job-a", ta, {"worker": "w0", "batch": batch})
         assert ans["result"] == "stale"
     assert (len(svc.sink.sent), svc.jobs()) == before
 
@@ -88,7 +89,7 @@ def test_job_rules_carry_its_cookie_and_go_when_it_ends():
     svc, _, _ = setup_two_jobs()
     cookie = svc.registry.jobs["job-a"].cookie
     assert len(svc.sink.table.with_cookie(cookie)) == 2      # push + pull, dscp at ingress
-    out = svc.remove_job(ADMIN, "job-a")
+    out = northbound(svc).remove_job(ADMIN, "job-a")
     assert out["removed_rules"] == 2
     assert svc.sink.table.with_cookie(cookie) == []
     assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000)[2] == 0
@@ -107,36 +108,36 @@ def test_job_rules_carry_its_cookie_and_go_when_it_ends():
 def test_bad_registration_is_400_and_changes_nothing(body, field):
     svc = bring_up(make_service())
     rules = dict(svc.sink.table.rules)
-    with pytest.raises(ApiError) as err:
-        svc.register_job(ADMIN, body)
-    assert err.value.status == 400 and field in err.value.reason
+    with pytest.raises(Refused) as err:
+        northbound(svc).register_job(ADMIN, body)
+    assert status_of(err.value) == 400 and field in err.value.reason
     assert svc.jobs() == [] and svc.sink.table.rules == rules
 
 
 def test_conflicts_and_tokens():
     svc, ta, tb = setup_two_jobs()
-    with pytest.raises(ApiError) as err:
-        svc.register_job(ADMIN, JOB_A)
-    assert err.value.status == 409
-    with pytest.raises(ApiError) as err:
-        svc.register_job(ADMIN, {**JOB_A, "id": "job-c"})       # same flows as job-a
-    assert err.value.status == 409 and "job-a" in err.value.reason
+    with pytest.raises(Refused) as err:
+        northbound(svc).register_job(ADMIN, JOB_A)
+    assert status_of(err.value) == 409
+    with pytest.raises(Refused) as err:
+        northbound(svc).register_job(ADMIN, {**JOB_A, "id": "job-c"})       # same flows as job-a
+    assert status_of(err.value) == 409 and "job-a" in err.value.reason
     for bad in (None, "", "wrong"):
-        with pytest.raises(ApiError) as err:
-            svc.register_job(bad, {**JOB_A, "id": "job-d"})
-        assert err.value.status == 401
-        with pytest.raises(ApiError) as err:
-            svc.remove_job(bad, "job-a")
-        assert err.value.status == 401
-    with pytest.raises(ApiError) as err:                       # another job's token
-        svc.progress("job-a", tb, {"worker": "w0", "batch": 1})
-    assert err.value.status == 401
-    with pytest.raises(ApiError) as err:
-        svc.progress("nope", ta, {"worker": "w0", "batch": 1})
-    assert err.value.status == 404
-    with pytest.raises(ApiError) as err:
-        svc.progress("job-a", ta, {"worker": "w9", "batch": 1})
-    assert err.value.status == 400
+        with pytest.raises(Refused) as err:
+            northbound(svc).register_job(bad, {**JOB_A, "id": "job-d"})
+        assert status_of(err.value) == 401
+        with pytest.raises(Refused) as err:
+            northbound(svc).remove_job(bad, "job-a")
+        assert status_of(err.value) == 401
+    with pytest.raises(Refused) as err:                       # another job's token
+        northbound(svc).progress("job-a", tb, {"worker": "w0", "batch": 1})
+    assert status_of(err.value) == 401
+    with pytest.raises(Refused) as err:
+        northbound(svc).progress("nope", ta, {"worker": "w0", "batch": 1})
+    assert status_of(err.value) == 404
+    with pytest.raises(Refused) as err:
+        northbound(svc).progress("job-a", ta, {"worker": "w9", "batch": 1})
+    assert status_of(err.value) == 400
     assert [j["batches"] for j in svc.jobs()] == [{}, {}]
     assert sorted(j["id"] for j in svc.jobs()) == ["job-a", "job-b"]
 
@@ -145,29 +146,29 @@ def test_rate_limit_per_job():
     now = [0.0]
     svc = bring_up(make_service(rate_per_s=5))
     svc.clock = lambda: now[0]
-    tok = svc.register_job(ADMIN, JOB_A)["token"]
+    tok = northbound(svc).register_job(ADMIN, JOB_A)["token"]
     for b in range(1, 6):
-        svc.progress("job-a", tok, {"worker": "w0", "batch": b})
-    with pytest.raises(ApiError) as err:
-        svc.progress("job-a", tok, {"worker": "w0", "batch": 6})
-    assert err.value.status == 429
+        northbound(svc).progress("job-a", tok, {"worker": "w0", "batch": b})
+    with pytest.raises(Refused) as err:
+        northbound(svc).progress("job-a", tok, {"worker": "w0", "batch": 6})
+    assert status_of(err.value) == 429
     assert svc.registry.jobs["job-a"].batches == {"w0": 5}
     now[0] += 1.0
-    svc.progress("job-a", tok, {"worker": "w0", "batch": 6})
+    northbound(svc).progress("job-a", tok, {"worker": "w0", "batch": 6})
     assert svc.registry.jobs["job-a"].batches == {"w0": 6}
 
 
 def test_state_file_restores_jobs_tokens_and_batches(tmp_path):
     path = tmp_path / "state.json"
     svc = bring_up(make_service(state_file=path))
-    tok = svc.register_job(ADMIN, JOB_A)["token"]
-    svc.progress("job-a", tok, {"worker": "w0", "batch": 7})
+    tok = northbound(svc).register_job(ADMIN, JOB_A)["token"]
+    northbound(svc).progress("job-a", tok, {"worker": "w0", "batch": 7})
     svc.save_state()
     assert tok not in path.read_text()                   # only its hash is stored
     again = bring_up(make_service(state_file=path))
     assert again.registry.jobs["job-a"].batches == {"w0": 7}
     assert again.registry.jobs["job-a"].cookie == svc.registry.jobs["job-a"].cookie
-    ans, _ = again.progress("job-a", tok, {"worker": "w0", "batch": 8})
+    ans, _ = northbound(again).progress("job-a", tok, {"worker": "w0", "batch": 8})
     assert ans["result"] == "accepted"
     assert walk(again, "h1", "10.0.0.3", tcp_dst=9000)[2] != 0
 
@@ -241,8 +242,8 @@ def test_workers_sharing_a_host_share_the_push_rule_at_the_more_urgent_level():
     job = {"id": "j", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
            "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9001},
                        {"id": "w1", "ip": "10.0.0.1", "port": 9002}]}
-    tok = svc.register_job(ADMIN, job)["token"]
-    svc.progress("j", tok, {"worker": "w0", "batch": 9})     # w1 (batch 0) lags
+    tok = northbound(svc).register_job(ADMIN, job)["token"]
+    northbound(svc).progress("j", tok, {"worker": "w0", "batch": 9})     # w1 (batch 0) lags
     # both push flows are h1 -> h3:9000: one rule, at w1's (more urgent) push level
     levels = {(f["worker"], f["kind"]): f["level"] for f in svc.flows()["flows"]}
     assert levels[("w1", "push")] < levels[("w0", "push")]
@@ -250,3 +251,23 @@ def test_workers_sharing_a_host_share_the_push_rule_at_the_more_urgent_level():
     # pull flows go to distinct worker ports: one rule each, at their own levels
     assert walk(svc, "h3", "10.0.0.1", tcp_dst=9001)[2] == dscp_of_level(levels[("w0", "pull")])
     assert walk(svc, "h3", "10.0.0.1", tcp_dst=9002)[2] == dscp_of_level(levels[("w1", "pull")])
+
+
+def test_a_job_registered_again_gets_a_new_token_and_a_full_bucket():
+    now = [0.0]
+    svc = bring_up(make_service(rate_per_s=2))
+    svc.clock = lambda: now[0]
+    guard = northbound(svc)
+    old = guard.register_job(ADMIN, JOB_A)["token"]
+    for b in (1, 2):
+        guard.progress("job-a", old, {"worker": "w0", "batch": b})
+    with pytest.raises(Refused) as err:
+        guard.progress("job-a", old, {"worker": "w0", "batch": 3})
+    assert status_of(err.value) == 429
+    guard.remove_job(ADMIN, "job-a")
+    new = guard.register_job(ADMIN, JOB_A)["token"]
+    with pytest.raises(Refused) as err:
+        guard.progress("job-a", old, {"worker": "w0", "batch": 3})
+    assert status_of(err.value) == 401
+    for b in (1, 2):            # the same instant: a fresh bucket, not the old empty one
+        assert guard.progress("job-a", new, {"worker": "w0", "batch": b})[0]["result"] == "accepted"

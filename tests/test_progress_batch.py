@@ -6,8 +6,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from controller.progress_batch import ProgressBatcher
-from controller.service import ApiError
-from controller_fakes import ADMIN, bring_up, make_service
+from controller.api import status_of
+from controller.errors import Refused, Unauthorized
+from controller_fakes import ADMIN, bring_up, make_service, northbound
 
 
 class SlowService:
@@ -19,7 +20,7 @@ class SlowService:
     def progress_many(self, reports):
         self.calls.append(len(reports))
         self.gate.wait(5)
-        return [ApiError(401, "wrong token") if job == "bad" else ({"job": job}, None)
+        return [Unauthorized("wrong token") if job == "bad" else ({"job": job}, None)
                 for job, *_ in reports]
 
 
@@ -43,7 +44,7 @@ def test_reports_of_one_loop_turn_go_in_one_call_and_later_ones_wait_for_the_nex
     assert svc.calls == [11, 5]
     assert (batcher.batches, batcher.reports) == (2, 16)
     assert [a[0]["job"] for a in answers[:10]] == [f"j{i}" for i in range(10)]
-    assert isinstance(answers[10], ApiError) and answers[10].status == 401
+    assert isinstance(answers[10], Refused) and status_of(answers[10]) == 401
     assert [a[0]["job"] for a in answers[11:]] == [f"k{i}" for i in range(5)]
 
 
@@ -52,13 +53,13 @@ def test_a_batch_through_the_real_service_answers_each_report_as_progress_would(
     body = {"id": "a", "servers": [{"id": "s0", "ip": "10.0.0.1", "port": 9000}],
             "workers": [{"id": "w0", "ip": "10.0.0.3", "port": 9001},
                         {"id": "w1", "ip": "10.0.0.4", "port": 9002}]}
-    token = svc.register_job(ADMIN, body)["token"]
-    out = svc.progress_many([("a", token, {"worker": "w0", "batch": 3}, 0.0, None),
+    token = northbound(svc).register_job(ADMIN, body)["token"]
+    out = northbound(svc).progress_many([("a", token, {"worker": "w0", "batch": 3}, 0.0, None),
                              ("a", token, {"worker": "w1", "batch": 1}, 0.0, None),
                              ("a", "wrong", {"worker": "w1", "batch": 2}, 0.0, None),
                              ("a", token, {"worker": "w0", "batch": 2}, 0.0, None)])
     assert out[0][0]["result"] == "accepted" and out[1][0]["result"] == "accepted"
-    assert isinstance(out[2], ApiError) and out[2].status == 401
+    assert isinstance(out[2], Refused) and status_of(out[2]) == 401
     assert out[3][0]["result"] == "stale"
     # one reconcile covered both accepted reports: w1 (batch 1) is ahead of w0 (batch 3)
     assert svc.registry.jobs["a"].batches == {"w0": 3, "w1": 1}

@@ -123,7 +123,7 @@ def test_flow_ranker_moves_only_the_reporting_workers_flows():
 
 # ---------------------------------------------------------------- in the controller --
 def _controller(rank, enforce, sizes):
-    from tests.controller_fakes import ADMIN, bring_up, make_service
+    from tests.controller_fakes import ADMIN, bring_up, make_service, northbound
 
     svc = bring_up(make_service("leaf-spine", rank=rank, enforce=enforce))
     tokens = {}
@@ -136,7 +136,7 @@ def _controller(rank, enforce, sizes):
                             for w, ip in enumerate(ips)]}
         if sizes[j]:
             body.update(total_batches=sizes[j], bytes_per_batch=(j + 1) << 20)
-        tokens[f"j{j}"] = svc.register_job(ADMIN, body)["token"]
+        tokens[f"j{j}"] = northbound(svc).register_job(ADMIN, body)["token"]
     return svc, tokens
 
 
@@ -149,9 +149,11 @@ def _controller(rank, enforce, sizes):
 def test_controller_after_reports_equals_a_full_recompute(rank, enforce, sizes, reports):
     """Reports go through the incremental path; a second controller given only the final
     batches computes everything in full. Both must hold the same switch tables."""
+    from tests.controller_fakes import northbound
+
     svc, tokens = _controller(rank, enforce, sizes)
     for j, w, b in reports:
-        svc.progress(f"j{j}", tokens[f"j{j}"], {"worker": f"w{w}", "batch": b})
+        northbound(svc).progress(f"j{j}", tokens[f"j{j}"], {"worker": f"w{w}", "batch": b})
     fresh, fresh_tokens = _controller(rank, enforce, sizes)
     for job in svc.registry.jobs.values():
         for worker, batch in job.batches.items():
