@@ -1,10 +1,14 @@
 """Who may do what: the admin token, each job's own token, each job's report rate.
 
 :class:`Northbound` is the controller's northbound operations as the REST API
-(controller/api.py) serves them: it checks the bearer token (and, for progress reports,
-the job's rate limit), then calls the service, which only ever sees authorised,
-admitted requests. Job tokens are minted here; the service keeps only their sha256 with
-the job (an opaque credential, persisted in its state file so a restart keeps them).
+(controller/api.py) serves them: it checks the admin token, then calls the service.
+Job tokens are minted here; the service keeps only their sha256 with the job (an opaque
+credential, persisted in its state file so a restart keeps them). A progress report
+hands the service the sha256 of the token it came with and the job's rate limit: the
+service compares the credential and charges the limit in the same step as it records
+the report (under its report lock), so a job removed or registered again meanwhile
+(a new token) never gets a report made with the old one, and only a report that names
+an existing job, carries its token and one of its workers uses up the job's rate.
 Refusals are :mod:`controller.errors` exceptions; tokens never appear in them.
 """
 
@@ -16,7 +20,7 @@ import secrets
 import threading
 from typing import Any, Callable
 
-from controller.errors import NotFound, RateLimited, Refused, Unauthorized
+from controller.errors import RateLimited, Refused, Unauthorized
 from controller.ratelimit import RateLimiter
 from controller.service import ControllerService
 from sluice_common.errors import InputError
@@ -48,13 +52,13 @@ class Northbound:
         if not token or not hmac.compare_digest(token.encode(), self._admin):
             raise Unauthorized("missing or wrong admin token")
 
-    def _admit_report(self, job_id: str, token: str | None) -> None:
-        """The job exists, the token is its own, and it is within its report rate."""
-        credential = self.service.credential_of(job_id)
-        if credential is None:
-            raise NotFound(f"no job '{job_id}'")
-        if not token or not hmac.compare_digest(token_sha(token), credential):
-            raise Unauthorized("missing or wrong job token")
+    @staticmethod
+    def _credential(token: str | None) -> str:
+        """What the service compares with the credential it keeps ('' matches none)."""
+        return token_sha(token) if token else ""
+
+    def _charge(self, job_id: str) -> None:
+        """Called by the service for a report it found admissible, before recording it."""
         if not self.limiter.admit(job_id):
             self.service.metrics.inc("sluice_progress_reports_total", result="rate_limited")
             raise RateLimited(f"job '{job_id}' reports too fast "
@@ -85,26 +89,14 @@ class Northbound:
     # ---- progress reports (the hot path) ------------------------------------------
     def progress(self, job_id: str, token: str | None, body: Any,
                  t0: float | None = None, done: threading.Event | None = None) -> Answer:
-        self._admit_report(job_id, token)
-        return self.service.progress(job_id, body, t0, done)
+        return self.service.progress(job_id, body, t0, done,
+                                     credential=self._credential(token), admit=self._charge)
 
     def progress_many(self, reports: list[tuple[str, str | None, Any, float,
                                                 threading.Event | None]]
                       ) -> list[Answer | Refused]:
-        """Reports (job, token, body, t0, done) that arrived together: the admitted ones
-        go to the service together (one reconcile); per report its answer or refusal."""
-        out: list[Answer | Refused | None] = []
-        admitted, where = [], []
-        for job_id, token, body, t0, done in reports:
-            try:
-                self._admit_report(job_id, token)
-            except Refused as err:
-                out.append(err)
-                continue
-            where.append(len(out))
-            out.append(None)
-            admitted.append((job_id, body, t0, done))
-        if admitted:
-            for i, result in zip(where, self.service.progress_many(admitted)):
-                out[i] = result
-        return out
+        """Reports (job, token, body, t0, done) that arrived together go to the service
+        together (one reconcile); per report its answer or refusal."""
+        return self.service.progress_many(
+            [(job_id, body, t0, done, self._credential(token))
+             for job_id, token, body, t0, done in reports], admit=self._charge)

@@ -11,6 +11,7 @@ gets here (:mod:`controller.auth`); status codes are the REST API's.
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import os
@@ -29,7 +30,7 @@ from controller.ranking import FlowKey, ordered
 from controller.rank_delta import FlowRanker, JobRanker
 from controller.packets import ArpIn, arp_probe, arp_reply
 from controller import job_rank
-from controller.errors import BadRequest, Conflict, NotFound, Refused
+from controller.errors import BadRequest, Conflict, NotFound, Refused, Unauthorized
 from controller.journal import ProgressJournal, journal_path
 from controller.registry import SIZE_FIELDS, Job, Registry, parse_job, parse_progress
 from sluice_common.errors import InputError
@@ -337,10 +338,6 @@ class ControllerService:
                      len(job.servers), len(job.workers), job.cookie)
             return job.to_dict()
 
-    def credential_of(self, job_id: str) -> str | None:
-        """What register_job kept with the job; None when there is no such job."""
-        return self._credentials.get(job_id)
-
     def remove_job(self, job_id: str, done: threading.Event | None = None) -> dict[str, Any]:
         with self.lock:
             with self._report_lock:
@@ -356,24 +353,33 @@ class ControllerService:
                 1 for m in mods if m.command == "delete" and m.rule.cookie == job.cookie)}
 
     def progress(self, job_id: str, body: Any,
-                 t0: float | None = None, done: threading.Event | None = None
+                 t0: float | None = None, done: threading.Event | None = None,
+                 credential: str | None = None, admit: Callable[[str], None] | None = None
                  ) -> tuple[dict[str, Any], threading.Event | None]:
         """Returns the answer and, when flow mods were sent, an event (``done``, or a new
-        one) set on their barrier replies (the API can wait on it)."""
-        mine = self._record(job_id, body, t0, done)
+        one) set on their barrier replies (the API can wait on it).
+
+        ``credential``: what the report's token hashes to, compared with the job's own
+        when the report is recorded (401 if it differs; None: an in-process caller,
+        nothing to compare). ``admit(job_id)``: called for a report found admissible
+        (job, credential, worker and batch checked), just before it is recorded; it
+        refuses by raising (the rate limit, controller.auth)."""
+        mine = self._record(job_id, body, t0, done, credential, admit)
         if isinstance(mine, _PendingReport):
             self._commit(mine)
         return self._answer(mine)
 
-    def progress_many(self, reports: list[tuple[str, Any, float, threading.Event | None]]
+    def progress_many(self, reports: list[tuple[str, Any, float, threading.Event | None,
+                                                str | None]],
+                      admit: Callable[[str], None] | None = None
                       ) -> list[tuple[dict[str, Any], threading.Event | None] | Refused]:
-        """Reports (job, body, t0, done) that arrived together, as the API hands them
-        over: each is checked and recorded as :meth:`progress` does, then one reconcile
-        covers them all. Per report: its answer, or the exception refusing it."""
+        """Reports (job, body, t0, done, credential) that arrived together, as the API
+        hands them over: each is checked and recorded as :meth:`progress` does, then one
+        reconcile covers them all. Per report: its answer, or the exception refusing it."""
         recorded: list[_PendingReport | str | Refused] = []
-        for job_id, body, t0, done in reports:
+        for job_id, body, t0, done, credential in reports:
             try:
-                recorded.append(self._record(job_id, body, t0, done))
+                recorded.append(self._record(job_id, body, t0, done, credential, admit))
             except Refused as err:
                 recorded.append(err)
         last = next((r for r in reversed(recorded) if isinstance(r, _PendingReport)), None)
@@ -382,21 +388,29 @@ class ControllerService:
         return [r if isinstance(r, Refused) else self._answer(r) for r in recorded]
 
     def _record(self, job_id: str, body: Any, t0: float | None,
-                done: threading.Event | None) -> "_PendingReport | str":
+                done: threading.Event | None, credential: str | None = None,
+                admit: Callable[[str], None] | None = None) -> "_PendingReport | str":
         """Check and record one report: the pending report waiting for its reconcile,
         or the result of a report that changes nothing (stale)."""
         t0 = self.clock() if t0 is None else t0
         # Only the small report lock: reports are recorded (and journaled) while a
-        # reconcile holds the big lock, and the next reconcile covers them all.
+        # reconcile holds the big lock, and the next reconcile covers them all. The
+        # checks are made under it too: registering or removing a job takes it, so the
+        # job a report is checked against is the job it is recorded on.
         with self._report_lock:
             job = self.registry.jobs.get(job_id)
             if job is None:
                 raise NotFound(f"no job '{job_id}'")
+            if credential is not None and not (
+                    credential and hmac.compare_digest(credential, self._credentials[job_id])):
+                raise Unauthorized("missing or wrong job token")
             try:
                 worker, batch = parse_progress(body, job)
             except InputError as err:
                 self.metrics.inc("sluice_progress_reports_total", result="rejected")
                 raise BadRequest(str(err))
+            if admit is not None:
+                admit(job_id)          # the rate limit: only admissible reports use it up
             result = self.registry.report(job_id, worker, batch)
             self.metrics.inc("sluice_progress_reports_total", result=result)
             if result == "accepted" and self._journal is not None:
