@@ -170,36 +170,42 @@ def _conn(ctx: dict, port: int) -> http.client.HTTPConnection:
     return conn
 
 
-def controller_load(port: int, tokens: dict, workers: int, phases, out: mp.Queue) -> None:
-    """phases: [(rate, seconds)]. Each worker of each job reports batch 1, 2, 3, ..."""
+def controller_load(port: int, tokens: dict, workers: int, phases, out: mp.Queue,
+                    connections: int = 64) -> None:
+    """phases: [(rate, seconds)]. Each worker of each job reports batch 1, 2, 3, ...
+    One asyncio loop paces the reports over ``connections`` keep-alive connections
+    (bench/paced_http.py: a thread-per-connection client cost as much CPU as the
+    controller and added its own thread switching to the latencies)."""
+    import paced_http
+
     jobs = sorted(tokens)
     acked: dict[tuple[str, str], int] = {}
-    lock = threading.Lock()
     slots = len(jobs) * workers
+    auth = {job: f"Bearer {tokens[job]}" for job in jobs}
 
-    def call(ctx, n):
-        job = jobs[n % len(jobs)]
-        w = (n // len(jobs)) % workers
-        batch = n // slots + 1
-        body = json.dumps({"worker": f"w{w}", "batch": batch}).encode()
-        conn = _conn(ctx, port)
-        conn.request("POST", f"/jobs/{job}/progress?wait=1", body=body,
-                     headers={"Authorization": f"Bearer {tokens[job]}",
-                              "Content-Type": "application/json",
-                              "Content-Length": str(len(body))})
-        resp = conn.getresponse()
-        data = resp.read()
-        if resp.status != 200:
+    def report(n: int) -> tuple[str, int, int]:
+        return jobs[n % len(jobs)], (n // len(jobs)) % workers, n // slots + 1
+
+    def request_of(n: int) -> paced_http.Request:
+        job, w, batch = report(n)
+        body = b'{"worker":"w%d","batch":%d}' % (w, batch)
+        return ("POST", f"/jobs/{job}/progress?wait=1", {
+            "Authorization": auth[job], "Content-Type": "application/json"}, body)
+
+    def answered(n: int, status: int, data: bytes) -> bool:
+        if status != 200:
             return False
-        answer = json.loads(data)
-        if answer.get("result") == "accepted":
-            with lock:
-                acked[(job, f"w{w}")] = max(acked.get((job, f"w{w}"), 0), batch)
+        if json.loads(data).get("result") == "accepted":
+            job, w, batch = report(n)
+            key = (job, f"w{w}")
+            acked[key] = max(acked.get(key, 0), batch)
         return True
 
     for rate, seconds in phases:
-        p = Paced(rate, 64, call)
-        p.run(seconds, time.monotonic())
+        p = paced_http.run(paced_http.run_paced("127.0.0.1", port, rate, seconds, request_of,
+                                                answered, connections, late_s=LATE_S))
+        log(f"controller load {rate:g}/s: send lag p99 {pct(p.send_lag_ms, 0.99)} ms, "
+            f"{p.reconnects} reconnects")
         out.put(("controller", rate, p.records, p.unsent, seconds))
     out.put(("acked", [[j, w, b] for (j, w), b in acked.items()]))
 

@@ -128,24 +128,34 @@ def _wait(wait: str | None, answer: dict, done: threading.Event, t0: float) -> d
     return answer
 
 
-class LoopEvent(threading.Event):
-    """A threading.Event an asyncio task can await: ``set()`` (from an os-ken thread, on
-    the switches' barrier replies) also wakes the event loop."""
+class LoopEvent:
+    """What the service sets once the switches applied a report (``set()``, from the
+    thread that got their barrier replies), as an asyncio future the report's request
+    awaits. Lighter than a threading.Event per report: nothing waits on it in a thread."""
+
+    __slots__ = ("_loop", "_future")
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
-        super().__init__()
         self._loop, self._future = loop, loop.create_future()
 
     def set(self) -> None:
-        super().set()
-        self._loop.call_soon_threadsafe(
-            lambda: self._future.done() or self._future.set_result(True))
+        self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        if not self._future.done():
+            self._future.set_result(True)
+
+    def is_set(self) -> bool:
+        return self._future.done() and not self._future.cancelled()
 
     async def wait_async(self, timeout: float) -> bool:
-        try:
-            return await asyncio.wait_for(asyncio.shield(self._future), timeout)
-        except asyncio.TimeoutError:
-            return self.is_set()
+        if not self._future.done():
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._future
+            except TimeoutError:
+                pass
+        return self.is_set()
 
 
 async def handle_progress(service: Northbound, job_id: str, raw: bytes,
@@ -180,20 +190,31 @@ async def handle_progress(service: Northbound, job_id: str, raw: bytes,
 
 
 class ProgressFastPath:
-    """ASGI middleware answering ``POST /jobs/{id}/progress`` (every batch of every
-    worker) without FastAPI's routing and dependency solving: the controller's reaction
-    latency is measured on this path (bench/bench_controller_ab.py). It sits inside
-    BodyLimit, so 411/413 come first; the answers are those of the documented route."""
+    """The ASGI app the API server runs: ``POST /jobs/{id}/progress`` (every batch of every
+    worker) is answered here, everything else goes to the FastAPI app. FastAPI's own
+    middleware (error handling, OpenTelemetry hooks that read the environment on every
+    request) and routing cost more than the report itself (measured with py-spy in
+    bench/soak_controller.py), and the controller's reaction latency is measured on this
+    path. The body limit (411/413) comes first, as for every route; the answers are
+    those of the documented route."""
 
     PATH = re.compile(r"/jobs/([A-Za-z0-9][A-Za-z0-9._-]{0,63})/progress/?")
 
     def __init__(self, app, service: Northbound, batcher: ProgressBatcher | None = None):
         self.app, self.service, self.batcher = app, service, batcher
+        self._limited = BodyLimit(self._progress, max_body=MAX_BODY,
+                                  default_content_type=b"application/json",
+                                  error_body=_error_body)
 
     async def __call__(self, scope, receive, send):
-        m = self.PATH.fullmatch(scope.get("path", "")) if scope["type"] == "http" else None
-        if m is None or scope["method"] != "POST":
-            return await self.app(scope, receive, send)
+        if scope["type"] == "http" and scope["method"] == "POST":
+            m = self.PATH.fullmatch(scope["path"])
+            if m is not None:
+                scope["sluice.job"] = m.group(1)
+                return await self._limited(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+    async def _progress(self, scope, receive, send):
         chunks, more = [], True
         while more:
             message = await receive()
@@ -201,13 +222,15 @@ class ProgressFastPath:
                 return
             chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
-        headers = dict(scope["headers"])
-        auth = headers.get(b"authorization")
-        wait = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("wait", [None])[0]
+        auth = wait = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                auth = value.decode("latin-1")
+        if scope.get("query_string"):
+            wait = parse_qs(scope["query_string"].decode("latin-1")).get("wait", [None])[0]
         try:
             status, answer = await handle_progress(
-                self.service, m.group(1), b"".join(chunks),
-                auth.decode("latin-1") if auth else None, wait, self.batcher)
+                self.service, scope["sluice.job"], b"".join(chunks), auth, wait, self.batcher)
         except Exception:                 # a bug must not drop the connection silently
             LOG.exception("API POST %s", scope["path"])
             status, answer = 500, {"error": "internal error (see controller log)",
@@ -217,6 +240,10 @@ class ProgressFastPath:
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(data)).encode())]})
         await send({"type": "http.response.body", "body": data})
+
+
+def _error_body(status: int, reason: str) -> dict:
+    return {"error": reason, "status": status}
 
 
 def _body(model: BaseModel) -> dict[str, Any]:
@@ -235,10 +262,9 @@ def build_app(service: ControllerService) -> FastAPI:
                   description="Northbound API of the sluice OpenFlow controller: the "
                   "scheduler registers PS jobs, workers report progress, anyone reads "
                   "jobs, flows, rules, links and metrics.")
-    app.add_middleware(ProgressFastPath, service=guard,        # inside BodyLimit
-                       batcher=reporters)
+    app.state.guard, app.state.reporters = guard, reporters     # for serve_app
     app.add_middleware(BodyLimit, max_body=MAX_BODY, default_content_type=b"application/json",
-                       error_body=lambda status, reason: {"error": reason, "status": status})
+                       error_body=_error_body)
 
     @app.exception_handler(Refused)
     async def refused(_request: Request, err: Refused):
@@ -313,8 +339,8 @@ def build_app(service: ControllerService) -> FastAPI:
               openapi_extra=PROGRESS_OPENAPI)
     async def progress(job_id: str, request: Request) -> JSONResponse:
         """A worker's progress (the job's token); its flows' levels may change."""
-        # Served by ProgressFastPath (below) before FastAPI routing; this route documents
-        # it and answers the same way should a request reach it.
+        # Served by ProgressFastPath before FastAPI (serve_app); this route documents it
+        # and answers the same way should a request reach it.
         status, answer = await handle_progress(
             guard, job_id, await request.body(), request.headers.get("authorization"),
             request.query_params.get("wait"), reporters)
@@ -342,10 +368,17 @@ def build_app(service: ControllerService) -> FastAPI:
     return app
 
 
+def serve_app(service: ControllerService):
+    """The ASGI app the API server runs: the FastAPI app of :func:`build_app` behind the
+    progress fast path."""
+    app = build_app(service)
+    return ProgressFastPath(app, app.state.guard, app.state.reporters)
+
+
 class ApiServer(ThreadedServer):
     """The API on uvicorn in its own thread. ``port=0`` picks a free port (tests)."""
 
     def __init__(self, service: ControllerService, host: str = "127.0.0.1", port: int = 8080,
                  tls: tuple[str, str] | None = None):
         self.service = service
-        super().__init__(build_app(service), host, port, tls=tls)
+        super().__init__(serve_app(service), host, port, tls=tls)

@@ -150,6 +150,11 @@ class ControllerService:
         self._pending_arp: dict[str, list[tuple[int, int, str, str]]] = {}
         self._settle_until: dict[int, float] = {}   # reconnected dpid -> clock() deadline
         self._journal: ProgressJournal | None = None
+        self._unjournaled: list[tuple[str, str, int]] = []   # recorded, not yet written
+        # snapshots: captures numbered in order; the latest written; one writer at a time
+        self._captured = self._written = 0
+        self._snapshot_lock = threading.Lock()
+        self._compacting = False
         saved_rank = None
         if config.state_file:
             state = Path(config.state_file)
@@ -161,7 +166,7 @@ class ControllerService:
             self._journal = ProgressJournal(journal_path(state))
             # Reports acknowledged after the last snapshot: replayed on top of it, then
             # folded into a fresh snapshot so the journal starts empty.
-            if self._journal.path.stat().st_size:
+            if self._journal.has_lines():
                 replayed = self._journal.replay(self.registry.report)
                 LOG.info("replayed %d progress reports from %s", replayed,
                          self._journal.path)
@@ -365,6 +370,7 @@ class ControllerService:
         (job, credential, worker and batch checked), just before it is recorded; it
         refuses by raising (the rate limit, controller.auth)."""
         mine = self._record(job_id, body, t0, done, credential, admit)
+        self._write_journal()
         if isinstance(mine, _PendingReport):
             self._commit(mine)
         return self._answer(mine)
@@ -382,6 +388,7 @@ class ControllerService:
                 recorded.append(self._record(job_id, body, t0, done, credential, admit))
             except Refused as err:
                 recorded.append(err)
+        self._write_journal()
         last = next((r for r in reversed(recorded) if isinstance(r, _PendingReport)), None)
         if last is not None:        # covers every report recorded before it
             self._commit(last)
@@ -414,13 +421,22 @@ class ControllerService:
             result = self.registry.report(job_id, worker, batch)
             self.metrics.inc("sluice_progress_reports_total", result=result)
             if result == "accepted" and self._journal is not None:
-                # written before the answer leaves: a SIGKILL after the ack loses nothing
-                self._journal.append(job_id, worker, batch)
+                # written (_write_journal) before the answer leaves: a SIGKILL after the
+                # ack loses nothing
+                self._unjournaled.append((job_id, worker, batch))
             if result != "accepted":
                 return result
             mine = _PendingReport(t0, done, (job_id, worker))
             self._pending.append(mine)
             return mine
+
+    def _write_journal(self) -> None:
+        """Journal what was recorded, in one write; returns once the reports this thread
+        recorded are written (by it or by a thread that got there first)."""
+        if self._journal is not None:
+            with self._report_lock:
+                lines, self._unjournaled = self._unjournaled, []
+                self._journal.append_many(lines)
 
     def _commit(self, mine: "_PendingReport") -> None:
         """Group commit: one reconcile covers every report recorded before it started.
@@ -434,8 +450,9 @@ class ControllerService:
                         batch, self._pending = self._pending, []
                     if batch:
                         self._reconcile_batch(batch)
-                if self._journal is not None and self._journal.entries >= JOURNAL_COMPACT_AT:
-                    self._save_state()
+                    if self._journal is not None and not self._compacting \
+                            and self._journal.entries >= JOURNAL_COMPACT_AT:
+                        self._compact_in_background()
 
     @staticmethod
     def _answer(mine: "_PendingReport | str") -> tuple[dict[str, Any], threading.Event | None]:
@@ -755,30 +772,62 @@ class ControllerService:
 
     # ================================================================ persistence ==
     def _save_state(self) -> None:
-        path = self.config.state_file
-        if not path:
-            return
-        with self._report_lock:      # the snapshot and the journal's truncation agree
-            self._write_state(path)
+        """Write the state file now (caller holds the lock): a registration, removal,
+        rank rule or fabric change is on disk when this returns."""
+        if self.config.state_file:
+            self._write_snapshot(*self._capture())
 
-    def _write_state(self, path) -> None:
-        data = {"version": 1, "rank": self.config.rank, "jobs": [
-            {**{k: v for k, v in j.to_dict().items() if k != "cookie"},
-             "cookie": j.cookie, "token_sha256": self._credentials[j.id]}
-            for j in self.registry.jobs.values()],
-            "fabric": self.fabric.to_dict()}
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        # Only now is every journaled report inside the snapshot (a crash before this
-        # line replays them again: reports are idempotent, batches only go up).
-        if self._journal is not None:
-            self._journal.truncate()
+    def _capture(self) -> tuple[int, dict[str, Any]]:
+        """Copy the state and rotate the journal in one step for the reports (caller
+        holds the lock: the fabric is read too); (sequence number, data to write)."""
+        with self._report_lock:
+            data = {"version": 1, "rank": self.config.rank, "jobs": [
+                {**{k: v for k, v in j.to_dict().items() if k != "cookie"},
+                 "cookie": j.cookie, "token_sha256": self._credentials[j.id]}
+                for j in self.registry.jobs.values()],
+                "fabric": self.fabric.to_dict()}
+            if self._journal is not None:
+                self._journal.rotate()
+            self._captured += 1
+            return self._captured, data
+
+    def _write_snapshot(self, seq: int, data: dict[str, Any]) -> None:
+        """Write a captured state (no report lock held: reports go on meanwhile); the
+        journal's rotated lines are dropped once the latest capture is on disk."""
+        with self._snapshot_lock:
+            if seq <= self._written:
+                return          # a later capture is on disk already
+            path = Path(self.config.state_file)
+            tmp = path.with_name(path.name + ".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                # no indent: the C encoder (a pretty-printed file costs ~10x the CPU)
+                json.dump(data, f, separators=(",", ":"))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            self._written = seq
+            # Only now is every rotated report inside the snapshot (a crash before this
+            # line replays them again: reports are idempotent, batches only go up).
+            with self._report_lock:
+                if self._journal is not None and self._captured == seq:
+                    self._journal.drop_rotated()
+
+    def _compact_in_background(self) -> None:
+        """Fold the journal into a snapshot without holding up reports: captured here
+        (caller holds the lock), written by a thread of its own."""
+        self._compacting = True
+        seq, data = self._capture()
+
+        def write() -> None:
+            try:
+                self._write_snapshot(seq, data)
+            except OSError:
+                LOG.exception("could not write the state file (the journal keeps the reports)")
+            finally:
+                self._compacting = False
+
+        threading.Thread(target=write, name="sluice-snapshot", daemon=True).start()
 
     def save_state(self) -> None:
         with self.lock:

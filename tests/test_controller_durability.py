@@ -169,3 +169,66 @@ def test_concurrent_reports_share_reconciles_and_all_are_applied():
         fresh.registry.add(job, cookie=job.cookie)
     fresh._reconcile()
     assert set(svc.sink.table.rules.values()) == set(fresh.sink.table.rules.values())
+
+
+def test_journal_rotation_keeps_every_line_until_the_snapshot_is_in_place(tmp_path):
+    j = ProgressJournal(tmp_path / "j")
+    j.append_many([("a", "w0", 1), ("a", "w0", 2)])
+    j.rotate()                                       # a snapshot is being written
+    j.append("a", "w0", 3)
+    with open(tmp_path / "j", "ab") as f:
+        f.write(b'["a","w0",9')                      # torn: killed mid-write
+    j2 = ProgressJournal(tmp_path / "j")             # restarted before it was in place
+    j2.rotate()                                      # the next snapshot's rotation
+    j2.append("a", "w0", 4)
+    seen = []
+    assert ProgressJournal(tmp_path / "j").replay(
+        lambda job, worker, batch: seen.append(batch)) == 4
+    assert seen == [1, 2, 3, 4]
+    j2.drop_rotated()
+    seen.clear()
+    ProgressJournal(tmp_path / "j").replay(lambda job, worker, batch: seen.append(batch))
+    assert seen == [4]
+
+
+def test_a_snapshot_being_written_holds_up_no_report_and_a_crash_meanwhile_loses_none(
+        tmp_path, monkeypatch):
+    """The journal is folded into the state file by a thread of its own: while it writes
+    (held here), reports are answered; a controller restarted from the files as they are
+    then (a SIGKILL mid-write) holds every answered batch."""
+    import controller.service as service_module
+    monkeypatch.setattr(service_module, "JOURNAL_COMPACT_AT", 20)
+    state = tmp_path / "state.json"
+    svc = bring_up(make_service("two-rack", state_file=state))
+    token = northbound(svc).register_job(FAKE_ADMIN, JOB)["token"]
+    gate, writing = threading.Event(), threading.Event()
+    write = svc._write_snapshot
+
+    def held_write(seq, data):
+        if threading.current_thread().name == "sluice-snapshot":
+            writing.set()
+            gate.wait(30)
+        write(seq, data)
+
+    svc._write_snapshot = held_write
+    acked: dict[str, int] = {}
+
+    def report(batches):
+        for b in batches:
+            for w in JOB["workers"]:
+                answer, _ = northbound(svc).progress("job-d", token, {"worker": w["id"], "batch": b})
+                assert answer["result"] == "accepted"
+                acked[w["id"]] = b
+
+    report(range(1, 6))                              # 20 reports: the compaction starts
+    assert writing.wait(5)
+    t = threading.Thread(target=report, args=(range(6, 31),))
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "reports waited for the snapshot being written"
+    assert acked == {w["id"]: 30 for w in JOB["workers"]}
+    assert svc._journal.rotated_path.exists()
+    restarted = make_service("two-rack", state_file=state)
+    assert restarted.registry.jobs["job-d"].batches == acked
+    assert not restarted._journal.rotated_path.exists()
+    gate.set()
