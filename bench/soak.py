@@ -212,8 +212,7 @@ def controller_load(port: int, tokens: dict, workers: int, phases, out: mp.Queue
 
 def scheduler_load(port: int, phases, out: mp.Queue) -> None:
     def call(ctx, n):
-        text = (f"jobs:\n  - {{name: soak-sub-{n:07d}, model: resnet18, dataset_size: 1000, "
-                f"epochs: 1, batch_size: 32, max_gpus: 2}}\n").encode()
+        text = f"jobs:\n  - {{name: soak-sub-{n:07d}, {SCHED_JOB}}}\n".encode()
         conn = _conn(ctx, port)
         conn.request("POST", "/submissions", body=text,
                      headers={"Content-Type": "application/yaml", "Content-Length": str(len(text)),
@@ -280,6 +279,27 @@ def summarize_steps(phase_records, late_ms: float = 1000.0) -> list[dict]:
 
 
 # ============================================================ main ===================
+# The scheduler half is a steady state: SCHED_GPUS one-GPU jobs run at a time, each for
+# SCHED_JOB_S seconds of the simulated executor, decided every SCHED_SLOT_S: a GPU is
+# freed and refilled every 2 slots, so jobs finish at 50/s, the submission rate, and the
+# queue stays near where it started (bench/results/scheduler-soak.md).
+SCHED_TOPOLOGY = "leaf-spine:leaves=5,spines=2,hosts_per_leaf=5,gpus=2"    # 50 GPUs
+SCHED_GPUS = 50
+SCHED_SLOT_S = 0.5
+SCHED_JOB_S = 0.9                 # < 2 slots: ends at the second slot after its start
+SCHED_JOB = ("model: resnet18, dataset_size: 1000, epochs: 1, batch_size: 32, "
+             "max_gpus: 1")
+
+
+def scheduler_time_factor() -> float:
+    """--time-factor that makes a SCHED_JOB last SCHED_JOB_S (C(1) of the estimator)."""
+    from job_scheduler.estimator import Estimator
+    from sluice_common.jobspec import parse_jobs_text
+
+    (spec,) = parse_jobs_text(f"jobs:\n  - {{name: probe, {SCHED_JOB}}}\n", "probe")
+    return SCHED_JOB_S / Estimator().C(spec, 1, 1000.0)
+
+
 def start_scheduler(work: Path, queued: int) -> tuple[subprocess.Popen, int]:
     from job_scheduler.service_client import SchedulerClient, Unreachable
 
@@ -287,7 +307,8 @@ def start_scheduler(work: Path, queued: int) -> tuple[subprocess.Popen, int]:
     log_file = open(work / "scheduler.log", "ab")
     proc = subprocess.Popen([sys.executable, "-m", "sluice", "scheduler", "--listen",
                              f"127.0.0.1:{port}", "--db", str(work / "sched.db"), "--policy",
-                             "fifo", "--slot", "1", "--time-factor", "1000",
+                             "fifo", "--topology", SCHED_TOPOLOGY, "--slot", str(SCHED_SLOT_S),
+                             "--time-factor", f"{scheduler_time_factor():.6f}",
                              "--max-request-bytes", str(64 << 20)],
                             cwd=ROOT, stdout=log_file, stderr=log_file)
     client = SchedulerClient(f"http://127.0.0.1:{port}", timeout=600)
@@ -300,11 +321,10 @@ def start_scheduler(work: Path, queued: int) -> tuple[subprocess.Popen, int]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("scheduler did not start")
             time.sleep(0.1)
-    # the first jobs take every GPU for hours; the rest stay queued
+    # the queue at the start: short jobs like the submitted ones, run in FIFO order
     chunk = 2000
     for start in range(0, queued, chunk):
-        lines = [f"  - {{name: soak-q-{i:06d}, model: resnet18, dataset_size: 100000000, "
-                 f"epochs: 100, batch_size: 32, max_gpus: 2}}"
+        lines = [f"  - {{name: soak-q-{i:06d}, {SCHED_JOB}}}"
                  for i in range(start, min(queued, start + chunk))]
         client.submit("jobs:\n" + "\n".join(lines) + "\n", f"preload-{start}.yaml")
     return proc, port

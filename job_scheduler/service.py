@@ -16,6 +16,7 @@ job is put back at the head of the queue up to N times (``attempts`` counts star
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -26,7 +27,7 @@ from job_scheduler.executors import Outcome
 from sluice_common.jobspec import JobSpec, parse_jobs_text
 from job_scheduler.placement import ClusterState, Placement
 from job_scheduler.service_policy import PolicyStep, QueuedJob, StartDecision
-from job_scheduler.store import DuplicateSubmission, JobRecord, JobStore
+from job_scheduler.store import DuplicateSubmission, JobRecord, JobStore, JobUpdate
 from sluice_common.errors import InputError
 from topologies import Topology
 
@@ -84,6 +85,15 @@ class SchedulerService:
         # Decisions (tick) and cancels are serialised; submissions only append rows.
         self._lock = threading.RLock()
         self.ticks = 0
+        # The queue in memory (the store stays the truth; this is read from it once and
+        # then follows every committed change), so a slot costs O(jobs it starts or
+        # ends), not O(queue). Submissions never take ``_lock``: the store hands their
+        # jobs over in commit order (``on_queued``) and the next slot takes them in.
+        self._queued: dict[int, JobRecord] = {}
+        self._loaded = False
+        self._inbox: list[JobRecord] = []
+        self._inbox_lock = threading.Lock()
+        store.on_queued = self._received
 
     # ---- admission -------------------------------------------------------------------
     def validate(self, body: str, source: str) -> list[JobSpec]:
@@ -119,6 +129,7 @@ class SchedulerService:
     # ---- cancel ----------------------------------------------------------------------
     def cancel(self, job_id: int) -> JobRecord:
         with self._lock:
+            self._sync_queue()
             job = self.store.get(job_id)
             if job is None:
                 raise NotFound(f"no job {job_id}")
@@ -137,8 +148,53 @@ class SchedulerService:
                 raise Conflict(f"job {job_id} is already {job.state}")
             if not changed:
                 raise Conflict(f"job {job_id} changed state while cancelling; retry")
+            self._dequeue(job_id)
             log.info("job %d (%s) cancelled", job_id, job.name)
             return self.store.get(job_id)
+
+    # ---- the queue in memory -----------------------------------------------------------
+    def _received(self, jobs: list[JobRecord]) -> None:
+        """The store committed a submission (called with the store locked: only append)."""
+        with self._inbox_lock:
+            self._inbox.extend(jobs)
+
+    def _sync_queue(self) -> None:
+        """With ``_lock`` held: read the queue from the store once, then take in what
+        was submitted since the last call."""
+        if not self._loaded:
+            for job in self.store.jobs(["queued"]):    # O(queue), once per process
+                self._enqueue(job)
+            self._loaded = True
+        with self._inbox_lock:
+            arrived, self._inbox = self._inbox, []
+        for job in arrived:                # committed before or after the read: same job
+            if job.id not in self._queued:
+                self._enqueue(job)
+
+    def _enqueue(self, job: JobRecord, *, in_id_order: bool = False) -> None:
+        self._queued[job.id] = job
+        add = getattr(self.policy, "add", None)
+        if add is not None:
+            add(QueuedJob(job.id, job.spec, job.submitted_at), in_id_order=in_id_order)
+
+    def _dequeue(self, job_id: int) -> None:
+        self._queued.pop(job_id, None)
+        remove = getattr(self.policy, "remove", None)
+        if remove is not None:
+            remove(job_id)
+
+    def _decide(self, state: ClusterState, now: float) -> list[StartDecision]:
+        decide = getattr(self.policy, "decide", None)
+        if decide is not None:       # the policy step keeps the queue: O(jobs started)
+            return decide(state, now)
+        order = [QueuedJob(j.id, j.spec, j.submitted_at)
+                 for j in sorted(self._queued.values(), key=lambda j: j.id)]
+        return self.policy(order, state, now)
+
+    def queued_count(self) -> int:
+        with self._lock:
+            self._sync_queue()
+            return len(self._queued)
 
     # ---- the loop --------------------------------------------------------------------
     def cluster_state(self, running: Sequence[JobRecord]) -> ClusterState:
@@ -153,6 +209,7 @@ class SchedulerService:
     def tick(self) -> dict[str, int]:
         """One slot: reap ended jobs, then let the policy start queued ones."""
         with self._lock:
+            self._sync_queue()
             now = self.clock()
             ended = self._reap(now)
             started = self._schedule(now)
@@ -180,6 +237,7 @@ class SchedulerService:
     def recover(self) -> dict[str, int]:
         """At start-up: reconcile the jobs a previous run left 'running'."""
         with self._lock:
+            self._sync_queue()
             before = {j.id for j in self.store.jobs(["running"])}
             self._reap(self.clock())
             after = {j.id: j for j in self.store.jobs()}
@@ -193,61 +251,71 @@ class SchedulerService:
         return summary
 
     def _reap(self, now: float) -> int:
-        ended = 0
+        """Poll every running job; record all that ended in ONE transaction."""
+        ended: list[tuple[JobRecord, Outcome]] = []
         for job in self.store.jobs(["running"]):
             executor = self.executors.get(job.executor)
             if executor is None:
                 outcome = Outcome("failed", now, None, f"unknown executor {job.executor!r}")
             else:
                 outcome = executor.poll(job, now)
-            if outcome is None:
-                continue
-            ended += 1
-            self._end(job, outcome)
-        return ended
-
-    def _end(self, job: JobRecord, outcome: Outcome) -> None:
-        if outcome.never_started:
-            self.store.update(job.id, expect_state="running", state="queued", gpus=None,
-                              placement=None, executor=None, started_at=None,
-                              expected_end=None, pid=None, pid_start=None,
-                              attempts=max(0, job.attempts - 1), event="requeued",
-                              detail=outcome.reason)
-            log.warning("job %d (%s) %s; re-queued", job.id, job.name, outcome.reason)
+            if outcome is not None:
+                ended.append((job, outcome))
+        changed = self.store.update_many([self._end_update(j, o) for j, o in ended])
+        for (job, outcome), ok in zip(ended, changed):
+            if ok:
+                self._ended(job, outcome)
             self._tell_controller_ended(job)
-            return
-        retry = outcome.state == "failed" and job.attempts <= self.max_retries
-        if retry:
+        return len(ended)
+
+    def _end_update(self, job: JobRecord, outcome: Outcome) -> JobUpdate:
+        back = dict(state="queued", gpus=None, placement=None, executor=None,
+                    started_at=None, expected_end=None, pid=None, pid_start=None)
+        if outcome.never_started:
+            return JobUpdate(job.id, {**back, "attempts": max(0, job.attempts - 1)},
+                             "running", "requeued", outcome.reason)
+        if self._retries(job, outcome):
             # Back to the queue with no GPUs: the next slot may place it anywhere.
-            self.store.update(job.id, expect_state="running", state="queued", gpus=None,
-                              placement=None, executor=None, started_at=None,
-                              expected_end=None, pid=None, pid_start=None,
-                              exit_code=outcome.exit_code, reason=outcome.reason,
-                              event="retry", detail=f"attempt {job.attempts} failed: "
-                              f"{outcome.reason}; retrying ({job.attempts}/{self.max_retries})")
-            log.warning("job %d (%s) failed (%s); retry %d/%d", job.id, job.name,
-                        outcome.reason, job.attempts, self.max_retries)
-        else:
-            self.store.update(job.id, expect_state="running", state=outcome.state,
-                              finished_at=outcome.finished_at, exit_code=outcome.exit_code,
-                              reason=outcome.reason, event=outcome.state,
-                              detail=outcome.reason)
-            level = logging.WARNING if outcome.state == "failed" else logging.INFO
-            log.log(level, "job %d (%s) %s%s", job.id, job.name, outcome.state,
-                    f": {outcome.reason}" if outcome.reason else "")
-        self._tell_controller_ended(job)
+            return JobUpdate(job.id, {**back, "exit_code": outcome.exit_code,
+                                      "reason": outcome.reason}, "running", "retry",
+                             f"attempt {job.attempts} failed: {outcome.reason}; retrying "
+                             f"({job.attempts}/{self.max_retries})")
+        return JobUpdate(job.id, dict(state=outcome.state, finished_at=outcome.finished_at,
+                                      exit_code=outcome.exit_code, reason=outcome.reason),
+                         "running", outcome.state, outcome.reason)
+
+    def _retries(self, job: JobRecord, outcome: Outcome) -> bool:
+        return outcome.state == "failed" and job.attempts <= self.max_retries
+
+    def _ended(self, job: JobRecord, outcome: Outcome) -> None:
+        """After the store recorded ``_end_update``: log it; a re-queued job goes back
+        to its place in the queue (FIFO by first submission)."""
+        if outcome.never_started or self._retries(job, outcome):
+            if outcome.never_started:
+                log.warning("job %d (%s) %s; re-queued", job.id, job.name, outcome.reason)
+                attempts = max(0, job.attempts - 1)
+            else:
+                log.warning("job %d (%s) failed (%s); retry %d/%d", job.id, job.name,
+                            outcome.reason, job.attempts, self.max_retries)
+                attempts = job.attempts
+            self._enqueue(dataclasses.replace(
+                job, state="queued", gpus=None, placement=None, executor=None,
+                started_at=None, expected_end=None, pid=None, pid_start=None,
+                attempts=attempts), in_id_order=True)
+            return
+        level = logging.WARNING if outcome.state == "failed" else logging.INFO
+        log.log(level, "job %d (%s) %s%s", job.id, job.name, outcome.state,
+                f": {outcome.reason}" if outcome.reason else "")
 
     def _schedule(self, now: float) -> int:
-        queued = self.store.jobs(["queued"])
         running = self.store.jobs(["running"])
         state = self.cluster_state(running)
-        # Retried jobs keep their place at the head (FIFO by first submission = id).
-        order = [QueuedJob(j.id, j.spec, j.submitted_at) for j in queued]
-        decisions = self.policy(order, state.copy(), now)
-        by_id = {j.id: j for j in queued}
-        started = 0
+        decisions = self._decide(state.copy(), now)
+        executor = self.executors[self.executor]
+        planned: list[tuple[JobRecord, StartDecision, dict]] = []
+        updates: list[JobUpdate] = []
         for decision in decisions:
-            job = by_id.get(decision.job_id)
+            job = self._queued.get(decision.job_id)
             if job is None:
                 log.error("policy chose job %s which is not queued; ignored", decision.job_id)
                 continue
@@ -255,46 +323,54 @@ class SchedulerService:
                 state.allocate(decision.placement)   # never over-commit a host
             except ValueError as err:
                 log.error("policy over-committed for job %d: %s; ignored", job.id, err)
+                self._enqueue(job, in_id_order=True)    # still queued: decided again later
                 continue
-            if self._start(job, decision, now):
-                started += 1
+            try:
+                fields = executor.plan(job, decision, now)
+            except Exception as err:  # a job we cannot even plan fails; the service goes on
+                log.error("job %d (%s) could not start: %s", job.id, job.name, err)
+                updates.append(JobUpdate(job.id, dict(state="failed", finished_at=now,
+                                                      reason=f"could not start: {err}"),
+                                         "queued", "failed", f"could not start: {err}"))
+                continue
+            fields = dict(state="running", gpus=decision.gpus,
+                          placement=decision.placement_record(), attempts=job.attempts + 1,
+                          reason=None, exit_code=None, **fields)
+            planned.append((job, decision, fields))
+            updates.append(JobUpdate(job.id, fields, "queued", "started",
+                                     f"{decision.gpus} GPUs on {decision.gpus_by_host()}"))
+        # Every start of the slot is recorded as running (with its GPUs) in one
+        # transaction BEFORE anything is launched: if we die right after a launch, the
+        # restarted service finds the job and reconciles it.
+        changed = self.store.update_many(updates)
+        applied = set()
+        for u, ok in zip(updates, changed):
+            self._dequeue(u.job_id)        # failed, running, or no longer queued anyway
+            if ok:
+                applied.add(u.job_id)
+        started = 0
+        for job, decision, fields in planned:
+            if job.id in applied:          # else its guard failed: not ours to start
+                started += self._launch(executor, dataclasses.replace(job, **fields),
+                                        decision)
         return started
 
-    def _start(self, job: JobRecord, decision: StartDecision, now: float) -> bool:
-        executor = self.executors[self.executor]
-        try:
-            fields = executor.plan(job, decision, now)
-        except Exception as err:  # a job we cannot even plan fails; the service goes on
-            self.store.update(job.id, expect_state="queued", state="failed", finished_at=now,
-                              reason=f"could not start: {err}", event="failed",
-                              detail=f"could not start: {err}")
-            log.error("job %d (%s) could not start: %s", job.id, job.name, err)
-            return False
-        # Recorded as running (with its GPUs) BEFORE launching: if we die right after
-        # the launch, the restarted service finds the job and reconciles it.
-        if not self.store.update(job.id, expect_state="queued", state="running",
-                                 gpus=decision.gpus, placement=decision.placement_record(),
-                                 attempts=job.attempts + 1, reason=None, exit_code=None,
-                                 event="started",
-                                 detail=f"{decision.gpus} GPUs on {decision.gpus_by_host()}",
-                                 **fields):
-            return False
-        record = self.store.get(job.id)
+    def _launch(self, executor: Executor, record: JobRecord, decision: StartDecision) -> int:
         env = self._tell_controller_started(record)
         try:
             launched = executor.launch(record, env)
         except Exception as err:
-            self.store.update(job.id, expect_state="running", state="failed",
+            self.store.update(record.id, expect_state="running", state="failed",
                               finished_at=self.clock(), reason=f"launch failed: {err}",
                               event="failed", detail=f"launch failed: {err}")
-            log.error("job %d (%s) launch failed: %s", job.id, job.name, err)
+            log.error("job %d (%s) launch failed: %s", record.id, record.name, err)
             self._tell_controller_ended(record)
-            return False
-        if launched:
-            self.store.update(job.id, **launched)
-        log.info("job %d (%s) started on %d GPUs %s", job.id, job.name, decision.gpus,
+            return 0
+        if launched:        # the local executor's pid: recorded as soon as it exists
+            self.store.update(record.id, **launched)
+        log.info("job %d (%s) started on %d GPUs %s", record.id, record.name, decision.gpus,
                  decision.gpus_by_host())
-        return True
+        return 1
 
     def _tell_controller_started(self, job: JobRecord) -> dict[str, str]:
         """Register the job's endpoints before its processes start (so its first

@@ -98,19 +98,19 @@ class IdleFabric:
 
 
 class _SlotView:
-    """One slot of the service as a ``SchedulingContext`` (job_scheduler/context.py)."""
+    """The service's queue as a ``SchedulingContext`` (job_scheduler/context.py). It
+    lives as long as the policy step: jobs are added when they enter the queue and
+    removed when they leave it, so a slot costs O(jobs started), never O(queue)."""
 
-    def __init__(self, bandwidth: Callable[[Placement], float], state: ClusterState,
-                 queued: Sequence[QueuedJob], models: dict[int, JobModel], now: float,
-                 slot: float):
+    def __init__(self, bandwidth: Callable[[Placement], float], slot: float):
         self.bandwidth = bandwidth
-        self.state = state
-        self.now = now
         self.slot = slot
+        self.state: ClusterState | None = None
+        self.now = 0.0
         self.decisions = 0
-        self.jobs = {q.id: q.spec for q in queued}
-        self.models = models
-        self.waiting: dict[int, None] = dict.fromkeys(q.id for q in queued)
+        self.jobs: dict[int, JobSpec] = {}
+        self.models: dict[int, JobModel] = {}
+        self.waiting: dict[int, None] = {}     # queue order (policies read it in order)
         self.started: list[tuple[int, Placement]] = []
 
     def live_bandwidth(self, placement: Placement, *args, **kwargs) -> float:
@@ -130,47 +130,101 @@ class SimulatorPolicyStep:
 
     ``bandwidth`` is the loop's bandwidth model (placement -> Mbit/s), by default the
     idle fabric of ``topology``; the run loop sets it each slot to the measured fabric
-    (``use_bandwidth``). ``slot`` is the service's slot in seconds."""
+    (``use_bandwidth``). ``slot`` is the service's slot in seconds.
+
+    Two ways to drive it. The scheduler service keeps the queue here, incrementally:
+    ``add`` when a job is queued, ``remove`` when it leaves without being started
+    (cancelled), ``decide`` once per slot (O(jobs started)). ``__call__(queued, ...)``
+    takes the whole queue each slot (the end-to-end run loops) and syncs to it first."""
 
     def __init__(self, name: str, topology: Topology, estimator: Estimator, *,
                  slot: float = 1.0, **options):
         self.name = name
         self.topology = topology
-        self.bandwidth: Callable[[Placement], float] = IdleFabric(topology)
         self.slot = float(slot)
         self.estimator = estimator
         try:
             self.policy = sim_policies.make_policy(name, **options)
         except ValueError as err:
             raise InputError("--policy", f"{name}: {err}")
-        self._models: dict[int, JobModel] = {}
+        self._view = _SlotView(IdleFabric(topology), self.slot)
+        self._arrived: list[int] = []     # added since the last slot: told on_arrival
+
+    @property
+    def bandwidth(self) -> Callable[[Placement], float]:
+        return self._view.bandwidth
 
     def use_bandwidth(self, model: Callable[[Placement], float]) -> None:
         """Price C(n) with this bandwidth model from the next slot on."""
-        self.bandwidth = model
+        self._view.bandwidth = model
 
-    def __call__(self, queued: Sequence[QueuedJob], state: ClusterState,
-                 now: float) -> list[StartDecision]:
-        live = {q.id for q in queued}
-        new = [q for q in queued if q.id not in self._models]
-        # forget jobs that left the queue (started, cancelled): they re-arrive if retried
-        self._models = {j: m for j, m in self._models.items() if j in live}
-        for q in new:
-            self._models[q.id] = JobModel(q.spec, self.estimator)
-        view = _SlotView(self.bandwidth, state, queued, self._models, now, self.slot)
-        for q in new:
-            self.policy.on_arrival(view, q.id)
-        if not queued:
+    def __len__(self) -> int:
+        return len(self._view.waiting)
+
+    def queued_ids(self) -> list[int]:
+        return list(self._view.waiting)
+
+    def add(self, q: QueuedJob, *, in_id_order: bool = False) -> None:
+        """``q`` entered the queue (submitted, re-queued, or not started after all), at
+        the tail; ``in_id_order``: at its place by id (FIFO by first submission: a
+        retried job goes back to the head). Only that costs O(queue), and only when
+        the job is older than the tail."""
+        view = self._view
+        if q.id in view.waiting:
+            return
+        view.jobs[q.id] = q.spec
+        view.models[q.id] = JobModel(q.spec, self.estimator)
+        tail = next(reversed(view.waiting), None)
+        view.waiting[q.id] = None
+        if in_id_order and tail is not None and q.id < tail:
+            view.waiting = dict.fromkeys(sorted(view.waiting))
+        self._arrived.append(q.id)
+
+    def remove(self, job_id: int) -> None:
+        """``job_id`` left the queue without being started (cancelled)."""
+        view = self._view
+        view.waiting.pop(job_id, None)
+        self._forget(job_id)
+
+    def _forget(self, job_id: int) -> None:
+        view = self._view
+        view.jobs.pop(job_id, None)
+        view.models.pop(job_id, None)
+        forget = getattr(self.policy, "forget", None)
+        if forget is not None:
+            forget(job_id)
+
+    def decide(self, state: ClusterState, now: float) -> list[StartDecision]:
+        """One slot: which queued jobs start now, where."""
+        view = self._view
+        view.state, view.now, view.decisions, view.started = state, now, 0, []
+        arrived, self._arrived = self._arrived, []
+        for j in arrived:
+            if j in view.waiting:
+                self.policy.on_arrival(view, j)
+        if not view.waiting:
             self.policy.idle(view, 1)
             return []
         self.policy.step(view)
         out = []
         for j, p in view.started:
-            bw = self.bandwidth(p)
+            bw = view.bandwidth(p)
             out.append(StartDecision(j, p,
-                                     notes={"C_n": round(self._models[j].C(p.gpus, bw), 3)}))
-            del self._models[j]
+                                     notes={"C_n": round(view.models[j].C(p.gpus, bw), 3)}))
+            self._forget(j)
         return out
+
+    def __call__(self, queued: Sequence[QueuedJob], state: ClusterState,
+                 now: float) -> list[StartDecision]:
+        live = {q.id for q in queued}
+        for j in [j for j in self._view.waiting if j not in live]:
+            self.remove(j)      # started or cancelled by the caller: it re-arrives if retried
+        for q in queued:
+            self.add(q)
+        order = [q.id for q in queued]
+        if list(self._view.waiting) != order:     # the caller's order is the queue's
+            self._view.waiting = dict.fromkeys(order)
+        return self.decide(state, now)
 
 
 def make_policy(name: str, topology: Topology, estimator: Estimator, **options) -> PolicyStep:

@@ -104,5 +104,6 @@ def test_the_bandwidth_model_is_declared_and_used():
 
 def test_the_service_view_is_a_scheduling_context():
     from job_scheduler.placement import ClusterState
-    view = _SlotView(IdleFabric(TOPO), ClusterState(TOPO), [], {}, 0.0, SLOT)
+    view = _SlotView(IdleFabric(TOPO), SLOT)
+    view.state = ClusterState(TOPO)
     assert isinstance(view, SchedulingContext) and view.slot == SLOT

@@ -130,6 +130,11 @@ class FixedCountPolicy:
     def idle(self, sim, slots: int) -> None:
         pass
 
+    def forget(self, j: int) -> None:
+        """``j`` left the queue for good (the scheduler service says so): a service that
+        runs for months must not keep a count per job it ever saw."""
+        self._n.pop(j, None)
+
     def step(self, sim) -> None:
         state = sim.state
         if self.backfill:
