@@ -323,16 +323,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--las-threshold", type=float, default=DEFAULT_RUN_THRESHOLDS[0],
                         metavar="GPU_S", help="--policy las: attained GPU-seconds that demote a "
                         f"job to the second queue (default {DEFAULT_RUN_THRESHOLDS[0]:g})")
-    parser.add_argument("--time-slice", type=float, default=None, metavar="QUANTUM_S",
-                        help="Gandiva time-slicing: while jobs wait, running jobs that ran a "
-                             "whole quantum are suspended and wait again; a resumed job's GPU "
-                             "count is the policy's pick then (end_to_end/sharing_run.py)")
-    parser.add_argument("--pack", action="store_true",
-                        help="packing: a waiting one-GPU job may share the GPU of a running "
-                             "one-GPU job, each capped at half its memory")
-    parser.add_argument("--pack-slowdown", type=float, default=None, metavar="FACTOR",
-                        help="--pack, emulated compute: the packed job's compute is this much "
-                             "slower (default 1.6, assumed: job_scheduler/sharing.py)")
+    from job_scheduler.sharing import add_sharing_arguments
+
+    add_sharing_arguments(parser, "end_to_end/sharing_run.py; not with las")
 
 
 def preemptive_loop(args):

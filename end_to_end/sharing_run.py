@@ -26,7 +26,7 @@ import math
 
 from ps_runtime import checkpoint
 from job_scheduler.sharing import (PACK_MEMORY_SHARE, PACK_SLOWDOWN, fits_packed,
-                                   job_gmem_gib, slice_victims)
+                                   job_gmem_gib, leave_pair, slice_victims)
 from job_scheduler.service_policy import QueuedJob, StartDecision
 from sluice_common.placement import Placement
 from end_to_end.preemptive_run import PreemptiveRun, preemptive_loop
@@ -105,15 +105,8 @@ class SharingRun(PreemptiveRun):
             super()._hold(name, placement)
 
     def _unhold(self, name: str, placement) -> None:
-        other = self.partner.pop(name, None)
-        if other is None:
+        if leave_pair(self.partner, self.guests, name) is None:
             super()._unhold(name, placement)
-            return
-        del self.partner[other]
-        if name in self.guests:
-            self.guests.discard(name)
-        else:
-            self.guests.discard(other)      # the packed job now owns the GPU
 
     # ---- time-slicing -------------------------------------------------------------------
     def _slice(self, queued: list[QueuedJob]) -> None:

@@ -115,18 +115,10 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--migrate", action="store_true",
                         help="move a running cross-rack job to one rack when that beats staying "
                              "(with --preemption-cost)")
-    parser.add_argument("--time-slice", type=float, default=None, metavar="QUANTUM_S",
-                        help="Gandiva time-slicing: while jobs wait, running jobs that ran a "
-                             "whole quantum are suspended and requeued, each switch charged its "
-                             "suspend + resume cost (--preemption-cost, default measured); "
-                             "adds time_slices per policy to --json")
-    parser.add_argument("--pack", action="store_true",
-                        help="packing: a waiting job may share the GPU of a running one-GPU job "
-                             "when both fit in half its memory; both run slower by "
-                             "--pack-slowdown; adds packed per policy to --json")
-    parser.add_argument("--pack-slowdown", type=float, default=None, metavar="FACTOR",
-                        help="per-job slowdown of two packed jobs (default 1.6, an assumption: "
-                             "job_scheduler/sharing.py)")
+    from job_scheduler.sharing import add_sharing_arguments
+
+    add_sharing_arguments(parser, "--preemption-cost, default measured; --json adds "
+                                  "time_slices, packed, grows, shrinks; not with las")
 
 
 def _check_args(args: argparse.Namespace) -> list[str]:

@@ -61,6 +61,32 @@ def fits_packed(gmem_a: float, gmem_b: float, gpu_gib: float = GPU_MEMORY_GIB,
     return max(gmem_a, gmem_b) <= share * gpu_gib
 
 
+def leave_pair(partner: dict, guests: set, j):
+    """Job ``j`` ends or is suspended: -> its packed partner, which now holds the GPU
+    alone (no longer a guest), or None when ``j`` was not packed (its GPUs go free)."""
+    other = partner.pop(j, None)
+    if other is not None:
+        del partner[other]
+        guests.discard(j)
+        guests.discard(other)
+    return other
+
+
+def add_sharing_arguments(parser, where: str) -> None:
+    """--time-slice, --pack and --pack-slowdown of ``sluice simulate`` and ``sluice run``."""
+    parser.add_argument("--time-slice", type=float, default=None, metavar="QUANTUM_S",
+                        help="Gandiva time-slicing: while jobs wait, running jobs that ran a "
+                             "whole quantum are suspended and wait again, each switch at its "
+                             "suspend + resume cost; the policy picks a resumed job's GPU "
+                             f"count again ({where})")
+    parser.add_argument("--pack", action="store_true",
+                        help="packing: a waiting job that may run on one GPU shares the GPU "
+                             "of a running one-GPU job when both fit in half its memory")
+    parser.add_argument("--pack-slowdown", type=float, default=None, metavar="FACTOR",
+                        help=f"--pack: per-job slowdown of two packed jobs (default "
+                             f"{PACK_SLOWDOWN:g}, assumed: job_scheduler/sharing.py)")
+
+
 @lru_cache(maxsize=4096)
 def job_gmem_gib(params: int, batch_size: int) -> float:
     """Peak GPU memory of a training step (Liquid's resource estimator, measured runs)."""
@@ -156,16 +182,10 @@ class SharingSimulator(CostedSimulator):
             super()._allocate(j, placement)
 
     def _release(self, j: int, run) -> None:
-        other = self.partner.pop(j, None)
+        other = leave_pair(self.partner, self.guests, j)
         if other is None:
             super()._release(j, run)
-            return
-        del self.partner[other]
-        if j in self.guests:
-            self.guests.discard(j)
-        else:
-            self.guests.discard(other)      # the guest now owns the GPU
-        if other in self.running:
+        elif other in self.running:
             self._retime(self.running[other], force=True)
 
     def slowdown(self, j: int) -> float:
