@@ -2,7 +2,8 @@
 jobs, and the resumed job's GPU count picked again (grow/shrink at a resume point).
 
 - **Time-slicing**: each slot in which jobs wait and the free GPUs do not cover what they
-  need, the running jobs that have run a whole quantum since their (re)launch are asked
+  need, the running jobs that have trained a whole quantum since their (re)launch's
+  first batch are asked
   to suspend (the rule of ``job_scheduler.sharing.slice_victims``); once suspended they
   wait again at the back of the queue. The policy then starts the waiting jobs. A
   resumed job goes through the policy like any waiting job, so an elastic policy
@@ -111,8 +112,9 @@ class SharingRun(PreemptiveRun):
     # ---- time-slicing -------------------------------------------------------------------
     def _slice(self, queued: list[QueuedJob]) -> None:
         demand = min(sum(self._need(q) for q in queued), self.state.total_gpus)
-        segs = [(name, r.decision.gpus, r.started) for name, r in self.running.items()
-                if name not in self.partner]
+        # the quantum counts from the segment's first batch: the restore is not a turn
+        segs = [(name, r.decision.gpus, since) for name, r in self.running.items()
+                if name not in self.partner and (since := self._training_since(r)) is not None]
         for name in slice_victims(segs, self.state.total_free, demand, self.now(),
                                   self.time_slice):
             self._ask_suspend(name, "time-slice")

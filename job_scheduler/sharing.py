@@ -2,7 +2,7 @@
 as placement options any policy with the two sharing hooks can use.
 
 - **Time-slicing** (Gandiva): when jobs wait for GPUs, the running jobs that have had a
-  whole quantum since they (re)started are suspended, longest-running first, until the
+  whole quantum of progress since they (re)started (restore time not counted) are suspended, longest-running first, until the
   free GPUs cover what the waiting jobs need; they go to the back of the queue and the
   policy starts jobs again (and picks each resumed job's GPU count again: an elastic
   policy may resume it on more or fewer GPUs). Each switch is charged the measured
@@ -149,7 +149,9 @@ class SharingSimulator(CostedSimulator):
 
     def start(self, j: int, placement) -> None:
         super().start(j, placement)
-        self.segment_start[j] = self.now
+        # the quantum counts from the end of the restore: a restore longer than the
+        # quantum would otherwise be sliced again before any progress, for ever
+        self.segment_start[j] = self.running[j].t_last
 
     # ---- packing --------------------------------------------------------------------------
     def _gmem(self, j: int) -> float:

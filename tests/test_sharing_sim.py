@@ -172,3 +172,15 @@ def test_simulate_json_reports_grows_shrinks_time_slices_and_packed(tmp_path, ca
                         "--time-slice", "60"]) == 2
     assert sluice_main(["simulate", "--workload", str(jobs), "--time-slice", "0"]) == 2
     assert sluice_main(["simulate", "--workload", str(jobs), "--pack-slowdown", "2"]) == 2
+
+
+def test_a_quantum_shorter_than_the_restore_still_makes_progress():
+    # vgg16 on 4 GPUs costs 21 s to suspend + resume; a 5-s quantum counts from the end
+    # of the restore, so every turn trains 5 s and both jobs finish
+    jobs = [_job("a", 0.0, size=400_000, model="vgg16"), _job("b", 1.0, size=400_000, model="vgg16")]
+    sim = SharingSimulator(_topo(), jobs, make_policy("fifo"), costs=PreemptionCosts(ROWS),
+                           time_slice=5.0, network=False)
+    sim.max_stalled_slots = 10_000
+    r = sim.run()
+    assert sim.time_slices >= 2 and r.jobs == 2
+    assert sim.charged_s == pytest.approx(21.0 * sim.time_slices)
