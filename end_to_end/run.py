@@ -115,9 +115,9 @@ def validate(jobs_path: str | Path, topology_arg: str, args, priority: str = "on
         if job.num_ps > len(topology.hosts):
             raise InputError(str(jobs_path), f"must be <= the {len(topology.hosts)} hosts of "
                              f"topology '{topology.name}'", element=f"job '{job.name}'", field="num_ps")
-    from end_to_end.preemptive_run import preemptive_loop
+    from end_to_end.sharing_run import run_loop
 
-    preemptive_loop(args)                   # --las-threshold, the migration cost table
+    run_loop(args)              # --las-threshold, --time-slice, --pack, the migration costs
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError("argument --out", f"{args.out} exists and is not a directory")
     return jobs, topology
@@ -201,9 +201,9 @@ def one_pass(topology, jobs, fabric, client, out: Path, args, priority: bool, po
     from end_to_end.runloop import RealTimeRun, RunOptions
 
     estimator = run_estimator(topology, args)
-    from end_to_end.preemptive_run import preemptive_loop
+    from end_to_end.sharing_run import run_loop
 
-    loop_class, policy, extra = preemptive_loop(args)
+    loop_class, policy, extra = run_loop(args)
     policy = policy or make_policy(args.policy, topology, estimator, slot=args.slot)
     options = RunOptions(priority=priority, slot_s=args.slot, batches=args.batches,
                          input_size=args.input_size, job_timeout_s=args.job_timeout,

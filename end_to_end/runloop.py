@@ -211,6 +211,18 @@ class RealTimeRun:
     def _after_watch(self) -> None:
         """Once per loop turn after the running jobs were looked at (a subclass hook)."""
 
+    def _batches(self, spec: JobSpec, n: int) -> int:
+        """The last batch each of the job's n workers trains (a subclass hook: a job
+        resumed on another worker count)."""
+        return batches_for(spec, n, self.options.batches)
+
+    def _hold(self, name: str, placement) -> None:
+        """Take a launched job's GPUs (end_to_end.sharing_run: a packed job takes none)."""
+        self.state.allocate(placement)
+
+    def _unhold(self, name: str, placement) -> None:
+        self.state.release(placement)
+
     def _decide(self, queued: list[QueuedJob]) -> list[_Running]:
         if self.now() - self.used_at > LINK_SAMPLE_S / 2:
             self.sample_links()
@@ -234,8 +246,8 @@ class RealTimeRun:
             "bw_nominal_mbps": _num(bw_nominal), "bw_estimate_mbps": _num(bw),
             "C_n_s": round(c_n, 3), "C_n_nominal_s": round(self.estimator.C(spec, n, bw_nominal), 3),
             "notes": d.notes})
-        self.state.allocate(d.placement)
-        batches = batches_for(spec, n, self.options.batches)
+        self._hold(spec.name, d.placement)
+        batches = self._batches(spec, n)
         o = self.options
         overrides = {**o.worker_overrides.get("*", {}), **o.worker_overrides.get(spec.name, {})}
         worker_options = WorkerOptions(**{"input_size": o.input_size, "num_classes": o.num_classes,
@@ -341,7 +353,7 @@ class RealTimeRun:
 
     def _forget(self, r: _Running) -> None:
         """Release the GPUs and the controller's rules of a job that ended."""
-        self.state.release(r.decision.placement)
+        self._unhold(r.qjob.spec.name, r.decision.placement)
         if r.token:
             try:
                 # What the controller made of the job, for the report (and as proof that

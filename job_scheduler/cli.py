@@ -115,6 +115,10 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--migrate", action="store_true",
                         help="move a running cross-rack job to one rack when that beats staying "
                              "(with --preemption-cost)")
+    from job_scheduler.sharing import add_sharing_arguments
+
+    add_sharing_arguments(parser, "--preemption-cost, default measured; --json adds "
+                                  "time_slices, packed, grows, shrinks; not with las")
 
 
 def _check_args(args: argparse.Namespace) -> list[str]:
@@ -139,6 +143,29 @@ def _check_args(args: argparse.Namespace) -> list[str]:
         if not existing.is_dir() or not os.access(existing, os.W_OK):
             raise InputError(args.plot, f"cannot create plots under '{existing}'", field="plot")
     return names
+
+
+def _check_sharing(args: argparse.Namespace, names: list[str]) -> dict:
+    """The SharingSimulator options of --time-slice/--pack ({} when neither is given)."""
+    out: dict = {}
+    if args.time_slice is not None:
+        if not args.time_slice > 0:
+            raise InputError("argument", f"must be > 0 seconds, got {args.time_slice}",
+                             field="time-slice")
+        out["time_slice"] = args.time_slice
+    if args.pack_slowdown is not None and not args.pack:
+        raise InputError("argument --pack-slowdown", "needs --pack")
+    if args.pack:
+        out["pack"] = True
+        if args.pack_slowdown is not None:
+            if not args.pack_slowdown >= 1:
+                raise InputError("argument", f"must be >= 1, got {args.pack_slowdown}",
+                                 field="pack-slowdown")
+            out["pack_slowdown"] = args.pack_slowdown
+    if out and "las" in names:
+        raise InputError("--policies", "las time-shares by its own preemption: --time-slice "
+                         "and --pack are for the other policies")
+    return out
 
 
 def run_simulate(args: argparse.Namespace) -> int:
@@ -167,9 +194,12 @@ def run_simulate(args: argparse.Namespace) -> int:
     extra: dict[str, dict] = {}
     if args.migrate and not args.preemption_cost:
         raise InputError("argument --migrate", "needs --preemption-cost measured|zero")
-    if args.preemption_cost:
-        from job_scheduler.preemption import CostedSimulator, load_costs, summary
+    sharing = _check_sharing(args, names)
+    if args.preemption_cost or sharing:
+        from job_scheduler.preemption import load_costs
+        from job_scheduler.sharing import SharingSimulator, summary
 
+        args.preemption_cost = args.preemption_cost or "measured"
         costs = load_costs(args.preemption_cost)
     for name in names:
         policy = make_policy(name, seed=args.seed, V=args.V, eps=args.eps, lam=args.lam,
@@ -177,9 +207,9 @@ def run_simulate(args: argparse.Namespace) -> int:
                              estimate_error=args.estimate_error)
         progress = stderr_progress(name) if len(jobs) >= PROGRESS_FROM_JOBS else None
         if args.preemption_cost:
-            sim = CostedSimulator(topo, jobs, policy, slot=args.slot, progress=progress,
-                                  network=not args.no_network, estimator=estimator,
-                                  costs=costs, migrate=args.migrate)
+            sim = SharingSimulator(topo, jobs, policy, slot=args.slot, progress=progress,
+                                   network=not args.no_network, estimator=estimator,
+                                   costs=costs, migrate=args.migrate, **sharing)
             results[name] = sim.run()
             extra[name] = summary(sim, results[name])
             continue
@@ -199,8 +229,9 @@ def run_simulate(args: argparse.Namespace) -> int:
         _print_table(results, args, topo.name, len(jobs))
         for n, e in extra.items():
             print(f"{n}: {e['preemptions']} preemptions, {e['migrations']} migrations, "
-                  f"{e['preemption_cost_s']:.1f} s of suspend/resume charged "
-                  f"({args.preemption_cost} cost)")
+                  f"{e['grows']} grows, {e['shrinks']} shrinks, {e['time_slices']} time slices, "
+                  f"{e['packed']} packed, {e['preemption_cost_s']:.1f} s of suspend/resume "
+                  f"charged ({args.preemption_cost} cost)")
     return 0
 
 

@@ -123,6 +123,16 @@ class CostedSimulator(Simulator):
     def cost_of(self, j: int, gpus: int) -> float:
         return self.costs.total(self.jobs[j].model, gpus) if self.costs else 0.0
 
+    def start(self, j: int, placement) -> None:
+        prev, n = self.ran_gpus[j], placement.gpus
+        if self.costs and prev and n != prev and self.restart_overhead[j] > 0:
+            # resumed on another GPU count (grow/shrink): the resume part is that count's
+            model = self.jobs[j].model
+            delta = self.costs.suspend_resume(model, n)[1] - self.costs.suspend_resume(model, prev)[1]
+            self.restart_overhead[j] = max(self.restart_overhead[j] + delta, 0.0)
+            self.charged_s += delta
+        super().start(j, placement)
+
     def preempt(self, j: int, overhead_s: float = 0.0) -> None:
         cost = self.cost_of(j, self.running[j].n)
         self.charged_s += cost
@@ -164,10 +174,4 @@ class CostedSimulator(Simulator):
         self.preemptions -= 1                  # counted as a migration, not a preemption
         self.migrations += 1
         self.start(j, target)
-
-
-def summary(sim: CostedSimulator, result) -> dict:
-    """The per-policy figures ``sluice simulate --preemption-cost`` adds to its JSON."""
-    return {"preemptions": sim.preemptions, "migrations": sim.migrations,
-            "avg_jct": result.avg_jct, "preemption_cost_s": round(sim.charged_s, 3)}
 

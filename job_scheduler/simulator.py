@@ -155,6 +155,9 @@ class Simulator:
         # without progress (``preempt(j, overhead_s)``; LAS is charged none)
         self.restart_overhead = [0.0] * len(self.jobs)
         self.preemptions = 0
+        # a resumed job started on another GPU count than its last run (issue 18)
+        self.grows = 0
+        self.shrinks = 0
         self.ran_gpus = [0] * len(self.jobs)
         self.placements: list[Placement | None] = [None] * len(self.jobs)   # the last start's
         self.gpu_seconds = 0.0
@@ -233,7 +236,11 @@ class Simulator:
     # ---- actions policies take ------------------------------------------------------
     def start(self, j: int, placement: Placement) -> None:
         n = placement.gpus
-        self.state.allocate(placement)
+        prev = self.ran_gpus[j]          # > 0: a resume (start is only called on waiting jobs)
+        if prev and n != prev:
+            self.grows += n > prev
+            self.shrinks += n < prev
+        self._allocate(j, placement)
         del self.waiting[j]
         flows = self.placement_flows(placement)
         run = _Run(j, n, placement, flows, self.base_bandwidth(placement),
@@ -263,10 +270,31 @@ class Simulator:
         self._advance(run)
         self.work_left[j] = run.work_left
         self._version[j] += 1
-        self.state.release(run.placement)
+        self._release(j, run)
         self.waiting[j] = None
         for k in self._add_flows(run.flows, j, -1):
             self._retime(self.running[k])
+
+    # ---- engine hooks (job_scheduler.preemption's sharing overrides them) -------------
+    def _allocate(self, j: int, placement: Placement) -> None:
+        self.state.allocate(placement)
+
+    def _release(self, j: int, run: _Run) -> None:
+        self.state.release(run.placement)
+
+    def slowdown(self, j: int) -> float:
+        """Factor on job j's time per unit of work (1: the GPUs are its own)."""
+        return 1.0
+
+    def before_step(self) -> None:
+        """At a decision time, before the policy's step (e.g. time-slicing)."""
+
+    def after_step(self) -> None:
+        """At a decision time, after the policy's step (e.g. packing)."""
+
+    def next_engine_event(self) -> float:
+        """The engine's own next decision time while jobs wait (e.g. a quantum's end)."""
+        return math.inf
 
     # ---- internals ------------------------------------------------------------------
     def _add_flows(self, flows: dict[int, int], j: int, sign: int) -> set[int]:
@@ -287,15 +315,15 @@ class Simulator:
             self.gpu_seconds += dt * run.n
             run.t_last = self.now
 
-    def _retime(self, run: _Run) -> None:
+    def _retime(self, run: _Run, force: bool = False) -> None:
         """Bring the job to ``now`` at its old rate, then schedule its completion at
-        the rate its current uplink sharing gives."""
+        the rate its current uplink sharing gives (``force``: its slowdown changed)."""
         self._advance(run)
         bw = self.live_bandwidth(run.placement, run.flows, run.base_bw, joining=False)
-        if run.rate and bw == run.bw:
+        if run.rate and bw == run.bw and not force:
             return
         run.bw = bw
-        run.rate = 1.0 / self.models[run.j].C(run.n, bw)
+        run.rate = 1.0 / (self.models[run.j].C(run.n, bw) * self.slowdown(run.j))
         self._version[run.j] += 1
         heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
                                     self._version[run.j], run.j))
@@ -306,7 +334,7 @@ class Simulator:
         self._advance(run)
         self.finish[j] = t
         self.work_left[j] = 0.0
-        self.state.release(run.placement)
+        self._release(j, run)
         for k in self._add_flows(run.flows, j, -1):
             self._retime(self.running[k])
         on_complete = getattr(self.policy, "on_complete", None)
@@ -354,8 +382,11 @@ class Simulator:
                 self.policy.on_arrival(self, next_arrival)
                 next_arrival += 1
             if self.waiting:
+                self.before_step()
+            if self.waiting:
                 before = len(self.waiting)
                 self.policy.step(self)
+                self.after_step()
                 if self.running or len(self.waiting) != before or next_arrival < n_jobs:
                     stalled = 0
                 else:
@@ -383,6 +414,8 @@ class Simulator:
             wakeup = getattr(self.policy, "next_wakeup", None)
             if self.waiting and wakeup is not None:   # e.g. LAS: a threshold crossing
                 t_next = min(t_next, self._slot_at_or_after(wakeup(self)))
+            if self.waiting:
+                t_next = min(t_next, self._slot_at_or_after(self.next_engine_event()))
             if math.isinf(t_next):
                 stuck = [self.jobs[j].name for j in list(self.waiting)[:3]]
                 raise RuntimeError(f"policy {self.policy.name} cannot start jobs {stuck} "

@@ -65,6 +65,10 @@ class WorkerOptions:
     checkpoint_dir: str | None = None
     suspend_at: int | None = None
     resume_from: str | None = None
+    # Packing (end_to_end.sharing_run): two jobs share one GPU. torch on CUDA caps each
+    # process's share of the GPU memory; emulated compute waits compute_slowdown x longer.
+    gpu_memory_fraction: float | None = None
+    compute_slowdown: float = 1.0
 
     def __post_init__(self):
         if self.compute not in COMPUTE_MODES:
@@ -219,6 +223,8 @@ class PSJob:
             argv += ["--compress", o.compress]
         if o.num_classes:
             argv += ["--num-classes", str(o.num_classes)]
+        if o.gpu_memory_fraction is not None:
+            argv += ["--gpu-memory-fraction", repr(o.gpu_memory_fraction)]
         if self.controller_url:
             argv += ["--controller", self.controller_url]
         return argv + self._checkpoint_argv()
@@ -266,7 +272,8 @@ class PSJob:
                 "--batch-size", str(self.spec.batch_size), "--batches", str(self.batches),
                 "--bw-scale", repr(o.bw_scale), "--bucket-mb", str(o.bucket_mb),
                 "--report-interval", str(o.report_interval)]
-        argv += ["--compute-s", repr(plan.compute_s), "--bytes-per-batch", str(plan.wire_bytes)]
+        argv += ["--compute-s", repr(plan.compute_s * o.compute_slowdown),
+                 "--bytes-per-batch", str(plan.wire_bytes)]
         if self.controller_url:
             argv += ["--controller", self.controller_url]
         return argv + self._checkpoint_argv()

@@ -249,6 +249,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="fp16: gradients travel and are summed as 16-bit floats")
     ap.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
+    ap.add_argument("--gpu-memory-fraction", type=float, default=None,
+                    help="packing: cap this process at this share of the GPU's memory "
+                         "(torch.cuda.set_per_process_memory_fraction; ignored on the CPU)")
     ap.add_argument("--controller", default=None, help="controller API base URL")
     ap.add_argument("--token", default=os.environ.get("SLUICE_PROGRESS_TOKEN"),
                     help="job token for progress reports (default: $SLUICE_PROGRESS_TOKEN, "
@@ -266,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
+    if args.gpu_memory_fraction is not None and device.type == "cuda":
+        # a packed job (end_to_end.sharing_run): an allocation past its share fails here
+        # instead of starving the job it shares the GPU with
+        torch.cuda.set_per_process_memory_fraction(args.gpu_memory_fraction, device)
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"worker {args.worker_index} of job {args.job}: computing on {device.type} ({where}), "
           f"model {args.model}, batch size {args.batch_size}", file=sys.stderr, flush=True)

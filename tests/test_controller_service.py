@@ -271,3 +271,46 @@ def test_a_job_registered_again_gets_a_new_token_and_a_full_bucket():
     assert status_of(err.value) == 401
     for b in (1, 2):            # the same instant: a fresh bucket, not the old empty one
         assert guard.progress("job-a", new, {"worker": "w0", "batch": b})[0]["result"] == "accepted"
+
+
+def _job_rules(svc, job_id):
+    return svc.sink.table.with_cookie(svc.registry.jobs[job_id].cookie)
+
+
+def _ips_in(rules):
+    return {v for r in rules for k, v in r.match if k in ("ipv4_src", "ipv4_dst")}
+
+
+def test_a_migrated_job_leaves_exactly_the_new_placements_rules():
+    """Issue 18: a job moved (suspended on h1 -> h3, resumed on h2 -> h4) is removed and
+    registered again, as the run loop does. The removal's one reconcile deletes every
+    rule of the old flows and nothing else; the registration's one reconcile installs
+    the new flows' rules; nothing of the old placement stays, and the other job's
+    rules are untouched throughout."""
+    svc = bring_up(make_service("two-rack"))
+    guard = northbound(svc)
+    guard.register_job(ADMIN, JOB_A)
+    other = {"id": "job-c", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9200}],
+             "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9201}]}
+    guard.register_job(ADMIN, other)
+    before_other = set(_job_rules(svc, "job-c"))
+    old = _job_rules(svc, "job-a")
+    assert len(old) == 2 and _ips_in(old) == {"10.0.0.1", "10.0.0.3"}
+    sent = len(svc.sink.sent)
+    assert guard.remove_job(ADMIN, "job-a")["removed_rules"] == 2
+    removal = svc.sink.sent[sent:]
+    assert sorted(m.command for m in removal) == ["delete", "delete"]
+    assert {m.rule for m in removal} == set(old)
+    moved = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.4", "port": 9000}],
+             "workers": [{"id": "w0", "ip": "10.0.0.2", "port": 9001}]}
+    sent = len(svc.sink.sent)
+    guard.register_job(ADMIN, moved)
+    install = svc.sink.sent[sent:]
+    new = _job_rules(svc, "job-a")
+    assert sorted(m.command for m in install) == ["add", "add"] and {m.rule for m in install} == set(new)
+    assert _ips_in(new) == {"10.0.0.2", "10.0.0.4"}
+    assert not any(r in svc.sink.table.rules.values() for r in old)
+    assert set(_job_rules(svc, "job-c")) == before_other
+    # the new path is marked, the old one (h1 -> 10.0.0.3:9000) is plain traffic now
+    assert walk(svc, "h2", "10.0.0.4", tcp_dst=9000)[2] != 0
+    assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000)[2] == 0

@@ -15,6 +15,10 @@ Optional hooks, called by the simulator only where a policy has them:
 ``next_wakeup(sim) -> float`` (a time before the next event at which the order changes:
 las' threshold crossings) and ``regrow(sim)`` (nothing waits and GPUs are idle: sluice
 resizes running jobs). A policy with a ``trace`` of (t, Q, Z) gets it plotted.
+The sharing options (job_scheduler/sharing.py) need ``on_requeue(sim, j)`` (the engine
+suspended running job j for time-slicing: it waits again), ``on_packed(sim, j)`` (the
+engine started waiting job j packed onto a busy GPU) and ``needs(sim, j)`` (GPUs j
+needs to start).
 """
 
 from __future__ import annotations
@@ -134,6 +138,15 @@ class FixedCountPolicy:
         """``j`` left the queue for good (the scheduler service says so): a service that
         runs for months must not keep a count per job it ever saw."""
         self._n.pop(j, None)
+    # the sharing hooks: the queue is sim.waiting itself, so nothing to update
+    def on_requeue(self, sim, j: int) -> None:
+        pass
+
+    def on_packed(self, sim, j: int) -> None:
+        pass
+
+    def needs(self, sim, j: int) -> int:
+        return self._n[j]
 
     def step(self, sim) -> None:
         state = sim.state

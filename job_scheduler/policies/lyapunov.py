@@ -77,6 +77,16 @@ class LyapunovPolicy:
         # arrived during the slot that just ended: part of Q(t) for this slot's decision
         self.queues.arrive([sim.models[j].cost1])
 
+    # the sharing hooks (job_scheduler/sharing.py): Q stays the waiting work
+    def on_requeue(self, sim, j: int) -> None:
+        self.queues.arrive([sim.models[j].cost1])
+
+    def on_packed(self, sim, j: int) -> None:
+        self.queues.Q = max(self.queues.Q - sim.models[j].cost1, 0.0)
+
+    def needs(self, sim, j: int) -> int:
+        return 1
+
     def wants_slot(self, sim) -> bool:
         return True         # Z grows every slot a job waits: the answer may change
 

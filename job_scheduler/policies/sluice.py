@@ -136,6 +136,22 @@ class SluicePolicy:
         self._factor(j)                 # draw in arrival order: a seed fixes the errors
         self._waiting.add(j, (self.predicted_remaining(sim, j), j), 1)
 
+    # the sharing hooks (job_scheduler/sharing.py)
+    def on_requeue(self, sim, j: int) -> None:
+        if j in self.blind:       # already suspended: add the run that just ended
+            since = self._since.pop(j, sim.now)
+            self._attained[j] = self._attained.get(j, 0.0) + sim.ran_gpus[j] * (sim.now - since)
+        self._small.discard(j)
+        self._waiting.add(j, (self.predicted_remaining(sim, j), j), 1)
+
+    def on_packed(self, sim, j: int) -> None:
+        self._waiting.remove(j)
+        if j in self.blind:
+            self._since[j] = sim.now
+
+    def needs(self, sim, j: int) -> int:
+        return 1
+
     def wants_slot(self, sim) -> bool:
         return False        # priorities change only at arrivals and completions
 
