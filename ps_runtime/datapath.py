@@ -31,6 +31,10 @@ BIGARRAY_BOUND = 2 ** 18
 # thread per process, so several processes on one host carry more bytes (bench/RESULTS.md,
 # issue 17: MXNet's kvstore alone moves 0.75-0.80 GB/s with one server, 1.4-1.7 with four).
 DEFAULT_LOOPBACK_SERVERS = 4
+# The key :meth:`FlatKVStore.broadcast` stages float32 values through: far above any bucket
+# number, and not ps_runtime.checkpoint's VOTE_KEY (999_983).
+STAGING_KEY = 999_979
+STAGING_ELEMENTS = 2 ** 20          # 4 MB of float32 per round
 
 
 def ps_env(single_host: bool) -> dict[str, str]:
@@ -76,6 +80,36 @@ class FlatKVStore:
         self.kv.init(self.keys, self.arrays)
         self.kv.pull(self.keys, out=self.arrays)
         self.mx.nd.waitall()
+
+    def broadcast(self, values: list) -> None:
+        """Overwrite every worker's ``values`` (flat float32 host tensors, the same sizes
+        on every worker) with rank 0's, bit for bit, whatever the buckets' wire type.
+
+        With 16-bit buckets, ``init`` rounds what it stores; this path does not: rank 0
+        pushes its values through a float32 staging key and every other worker pushes
+        -0.0, so the servers' sum is rank 0's bits (x + -0.0 == x for every x, -0.0
+        and +0.0 included; +0.0 would turn rank 0's -0.0 into +0.0). Set-up only: one
+        push + pull round per ``STAGING_ELEMENTS`` values."""
+        import torch
+
+        staging = torch.empty(STAGING_ELEMENTS)
+        array = self.mx.nd.from_dlpack(torch.utils.dlpack.to_dlpack(staging))
+        self.kv.init(STAGING_KEY, array)
+        self.mx.nd.waitall()
+        for value in values:
+            if value.dtype != torch.float32 or value.dim() != 1:
+                raise ValueError("broadcast needs flat float32 tensors")
+            for start in range(0, value.numel(), STAGING_ELEMENTS):
+                chunk = value[start:start + STAGING_ELEMENTS]
+                staging.fill_(-0.0)
+                if self.rank == 0:
+                    staging[:chunk.numel()].copy_(chunk)
+                self.kv.push(STAGING_KEY, array)
+                self.kv.pull(STAGING_KEY, out=array)
+                array.wait_to_read()
+                chunk.copy_(staging[:chunk.numel()])
+        self.mx.nd.waitall()
+        del array                   # before the tensor under it (see close)
 
     def push_pull(self, i: int) -> None:
         """Send buffer ``i`` and ask for the sum back into it (returns at once)."""

@@ -125,15 +125,22 @@ class GradientSync:
         self.pushed = [False] * len(self.buckets)
 
     def sync_initial_weights(self, params: list[nn.Parameter]) -> None:
-        """Only rank 0's ``init`` values are stored; everyone pulls them (set-up only).
-        With fp16 the weights go through 16 bits once, identically on every worker."""
+        """Every worker starts from rank 0's weights, bit for bit (set-up only). With
+        float32 buckets they are the keys' ``init`` values; 16-bit buckets would round
+        them, so then they travel as float32 through :meth:`FlatKVStore.broadcast`."""
         with torch.no_grad():
-            for bucket, host in zip(self.buckets, self.host):
-                host.copy_(torch.cat([p.detach().reshape(-1).cpu() for p in bucket]))
-            self.kv.init()
-            for bucket, host in zip(self.buckets, self.host):
-                for p, value in zip(bucket, _views(host.to(self.device, torch.float32), bucket)):
-                    p.copy_(value)
+            weights = [torch.cat([p.detach().reshape(-1).to("cpu", torch.float32)
+                                  for p in bucket]) for bucket in self.buckets]
+            for host, value in zip(self.host, weights):
+                host.copy_(value)
+            self.kv.init()          # creates the keys on the servers
+            if self.fp16:
+                self.kv.broadcast(weights)
+            else:
+                weights = self.host
+            for bucket, value in zip(self.buckets, weights):
+                for p, v in zip(bucket, _views(value.to(self.device), bucket)):
+                    p.copy_(v)
 
     def zero_grad(self) -> None:
         for flat in self.flat:
