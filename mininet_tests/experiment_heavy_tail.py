@@ -32,12 +32,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
+
+import yaml
 
 from controller.job_rank import DEFAULT_RULE
 from job_scheduler.estimator import Estimator, nominal_bandwidth
@@ -45,6 +48,7 @@ from sluice_common.jobspec import JobSpec
 from job_scheduler.service_policy import StartDecision
 from sluice_common.placement import Placement
 from mininet_tests import fluid
+from mininet_tests.exchange_model import key_times
 from mininet_tests.heavy_tail import MixJob, heavy_tail_mix
 from end_to_end.report import write_report
 from end_to_end.run import environment, warm_processes
@@ -62,7 +66,11 @@ BATCH_SIZE = 32
 HOST_TCP = {"kernel": {},
             "starved-ok": {"net.ipv4.tcp_thin_linear_timeouts": "1",
                            "net.ipv4.tcp_rto_max_ms": "1000"}}
-KEYS = 8              # ps-lite keys per batch: push of key k+1 overlaps the pull of key k
+KEYS = 8              # ps-lite keys per batch
+# Keys in flight per batch (emulated_worker --pipeline-keys): 3 of 8 lets pulls overlap
+# later pushes (1.5 key-times a key, mininet_tests.exchange_model); 0 pushes all, then
+# pulls all (2 key-times: one direction busy at a time).
+PIPELINE_KEYS = 3
 # --compute profile: whose compute per batch (AlexNet: 61M parameters, 4.2 ms a batch)
 PROFILE, PROFILE_MODEL = "h100", "alexnet"
 
@@ -83,9 +91,10 @@ def same_start_mix(capacity: float, batches: int = 40, bytes_per_batch: int = 1_
             for i in range(3)]
 
 
-def exchange_s(nbytes: float, capacity: float) -> float:
-    """One batch's push + pull alone at the link rate, with KEYS pipelined keys."""
-    return nbytes / capacity * (1 + 1 / KEYS)
+def exchange_s(nbytes: float, capacity: float, pipeline_keys: int = PIPELINE_KEYS) -> float:
+    """One batch's push + pull alone at the link rate: KEYS keys, ``pipeline_keys`` of
+    them in flight (mininet_tests.exchange_model)."""
+    return nbytes / capacity * key_times(KEYS, pipeline_keys) / KEYS
 
 
 def alone_s(job: MixJob, capacity: float) -> float:
@@ -135,7 +144,8 @@ def specs_and_overrides(mix: list[MixJob]):
                      epochs=1, batch_size=BATCH_SIZE, max_gpus=1, arrival=j.arrival) for j in mix]
     overrides = {j.name: {"compute": "emulated", "compute_s": j.compute_s,
                           "bytes_per_batch": j.bytes_per_batch,
-                          "bucket_mb": j.bytes_per_batch / KEYS / 2 ** 20 * 1.001}
+                          "bucket_mb": j.bytes_per_batch / KEYS / 2 ** 20 * 1.001,
+                          "pipeline_keys": PIPELINE_KEYS}
                  for j in mix}
     return specs, overrides
 
@@ -151,9 +161,10 @@ def startup_s(job: dict) -> float | None:
     return max(0.0, first[0] - first[3] - job["arrival"])
 
 
-def bottleneck_mbps(result: dict) -> dict[str, float | None]:
+def bottleneck_mbps(result: dict, capacity_mbps: float | None = None) -> dict[str, float | None]:
     """Mean Mbit/s out of the two ToR uplink egresses (push, pull) over the samples taken
-    while at least two jobs were running (contention)."""
+    while at least two jobs were running (contention), and that mean as a share of the
+    link's ``capacity_mbps`` (utilisation in busy periods)."""
     spans = [(j["start"], j["finish"]) for j in result["jobs"] if "start" in j and "finish" in j]
     push, pull = [], []
     for s in result["links"]:
@@ -163,10 +174,11 @@ def bottleneck_mbps(result: dict) -> dict[str, float | None]:
             push.append(tx[PUSH_EGRESS])
             pull.append(tx[PULL_EGRESS])
     if not push:
-        return {"push": None, "pull": None, "mean": None, "samples": 0}
+        return {"push": None, "pull": None, "mean": None, "samples": 0, "utilisation_pct": None}
     p, q = statistics.mean(push), statistics.mean(pull)
+    util = round(100 * (p + q) / 2 / capacity_mbps, 1) if capacity_mbps else None
     return {"push": round(p, 2), "pull": round(q, 2), "mean": round((p + q) / 2, 2),
-            "samples": len(push)}
+            "samples": len(push), "utilisation_pct": util}
 
 
 def p95(values: list[float]) -> float:
@@ -214,19 +226,38 @@ def measure(result: dict, mix: list[MixJob], capacity: float, edges) -> dict:
             "mean_network_jct_s": round(statistics.mean(max(0.0, t - start[n])
                                                         for n, t in jct.items()), 3) if jct else None,
             "bucket_sizes": {b: len(v) for b, v in sorted(buckets.items())},
-            "bottleneck": bottleneck_mbps(result),
+            "bottleneck": bottleneck_mbps(result, capacity * 8 / 1e6),
             "startup_s": round(statistics.median(starts), 3) if starts else 0.0,
             "jct_s": jct}
 
 
 # ---- the experiment -----------------------------------------------------------------------
 
-def run(args) -> int:
+def experiment_topology(uplink_mbps: float | None):
+    """two-rack, every link scaled so the rack uplinks run at ``uplink_mbps`` (None: the
+    built-in 50 Mbit/s), and the uplink's capacity in bytes/s per direction."""
     topology = load_topology("two-rack")
     uplink = next(l for l in topology.links if {l.a, l.b} == {"tor2", "spine1"})
-    capacity = uplink.bw * topology.emulation_bw_scale * 1e6 / 8       # bytes/s, emulated
+    if uplink_mbps is not None:
+        if uplink_mbps <= 0:
+            raise ValueError(f"--uplink-mbps must be > 0, got {uplink_mbps}")
+        topology = replace(topology, emulation_bw_scale=uplink_mbps / uplink.bw)
+    return topology, uplink.bw * topology.emulation_bw_scale * 1e6 / 8
+
+
+def topology_arg(topology, out: Path) -> str:
+    """What the controller process loads: the built-in name, or the rescaled copy's file."""
+    if topology.emulation_bw_scale == load_topology("two-rack").emulation_bw_scale:
+        return "two-rack"
+    path = out / "topology.yaml"
+    path.write_text(yaml.safe_dump(topology.to_dict(), sort_keys=False))
+    return str(path.resolve())
+
+
+def run(args) -> int:
     out = Path(args.out or f"runs/experiment-{args.mix}-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
+    topology, capacity = experiment_topology(getattr(args, "uplink_mbps", None))
     seeds = list(range(1, args.seeds + 1)) if not args.seed_list else args.seed_list
     estimator = Estimator(nominal_bw_mbps=nominal_bandwidth(topology))
     lo_bytes = 10 * args.scale * args.bytes_lo
@@ -234,7 +265,7 @@ def run(args) -> int:
     per_seed: list[dict] = []
     compute_s = profile_compute_s() if getattr(args, "compute", "share") == "profile" else None
     started = time.monotonic()
-    with environment(topology, "two-rack", out, rank=DEFAULT_RULE,
+    with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
                      host_sysctls=HOST_TCP[args.host_tcp]) as (fabric, client), \
             _processes(topology, fabric, out, getattr(args, "start", "cold")) as runner:
         port = 20000
@@ -251,8 +282,14 @@ def run(args) -> int:
                         "mix": [asdict(j) | {"alone_s": round(alone_s(j, capacity), 3)}
                                 for j in mix], "modes": {}}
             for mode in order:
+                if runner is not None:
+                    # every mode starts with a full, idle pool: otherwise the mode that
+                    # follows another one runs while the pool's refills import MXNet
+                    runner.wait_ready()
                 print(f"experiment: seed {seed} ({k + 1}/{len(seeds)}), mode {mode}, "
-                      f"{time.monotonic() - started:.0f} s so far", file=sys.stderr, flush=True)
+                      f"{time.monotonic() - started:.0f} s so far, load average "
+                      f"{os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+                load_before = os.getloadavg()[0]
                 if mode != "off":
                     client.set_rank(mode, wait=True)
                 run_dir = out / f"seed{seed}-{mode}"
@@ -264,6 +301,8 @@ def run(args) -> int:
                                      runner=runner).run()
                 write_report(result, run_dir)
                 seed_out["modes"][mode] = measure(result, mix, capacity, edges)
+                seed_out["modes"][mode]["loadavg"] = [round(load_before, 1),
+                                                      round(os.getloadavg()[0], 1)]
                 if result["interrupted"]:
                     raise KeyboardInterrupt
             startup = seed_out["modes"]["off"]["startup_s"]
@@ -301,23 +340,25 @@ def resummarize(out: Path, args) -> dict:
     """Rebuild the measurements, the fluid predictions and the summary of a finished
     experiment directory from its per-run ``report.json`` files (no fabric)."""
     out = Path(out)
-    topology = load_topology("two-rack")
-    uplink = next(l for l in topology.links if {l.a, l.b} == {"tor2", "spine1"})
-    capacity = uplink.bw * topology.emulation_bw_scale * 1e6 / 8
+    old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    args.uplink_mbps = old.get("uplink_mbps")
+    _, capacity = experiment_topology(args.uplink_mbps)
     edges = bucket_edges(10 * args.scale * args.bytes_lo)
     per_seed = json.loads((out / "per_seed.json").read_text())
     for seed in per_seed:
         mix = [MixJob(**{k: v for k, v in j.items() if k != "alone_s"}) for j in seed["mix"]]
         for mode in MODES:
             result = json.loads((out / f"seed{seed['seed']}-{mode}" / "report.json").read_text())
+            loadavg = seed["modes"][mode].get("loadavg")
             seed["modes"][mode] = measure(result, mix, capacity, edges)
+            if loadavg:
+                seed["modes"][mode]["loadavg"] = loadavg
         fjobs = fluid_jobs(mix, capacity)
         for mode in MODES:
             pred = fluid.simulate(fjobs, mode, capacity, dt=0.02,
                                   startup_s=seed["modes"]["off"]["startup_s"])
             seed["modes"][mode]["fluid_mean_jct_s"] = round(fluid.mean(pred.values()), 3)
     (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))
-    old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
     if "host_tcp" in old:          # how the runs were made, not how they are re-read
         args.host_tcp = old["host_tcp"]
     args.compute = old.get("compute", "share")
@@ -334,6 +375,11 @@ def _median(values, digits: int = 3):
     return round(statistics.median(values), digits) if values else None
 
 
+def _range(pairs):
+    values = [v for pair in pairs if pair for v in pair]
+    return [min(values), max(values)] if values else None
+
+
 def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
     modes = {}
     for mode in MODES:
@@ -344,6 +390,9 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
             "mean_jct_s": _median(m["mean_jct_s"] for m in ms),
             "p95_jct_s": _median(m["p95_jct_s"] for m in ms),
             "bottleneck_mbps": _median(m["bottleneck"]["mean"] for m in ms),
+            "bottleneck_utilisation_pct": _median(digits=1, values=(
+                m["bottleneck"].get("utilisation_pct") for m in ms)),
+            "loadavg_range": _range(m.get("loadavg") for m in ms),
             "bottleneck_push_mbps": _median(m["bottleneck"]["push"] for m in ms),
             "bottleneck_pull_mbps": _median(m["bottleneck"]["pull"] for m in ms),
             "makespan_s": _median(m["makespan_s"] for m in ms),
@@ -370,6 +419,8 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
     return {"default_rule": DEFAULT_RULE, "mix": args.mix, "load": args.load,
             "seeds": [s["seed"] for s in per_seed], "jobs_per_seed": len(per_seed[0]["mix"]),
             "scale": args.scale, "bytes_lo": args.bytes_lo, "host_tcp": args.host_tcp,
+            "uplink_mbps": getattr(args, "uplink_mbps", None),
+            "order": [s.get("order") for s in per_seed],
             "compute": getattr(args, "compute", "share"),
             "start": getattr(args, "start", "cold"),
             "compute_s": (round(profile_compute_s(), 4)

@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", default="warm", choices=("warm", "cold"),
                     help="heavy-tail/same-start: PS processes pre-started with MXNet "
                          "imported (warm) or started per job (cold: ~25 s each here)")
+    ap.add_argument("--uplink-mbps", type=float, default=None,
+                    help="heavy-tail/same-start: shape the rack uplinks at this rate (every "
+                         "link scaled alike; default: the topology's 50 Mbit/s)")
     ap.add_argument("--job-timeout", type=float, default=400.0)
     ap.add_argument("--host-tcp", default="kernel", choices=("kernel", "starved-ok"),
                     help="heavy-tail/same-start: host TCP settings (experiment_heavy_tail.HOST_TCP)")
@@ -119,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.mix in ("heavy-tail", "same-start"):
         if not 0 < args.load < 1 or args.seeds < 1 or args.jobs < 1:
             ap.error("--load must be in (0, 1); --seeds and --jobs must be >= 1")
+        if args.uplink_mbps is not None and args.uplink_mbps <= 0:
+            ap.error(f"--uplink-mbps must be > 0, got {args.uplink_mbps}")
         from mininet_tests.experiment_heavy_tail import markdown, resummarize, run as run_heavy_tail
         if args.resummarize:
             print(markdown(resummarize(Path(args.resummarize), args), args))

@@ -60,6 +60,7 @@ class WorkerOptions:
     bw_scale: float = 1.0          # the fabric's emulation.bw_scale (emulated compute)
     compute_s: float | None = None         # emulated: seconds per batch, overrides the profile
     bytes_per_batch: int | None = None     # emulated: wire bytes per batch, overrides the model
+    pipeline_keys: int = 0         # emulated: keys in flight per batch (0: all of them at once)
     # Suspend/resume (ps_runtime.checkpoint): a job with a checkpoint_dir can be suspended
     # (request_suspend, or after batch suspend_at); resume_from continues a checkpoint.
     checkpoint_dir: str | None = None
@@ -274,6 +275,8 @@ class PSJob:
                 "--report-interval", str(o.report_interval)]
         argv += ["--compute-s", repr(plan.compute_s * o.compute_slowdown),
                  "--bytes-per-batch", str(plan.wire_bytes)]
+        if o.pipeline_keys:
+            argv += ["--pipeline-keys", str(o.pipeline_keys)]
         if self.controller_url:
             argv += ["--controller", self.controller_url]
         return argv + self._checkpoint_argv()

@@ -110,6 +110,26 @@ def test_an_emulated_job_runs_through_ps_lite_and_reports_every_batch(tmp_path):
     assert "0.468 MB pushed and pulled per batch" in log
 
 
+def test_a_pipelined_exchange_keeps_every_batch_and_is_passed_to_the_worker(tmp_path):
+    # 5 keys of ~0.1 MB, at most 2 in flight: pushes wait for earlier pulls
+    spec = JobSpec(name="t-pipe", model="resnet18", dataset_size=64, epochs=1, batch_size=32,
+                   max_gpus=2)
+    options = WorkerOptions(compute="emulated", bw_scale=0.01, compute_s=0.01, bucket_mb=0.1,
+                            pipeline_keys=2)
+    job = PSJob(spec, HostPlan.loopback(1, 2), LocalRunner(), tmp_path, batches=4,
+                base_port=free_base(), options=options)
+    with job:
+        job.start()
+        result = job.wait(timeout=90)
+    assert set(result.returncodes.values()) == {0}
+    for rank in (0, 1):
+        assert [r.batch for r in result.batches[rank]] == [1, 2, 3, 4]
+    assert "5 keys" in (tmp_path / "worker0.log").read_text()
+    with pytest.raises(SystemExit):
+        parse_args(["--job", "j", "--worker-index", "0", "--batches", "3", "--compute-s", "0",
+                    "--bytes-per-batch", "4000", "--pipeline-keys", "-1"])
+
+
 # ---- on the fabric: real ps-lite bytes across a rack uplink at the emulated rate --------
 
 def _counter(intf: str, name: str) -> int:

@@ -5,6 +5,7 @@ import statistics
 import pytest
 
 from mininet_tests.experiment_heavy_tail import (alone_s, bottleneck_mbps, bucket_of,
+                                                 experiment_topology,
                                                  fluid_jobs, p95, same_start_mix)
 from mininet_tests.fluid import FluidJob, mean, simulate
 from mininet_tests.heavy_tail import bounded_pareto, heavy_tail_mix, offered_load
@@ -40,10 +41,17 @@ def test_rules_are_work_conserving():
 
 
 def test_same_start_sanity_case_predicts_about_a_third():
+    from dataclasses import replace
+
     mix = same_start_mix(C)
-    fj = fluid_jobs(mix, C)
-    gain = 1 - mean(simulate(fj, "remaining", C).values()) / mean(simulate(fj, "off", C).values())
-    assert 0.25 <= gain <= 0.34
+
+    def gain(fj):
+        return 1 - mean(simulate(fj, "remaining", C).values()) / mean(simulate(fj, "off", C).values())
+
+    # link-bound (each job alone fills both directions): shortest-first saves about a third
+    assert 0.25 <= gain([replace(j, rate_cap=2.0) for j in fluid_jobs(mix, C)]) <= 0.34
+    # the emulated jobs' exchange fills 2 / 1.5 of the two directions: less left to gain
+    assert 0.10 <= gain(fluid_jobs(mix, C)) < 0.25
     assert alone_s(mix[0], C) > 0
 
 
@@ -93,3 +101,31 @@ def test_measurement_helpers():
                         {"t": 5, "tx_mbps": {"tor2>spine1": 48, "tor1>spine1": 46}}]}
     got = bottleneck_mbps(result)
     assert got["samples"] == 1 and got["push"] == 48 and got["mean"] == 47
+    assert got["utilisation_pct"] is None               # no capacity given
+    assert bottleneck_mbps(result, 50.0)["utilisation_pct"] == 94.0
+
+
+def test_experiment_topology_rescales_every_link_to_the_uplink_rate():
+    builtin, capacity = experiment_topology(None)
+    assert capacity == 50e6 / 8
+    slow, capacity = experiment_topology(12.0)
+    assert capacity == pytest.approx(12e6 / 8)
+    # the host links keep their ratio to the uplink (the queue stays at the ToR egress)
+    host = {h.name: h.bw for h in slow.hosts}["h1"] * slow.emulation_bw_scale
+    assert host == pytest.approx(24.0)
+    with pytest.raises(ValueError, match="uplink-mbps"):
+        experiment_topology(0)
+
+
+def test_exchange_model_serial_bulk_and_pipelined_windows():
+    from mininet_tests.exchange_model import key_times
+
+    assert key_times(8, 0) == pytest.approx(16.0)       # push all, then pull all
+    assert key_times(8, 1) == pytest.approx(16.0)       # one key at a time: no overlap
+    assert key_times(8, 3) == pytest.approx(12.0)       # the experiment's window
+    # never better than the ideal pipeline (one key's push or pull exposed), never worse
+    # than serial
+    for w in range(0, 9):
+        assert 9.0 <= key_times(8, w) <= 16.0
+    with pytest.raises(ValueError):
+        key_times(0, 1)
