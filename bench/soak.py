@@ -211,8 +211,12 @@ def controller_load(port: int, tokens: dict, workers: int, phases, out: mp.Queue
 
 
 def scheduler_load(port: int, phases, out: mp.Queue) -> None:
+    phase = [0]   # names and idempotency keys must not repeat across phases: a repeated
+    #               key is (rightly) answered as a replay, not a new submission
+
     def call(ctx, n):
-        text = f"jobs:\n  - {{name: soak-sub-{n:07d}, {SCHED_JOB}}}\n".encode()
+        n = phase[0] * 10_000_000 + n
+        text = f"jobs:\n  - {{name: soak-sub-{n:09d}, {SCHED_JOB}}}\n".encode()
         conn = _conn(ctx, port)
         conn.request("POST", "/submissions", body=text,
                      headers={"Content-Type": "application/yaml", "Content-Length": str(len(text)),
@@ -224,7 +228,8 @@ def scheduler_load(port: int, phases, out: mp.Queue) -> None:
             ctx.clear()
         return resp.status == 201
 
-    for rate, seconds in phases:
+    for k, (rate, seconds) in enumerate(phases):
+        phase[0] = k
         p = Paced(rate, 16, call)
         p.run(seconds, time.monotonic())
         out.put(("scheduler", rate, p.records, p.unsent, seconds))
