@@ -270,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{mb:>4}MB {workers:>7} {proj:>8.2f} {raw1:>10.2f} {rawn:>10.2f} "
                       f"{proj / raw1:>11.2f}x{tcp}", flush=True)
     if not args.skip_steps:
-        batches = 3 if args.quick else 12
+        # quick: the median of 4 batches (2 was at the mercy of one noisy batch on 2 cores)
+        batches = 5 if args.quick else 12
         print(f"steps on {device.type}: median of batches 2..{batches} of a 1-worker job "
               f"({servers} servers, compress {args.compress}) vs the step alone", flush=True)
         for model in [m for m in args.models.split(",") if m]:
