@@ -355,8 +355,8 @@ def test_restart_reconciles_running_jobs(tmp_path, services):
     # shows it left the queue, and it must end well.
     later_id = jobs["later"]["id"]
     wait_for(lambda: client.job(later_id)["state"] in ("running", "finished"))
-    later = wait_for(lambda: (lambda j: j if j["state"] == "finished" else None)(
-        client.job(later_id)), timeout=15.0)
+    later = wait_for(lambda: (j := client.job(later_id))["state"] == "finished" and j,
+                     timeout=15.0)
     assert later["exit_code"] == 0 and later["attempts"] == 1
 
 

@@ -13,7 +13,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sluice_common.errors import InputError, InputErrors
+from sluice_common.errors import InputError
 from topologies import BUILTIN_DIR, parse_topology
 from topologies.model import load_topology_file
 
@@ -44,10 +44,6 @@ FAULTS = {
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def _errors(err: InputError) -> list[InputError]:
-    return list(err.errors) if isinstance(err, InputErrors) else [err]
-
-
 @FUZZ
 @given(st.dictionaries(st.sampled_from(sorted(FAULTS)), st.integers(0, 1)))
 def test_every_fault_is_reported_once_in_one_run(chosen):
@@ -63,7 +59,7 @@ def test_every_fault_is_reported_once_in_one_run(chosen):
     try:
         parse_topology(data, "f.yaml")
     except InputError as err:
-        lines = [e.format() for e in _errors(err)]
+        lines = [e.format() for e in err.errors]    # one error or all of them
     else:
         raise AssertionError(f"accepted a topology with faults {sorted(expected)}")
     assert len(lines) == len(expected), lines
@@ -110,7 +106,7 @@ def test_fuzzed_documents_only_raise_input_error(data):
     try:
         topo = parse_topology(data, "fuzz.yaml")
     except InputError as err:
-        assert all(e.source == "fuzz.yaml" and e.reason for e in _errors(err))
+        assert all(e.source == "fuzz.yaml" and e.reason for e in err.errors)
         return
     # anything accepted is a usable fabric
     assert topo.hosts and nx.is_connected(topo.graph)
@@ -119,7 +115,7 @@ def test_fuzzed_documents_only_raise_input_error(data):
     assert all(link.bw > 0 for link in topo.links)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@FUZZ
 @given(st.text(max_size=80) | st.sampled_from([
     "name: t\nswitches: [", "{", "hosts: !!python/object:os.system x", "- a\n- b\n",
     "name: t\nswitches:\n  - &s {name: s}\n  - *s\n", "? [a]\n: 1\n"]))
