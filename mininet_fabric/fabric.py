@@ -379,8 +379,11 @@ class Fabric:
                              text=True, timeout=30).stdout
         return priority.parse_class_stats(out)
 
-    def ping_all(self, timeout_s: int = 1, count: int = 1) -> float:
-        """Ping every ordered pair of hosts (``count`` pings each); loss in percent."""
+    def ping_all(self, timeout_s: int = 2, count: int = 1) -> float:
+        """Ping every ordered pair of hosts (``count`` pings each); loss in percent.
+        ``timeout_s`` is how long a reply may take: a pair's first packet goes through the
+        userspace datapath's upcall and the controller's packet-in, which took over 1 s
+        once on a loaded 2-core CI machine (a late reply, counted as a lost one)."""
         hosts = [h.name for h in self.topology.hosts]
         sent = received = 0
         for a in hosts:
