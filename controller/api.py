@@ -1,6 +1,6 @@
 """Northbound REST API (FastAPI on uvicorn, in a thread of the controller process).
 
-    POST   /jobs[?wait=1]               admin token   register {id, servers, workers}
+    POST   /jobs[?wait=1]               admin token   register {id, servers, workers, scheduler}
     DELETE /jobs/{id}[?wait=1]          admin token   remove the job and its rules
     POST   /jobs/{id}/progress[?wait=1] job token     {worker, batch}; wait=1 answers after
                                                        the switches' barrier replies
@@ -87,6 +87,9 @@ class JobRegistration(_Body):
     id: str = Field(pattern=JOB_ID)
     servers: list[Endpoint] = Field(min_length=1, max_length=MAX_ENDPOINTS)
     workers: list[Endpoint] = Field(min_length=1, max_length=MAX_ENDPOINTS)
+    scheduler: Endpoint | None = Field(
+        None, description="the ps-lite scheduler: workers' control messages to it travel "
+                          "at the level of their pull from the first server")
     # sizes for the ranking rules of issue 14 (the service decides whether it takes them)
     total_batches: Annotated[StrictInt, Field(ge=1)] | None = None
     bytes_per_batch: Annotated[StrictInt, Field(ge=1)] | None = None

@@ -29,6 +29,7 @@ _FIELDS = {
     "ip_proto": (10, "!B"),
     "ipv4_src": (11, "!4s"),
     "ipv4_dst": (12, "!4s"),
+    "tcp_src": (13, "!H"),
     "tcp_dst": (14, "!H"),
 }
 

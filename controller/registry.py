@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from controller.ranking import PULL, PUSH, FlowKey
+
+CONTROL = "control"          # a worker's control messages to the ps-lite scheduler
+SCHEDULER_ID = "scheduler"
 from sluice_common.errors import InputError
 from sluice_common.job_id import JOB_ID_RE, JOB_ID_RULE
 
-_JOB_FIELDS = {"id", "servers", "workers", "total_batches", "bytes_per_batch"}
+_JOB_FIELDS = {"id", "servers", "workers", "scheduler", "total_batches", "bytes_per_batch"}
 # Optional size fields (from the scheduler's estimator) used by the job ranking rules.
 SIZE_FIELDS = ("total_batches", "bytes_per_batch")
 _ENDPOINT_FIELDS = {"id", "ip", "port"}
@@ -39,9 +42,13 @@ class Job:
     workers: tuple[Endpoint, ...]
     cookie: int
     batches: dict[str, int] = field(default_factory=dict)   # worker id -> last batch
+    # The ps-lite scheduler (rendezvous, barriers): workers send it control messages.
+    scheduler: Endpoint | None = None
     total_batches: int | None = None     # epochs * dataset_size / batch_size (all workers)
     bytes_per_batch: int | None = None   # bytes one batch pushes (and pulls): the parameters
     _flows: list[FlowKey] | None = field(default=None, init=False, repr=False, compare=False)
+    _control: dict[str, FlowKey] | None = field(default=None, init=False, repr=False,
+                                                compare=False)
 
     def flows(self) -> list[FlowKey]:
         """The job's flows (computed once: endpoints never change after registration)."""
@@ -59,6 +66,23 @@ class Job:
                 out.append(FlowKey(self.id, PULL, w.id, s.id, s.ip, w.ip, w.port))
         return out
 
+    def control_flow(self, flow: FlowKey) -> FlowKey | None:
+        """The control flow that rides on ``flow``: a worker's messages to the ps-lite
+        scheduler (start-up rendezvous, barriers, the closing handshake) take the level
+        of its pull from the first server, the server the scheduler runs beside. None
+        for any other flow, without a registered scheduler, or when the worker shares
+        the scheduler's host. Control flows are not ranked or counted as job bytes:
+        they are a few small messages, but left in the least urgent class they wait
+        behind every other job's bulk transfer, at start and at the end of the job."""
+        if self._control is None:
+            sched = self.scheduler
+            self._control = {} if sched is None else {
+                w.id: FlowKey(self.id, CONTROL, w.id, SCHEDULER_ID, w.ip, sched.ip, sched.port)
+                for w in self.workers if w.ip != sched.ip}
+        if flow.kind != PULL or flow.server != self.servers[0].id:
+            return None
+        return self._control.get(flow.worker)
+
     def batch_of(self, worker: str) -> int:
         return self.batches.get(worker, 0)
 
@@ -72,6 +96,7 @@ class Job:
                 "servers": [vars(e) for e in self.servers],
                 "workers": [vars(e) for e in self.workers],
                 "batches": dict(sorted(self.batches.items())),
+                **({"scheduler": vars(self.scheduler)} if self.scheduler else {}),
                 **{k: getattr(self, k) for k in SIZE_FIELDS if getattr(self, k) is not None}}
 
 
@@ -114,7 +139,7 @@ def parse_job(body: Any, known_ips: set[str] | None = None, source: str = "API b
     unknown = sorted(set(body) - _JOB_FIELDS)
     if unknown:
         raise InputError(source, "unknown field (allowed: id, servers, workers, "
-                         "total_batches, bytes_per_batch)", field=unknown[0])
+                         "scheduler, total_batches, bytes_per_batch)", field=unknown[0])
     job_id = body.get("id")
     if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
         raise InputError(source, f"must be {JOB_ID_RULE}", element="job", field="id")
@@ -134,6 +159,9 @@ def parse_job(body: Any, known_ips: set[str] | None = None, source: str = "API b
         if dup:
             raise InputError(source, f"duplicate id '{dup}'", element=f"job '{job_id}'",
                              field=role)
+    scheduler = None
+    if body.get("scheduler") is not None:
+        scheduler = _endpoint(source, job_id, "scheduler", 0, body["scheduler"], known_ips)
     sizes = {}
     for name in SIZE_FIELDS:
         value = body.get(name)
@@ -142,7 +170,8 @@ def parse_job(body: Any, known_ips: set[str] | None = None, source: str = "API b
             raise InputError(source, f"must be a positive integer, got {value!r}",
                              element=f"job '{job_id}'", field=name)
         sizes[name] = value
-    return Job(job_id, lists["servers"], lists["workers"], cookie=0, **sizes)
+    return Job(job_id, lists["servers"], lists["workers"], cookie=0, scheduler=scheduler,
+               **sizes)
 
 
 def parse_progress(body: Any, job: Job, source: str = "API body") -> tuple[str, int]:

@@ -14,7 +14,8 @@ Two tables, so that no host can buy priority (the FAUCET way: admission first):
 - table 0, admission: ARP/LLDP to the controller; a packet from a host port passes only
   with the source IP bound to that port (else the table-miss drops it) and is re-marked
   to DSCP 0, the least urgent class, unless it is a registered PS flow from that port,
-  which is marked with its level instead; packets arriving on a switch link pass as they
+  which is marked with its level instead (and so are the ACKs coming back on that
+  flow's connection: a flow is only as fast as its ACK clock); packets arriving on a switch link pass as they
   are (they were admitted at their first switch).
 - table 1, forwarding: per-destination output (and, enforce=queue, per-hop queues of
   the PS flows).
@@ -35,6 +36,10 @@ IPPROTO_TCP = 6
 # Priorities: control traffic > PS flows > plain forwarding > table-miss (drop).
 PRIO_CONTROL = 1000
 PRIO_JOB_FLOW = 200
+# The reverse direction of a PS connection (TCP ACKs, matched on the source port): one
+# below the data rules, so a packet that matches both (an ephemeral port that happens to
+# equal a registered one) is classified by its data rule, deterministically.
+PRIO_JOB_ACK = 199
 PRIO_ADMIT = 150         # table 0: a host's own source IP on its own port
 PRIO_FORWARD = 100
 PRIO_TRANSIT = 100       # table 0: anything arriving on a switch-to-switch link
@@ -122,8 +127,25 @@ def flow_match(flow: FlowKey) -> tuple[tuple[str, Any], ...]:
                       ipv4_dst=flow.dst_ip, tcp_dst=flow.dst_port)
 
 
-def ingress_match(flow: FlowKey, in_port: int) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(flow_match(flow) + (("in_port", in_port),)))
+def ack_match(flow: FlowKey) -> tuple[tuple[str, Any], ...]:
+    """The reverse direction of ``flow``'s TCP connection: its ACKs (and ps-lite's
+    replies on it), from the listening end's port back to the connecting host."""
+    return make_match(eth_type=ETH_IPV4, ip_proto=IPPROTO_TCP, ipv4_src=flow.dst_ip,
+                      ipv4_dst=flow.src_ip, tcp_src=flow.dst_port)
+
+
+def job_ack_rules(flow: FlowKey, level: int, back_hops: list[tuple[int, int]], cookie: int,
+                  enforce: str, in_port: int | None = None) -> list[Rule]:
+    """Rules that give the ACKs of ``flow`` the flow's own level along ``back_hops`` (the
+    path from ``flow``'s destination to its source); ``in_port``: the destination host's
+    port on its switch.
+
+    Why: a TCP flow moves only as fast as its ACKs come back. Left unmarked, the ACKs of
+    the most urgent job's pull travel in the least urgent class and wait behind the
+    other jobs' pushes on the opposite uplink (or starve under strict priority), and
+    the urgent flow stalls on its own ACK clock: priority inversion."""
+    return _marking_rules(ack_match(flow), PRIO_JOB_ACK, level, back_hops, cookie, enforce,
+                          in_port)
 
 
 def job_flow_rules(flow: FlowKey, level: int, hops: list[tuple[int, int]], cookie: int,
@@ -135,19 +157,25 @@ def job_flow_rules(flow: FlowKey, level: int, hops: list[tuple[int, int]], cooki
     port); the DSCP travels with the packet and every egress port's HTB/u32 filter
     classifies on it (set_queue is ignored by the userspace datapath, docs/design.md).
     queue: every switch on the path sets its own egress queue (table 1)."""
+    return _marking_rules(flow_match(flow), PRIO_JOB_FLOW, level, hops, cookie, enforce,
+                          in_port)
+
+
+def _marking_rules(match: tuple[tuple[str, Any], ...], priority: int, level: int,
+                   hops: list[tuple[int, int]], cookie: int, enforce: str,
+                   in_port: int | None) -> list[Rule]:
+    if enforce not in ENFORCE_MODES:
+        raise ValueError(f"enforce must be one of {ENFORCE_MODES}, got {enforce!r}")
     if not hops or in_port is None:
         return []
     if enforce == "dscp":
         dpid, _port = hops[0]
-        return [Rule(dpid, PRIO_JOB_FLOW, ingress_match(flow, in_port),
+        return [Rule(dpid, priority, tuple(sorted(match + (("in_port", in_port),))),
                      (("set_dscp", dscp_of_level(level)), ("goto", TABLE_FORWARD)), cookie)]
-    if enforce == "queue":
-        match = flow_match(flow)
-        return [Rule(dpid, PRIO_JOB_FLOW, match,
-                     (("set_queue", queue_id_of_level(level)), ("output", port)), cookie,
-                     TABLE_FORWARD)
-                for dpid, port in hops]
-    raise ValueError(f"enforce must be one of {ENFORCE_MODES}, got {enforce!r}")
+    return [Rule(dpid, priority, match,
+                 (("set_queue", queue_id_of_level(level)), ("output", port)), cookie,
+                 TABLE_FORWARD)
+            for dpid, port in hops]
 
 
 def diff(installed: Mapping[tuple, Rule], desired: Iterable[Rule],

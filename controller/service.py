@@ -518,7 +518,7 @@ class ControllerService:
             cookie_of = {j.id: j.cookie for j in self.registry.jobs.values()}
             by_match: dict[tuple, list[R.Rule]] = {}
             for r in self.installed.rules.values():
-                if r.priority == R.PRIO_JOB_FLOW:   # keyed without the ingress port
+                if r.priority in (R.PRIO_JOB_FLOW, R.PRIO_JOB_ACK):  # keyed without in_port
                     match = tuple(kv for kv in r.match if kv[0] != "in_port")
                     by_match.setdefault(match, []).append(r)
             out = []
@@ -528,13 +528,14 @@ class ControllerService:
                 if job_id is not None and flow.job != job_id:
                     continue
                 level = self._levels.get(flow)
-                installed = [r.to_json() for r in by_match.get(R.flow_match(flow), [])
-                             if r.cookie == cookie_of[flow.job]]
+                installed, acks = ([r.to_json() for r in by_match.get(match(flow), [])
+                                    if r.cookie == cookie_of[flow.job]]
+                                   for match in (R.flow_match, R.ack_match))
                 out.append({"job": flow.job, "kind": flow.kind, "worker": flow.worker,
                             "server": flow.server, "src": flow.src_ip, "dst": flow.dst_ip,
                             "dst_port": flow.dst_port, "batch": batch, "level": level,
                             "dscp": dscp_of_level(level) if level is not None else None,
-                            "rules": installed})
+                            "rules": installed, "ack_rules": acks})
             return {"enforce": self.config.enforce, "levels": self.config.levels,
                     "rank": self.config.rank, "flows": out}
 
@@ -642,11 +643,7 @@ class ControllerService:
         for flow, level in levels.items():
             cached = self._flow_rules.get(flow)
             if cached is None or cached[0] != level:
-                hops = self._hops(flow.src_ip, flow.dst_ip)
-                src = self.fabric.hosts.get(flow.src_ip)
-                cached = (level, R.job_flow_rules(flow, level, hops, cookie_of[flow.job],
-                                                  self.config.enforce,
-                                                  src.port if src else None))
+                cached = (level, self._rules_of(flow, level, cookie_of[flow.job]))
             flow_rules[flow] = cached
         self._flow_rules = flow_rules
         # Least urgent first: flows sharing one match (two workers of a job on one host
@@ -714,10 +711,7 @@ class ControllerService:
         connected, keys = self.fabric.connected, set()
         for flow, level in changed.items():
             self._levels[flow] = level
-            src = self.fabric.hosts.get(flow.src_ip)
-            rules = R.job_flow_rules(flow, level, self._hops(flow.src_ip, flow.dst_ip),
-                                     jobs[flow.job].cookie, self.config.enforce,
-                                     src.port if src else None)
+            rules = self._rules_of(flow, level, jobs[flow.job].cookie)
             self._flow_rules[flow] = (level, rules)
             keys.update(r.key for r in rules if r.dpid in connected)
         # flows sharing a rule key: the most urgent one's rule is the one wanted
@@ -732,6 +726,20 @@ class ControllerService:
         self.metrics.inc("sluice_flow_mods_total", len(mods))
         self.sink.send(mods, on_done)
         return mods
+
+    def _rules_of(self, flow: FlowKey, level: int, cookie: int) -> list[R.Rule]:
+        """``flow``'s rules at ``level``: its data direction and its ACKs coming back, and
+        the same for the control flow that rides on it (Job.control_flow)."""
+        control = self.registry.jobs[flow.job].control_flow(flow)
+        out = []
+        for f in (flow,) if control is None else (flow, control):
+            src, dst = self.fabric.hosts.get(f.src_ip), self.fabric.hosts.get(f.dst_ip)
+            enforce = self.config.enforce
+            out += R.job_flow_rules(f, level, self._hops(f.src_ip, f.dst_ip), cookie,
+                                    enforce, src.port if src else None)
+            out += R.job_ack_rules(f, level, self._hops(f.dst_ip, f.src_ip), cookie,
+                                   enforce, dst.port if dst else None)
+        return out
 
     def _hops(self, src: str, dst: str) -> list[tuple[int, int]]:
         hops = self._paths.get((src, dst))

@@ -333,6 +333,10 @@ class RealTimeRun:
         finish = self.now()
         ok = "error" not in rec
         times = [it[3] for it in r.iterations]
+        # When each process was seen to exit (run time): where a job's end goes (the
+        # ps-lite closing barrier, MXNet's teardown) when its last batch is long done.
+        rec["process_exit_s"] = {p.name: round(p.exited_at - self.t0, 3)
+                                 for p in r.psjob.processes if p.exited_at is not None}
         if len(r.first_batch) == len(r.followers):
             # launch -> every worker has finished its first batch (start-up included)
             rec["first_batch_s"] = round(max(r.first_batch.values()) - r.started, 3)

@@ -86,6 +86,11 @@ class PSProcess:
     popen: object = None
     log_file: IO | None = None
     returncode: int | None = None
+    exited_at: float | None = None      # time.monotonic() when poll() first saw the exit
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}{self.rank}"
 
     def describe(self) -> str:
         return f"{self.role} {self.rank} on host {self.node.host} ({self.node.ip}:{self.port})"
@@ -309,6 +314,8 @@ class PSJob:
         for proc in self.processes:
             if proc.returncode is None:
                 proc.returncode = proc.popen.poll()
+                if proc.returncode is not None:
+                    proc.exited_at = time.monotonic()
             if proc.returncode not in (None, 0):
                 self.stop()
                 tail = "\n".join(f"    {line}" for line in proc.tail())

@@ -123,8 +123,11 @@ def server_id(i: int) -> str:
 
 
 def registration(job_name: str, placement: HostPlan, ports: PortPlan) -> dict:
-    """The controller's job registration body: ``{id, servers: [{id, ip, port}], workers}``."""
+    """The controller's job registration body: ``{id, servers: [{id, ip, port}], workers,
+    scheduler}`` (the ps-lite scheduler runs beside the first server)."""
     return {"id": job_name,
+            "scheduler": {"id": "scheduler", "ip": placement.servers[0].ip,
+                          "port": ports.scheduler},
             "servers": [{"id": server_id(i), "ip": n.ip, "port": ports.server(i)}
                         for i, n in enumerate(placement.servers)],
             "workers": [{"id": worker_id(j), "ip": n.ip, "port": ports.worker(j)}

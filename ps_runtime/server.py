@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ps_runtime.quick_exit import exit_now
 from ps_runtime.watchdog import start_watchdog
 
 
@@ -25,13 +26,20 @@ def main() -> int:
           "servers)", file=sys.stderr, flush=True)
     from ps_runtime.numpy_compat import import_mxnet
 
-    import_mxnet()              # runs the ps-lite loop until the job ends (and exits)
-    # A warm process (ps_runtime.warm) imported MXNet before it had a role: start the
-    # server / scheduler loop now that DMLC_ROLE is set.
-    from mxnet.kvstore import kvstore_server
+    try:
+        import_mxnet()          # runs the ps-lite loop until the job ends (and exits)
+        # A warm process (ps_runtime.warm) imported MXNet before it had a role: start the
+        # server / scheduler loop now that DMLC_ROLE is set.
+        from mxnet.kvstore import kvstore_server
 
-    kvstore_server._init_kvstore_server_module()
+        kvstore_server._init_kvstore_server_module()
+    except SystemExit as done:
+        # MXNet ends the loop with sys.exit() once ps::Finalize (the closing barrier)
+        # has returned: every peer is done with us, so skip the slow interpreter exit.
+        if done.code not in (None, 0):
+            raise
     print(f"{role} done", file=sys.stderr, flush=True)
+    exit_now(0)
     return 0
 
 

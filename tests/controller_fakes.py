@@ -20,7 +20,8 @@ def make_service(topology="two-rack", **config):
     return ControllerService(cfg, sink=TableSink())
 
 
-def walk(service, src_host, dst_ip, tcp_dst=None, max_hops=16, src_ip=None, dscp=0):
+def walk(service, src_host, dst_ip, tcp_dst=None, max_hops=16, src_ip=None, dscp=0,
+         tcp_src=None):
     """Send a packet from ``src_host`` (source address ``src_ip``, default its own; DSCP
     ``dscp`` as the host marked it); returns (where it ended, hops, dscp on arrival).
     Where: a host name, or 'drop:<switch>' / 'controller:<switch>' / 'loop'."""
@@ -32,6 +33,8 @@ def walk(service, src_host, dst_ip, tcp_dst=None, max_hops=16, src_ip=None, dscp
            "ip_dscp": dscp}
     if tcp_dst is not None:
         pkt.update(ip_proto=6, tcp_dst=tcp_dst)
+    if tcp_src is not None:
+        pkt.update(ip_proto=6, tcp_src=tcp_src)
     node, port = wires[(src_host, 0)]
     hops = []
     for _ in range(max_hops):

@@ -51,7 +51,7 @@ def test_register_report_list_remove(server, caplog):
     metrics = admin.metrics()
     assert 'sluice_progress_reports_total{result="accepted"} 1' in metrics
     assert "sluice_reaction_latency_seconds_count 1" in metrics
-    assert admin.remove_job("job-a")["removed_rules"] == 4
+    assert admin.remove_job("job-a")["removed_rules"] == 8   # 4 flows + their ACKs
     assert admin.jobs() == [] and admin.flows()["flows"] == []
     assert token not in caplog.text and ADMIN not in caplog.text
 

@@ -70,7 +70,7 @@ def test_fast_match_bytes_equal_os_kens_own_encoding():
     @given(st.fixed_dictionaries({"eth_type": st.just(0x800)}, optional={
         "ip_proto": st.integers(0, 255), "ipv4_src": st.ip_addresses(v=4).map(str),
         "ipv4_dst": st.ip_addresses(v=4).map(str), "tcp_dst": st.integers(0, 65535),
-        "in_port": st.integers(1, 0xffffff00)}))
+        "tcp_src": st.integers(0, 65535), "in_port": st.integers(1, 0xffffff00)}))
     def check(fields):
         match = R.make_match(**fields)
         acts = [parser.OFPInstructionActions(ofproto_v1_3.OFPIT_APPLY_ACTIONS,

@@ -114,10 +114,13 @@ def iperf_pair(fab, seconds: float) -> dict[str, float]:
     return out
 
 
-def dscp_marks(fab, switch: str) -> dict[int, int]:
-    """cookie -> DSCP written by the rules on ``switch`` (from ovs-ofctl dump-flows)."""
+def dscp_marks(fab, switch: str, acks: bool = False) -> dict[int, int]:
+    """cookie -> DSCP written by the data rules (``acks``: the ACK rules, which match the
+    source port) on ``switch`` (from ovs-ofctl dump-flows)."""
     marks = {}
     for line in fab.dump_flows(switch).splitlines():
+        if ("tp_src=" in line) != acks:
+            continue
         cookie = re.search(r"cookie=0x([0-9a-f]+)", line)
         tos = re.search(r"mod_nw_tos:(\d+)", line)
         dscp = re.search(r"set_field:(\d+)->ip_dscp", line)
@@ -154,12 +157,19 @@ def test_lagging_job_wins_the_bottleneck_and_the_flip_follows():
             marks = dscp_marks(fab, "tor2")      # pull flows are marked at the server's ToR
             assert marks[cookies["job-b"]] == {dscp_of_level(0)}
             assert marks[cookies["job-a"]] == {dscp_of_level(2)}
+            # each flow's ACKs leave the other end at the flow's level
+            acks = dscp_marks(fab, "tor1", acks=True)     # the pulls' ACKs, from the workers
+            assert acks[cookies["job-b"]] == {dscp_of_level(0)}
+            assert acks[cookies["job-a"]] == {dscp_of_level(2)}
+            acks = dscp_marks(fab, "tor2", acks=True)     # the pushes' ACKs, from the servers
+            assert acks[cookies["job-b"]] == {dscp_of_level(1)}
+            assert acks[cookies["job-a"]] == {dscp_of_level(3)}
             rates = iperf_pair(fab, 5)
             assert rates["job-b"] >= 3 * rates["job-a"], rates
 
             # job-b overtakes: the ranking flips, and so do marks and throughput
             answer = client.progress("job-b", "w0", 20, tokens["job-b"], wait=True)
-            assert answer["applied"] is True and answer["changed_rules"] == 4
+            assert answer["applied"] is True and answer["changed_rules"] == 8   # with ACKs
             marks = dscp_marks(fab, "tor1")
             assert marks[cookies["job-a"]] == {dscp_of_level(1)}
             assert marks[cookies["job-b"]] == {dscp_of_level(3)}

@@ -54,6 +54,50 @@ def test_lagging_job_gets_the_more_urgent_marks_and_flips_with_reports():
     assert push_dscp(svc, "job-b") == dscp_of_level(3)
 
 
+def test_acks_travel_at_their_flows_level():
+    """A TCP flow is only as fast as its ACKs: the reverse direction of each PS
+    connection (matched on the listening port as source) carries the flow's level, and
+    an ephemeral source port that equals a registered port loses to the data rule."""
+    svc, ta, tb = setup_two_jobs()
+    northbound(svc).progress("job-a", ta, {"worker": "w0", "batch": 10})
+    northbound(svc).progress("job-b", tb, {"worker": "w0", "batch": 3})
+    # job-b's pull (10.0.0.4:* -> 10.0.0.2:9101) is ACKed from h2 with source port 9101
+    end, _, dscp = walk(svc, "h2", "10.0.0.4", tcp_dst=40000, tcp_src=9101)
+    assert (end, dscp) == ("h4", pull_dscp(svc, "job-b")) and dscp == dscp_of_level(0)
+    # job-a's push (10.0.0.1:* -> 10.0.0.3:9000) is ACKed from h3 with source port 9000
+    assert walk(svc, "h3", "10.0.0.1", tcp_dst=40000, tcp_src=9000)[2] == dscp_of_level(3)
+    # the same source port towards another host is not job-a's connection
+    assert walk(svc, "h3", "10.0.0.2", tcp_dst=40000, tcp_src=9000)[2] == 0
+    # a data packet whose ephemeral source port equals a registered port: data rule wins
+    assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000, tcp_src=9101)[2] == dscp_of_level(3)
+    northbound(svc).progress("job-b", tb, {"worker": "w0", "batch": 20})
+    assert walk(svc, "h2", "10.0.0.4", tcp_dst=40000, tcp_src=9101)[2] == dscp_of_level(2)
+
+
+def test_a_workers_control_messages_ride_at_its_pull_level():
+    """Registered with its ps-lite scheduler (beside the first server), a job's workers'
+    messages to the scheduler (and their ACKs) take the level of the worker's pull:
+    without it they would wait in the least urgent class at the job's start and end."""
+    svc = bring_up(make_service("two-rack"))
+    body = {**JOB_B, "scheduler": {"ip": "10.0.0.4", "port": 9199}}
+    tb = northbound(svc).register_job(ADMIN, body)["token"]
+    ta = northbound(svc).register_job(ADMIN, JOB_A)["token"]
+    northbound(svc).progress("job-a", ta, {"worker": "w0", "batch": 10})
+    northbound(svc).progress("job-b", tb, {"worker": "w0", "batch": 3})
+    level = dscp_of_level(0)                                   # job-b's pull
+    assert pull_dscp(svc, "job-b") == level
+    assert walk(svc, "h2", "10.0.0.4", tcp_dst=9199)[2] == level        # worker -> scheduler
+    assert walk(svc, "h4", "10.0.0.2", tcp_dst=40000, tcp_src=9199)[2] == level   # its ACKs
+    assert walk(svc, "h1", "10.0.0.4", tcp_dst=9199)[2] == 0   # not a worker of job-b
+    # not a ranked flow: the job's flows and the job-level byte counts are unchanged
+    assert len(svc.flows("job-b")["flows"]) == 2
+    northbound(svc).progress("job-b", tb, {"worker": "w0", "batch": 20})
+    assert walk(svc, "h2", "10.0.0.4", tcp_dst=9199)[2] == pull_dscp(svc, "job-b") \
+        == dscp_of_level(2)
+    northbound(svc).remove_job(ADMIN, "job-b")
+    assert walk(svc, "h2", "10.0.0.4", tcp_dst=9199)[2] == 0
+
+
 def test_plain_traffic_is_not_marked():
     svc, _, _ = setup_two_jobs()
     assert walk(svc, "h1", "10.0.0.3", tcp_dst=5201)[2] == 0
@@ -71,7 +115,7 @@ def test_rules_change_only_when_a_level_changes():
         northbound(svc).progress("job-b", tb, {"worker": "w0", "batch": 3 + step})
     assert len(svc.sink.sent) == sent
     ans, done = northbound(svc).progress("job-b", tb, {"worker": "w0", "batch": 100})
-    assert ans["changed_rules"] == 4 and done.is_set()       # 4 PS flows re-marked
+    assert ans["changed_rules"] == 8 and done.is_set()   # 4 PS flows + their ACKs re-marked
     assert all(m.command == "modify" for m in svc.sink.sent[sent:])
 
 
@@ -88,9 +132,9 @@ def test_stale_and_repeated_reports_change_nothing():
 def test_job_rules_carry_its_cookie_and_go_when_it_ends():
     svc, _, _ = setup_two_jobs()
     cookie = svc.registry.jobs["job-a"].cookie
-    assert len(svc.sink.table.with_cookie(cookie)) == 2      # push + pull, dscp at ingress
+    assert len(svc.sink.table.with_cookie(cookie)) == 4      # push + pull + their ACKs
     out = northbound(svc).remove_job(ADMIN, "job-a")
-    assert out["removed_rules"] == 2
+    assert out["removed_rules"] == 4
     assert svc.sink.table.with_cookie(cookie) == []
     assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000)[2] == 0
     assert svc.sink.table.with_cookie(svc.registry.jobs["job-b"].cookie)
@@ -104,6 +148,8 @@ def test_job_rules_carry_its_cookie_and_go_when_it_ends():
     ({"id": "x", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 70000}],
       "workers": JOB_A["workers"]}, "port"),
     ({"id": "x", "servers": JOB_A["servers"], "workers": JOB_A["workers"], "extra": 1}, "extra"),
+    ({**JOB_A, "id": "x", "scheduler": {"ip": "10.0.0.3", "port": 0}}, "port"),
+    ({**JOB_A, "id": "x", "scheduler": {"ip": "10.9.9.9", "port": 9}}, "ip"),
 ])
 def test_bad_registration_is_400_and_changes_nothing(body, field):
     svc = bring_up(make_service())
@@ -295,11 +341,11 @@ def test_a_migrated_job_leaves_exactly_the_new_placements_rules():
     guard.register_job(ADMIN, other)
     before_other = set(_job_rules(svc, "job-c"))
     old = _job_rules(svc, "job-a")
-    assert len(old) == 2 and _ips_in(old) == {"10.0.0.1", "10.0.0.3"}
+    assert len(old) == 4 and _ips_in(old) == {"10.0.0.1", "10.0.0.3"}   # push, pull, ACKs
     sent = len(svc.sink.sent)
-    assert guard.remove_job(ADMIN, "job-a")["removed_rules"] == 2
+    assert guard.remove_job(ADMIN, "job-a")["removed_rules"] == 4
     removal = svc.sink.sent[sent:]
-    assert sorted(m.command for m in removal) == ["delete", "delete"]
+    assert sorted(m.command for m in removal) == ["delete"] * 4
     assert {m.rule for m in removal} == set(old)
     moved = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.4", "port": 9000}],
              "workers": [{"id": "w0", "ip": "10.0.0.2", "port": 9001}]}
@@ -307,7 +353,7 @@ def test_a_migrated_job_leaves_exactly_the_new_placements_rules():
     guard.register_job(ADMIN, moved)
     install = svc.sink.sent[sent:]
     new = _job_rules(svc, "job-a")
-    assert sorted(m.command for m in install) == ["add", "add"] and {m.rule for m in install} == set(new)
+    assert sorted(m.command for m in install) == ["add"] * 4 and {m.rule for m in install} == set(new)
     assert _ips_in(new) == {"10.0.0.2", "10.0.0.4"}
     assert not any(r in svc.sink.table.rules.values() for r in old)
     assert set(_job_rules(svc, "job-c")) == before_other

@@ -1,0 +1,27 @@
+"""Leave the process at once when a PS role's work is done.
+
+After ps-lite's closing barrier (``ps::Finalize``) a scheduler, server or worker has
+nothing left to do, but the normal interpreter exit still tears MXNet down (engine
+threads, static objects, the ZeroMQ context). Measured on the loaded 2-core machine in
+the heavy-tail priority experiment (16 jobs, load average ~10): 2-5 s per process from
+the barrier to the exit, every job, with and without network priority, while the job
+still held its GPUs and its completion time kept running; idle, 0.3 s. Nothing is lost
+by skipping it: the barrier has passed, so every peer is done with this process, and
+output is flushed here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def exit_now(code: int = 0) -> None:
+    """Flush stdout and stderr, then ``os._exit(code)``: no atexit handlers, no
+    destructors (call it only after the closing barrier)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
