@@ -861,7 +861,7 @@ class ControllerService:
             if not isinstance(raw, dict):
                 raise InputError(str(path), "must be an object", element=f"job #{i + 1}")
             extra = {k: raw.get(k) for k in ("cookie", "token_sha256", "batches")}
-            body = {k: raw.get(k) for k in ("id", "servers", "workers", *SIZE_FIELDS)
+            body = {k: raw.get(k) for k in ("id", "servers", "workers", "scheduler", *SIZE_FIELDS)
                     if raw.get(k) is not None}
             job = parse_job(body, self.known_ips, source=str(path))
             if not isinstance(extra["cookie"], int) or not isinstance(extra["token_sha256"], str):

@@ -207,7 +207,8 @@ def test_rate_limit_per_job():
 def test_state_file_restores_jobs_tokens_and_batches(tmp_path):
     path = tmp_path / "state.json"
     svc = bring_up(make_service(state_file=path))
-    tok = northbound(svc).register_job(ADMIN, JOB_A)["token"]
+    body = {**JOB_A, "scheduler": {"id": "scheduler", "ip": "10.0.0.3", "port": 9099}}
+    tok = northbound(svc).register_job(ADMIN, body)["token"]
     northbound(svc).progress("job-a", tok, {"worker": "w0", "batch": 7})
     svc.save_state()
     assert tok not in path.read_text()                   # only its hash is stored
@@ -217,6 +218,8 @@ def test_state_file_restores_jobs_tokens_and_batches(tmp_path):
     ans, _ = northbound(again).progress("job-a", tok, {"worker": "w0", "batch": 8})
     assert ans["result"] == "accepted"
     assert walk(again, "h1", "10.0.0.3", tcp_dst=9000)[2] != 0
+    assert again.registry.jobs["job-a"].scheduler == svc.registry.jobs["job-a"].scheduler
+    assert walk(again, "h1", "10.0.0.3", tcp_dst=9099)[2] != 0     # its control channel too
 
 
 def test_bad_state_file_refuses_to_start(tmp_path):
