@@ -122,16 +122,21 @@ class FlatKVStore:
         self.kv.pull(self.keys, out=self.arrays)
         self.issued.extend(self.keys)
 
-    def close(self) -> None:
+    def close(self) -> bool:
         """Leave the job: MXNet's KVStore finalises ps-lite (a barrier with the other
         workers) when it is freed. Done here, in order, before interpreter exit frees
-        the tensors under the zero-copy arrays in no particular order (which aborts)."""
+        the tensors under the zero-copy arrays in no particular order (which aborts).
+        True when it was freed (the barrier is done); False while something else still
+        holds it."""
+        import gc
+        import weakref
+
         self.mx.nd.waitall()
         self.arrays = []
+        kvstore = weakref.ref(self.kv)
         self.kv = None
-        import gc
-
         gc.collect()
+        return kvstore() is None
 
     def wait_all(self) -> tuple[float, float]:
         """Block until every issued key's sum has landed. Returns (seconds until the

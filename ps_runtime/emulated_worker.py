@@ -132,14 +132,18 @@ class EmulatedExchange:
     def num_workers(self) -> int:
         return self.kv.num_workers
 
-    def close(self) -> None:
-        """Leave the job now: freeing the KVStore finalises ps-lite (the workers'
-        barrier)."""
-        self.mx.nd.waitall()
-        self.kv = None
+    def close(self) -> bool:
+        """Leave the job now: freeing the KVStore finalises ps-lite (the closing
+        barrier). True when it was freed; False while something else (a suspend vote)
+        still holds it, and the barrier has not happened."""
         import gc
+        import weakref
 
+        self.mx.nd.waitall()
+        kvstore = weakref.ref(self.kv)
+        self.kv = None
         gc.collect()
+        return kvstore() is None
 
     def exchange(self, window: int = 0) -> None:
         """Push every key and pull its sum back. ``window`` > 0: at most that many keys in
@@ -263,10 +267,12 @@ def main(argv: list[str] | None = None) -> int:
     t_done = time.perf_counter()
     print(f"worker {args.worker_index}: done after {args.batches} batches", file=sys.stderr,
           flush=True)
-    kv.close()                  # the closing barrier (it waits for the whole job)
-    print(f"worker {args.worker_index}: left the job in {time.perf_counter() - t_done:.3f} s",
-          file=sys.stderr, flush=True)
-    exit_now(0)                 # ps_runtime.quick_exit: skip MXNet's slow teardown
+    if vote:
+        vote.release()          # it holds the KVStore too
+    if kv.close():              # the closing barrier (it waits for the whole job)
+        print(f"worker {args.worker_index}: left the job in "
+              f"{time.perf_counter() - t_done:.3f} s", file=sys.stderr, flush=True)
+        exit_now(0)             # ps_runtime.quick_exit: skip MXNet's slow teardown
     return 0
 
 

@@ -359,15 +359,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"weights_checksum {checksum:.12e}", flush=True)
     if vote:
         vote.release()
-    sync.kv.close()             # a barrier: every worker has saved its state after it
+    left = sync.kv.close()      # a barrier: every worker has saved its state after it
     if suspended:
         finish_suspend(args, "torch", suspended)
         return 0
     print(f"worker {args.worker_index}: done after {args.batches} batches", file=sys.stderr,
           flush=True)
-    from ps_runtime.quick_exit import exit_now
+    if left:                    # after the closing barrier: skip MXNet's slow teardown
+        from ps_runtime.quick_exit import exit_now
 
-    exit_now(0)                 # after the closing barrier: skip MXNet's slow teardown
+        exit_now(0)
     return 0
 
 
