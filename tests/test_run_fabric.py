@@ -13,10 +13,12 @@ from sluice.cli import main
 pytestmark = pytest.mark.fabric
 
 # fifo + first fit: tiny-a takes 3 GPUs of h1, tiny-b gets h1's last GPU and one of h2,
-# so tiny-b's push/pull crosses the fabric and the controller has flows to classify.
+# so tiny-b's push/pull crosses the fabric and the controller has flows to classify. Both
+# arrive at once (one decision): tiny-a's five batches take under a second, so a later
+# tiny-b could find h1 free again.
 JOBS = """jobs:
   - {name: tiny-a, model: smallcnn, dataset_size: 480, epochs: 1, batch_size: 32, max_gpus: 3, arrival: 0}
-  - {name: tiny-b, model: smallcnn, dataset_size: 320, epochs: 1, batch_size: 32, max_gpus: 2, arrival: 1}
+  - {name: tiny-b, model: smallcnn, dataset_size: 320, epochs: 1, batch_size: 32, max_gpus: 2, arrival: 0}
 """
 
 
