@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from controller.ranking import PULL, PUSH, FlowKey
-
-CONTROL = "control"          # a worker's control messages to the ps-lite scheduler
-SCHEDULER_ID = "scheduler"
 from sluice_common.errors import InputError
 from sluice_common.job_id import JOB_ID_RE, JOB_ID_RULE
 
-_JOB_FIELDS = {"id", "servers", "workers", "scheduler", "total_batches", "bytes_per_batch"}
+CONTROL = "control"          # a worker's control messages to the ps-lite scheduler
+SCHEDULER_ID = "scheduler"
 # Optional size fields (from the scheduler's estimator) used by the job ranking rules.
 SIZE_FIELDS = ("total_batches", "bytes_per_batch")
+# Every field of a registration, in the order of its text (the state file reads these too).
+JOB_FIELDS = ("id", "servers", "workers", "scheduler", *SIZE_FIELDS)
 _ENDPOINT_FIELDS = {"id", "ip", "port"}
 _PROGRESS_FIELDS = {"worker", "batch"}
 MAX_ENDPOINTS = 256
@@ -136,10 +136,10 @@ def parse_job(body: Any, known_ips: set[str] | None = None, source: str = "API b
     """Validate a registration body; returns a Job with cookie 0 (the registry assigns it)."""
     if not isinstance(body, dict):
         raise InputError(source, "must be a JSON object with id, servers, workers")
-    unknown = sorted(set(body) - _JOB_FIELDS)
+    unknown = sorted(set(body) - set(JOB_FIELDS))
     if unknown:
-        raise InputError(source, "unknown field (allowed: id, servers, workers, "
-                         "scheduler, total_batches, bytes_per_batch)", field=unknown[0])
+        raise InputError(source, f"unknown field (allowed: {', '.join(JOB_FIELDS)})",
+                         field=unknown[0])
     job_id = body.get("id")
     if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
         raise InputError(source, f"must be {JOB_ID_RULE}", element="job", field="id")

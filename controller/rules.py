@@ -15,8 +15,8 @@ Two tables, so that no host can buy priority (the FAUCET way: admission first):
   with the source IP bound to that port (else the table-miss drops it) and is re-marked
   to DSCP 0, the least urgent class, unless it is a registered PS flow from that port,
   which is marked with its level instead (and so are the ACKs coming back on that
-  flow's connection: a flow is only as fast as its ACK clock); packets arriving on a switch link pass as they
-  are (they were admitted at their first switch).
+  flow's connection: a flow is only as fast as its ACK clock); packets arriving on a
+  switch link pass as they are (they were admitted at their first switch).
 - table 1, forwarding: per-destination output (and, enforce=queue, per-hop queues of
   the PS flows).
 """

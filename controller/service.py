@@ -32,7 +32,8 @@ from controller.packets import ArpIn, arp_probe, arp_reply
 from controller import job_rank
 from controller.errors import BadRequest, Conflict, NotFound, Refused, Unauthorized
 from controller.journal import ProgressJournal, journal_path
-from controller.registry import SIZE_FIELDS, Job, Registry, parse_job, parse_progress
+from controller.registry import (JOB_FIELDS, SIZE_FIELDS, Job, Registry, parse_job,
+                                 parse_progress)
 from sluice_common.errors import InputError
 from topologies import Topology
 from topologies.priority_classes import LEVELS, dscp_of_level
@@ -521,6 +522,11 @@ class ControllerService:
                 if r.priority in (R.PRIO_JOB_FLOW, R.PRIO_JOB_ACK):  # keyed without in_port
                     match = tuple(kv for kv in r.match if kv[0] != "in_port")
                     by_match.setdefault(match, []).append(r)
+
+            def installed(match: tuple, job: str) -> list[dict[str, Any]]:
+                return [r.to_json() for r in by_match.get(match, [])
+                        if r.cookie == cookie_of[job]]
+
             out = []
             with self._report_lock:
                 snapshot = list(self.registry.flows_with_batches())
@@ -528,14 +534,12 @@ class ControllerService:
                 if job_id is not None and flow.job != job_id:
                     continue
                 level = self._levels.get(flow)
-                installed, acks = ([r.to_json() for r in by_match.get(match(flow), [])
-                                    if r.cookie == cookie_of[flow.job]]
-                                   for match in (R.flow_match, R.ack_match))
                 out.append({"job": flow.job, "kind": flow.kind, "worker": flow.worker,
                             "server": flow.server, "src": flow.src_ip, "dst": flow.dst_ip,
                             "dst_port": flow.dst_port, "batch": batch, "level": level,
                             "dscp": dscp_of_level(level) if level is not None else None,
-                            "rules": installed, "ack_rules": acks})
+                            "rules": installed(R.flow_match(flow), flow.job),
+                            "ack_rules": installed(R.ack_match(flow), flow.job)})
             return {"enforce": self.config.enforce, "levels": self.config.levels,
                     "rank": self.config.rank, "flows": out}
 
@@ -731,10 +735,9 @@ class ControllerService:
         """``flow``'s rules at ``level``: its data direction and its ACKs coming back, and
         the same for the control flow that rides on it (Job.control_flow)."""
         control = self.registry.jobs[flow.job].control_flow(flow)
-        out = []
+        enforce, out = self.config.enforce, []
         for f in (flow,) if control is None else (flow, control):
             src, dst = self.fabric.hosts.get(f.src_ip), self.fabric.hosts.get(f.dst_ip)
-            enforce = self.config.enforce
             out += R.job_flow_rules(f, level, self._hops(f.src_ip, f.dst_ip), cookie,
                                     enforce, src.port if src else None)
             out += R.job_ack_rules(f, level, self._hops(f.dst_ip, f.src_ip), cookie,
@@ -861,8 +864,7 @@ class ControllerService:
             if not isinstance(raw, dict):
                 raise InputError(str(path), "must be an object", element=f"job #{i + 1}")
             extra = {k: raw.get(k) for k in ("cookie", "token_sha256", "batches")}
-            body = {k: raw.get(k) for k in ("id", "servers", "workers", "scheduler", *SIZE_FIELDS)
-                    if raw.get(k) is not None}
+            body = {k: raw.get(k) for k in JOB_FIELDS if raw.get(k) is not None}
             job = parse_job(body, self.known_ips, source=str(path))
             if not isinstance(extra["cookie"], int) or not isinstance(extra["token_sha256"], str):
                 raise InputError(str(path), "missing cookie or token_sha256",

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import time
 
+from ps_runtime.quick_exit import drop_kvstore
+
 # Buckets of at least this many float32 elements (1 MiB) are split over all servers.
 BIGARRAY_BOUND = 2 ** 18
 # Servers a loopback job runs by default (`sluice train`): ps-lite's server loop is one
@@ -128,15 +130,9 @@ class FlatKVStore:
         the tensors under the zero-copy arrays in no particular order (which aborts).
         True when it was freed (the barrier is done); False while something else still
         holds it."""
-        import gc
-        import weakref
-
         self.mx.nd.waitall()
         self.arrays = []
-        kvstore = weakref.ref(self.kv)
-        self.kv = None
-        gc.collect()
-        return kvstore() is None
+        return drop_kvstore(self)
 
     def wait_all(self) -> tuple[float, float]:
         """Block until every issued key's sum has landed. Returns (seconds until the

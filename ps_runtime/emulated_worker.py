@@ -32,7 +32,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from ps_runtime.quick_exit import exit_now
+from ps_runtime.quick_exit import drop_kvstore, exit_now
 
 BYTES_PER_VALUE = 4          # float32, as the torch worker pushes
 MIN_BYTES = BYTES_PER_VALUE  # ps-lite needs at least one value per key
@@ -136,14 +136,8 @@ class EmulatedExchange:
         """Leave the job now: freeing the KVStore finalises ps-lite (the closing
         barrier). True when it was freed; False while something else (a suspend vote)
         still holds it, and the barrier has not happened."""
-        import gc
-        import weakref
-
         self.mx.nd.waitall()
-        kvstore = weakref.ref(self.kv)
-        self.kv = None
-        gc.collect()
-        return kvstore() is None
+        return drop_kvstore(self)
 
     def exchange(self, window: int = 0) -> None:
         """Push every key and pull its sum back. ``window`` > 0: at most that many keys in

@@ -15,6 +15,7 @@ from sluice_common.jobspec import Layer, job_to_dict, load_jobs, parse_job, pars
 from sluice_common.models import (MODELS, SMALLCNN_LAYERS, canonical_name, count_params,
                                   get_model, known_models)
 from sluice_common.errors import InputError
+from yaml_fuzz import yaml_values
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jobs"
 
@@ -212,14 +213,9 @@ def test_first_error_stops_everything(tmp_path):
 
 # ---- fuzzing ------------------------------------------------------------------------------
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
-                    st.floats(allow_nan=True), st.text(max_size=8),
-                    st.sampled_from(["resnet18", "VGG16", "conv", "fc", "jobs", "name"]))
-values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4),
-    st.dictionaries(st.one_of(st.text(max_size=8), st.sampled_from(
-        ["name", "model", "layers", "type", "k", "c_in", "epochs", "arrival"])), inner,
-        max_size=4)), max_leaves=12)
+values = yaml_values(["resnet18", "VGG16", "conv", "fc", "jobs", "name"],
+                     ["name", "model", "layers", "type", "k", "c_in", "epochs", "arrival"],
+                     int_bound=10**12, size=4, max_leaves=12)
 
 VALID = yaml.safe_load((EXAMPLES / "mixed.yaml").read_text())
 LAYERED = yaml.safe_load((EXAMPLES / "layers.yaml").read_text())

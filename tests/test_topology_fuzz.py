@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from sluice_common.errors import InputError
 from topologies import BUILTIN_DIR, parse_topology
 from topologies.model import load_topology_file
+from yaml_fuzz import yaml_values
 
 BASE = {
     "name": "t",
@@ -67,14 +68,9 @@ def test_every_fault_is_reported_once_in_one_run(chosen):
         assert sum(line.startswith(text) for line in lines) == 1, (text, lines)
 
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
-                    st.floats(allow_nan=True), st.text(max_size=8),
-                    st.sampled_from(["tor1", "spine1", "rack1", "h1", "tor", "core"]))
-values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3),
-    st.dictionaries(st.one_of(st.text(max_size=6), st.sampled_from(
-        ["name", "rack", "tor", "a", "b", "bw", "gpus", "role"])), inner, max_size=3)),
-    max_leaves=8)
+values = yaml_values(["tor1", "spine1", "rack1", "h1", "tor", "core"],
+                     ["name", "rack", "tor", "a", "b", "bw", "gpus", "role"],
+                     int_bound=10**6, size=3, max_leaves=8)
 SECTIONS = ("switches", "racks", "hosts", "links")
 REAL = [yaml.safe_load(path.read_text()) for path in sorted(BUILTIN_DIR.glob("*.yaml"))]
 
