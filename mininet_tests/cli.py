@@ -1,8 +1,12 @@
 """``sluice fabric check|up|clean``.
 
-- ``check --topology NAME|PATH [--controller HOST:PORT] [--json] [--seconds S]
-  [--single-flow]``: bring the fabric up, ping all pairs, run the priority check, tear
-  down. Exit 0 when loss is 0 % and high/low >= ``--min-ratio`` (5), else 1.
+- ``check --topology NAME|PATH [--controller HOST:PORT [--controller-api URL]] [--json]
+  [--seconds S] [--single-flow]``: bring the fabric up, ping all pairs, run the priority
+  check, tear down. Exit 0 when loss is 0 % and high/low >= ``--min-ratio`` (5), else 1.
+  Standalone the senders mark their flows; with ``--controller`` the two flows are
+  registered as two jobs through the controller's REST API (``--controller-api``, admin
+  token from env SLUICE_ADMIN_TOKEN) and unregistered afterwards, so the controller's
+  classification and DSCP marking are what is checked.
 - ``up --topology ... [--controller ...]``: keep a fabric up until Ctrl-C / SIGTERM.
 - ``clean``: remove a crashed run's leftovers (processes, OVS bridges, veths).
 
@@ -12,6 +16,7 @@ Exit codes: 0 ok, 1 a check failed or the fabric could not run, 2 bad input.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -20,6 +25,7 @@ from mininet_fabric.lock import FabricError
 from sluice_common.errors import InputError
 
 MIN_RATIO = 5.0
+DEFAULT_API = "http://127.0.0.1:8080"
 
 
 def configure_fabric(parser) -> None:
@@ -35,6 +41,12 @@ def configure_fabric(parser) -> None:
         p.add_argument("--levels", type=int, default=8, help="priority levels per port (1..8)")
         p.add_argument("--wait-connected", type=float, default=30.0, metavar="S",
                        help="seconds to wait for switches to reach the controller")
+    check.add_argument("--controller-api", default=DEFAULT_API, metavar="URL",
+                       help="with --controller: the sluice controller's REST API, where the "
+                            "check registers its two flows as two jobs (admin token from env "
+                            f"SLUICE_ADMIN_TOKEN; default {DEFAULT_API}); 'none': the senders "
+                            "mark their flows themselves (for a controller that is not "
+                            "sluice's: sluice's re-marks unregistered flows to DSCP 0)")
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument("--seconds", type=float, default=8.0,
                        help="length of the priority measurement (default 8)")
@@ -65,12 +77,31 @@ def _validate(args) -> None:
         if len(topology.hosts) < 3:
             raise InputError(topology.source, "the priority check needs at least 3 hosts",
                              element=f"topology '{topology.name}'", field="hosts")
+        if args.controller and args.controller_api != "none":
+            _check_api(args.controller_api)
         if has_loops(topology) and not args.controller:
             raise InputError(topology.source, "the fabric has loops: standalone L2 learning "
                              "would storm, so checking it needs a loop-free forwarding "
                              "controller (--controller HOST:PORT)",
                              element=f"topology '{topology.name}'")
     return topology
+
+
+def _check_api(url: str) -> None:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError("--controller-api", f"must be an http(s)://HOST:PORT URL or 'none', "
+                         f"got {url!r}")
+    try:
+        parts.port
+    except ValueError as err:
+        raise InputError("--controller-api", f"bad port in {url!r}: {err}")
+    if not os.environ.get("SLUICE_ADMIN_TOKEN"):
+        raise InputError("SLUICE_ADMIN_TOKEN", "must be set (the controller's admin token) to "
+                         "register the check's flows with the controller; or pass "
+                         "--controller-api none")
 
 
 def run_fabric(args) -> int:
@@ -102,7 +133,8 @@ def _clean() -> int:
 
 def _check(args, topology) -> int:
     from mininet_fabric.fabric import Fabric
-    from mininet_tests.priority_check import priority_check, single_flow
+    from mininet_tests.priority_check import (controller_priority_check, priority_check,
+                                              single_flow)
 
     started = time.monotonic()
     result: dict = {"topology": topology.name, "controller": args.controller}
@@ -115,8 +147,20 @@ def _check(args, topology) -> int:
             print("fabric: single-flow throughput", file=sys.stderr, flush=True)
             pair = fab.topology.hosts[0].name, _farthest(fab.topology)
             result["single_flow"] = single_flow(fab, *pair, seconds=args.seconds)
-        print(f"fabric: priority check ({args.seconds:g} s)", file=sys.stderr, flush=True)
-        prio = priority_check(fab, seconds=args.seconds)
+        if args.controller and args.controller_api != "none":
+            from controller.client import ControllerClient
+
+            print(f"fabric: priority check ({args.seconds:g} s), flows registered with the "
+                  f"controller at {args.controller_api}", file=sys.stderr, flush=True)
+            client = ControllerClient(args.controller_api, os.environ["SLUICE_ADMIN_TOKEN"],
+                                      timeout=30.0)
+            try:
+                prio = controller_priority_check(fab, client, seconds=args.seconds)
+            finally:
+                client.close()
+        else:
+            print(f"fabric: priority check ({args.seconds:g} s)", file=sys.stderr, flush=True)
+            prio = priority_check(fab, seconds=args.seconds)
         result.update(prio)
         result["tc_intact"] = not fab.priority_tree_intact()
     result["total_s"] = round(time.monotonic() - started, 2)
@@ -149,7 +193,8 @@ def _print_human(r: dict, min_ratio: float) -> None:
     print(f"  {mark(r['priority_ratio'] >= min_ratio)} priority at {r['bottleneck']} "
           f"({r['bottleneck_mbit']:g} Mbit/s): high {r['high_flow']} DSCP {r['high_dscp']} "
           f"{r['high_mbps']:.1f} Mbit/s, low {r['low_flow']} DSCP {r['low_dscp']} "
-          f"{r['low_mbps']:.2f} Mbit/s, ratio {r['priority_ratio']:.1f} (need >= {min_ratio:g})")
+          f"{r['low_mbps']:.2f} Mbit/s, ratio {r['priority_ratio']:.1f} (need >= {min_ratio:g}; "
+          f"marked by the {r.get('marked_by', 'senders')})")
     print(f"  {mark(r['tc_intact'])} HTB priority tree still on every switch port")
     print(f"  {'PASS' if r['ok'] else 'FAIL'} in {r['total_s']:.1f} s")
 

@@ -128,12 +128,19 @@ def single_flow(fabric, src: str, dst: str, seconds: float = 8) -> dict:
 
 def priority_check(fabric, seconds: float = 8, high_level: int = pc.MOST_URGENT,
                    low_level: int = pc.LEAST_URGENT) -> dict:
-    """Two flows into one bottleneck, most vs least urgent class. Returns the figures."""
+    """Two flows into one bottleneck, most vs least urgent class, marked by the senders
+    (standalone). Returns the figures."""
     pair = pick_contended_pair(fabric.topology)
+    return _measure(fabric, pair, seconds, high_level, low_level,
+                    (pc.tos_of_level(high_level), pc.tos_of_level(low_level)))
+
+
+def _measure(fabric, pair: ContendedPair, seconds: float, high_level: int, low_level: int,
+             tos: tuple[int, int]) -> dict:
     port = fabric.intf(pair.switch, pair.towards)
     before = fabric.class_stats(port)
-    high, low = run_flows(fabric, [(pair.high_src, pair.dst, pc.tos_of_level(high_level)),
-                                   (pair.low_src, pair.dst, pc.tos_of_level(low_level))], seconds)
+    high, low = run_flows(fabric, [(pair.high_src, pair.dst, tos[0]),
+                                   (pair.low_src, pair.dst, tos[1])], seconds)
     after = fabric.class_stats(port)
 
     def sent(level: int) -> int:
@@ -148,5 +155,83 @@ def priority_check(fabric, seconds: float = 8, high_level: int = pc.MOST_URGENT,
         "high_mbps": round(high, 2), "low_mbps": round(low, 2),
         "priority_ratio": round(high / low, 2) if low > 0 else float("inf"),
         "class_bytes": {"high": sent(high_level), "low": sent(low_level)},
-        "seconds": seconds,
+        "seconds": seconds, "marked_by": "senders",
     }
+
+
+# ---- through the controller: the two flows registered as two jobs -----------------------
+# The check's job names (a stale pair left by a killed check is replaced), the ports its
+# "workers" would take pulls on (no pull flow runs), and the sizes and progress that make
+# every ranking rule put the high job first: remaining (1 batch of 1 byte left vs ~10^18
+# bytes), progress (batch 0 vs 10^6) and attained (0 bytes vs 10^15: the last level).
+CHECK_JOBS = ("fabric-check-high", "fabric-check-low")
+CHECK_WORKER_PORTS = (5211, 5212)
+LOW_TOTAL_BATCHES, LOW_BYTES_PER_BATCH, LOW_BATCH = 10 ** 9, 10 ** 9, 10 ** 6
+
+
+def check_registrations(pair: ContendedPair, ip) -> list[tuple[dict, int]]:
+    """The two job registrations (controller REST body) of the check's flows and the batch
+    each reports, high job first: each "worker" pushes to its "server" on the iperf3
+    port, so the controller classifies the iperf3 flow (and its ACKs) as that job's push.
+    ``ip``: host name -> IPv4 address."""
+    out = []
+    for k, (job, src) in enumerate(((CHECK_JOBS[0], pair.high_src), (CHECK_JOBS[1], pair.low_src))):
+        body = {"id": job, "servers": [{"id": "s0", "ip": ip(pair.dst), "port": IPERF_PORTS[k]}],
+                "workers": [{"id": "w0", "ip": ip(src), "port": CHECK_WORKER_PORTS[k]}]}
+        if k == 0:
+            body |= {"total_batches": 1, "bytes_per_batch": 1}
+        else:
+            body |= {"total_batches": LOW_TOTAL_BATCHES, "bytes_per_batch": LOW_BYTES_PER_BATCH}
+        out.append((body, 0 if k == 0 else LOW_BATCH))
+    return out
+
+
+def push_level(flows: dict, job: str) -> int:
+    """The level the controller gave ``job``'s push flow (``GET /flows?job=`` answer)."""
+    levels = [f["level"] for f in flows.get("flows", []) if f["job"] == job and f["kind"] == "push"]
+    if not levels or levels[0] is None:
+        raise FabricError(f"the controller reports no level for job {job}'s push flow: {flows}")
+    return int(levels[0])
+
+
+def controller_priority_check(fabric, client, seconds: float = 8) -> dict:
+    """The priority check through the controller: the two flows are registered as two
+    jobs (REST, admin token), the senders mark nothing (TOS 0), so the DSCP the
+    bottleneck sees is the controller's classification and marking. The jobs are
+    unregistered afterwards, also on failure."""
+    from controller.client import ControllerError
+
+    pair = pick_contended_pair(fabric.topology)
+    regs = check_registrations(pair, fabric.ip)
+    registered = []
+    try:
+        for body, batch in regs:
+            try:
+                client.remove_job(body["id"], wait=True)     # a killed check's leftover
+            except ControllerError as err:
+                if err.status != 404:
+                    raise
+            answer = client.register_job(body, wait=True)
+            registered.append(body["id"])
+            client.progress(body["id"], "w0", batch, answer["token"], wait=True)
+        high_level = push_level(client.flows(CHECK_JOBS[0]), CHECK_JOBS[0])
+        low_level = push_level(client.flows(CHECK_JOBS[1]), CHECK_JOBS[1])
+        if high_level >= low_level:
+            raise FabricError(f"the controller ranked the check's high job at level {high_level}, "
+                              f"not above the low job's {low_level}")
+        result = _measure(fabric, pair, seconds, high_level, low_level, (0, 0))
+    except (ControllerError, OSError) as err:
+        raise FabricError(f"registering the check's flows with the controller at "
+                          f"{client.url}: {err}") from err
+    finally:
+        left = []
+        for job in registered:
+            try:
+                client.remove_job(job, wait=True)
+            except (ControllerError, OSError) as err:
+                left.append(f"{job} ({err})")
+    if left:
+        raise FabricError(f"could not unregister the check's jobs: {', '.join(left)}")
+    result["registered_jobs"] = list(CHECK_JOBS)
+    result["marked_by"] = "controller"
+    return result

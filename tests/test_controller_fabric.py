@@ -182,3 +182,25 @@ def test_lagging_job_wins_the_bottleneck_and_the_flip_follows():
             assert cookies["job-a"] not in dscp_marks(fab, "tor1")
             assert cookies["job-b"] in dscp_marks(fab, "tor1")
             assert 'sluice_reaction_latency_seconds_count' in client.metrics()
+
+
+@pytest.mark.parametrize("topology", ["leaf-spine"])
+def test_fabric_check_registers_its_flows_with_the_controller(topology):
+    """`sluice fabric check --controller` registers its two iperf3 flows as two jobs
+    through the REST API, so the controller classifies and marks them (the senders mark
+    nothing): priority ratio >= 5, no loss, and the jobs are gone afterwards."""
+    with controller(topology) as (ofp, client):
+        env = dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN)
+        proc = subprocess.run([*SLUICE, "fabric", "check", "--topology", topology,
+                               "--controller", ofp, "--controller-api", client.url, "--json",
+                               "--seconds", "6"], capture_output=True, text=True,
+                              timeout=300, env=env, cwd=ROOT)
+        assert proc.stdout, proc.stderr[-2000:]
+        result = json.loads(proc.stdout)
+        print(f"\n{topology} through the controller: {result}", file=sys.stderr)
+        assert result["marked_by"] == "controller"
+        assert result["high_level"] < result["low_level"]
+        assert result["class_bytes"]["high"] > result["class_bytes"]["low"] > 0, result
+        assert result["loss"] == 0 and result["priority_ratio"] >= 5, result
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert not [j for j in client.jobs() if j["id"].startswith("fabric-check")]
