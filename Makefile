@@ -17,7 +17,7 @@ TORCH_PIN ?= torch==2.13.0
 MXNET_PIN := mxnet==1.9.1
 VENV_NP2 := .venv-numpy2
 
-.PHONY: all setup system venv ovs test test-fast test-numpy2 demo bench clean-fabric help
+.PHONY: all setup system slurm venv ovs test test-fast test-numpy2 demo bench clean-fabric help
 
 all: test
 
@@ -26,7 +26,7 @@ help:
 	@echo "make test   - set up and run the whole test suite (needs root for the fabric tests)"
 	@echo "make bench  - run the benchmarks under bench/"
 
-setup: system venv ovs
+setup: system slurm venv ovs
 
 # Debian packages: installed only when one is missing.
 system:
@@ -38,6 +38,34 @@ system:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
 	    || { echo "apt-get install failed for:$$missing" >&2; exit 1; }; \
 	fi
+
+# Debian's Slurm 22.05 and munge, for the local Slurm cluster the tests and `make demo-slurm`
+# bring up on the Mininet fabric (mininet_fabric/slurm_cluster.py starts its own munged,
+# slurmctld and slurmds). The packages' own services must not run: their postinst would
+# start munge/slurmctld/slurmd (a policy-rc.d that answers 101 forbids it for the install)
+# and any that run anyway are stopped through their init scripts.
+SLURM_PACKAGES := slurmctld slurmd slurm-client munge
+
+slurm:
+	@missing=""; for p in $(SLURM_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  made_policy=""; \
+	  if [ ! -e /usr/sbin/policy-rc.d ]; then \
+	    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made_policy=1; \
+	  fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  rc=$$?; [ -n "$$made_policy" ] && rm -f /usr/sbin/policy-rc.d; \
+	  [ $$rc -eq 0 ] || { echo "apt-get install failed for:$$missing" >&2; exit 1; }; \
+	fi; \
+	for s in slurmctld:/run/slurmctld.pid slurmd:/run/slurmd.pid munge:/run/munge/munged.pid; do \
+	  pidfile=$${s#*:}; s=$${s%%:*}; \
+	  if [ -s $$pidfile ] && kill -0 "$$(cat $$pidfile)" 2>/dev/null; then \
+	    echo "stopping the $$s service started by its Debian package"; /etc/init.d/$$s stop >/dev/null 2>&1 || true; \
+	  fi; \
+	done
 
 venv: $(VENV)/.installed
 
