@@ -17,6 +17,7 @@ job is put back at the head of the queue up to N times (``attempts`` counts star
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import logging
 import threading
 import time
@@ -27,7 +28,8 @@ from job_scheduler.executors import Outcome
 from sluice_common.jobspec import JobSpec, parse_jobs_text
 from job_scheduler.placement import ClusterState, Placement
 from job_scheduler.service_policy import PolicyStep, QueuedJob, StartDecision
-from job_scheduler.store import DuplicateSubmission, JobRecord, JobStore, JobUpdate
+from job_scheduler.store import (DuplicateSubmission, JobRecord, JobStore, JobUpdate,
+                                 KeyReused)
 from sluice_common.errors import InputError
 from topologies import Topology
 
@@ -57,6 +59,8 @@ class SubmitResult:
     submission_id: int
     job_ids: list[int]
     duplicate: bool = False
+    # per job: {id, name, arrival, not_before} (the time it may start at the earliest)
+    schedule: list[dict] = dataclasses.field(default_factory=list)
 
 
 class NotFound(Exception):
@@ -65,6 +69,10 @@ class NotFound(Exception):
 
 class Conflict(Exception):
     pass
+
+
+class KeyMismatch(Exception):
+    """An Idempotency-Key reused with a different body (422)."""
 
 
 class SchedulerService:
@@ -90,6 +98,11 @@ class SchedulerService:
         # ends), not O(queue). Submissions never take ``_lock``: the store hands their
         # jobs over in commit order (``on_queued``) and the next slot takes them in.
         self._queued: dict[int, JobRecord] = {}
+        # Jobs whose arrival lies ahead (``not_before`` > now): queued in the store, but
+        # the policy does not see them before their time (as `sluice run` and the
+        # simulator: a job arrives at ``arrival`` seconds after its submission).
+        self._delayed: dict[int, JobRecord] = {}
+        self._delayed_heap: list[tuple[float, int]] = []
         self._loaded = False
         self._inbox: list[JobRecord] = []
         self._inbox_lock = threading.Lock()
@@ -98,7 +111,7 @@ class SchedulerService:
     # ---- admission -------------------------------------------------------------------
     def validate(self, body: str, source: str) -> list[JobSpec]:
         """Parse and check a whole job file; InputError on the first problem."""
-        specs = parse_jobs_text(body, source)
+        specs = parse_jobs_text(body, source, max_jobs=MAX_JOBS_PER_SUBMISSION)
         if len(specs) > MAX_JOBS_PER_SUBMISSION:
             raise InputError(source, f"at most {MAX_JOBS_PER_SUBMISSION} jobs per submission",
                              field="jobs")
@@ -118,13 +131,28 @@ class SchedulerService:
         """Validate everything, then queue every job in ONE durable transaction. Returns
         only after the commit: the caller may acknowledge."""
         specs = self.validate(body, source)
+        now = self.clock()
         try:
             sub_id, job_ids = self.store.add_submission(source, body, specs, idempotency_key,
-                                                        now=self.clock())
+                                                        now=now)
         except DuplicateSubmission as dup:
-            return SubmitResult(dup.submission_id, dup.job_ids, duplicate=True)
+            return SubmitResult(dup.submission_id, dup.job_ids, duplicate=True,
+                                schedule=self._schedule_of(dup.job_ids))
+        except KeyReused as err:
+            raise KeyMismatch(str(err)) from None
         log.info("submission %d from %s: queued jobs %s", sub_id, source, job_ids)
-        return SubmitResult(sub_id, job_ids)
+        return SubmitResult(sub_id, job_ids, schedule=[
+            {"id": j, "name": s.name, "arrival": s.arrival, "not_before": now + s.arrival}
+            for j, s in zip(job_ids, specs)])
+
+    def _schedule_of(self, job_ids: list[int]) -> list[dict]:
+        out = []
+        for j in job_ids:
+            job = self.store.get(j)
+            if job is not None:
+                out.append({"id": j, "name": job.name, "arrival": job.spec.arrival,
+                            "not_before": job.start_not_before})
+        return out
 
     # ---- cancel ----------------------------------------------------------------------
     def cancel(self, job_id: int) -> JobRecord:
@@ -158,26 +186,42 @@ class SchedulerService:
         with self._inbox_lock:
             self._inbox.extend(jobs)
 
-    def _sync_queue(self) -> None:
+    def _sync_queue(self, now: float | None = None) -> None:
         """With ``_lock`` held: read the queue from the store once, then take in what
-        was submitted since the last call."""
+        was submitted since the last call; a job whose arrival lies ahead waits aside
+        until its ``not_before`` (the policy does not see it before)."""
+        now = self.clock() if now is None else now
         if not self._loaded:
             for job in self.store.jobs(["queued"]):    # O(queue), once per process
-                self._enqueue(job)
+                self._admit(job, now)
             self._loaded = True
         with self._inbox_lock:
             arrived, self._inbox = self._inbox, []
         for job in arrived:                # committed before or after the read: same job
-            if job.id not in self._queued:
-                self._enqueue(job)
+            if job.id not in self._queued and job.id not in self._delayed:
+                self._admit(job, now)
+        heap = self._delayed_heap
+        while heap and heap[0][0] <= now:
+            _, job_id = heapq.heappop(heap)
+            job = self._delayed.pop(job_id, None)
+            if job is not None:             # else cancelled while it waited
+                self._enqueue(job)          # at the tail: the queue is in arrival order
+
+    def _admit(self, job: JobRecord, now: float) -> None:
+        if job.start_not_before > now:
+            self._delayed[job.id] = job
+            heapq.heappush(self._delayed_heap, (job.start_not_before, job.id))
+        else:
+            self._enqueue(job)
 
     def _enqueue(self, job: JobRecord, *, in_id_order: bool = False) -> None:
         self._queued[job.id] = job
         add = getattr(self.policy, "add", None)
         if add is not None:
-            add(QueuedJob(job.id, job.spec, job.submitted_at), in_id_order=in_id_order)
+            add(QueuedJob(job.id, job.spec, job.start_not_before), in_id_order=in_id_order)
 
     def _dequeue(self, job_id: int) -> None:
+        self._delayed.pop(job_id, None)
         self._queued.pop(job_id, None)
         remove = getattr(self.policy, "remove", None)
         if remove is not None:
@@ -187,14 +231,14 @@ class SchedulerService:
         decide = getattr(self.policy, "decide", None)
         if decide is not None:       # the policy step keeps the queue: O(jobs started)
             return decide(state, now)
-        order = [QueuedJob(j.id, j.spec, j.submitted_at)
+        order = [QueuedJob(j.id, j.spec, j.start_not_before)
                  for j in sorted(self._queued.values(), key=lambda j: j.id)]
         return self.policy(order, state, now)
 
     def queued_count(self) -> int:
         with self._lock:
             self._sync_queue()
-            return len(self._queued)
+            return len(self._queued) + len(self._delayed)
 
     # ---- the loop --------------------------------------------------------------------
     def cluster_state(self, running: Sequence[JobRecord]) -> ClusterState:
@@ -209,8 +253,8 @@ class SchedulerService:
     def tick(self) -> dict[str, int]:
         """One slot: reap ended jobs, then let the policy start queued ones."""
         with self._lock:
-            self._sync_queue()
             now = self.clock()
+            self._sync_queue(now)
             ended = self._reap(now)
             started = self._schedule(now)
             self.ticks += 1

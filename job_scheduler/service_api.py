@@ -20,16 +20,17 @@ from __future__ import annotations
 import hmac
 import logging
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 
-from job_scheduler.service import Conflict, NotFound, SchedulerService
+from job_scheduler.service import Conflict, KeyMismatch, NotFound, SchedulerService
 from job_scheduler.service_metrics import metrics_text
 from job_scheduler.store import STATES
 from sluice_common.errors import InputError
@@ -39,6 +40,12 @@ from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_token,
 log = logging.getLogger("sluice.scheduler.api")
 
 DEFAULT_MAX_BODY = 1 << 20     # 1 MiB: a job file is a few KiB
+DEFAULT_PAGE = 100             # jobs per page of GET /jobs unless ?limit= says otherwise
+MAX_PAGE = 1000
+MAX_ERROR_CHARS = 4096         # an error answer stays a few KB, however bad the file
+# what a job file may be sent as (YAML; JSON is YAML too); no type at all is taken as YAML
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml",
+              "text/plain", "application/json")
 _SOURCE_RE = re.compile(r"[^A-Za-z0-9._/ -]")
 
 
@@ -61,8 +68,16 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
                   "files, list and cancel jobs, read its metrics.")
     app.add_middleware(BodyLimit, max_body=server.max_body,
                        error_body=lambda status, reason: {"error": reason})
-    errors = {s: {"description": "refused; {error: reason}"} for s in (400, 401, 404, 409,
-                                                                        413, 503)}
+    def refusal(description: str) -> dict:
+        return {"description": description, "content": {"application/json": {"schema": {
+            "$ref": "#/components/schemas/Error"}}}}
+    errors = {400: refusal("bad request: every problem listed"),
+              401: refusal("missing or wrong admin token"),
+              404: refusal("no such job"), 409: refusal("the job is no longer queued or "
+                                                        "running"),
+              413: refusal("body over the size limit"),
+              503: refusal("not stored (disk full, database locked); retry with the same "
+                           "Idempotency-Key")}
 
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, err: ApiError):
@@ -92,14 +107,22 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
         """Liveness, job counts per state, free GPUs."""
         return server.service.health()
 
-    @app.get("/jobs")
-    def jobs(state: Annotated[list[str] | None, Query()] = None) -> dict:
-        """Every job (optionally only those in the given states)."""
-        if state and not set(state) <= set(STATES):
-            raise ApiError(400, f"state must be one of {', '.join(STATES)}")
-        return {"jobs": [j.to_public() for j in server.service.store.jobs(state)]}
+    @app.get("/jobs", responses={400: errors[400]})
+    def jobs(state: Annotated[list[Literal[STATES]] | None, Query(  # type: ignore[valid-type]
+                 description="only jobs in these states (repeat for several)")] = None,
+             limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="jobs per page")
+                              ] = DEFAULT_PAGE,
+             cursor: Annotated[str | None, Query(
+                 pattern=r"^[0-9]{1,19}$",
+                 description="the `next` of the previous page")] = None) -> JobPage:
+        """The jobs by id, a page at a time: `next` is the cursor of the next page (null
+        on the last), `total` the number of jobs in the given states."""
+        after = int(cursor) if cursor else 0
+        page, total, more = server.service.store.page(state, after, limit)
+        return {"jobs": [j.to_public() for j in page], "total": total,
+                "next": str(page[-1].id) if more and page else None}
 
-    @app.get("/jobs/{job_id}", responses=errors)
+    @app.get("/jobs/{job_id}", responses={404: errors[404]})
     def job(job_id: int) -> dict:
         """One job with its event log."""
         service = server.service
@@ -115,19 +138,44 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
         return PlainTextResponse(metrics_text(lambda: server.service),
                                  media_type=CONTENT_TYPE_LATEST)
 
-    @app.post("/submissions", status_code=201, dependencies=[Depends(admin)], responses=errors,
+    submit_responses = {
+        200: {"description": "the Idempotency-Key was seen before with this same body: "
+              "the jobs of that first submission, nothing queued again",
+              "content": {"application/json": {"schema": {
+                  "$ref": "#/components/schemas/Submitted"}}}},
+        201: {"description": "every job queued, durably",
+              "content": {"application/json": {"schema": {
+                  "$ref": "#/components/schemas/Submitted"}}}},
+        **{k: v for k, v in errors.items() if k != 404},
+        415: refusal("the body's Content-Type is not a job file's (application/yaml)"),
+        422: refusal("the Idempotency-Key was used before with a different body")}
+
+    @app.post("/submissions", status_code=201, dependencies=[Depends(admin)],
+              responses=submit_responses, response_model=None,
               openapi_extra={"requestBody": {"required": True, "content": {
                   "application/yaml": {"schema": {
                       "type": "string", "description": "a job YAML file (its JSON Schema: "
                       "`sluice schema jobs`)"}}}}})
     async def submit(request: Request,
-                     x_sluice_source: Annotated[str | None, Header()] = None,
-                     idempotency_key: Annotated[str | None, Header()] = None):
-        """Queue every job of a job YAML file, durably, or none (400 lists every problem)."""
+                     x_sluice_source: Annotated[str | None, Header(
+                         description="the file name the errors name")] = None,
+                     idempotency_key: Annotated[str | None, Header(
+                         pattern=r"^[A-Za-z0-9._-]{8,128}$",
+                         description="retry safely: the same key and body queue the "
+                         "file once (200 on a repeat); the same key with another body "
+                         "is refused (422)")] = None) -> JSONResponse:
+        """Queue every job of a job YAML file, durably, or none (400 lists every problem).
+        Each job may start at the earliest `arrival` seconds after the submission
+        (`schedule[].not_before`, Unix time)."""
         source = _SOURCE_RE.sub("_", x_sluice_source or "API body")[:200]
         if idempotency_key is not None and not re.fullmatch(r"[A-Za-z0-9._-]{8,128}",
                                                             idempotency_key):
             raise ApiError(400, "Idempotency-Key must be 8-128 letters, digits, . _ -")
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype and ctype not in YAML_TYPES:
+            raise ApiError(415, f"Content-Type {ctype!r} is not a job file: send it as "
+                           "Content-Type: application/yaml (curl -H 'Content-Type: "
+                           "application/yaml' --data-binary @jobs.yaml)")
         body = await request.body()
         try:
             text = body.decode("utf-8")
@@ -137,17 +185,21 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
             result = await run_in_threadpool(server.service.submit, text, source,
                                              idempotency_key)
         except InputError as err:
-            # The whole file is rejected: nothing of it was queued.
-            raise ApiError(400, str(err), source=err.source, element=err.element,
-                           field=err.field, reason=err.reason,
-                           errors=[e.to_dict() for e in err.errors])
+            # The whole file is rejected: nothing of it was queued. The answer stays a
+            # few KB: the first problems in full, then how many more there were.
+            raise ApiError(400, _bounded(str(err)), source=err.source, element=err.element,
+                           field=err.field, reason=_bounded(err.reason),
+                           **_bounded_errors([e.to_dict() for e in err.errors]))
+        except KeyMismatch as err:
+            raise ApiError(422, str(err), field="Idempotency-Key")
         except Exception as err:
             raise _unexpected(err)
         return JSONResponse({"submission": result.submission_id, "jobs": result.job_ids,
-                             "duplicate": result.duplicate},
+                             "duplicate": result.duplicate, "schedule": result.schedule},
                             status_code=200 if result.duplicate else 201)
 
-    @app.post("/jobs/{job_id}/cancel", dependencies=[Depends(admin)], responses=errors)
+    @app.post("/jobs/{job_id}/cancel", dependencies=[Depends(admin)],
+              responses={k: errors[k] for k in (401, 404, 409, 503)})
     def cancel(job_id: int) -> dict:
         """Cancel a queued or running job."""
         try:
@@ -159,8 +211,51 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
         except Exception as err:
             raise _unexpected(err)
 
-    document_400_for_bad_requests(app)
+    document_400_for_bad_requests(app, extra_schemas=[Error, Submitted])
     return app
+
+
+class Error(BaseModel):
+    """Every refusal: what to fix in `error`; a refused job file also names `source`,
+    `element`, `field` and `reason`, and lists every problem in `errors`."""
+    error: str
+    errors: list | None = None
+    more_errors: int | None = None
+    field: str | None = None
+
+
+class Scheduled(BaseModel):
+    id: int
+    name: str
+    arrival: float = Field(description="seconds after the submission (the job file's)")
+    not_before: float = Field(description="Unix time: the job starts no earlier")
+
+
+class Submitted(BaseModel):
+    submission: int
+    jobs: list[int]
+    duplicate: bool
+    schedule: list[Scheduled]
+
+
+class JobPage(BaseModel):
+    jobs: list[dict]
+    next: str | None = Field(description="cursor of the next page; null on the last")
+    total: int = Field(description="jobs in the given states")
+
+
+def _bounded(text: str | None) -> str | None:
+    if text is None or len(text) <= MAX_ERROR_CHARS:
+        return text
+    return text[:MAX_ERROR_CHARS] + f"... ({len(text) - MAX_ERROR_CHARS} more characters)"
+
+
+def _bounded_errors(errors: list[dict], most: int = 20) -> dict:
+    out = {"errors": [{k: _bounded(v) if isinstance(v, str) else v for k, v in e.items()}
+                      for e in errors[:most]]}
+    if len(errors) > most:
+        out["more_errors"] = len(errors) - most
+    return out
 
 
 class SchedulerHTTPServer(ThreadedServer):

@@ -13,7 +13,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 DEFAULT_URL = "http://127.0.0.1:8181"
 TOKEN_ENV = "SLUICE_SCHEDULER_TOKEN"
@@ -83,9 +83,18 @@ class SchedulerClient:
     def health(self) -> dict:
         return self._request("GET", "/health")[1]
 
-    def jobs(self, state: str | None = None) -> list[dict]:
-        path = "/jobs" + (f"?state={state}" if state else "")
-        return self._request("GET", path)[1]["jobs"]
+    def jobs(self, state: str | None = None, page: int = 1000) -> list[dict]:
+        """Every job (in the given state): the pages of ``GET /jobs``, following ``next``."""
+        out: list[dict] = []
+        cursor = None
+        while True:
+            query = {"limit": page, **({"state": state} if state else {}),
+                     **({"cursor": cursor} if cursor else {})}
+            answer = self._request("GET", "/jobs?" + urlencode(query))[1]
+            out += answer["jobs"]
+            cursor = answer.get("next")
+            if not cursor:
+                return out
 
     def job(self, job_id: int) -> dict:
         return self._request("GET", f"/jobs/{int(job_id)}")[1]

@@ -181,9 +181,16 @@ class SimulatorPolicyStep:
         self._arrived.append(q.id)
 
     def remove(self, job_id: int) -> None:
-        """``job_id`` left the queue without being started (cancelled)."""
+        """``job_id`` left the queue without being started (cancelled): a policy that
+        counted its work (Lyapunov's Q) takes it out (``on_leave``)."""
         view = self._view
-        view.waiting.pop(job_id, None)
+        was_waiting = view.waiting.pop(job_id, 0) is None
+        if job_id in self._arrived:        # never told: nothing of it was counted
+            self._arrived.remove(job_id)
+        elif was_waiting and job_id in view.models:
+            leave = getattr(self.policy, "on_leave", None)
+            if leave is not None:
+                leave(view, job_id)
         self._forget(job_id)
 
     def _forget(self, job_id: int) -> None:

@@ -31,7 +31,7 @@ from sluice_common.jobspec import JobSpec, Layer
 log = logging.getLogger("sluice.scheduler.store")
 
 STATES = ("queued", "running", "finished", "failed", "cancelled")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2     # 2: jobs.not_before (a job's arrival); version-1 stores gain it on open
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -59,7 +59,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     run_dir       TEXT,                      -- local executor: logs and exit-status file
     exit_code     INTEGER,
     attempts      INTEGER NOT NULL DEFAULT 0,
-    reason        TEXT
+    reason        TEXT,
+    not_before    REAL                       -- submitted_at + the job's arrival: not started,
+                                             -- nor shown to the policy, before (NULL: at once)
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE TABLE IF NOT EXISTS events (
@@ -109,6 +111,12 @@ class JobRecord:
     exit_code: int | None = None
     attempts: int = 0
     reason: str | None = None
+    not_before: float | None = None
+
+    @property
+    def start_not_before(self) -> float:
+        """When the job may start at the earliest: its submission plus its ``arrival``."""
+        return self.submitted_at if self.not_before is None else self.not_before
 
     def gpus_by_host(self) -> dict[str, int]:
         return dict((self.placement or {}).get("gpus_by_host", {}))
@@ -122,7 +130,8 @@ class JobRecord:
             "started_at": self.started_at, "expected_end": self.expected_end,
             "finished_at": self.finished_at, "pid": self.pid, "exit_code": self.exit_code,
             "attempts": self.attempts, "reason": self.reason, "model": self.spec.model,
-            "max_gpus": self.spec.max_gpus,
+            "max_gpus": self.spec.max_gpus, "arrival": self.spec.arrival,
+            "not_before": self.start_not_before,
         }
 
 
@@ -168,6 +177,21 @@ class DuplicateSubmission(Exception):
         self.job_ids = job_ids
 
 
+class KeyReused(Exception):
+    """The idempotency key was seen before with a different body (the IETF
+    Idempotency-Key draft: 422); nothing was queued."""
+
+    def __init__(self, key: str, submission_id: int):
+        super().__init__(f"Idempotency-Key {key!r} was used for submission {submission_id} "
+                         "with a different body; use a new key for a new file")
+        self.key = key
+        self.submission_id = submission_id
+
+
+# SQLite's INTEGER is a signed 64-bit number: a larger id names no job
+MAX_ID = (1 << 63) - 1
+
+
 class JobStore:
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -191,7 +215,16 @@ class JobStore:
         self._db.execute("PRAGMA foreign_keys=ON")
         with self._lock:
             self._db.executescript(_SCHEMA)
+            self._migrate()
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def _migrate(self) -> None:
+        """A store written by an older version gains the columns added since (their
+        NULL reads as the old meaning: ``not_before`` NULL = may start at once)."""
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(jobs)")}
+        if "not_before" not in columns:
+            self._db.execute("ALTER TABLE jobs ADD COLUMN not_before REAL")
+            log.info("%s: job store migrated to schema version %d", self.path, SCHEMA_VERSION)
 
     def close(self) -> None:
         with self._lock:
@@ -284,7 +317,8 @@ class JobStore:
                 continue
             sub_id, job_ids = sub.result
             try:
-                self.on_queued([JobRecord(job_id, sub_id, spec.name, spec, "queued", sub.now)
+                self.on_queued([JobRecord(job_id, sub_id, spec.name, spec, "queued", sub.now,
+                                          not_before=sub.now + spec.arrival)
                                 for job_id, spec in zip(job_ids, sub.specs)])
             except Exception:
                 log.exception("submission %d is stored but its listener failed", sub_id)
@@ -293,8 +327,10 @@ class JobStore:
     def _insert_submission(db: sqlite3.Connection, sub: "_PendingSubmission"
                            ) -> tuple[int, list[int]]:
         if sub.key is not None:
-            row = db.execute("SELECT id FROM submissions WHERE idempotency_key=?",
+            row = db.execute("SELECT id, body FROM submissions WHERE idempotency_key=?",
                              (sub.key,)).fetchone()
+            if row is not None and row[1] != sub.body:
+                raise KeyReused(sub.key, row[0])
             if row is not None:
                 ids = [r[0] for r in db.execute(
                     "SELECT id FROM jobs WHERE submission_id=? ORDER BY id", (row[0],))]
@@ -305,9 +341,10 @@ class JobStore:
         job_ids = []
         for spec in sub.specs:
             job_id = db.execute(
-                "INSERT INTO jobs(submission_id, name, spec, state, submitted_at) "
-                "VALUES (?,?,?,'queued',?)",
-                (sub_id, spec.name, spec_to_json(spec), sub.now)).lastrowid
+                "INSERT INTO jobs(submission_id, name, spec, state, submitted_at, not_before) "
+                "VALUES (?,?,?,'queued',?,?)",
+                (sub_id, spec.name, spec_to_json(spec), sub.now,
+                 sub.now + spec.arrival)).lastrowid
             db.execute("INSERT INTO events(job_id, at, kind, detail) VALUES (?,?,?,?)",
                        (job_id, sub.now, "queued", f"submission {sub_id} ({sub.source})"))
             job_ids.append(job_id)
@@ -359,6 +396,8 @@ class JobStore:
 
     # ---- reads ---------------------------------------------------------------------
     def get(self, job_id: int) -> JobRecord | None:
+        if not 0 <= job_id <= MAX_ID:
+            return None
         with self._lock:
             row = self._db.execute(f"SELECT {','.join(_JOB_COLUMNS)} FROM jobs WHERE id=?",
                                    (job_id,)).fetchone()
@@ -375,12 +414,31 @@ class JobStore:
             rows = self._db.execute(sql + " ORDER BY id", params).fetchall()
         return [_row_to_job(r) for r in rows]
 
+    def page(self, states: Iterable[str] | None = None, after: int = 0, limit: int = 100
+             ) -> tuple[list[JobRecord], int, bool]:
+        """One page of jobs by id: (the jobs with id > ``after``, at most ``limit``, the
+        total matching ``states``, whether more follow)."""
+        where, params = "", []
+        if states is not None:
+            states = tuple(states)
+            where = f" WHERE state IN ({','.join('?' * len(states))})"
+            params = list(states)
+        after_where = (" AND" if where else " WHERE") + " id > ?"
+        with self._lock:
+            total = self._db.execute("SELECT COUNT(*) FROM jobs" + where, params).fetchone()[0]
+            rows = self._db.execute(f"SELECT {','.join(_JOB_COLUMNS)} FROM jobs" + where
+                                    + after_where + " ORDER BY id LIMIT ?",
+                                    [*params, after, limit + 1]).fetchall()
+        return [_row_to_job(r) for r in rows[:limit]], total, len(rows) > limit
+
     def counts(self) -> dict[str, int]:
         with self._lock:
             rows = self._db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall()
         return {s: 0 for s in STATES} | {r[0]: r[1] for r in rows}
 
     def events(self, job_id: int) -> list[tuple[float, str, str | None]]:
+        if not 0 <= job_id <= MAX_ID:
+            return []
         with self._lock:
             rows = self._db.execute("SELECT at, kind, detail FROM events WHERE job_id=? "
                                     "ORDER BY id", (job_id,)).fetchall()

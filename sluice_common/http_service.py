@@ -5,7 +5,8 @@
   offers the ``serve_forever``/``shutdown``/``server_close`` of the standard library's
   servers, so the services start and stop as before.
 - :class:`BodyLimit` is ASGI middleware: a request with a body must say its length
-  (411), and a body over the limit is refused (413) before a byte of it is read; the
+  (411 for a chunked one; a request with neither header has no body and is let
+  through), and a body over the limit is refused (413) before a byte of it is read; the
   connection is closed so the unread bytes cannot be taken as the next request. A body
   without a Content-Type is taken as the API's own type (JSON for the controller).
 - :func:`bearer_token` is the dependency that reads ``Authorization: Bearer <token>``
@@ -76,8 +77,11 @@ class BodyLimit:
                 scope = {**scope, "headers": [*scope["headers"],
                                               (b"content-type", self.default_content_type)]}
             refusal = None
-            if length is None:
-                refusal = (411, "a body with Content-Length is required")
+            if length is None and b"transfer-encoding" in headers:
+                # a streamed body: its size is unknown until read, so it is refused
+                refusal = (411, "a body must come with Content-Length (not chunked)")
+            elif length is None:
+                pass                       # no body at all (`curl -X POST`): nothing to read
             elif not length.strip().isdigit():
                 refusal = (400, "bad Content-Length")
             elif int(length) > self.max_body:
@@ -186,15 +190,22 @@ def document_400_for_bad_requests(app, extra_schemas: list = ()) -> None:
             doc = build()
             schemas = doc.setdefault("components", {}).setdefault("schemas", {})
             for model in extra_schemas:
-                schemas[model.__name__] = model.model_json_schema(
-                    ref_template="#/components/schemas/{model}")
+                schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                schemas.update(schema.pop("$defs", {}))
+                schemas[model.__name__] = schema
             for ops in doc.get("paths", {}).values():
                 for op in ops.values():
                     responses = op.get("responses", {})
                     if "422" in responses:
                         moved = responses.pop("422")
+                        if "Error" in schemas:     # what the services really answer
+                            moved = {"content": {"application/json": {"schema": {
+                                "$ref": "#/components/schemas/Error"}}}}
                         responses.setdefault("400", {**moved, "description":
                                                      "bad request: every problem listed"})
+            for unused in ("HTTPValidationError", "ValidationError"):
+                if "Error" in schemas and f"/{unused}\"" not in json.dumps(doc["paths"]):
+                    schemas.pop(unused, None)
             app.openapi_schema = doc
         return app.openapi_schema
     app.openapi = openapi

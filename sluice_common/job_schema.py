@@ -19,6 +19,24 @@ from sluice_common.validation import validate_document
 
 Count = Annotated[StrictInt, Field(ge=1)]
 
+# Upper bounds of every number of a job (documented in the JSON Schema and docs/api.md):
+# far beyond any real training job, and low enough that a job's work, C(n) and the
+# Lyapunov queues stay finite numbers the scheduler can compare (an unbounded dataset
+# once left Q at 1.3e19).
+MAX_DATASET_SIZE = 10**10        # samples per epoch (LAION-5B is 5.85e9)
+MAX_EPOCHS = 100_000
+MAX_BATCH_SIZE = 1_000_000
+MAX_GPUS = 100_000
+MAX_NUM_PS = 1_024
+MAX_ARRIVAL = 31_536_000.0       # one year, in seconds
+MAX_CHANNELS = 1_000_000         # a layer's c_in / c_out
+MAX_KERNEL = 1_024               # a convolution's K
+MAX_FC_SIDE = 100_000            # a fully connected layer's H / W
+
+
+def _count(most: int, description: str | None = None):
+    return Annotated[StrictInt, Field(ge=1, le=most, description=description)]
+
 
 class _Strict(BaseModel):
     # strict: `epochs: "2"`, `epochs: true` and `epochs: 2.0` are mistakes, not 2.
@@ -28,18 +46,18 @@ class _Strict(BaseModel):
 class ConvLayer(_Strict):
     """Convolution: C_in*C_out*K^2 parameters (eq. 2)."""
     type: Literal["conv"]
-    c_in: Count
-    c_out: Count
-    k: Count = Field(description="kernel size K")
+    c_in: _count(MAX_CHANNELS)
+    c_out: _count(MAX_CHANNELS)
+    k: _count(MAX_KERNEL) = Field(description="kernel size K")
 
 
 class FcLayer(_Strict):
     """Fully connected: H*W*C_in*C_out parameters (eq. 3)."""
     type: Literal["fc"]
-    h: Count = Field(description="input height H")
-    w: Count = Field(description="input width W")
-    c_in: Count
-    c_out: Count
+    h: _count(MAX_FC_SIDE) = Field(description="input height H")
+    w: _count(MAX_FC_SIDE) = Field(description="input width W")
+    c_in: _count(MAX_CHANNELS)
+    c_out: _count(MAX_CHANNELS)
 
 
 LAYER_MODELS = {"conv": ConvLayer, "fc": FcLayer}
@@ -63,12 +81,17 @@ class JobModel(_Strict):
                               "ignored); give this or `layers`")
     layers: Annotated[list[LayerItem], Field(min_length=1)] | None = Field(
         None, description="the network as conv/fc layers; give this or `model`")
-    dataset_size: Count = Field(description="m: samples per epoch")
-    epochs: Count = Field(description="e")
-    batch_size: Count = Field(description="b: samples per batch per worker")
-    max_gpus: Count = Field(description="N: the most GPUs (workers) this job may get")
-    arrival: float = Field(0.0, ge=0, allow_inf_nan=False, description="seconds after start")
-    num_ps: Count = Field(1, description="parameter servers")
+    dataset_size: _count(MAX_DATASET_SIZE) = Field(description="m: samples per epoch")
+    epochs: _count(MAX_EPOCHS) = Field(description="e")
+    batch_size: _count(MAX_BATCH_SIZE) = Field(description="b: samples per batch per worker")
+    max_gpus: _count(MAX_GPUS) = Field(
+        description="N: the most GPUs (workers) this job may get")
+    arrival: float = Field(0.0, ge=0, le=MAX_ARRIVAL, allow_inf_nan=False,
+                           description="seconds after the start of the run (`sluice run`, "
+                           "`sluice simulate`) or after the submission (the scheduler "
+                           "service): the job is not started, nor seen by the policy, "
+                           "before")
+    num_ps: _count(MAX_NUM_PS) = Field(1, description="parameter servers")
 
     @field_validator("name", mode="before")
     @classmethod

@@ -88,14 +88,69 @@ def load_jobs(path: str | Path) -> list[JobSpec]:
     return parse_jobs_text(text, str(path))
 
 
-def parse_jobs_text(text: str, source: str = "<jobs>") -> list[JobSpec]:
-    """Parse YAML text (a file's content or an API body) into jobs."""
+# A job file with aliases is read as the document they expand to; its size is capped
+# before anything is built (a few KB of nested aliases can stand for billions of values).
+MAX_YAML_NODES = 1_000_000
+
+
+def _expanded_size(node: yaml.Node, limit: int, source: str) -> int:
+    """Nodes of the document ``node`` stands for, aliases expanded (each node's size
+    counted once: O(distinct nodes)); InputError once over ``limit``."""
+    sizes: dict[int, int] = {}
+
+    def size(n: yaml.Node) -> int:
+        known = sizes.get(id(n))
+        if known is not None:
+            return known
+        sizes[id(n)] = 1           # a recursive alias counts once (PyYAML refuses it later)
+        total = 1
+        if isinstance(n, yaml.SequenceNode):
+            for child in n.value:
+                total += size(child)
+        elif isinstance(n, yaml.MappingNode):
+            for key, value in n.value:
+                total += size(key) + size(value)
+        if total > limit:
+            raise InputError(source, f"the document expands (YAML aliases) to more than "
+                             f"{limit} values; write the jobs out")
+        sizes[id(n)] = total
+        return total
+
+    return size(node)
+
+
+def _jobs_node(node: yaml.Node) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == "jobs":
+                return value
+    return None
+
+
+def parse_jobs_text(text: str, source: str = "<jobs>", max_jobs: int | None = None
+                    ) -> list[JobSpec]:
+    """Parse YAML text (a file's content or an API body) into jobs. Aliases may expand
+    to at most MAX_YAML_NODES values and the file to at most ``max_jobs`` jobs, both
+    checked on the parsed document before any value is built or validated."""
+    loader = None
     try:
-        data = yaml.safe_load(text)
+        loader = yaml.SafeLoader(text)
+        node = loader.get_single_node()
+        if node is not None:
+            _expanded_size(node, MAX_YAML_NODES, source)
+            jobs = _jobs_node(node)
+            if (max_jobs is not None and isinstance(jobs, yaml.SequenceNode)
+                    and len(jobs.value) > max_jobs):
+                raise InputError(source, f"at most {max_jobs} jobs per file, got "
+                                 f"{len(jobs.value)}", field="jobs")
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as err:
         raise InputError(source, f"not valid YAML: {' '.join(str(err).split())}")
     except RecursionError:
         raise InputError(source, "not valid YAML: nested too deeply")
+    finally:
+        if loader is not None:
+            loader.dispose()
     return parse_jobs(data, source)
 
 

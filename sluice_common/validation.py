@@ -39,6 +39,8 @@ def reason_of(err: dict) -> str:
         return f"must be a non-empty string, got {_got(value)}"
     if kind == "greater_than_equal":
         return f"must be >= {ctx['ge']}, got {_got(value)}"
+    if kind == "less_than_equal":
+        return f"must be <= {ctx['le']}, got {_got(value)}"
     if kind == "greater_than":
         return f"must be > {ctx['gt']}, got {_got(value)}"
     if kind == "finite_number":

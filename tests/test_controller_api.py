@@ -90,7 +90,15 @@ def test_bad_json_oversize_and_missing_length(server):
     conn = http.client.HTTPConnection(api.host, api.port, timeout=5)
     conn.putrequest("POST", "/jobs")
     conn.putheader("Authorization", f"Bearer {ADMIN}")
-    conn.endheaders()
+    conn.endheaders()                 # no body at all: one is required here (issue 30)
+    resp = conn.getresponse()
+    assert resp.status == 400 and b"body" in resp.read()
+    conn.close()
+    conn = http.client.HTTPConnection(api.host, api.port, timeout=5)
+    conn.putrequest("POST", "/jobs")
+    conn.putheader("Authorization", f"Bearer {ADMIN}")
+    conn.putheader("Transfer-Encoding", "chunked")
+    conn.endheaders()                 # a streamed body: its size unknown, refused
     assert conn.getresponse().status == 411
     conn.close()
 

@@ -8,7 +8,8 @@ import signal
 import pytest
 
 from sluice_common.jobspec import JobSpec, Layer, parse_jobs_text
-from job_scheduler.store import DuplicateSubmission, JobStore, spec_from_json, spec_to_json
+from job_scheduler.store import (SCHEMA_VERSION, DuplicateSubmission, JobStore, spec_from_json,
+                                 spec_to_json)
 
 FILE = """jobs:
   - {name: a, model: resnet18, dataset_size: 1000, epochs: 1, batch_size: 32, max_gpus: 2}
@@ -26,7 +27,7 @@ def store(tmp_path):
 def test_wal_and_full_sync(store):
     assert store.pragma("journal_mode") == "wal"
     assert store.pragma("synchronous") == 2          # FULL: fsync at every commit
-    assert store.pragma("user_version") == 1
+    assert store.pragma("user_version") == SCHEMA_VERSION == 2
 
 
 def test_submission_is_one_transaction(store):

@@ -84,6 +84,14 @@ class LyapunovPolicy:
     def on_packed(self, sim, j: int) -> None:
         self.queues.Q = max(self.queues.Q - sim.models[j].cost1, 0.0)
 
+    def on_leave(self, sim, j: int) -> None:
+        """``j`` left the queue without starting (cancelled in the scheduler service):
+        its work leaves Q, which stays the waiting work (else one cancelled huge job
+        would inflate Q, and so every later decision, for good)."""
+        self.queues.Q = max(self.queues.Q - sim.models[j].cost1, 0.0)
+        if not sim.waiting:
+            self.queues.Q = 0.0       # nothing waiting: drop float residue
+
     def needs(self, sim, j: int) -> int:
         return 1
 

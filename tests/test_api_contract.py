@@ -1,0 +1,263 @@
+"""Issue 30: one regression test per defect found in both REST APIs (each failed on the
+code before the fix). The services run in process on real uvicorn servers on loopback;
+tests/test_api_schemathesis.py runs both as processes against their OpenAPI documents."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import sqlite3
+import time
+
+import pytest
+
+from job_scheduler.estimator import Estimator
+from job_scheduler.executors import SimulatedExecutor
+from job_scheduler.service import SchedulerService
+from job_scheduler.service_api import SchedulerHTTPServer
+from job_scheduler.service_policy import make_policy
+from job_scheduler.store import JobStore
+from topologies import load_topology
+
+TOPO = load_topology("two-rack")
+TOKEN = "scheduler-admin-token-0123"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+YAML = {**AUTH, "Content-Type": "application/yaml"}
+
+
+def job_file(*names: str, arrival: float = 0.0, max_gpus: int = 2, size: int = 1000) -> str:
+    return "jobs:\n" + "".join(
+        f"  - {{name: {n}, model: resnet18, dataset_size: {size}, epochs: 1, "
+        f"batch_size: 32, max_gpus: {max_gpus}, arrival: {arrival}}}\n" for n in names)
+
+
+class FakeClock:
+    def __init__(self, t: float = 1_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def make_service(tmp_path, policy="fifo", clock=None):
+    est = Estimator()
+    executors = {"simulated": SimulatedExecutor(lambda spec, d: 100.0, 1.0)}
+    return SchedulerService(JobStore(tmp_path / "jobs.db"), TOPO,
+                            make_policy(policy, TOPO, est), executors, "simulated",
+                            clock=clock or time.time)
+
+
+@pytest.fixture
+def api(tmp_path):
+    svc = make_service(tmp_path, policy="lyapunov")
+    server = SchedulerHTTPServer(("127.0.0.1", 0), svc, token=TOKEN).start()
+    yield svc, server
+    server.stop()
+    svc.store.close()
+
+
+def call(server, method, path, body: bytes | None = None, headers=None):
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    conn.request(method, path, body=body, headers=headers or {})
+    resp = conn.getresponse()
+    data = resp.read()
+    conn.close()
+    return resp.status, data
+
+
+# ---- 1. one meaning of a job file: the service honours `arrival` ------------------------
+
+def test_arrival_is_honoured_and_hidden_from_the_policy(tmp_path):
+    clock = FakeClock()
+    svc = make_service(tmp_path, policy="fifo", clock=clock)
+    result = svc.submit(job_file("now") + job_file("later", arrival=30.0)[len("jobs:\n"):],
+                        "f.yaml")
+    assert [s["not_before"] for s in result.schedule] == [clock.t, clock.t + 30.0]
+    svc.tick()
+    jobs = {j.name: j for j in svc.store.jobs()}
+    assert jobs["now"].state == "running" and jobs["later"].state == "queued"
+    assert jobs["later"].to_public()["started_at"] is None
+    assert jobs["later"].to_public()["not_before"] == clock.t + 30.0
+    assert svc.policy.queued_ids() == []          # the policy has not seen it
+    clock.t += 29.0
+    svc.tick()
+    assert svc.store.get(jobs["later"].id).state == "queued"
+    clock.t += 1.0
+    svc.tick()
+    later = svc.store.get(jobs["later"].id)
+    assert later.state == "running" and later.started_at >= jobs["later"].not_before
+
+
+def test_arrival_survives_a_restart(tmp_path):
+    clock = FakeClock()
+    svc = make_service(tmp_path, clock=clock)
+    svc.submit(job_file("later", arrival=60.0), "f.yaml")
+    svc.store.close()
+    again = make_service(tmp_path, clock=clock)
+    again.tick()
+    assert again.store.jobs()[0].state == "queued"
+    clock.t += 60.0
+    again.tick()
+    assert again.store.jobs()[0].state == "running"
+
+
+def test_a_version_1_store_is_migrated(tmp_path):
+    db = sqlite3.connect(tmp_path / "jobs.db")
+    db.executescript("""
+        CREATE TABLE submissions (id INTEGER PRIMARY KEY AUTOINCREMENT, idempotency_key TEXT
+            UNIQUE, source TEXT NOT NULL, body TEXT NOT NULL, received_at REAL NOT NULL);
+        CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, submission_id INTEGER NOT NULL,
+            name TEXT NOT NULL, spec TEXT NOT NULL, state TEXT NOT NULL, submitted_at REAL
+            NOT NULL, gpus INTEGER, placement TEXT, executor TEXT, started_at REAL,
+            expected_end REAL, finished_at REAL, pid INTEGER, pid_start TEXT, run_dir TEXT,
+            exit_code INTEGER, attempts INTEGER NOT NULL DEFAULT 0, reason TEXT);
+        CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL,
+            at REAL NOT NULL, kind TEXT NOT NULL, detail TEXT);
+        PRAGMA user_version=1;
+        INSERT INTO submissions VALUES (1, NULL, 'old.yaml', 'jobs: []', 5.0);
+        INSERT INTO jobs(submission_id, name, spec, state, submitted_at) VALUES (1, 'old',
+            '{"name": "old", "model": "resnet18", "dataset_size": 10, "epochs": 1,
+              "batch_size": 1, "max_gpus": 1, "arrival": 0.0, "num_ps": 1}', 'queued', 5.0);
+    """)
+    db.close()
+    store = JobStore(tmp_path / "jobs.db")
+    (old,) = store.jobs()
+    assert old.not_before is None and old.to_public()["not_before"] == 5.0
+    assert store.pragma("user_version") == 2
+    store.close()
+
+
+def test_submit_answer_and_job_list_show_the_start_not_before(api):
+    _svc, server = api
+    status, data = call(server, "POST", "/submissions", job_file("a", arrival=3600).encode(),
+                        YAML)
+    answer = json.loads(data)
+    assert status == 201 and answer["schedule"][0]["arrival"] == 3600.0
+    job = json.loads(call(server, "GET", "/jobs")[1])["jobs"][0]
+    assert job["not_before"] == answer["schedule"][0]["not_before"]
+    assert job["started_at"] is None and job["arrival"] == 3600.0
+
+
+# ---- 2. every bad call a clear 4xx --------------------------------------------------------
+
+@pytest.mark.parametrize("job_id", ["9223372036854775808", "99999999999999999999", "-1"])
+def test_ids_out_of_the_store_range_are_404(api, job_id):
+    _svc, server = api
+    assert call(server, "GET", f"/jobs/{job_id}")[0] == 404
+    status, data = call(server, "POST", f"/jobs/{job_id}/cancel", b"", AUTH)
+    assert status == 404 and "no job" in json.loads(data)["error"]
+
+
+def test_idempotency_key_with_another_body_is_422(api):
+    svc, server = api
+    key = {**YAML, "Idempotency-Key": "key-0001"}
+    assert call(server, "POST", "/submissions", job_file("a").encode(), key)[0] == 201
+    status, data = call(server, "POST", "/submissions", job_file("a").encode(), key)
+    assert status == 200 and json.loads(data)["duplicate"] is True
+    status, data = call(server, "POST", "/submissions", job_file("b").encode(), key)
+    answer = json.loads(data)
+    assert status == 422 and "key-0001" in answer["error"]
+    assert answer["field"] == "Idempotency-Key"
+    assert [j.name for j in svc.store.jobs()] == ["a"]
+
+
+@pytest.mark.parametrize("field,value", [("dataset_size", 10**14), ("epochs", 10**9),
+                                         ("batch_size", 10**9), ("max_gpus", 10**9),
+                                         ("arrival", 1e12), ("num_ps", 10**6)])
+def test_every_number_of_a_job_has_an_upper_bound(api, field, value):
+    _svc, server = api
+    job = {"name": "a", "model": "resnet18", "dataset_size": 1000, "epochs": 1,
+           "batch_size": 32, "max_gpus": 2, field: value}
+    text = "jobs:\n  - " + json.dumps(job) + "\n"
+    status, data = call(server, "POST", "/submissions", text.encode(), YAML)
+    answer = json.loads(data)
+    assert status == 400 and answer["field"] == field and "must be <=" in answer["reason"]
+
+
+def test_a_cancelled_job_leaves_the_lyapunov_queue(tmp_path):
+    clock = FakeClock()
+    svc = make_service(tmp_path, policy="lyapunov", clock=clock)
+    svc.submit(job_file(*[f"fill{i}" for i in range(TOPO.total_gpus)], max_gpus=1),
+               "fill.yaml")
+    for _ in range(50):                  # simulated jobs last 100 s: they stay running
+        svc.tick()
+        clock.t += 1.0
+        if svc.health()["free_gpus"] == 0:
+            break
+    assert svc.health()["free_gpus"] == 0
+    svc.submit(job_file("big", max_gpus=16, size=10**10), "big.yaml")
+    svc.tick()
+    big = svc.store.jobs()[-1]
+    assert big.state == "queued" and svc.policy.policy.Q > 1e6
+    svc.cancel(big.id)
+    assert svc.policy.policy.Q == 0.0        # its work left Q: nothing waits
+
+
+def test_cancel_without_a_body_or_content_length(api):
+    svc, server = api
+    svc.submit(job_file("a"), "f.yaml")
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
+    conn.putrequest("POST", f"/jobs/{svc.store.jobs()[0].id}/cancel")
+    conn.putheader("Authorization", f"Bearer {TOKEN}")
+    conn.endheaders()
+    resp = conn.getresponse()
+    assert resp.status == 200 and json.loads(resp.read())["state"] == "cancelled"
+    conn.close()
+
+
+def test_a_form_body_is_415_naming_the_type(api):
+    _svc, server = api
+    status, data = call(server, "POST", "/submissions", job_file("a").encode(),
+                        {**AUTH, "Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 415 and "application/yaml" in json.loads(data)["error"]
+
+
+def test_nested_aliases_are_refused_fast_with_a_small_answer(api):
+    _svc, server = api
+    lines = ["a0: &a0 [{name: x, model: resnet18, dataset_size: 1, epochs: 1, batch_size: 1, "
+             "max_gpus: 1, junk: 1}]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)]
+    lines.append("jobs: *a11")
+    t0 = time.monotonic()
+    status, data = call(server, "POST", "/submissions", "\n".join(lines).encode(), YAML)
+    assert status == 400 and "aliases" in json.loads(data)["error"]
+    assert time.monotonic() - t0 < 2.0 and len(data) < 8192
+
+
+def test_the_job_count_is_checked_while_parsing(api):
+    _svc, server = api
+    one = "  - {name: j, model: resnet18, dataset_size: 1, epochs: 1, batch_size: 1, max_gpus: 1}\n"
+    status, data = call(server, "POST", "/submissions", ("jobs:\n" + one * 10_001).encode(),
+                        YAML)
+    answer = json.loads(data)
+    assert status == 400 and "at most 10000 jobs" in answer["error"]
+    assert len(data) < 8192            # not one line per duplicate name
+
+
+def test_many_bad_jobs_give_a_bounded_answer(api):
+    _svc, server = api
+    text = "jobs:\n" + "".join(f"  - {{name: j{i}, model: nope{'x' * 200}}}\n"
+                               for i in range(2000))
+    status, data = call(server, "POST", "/submissions", text.encode(), YAML)
+    answer = json.loads(data)
+    assert status == 400 and len(data) < 16384 and answer["more_errors"] > 0
+
+
+# ---- 3. paging ---------------------------------------------------------------------------
+
+def test_jobs_are_paged(api):
+    svc, server = api
+    svc.submit(job_file(*[f"j{i}" for i in range(25)]), "f.yaml")
+    seen, cursor = [], None
+    while True:
+        page = json.loads(call(server, "GET", "/jobs?limit=10"
+                               + (f"&cursor={cursor}" if cursor else ""))[1])
+        assert page["total"] == 25 and len(page["jobs"]) <= 10
+        seen += [j["name"] for j in page["jobs"]]
+        cursor = page["next"]
+        if cursor is None:
+            break
+    assert seen == [f"j{i}" for i in range(25)]
+    assert call(server, "GET", "/jobs?limit=0")[0] == 400
+    assert call(server, "GET", "/jobs?cursor=abc")[0] == 400
+    assert call(server, "GET", "/jobs?state=nope")[0] == 400
