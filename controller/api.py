@@ -31,7 +31,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 import threading
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs
 
 from fastapi import Depends, FastAPI, Path, Query, Request
@@ -43,21 +43,28 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from controller import live
 from controller.auth import Northbound
-from controller.errors import BadRequest, Conflict, NotFound, RateLimited, Refused, Unauthorized
+from controller.errors import (BadRequest, Conflict, NotFound, RateLimited, Refused,
+                               Unauthorized, Unprocessable)
+from controller.job_rank import RANK_RULES
 from controller.progress_batch import ProgressBatcher
 from controller.registry import MAX_ENDPOINTS
 from controller.service import ControllerService
 from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_of, bearer_token,
-                                 document_400_for_bad_requests, validation_messages)
+                                 document_400_for_bad_requests, page_of,
+                                 validation_messages)
 
 LOG = logging.getLogger("sluice.controller.api")
 MAX_BODY = 64 * 1024
 WAIT_TIMEOUT_S = 10.0
 JOB_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+IPV4 = r"^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"
+JSON_TYPES = (b"application/json",)
+DEFAULT_PAGE = 100          # items per page of /jobs, /flows, /rules unless ?limit= says
+MAX_PAGE = 1000
 
 # Why the controller refused -> the status code it answers with.
 STATUS: dict[type[Refused], int] = {BadRequest: 400, Unauthorized: 401, NotFound: 404,
-                                    Conflict: 409, RateLimited: 429}
+                                    Conflict: 409, Unprocessable: 422, RateLimited: 429}
 
 
 def status_of(err: Refused) -> int:
@@ -67,7 +74,8 @@ def status_of(err: Refused) -> int:
 def refusal(err: Refused) -> tuple[int, dict]:
     """(status, JSON answer) of a refused request."""
     status = status_of(err)
-    return status, {"error": err.reason, "status": status}
+    field = getattr(err, "field", None)
+    return status, {"error": err.reason, "status": status, **({"field": field} if field else {})}
 
 
 # ---- request and answer models ---------------------------------------------------------
@@ -79,7 +87,8 @@ class _Body(BaseModel):
 class Endpoint(_Body):
     id: Annotated[str, Field(pattern=JOB_ID)] | None = Field(
         None, description="default: s0, s1, ... / w0, w1, ...")
-    ip: str = Field(description="IPv4 address of a host of the topology")
+    ip: str = Field(pattern=IPV4, json_schema_extra={"format": "ipv4"},
+                    description="IPv4 address of a host of the topology (dotted quad)")
     port: Annotated[StrictInt, Field(ge=1, le=65535)]
 
 
@@ -101,16 +110,32 @@ class ProgressReport(_Body):
 
 
 class RankRule(_Body):
-    rule: str = Field(description="progress | remaining | attained")
+    rule: Literal[RANK_RULES] = Field(  # type: ignore[valid-type]
+        description=" | ".join(RANK_RULES))
 
 
 class Error(BaseModel):
+    """Every refusal: what to fix in `error`, the status again, every problem of a
+    refused body in `errors`, the field to fix in `field` (422)."""
     error: str
     status: int
     errors: list[str] | None = None
+    field: str | None = None
 
 
-ERRORS = {s: {"model": Error} for s in (400, 401, 404, 409, 411, 413, 429)}
+def _page_params(limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="items per page")
+                                  ] = DEFAULT_PAGE,
+                 cursor: Annotated[str | None, Query(
+                     pattern=r"^[0-9]{1,9}$",
+                     description="the `next` of the previous page")] = None
+                 ) -> tuple[int, str | None]:
+    return limit, cursor
+
+
+Paging = Annotated[tuple[int, str | None], Depends(_page_params)]
+ERRORS = {s: {"model": Error} for s in (400, 401, 404, 409, 411, 413, 415, 429)}
+REGISTER_ERRORS = {**ERRORS, 422: {"model": Error, "description": "the same endpoint twice "
+                                   "(or a server on a worker's): `field` names it"}}
 # The progress route reads its body itself (the hot path); this documents what it reads.
 PROGRESS_OPENAPI = {
     "parameters": [{"name": "wait", "in": "query", "required": False,
@@ -121,6 +146,7 @@ PROGRESS_OPENAPI = {
     "security": [{"HTTPBearer": []}]}
 Wait = Annotated[str | None, Query(description="1: answer once the switches applied it")]
 JobId = Annotated[str, Path(pattern=JOB_ID)]
+JobIdQuery = Annotated[str | None, Query(pattern=JOB_ID, description="only this job's flows")]
 
 
 def _wait(wait: str | None, answer: dict, done: threading.Event, t0: float) -> dict:
@@ -207,7 +233,7 @@ class ProgressFastPath:
         self.app, self.service, self.batcher = app, service, batcher
         self._limited = BodyLimit(self._progress, max_body=MAX_BODY,
                                   default_content_type=b"application/json",
-                                  error_body=_error_body)
+                                  error_body=_error_body, content_types=JSON_TYPES)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -267,7 +293,7 @@ def build_app(service: ControllerService) -> FastAPI:
                   "jobs, flows, rules, links and metrics.")
     app.state.guard, app.state.reporters = guard, reporters     # for serve_app
     app.add_middleware(BodyLimit, max_body=MAX_BODY, default_content_type=b"application/json",
-                       error_body=_error_body)
+                       error_body=_error_body, content_types=JSON_TYPES)
 
     @app.exception_handler(Refused)
     async def refused(_request: Request, err: Refused):
@@ -296,20 +322,23 @@ def build_app(service: ControllerService) -> FastAPI:
         """Liveness: 200 {ok: true}."""
         return {"ok": True}
 
-    @app.get("/jobs")
-    def jobs() -> dict:
-        """Every registered job with its endpoints and workers' last batches."""
-        return {"jobs": service.jobs()}
+    @app.get("/jobs", responses={400: ERRORS[400]})
+    def jobs(paging: Paging) -> dict:
+        """The registered jobs with their endpoints and workers' last batches, a page at a
+        time (`next`: the cursor of the next page, null on the last; `total`)."""
+        return page_of(service.jobs(), "jobs", *paging)
 
-    @app.get("/flows")
-    def flows(job: str | None = None) -> dict:
-        """Each job flow (push/pull) with its batch, priority level, DSCP and rules."""
-        return service.flows(job)
+    @app.get("/flows", responses={400: ERRORS[400], 404: ERRORS[404]})
+    def flows(paging: Paging, job: JobIdQuery = None) -> dict:
+        """Each job flow (push/pull) with its batch, priority level, DSCP and rules, a page
+        at a time."""
+        answer = service.flows(job)
+        return {**answer, **page_of(answer["flows"], "flows", *paging)}
 
-    @app.get("/rules")
-    def rules() -> dict:
-        """Every flow rule the switches were told to hold."""
-        return {"rules": service.rules()}
+    @app.get("/rules", responses={400: ERRORS[400]})
+    def rules(paging: Paging) -> dict:
+        """The flow rules the switches were told to hold, a page at a time."""
+        return page_of(service.rules(), "rules", *paging)
 
     @app.get("/links")
     def links() -> dict:
@@ -332,7 +361,7 @@ def build_app(service: ControllerService) -> FastAPI:
         return live.live_state(service.config.topology, service.jobs(),
                                service.flows()["flows"], service.links()["ports"])
 
-    @app.post("/jobs", status_code=201, responses=ERRORS)
+    @app.post("/jobs", status_code=201, responses=REGISTER_ERRORS)
     def register(body: JobRegistration, token: str = Depends(admin), wait: Wait = None) -> dict:
         """Register a PS job (admin token); answers with the job's own progress token."""
         t0, done = time.monotonic(), threading.Event()

@@ -138,14 +138,31 @@ class ControllerClient:
         return self.request("POST", "/rank" + ("?wait=1" if wait else ""), {"rule": rule},
                             self.admin_token)
 
+    def _all_pages(self, path: str, key: str, query: str = "") -> dict[str, Any]:
+        """A paged list (``?limit=&cursor=``) read to its end: the first page's answer
+        with ``key`` holding every item."""
+        first = None
+        cursor = None
+        while True:
+            answer = self.request("GET", f"{path}?limit=1000{query}"
+                                  + (f"&cursor={quote(cursor)}" if cursor else ""))
+            if first is None:
+                first = answer
+            else:
+                first[key] += answer[key]
+            cursor = answer.get("next")
+            if not cursor:
+                first["next"] = None
+                return first
+
     def jobs(self) -> list[dict[str, Any]]:
-        return self.request("GET", "/jobs")["jobs"]
+        return self._all_pages("/jobs", "jobs")["jobs"]
 
     def flows(self, job_id: str | None = None) -> dict[str, Any]:
-        return self.request("GET", "/flows" + (f"?job={quote(job_id)}" if job_id else ""))
+        return self._all_pages("/flows", "flows", f"&job={quote(job_id)}" if job_id else "")
 
     def rules(self) -> list[dict[str, Any]]:
-        return self.request("GET", "/rules")["rules"]
+        return self._all_pages("/rules", "rules")["rules"]
 
     def links(self) -> dict[str, Any]:
         return self.request("GET", "/links")

@@ -20,6 +20,15 @@ class BadRequest(Refused):
     """The body is malformed or names what the controller does not know (a host, a worker)."""
 
 
+class Unprocessable(Refused):
+    """A well-formed body that cannot be carried out as it stands (one endpoint twice, a
+    PS on a worker's own address and port); ``field`` names what to fix."""
+
+    def __init__(self, reason: str, field: str | None = None):
+        super().__init__(reason)
+        self.field = field
+
+
 class Unauthorized(Refused):
     """Missing or wrong token."""
 

@@ -29,6 +29,7 @@ COUNTERS = {
     "sluice_progress_reports_total": ("progress reports by result (accepted, stale, "
                                       "rejected, rate_limited)", ("result",)),
     "sluice_flow_mods_total": ("flow mods sent to the switches (add, modify, delete)", ()),
+    "sluice_rank_changes_total": ("ranking-rule switches through POST /rank", ()),
 }
 GAUGES = {
     "sluice_jobs_active": ("jobs registered now", ()),
@@ -36,8 +37,11 @@ GAUGES = {
     "sluice_hosts_located": ("hosts whose switch port is known", ()),
     "sluice_links_discovered": ("switch-to-switch links seen by LLDP", ()),
     "sluice_rules_installed": ("flow rules installed on the switches", ()),
-    "sluice_rules_by_level": ("job flow rules by priority level (0 = most urgent)",
+    "sluice_rules_by_level": ("job flow rules by priority level (0 = most urgent); every "
+                              "level of --levels is present, 0 when it has no rule",
                               ("level",)),
+    "sluice_rank_rule": ("the ranking rule: 1 for the active one, 0 for the others",
+                         ("rule",)),
     "sluice_port_tx_bytes": ("bytes sent by a switch port", ("switch", "port")),
     "sluice_port_rx_bytes": ("bytes received by a switch port", ("switch", "port")),
     "sluice_port_tx_bytes_per_second": ("measured send rate of a switch port",

@@ -132,6 +132,27 @@ def _endpoint(source: str, job: str, role: str, i: int, raw: Any,
     return Endpoint(eid, ip, port)
 
 
+class DegenerateJob(InputError):
+    """A registration whose endpoints cannot all be told apart (the API answers 422)."""
+
+
+def _distinct_endpoints(source: str, job_id: str, lists: dict, scheduler) -> None:
+    """Every endpoint (ip, port) of a job once: the same one twice, or a server on a
+    worker's address, would make two flows one."""
+    seen: dict[tuple[str, int], str] = {}
+    named = [(f"{role}[{i}]", e) for role in ("servers", "workers")
+             for i, e in enumerate(lists[role])]
+    if scheduler is not None:
+        named.append(("scheduler", scheduler))
+    for where, e in named:
+        other = seen.get((e.ip, e.port))
+        if other is not None:
+            raise DegenerateJob(source, f"endpoint {e.ip}:{e.port} is also {other}; each "
+                                "server, worker and the scheduler needs its own address "
+                                "and port", element=f"job '{job_id}'", field=where)
+        seen[(e.ip, e.port)] = where
+
+
 def parse_job(body: Any, known_ips: set[str] | None = None, source: str = "API body") -> Job:
     """Validate a registration body; returns a Job with cookie 0 (the registry assigns it)."""
     if not isinstance(body, dict):
@@ -170,6 +191,7 @@ def parse_job(body: Any, known_ips: set[str] | None = None, source: str = "API b
             raise InputError(source, f"must be a positive integer, got {value!r}",
                              element=f"job '{job_id}'", field=name)
         sizes[name] = value
+    _distinct_endpoints(source, job_id, lists, scheduler)
     return Job(job_id, lists["servers"], lists["workers"], cookie=0, scheduler=scheduler,
                **sizes)
 

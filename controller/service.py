@@ -30,10 +30,11 @@ from controller.ranking import FlowKey, ordered
 from controller.rank_delta import FlowRanker, JobRanker
 from controller.packets import ArpIn, arp_probe, arp_reply
 from controller import job_rank
-from controller.errors import BadRequest, Conflict, NotFound, Refused, Unauthorized
+from controller.errors import (BadRequest, Conflict, NotFound, Refused, Unauthorized,
+                               Unprocessable)
 from controller.journal import ProgressJournal, journal_path
-from controller.registry import (JOB_FIELDS, SIZE_FIELDS, Job, Registry, parse_job,
-                                 parse_progress)
+from controller.registry import (JOB_FIELDS, SIZE_FIELDS, DegenerateJob, Job, Registry,
+                                 parse_job, parse_progress)
 from sluice_common.errors import InputError
 from topologies import Topology
 from topologies.priority_classes import LEVELS, dscp_of_level
@@ -326,6 +327,8 @@ class ControllerService:
         the barrier after them."""
         try:
             job = parse_job(body, self.known_ips)
+        except DegenerateJob as err:
+            raise Unprocessable(str(err), err.field)
         except InputError as err:
             raise BadRequest(str(err))
         with self.lock:
@@ -597,8 +600,10 @@ class ControllerService:
             m.set("sluice_links_discovered", len(self.fabric.links) // 2)
             m.set("sluice_rules_installed", len(self.installed.rules))
             m.clear("sluice_rules_by_level")
-            for level, count in sorted(self.rules_by_level().items()):
-                m.set("sluice_rules_by_level", count, level=str(level))
+            by_level = self.rules_by_level()
+            # every level present, 0 included: a rate() over them must not see gaps
+            for level in sorted(set(range(self.config.levels)) | set(by_level)):
+                m.set("sluice_rules_by_level", by_level.get(level, 0), level=str(level))
             for name in ("sluice_port_tx_bytes", "sluice_port_rx_bytes",
                          "sluice_port_tx_bytes_per_second", "sluice_link_utilisation_ratio"):
                 m.clear(name)       # ports of a switch that went away must not linger

@@ -64,9 +64,12 @@ class BodyLimit:
     METHODS = {"POST", "PUT", "PATCH"}
 
     def __init__(self, app, max_body: int, error_body: Callable[[int, str], dict],
-                 default_content_type: bytes | None = None):
+                 default_content_type: bytes | None = None,
+                 content_types: tuple[bytes, ...] = ()):
         self.app, self.max_body, self.error_body = app, max_body, error_body
         self.default_content_type = default_content_type
+        # bodies of any other type get 415 naming the first (empty: any type)
+        self.content_types = content_types
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["method"] in self.METHODS:
@@ -87,6 +90,13 @@ class BodyLimit:
             elif int(length) > self.max_body:
                 refusal = (413, f"body of {int(length)} bytes is over the "
                            f"{self.max_body}-byte limit")
+            elif self.content_types and int(length) > 0:
+                ctype = dict(scope["headers"]).get(b"content-type", b"")
+                ctype = ctype.split(b";")[0].strip().lower()
+                if ctype not in self.content_types:
+                    want = self.content_types[0].decode()
+                    refusal = (415, f"Content-Type {ctype.decode('latin-1')!r} is not "
+                               f"{want}: send the body as JSON with Content-Type: {want}")
             if refusal:
                 data = (json.dumps(self.error_body(*refusal)) + "\n").encode()
                 await send({"type": "http.response.start", "status": refusal[0],
@@ -96,6 +106,15 @@ class BodyLimit:
                 await send({"type": "http.response.body", "body": data})
                 return
         await self.app(scope, receive, send)
+
+
+def page_of(items: list, key: str, limit: int, cursor: str | None) -> dict:
+    """One page of a list answer: ``{key: items[cursor:cursor+limit], next, total}``;
+    the cursor is the offset of the page's first item (an opaque string to clients)."""
+    start = int(cursor) if cursor else 0
+    chunk = items[start:start + limit]
+    more = start + limit < len(items)
+    return {key: chunk, "next": str(start + limit) if more else None, "total": len(items)}
 
 
 class ThreadedServer:

@@ -261,3 +261,104 @@ def test_jobs_are_paged(api):
     assert call(server, "GET", "/jobs?limit=0")[0] == 400
     assert call(server, "GET", "/jobs?cursor=abc")[0] == 400
     assert call(server, "GET", "/jobs?state=nope")[0] == 400
+
+
+# ---- the controller -----------------------------------------------------------------------
+
+CJOB = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
+        "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9001},
+                    {"id": "w1", "ip": "10.0.0.2", "port": 9001}]}
+
+
+@pytest.fixture
+def controller():
+    from controller.api import ApiServer
+    from controller_fakes import bring_up, make_service as make_controller
+    svc = bring_up(make_controller("two-rack"))
+    server = ApiServer(svc, "127.0.0.1", 0).start()
+    yield svc, server
+    server.stop()
+
+
+def cjson(server, method, path, body=None, ctype="application/json"):
+    from controller_fakes import ADMIN
+    headers = {"Authorization": f"Bearer {ADMIN}", "Content-Type": ctype}
+    data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
+    status, raw = call(server, method, path, data, headers)
+    return status, json.loads(raw or b"{}")
+
+
+@pytest.mark.parametrize("change,field", [
+    (lambda j: j["workers"].append(dict(j["workers"][0], id="w2")), "workers[2]"),
+    (lambda j: j["servers"].__setitem__(0, dict(j["workers"][0], id="s0")), "workers[0]"),
+    (lambda j: j.__setitem__("scheduler", dict(j["servers"][0], id="sch")), "scheduler"),
+])
+def test_degenerate_endpoints_are_422_naming_the_field(controller, change, field):
+    svc, server = controller
+    job = json.loads(json.dumps(CJOB))
+    change(job)
+    status, answer = cjson(server, "POST", "/jobs", job)
+    assert status == 422 and answer["field"] == field and "own address" in answer["error"]
+    assert svc.jobs() == []
+
+
+def test_port_0_is_refused(controller):
+    svc, server = controller
+    job = json.loads(json.dumps(CJOB))
+    job["workers"][0]["port"] = 0
+    status, answer = cjson(server, "POST", "/jobs", job)
+    assert status == 400 and "port" in answer["error"] and svc.jobs() == []
+
+
+def test_a_form_body_is_415_naming_json(controller):
+    _svc, server = controller
+    status, answer = cjson(server, "POST", "/jobs", b"id=job-a",
+                           "application/x-www-form-urlencoded")
+    assert status == 415 and "application/json" in answer["error"]
+
+
+def test_controller_lists_are_paged(controller):
+    _svc, server = controller
+    for i in range(3):
+        job = json.loads(json.dumps(CJOB).replace("job-a", f"job-{i}")
+                         .replace("900", f"9{i}0"))
+        assert cjson(server, "POST", "/jobs", job)[0] == 201
+    for path, key in (("/jobs", "jobs"), ("/flows", "flows"), ("/rules", "rules")):
+        first = cjson(server, "GET", f"{path}?limit=2")[1]
+        assert len(first[key]) == 2 and first["total"] > 2 and first["next"]
+        items, cursor = list(first[key]), first["next"]
+        while cursor:
+            page = cjson(server, "GET", f"{path}?limit=2&cursor={cursor}")[1]
+            items += page[key]
+            cursor = page["next"]
+        assert len(items) == first["total"]
+        assert cjson(server, "GET", f"{path}?limit=0")[0] == 400
+
+
+def test_spec_enums_and_formats_match_the_code(controller):
+    _svc, server = controller
+    doc = json.loads(call(server, "GET", "/openapi.json")[1])
+    schemas = doc["components"]["schemas"]
+    from controller.job_rank import RANK_RULES
+    assert schemas["RankRule"]["properties"]["rule"]["enum"] == list(RANK_RULES)
+    assert schemas["Endpoint"]["properties"]["ip"]["format"] == "ipv4"
+    status, answer = cjson(server, "POST", "/rank", {"rule": "nope"})
+    assert status == 400 and "progress" in answer["error"]
+    job = json.loads(json.dumps(CJOB))
+    job["workers"][0]["ip"] = "10.0.0.1.5"
+    assert cjson(server, "POST", "/jobs", job)[0] == 400
+    token = cjson(server, "POST", "/jobs", CJOB)[1]["token"]
+    status, _ = call(server, "POST", "/jobs/job-a/progress",
+                     b'{"worker": "w0", "batch": 4126.0}',
+                     {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    assert status == 400                      # not an integer
+
+
+def test_rules_by_level_lists_every_level_and_rank_rule_is_documented(controller):
+    svc, server = controller
+    text = call(server, "GET", "/metrics")[1].decode()
+    levels = {line.split('level="')[1].split('"')[0] for line in text.splitlines()
+              if line.startswith("sluice_rules_by_level{")}
+    assert levels == {str(i) for i in range(svc.config.levels)}
+    from sluice.reference import metrics_markdown
+    assert "`sluice_rank_rule`" in metrics_markdown()
