@@ -364,7 +364,7 @@ class SlurmCluster:
         pending = list(hosts)
         while pending:
             pending = [h for h in pending if subprocess.run(
-                ["ping", "-c1", "-W1", "-I", HEAD_INTF, self.topology.host_by_name[h].ip],
+                ["ping", "-c1", "-W1", self.topology.host_by_name[h].ip],
                 capture_output=True).returncode != 0]
             if pending and time.monotonic() > deadline:
                 raise FabricError(f"the Slurm head node ({self.head_ip} on {HEAD_INTF}) cannot "

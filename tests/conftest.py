@@ -72,3 +72,23 @@ def normal_controller():
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture(scope="module")
+def slurm_fabric(request, tmp_path_factory):
+    """The fabric (two-rack unless the module sets ``SLURM_TOPOLOGY``) under the sluice
+    controller, and a real Slurm cluster on it (``end_to_end.slurm_env``): ``.fabric``,
+    ``.cluster`` (SlurmCluster: ``.env`` makes any Slurm command work here), ``.topology``,
+    ``.controller_api``, ``.admin_token``, ``.ip(host)``. Module-scoped; everything (Slurm
+    daemons and their jobs, controller, fabric, namespaces) is torn down after the module,
+    also when a test fails. Fails loudly when Slurm is not installed (``make slurm``)."""
+    from end_to_end.slurm_env import slurm_environment
+    from mininet_fabric.slurm_cluster import missing_binaries
+
+    missing = missing_binaries()
+    if missing:
+        pytest.fail(f"Slurm tests need Debian's slurmctld slurmd slurm-client munge "
+                    f"(`make slurm`); missing: {', '.join(missing)}", pytrace=False)
+    topology = getattr(request.module, "SLURM_TOPOLOGY", "two-rack")
+    with slurm_environment(topology, tmp_path_factory.mktemp("slurm-fabric")) as env:
+        yield env
