@@ -79,7 +79,8 @@ class SchedulerService:
     def __init__(self, store: JobStore, topology: Topology, policy: PolicyStep,
                  executors: Mapping[str, Executor], executor: str, *, max_retries: int = 0,
                  controller: ControllerLink | None = None,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time,
+                 capacity: Callable[[ClusterState, Sequence[JobRecord]], None] | None = None):
         if executor not in executors:
             raise ValueError(f"executor {executor!r} not in {sorted(executors)}")
         self.store = store
@@ -90,6 +91,9 @@ class SchedulerService:
         self.max_retries = max_retries
         self.controller = controller
         self.clock = clock
+        # The resource manager's word on capacity (the Slurm executor's): takes from the
+        # state what sluice may not use (down/drained nodes, other users' GPUs).
+        self.capacity = capacity
         # Decisions (tick) and cancels are serialised; submissions only append rows.
         self._lock = threading.RLock()
         self.ticks = 0
@@ -248,6 +252,8 @@ class SchedulerService:
             placement = job.placement or {}
             state.allocate(Placement(str(job.id), tuple(placement.get("ps_hosts", ())),
                                      tuple(placement.get("worker_hosts", ()))))
+        if self.capacity is not None:
+            self.capacity(state, running)
         return state
 
     def tick(self) -> dict[str, int]:
@@ -314,7 +320,8 @@ class SchedulerService:
 
     def _end_update(self, job: JobRecord, outcome: Outcome) -> JobUpdate:
         back = dict(state="queued", gpus=None, placement=None, executor=None,
-                    started_at=None, expected_end=None, pid=None, pid_start=None)
+                    started_at=None, expected_end=None, pid=None, pid_start=None,
+                    slurm_job_id=None)
         if outcome.never_started:
             return JobUpdate(job.id, {**back, "attempts": max(0, job.attempts - 1)},
                              "running", "requeued", outcome.reason)
@@ -345,7 +352,7 @@ class SchedulerService:
             self._enqueue(dataclasses.replace(
                 job, state="queued", gpus=None, placement=None, executor=None,
                 started_at=None, expected_end=None, pid=None, pid_start=None,
-                attempts=attempts), in_id_order=True)
+                slurm_job_id=None, attempts=attempts), in_id_order=True)
             return
         level = logging.WARNING if outcome.state == "failed" else logging.INFO
         log.log(level, "job %d (%s) %s%s", job.id, job.name, outcome.state,

@@ -56,8 +56,11 @@ def build_service(*, topology: Topology, policy: PolicyStep, estimator: Estimato
                   local_command: str | None = None, max_retries: int = 0,
                   controller_url: str | None = None, token: str | None = None,
                   listen: tuple[str, int] = ("127.0.0.1", 8181),
-                  max_body: int = 1 << 20, tls: tuple[str, str] | None = None
+                  max_body: int = 1 << 20, tls: tuple[str, str] | None = None,
+                  slurm_options=None, slurm_env: dict[str, str] | None = None
                   ) -> tuple[SchedulerService, SchedulerHTTPServer]:
+    slurm = _slurm_executor(topology, db_path, slurm_options, slurm_env,
+                            check=executor == "slurm")
     controller = None
     if controller_url:
         from job_scheduler.service_controller import ControllerNotifier
@@ -84,12 +87,15 @@ def build_service(*, topology: Topology, policy: PolicyStep, estimator: Estimato
         "local": LocalExecutor(Path(db_path).parent / (Path(db_path).name + ".runs"),
                                template_command(local_command) if local_command else None),
         # (no --local-command: `sluice train`, the PS runtime)
+        # Always present too: a previous run's Slurm jobs are reconciled by Slurm job id.
+        "slurm": slurm,
     }
     if controller is not None:
         log.info("controller %s: jobs are registered on start, removed when they end",
                  controller.client.url)
     service = SchedulerService(store, topology, policy, executors, executor,
-                               max_retries=max_retries, controller=controller)
+                               max_retries=max_retries, controller=controller,
+                               capacity=slurm.capacity if executor == "slurm" else None)
     try:
         service.check_running_fit()
     except InputError:
@@ -98,6 +104,26 @@ def build_service(*, topology: Topology, policy: PolicyStep, estimator: Estimato
         raise
     server.service = service
     return service, server
+
+
+def _slurm_executor(topology: Topology, db_path: Path, options, env, check: bool):
+    """The Slurm executor; with ``check`` (``--executor slurm``) Slurm must answer and
+    know every host of the topology at its address, else exit 2 naming the command that
+    failed or the hosts."""
+    from job_scheduler.slurm_executor import SlurmExecutor, SlurmJobOptions
+    from slurm_client import SlurmClient, SlurmError
+
+    executor = SlurmExecutor(SlurmClient(env), topology,
+                             Path(db_path).parent / (Path(db_path).name + ".slurm-runs"),
+                             options or SlurmJobOptions())
+    if check:
+        try:
+            nodes = executor.check()
+        except SlurmError as err:
+            raise InputError("--executor slurm", f"Slurm is not usable: {err}")
+        log.info("Slurm: %d node(s), %d GPU(s) configured, %d allocated", len(nodes),
+                 sum(n.gpus for n in nodes), sum(n.gpus_used for n in nodes))
+    return executor
 
 
 def serve(service: SchedulerService, server: SchedulerHTTPServer, slot: float,

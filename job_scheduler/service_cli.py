@@ -1,7 +1,7 @@
 """``sluice scheduler | submit | jobs | cancel``: the scheduler service and its clients.
 
     sluice scheduler [--topology two-rack] [--policy lyapunov] [--listen 127.0.0.1:8181]
-                     [--db PATH] [--slot S] [--executor simulated|local]
+                     [--db PATH] [--slot S] [--executor simulated|local|slurm]
     sluice submit FILE [--server URL]      # validated here first: exit 2, nothing sent
     sluice jobs [--json] [--state S]
     sluice cancel ID
@@ -49,9 +49,22 @@ def configure_scheduler(parser: argparse.ArgumentParser) -> None:
                         help=f"SQLite job store (default {default_db_path()})")
     parser.add_argument("--slot", type=float, default=1.0,
                         help="seconds between scheduling decisions (default 1)")
-    parser.add_argument("--executor", choices=("simulated", "local"), default="simulated",
+    parser.add_argument("--executor", choices=("simulated", "local", "slurm"),
+                        default="simulated",
                         help="simulated: jobs last C(n) * --time-factor seconds; local: real "
-                        "PS jobs (`sluice train`, or --local-command)")
+                        "PS jobs (`sluice train`, or --local-command); slurm: each job one "
+                        "heterogeneous Slurm job on the decided hosts (Slurm's CLI, SLURM_CONF "
+                        "from the environment), Slurm's nodes the truth for capacity")
+    parser.add_argument("--slurm-partition", default=None, help="slurm executor: partition")
+    parser.add_argument("--slurm-compute", default="auto", choices=("auto", "torch", "emulated"),
+                        help="slurm executor: the workers' compute (ps_runtime.compute)")
+    parser.add_argument("--slurm-batches", type=int, default=None,
+                        help="slurm executor: batches per worker (default: dataset_size * "
+                        "epochs / (batch_size * workers))")
+    parser.add_argument("--slurm-compute-s", type=float, default=None,
+                        help="slurm executor, emulated compute: seconds per batch")
+    parser.add_argument("--slurm-bytes-per-batch", type=int, default=None,
+                        help="slurm executor, emulated compute: bytes on the wire per batch")
     parser.add_argument("--time-factor", type=float, default=1.0,
                         help="simulated executor: wall seconds per estimated second (default 1)")
     parser.add_argument("--local-command", default=None,
@@ -133,6 +146,19 @@ def run_scheduler(args: argparse.Namespace) -> int:
                    "eps": DEFAULT_EPS if args.eps is None else args.eps}
     policy = make_policy(args.policy, topology, estimator, slot=args.slot, **options)
     db_path = args.db or default_db_path()
+    slurm_options = None
+    if args.executor == "slurm":
+        from job_scheduler.slurm_executor import SlurmJobOptions
+        for flag in ("slurm_batches", "slurm_bytes_per_batch"):
+            if getattr(args, flag) is not None and getattr(args, flag) < 1:
+                raise InputError(f"--{flag.replace('_', '-')}", "must be >= 1")
+        if args.slurm_compute_s is not None and not args.slurm_compute_s >= 0:
+            raise InputError("--slurm-compute-s", "must be >= 0")
+        slurm_options = SlurmJobOptions(
+            compute=args.slurm_compute, batches=args.slurm_batches,
+            compute_s=args.slurm_compute_s, bytes_per_batch=args.slurm_bytes_per_batch,
+            bw_scale=topology.emulation_bw_scale, profile=args.profile,
+            partition=args.slurm_partition)
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -142,7 +168,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
         executor=args.executor, time_factor=args.time_factor,
         local_command=args.local_command, max_retries=args.max_retries,
         controller_url=args.controller, token=token, listen=(host, port),
-        max_body=args.max_request_bytes, tls=tls)
+        max_body=args.max_request_bytes, tls=tls, slurm_options=slurm_options)
     return serve(service, server, args.slot, token_set=bool(token))
 
 

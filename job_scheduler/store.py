@@ -57,6 +57,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     pid           INTEGER,                   -- local executor: process (and group) id
     pid_start     TEXT,                      -- /proc start time, guards against pid reuse
     run_dir       TEXT,                      -- local executor: logs and exit-status file
+    slurm_job_id  INTEGER,                   -- slurm executor: the Slurm job (het. job: leader)
     exit_code     INTEGER,
     attempts      INTEGER NOT NULL DEFAULT 0,
     reason        TEXT,
@@ -108,6 +109,7 @@ class JobRecord:
     pid: int | None = None
     pid_start: str | None = None
     run_dir: str | None = None
+    slurm_job_id: int | None = None
     exit_code: int | None = None
     attempts: int = 0
     reason: str | None = None
@@ -129,6 +131,7 @@ class JobRecord:
             "submission": self.submission_id, "submitted_at": self.submitted_at,
             "started_at": self.started_at, "expected_end": self.expected_end,
             "finished_at": self.finished_at, "pid": self.pid, "exit_code": self.exit_code,
+            "slurm_job_id": self.slurm_job_id,
             "attempts": self.attempts, "reason": self.reason, "model": self.spec.model,
             "max_gpus": self.spec.max_gpus, "arrival": self.spec.arrival,
             "not_before": self.start_not_before,
@@ -215,6 +218,9 @@ class JobStore:
         self._db.execute("PRAGMA foreign_keys=ON")
         with self._lock:
             self._db.executescript(_SCHEMA)
+            # slurm_job_id (issue 28): stores written before it gain the column
+            if "slurm_job_id" not in {r[1] for r in self._db.execute("PRAGMA table_info(jobs)")}:
+                self._db.execute("ALTER TABLE jobs ADD COLUMN slurm_job_id INTEGER")
             self._migrate()
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 

@@ -9,7 +9,7 @@ import grimp
 import networkx as nx
 
 PACKAGES = ("sluice", "mininet_tests", "end_to_end", "job_scheduler", "ps_runtime",
-            "mininet_fabric", "controller", "topologies", "sluice_common")
+            "mininet_fabric", "slurm_client", "controller", "topologies", "sluice_common")
 
 
 def test_the_module_import_graph_has_no_cycle():

@@ -1,0 +1,205 @@
+"""A PS job inside a Slurm allocation: the batch script's side of ``--executor slurm``.
+
+The scheduler's ``SlurmExecutor`` submits ONE heterogeneous Slurm job per sluice job, one
+component per host of the decision (the component of the first PS host first: the batch
+script runs there, as the ps-lite scheduler does). The batch script runs
+
+    python -m ps_runtime.slurm_job RUN_DIR/plan.json
+
+which starts the job's processes with the very launcher ``sluice train``/``sluice run``
+use (:class:`ps_runtime.launcher.PSJob`: DMLC_* roles, fixed ports of
+:class:`~ps_runtime.plan.PortPlan`, fail-fast watching, logs under ``RUN_DIR/ps``), only
+through :class:`SrunRunner`: every PS and worker process is one ``srun --het-group=G
+--overlap`` step in the component of its host. Each process first records where it
+really runs (``RUN_DIR/ran_on/<role><rank>.json``: hostname, the IP it reaches the
+ps-lite scheduler from, Slurm's node name) and then execs the PS program.
+
+Facts of Slurm 22.05 handled here:
+- ``srun`` exits 0 when its node fails: a job counts as finished only when every
+  worker's log shows its last batch; the executor also checks the Slurm job's state.
+- a ``kill -9`` of slurmctld just after a job started can start its batch script twice
+  ("Duplicate jobid"): the second start finds ``RUN_DIR/batch.started`` (O_EXCL) and
+  waits for the first one's exit status instead of starting any process again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from ps_runtime.runners import _environment, REPO_ROOT
+from ps_runtime.watchdog import ENV as WATCHDOG_ENV
+
+EXIT_FILE = "exit_status"
+STARTED_FILE = "batch.started"
+RAN_ON_DIR = "ran_on"
+
+
+class SrunRunner:
+    """Start a PS process as an ``srun`` step in the heterogeneous-job component of its
+    host (``groups``: host -> component index; one component: no ``--het-group``)."""
+
+    def __init__(self, groups: dict[str, int], ran_on_dir: Path, python: str = sys.executable):
+        self.groups = dict(groups)
+        self.ran_on_dir = Path(ran_on_dir)
+        self.python = python
+        self.het = len(set(self.groups.values())) > 1
+
+    def argv(self, host: str, argv: list[str], name: str) -> list[str]:
+        if host not in self.groups:
+            raise ValueError(f"host {host!r} has no component in this Slurm job "
+                             f"(components: {', '.join(sorted(self.groups))})")
+        srun = ["srun", "--ntasks=1", "--nodes=1", "--overlap", "--quiet", "--kill-on-bad-exit=0"]
+        if self.het:
+            srun.append(f"--het-group={self.groups[host]}")
+        record = str(self.ran_on_dir / f"{name}.json")
+        return [*srun, self.python, "-m", "ps_runtime.slurm_job", "--record", record,
+                "--host", host, "--", *argv]
+
+    def start(self, host: str, argv: list[str], env: dict[str, str], log: IO,
+              stdin=subprocess.DEVNULL) -> subprocess.Popen:
+        name = _process_name(argv, env)
+        return subprocess.Popen(self.argv(host, argv, name), env=_environment(env), stdout=log,
+                                stderr=subprocess.STDOUT, stdin=stdin, cwd=REPO_ROOT,
+                                start_new_session=True)
+
+
+def _process_name(argv: list[str], env: dict[str, str]) -> str:
+    role = env.get("DMLC_ROLE", "proc")
+    if role == "worker" and "--worker-index" in argv:
+        return f"worker{argv[argv.index('--worker-index') + 1]}"
+    port = env.get("PORT", "")
+    return f"{role}-{port}"
+
+
+def local_ip(towards: str) -> str:
+    """The address this host reaches ``towards`` from (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect((towards, 9))
+            return s.getsockname()[0]
+        except OSError:
+            return ""
+
+
+def record_and_exec(record: str, host: str, argv: list[str]) -> None:
+    """In the srun task: write where this process runs, then become the PS program."""
+    env = dict(os.environ)
+    # srun ends its tasks when the batch script's launcher goes away; the launcher's pid
+    # means nothing on another node, so the watchdog must not look for it there.
+    env.pop(WATCHDOG_ENV, None)
+    facts = {"intended_host": host, "hostname": socket.gethostname(),
+             "slurm_node": env.get("SLURMD_NODENAME", ""),
+             "ip": local_ip(env.get("DMLC_PS_ROOT_URI", "127.0.0.1")),
+             "intended_ip": env.get("DMLC_NODE_HOST", ""), "role": env.get("DMLC_ROLE", ""),
+             "slurm_job_id": env.get("SLURM_JOB_ID", ""), "pid": os.getpid(),
+             "at": time.time()}
+    path = Path(record)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(facts))
+    os.replace(tmp, path)
+    os.execvpe(argv[0], argv, env)
+
+
+def _write_exit(run_dir: Path, code: int, message: str = "") -> None:
+    tmp = run_dir / (EXIT_FILE + ".tmp")
+    tmp.write_text(f"{code}\n")
+    os.replace(tmp, run_dir / EXIT_FILE)
+    if message:
+        (run_dir / "error").write_text(message + "\n")
+
+
+def _wait_for_first(run_dir: Path) -> int:
+    print("slurm_job: this job's batch script already started once (Slurm started it "
+          "again, e.g. after a slurmctld restart: 'Duplicate jobid'); waiting for the first "
+          "start's result instead of starting the job twice", file=sys.stderr, flush=True)
+    while True:
+        try:
+            return int((run_dir / EXIT_FILE).read_text().strip())
+        except (OSError, ValueError):
+            time.sleep(0.5)
+
+
+def run_plan(plan_path: Path) -> int:
+    from sluice_common.jobspec import parse_jobs_text
+    from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
+    from ps_runtime.plan import HostPlan, Node
+    from ps_runtime.compute import resolve_compute
+
+    plan = json.loads(plan_path.read_text())
+    run_dir = Path(plan["run_dir"])
+    try:
+        fd = os.open(run_dir / STARTED_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return _wait_for_first(run_dir)
+    os.write(fd, json.dumps({"slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+                             "host": socket.gethostname(), "at": time.time()}).encode())
+    os.close(fd)
+    (spec,) = [s for s in parse_jobs_text(plan["job_yaml"], str(plan_path))
+               if s.name == plan["job"]]
+    hosts = HostPlan(tuple(Node(h, ip) for h, ip in plan["servers"]),
+                     tuple(Node(h, ip) for h, ip in plan["workers"]))
+    compute = resolve_compute(plan.get("compute") or "auto")
+    options = WorkerOptions(compute=compute, bw_scale=float(plan.get("bw_scale") or 1.0),
+                            compute_s=plan.get("compute_s"),
+                            bytes_per_batch=plan.get("bytes_per_batch"),
+                            profile=plan.get("profile"), threads=1)
+    batches = int(plan["batches"])
+    runner = SrunRunner(plan["groups"], run_dir / RAN_ON_DIR)
+    job = PSJob(spec, hosts, runner, run_dir / "ps", batches=batches, options=options,
+                controller_url=os.environ.get("SLUICE_CONTROLLER_URL") or None,
+                token=os.environ.get("SLUICE_CONTROLLER_JOB_TOKEN") or None)
+    old = signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
+    try:
+        with job:
+            job.start()
+            result = job.wait(timeout=float(plan.get("timeout") or 3600))
+    except JobFailed as err:
+        print(f"slurm_job: {err}", file=sys.stderr, flush=True)
+        _write_exit(run_dir, 1, str(err).splitlines()[0])
+        return 1
+    except SystemExit as err:        # SIGTERM: scancel or a Slurm time limit
+        _write_exit(run_dir, int(err.code or 143), "stopped by SIGTERM (scancel)")
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    short = {w: len(r) for w, r in result.batches.items() if len(r) < batches}
+    missing = [p.name for p in job.workers if p.rank not in result.batches]
+    if short or missing:
+        # srun exits 0 when its node fails: a worker that "ended well" without its last
+        # batch did not finish.
+        text = (f"worker(s) ended without their last batch ({batches}): "
+                + ", ".join([f"worker{w} at {n}" for w, n in short.items()] + missing))
+        print(f"slurm_job: {text}", file=sys.stderr, flush=True)
+        _write_exit(run_dir, 1, text)
+        return 1
+    (run_dir / "result.json").write_text(json.dumps(
+        {"elapsed_s": result.elapsed_s, "returncodes": result.returncodes,
+         "batches": {str(w): len(r) for w, r in result.batches.items()}}))
+    _write_exit(run_dir, 0)
+    print(f"slurm_job: job {spec.name} done in {result.elapsed_s:.1f} s", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # In an srun task: --record FILE --host HOST -- PROGRAM... (record, then exec).
+    if argv[:1] == ["--record"] and len(argv) >= 5 and argv[2] == "--host" and argv[4] == "--":
+        record_and_exec(argv[1], argv[3], argv[5:])
+        return 127          # not reached
+    parser = argparse.ArgumentParser(prog="python -m ps_runtime.slurm_job")
+    parser.add_argument("plan", help="plan.json written by the Slurm executor")
+    return run_plan(Path(parser.parse_args(argv).plan))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

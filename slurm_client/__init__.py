@@ -1,0 +1,14 @@
+"""sluice's Slurm client: typed wrappers around Slurm 22.05's command-line tools.
+
+An adapter (the layer of ``ps_runtime`` and ``mininet_fabric``): the scheduler's
+``job_scheduler.slurm_executor`` drives Slurm through it. Parsing is pure
+(:mod:`slurm_client.parse`), running the commands is :mod:`slurm_client.client`.
+"""
+
+from slurm_client.client import SlurmClient, SlurmCommandError, SlurmError, SlurmUnavailable
+from slurm_client.parse import (Component, JobInfo, NodeInfo, ParseError, Submission,
+                                SwitchInfo, expand_hostlist, gres_gpus, job_outcome)
+
+__all__ = ["SlurmClient", "SlurmCommandError", "SlurmError", "SlurmUnavailable", "Component",
+           "JobInfo", "NodeInfo", "ParseError", "Submission", "SwitchInfo", "expand_hostlist",
+           "gres_gpus", "job_outcome"]
