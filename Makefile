@@ -17,12 +17,13 @@ TORCH_PIN ?= torch==2.13.0
 MXNET_PIN := mxnet==1.9.1
 VENV_NP2 := .venv-numpy2
 
-.PHONY: all setup system slurm venv ovs test test-fast test-numpy2 demo bench clean-fabric help
+.PHONY: all setup system slurm venv ovs test test-fast test-numpy2 demo demo-slurm bench clean-fabric help
 
 all: test
 
 help:
 	@echo "make demo   - set up and run the default demo (two-rack-100g fabric, six jobs, priority off vs on)"
+	@echo "make demo-slurm - the demo's jobs through the scheduler service and a local Slurm cluster on the fabric"
 	@echo "make test   - set up and run the whole test suite (needs root for the fabric tests)"
 	@echo "make bench  - run the benchmarks under bench/"
 
@@ -110,6 +111,12 @@ $(VENV_NP2)/.installed: pyproject.toml
 
 demo: setup
 	$(VENV)/bin/sluice demo
+
+# The demo's jobs through `sluice scheduler --executor slurm` and a local Slurm cluster on
+# the fabric; DIR/slurm.json says which Slurm job ran where.
+DEMO_SLURM_OUT ?= runs/demo-slurm
+demo-slurm: setup
+	$(VENV)/bin/sluice demo --executor slurm --out $(DEMO_SLURM_OUT)
 
 bench: setup
 	$(PY) bench/run_all.py

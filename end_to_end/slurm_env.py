@@ -61,7 +61,7 @@ def slurm_environment(topology: Topology | str, out: Path, *, progress: bool = T
         _wait_hosts_located(fabric, client)
         t_fabric = time.monotonic() - t0
         with SlurmCluster(fabric, out / "slurm", {h.name: h.gpus for h in topo.hosts},
-                          progress=progress) as cluster:
+                          progress=progress, keep_logs=out / "slurm-logs") as cluster:
             env = SlurmFabric(fabric, cluster, topo, client.url, client.admin_token, ofp,
                               {"fabric_and_controller_s": round(t_fabric, 2),
                                "slurm_bringup_s": round(cluster.bringup_s, 2)})

@@ -227,7 +227,8 @@ class SlurmCluster:
     """munged + slurmctld (root namespace) + one slurmd per Mininet host. See the module doc."""
 
     def __init__(self, fabric: "Fabric", workdir: Path, gpus: dict[str, int], *,
-                 start_timeout_s: float = 60.0, progress: bool = True):
+                 start_timeout_s: float = 60.0, progress: bool = True,
+                 keep_logs: Path | None = None):
         self.fabric = fabric
         self.topology = fabric.topology
         self.workdir = Path(workdir).resolve()
@@ -238,6 +239,7 @@ class SlurmCluster:
         self.hosts: list[str] = list(self.gpus)
         self.start_timeout_s = start_timeout_s
         self.progress = progress
+        self.keep_logs = Path(keep_logs) if keep_logs else None   # logs copied here on stop()
         self.conf_dir = self.workdir / "etc"
         self.head_ip = head_ip(self.topology)
         self.control_host = subprocess.run(["hostname", "-s"], capture_output=True, text=True,
@@ -308,6 +310,12 @@ class SlurmCluster:
             f.close()
         self._logs.clear()
         self._uts.clear()
+        if self.keep_logs is not None and (self.workdir / "log").is_dir():
+            try:
+                shutil.copytree(self.workdir / "log", self.keep_logs, dirs_exist_ok=True)
+                shutil.copytree(self.conf_dir, self.keep_logs / "etc", dirs_exist_ok=True)
+            except OSError as err:
+                self._say(f"could not keep the Slurm logs in {self.keep_logs}: {err}")
         shutil.rmtree(self.workdir, ignore_errors=True)
         self._started = False
         self.teardown_s = time.monotonic() - t0

@@ -1,0 +1,239 @@
+"""``sluice demo --executor slurm``: the demo's jobs through the scheduler service and a
+real local Slurm cluster on the same fabric.
+
+    sluice demo --executor slurm [--out DIR]        # or: make demo-slurm
+
+What it does, in order: validates like ``sluice demo``; takes the fabric lock; starts the
+sluice controller, the fabric (two-rack-100g) and the Slurm cluster on it
+(``end_to_end.slurm_env``: munged, slurmctld, one slurmd per Mininet host); starts
+``sluice scheduler --executor slurm`` as its own process with the cluster's
+``SLURM_CONF`` and the controller's URL; submits ``end_to_end/data/demo_jobs.yaml`` with
+``sluice submit``; waits until every job has ended; writes ``DIR/slurm.json``:
+
+    {"jobs": {NAME: {"slurm_job_id": 7, "decided_hosts": ["h1", "h3"],
+                     "ran_on": ["h1", "h3"], "state": "finished", ...}},
+     "bringup_s": 0.4, ...}
+
+``decided_hosts``: the hosts of the scheduler's decision (PS and workers); ``ran_on``: the
+hosts the job's own PS and worker processes reported (each writes its hostname into
+``RUN_DIR/ran_on/`` before it starts, ps_runtime.slurm_job). Everything (scheduler,
+Slurm daemons and their jobs, controller, fabric) is stopped on the way out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from ps_runtime.ports import free_port
+
+TERMINAL = ("finished", "failed", "cancelled")
+RAN_ON_DIR = "ran_on"
+
+
+# ---- the report (pure, given the files) ------------------------------------------------------
+
+def _unique(hosts: Iterable[str]) -> list[str]:
+    return sorted(set(hosts))
+
+
+def decided_hosts(job: dict[str, Any]) -> list[str]:
+    placement = job.get("placement") or {}
+    return _unique(list(placement.get("ps_hosts", [])) + list(placement.get("worker_hosts", [])))
+
+
+def last_run_dir(run_root: Path, job_id: int) -> Path | None:
+    """The run directory of the job's latest attempt (``job-<id>-attempt-<n>``)."""
+    dirs = [p for p in Path(run_root).glob(f"job-{job_id}-attempt-*") if p.is_dir()]
+
+    def attempt(p: Path) -> int:
+        tail = p.name.rsplit("-", 1)[-1]
+        return int(tail) if tail.isdigit() else -1
+
+    return max(dirs, key=attempt) if dirs else None
+
+
+def reported_processes(run_dir: Path | None) -> list[dict[str, Any]]:
+    """What each PS/worker process wrote about itself: ``[{process, hostname, ip, ...}]``."""
+    if run_dir is None:
+        return []
+    out = []
+    for f in sorted((run_dir / RAN_ON_DIR).glob("*.json")):
+        try:
+            facts = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        out.append({"process": f.stem, **{k: facts.get(k) for k in
+                                           ("hostname", "ip", "slurm_node", "role", "slurm_job_id")}})
+    return out
+
+
+def slurm_report(jobs: list[dict[str, Any]], run_root: Path, **extra: Any) -> dict[str, Any]:
+    """``slurm.json``: per job its Slurm job id, decided hosts, the hosts its processes
+    reported, its state (and reason); ``extra`` (bring-up time...) at the top level."""
+    report: dict[str, Any] = {"jobs": {}}
+    for job in sorted(jobs, key=lambda j: j["id"]):
+        processes = reported_processes(last_run_dir(run_root, job["id"]))
+        report["jobs"][job["name"]] = {
+            "slurm_job_id": job.get("slurm_job_id"),
+            "decided_hosts": decided_hosts(job),
+            "ran_on": _unique(p["hostname"] for p in processes if p.get("hostname")),
+            "state": job["state"],
+            "reason": job.get("reason"),
+            "gpus": job.get("gpus"),
+            "attempts": job.get("attempts"),
+            "processes": processes,
+        }
+    report.update(extra)
+    return report
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    lines = ["| job | Slurm job | state | decided hosts | ran on | match |", "|---|---|---|---|---|---|"]
+    for name, j in report["jobs"].items():
+        match = "yes" if j["ran_on"] and j["ran_on"] == j["decided_hosts"] else "NO"
+        lines.append(f"| {name} | {j['slurm_job_id']} | {j['state']} | {', '.join(j['decided_hosts'])} "
+                     f"| {', '.join(j['ran_on'])} | {match} |")
+    return "\n".join(lines)
+
+
+# ---- the run ---------------------------------------------------------------------------------
+
+def _say(text: str) -> None:
+    print(f"sluice demo: {text}", file=sys.stderr, flush=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_slurm_demo(args) -> int:
+    from end_to_end.run import DEMO_JOBS, DEMO_TOPOLOGY, _out_dir, validate
+    from end_to_end.slurm_env import slurm_environment
+    from job_scheduler.service_client import SchedulerClient
+    from mininet_fabric.fabric import FabricError
+    from mininet_fabric.lock import FabricLock
+    from mininet_fabric.slurm_cluster import missing_binaries
+
+    jobs, topology = validate(DEMO_JOBS, DEMO_TOPOLOGY, args)
+    missing = missing_binaries()
+    if missing:
+        raise FabricError(f"Slurm is not installed (missing {', '.join(missing)}): run `make slurm`")
+    out = _out_dir(args, "demo-slurm")
+    out.mkdir(parents=True, exist_ok=True)
+    db = out / "scheduler.db"
+    run_root = Path(str(db) + ".slurm-runs")
+    # A previous demo in the same directory: its store and run directories would mix in
+    # (job ids start at 1 again).
+    for stale in (db, Path(str(db) + ".lock"), out / "slurm.json", out / "slurm.md"):
+        stale.unlink(missing_ok=True)
+    for stale_dir in (run_root, out / "slurm-logs"):
+        shutil.rmtree(stale_dir, ignore_errors=True)
+    asked = time.monotonic()
+    with FabricLock(f"sluice demo --executor slurm {out}"):
+        started = time.monotonic()
+        with slurm_environment(topology, out) as env:
+            port = free_port()
+            url = f"http://127.0.0.1:{port}"
+            token = secrets.token_urlsafe(18)
+            senv = {**os.environ, **env.cluster.env, "SLUICE_SCHEDULER_TOKEN": token,
+                    "SLUICE_SCHEDULER_URL": url, "SLUICE_CONTROLLER_TOKEN": env.admin_token}
+            cmd = [sys.executable, "-m", "sluice", "scheduler", "--topology", DEMO_TOPOLOGY,
+                   "--policy", args.policy, "--listen", f"127.0.0.1:{port}", "--db", str(db),
+                   "--slot", str(args.slot), "--executor", "slurm",
+                   "--slurm-compute", args.compute, "--controller", env.controller_api]
+            if args.batches:
+                cmd += ["--slurm-batches", str(args.batches)]
+            if getattr(args, "profile", None):
+                cmd += ["--profile", str(args.profile)]
+            _say(f"starting the scheduler service ({url}, --executor slurm)")
+            log = open(out / "scheduler.log", "w")
+            sched = subprocess.Popen(cmd, env=senv, stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+            try:
+                client = SchedulerClient(url, token)
+                _wait_health(client, sched, out / "scheduler.log")
+                sub = subprocess.run([sys.executable, "-m", "sluice", "submit", str(DEMO_JOBS),
+                                      "--server", url], env=senv, capture_output=True, text=True,
+                                     timeout=60)
+                if sub.returncode != 0:
+                    raise RuntimeError(f"sluice submit failed ({sub.returncode}): {sub.stderr.strip()}")
+                _say(f"submitted {len(jobs)} jobs: {sub.stdout.strip()[:200]}")
+                final, interrupted = _wait_jobs(client, sched, len(jobs), args.job_timeout)
+            finally:
+                _stop(sched)
+                log.close()
+            bringup = env.cluster.bringup_s
+            timings = dict(env.timings)
+        wall = time.monotonic() - started
+    report = slurm_report(final, run_root, bringup_s=round(bringup, 2), topology=topology.name,
+                          compute=args.compute, wall_time_s=round(wall, 1),
+                          fabric_lock_wait_s=round(started - asked, 1), **timings)
+    (out / "slurm.json").write_text(json.dumps(report, indent=1))
+    md = (f"# sluice demo --executor slurm: {topology.name}, {len(jobs)} jobs, policy "
+          f"{args.policy}, {args.compute} compute\n\nSlurm bring-up {bringup:.1f} s, wall time "
+          f"{wall:.0f} s\n\n{report_markdown(report)}\n")
+    (out / "slurm.md").write_text(md)
+    print(md)
+    print(f"report: {out}/slurm.json")
+    if interrupted:
+        return 130
+    ok = all(j["state"] == "finished" and j["ran_on"] == j["decided_hosts"]
+             for j in report["jobs"].values())
+    return 0 if ok and len(report["jobs"]) == len(jobs) else 1
+
+
+def _wait_health(client, proc: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the scheduler exited with {proc.returncode}: "
+                               f"{log.read_text(errors='replace')[-2000:]}")
+        try:
+            client.health()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the scheduler did not answer in {timeout:.0f} s (log: {log})")
+            time.sleep(0.3)
+
+
+def _wait_jobs(client, proc: subprocess.Popen, count: int, timeout: float
+               ) -> tuple[list[dict[str, Any]], bool]:
+    deadline = time.monotonic() + timeout
+    last = ""
+    jobs: list[dict[str, Any]] = []
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the scheduler exited with {proc.returncode} mid-run")
+            jobs = client.jobs()
+            states = {}
+            for j in jobs:
+                states[j["state"]] = states.get(j["state"], 0) + 1
+            line = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
+            if line != last:
+                _say(line)
+                last = line
+            if len(jobs) >= count and all(j["state"] in TERMINAL for j in jobs):
+                return jobs, False
+            if time.monotonic() > deadline:
+                _say(f"jobs not done after {timeout:.0f} s; reporting what ran")
+                return jobs, False
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        return jobs, True
