@@ -68,10 +68,6 @@ def configure_run(parser) -> None:
 
 def configure_demo(parser) -> None:
     parser.add_argument("--policy", default="lyapunov", help=f"one of {', '.join(POLICY_NAMES)}")
-    parser.add_argument("--executor", default="direct", choices=("direct", "slurm"),
-                        help="direct (default): jobs started on the fabric's hosts by the run "
-                        "loop, priority off vs on; slurm: through `sluice scheduler --executor "
-                        "slurm` and a local Slurm cluster on the fabric (end_to_end/slurm_demo.py)")
     _common(parser)
 
 
@@ -258,11 +254,6 @@ def _crosses_fabric(job: dict) -> bool:
 
 def run_demo(args) -> int:
     import json
-
-    if getattr(args, "executor", "direct") == "slurm":
-        from end_to_end.slurm_demo import run_slurm_demo
-
-        return run_slurm_demo(args)
 
     from end_to_end.report import comparison, comparison_markdown, demo_summary, write_report
 

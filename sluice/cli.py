@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profile": ("ps_runtime.cli", "profile Cost_bat(1) and alpha(b) on the real device"),
     "train": ("ps_runtime.cli", "run one PS training job on local processes"),
     "run": ("end_to_end.run", "schedule YAML jobs onto the Mininet fabric and run them for real"),
-    "demo": ("end_to_end.run", "the default end-to-end demo (two-rack-100g, six jobs, priority off vs on)"),
+    "demo": ("end_to_end.demo", "the default end-to-end demo (two-rack-100g, six jobs, priority off vs on)"),
     "scheduler": ("job_scheduler.service_cli", "run the scheduler as a service"),
     "submit": ("job_scheduler.service_cli", "submit a job YAML file to the scheduler service"),
     "jobs": ("job_scheduler.service_cli", "list the scheduler service's jobs"),
