@@ -224,14 +224,17 @@ class Fabric:
         _progress(self.progress, f"TCP congestion control '{wanted}' not usable here; hosts use reno")
         return "reno"
 
-    def install_priority_tree(self) -> None:
-        """(Re)install the HTB rate + priority tree on every interface; idempotent."""
+    def install_priority_tree(self, tree=None) -> None:
+        """(Re)install the HTB rate + priority tree on every interface; idempotent.
+        ``tree(intf, rate_mbit, levels)``: the switch ports' tc lines instead of
+        ``priority.priority_tree`` (a baseline's, ``mininet_fabric/baselines.py``)."""
+        tree = tree or priority.priority_tree
         root_lines = []
         for link in self.links:
             for node, intf in ((link.a, link.intf_a), (link.b, link.intf_b)):
                 if node in self.ports:  # a switch port, in the root namespace
                     root_lines += [f"qdisc del dev {intf} root"]
-                    root_lines += priority.priority_tree(intf, link.bw_mbit, self.priority_levels)
+                    root_lines += tree(intf, link.bw_mbit, self.priority_levels)
                 else:  # a host NIC: rate only, inside the host's namespace
                     self._tc_batch(f"host {node}", [f"qdisc del dev {intf} root"]
                                    + priority.rate_limit(intf, link.bw_mbit), self.host(node))

@@ -44,11 +44,16 @@ def _minor(classid: str) -> str:
     return classid.split(":", 1)[1]
 
 
-def priority_tree(intf: str, rate_mbit: float, levels: int = pc.LEVELS) -> list[str]:
+def priority_tree(intf: str, rate_mbit: float, levels: int = pc.LEVELS,
+                  leaf_limit: int = LEAF_QUEUE_PACKETS) -> list[str]:
     """tc batch lines: HTB root, link class, ``levels`` priority classes and DSCP filters.
 
     ``levels`` < 8 uses only the most urgent ``levels - 1`` levels plus the least urgent one
-    (the default), keeping level 0 at the top and unmarked traffic at the bottom."""
+    (the default), keeping level 0 at the top and unmarked traffic at the bottom.
+    ``leaf_limit``: packets each level's FIFO holds (a shallow-buffer baseline sets it,
+    ``mininet_fabric/baselines.py``)."""
+    if isinstance(leaf_limit, bool) or not isinstance(leaf_limit, int) or leaf_limit < 1:
+        raise ValueError(f"leaf queue limit must be an integer >= 1 packet, got {leaf_limit!r}")
     if not 1 <= levels <= pc.LEVELS:
         raise ValueError(f"priority levels must be 1..{pc.LEVELS}, got {levels}")
     if not rate_mbit > 0:
@@ -68,7 +73,7 @@ def priority_tree(intf: str, rate_mbit: float, levels: int = pc.LEVELS) -> list[
                      f"rate {guaranteed}kbit ceil {link}kbit burst {BURST} cburst {BURST} "
                      f"prio {level} quantum 1514")
         lines.append(f"qdisc add dev {intf} parent {cid} handle {level + 10:x}: "
-                     f"pfifo limit {LEAF_QUEUE_PACKETS}")
+                     f"pfifo limit {leaf_limit}")
     for level in used:
         lines.append(f"filter add dev {intf} parent {pc.HTB_ROOT_HANDLE} protocol ip prio 1 "
                      f"u32 match ip tos {pc.tos_of_level(level):#04x} 0xfc "

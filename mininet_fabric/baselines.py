@@ -1,0 +1,163 @@
+"""The switch-egress queue disciplines a network engineer compares priority against (pure).
+
+Three baselines, each a mode of the heavy-tail experiment (``off*``: no job registered,
+every packet unmarked, so all of it lands in the least urgent level), and each usable
+under the ranking rules too (``<rule>+<baseline>``: the controller marks jobs into the
+priority levels, and each level's queue is the baseline's):
+
+- ``off``: today's tree (``priority.priority_tree``): per level one deep FIFO of
+  ``priority.LEAF_QUEUE_PACKETS`` (200) packets, about 200 ms at 12 Mbit/s.
+- ``off-shallow``: the same tree with a FIFO of about twice the bandwidth-delay product
+  (:func:`shallow_limit_packets`), never below one HTB burst (the shaper releases up to
+  ``priority.BURST`` at once, so a queue shorter than that drops inside a burst).
+- ``off-fair``: per-flow fair queueing, built from what this kernel has (HTB, pfifo and
+  the u32 filter; no fq_codel, no sfq): each level is an inner HTB class whose children
+  are ``buckets`` leaf classes at the level's HTB priority, one short FIFO each, behind a
+  u32 hash table on the transport ports. HTB serves same-priority leaves by deficit round
+  robin with a 1514-byte quantum, so backlogged buckets share the link packet by packet
+  (DRR, Shreedhar & Varghese 1995), and each bucket's FIFO is short, as fq_codel keeps a
+  flow's queue short.
+
+The hash: u32 can only take masked bits of one 32-bit word (no real hash function). The
+word at offset 20 of an option-less IPv4 header is ``source port << 16 | destination
+port``; the mask keeps bits 3-8 of the destination port (64 buckets). A job's ps-lite
+ports lie in a block of 40 (``ps_runtime.plan.BLOCK``) and consecutive jobs' blocks are
+40 apart, so the pushes of up to 13 consecutive jobs, and their pulls, fall in different
+buckets; ephemeral ports (ACK streams, connections back) spread uniformly.
+
+All functions return ``tc -batch`` lines (without the leading ``tc``), like priority.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mininet_fabric import priority
+from topologies import priority_classes as pc
+
+BASELINES = ("off", "off-shallow", "off-fair")
+MTU_BYTES = 1514
+FAIR_BUCKETS = 64
+# u32 hashkey: bits 3-8 of the destination port in the ports word (offset 20)
+FAIR_HASH_MASK = 0x000001F8
+FAIR_HASH_AT = 20
+
+
+def split_mode(mode: str, rules: tuple[str, ...]) -> tuple[str | None, str]:
+    """An experiment mode -> (ranking rule or None, baseline): ``off-fair`` ->
+    (None, ``off-fair``); ``remaining`` -> (``remaining``, ``off``);
+    ``remaining+off-shallow`` -> (``remaining``, ``off-shallow``)."""
+    if mode in BASELINES:
+        return None, mode
+    rule, sep, baseline = mode.partition("+")
+    if rule not in rules or (sep and baseline not in BASELINES):
+        raise ValueError(f"mode must be one of {BASELINES}, a rule ({', '.join(rules)}) or "
+                         f"RULE+BASELINE, got {mode!r}")
+    return rule, baseline if sep else "off"
+
+
+def burst_packets() -> int:
+    """Packets of one HTB burst (``priority.BURST``, e.g. '15k')."""
+    text = priority.BURST.lower()
+    factor = 1024 if text.endswith("k") else 1
+    return math.ceil(int(text.rstrip("k")) * factor / MTU_BYTES)
+
+
+def shallow_limit_packets(rate_mbit: float, rtt_s: float) -> int:
+    """About twice the bandwidth-delay product of a ``rate_mbit`` link with round trip
+    ``rtt_s``, in full-size packets; at least one HTB burst."""
+    if not rate_mbit > 0 or not rtt_s >= 0:
+        raise ValueError(f"rate must be > 0 and rtt >= 0, got {rate_mbit}, {rtt_s}")
+    bdp = rate_mbit * 1e6 / 8 * rtt_s
+    return max(burst_packets(), math.ceil(2 * bdp / MTU_BYTES))
+
+
+def fair_hash_mask(buckets: int) -> int:
+    """The u32 hashkey mask for ``buckets`` (a power of two up to 64): the destination
+    port's bits from bit 3 up (u32 shifts the masked word down to its lowest set bit)."""
+    mask = (buckets - 1) << 3
+    if buckets & (buckets - 1) or not 2 <= buckets or mask & ~FAIR_HASH_MASK:
+        raise ValueError(f"buckets must be a power of two in 2..64, got {buckets}")
+    return mask
+
+
+def fair_bucket(dst_port: int, buckets: int = FAIR_BUCKETS) -> int:
+    """The bucket the u32 hash puts a packet with destination port ``dst_port`` in."""
+    return (dst_port & fair_hash_mask(buckets)) >> 3
+
+
+def _bucket_minor(level: int, bucket: int) -> int:
+    return 0x1000 + level * 0x100 + bucket
+
+
+def fair_tree(intf: str, rate_mbit: float, levels: int = pc.LEVELS,
+              buckets: int = FAIR_BUCKETS, bucket_limit: int | None = None) -> list[str]:
+    """tc batch lines: the priority tree whose every level is fair-queued over
+    ``buckets`` HTB leaf classes (DRR) behind a u32 hash table on the ports; each bucket a
+    FIFO of ``bucket_limit`` packets (default: one HTB burst). Unhashable packets (not
+    IPv4: ARP) go to the least urgent level's bucket 0 (the HTB default must be a leaf)."""
+    if not 1 <= levels <= pc.LEVELS:
+        raise ValueError(f"priority levels must be 1..{pc.LEVELS}, got {levels}")
+    if not rate_mbit > 0:
+        raise ValueError(f"link rate must be > 0 Mbit/s, got {rate_mbit}")
+    fair_hash_mask(buckets)
+    limit = burst_packets() if bucket_limit is None else bucket_limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"bucket queue limit must be an integer >= 1, got {limit!r}")
+    used = list(range(levels - 1)) + [pc.LEAST_URGENT]
+    link = max(1, int(round(rate_mbit * 1000)))
+    guaranteed = max(priority.MIN_GUARANTEED_KBIT, int(link * priority.GUARANTEED_SHARE))
+    # a leaf under its own rate sends whatever its parents have left: keep the buckets'
+    # guarantees (summed) within the level's
+    per_bucket = max(1, guaranteed // buckets)
+    burst = priority.BURST
+    default = f"{_bucket_minor(pc.LEAST_URGENT, 0):x}"
+    root, parent = pc.HTB_ROOT_HANDLE, pc.HTB_PARENT_CLASS
+    lines = [f"qdisc add dev {intf} root handle {root} htb default {default}",
+             f"class add dev {intf} parent {root} classid {parent} htb rate {link}kbit "
+             f"ceil {link}kbit burst {burst} cburst {burst} quantum {MTU_BYTES}"]
+    hmask = fair_hash_mask(buckets)
+    for level in used:
+        cid = pc.htb_classid(level)
+        lines.append(f"class add dev {intf} parent {parent} classid {cid} htb rate "
+                     f"{guaranteed}kbit ceil {link}kbit burst {burst} cburst {burst} "
+                     f"prio {level} quantum {MTU_BYTES}")
+        for b in range(buckets):
+            minor = _bucket_minor(level, b)
+            lines.append(f"class add dev {intf} parent {cid} classid 1:{minor:x} htb rate "
+                         f"{per_bucket}kbit ceil {link}kbit burst {burst} cburst {burst} "
+                         f"prio {level} quantum {MTU_BYTES}")
+            lines.append(f"qdisc add dev {intf} parent 1:{minor:x} handle {minor:x}: "
+                         f"pfifo limit {limit}")
+    for level in used:
+        lines.append(f"filter add dev {intf} parent {root} protocol ip prio 1 u32 match ip "
+                     f"tos {pc.tos_of_level(level):#04x} 0xfc flowid {pc.htb_classid(level)}")
+    for level in used:
+        # inside the level: the hash table, one entry per bucket, the hashing filter,
+        # then a catch-all (an inner class with no match would fall to HTB's direct queue)
+        cid, ht = pc.htb_classid(level), f"{0x100 + level:x}"
+        lines.append(f"filter add dev {intf} parent {cid} protocol ip prio 1 handle {ht}: "
+                     f"u32 divisor {buckets}")
+        for b in range(buckets):
+            lines.append(f"filter add dev {intf} parent {cid} protocol ip prio 1 u32 "
+                         f"ht {ht}:{b:x}: match u32 0 0 flowid 1:{_bucket_minor(level, b):x}")
+        # (no "ht 800::": u32 hash tables are shared by the qdisc's filter chains, so this
+        # chain's root table is not 800:; left out, the filter goes into its own root)
+        lines.append(f"filter add dev {intf} parent {cid} protocol ip prio 1 u32 "
+                     f"match u32 0 0 hashkey mask {hmask:#010x} at {FAIR_HASH_AT} link {ht}:")
+        lines.append(f"filter add dev {intf} parent {cid} protocol all prio 2 u32 "
+                     f"match u32 0 0 flowid 1:{_bucket_minor(level, 0):x}")
+    return lines
+
+
+def egress_tree(baseline: str, intf: str, rate_mbit: float, levels: int = pc.LEVELS,
+                rtt_s: float = 0.0) -> list[str]:
+    """The switch-egress tree of ``baseline`` (one of :data:`BASELINES`)."""
+    if baseline == "off":
+        return priority.priority_tree(intf, rate_mbit, levels)
+    if baseline == "off-shallow":
+        return priority.priority_tree(intf, rate_mbit, levels,
+                                      leaf_limit=shallow_limit_packets(rate_mbit, rtt_s))
+    if baseline == "off-fair":
+        return fair_tree(intf, rate_mbit, levels)
+    raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
