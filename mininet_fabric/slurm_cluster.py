@@ -56,6 +56,7 @@ HEAD_INTF = "slhead-eth0"        # root-namespace end (Mininet-like: a crash's l
 HEAD_PEER = "slheadsw-eth0"      # switch end, an OVS port of the first rack's ToR
 NVIDIA_MAJOR = 195               # the character-device major of /dev/nvidia<K>
 PARTITION = "gpu"
+CRED_EXPIRE_S = 15               # the requeue delay (Slurm's default 120 s)
 CPUS_PER_NODE = 32               # config_overrides: Slurm's CPU count, not the machine's
 SLURM_BINARIES = ("munged", "mungekey", "slurmctld", "slurmd", "sinfo", "scontrol")
 
@@ -127,7 +128,9 @@ def slurm_conf(*, control_host: str, control_addr: str, ctld_port: int, slurmd_p
         f"SlurmdPort={slurmd_port}",
         "AuthType=auth/munge",
         "CredType=cred/munge",
-        f"AuthInfo=socket={munge_socket}",
+        # cred_expire: a job step credential's lifetime, and how long a requeued job waits
+        # before it may start again (default 120 s: a node-failure test would wait 121 s).
+        f"AuthInfo=socket={munge_socket},cred_expire={CRED_EXPIRE_S}",
         "SlurmUser=root",
         "SlurmdUser=root",
         f"StateSaveLocation={w}/state",

@@ -46,7 +46,7 @@ def test_config_names_every_node_with_its_address_gpus_and_rack():
     assert "SlurmctldHost=ctl(10.0.0.254)" in conf
     assert "NodeName=h3 NodeHostname=h3 NodeAddr=10.0.0.3 CPUs=32 RealMemory=1000 Gres=gpu:4" in conf
     assert "NodeName=h4 NodeHostname=h4 NodeAddr=10.0.0.4 CPUs=32 RealMemory=1000 State" in conf
-    for line in ("AuthInfo=socket=/w/m.sock", "SchedulerParameters=bf_interval=1",
+    for line in ("AuthInfo=socket=/w/m.sock,cred_expire=15", "SchedulerParameters=bf_interval=1",
                  "SlurmdParameters=config_overrides", "JobCompType=jobcomp/filetxt"):
         assert line in conf.splitlines()
     assert "slurmdbd" not in conf.lower()
@@ -128,6 +128,35 @@ def test_drain_and_resume(slurm_fabric):
         assert time.monotonic() < deadline
         time.sleep(0.3)
     env.cluster.wait_idle(["h2"], 20)
+
+
+def _job_state(env, job: str) -> str:
+    show = slurm(env, "scontrol", "show", "job", job, "-o").stdout
+    return show.split("JobState=", 1)[1].split()[0]
+
+
+def _wait_state(env, job: str, state: str, timeout: float) -> float:
+    t0 = time.monotonic()
+    while _job_state(env, job) != state:
+        assert time.monotonic() - t0 < timeout, f"job {job} not {state} after {timeout} s"
+        time.sleep(0.25)
+    return time.monotonic() - t0
+
+
+def test_requeued_job_starts_again_within_the_short_requeue_delay(slurm_fabric):
+    env = slurm_fabric
+    job = slurm(env, "sbatch", "--parsable", "--requeue", "-w", "h3", "--gres=gpu:1",
+                "--wrap", "sleep 120").stdout.strip()
+    try:
+        _wait_state(env, job, "RUNNING", 20)
+        slurm(env, "scontrol", "requeue", job)
+        again = _wait_state(env, job, "RUNNING", 60)
+        assert "Restarts=1" in slurm(env, "scontrol", "show", "job", job, "-o").stdout
+        print(f"requeued job running again after {again:.1f} s")
+        assert again < 40          # Slurm's default cred_expire would make it ~121 s
+    finally:
+        slurm(env, "scancel", job)
+    _wait_state(env, job, "CANCELLED", 30)
 
 
 def test_slurmd_and_slurmctld_restart(slurm_fabric):
