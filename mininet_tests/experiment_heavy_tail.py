@@ -38,24 +38,34 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, replace
+from functools import partial
 from pathlib import Path
 
 import yaml
 
-from controller.job_rank import DEFAULT_RULE
+from controller.job_rank import DEFAULT_RULE, RANK_RULES
 from job_scheduler.estimator import Estimator, nominal_bandwidth
 from sluice_common.jobspec import JobSpec
 from job_scheduler.service_policy import StartDecision
 from sluice_common.placement import Placement
-from mininet_tests import fluid
+from mininet_fabric import baselines as bl
+from mininet_tests import fluid, time_split
 from mininet_tests.exchange_model import key_times
 from mininet_tests.heavy_tail import MixJob, heavy_tail_mix
 from end_to_end.report import write_report
-from end_to_end.run import environment, warm_processes
+from end_to_end.run import environment
 from end_to_end.runloop import RealTimeRun, RunOptions
 from topologies import load_topology
 
 MODES = ("off", "progress", "remaining", "attained")
+# --baselines all: the baselines (switch-egress queue disciplines, mininet_fabric/baselines.py)
+# as modes too, and the default rule on each non-FIFO baseline ("<rule>+<baseline>")
+ALL_MODES = ("off", "off-shallow", "off-fair", "progress", "remaining", "attained",
+             f"{DEFAULT_RULE}+off-shallow", f"{DEFAULT_RULE}+off-fair")
+# The start-up the prediction assumes before the first seed has measured one (pre-started
+# PS processes: 0.21 s alone, bench/RESULTS.md; more when several jobs start together)
+STARTUP_PRIOR_S = 0.5
+QUEUE_SAMPLE_S = 1.0
 PS_HOSTS, WORKER_HOSTS = ("h1", "h2"), ("h3", "h4")
 PUSH_EGRESS, PULL_EGRESS = "tor2>spine1", "tor1>spine1"
 BATCH_SIZE = 32
@@ -111,6 +121,83 @@ def fluid_jobs(mix: list[MixJob], capacity: float) -> list[fluid.FluidJob]:
         out.append(fluid.FluidJob(j.name, j.arrival, j.batches, j.bytes_per_batch,
                                   2 * j.bytes_per_batch / (it * capacity)))
     return out
+
+
+def modes_for(baselines: str) -> tuple[str, ...]:
+    """The experiment's modes: ``none`` -> off and the rules; ``all`` -> ALL_MODES."""
+    if baselines not in ("none", "all"):
+        raise ValueError(f"baselines must be none or all, got {baselines!r}")
+    return ALL_MODES if baselines == "all" else MODES
+
+
+def machine_cc() -> str:
+    with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+        return f.read().strip()
+
+
+def resolve_cc(cc: str) -> str:
+    """--cc: ``machine`` -> this machine's default (net.ipv4.tcp_congestion_control)."""
+    return machine_cc() if cc == "machine" else cc
+
+
+def measure_rtt(fabric, src: str, dst: str, count: int = 10) -> float:
+    """Mean round trip (s) of ``count`` pings from ``src`` to ``dst`` on the idle fabric."""
+    out = fabric.cmd(src, f"ping -q -c {count} -i 0.2 -W 2 {fabric.ip(dst)}")
+    import re
+    m = re.search(r"= [\d.]+/([\d.]+)/", out)
+    if not m:
+        raise RuntimeError(f"no RTT from ping {src} -> {dst}: {out[-300:]}")
+    return float(m.group(1)) / 1000
+
+
+class MeasuredRun(RealTimeRun):
+    """A run that also samples, every loop turn, its jobs' processes' run-queue delay
+    (time_split.ProcessWaits) and, once a second while jobs run, the queue at the shaped
+    egresses (``egress``: name -> (interface, rate in bytes/s))."""
+
+    def __init__(self, *args, egress: dict[str, tuple[str, float]] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.waits = time_split.ProcessWaits()
+        self.egress = egress or {}
+        self.queue_delay_s: dict[str, list[float]] = {name: [] for name in self.egress}
+        self._queue_at = -math.inf
+
+    def _sample_waits(self, name: str, r) -> None:
+        self.waits.sample(name, [p.popen.pid for p in r.psjob.processes
+                                 if p.popen is not None and p.popen.poll() is None])
+
+    def _after_watch(self) -> None:
+        running = getattr(self, "running", None) or {}
+        for name, r in running.items():
+            self._sample_waits(name, r)
+        if running and self.now() - self._queue_at >= QUEUE_SAMPLE_S:
+            self._queue_at = self.now()
+            import subprocess
+            for name, (intf, rate) in self.egress.items():
+                out = subprocess.run(["tc", "-s", "qdisc", "show", "dev", intf, "root"],
+                                     capture_output=True, text=True).stdout
+                self.queue_delay_s[name].append(time_split.parse_root_backlog(out) / rate)
+
+    def _finish(self, r):
+        name = r.qjob.spec.name
+        self._sample_waits(name, r)
+        back = super()._finish(r)
+        self.records[name]["cpu_wait_s"] = round(self.waits.wait_s(name), 4)
+        return back
+
+    def queue_delay_ms(self) -> dict[str, float | None]:
+        return {name: (round(1000 * statistics.mean(v), 2) if v else None)
+                for name, v in self.queue_delay_s.items()}
+
+
+def tcp_counters(fabric, hosts) -> dict[str, int]:
+    """Summed TCP retransmission counters of the hosts' network namespaces."""
+    total = {"retrans_segs": 0, "timeouts": 0}
+    for h in hosts:
+        c = time_split.read_tcp_counters(fabric.host(h).pid)
+        for k in total:
+            total[k] += c[k]
+    return total
 
 
 def placement_step(mix: list[MixJob]):
@@ -215,7 +302,15 @@ def measure(result: dict, mix: list[MixJob], capacity: float, edges) -> dict:
         buckets.setdefault(bucket_of(by_name[n], edges), []).append(s)
         net_buckets.setdefault(bucket_of(by_name[n], edges), []).append(net_slow[n])
     starts = list(start.values())
+    splits = {j["name"]: time_split.split(
+        j["turnaround"], start[j["name"]], by_name[j["name"]].batches,
+        by_name[j["name"]].compute_s, exchange_s(by_name[j["name"]].bytes_per_batch, capacity),
+        j.get("cpu_wait_s", 0.0)) for j in jobs}
     return {"finished": len(jobs), "jobs": len(mix),
+            "cpu_wait_share": time_split.cpu_wait_share(list(splits.values())),
+            "cpu_wait_measured": all("cpu_wait_s" in j for j in jobs),
+            "time_split": splits,
+            "bucket_of": {n: bucket_of(by_name[n], edges) for n in splits},
             "mean_jct_s": round(statistics.mean(jct.values()), 3) if jct else None,
             "p95_jct_s": round(p95(list(jct.values())), 3) if jct else None,
             "makespan_s": result["summary"]["makespan_s"],
@@ -264,11 +359,22 @@ def run(args) -> int:
     edges = bucket_edges(lo_bytes)
     per_seed: list[dict] = []
     compute_s = profile_compute_s() if getattr(args, "compute", "share") == "profile" else None
+    modes = modes_for(getattr(args, "baselines", "none"))
+    args.cc = resolve_cc(getattr(args, "cc", "machine"))
+    cc_before = machine_cc()
     started = time.monotonic()
     with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
-                     host_sysctls=HOST_TCP[args.host_tcp]) as (fabric, client), \
-            _processes(topology, fabric, out, getattr(args, "start", "cold")) as runner:
+                     host_sysctls=HOST_TCP[args.host_tcp], tcp_congestion=args.cc) as (fabric, client), \
+            _processes(topology, fabric, out, getattr(args, "start", "cold"),
+                       per_host=args.jobs + 1) as runner:
         port = 20000
+        args.rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
+        egress = {"push": (fabric.intf("tor2", "spine1"), capacity),
+                  "pull": (fabric.intf("tor1", "spine1"), capacity)}
+        startup_prior = STARTUP_PRIOR_S
+        print(f"experiment: modes {', '.join(modes)}; host TCP {args.cc}; idle RTT "
+              f"{1000 * args.rtt_s:.2f} ms (shallow FIFO {bl.shallow_limit_packets(capacity * 8 / 1e6, args.rtt_s)} "
+              f"packets)", file=sys.stderr, flush=True)
         for k, seed in enumerate(seeds):
             if args.mix == "same-start":
                 mix = same_start_mix(capacity)
@@ -277,43 +383,62 @@ def run(args) -> int:
                                      scale=args.scale, bytes_lo=args.bytes_lo,
                                      compute_s=compute_s)
             specs, overrides = specs_and_overrides(mix)
-            order = MODES[k % len(MODES):] + MODES[:k % len(MODES)]
+            order = modes[k % len(modes):] + modes[:k % len(modes)]
             seed_out = {"seed": seed, "order": list(order),
                         "mix": [asdict(j) | {"alone_s": round(alone_s(j, capacity), 3)}
                                 for j in mix], "modes": {}}
+            # the model's prediction, made before the runs (start-up: the earlier seeds')
+            fjobs = fluid_jobs(mix, capacity)
+            predicted = {m: round(fluid.mean(fluid.simulate(
+                fjobs, bl.split_mode(m, RANK_RULES)[0] or "off", capacity, dt=0.02,
+                startup_s=startup_prior, levels=8).values()), 3) for m in modes}
             for mode in order:
+                rule, baseline = bl.split_mode(mode, RANK_RULES)
+                fabric.install_priority_tree(partial(bl.egress_tree, baseline, rtt_s=args.rtt_s))
                 if runner is not None:
-                    # every mode starts with a full, idle pool: otherwise the mode that
-                    # follows another one runs while the pool's refills import MXNet
-                    runner.wait_ready()
+                    # every mode starts with a full, idle pool, and nothing refills it
+                    # while the jobs run (no MXNet import competes with them for the CPU)
+                    runner.fill()
+                    runner.wait_ready(timeout=900)
                 print(f"experiment: seed {seed} ({k + 1}/{len(seeds)}), mode {mode}, "
                       f"{time.monotonic() - started:.0f} s so far, load average "
                       f"{os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
                 load_before = os.getloadavg()[0]
-                if mode != "off":
-                    client.set_rank(mode, wait=True)
+                if rule is not None:
+                    client.set_rank(rule, wait=True)
                 run_dir = out / f"seed{seed}-{mode}"
-                options = RunOptions(priority=mode != "off", slot_s=0.25, port_base=port,
+                options = RunOptions(priority=rule is not None, slot_s=0.25, port_base=port,
                                      worker_overrides=overrides, job_timeout_s=args.job_timeout)
                 port += 100 * len(mix) + 100
-                result = RealTimeRun(topology, specs, placement_step(mix), estimator, fabric,
-                                     client, run_dir, options, policy_name="fixed",
-                                     runner=runner).run()
+                tcp_before = tcp_counters(fabric, PS_HOSTS + WORKER_HOSTS)
+                run = MeasuredRun(topology, specs, placement_step(mix), estimator, fabric,
+                                  client, run_dir, options, policy_name="fixed",
+                                  runner=runner, egress=egress)
+                result = run.run()
+                tcp_after = tcp_counters(fabric, PS_HOSTS + WORKER_HOSTS)
                 write_report(result, run_dir)
                 seed_out["modes"][mode] = measure(result, mix, capacity, edges)
-                seed_out["modes"][mode]["loadavg"] = [round(load_before, 1),
-                                                      round(os.getloadavg()[0], 1)]
+                seed_out["modes"][mode].update(
+                    loadavg=[round(load_before, 1), round(os.getloadavg()[0], 1)],
+                    predicted_mean_jct_s=predicted[mode],
+                    predicted_startup_s=round(startup_prior, 3),
+                    queue_delay_ms=run.queue_delay_ms(),
+                    tcp={k: tcp_after[k] - tcp_before[k] for k in tcp_after})
                 if result["interrupted"]:
                     raise KeyboardInterrupt
             startup = seed_out["modes"]["off"]["startup_s"]
-            fjobs = fluid_jobs(mix, capacity)
-            for mode in MODES:
-                pred = fluid.simulate(fjobs, mode, capacity, dt=0.02, startup_s=startup,
-                                      levels=8)
+            for mode in modes:
+                pred = fluid.simulate(fjobs, bl.split_mode(mode, RANK_RULES)[0] or "off",
+                                      capacity, dt=0.02, startup_s=startup, levels=8)
                 seed_out["modes"][mode]["fluid_mean_jct_s"] = round(fluid.mean(pred.values()), 3)
+            startup_prior = statistics.median(
+                [m["startup_s"] for s in per_seed + [seed_out] for m in s["modes"].values()])
             per_seed.append(seed_out)
             (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))
     wall = time.monotonic() - started
+    if machine_cc() != cc_before:          # hosts set theirs per namespace; never the machine's
+        raise RuntimeError(f"the machine's TCP congestion control changed from {cc_before} "
+                           f"to {machine_cc()} during the run")
     summary = summarize(per_seed, args, wall, edges)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     text = markdown(summary, args)
@@ -325,15 +450,29 @@ def run(args) -> int:
 
 
 @contextmanager
-def _processes(topology, fabric, out: Path, start: str):
-    """warm: a pool of PS processes that imported MXNet before the jobs arrive
-    (ps_runtime.warm), so a job's start-up (~25 s cold on the loaded 2-core machine,
-    longer than most jobs' transfers) does not hide the network; cold: None."""
+def _processes(topology, fabric, out: Path, start: str, per_host: int):
+    """warm: a pool of ``per_host`` PS processes per host that imported MXNet before the
+    jobs arrive (ps_runtime.warm), so a job's start-up (~25 s cold on the loaded 2-core
+    machine, longer than most jobs' transfers) does not hide the network. The pool holds
+    a whole mode's processes (a job is 3: ps-lite scheduler and server on its PS host,
+    a worker on another) and is refilled only between modes, so no MXNet import runs
+    while jobs are measured; cold: None."""
     if start != "warm":
         yield None
         return
-    with warm_processes(topology, fabric, out, "emulated") as runner:
+    from ps_runtime.runners import MininetRunner
+    from ps_runtime.warm import WarmRunner
+
+    runner = WarmRunner(MininetRunner(fabric), [h.name for h in topology.hosts],
+                        per_host=per_host, preload=("mxnet",), refill=False)
+    try:
+        t0 = time.monotonic()
+        ready = runner.wait_ready(timeout=900)
+        print(f"experiment: {ready} PS processes pre-started in {time.monotonic() - t0:.0f} s",
+              file=sys.stderr, flush=True)
         yield runner
+    finally:
+        runner.close()
 
 
 def resummarize(out: Path, args) -> dict:
@@ -347,22 +486,23 @@ def resummarize(out: Path, args) -> dict:
     per_seed = json.loads((out / "per_seed.json").read_text())
     for seed in per_seed:
         mix = [MixJob(**{k: v for k, v in j.items() if k != "alone_s"}) for j in seed["mix"]]
-        for mode in MODES:
+        for mode in seed["modes"]:
             result = json.loads((out / f"seed{seed['seed']}-{mode}" / "report.json").read_text())
-            loadavg = seed["modes"][mode].get("loadavg")
-            seed["modes"][mode] = measure(result, mix, capacity, edges)
-            if loadavg:
-                seed["modes"][mode]["loadavg"] = loadavg
+            kept = {k: v for k, v in seed["modes"][mode].items()
+                    if k in ("loadavg", "predicted_mean_jct_s", "predicted_startup_s",
+                             "queue_delay_ms", "tcp")}
+            seed["modes"][mode] = measure(result, mix, capacity, edges) | kept
         fjobs = fluid_jobs(mix, capacity)
-        for mode in MODES:
-            pred = fluid.simulate(fjobs, mode, capacity, dt=0.02,
-                                  startup_s=seed["modes"]["off"]["startup_s"])
+        for mode in seed["modes"]:
+            pred = fluid.simulate(fjobs, bl.split_mode(mode, RANK_RULES)[0] or "off", capacity,
+                                  dt=0.02, startup_s=seed["modes"]["off"]["startup_s"])
             seed["modes"][mode]["fluid_mean_jct_s"] = round(fluid.mean(pred.values()), 3)
     (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))
     if "host_tcp" in old:          # how the runs were made, not how they are re-read
         args.host_tcp = old["host_tcp"]
     args.compute = old.get("compute", "share")
     args.start = old.get("start", "cold")
+    args.cc, args.rtt_s = old.get("host_cc"), old.get("rtt_s")
     summary = summarize(per_seed, args, old.get("wall_time_s", 0.0), edges)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "experiment.md").write_text(markdown(summary, args))
@@ -375,6 +515,21 @@ def _median(values, digits: int = 3):
     return round(statistics.median(values), digits) if values else None
 
 
+def _mean_split(ms: list[dict]) -> dict[str, dict[str, float]]:
+    """Mean time split (s) of a small, a medium and a large job: per bucket, the mean over
+    its jobs and seeds."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for m in ms:
+        for name, split in (m.get("time_split") or {}).items():
+            bucket = m.get("bucket_of", {}).get(name)
+            if bucket is None:
+                continue
+            for k, v in split.items():
+                out.setdefault(bucket, {}).setdefault(k, []).append(v)
+    return {b: {k: round(statistics.mean(v), 3) for k, v in parts.items()}
+            for b, parts in sorted(out.items())}
+
+
 def _range(pairs):
     values = [v for pair in pairs if pair for v in pair]
     return [min(values), max(values)] if values else None
@@ -382,7 +537,8 @@ def _range(pairs):
 
 def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
     modes = {}
-    for mode in MODES:
+    present = [m for m in ALL_MODES if m in per_seed[0]["modes"]]
+    for mode in present:
         ms = [s["modes"][mode] for s in per_seed]
         offs = [s["modes"]["off"] for s in per_seed]
         buckets = sorted({b for m in ms for b in m["slowdown_by_bucket"]})
@@ -405,6 +561,13 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
             "mean_network_jct_s": _median(m.get("mean_network_jct_s") for m in ms),
             "startup_s": _median(m["startup_s"] for m in ms),
             "fluid_mean_jct_s": _median(m["fluid_mean_jct_s"] for m in ms),
+            "predicted_mean_jct_s": _median(m.get("predicted_mean_jct_s") for m in ms),
+            "cpu_wait_share": _median(digits=4, values=(m.get("cpu_wait_share") for m in ms)),
+            "queue_delay_ms": {d: _median(digits=2, values=(
+                (m.get("queue_delay_ms") or {}).get(d) for m in ms)) for d in ("push", "pull")},
+            "tcp_retrans_segs": _median(m.get("tcp", {}).get("retrans_segs") for m in ms),
+            "tcp_timeouts": _median(m.get("tcp", {}).get("timeouts") for m in ms),
+            "time_split_mean_s": _mean_split(ms),
             # paired per seed: the median of this mode's change against off in the same seed
             "mean_jct_change_pct": _median(digits=1, values=(100 * (m["mean_jct_s"] / o["mean_jct_s"] - 1)
                                                           for m, o in zip(ms, offs))),
@@ -416,7 +579,22 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
                 100 * m["bottleneck"]["mean"] / o["bottleneck"]["mean"]
                 for m, o in zip(ms, offs) if m["bottleneck"]["mean"] and o["bottleneck"]["mean"])),
         }
-    return {"default_rule": DEFAULT_RULE, "mix": args.mix, "load": args.load,
+    baselines_run = [b for b in bl.BASELINES if b in modes]
+    best = min(baselines_run, key=lambda b: modes[b]["mean_jct_s"] or math.inf)
+    combo = f"{DEFAULT_RULE}+{best}"
+    if best == "off":                     # the default rule on the deep FIFO is the rule's mode
+        modes[combo] = modes[DEFAULT_RULE]
+    for mode, x in modes.items():         # paired per seed against the best baseline
+        x["mean_jct_vs_best_baseline_pct"] = _median(digits=1, values=(
+            100 * (s["modes"][mode if mode in s["modes"] else DEFAULT_RULE]["mean_jct_s"]
+                   / s["modes"][best]["mean_jct_s"] - 1) for s in per_seed))
+    best_mode = min(modes, key=lambda m: modes[m]["mean_jct_s"] or math.inf)
+    return {"default_rule": DEFAULT_RULE, "best_baseline": best,
+            "default_rule_on_best_baseline": combo, "best_mode": best_mode,
+            "host_cc": getattr(args, "cc", None), "rtt_s": getattr(args, "rtt_s", None),
+            "shallow_limit_packets": (bl.shallow_limit_packets(
+                args.uplink_mbps or 50.0, args.rtt_s) if getattr(args, "rtt_s", None) else None),
+            "mix": args.mix, "load": args.load,
             "seeds": [s["seed"] for s in per_seed], "jobs_per_seed": len(per_seed[0]["mix"]),
             "scale": args.scale, "bytes_lo": args.bytes_lo, "host_tcp": args.host_tcp,
             "uplink_mbps": getattr(args, "uplink_mbps", None),
@@ -442,7 +620,7 @@ def markdown(summary: dict, args) -> str:
              "p95 JCT (s) | p95 vs off | makespan (s) | mean slowdown | bottleneck Mbit/s "
              "(push/pull) | vs off |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for mode in MODES:
+    for mode in m:
         x = m[mode]
         lines.append(f"| {mode} | {x['mean_jct_s']} | {x['mean_jct_change_pct']} % | "
                      f"{x['fluid_mean_jct_s']} | {x['fluid_mean_jct_change_pct']} % | "
@@ -454,18 +632,40 @@ def markdown(summary: dict, args) -> str:
     lines += ["", "Mean slowdown (JCT / the job's ideal time alone) by size bucket "
               f"(bytes per direction; edges {summary['bucket_edges_bytes']}):", "",
               "| mode | " + " | ".join(buckets) + " |", "|---|" + "---|" * len(buckets)]
-    for mode in MODES:
+    for mode in m:
         lines.append(f"| {mode} | " + " | ".join(str(m[mode]["slowdown_by_bucket"].get(b))
                                                  for b in buckets) + " |")
     lines += ["", "Mean network slowdown ((JCT - the job's start-up) / ideal time alone) by "
               "size bucket, and mean JCT without start-up:", "",
               "| mode | " + " | ".join(buckets) + " | mean JCT - start-up (s) | median start-up (s) |",
               "|---|" + "---|" * (len(buckets) + 2)]
-    for mode in MODES:
+    for mode in m:
         nb = m[mode].get("network_slowdown_by_bucket", {})
         lines.append(f"| {mode} | " + " | ".join(str(nb.get(b)) for b in buckets)
                      + f" | {m[mode].get('mean_network_jct_s')} | {m[mode].get('startup_s')} |")
-    lines += ["", f"default rule: {summary['default_rule']}; wall time "
+    lines += ["", "Predicted (fluid model, before the runs) vs measured mean JCT, CPU wait "
+              "(run-queue delay / JCT, mean over jobs), queueing delay at the shaped egresses, "
+              "TCP retransmissions and timeouts (hosts, per run), vs the best baseline "
+              f"({summary.get('best_baseline')}, paired):", "",
+              "| mode | predicted (s) | measured (s) | CPU wait share | egress queue ms "
+              "(push/pull) | TCP retrans / timeouts | vs best baseline |",
+              "|---|---|---|---|---|---|---|"]
+    for mode in m:
+        x = m[mode]
+        q = x.get("queue_delay_ms") or {}
+        lines.append(f"| {mode} | {x.get('predicted_mean_jct_s')} | {x['mean_jct_s']} | "
+                     f"{x.get('cpu_wait_share')} | {q.get('push')}/{q.get('pull')} | "
+                     f"{x.get('tcp_retrans_segs')} / {x.get('tcp_timeouts')} | "
+                     f"{x.get('mean_jct_vs_best_baseline_pct')} % |")
+    parts = ("startup_s", "compute_s", "transfer_s", "cpu_wait_s", "network_wait_s", "jct_s")
+    lines += ["", "Time split (s), mean job of each size bucket:", "",
+              "| mode | bucket | " + " | ".join(parts) + " |", "|---|---|" + "---|" * len(parts)]
+    for mode in m:
+        for b, split in (m[mode].get("time_split_mean_s") or {}).items():
+            lines.append(f"| {mode} | {b} | " + " | ".join(str(split.get(k)) for k in parts) + " |")
+    lines += ["", f"default rule: {summary['default_rule']}; best baseline: "
+              f"{summary.get('best_baseline')}; best mode: {summary.get('best_mode')}; host TCP "
+              f"{summary.get('host_cc')}; idle RTT {summary.get('rtt_s')} s; wall time "
               f"{summary['wall_time_s']:.0f} s", ""]
     return "\n".join(lines)
 
@@ -484,20 +684,21 @@ def plot(summary: dict, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     m = summary["modes"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    x = range(len(MODES))
-    axes[0].bar([i - 0.2 for i in x], [m[k]["mean_jct_change_pct"] or 0 for k in MODES], 0.4,
+    names = list(m)
+    fig, axes = plt.subplots(1, 2, figsize=(10 + 0.8 * max(0, len(names) - 4), 3.8))
+    x = range(len(names))
+    axes[0].bar([i - 0.2 for i in x], [m[k]["mean_jct_change_pct"] or 0 for k in names], 0.4,
                 label="measured", color="#3b75af")
-    axes[0].bar([i + 0.2 for i in x], [m[k]["fluid_mean_jct_change_pct"] or 0 for k in MODES],
+    axes[0].bar([i + 0.2 for i in x], [m[k]["fluid_mean_jct_change_pct"] or 0 for k in names],
                 0.4, label="fluid model", color="#bbbbbb")
     axes[0].axhline(0, color="black", linewidth=0.8)
-    axes[0].set_xticks(list(x), MODES)
+    axes[0].set_xticks(list(x), names, rotation=30, fontsize=7)
     axes[0].set_ylabel("mean JCT vs off, % (paired, median)")
     axes[0].legend()
     buckets = sorted({b for v in m.values() for b in v["slowdown_by_bucket"]},
                      key=["small", "medium", "large"].index)
-    w = 0.8 / len(MODES)
-    for k, mode in enumerate(MODES):
+    w = 0.8 / len(names)
+    for k, mode in enumerate(names):
         nb = m[mode].get("network_slowdown_by_bucket") or m[mode]["slowdown_by_bucket"]
         axes[1].bar([i + k * w - 0.4 + w / 2 for i in range(len(buckets))],
                     [nb.get(b) or 0 for b in buckets], w, label=mode)

@@ -3,7 +3,8 @@
     .venv/bin/python -m mininet_tests.experiment_priority [--reps 3] [--mix one-late|two-late]
         [--rank progress] [--out DIR]
     .venv/bin/python -m mininet_tests.experiment_priority --mix heavy-tail|same-start
-        [--load 0.7] [--seeds 5] [--out DIR]    # see mininet_tests/experiment_heavy_tail.py
+        [--load 0.7] [--seeds 5] [--baselines none|all] [--cc machine|bbr|cubic] [--out DIR]
+        # see mininet_tests/experiment_heavy_tail.py
 
 Three smallcnn jobs (0.42M parameters, 1.7 MB pushed and pulled per worker per batch,
 ~0.1 s of compute: communication-bound on the emulated fabric) have their parameter
@@ -125,6 +126,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--job-timeout", type=float, default=400.0)
     ap.add_argument("--host-tcp", default="kernel", choices=("kernel", "starved-ok"),
                     help="heavy-tail/same-start: host TCP settings (experiment_heavy_tail.HOST_TCP)")
+    ap.add_argument("--baselines", default="none", choices=("none", "all"),
+                    help="heavy-tail/same-start: all: also the baselines off-shallow (FIFO of "
+                         "2x the bandwidth-delay product) and off-fair (per-flow fair queueing) "
+                         "at the switch egresses, and the default rule on each "
+                         "(RULE+BASELINE); the summary names the best baseline "
+                         "(mininet_fabric/baselines.py)")
+    ap.add_argument("--cc", default="machine", choices=("machine", "bbr", "cubic"),
+                    help="heavy-tail/same-start: the hosts' TCP congestion control, set in "
+                         "each host's network namespace (default: this machine's)")
     ap.add_argument("--resummarize", default=None, metavar="DIR",
                     help="heavy-tail/same-start: recompute DIR's summary from its run reports")
     ap.add_argument("--out", default=None)

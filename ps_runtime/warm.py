@@ -49,9 +49,12 @@ class WarmRunner:
 
     def __init__(self, base: ProcessRunner, hosts: list[str], per_host: int = 3,
                  preload: tuple[str, ...] = ("mxnet",), python: str = sys.executable,
-                 log_dir: str | None = None):
+                 log_dir: str | None = None, refill: bool = True):
+        """``refill``: start a replacement as soon as a process is handed over (False:
+        only on :meth:`fill`, so that no MXNet import competes with jobs being measured)."""
         self.base = base
         self.per_host = per_host
+        self.refill = refill
         self.preload = preload
         self.python = python
         self.log_dir = log_dir
@@ -105,6 +108,11 @@ class WarmRunner:
                         ready += 1
         return ready
 
+    def fill(self) -> None:
+        """Top every host's pool up to ``per_host`` (then :meth:`wait_ready`)."""
+        for host in self.idle:
+            self._fill(host)
+
     def _fill(self, host: str) -> None:
         pool = self.idle[host]
         while len(pool) < self.per_host:
@@ -134,7 +142,8 @@ class WarmRunner:
                 continue
             proc.stdout.close()                  # the process writes to its log from now on
             self.taken += 1
-            self._fill(host)
+            if self.refill:
+                self._fill(host)
             return proc
         self.cold += 1                           # no warm one on this host: start cold
         return self.base.start(host, argv, env, log)
