@@ -116,7 +116,7 @@ def test_drain_and_resume(slurm_fabric):
     try:
         assert env.cluster.node_states()["h2"] == "drained"
         assert "Reason=maintenance by test" in slurm(env, "scontrol", "show", "node", "h2", "-o").stdout
-        r = subprocess.run(["sbatch", "--parsable", "-w", "h2", "--wrap", "true"],
+        r = subprocess.run(["sbatch", "--parsable", "-w", "h2", "-o", "/dev/null", "--wrap", "true"],
                            capture_output=True, text=True, env={**os.environ, **env.cluster.env})
         job = r.stdout.strip()
         time.sleep(2)   # two backfill passes: a drained node starts nothing
@@ -146,7 +146,7 @@ def _wait_state(env, job: str, state: str, timeout: float) -> float:
 def test_requeued_job_starts_again_within_the_short_requeue_delay(slurm_fabric):
     env = slurm_fabric
     job = slurm(env, "sbatch", "--parsable", "--requeue", "-w", "h3", "--gres=gpu:1",
-                "--wrap", "sleep 120").stdout.strip()
+                "-o", "/dev/null", "--wrap", "sleep 120").stdout.strip()
     try:
         _wait_state(env, job, "RUNNING", 20)
         slurm(env, "scontrol", "requeue", job)

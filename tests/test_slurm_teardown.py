@@ -43,7 +43,7 @@ def test_nothing_is_left_after_stop(tmp_path):
 
     with slurm_environment("single-rack", tmp_path, progress=False) as env:
         workdir = env.cluster.workdir
-        subprocess.run(["sbatch", "-w", "h2", "--wrap", "sleep 300"], check=True,
+        subprocess.run(["sbatch", "-w", "h2", "-o", "/dev/null", "--wrap", "sleep 300"], check=True,
                        capture_output=True, env={**os.environ, **env.cluster.env})
         deadline = time.monotonic() + 20
         while "sleep 300" not in " ".join(_processes().values()):
