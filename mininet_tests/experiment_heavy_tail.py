@@ -55,6 +55,7 @@ from mininet_tests.heavy_tail import MixJob, heavy_tail_mix
 from end_to_end.report import write_report
 from end_to_end.run import environment
 from end_to_end.runloop import RealTimeRun, RunOptions
+from ps_runtime.plan import BLOCK
 from topologies import load_topology
 
 MODES = ("off", "progress", "remaining", "attained")
@@ -155,9 +156,13 @@ class MeasuredRun(RealTimeRun):
     (time_split.ProcessWaits) and, once a second while jobs run, the queue at the shaped
     egresses (``egress``: name -> (interface, rate in bytes/s))."""
 
-    def __init__(self, *args, egress: dict[str, tuple[str, float]] | None = None, **kwargs):
+    def __init__(self, *args, egress: dict[str, tuple[str, float]] | None = None,
+                 tcp_pids: list[int] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.waits = time_split.ProcessWaits()
+        self.tcp_pids = tcp_pids or []       # one process per host namespace
+        self.rto_s: dict[str, float] = {}
+        self._rto_at: float | None = None
         self.egress = egress or {}
         self.queue_delay_s: dict[str, list[float]] = {name: [] for name in self.egress}
         self._queue_at = -math.inf
@@ -166,10 +171,30 @@ class MeasuredRun(RealTimeRun):
         self.waits.sample(name, [p.popen.pid for p in r.psjob.processes
                                  if p.popen is not None and p.popen.poll() is None])
 
+    def _sample_rto(self, running: dict) -> None:
+        """Credit the time since the last look to every job with a socket in RTO recovery."""
+        now = self.now()
+        dt, self._rto_at = (0.0 if self._rto_at is None else now - self._rto_at), now
+        if not running or not self.tcp_pids:
+            return
+        ports: set[int] = set()
+        for pid in self.tcp_pids:
+            try:
+                with open(f"/proc/{pid}/net/tcp") as f:
+                    ports |= time_split.ports_in_recovery(f.read())
+            except OSError:
+                continue
+        for name, r in running.items():
+            base = r.psjob.ports.base
+            self.rto_s.setdefault(name, 0.0)
+            if any(base <= p < base + BLOCK for p in ports):
+                self.rto_s[name] += dt
+
     def _after_watch(self) -> None:
         running = getattr(self, "running", None) or {}
         for name, r in running.items():
             self._sample_waits(name, r)
+        self._sample_rto(running)
         if running and self.now() - self._queue_at >= QUEUE_SAMPLE_S:
             self._queue_at = self.now()
             import subprocess
@@ -183,6 +208,7 @@ class MeasuredRun(RealTimeRun):
         self._sample_waits(name, r)
         back = super()._finish(r)
         self.records[name]["cpu_wait_s"] = round(self.waits.wait_s(name), 4)
+        self.records[name]["tcp_rto_s"] = round(self.rto_s.get(name, 0.0), 3)
         return back
 
     def queue_delay_ms(self) -> dict[str, float | None]:
@@ -305,7 +331,7 @@ def measure(result: dict, mix: list[MixJob], capacity: float, edges) -> dict:
     splits = {j["name"]: time_split.split(
         j["turnaround"], start[j["name"]], by_name[j["name"]].batches,
         by_name[j["name"]].compute_s, exchange_s(by_name[j["name"]].bytes_per_batch, capacity),
-        j.get("cpu_wait_s", 0.0)) for j in jobs}
+        j.get("cpu_wait_s", 0.0), j.get("tcp_rto_s", 0.0)) for j in jobs}
     return {"finished": len(jobs), "jobs": len(mix),
             "cpu_wait_share": time_split.cpu_wait_share(list(splits.values())),
             "cpu_wait_measured": all("cpu_wait_s" in j for j in jobs),
@@ -413,7 +439,8 @@ def run(args) -> int:
                 tcp_before = tcp_counters(fabric, PS_HOSTS + WORKER_HOSTS)
                 run = MeasuredRun(topology, specs, placement_step(mix), estimator, fabric,
                                   client, run_dir, options, policy_name="fixed",
-                                  runner=runner, egress=egress)
+                                  runner=runner, egress=egress,
+                                  tcp_pids=[fabric.host(h).pid for h in PS_HOSTS + WORKER_HOSTS])
                 result = run.run()
                 tcp_after = tcp_counters(fabric, PS_HOSTS + WORKER_HOSTS)
                 write_report(result, run_dir)
@@ -657,7 +684,8 @@ def markdown(summary: dict, args) -> str:
                      f"{x.get('cpu_wait_share')} | {q.get('push')}/{q.get('pull')} | "
                      f"{x.get('tcp_retrans_segs')} / {x.get('tcp_timeouts')} | "
                      f"{x.get('mean_jct_vs_best_baseline_pct')} % |")
-    parts = ("startup_s", "compute_s", "transfer_s", "cpu_wait_s", "network_wait_s", "jct_s")
+    parts = ("startup_s", "compute_s", "transfer_s", "cpu_wait_s", "tcp_rto_s", "network_wait_s",
+             "jct_s")
     lines += ["", "Time split (s), mean job of each size bucket:", "",
               "| mode | bucket | " + " | ".join(parts) + " |", "|---|---|" + "---|" * len(parts)]
     for mode in m:

@@ -12,9 +12,12 @@ Per job, its JCT split into:
   server and worker from when the run loop first sees them, a loop turn after launch,
   to its last look before they exit: sampled every loop turn, so the first and last
   ~0.1 s of each process are not counted);
-- ``network_wait_s``: the rest, ``JCT - startup - compute - transfer - cpu_wait``
-  (floored at 0): waiting for the link behind other jobs (sharing), queueing at the
-  shaped egress and TCP recovery, which the per-mode figures below apportion.
+- ``tcp_rto_s``: time some connection of the job had a retransmission timeout
+  outstanding (``retrnsmt`` > 0 in ``/proc/PID/net/tcp`` of the hosts' namespaces, for a
+  socket on one of the job's ports, sampled every loop turn): TCP recovering from loss;
+- ``network_wait_s``: the rest, ``JCT - startup - compute - transfer - cpu_wait -
+  tcp_rto`` (floored at 0): waiting for the link behind other jobs (sharing) and
+  queueing at the shaped egress, which the per-mode queueing delay below apportions.
 
 Per mode: the mean queueing delay at the two shaped egresses (root qdisc backlog over the
 link rate, sampled once a second while jobs run) and the hosts' TCP retransmitted
@@ -96,6 +99,27 @@ def read_tcp_counters(pid: int) -> dict[str, int]:
         return parse_tcp_counters(a.read(), b.read())
 
 
+def parse_proc_tcp(text: str) -> list[tuple[int, int, int]]:
+    """``/proc/net/tcp`` -> (local port, remote port, unrecovered retransmission
+    timeouts) per socket."""
+    out = []
+    for line in text.splitlines()[1:]:
+        parts = line.split()
+        if len(parts) < 7 or ":" not in parts[1]:
+            continue
+        try:
+            out.append((int(parts[1].rsplit(":", 1)[1], 16), int(parts[2].rsplit(":", 1)[1], 16),
+                        int(parts[6], 16)))
+        except ValueError:
+            continue
+    return out
+
+
+def ports_in_recovery(text: str) -> set[int]:
+    """Ports (local and remote) of the sockets with a retransmission timeout outstanding."""
+    return {p for lport, rport, rto in parse_proc_tcp(text) if rto > 0 for p in (lport, rport)}
+
+
 def parse_root_backlog(text: str) -> int:
     """Bytes queued in the root qdisc (``tc -s qdisc show dev X``: its first backlog)."""
     m = _BACKLOG_RE.search(text)
@@ -103,14 +127,15 @@ def parse_root_backlog(text: str) -> int:
 
 
 def split(jct_s: float, startup_s: float, batches: int, compute_s: float,
-          exchange_s: float, cpu_wait_s: float) -> dict[str, float]:
+          exchange_s: float, cpu_wait_s: float, tcp_rto_s: float = 0.0) -> dict[str, float]:
     """One job's time split (see the module doc); the parts sum to the JCT when the
     residual is not floored."""
     compute, transfer = batches * compute_s, batches * exchange_s
-    rest = jct_s - startup_s - compute - transfer - cpu_wait_s
+    rest = jct_s - startup_s - compute - transfer - cpu_wait_s - tcp_rto_s
     return {"jct_s": round(jct_s, 3), "startup_s": round(startup_s, 3),
             "compute_s": round(compute, 3), "transfer_s": round(transfer, 3),
-            "cpu_wait_s": round(cpu_wait_s, 3), "network_wait_s": round(max(0.0, rest), 3)}
+            "cpu_wait_s": round(cpu_wait_s, 3), "tcp_rto_s": round(tcp_rto_s, 3),
+            "network_wait_s": round(max(0.0, rest), 3)}
 
 
 def cpu_wait_share(splits: list[dict[str, float]]) -> float | None:

@@ -39,12 +39,18 @@ def test_parsers():
           "overlimits 0 requeues 0)\n backlog 3028b 2p requeues 0\n")
     assert time_split.parse_root_backlog(tc) == 3028
     assert time_split.parse_root_backlog("qdisc noqueue 0: root") == 0
+    tcp = (" sl local_address rem_address st tx_queue rx_queue tr tm->when retrnsmt uid\n"
+           " 0: 0100000A:4E21 0300000A:A000 01 00000000:00000000 01:00000020 00000000 0 0 1\n"
+           " 1: 0300000A:B000 0100000A:4E49 01 00000800:00000000 01:00000020 00000002 0 0 2\n")
+    assert time_split.parse_proc_tcp(tcp) == [(20001, 40960, 0), (45056, 20041, 2)]
+    assert time_split.ports_in_recovery(tcp) == {45056, 20041}
 
 
 def test_split_sums_to_the_jct_and_floors_the_rest():
     s = time_split.split(10.0, 0.5, batches=20, compute_s=0.1, exchange_s=0.2, cpu_wait_s=1.5)
     assert s == {"jct_s": 10.0, "startup_s": 0.5, "compute_s": 2.0, "transfer_s": 4.0,
-                 "cpu_wait_s": 1.5, "network_wait_s": 2.0}
+                 "cpu_wait_s": 1.5, "tcp_rto_s": 0.0, "network_wait_s": 2.0}
+    assert time_split.split(10.0, 0.5, 20, 0.1, 0.2, 1.5, tcp_rto_s=0.5)["network_wait_s"] == 1.5
     assert sum(v for k, v in s.items() if k != "jct_s") == pytest.approx(10.0)
     assert time_split.split(1.0, 0.5, 20, 0.1, 0.2, 0.0)["network_wait_s"] == 0.0
     assert time_split.cpu_wait_share([s, time_split.split(4.0, 0, 1, 0, 0, 1.0)]) == \
