@@ -216,6 +216,15 @@ class MeasuredRun(RealTimeRun):
                 for name, v in self.queue_delay_s.items()}
 
 
+def _datapath_wait_ns() -> int | None:
+    """Run-queue delay so far of ovs-vswitchd's threads (ns); None when not found."""
+    try:
+        with open("/var/run/openvswitch/ovs-vswitchd.pid") as f:
+            return time_split.read_wait_ns(int(f.read().strip()))
+    except (OSError, ValueError):
+        return None
+
+
 def tcp_counters(fabric, hosts) -> dict[str, int]:
     """Summed TCP retransmission counters of the hosts' network namespaces."""
     total = {"retrans_segs": 0, "timeouts": 0}
@@ -437,12 +446,14 @@ def run(args) -> int:
                                      worker_overrides=overrides, job_timeout_s=args.job_timeout)
                 port += 100 * len(mix) + 100
                 tcp_before = tcp_counters(fabric, PS_HOSTS + WORKER_HOSTS)
+                ovs_before, ovs_t0 = _datapath_wait_ns(), time.monotonic()
                 run = MeasuredRun(topology, specs, placement_step(mix), estimator, fabric,
                                   client, run_dir, options, policy_name="fixed",
                                   runner=runner, egress=egress,
                                   tcp_pids=[fabric.host(h).pid for h in PS_HOSTS + WORKER_HOSTS])
                 result = run.run()
                 tcp_after = tcp_counters(fabric, PS_HOSTS + WORKER_HOSTS)
+                ovs_after, ovs_dt = _datapath_wait_ns(), time.monotonic() - ovs_t0
                 write_report(result, run_dir)
                 seed_out["modes"][mode] = measure(result, mix, capacity, edges)
                 seed_out["modes"][mode].update(
@@ -450,7 +461,12 @@ def run(args) -> int:
                     predicted_mean_jct_s=predicted[mode],
                     predicted_startup_s=round(startup_prior, 3),
                     queue_delay_ms=run.queue_delay_ms(),
-                    tcp={k: tcp_after[k] - tcp_before[k] for k in tcp_after})
+                    tcp={k: tcp_after[k] - tcp_before[k] for k in tcp_after},
+                    # the userspace datapath's threads' run-queue delay per second of run:
+                    # CPU wait the jobs' packets see, which their own processes' misses
+                    datapath_cpu_wait_per_s=(round((ovs_after - ovs_before) / 1e9 / ovs_dt, 3)
+                                             if ovs_before is not None and ovs_after is not None
+                                             else None))
                 if result["interrupted"]:
                     raise KeyboardInterrupt
             startup = seed_out["modes"]["off"]["startup_s"]
@@ -517,7 +533,7 @@ def resummarize(out: Path, args) -> dict:
             result = json.loads((out / f"seed{seed['seed']}-{mode}" / "report.json").read_text())
             kept = {k: v for k, v in seed["modes"][mode].items()
                     if k in ("loadavg", "predicted_mean_jct_s", "predicted_startup_s",
-                             "queue_delay_ms", "tcp")}
+                             "queue_delay_ms", "tcp", "datapath_cpu_wait_per_s")}
             seed["modes"][mode] = measure(result, mix, capacity, edges) | kept
         fjobs = fluid_jobs(mix, capacity)
         for mode in seed["modes"]:
@@ -594,6 +610,7 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
                 (m.get("queue_delay_ms") or {}).get(d) for m in ms)) for d in ("push", "pull")},
             "tcp_retrans_segs": _median(m.get("tcp", {}).get("retrans_segs") for m in ms),
             "tcp_timeouts": _median(m.get("tcp", {}).get("timeouts") for m in ms),
+            "datapath_cpu_wait_per_s": _median(m.get("datapath_cpu_wait_per_s") for m in ms),
             "time_split_mean_s": _mean_split(ms),
             # paired per seed: the median of this mode's change against off in the same seed
             "mean_jct_change_pct": _median(digits=1, values=(100 * (m["mean_jct_s"] / o["mean_jct_s"] - 1)
@@ -674,14 +691,15 @@ def markdown(summary: dict, args) -> str:
               "(run-queue delay / JCT, mean over jobs), queueing delay at the shaped egresses, "
               "TCP retransmissions and timeouts (hosts, per run), vs the best baseline "
               f"({summary.get('best_baseline')}, paired):", "",
-              "| mode | predicted (s) | measured (s) | CPU wait share | egress queue ms "
-              "(push/pull) | TCP retrans / timeouts | vs best baseline |",
-              "|---|---|---|---|---|---|---|"]
+              "| mode | predicted (s) | measured (s) | CPU wait share | datapath CPU wait "
+              "(s/s) | egress queue ms (push/pull) | TCP retrans / timeouts | vs best baseline |",
+              "|---|---|---|---|---|---|---|---|"]
     for mode in m:
         x = m[mode]
         q = x.get("queue_delay_ms") or {}
         lines.append(f"| {mode} | {x.get('predicted_mean_jct_s')} | {x['mean_jct_s']} | "
-                     f"{x.get('cpu_wait_share')} | {q.get('push')}/{q.get('pull')} | "
+                     f"{x.get('cpu_wait_share')} | {x.get('datapath_cpu_wait_per_s')} | "
+                     f"{q.get('push')}/{q.get('pull')} | "
                      f"{x.get('tcp_retrans_segs')} / {x.get('tcp_timeouts')} | "
                      f"{x.get('mean_jct_vs_best_baseline_pct')} % |")
     parts = ("startup_s", "compute_s", "transfer_s", "cpu_wait_s", "tcp_rto_s", "network_wait_s",
