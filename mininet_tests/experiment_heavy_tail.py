@@ -401,7 +401,7 @@ def run(args) -> int:
     with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
                      host_sysctls=HOST_TCP[args.host_tcp], tcp_congestion=args.cc) as (fabric, client), \
             _processes(topology, fabric, out, getattr(args, "start", "cold"),
-                       per_host=args.jobs + 1) as runner:
+                       per_host=(3 if args.mix == "same-start" else args.jobs) + 1) as runner:
         port = 20000
         args.rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
         egress = {"push": (fabric.intf("tor2", "spine1"), capacity),
