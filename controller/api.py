@@ -38,7 +38,7 @@ from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, ValidationError
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from controller import live
@@ -50,7 +50,7 @@ from controller.progress_batch import ProgressBatcher
 from controller.registry import MAX_ENDPOINTS
 from controller.service import ControllerService
 from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_of, bearer_token,
-                                 document_400_for_bad_requests, page_of,
+                                 allowed_methods, document_400_for_bad_requests, page_of,
                                  validation_messages)
 
 LOG = logging.getLogger("sluice.controller.api")
@@ -84,29 +84,46 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+def _whole(value: Any) -> Any:
+    # JSON Schema (OpenAPI 3.1) reads 4126.0 as the integer 4126: so does the API. A
+    # fraction (4126.5), a string ("4126") or a boolean stays an error (strict).
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _no_default(schema: dict) -> None:
+    schema.pop("default", None)       # optional: left out, never null
+
+
+# an integer as the OpenAPI document says it: a JSON number without a fraction
+JsonInt = Annotated[StrictInt, BeforeValidator(_whole)]
+
+
 class Endpoint(_Body):
-    id: Annotated[str, Field(pattern=JOB_ID)] | None = Field(
-        None, description="default: s0, s1, ... / w0, w1, ...")
+    # (optional fields are left out, never null: the OpenAPI types carry no null)
+    id: Annotated[str, Field(pattern=JOB_ID)] = Field(
+        None, json_schema_extra=_no_default, description="default: s0, s1, ... / w0, w1, ...")
     ip: str = Field(pattern=IPV4, json_schema_extra={"format": "ipv4"},
                     description="IPv4 address of a host of the topology (dotted quad)")
-    port: Annotated[StrictInt, Field(ge=1, le=65535)]
+    port: Annotated[JsonInt, Field(ge=1, le=65535)]
 
 
 class JobRegistration(_Body):
     id: str = Field(pattern=JOB_ID)
     servers: list[Endpoint] = Field(min_length=1, max_length=MAX_ENDPOINTS)
     workers: list[Endpoint] = Field(min_length=1, max_length=MAX_ENDPOINTS)
-    scheduler: Endpoint | None = Field(
-        None, description="the ps-lite scheduler: workers' control messages to it travel "
+    scheduler: Endpoint = Field(
+        None, json_schema_extra=_no_default, description="the ps-lite scheduler: workers' control messages to it travel "
                           "at the level of their pull from the first server")
     # sizes for the ranking rules of issue 14 (the service decides whether it takes them)
-    total_batches: Annotated[StrictInt, Field(ge=1)] | None = None
-    bytes_per_batch: Annotated[StrictInt, Field(ge=1)] | None = None
+    total_batches: Annotated[JsonInt, Field(ge=1, lt=2**62)] = Field(
+        None, json_schema_extra=_no_default)
+    bytes_per_batch: Annotated[JsonInt, Field(ge=1, lt=2**62)] = Field(
+        None, json_schema_extra=_no_default)
 
 
 class ProgressReport(_Body):
     worker: str = Field(description="a worker id of the job")
-    batch: StrictInt = Field(ge=0, description="the batch the worker is at")
+    batch: JsonInt = Field(ge=0, lt=2**62, description="the batch the worker is at")
 
 
 class RankRule(_Body):
@@ -125,7 +142,7 @@ class Error(BaseModel):
 
 def _page_params(limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="items per page")
                                   ] = DEFAULT_PAGE,
-                 cursor: Annotated[str | None, Query(
+                 cursor: Annotated[str, Query(
                      pattern=r"^[0-9]{1,9}$",
                      description="the `next` of the previous page")] = None
                  ) -> tuple[int, str | None]:
@@ -134,7 +151,13 @@ def _page_params(limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="ite
 
 Paging = Annotated[tuple[int, str | None], Depends(_page_params)]
 ERRORS = {s: {"model": Error} for s in (400, 401, 404, 409, 411, 413, 415, 429)}
-REGISTER_ERRORS = {**ERRORS, 422: {"model": Error, "description": "the same endpoint twice "
+REGISTER_ERRORS = {**ERRORS, 201: {"links": {   # what comes next for a registered job
+    "RemoveJob": {"operationId": "remove_jobs__job_id__delete",
+                  "parameters": {"job_id": "$response.body#/id"}},
+    "JobFlows": {"operationId": "flows_flows_get", "parameters": {"job": "$response.body#/id"}},
+    "ReportProgress": {"operationId": "progress_jobs__job_id__progress_post",
+                       "parameters": {"job_id": "$response.body#/id"}}}},
+    422: {"model": Error, "description": "the same endpoint twice "
                                    "(or a server on a worker's): `field` names it"}}
 # The progress route reads its body itself (the hot path); this documents what it reads.
 PROGRESS_OPENAPI = {
@@ -144,9 +167,10 @@ PROGRESS_OPENAPI = {
     "requestBody": {"required": True, "content": {"application/json": {
         "schema": {"$ref": "#/components/schemas/ProgressReport"}}}},
     "security": [{"HTTPBearer": []}]}
-Wait = Annotated[str | None, Query(description="1: answer once the switches applied it")]
+# (str, default None: the OpenAPI type is a string, never null)
+Wait = Annotated[str, Query(description="1: answer once the switches applied it")]
 JobId = Annotated[str, Path(pattern=JOB_ID)]
-JobIdQuery = Annotated[str | None, Query(pattern=JOB_ID, description="only this job's flows")]
+JobIdQuery = Annotated[str, Query(pattern=JOB_ID, description="only this job's flows")]
 
 
 def _wait(wait: str | None, answer: dict, done: threading.Event, t0: float) -> dict:
@@ -310,8 +334,13 @@ def build_app(service: ControllerService) -> FastAPI:
     async def http_error(request: Request, err: HTTPException):
         reason = f"no such path: {request.method} {request.url.path}" \
             if err.status_code == 404 else str(err.detail)
+        headers = getattr(err, "headers", None)
+        if err.status_code == 405:
+            allow = allowed_methods(app, request.url.path)
+            headers = {**(headers or {}), "Allow": allow}
+            reason = f"{request.method} is not a method of {request.url.path} (Allow: {allow})"
         return JSONResponse({"error": reason, "status": err.status_code}, err.status_code,
-                            headers=getattr(err, "headers", None))
+                            headers=headers)
 
     def admin(token: str | None = Depends(bearer_token)) -> str:
         guard.check_admin(token)

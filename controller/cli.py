@@ -138,12 +138,9 @@ def run_controller(args) -> int:
     topology = load_topology(args.topology)
     api_host, api_port = _host_port(args.api, "--api")
     ofp_port = _port(args.ofp_port, "--ofp-port")
-    token = args.admin_token or os.environ.get("SLUICE_ADMIN_TOKEN", "")
-    if not token:
-        raise InputError("argument --admin-token", "an admin token is required "
-                         "(set SLUICE_ADMIN_TOKEN or pass --admin-token)")
-    if len(token) < 8:
-        raise InputError("argument --admin-token", "must be at least 8 characters")
+    from sluice_common.tokens import check_admin_token
+    token = check_admin_token(args.admin_token or os.environ.get("SLUICE_ADMIN_TOKEN", ""),
+                              "SLUICE_ADMIN_TOKEN", "--admin-token", required=True)
     if not args.rate_limit > 0:
         raise InputError("argument --rate-limit", "must be > 0")
     if not 0.05 <= args.stats_interval <= 60:

@@ -18,6 +18,7 @@ are never logged.
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import re
 from typing import Annotated, Literal
@@ -32,10 +33,12 @@ from starlette.concurrency import run_in_threadpool
 
 from job_scheduler.service import Conflict, KeyMismatch, NotFound, SchedulerService
 from job_scheduler.service_metrics import metrics_text
-from job_scheduler.store import STATES
+from job_scheduler.store import MAX_ID, STATES
 from sluice_common.errors import InputError
-from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_token,
-                                 document_400_for_bad_requests, validation_messages)
+from sluice_common.job_schema import JobFile
+from sluice_common.http_service import (BodyLimit, ThreadedServer, allowed_methods,
+                                        bearer_token, document_400_for_bad_requests,
+                                        validation_messages)
 
 log = logging.getLogger("sluice.scheduler.api")
 
@@ -81,15 +84,19 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
 
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, err: ApiError):
-        return JSONResponse({"error": err.message, **err.extra}, err.status,
-                            headers=err.headers)
+        return AsciiJSONResponse({"error": err.message, **err.extra}, err.status,
+                                 headers=err.headers)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, err: HTTPException):
         reason = f"no route {request.method} {request.url.path}" \
             if err.status_code == 404 else str(err.detail)
-        return JSONResponse({"error": reason}, err.status_code,
-                            headers=getattr(err, "headers", None))
+        headers = getattr(err, "headers", None)
+        if err.status_code == 405:
+            allow = allowed_methods(app, request.url.path)
+            headers = {**(headers or {}), "Allow": allow}
+            reason = f"{request.method} is not a method of {request.url.path} (Allow: {allow})"
+        return JSONResponse({"error": reason}, err.status_code, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_request: Request, err: RequestValidationError):
@@ -108,16 +115,16 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
         return server.service.health()
 
     @app.get("/jobs", responses={400: errors[400]})
-    def jobs(state: Annotated[list[Literal[STATES]] | None, Query(  # type: ignore[valid-type]
+    def jobs(state: Annotated[list[Literal[STATES]], Query(  # type: ignore[valid-type]
                  description="only jobs in these states (repeat for several)")] = None,
              limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="jobs per page")
                               ] = DEFAULT_PAGE,
-             cursor: Annotated[str | None, Query(
+             cursor: Annotated[str, Query(
                  pattern=r"^[0-9]{1,19}$",
                  description="the `next` of the previous page")] = None) -> JobPage:
         """The jobs by id, a page at a time: `next` is the cursor of the next page (null
         on the last), `total` the number of jobs in the given states."""
-        after = int(cursor) if cursor else 0
+        after = min(int(cursor), MAX_ID) if cursor else 0
         page, total, more = server.service.store.page(state, after, limit)
         return {"jobs": [j.to_public() for j in page], "total": total,
                 "next": str(page[-1].id) if more and page else None}
@@ -145,32 +152,42 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
                   "$ref": "#/components/schemas/Submitted"}}}},
         201: {"description": "every job queued, durably",
               "content": {"application/json": {"schema": {
-                  "$ref": "#/components/schemas/Submitted"}}}},
+                  "$ref": "#/components/schemas/Submitted"}}},
+              # what a client (and schemathesis' stateful phase) does next with a job
+              "links": {"GetJob": {"operationId": "job_jobs__job_id__get",
+                                   "parameters": {"job_id": "$response.body#/jobs/0"}},
+                        "CancelJob": {"operationId": "cancel_jobs__job_id__cancel_post",
+                                      "parameters": {"job_id": "$response.body#/jobs/0"}}}},
         **{k: v for k, v in errors.items() if k != 404},
+        411: refusal("a chunked body (no Content-Length)"),
         415: refusal("the body's Content-Type is not a job file's (application/yaml)"),
         422: refusal("the Idempotency-Key was used before with a different body")}
 
     @app.post("/submissions", status_code=201, dependencies=[Depends(admin)],
               responses=submit_responses, response_model=None,
-              openapi_extra={"requestBody": {"required": True, "content": {
-                  "application/yaml": {"schema": {
-                      "type": "string", "description": "a job YAML file (its JSON Schema: "
-                      "`sluice schema jobs`)"}}}}})
+              openapi_extra={"requestBody": {
+                  "required": True, "description": "a job YAML file (its JSON Schema: "
+                  "`sluice schema jobs`); JSON is YAML too", "content": {
+                      media: {"schema": {"$ref": "#/components/schemas/JobFile"}}
+                      for media in ("application/yaml", "application/json")}}})
     async def submit(request: Request,
-                     x_sluice_source: Annotated[str | None, Header(
+                     x_sluice_source: Annotated[str, Header(
                          description="the file name the errors name")] = None,
-                     idempotency_key: Annotated[str | None, Header(
-                         pattern=r"^[A-Za-z0-9._-]{8,128}$",
-                         description="retry safely: the same key and body queue the "
+                     idempotency_key: Annotated[str, Header(
+                         json_schema_extra={"pattern": r"^([A-Za-z0-9._-]{8,128})?$"},
+                         description="retry safely (empty: none): the same key and body "
+                         "queue the "
                          "file once (200 on a repeat); the same key with another body "
                          "is refused (422)")] = None) -> JSONResponse:
         """Queue every job of a job YAML file, durably, or none (400 lists every problem).
         Each job may start at the earliest `arrival` seconds after the submission
         (`schedule[].not_before`, Unix time)."""
         source = _SOURCE_RE.sub("_", x_sluice_source or "API body")[:200]
+        idempotency_key = idempotency_key or None        # an empty header: no key
         if idempotency_key is not None and not re.fullmatch(r"[A-Za-z0-9._-]{8,128}",
                                                             idempotency_key):
-            raise ApiError(400, "Idempotency-Key must be 8-128 letters, digits, . _ -")
+            raise ApiError(400, "Idempotency-Key must be 8-128 letters, digits, . _ -, "
+                           f"got {idempotency_key[:40]!r}", field="Idempotency-Key")
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype and ctype not in YAML_TYPES:
             raise ApiError(415, f"Content-Type {ctype!r} is not a job file: send it as "
@@ -211,8 +228,16 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
         except Exception as err:
             raise _unexpected(err)
 
-    document_400_for_bad_requests(app, extra_schemas=[Error, Submitted])
+    document_400_for_bad_requests(app, extra_schemas=[Error, Submitted, JobFile])
     return app
+
+
+class AsciiJSONResponse(JSONResponse):
+    """JSON in ASCII: an error may quote what it refused, and a YAML body can hold text
+    UTF-8 cannot carry (a lone surrogate from a "\\ud90b" escape)."""
+
+    def render(self, content) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode()
 
 
 class Error(BaseModel):

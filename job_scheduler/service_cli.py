@@ -120,7 +120,9 @@ def run_scheduler(args: argparse.Namespace) -> int:
     from topologies import load_topology
 
     host, port = _parse_listen(args.listen)
-    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    from sluice_common.tokens import check_admin_token
+    token = check_admin_token(args.token if args.token is not None else
+                              os.environ.get(TOKEN_ENV), TOKEN_ENV, "--token", required=False)
     if not _is_loopback(host) and not token:
         raise InputError("--listen", f"refusing to serve the admin API on non-loopback "
                          f"address {host!r} without a token (--token or {TOKEN_ENV})")

@@ -108,6 +108,17 @@ class BodyLimit:
         await self.app(scope, receive, send)
 
 
+def allowed_methods(app, path: str) -> str:
+    """The ``Allow`` header of a 405: every method of every route of ``path`` (starlette
+    names only the first route that matches the path, e.g. GET of GET+POST /jobs)."""
+    methods: set[str] = set()
+    for route in getattr(app, "routes", ()):
+        regex = getattr(route, "path_regex", None)
+        if regex is not None and regex.match(path) and getattr(route, "methods", None):
+            methods |= set(route.methods)
+    return ", ".join(sorted(methods))
+
+
 def page_of(items: list, key: str, limit: int, cursor: str | None) -> dict:
     """One page of a list answer: ``{key: items[cursor:cursor+limit], next, total}``;
     the cursor is the offset of the page's first item (an opaque string to clients)."""
@@ -215,8 +226,8 @@ def document_400_for_bad_requests(app, extra_schemas: list = ()) -> None:
             for ops in doc.get("paths", {}).values():
                 for op in ops.values():
                     responses = op.get("responses", {})
-                    if "422" in responses:
-                        moved = responses.pop("422")
+                    if responses.get("422", {}).get("description") == "Validation Error":
+                        moved = responses.pop("422")      # FastAPI's own, not the route's
                         if "Error" in schemas:     # what the services really answer
                             moved = {"content": {"application/json": {"schema": {
                                 "$ref": "#/components/schemas/Error"}}}}

@@ -34,6 +34,11 @@ MAX_KERNEL = 1_024               # a convolution's K
 MAX_FC_SIDE = 100_000            # a fully connected layer's H / W
 
 
+def _no_default(schema: dict) -> None:
+    """An optional field without a value is left out: no `null` default in the schema."""
+    schema.pop("default", None)
+
+
 def _count(most: int, description: str | None = None):
     return Annotated[StrictInt, Field(ge=1, le=most, description=description)]
 
@@ -76,11 +81,13 @@ class JobModel(_Strict):
 
     name: str = Field(min_length=1, pattern=JOB_ID_PATTERN,
                       description=f"the job's id everywhere, unique within the file: {JOB_ID_RULE}")
-    model: str | None = Field(None, description="a known model (alexnet, resnet18, resnet50, "
+    # (no null: a job without one of them leaves the key out; `model: null` is a mistake)
+    model: str = Field(None, json_schema_extra=_no_default, description="a known model (alexnet, resnet18, resnet50, "
                               "vgg11, vgg16, googlenet, inception_v3, ...; case and _ are "
                               "ignored); give this or `layers`")
-    layers: Annotated[list[LayerItem], Field(min_length=1)] | None = Field(
-        None, description="the network as conv/fc layers; give this or `model`")
+    layers: Annotated[list[LayerItem], Field(min_length=1)] = Field(
+        None, json_schema_extra=_no_default,
+        description="the network as conv/fc layers; give this or `model`")
     dataset_size: _count(MAX_DATASET_SIZE) = Field(description="m: samples per epoch")
     epochs: _count(MAX_EPOCHS) = Field(description="e")
     batch_size: _count(MAX_BATCH_SIZE) = Field(description="b: samples per batch per worker")

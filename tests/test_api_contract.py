@@ -243,6 +243,26 @@ def test_many_bad_jobs_give_a_bounded_answer(api):
     assert status == 400 and len(data) < 16384 and answer["more_errors"] > 0
 
 
+def test_text_utf8_cannot_carry_is_a_400_not_a_500(api):
+    # found by schemathesis: a JSON escape of half a surrogate pair, read as YAML
+    _svc, server = api
+    body = b'{"jobs": [{"name": "a\\ud90b", "model": "x", "dataset_size": 1, "epochs": 1, ' \
+           b'"batch_size": 1, "max_gpus": 1}]}'
+    status, data = call(server, "POST", "/submissions", body,
+                        {**AUTH, "Content-Type": "application/json"})
+    assert status == 400 and "API body" in json.loads(data)["error"]
+
+
+def test_model_null_is_refused_not_queued(api):
+    # found by schemathesis: `model: null` without layers was queued, then broke the slot
+    svc, server = api
+    text = "jobs:\n  - {name: a, model: null, dataset_size: 1, epochs: 1, batch_size: 1, " \
+           "max_gpus: 1}\n"
+    status, data = call(server, "POST", "/submissions", text.encode(), YAML)
+    assert status == 400 and json.loads(data)["field"] == "model"
+    assert svc.store.jobs() == []
+
+
 # ---- 3. paging ---------------------------------------------------------------------------
 
 def test_jobs_are_paged(api):
@@ -348,10 +368,21 @@ def test_spec_enums_and_formats_match_the_code(controller):
     job["workers"][0]["ip"] = "10.0.0.1.5"
     assert cjson(server, "POST", "/jobs", job)[0] == 400
     token = cjson(server, "POST", "/jobs", CJOB)[1]["token"]
-    status, _ = call(server, "POST", "/jobs/job-a/progress",
-                     b'{"worker": "w0", "batch": 4126.0}',
-                     {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    assert status == 400                      # not an integer
+    auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    # JSON Schema (OpenAPI 3.1) reads 4126.0 as the integer 4126, and so does the code;
+    # a fraction, a string or a boolean is not an integer
+    status, data = call(server, "POST", "/jobs/job-a/progress",
+                        b'{"worker": "w0", "batch": 4126.0}', auth)
+    assert status == 200 and json.loads(data)["result"] == "accepted"
+    for bad in (b"4127.5", b'"4128"', b"true"):
+        status, _ = call(server, "POST", "/jobs/job-a/progress",
+                         b'{"worker": "w0", "batch": ' + bad + b"}", auth)
+        assert status == 400, bad
+    assert svc_batches(_svc) == {"w0": 4126}
+
+
+def svc_batches(svc) -> dict:
+    return dict(svc.registry.jobs["job-a"].batches)
 
 
 def test_rules_by_level_lists_every_level_and_rank_rule_is_documented(controller):
@@ -362,3 +393,21 @@ def test_rules_by_level_lists_every_level_and_rank_rule_is_documented(controller
     assert levels == {str(i) for i in range(svc.config.levels)}
     from sluice.reference import metrics_markdown
     assert "`sluice_rank_rule`" in metrics_markdown()
+
+
+# ---- 6. one admin-token rule for both services --------------------------------------------
+
+@pytest.mark.parametrize("command,env", [
+    (["scheduler", "--listen", "127.0.0.1:0"], "SLUICE_SCHEDULER_TOKEN"),
+    (["controller", "--api", "127.0.0.1:1", "--ofp-port", "1"], "SLUICE_ADMIN_TOKEN")])
+def test_a_short_admin_token_exits_2_naming_the_variable(tmp_path, command, env):
+    import os
+    import subprocess
+    import sys
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("SLUICE_SCHEDULER_TOKEN", "SLUICE_ADMIN_TOKEN")}
+    r = subprocess.run([sys.executable, "-m", "sluice", *command, *(
+        ["--db", str(tmp_path / "j.db")] if command[0] == "scheduler" else [])],
+        env={**base, env: "x" * 15}, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert f"{env}: the admin token must be at least 16 characters, got 15" in r.stderr

@@ -389,10 +389,11 @@ def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 def test_cli_auth_limits_cancel_and_bad_input(tmp_path, services):
-    svc = ServiceProcess(tmp_path, "--slot", "0.05", "--time-factor", "1000", token="s3cret")
+    svc = ServiceProcess(tmp_path, "--slot", "0.05", "--time-factor", "1000",
+                         token="s3cret-scheduler-token")     # 16+ characters (issue 30)
     services.append(svc.start())
     env_without = {k: v for k, v in os.environ.items() if k != "SLUICE_SCHEDULER_TOKEN"}
-    env_with = {**env_without, "SLUICE_SCHEDULER_TOKEN": "s3cret"}
+    env_with = {**env_without, "SLUICE_SCHEDULER_TOKEN": "s3cret-scheduler-token"}
     good = tmp_path / "good.yaml"
     good.write_text(job_file("g1", "g2"))
     bad = tmp_path / "bad.yaml"
@@ -412,14 +413,15 @@ def test_cli_auth_limits_cancel_and_bad_input(tmp_path, services):
     assert "bad.yaml" in r.stderr and "b2" in r.stderr and "dataset_size" in r.stderr
     # the server rejects the whole file too when the client does not check
     with pytest.raises(ServiceError) as err:
-        SchedulerClient(svc.url, token="s3cret").submit(bad.read_text(), "bad.yaml")
+        SchedulerClient(svc.url, token="s3cret-scheduler-token").submit(bad.read_text(),
+                                                                        "bad.yaml")
     assert err.value.status == 400 and err.value.body["field"] == "dataset_size"
     assert SchedulerClient(svc.url).jobs() == []
 
     # too large: 413 from the headers alone, the body is never read
     conn = http.client.HTTPConnection("127.0.0.1", svc.port, timeout=5)
     conn.putrequest("POST", "/submissions")
-    conn.putheader("Authorization", "Bearer s3cret")
+    conn.putheader("Authorization", "Bearer s3cret-scheduler-token")
     conn.putheader("Content-Length", str((1 << 20) + 1))
     conn.endheaders()
     resp = conn.getresponse()
@@ -438,7 +440,7 @@ def test_cli_auth_limits_cancel_and_bad_input(tmp_path, services):
     assert r.returncode == 0
     lines = {line.split()[1]: line.split()[2] for line in r.stdout.splitlines()[1:]}
     assert lines == {"g1": "cancelled", "g2": "running"}
-    assert "s3cret" not in svc.log.read_text()          # never logged
+    assert "s3cret-scheduler-token" not in svc.log.read_text()          # never logged
 
 
 def test_second_service_on_same_store_is_refused(tmp_path, services, capsys, monkeypatch):
