@@ -110,12 +110,12 @@ def _slurm_executor(topology: Topology, db_path: Path, options, env, check: bool
     """The Slurm executor; with ``check`` (``--executor slurm``) Slurm must answer and
     know every host of the topology at its address, else exit 2 naming the command that
     failed or the hosts."""
-    from job_scheduler.slurm_executor import SlurmExecutor, SlurmJobOptions
+    from job_scheduler.slurm_executor import SlurmExecutor, SlurmJobOptions, store_tag
     from slurm_client import SlurmClient, SlurmError
 
     executor = SlurmExecutor(SlurmClient(env), topology,
                              Path(db_path).parent / (Path(db_path).name + ".slurm-runs"),
-                             options or SlurmJobOptions())
+                             options or SlurmJobOptions(), tag=store_tag(db_path))
     if check:
         try:
             nodes = executor.check()

@@ -12,8 +12,8 @@ environment (sbatch's --export=ALL) carries the controller URL and the job's pro
 token, never an admin token; nothing secret is written to the run directory.
 
 Two-phase and restart-safe like :class:`~job_scheduler.executors.LocalExecutor`:
-``plan`` returns the run directory and the Slurm job NAME (``sluice-<id>-a<attempt>``),
-recorded before anything is submitted; ``launch`` submits and returns the Slurm job id,
+``plan`` returns the run directory, which also names the Slurm job
+(``sluice-<store tag>-job-<id>-attempt-<n>``), recorded before anything is submitted; ``launch`` submits and returns the Slurm job id,
 recorded right after. A service killed in between finds its job again by that name
 (``squeue --name``) or by ``RUN_DIR/batch.started`` (written by the batch script with
 Slurm's job id); only when neither exists after a grace period is the job re-queued
@@ -38,6 +38,7 @@ import os
 import shlex
 import sys
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -61,8 +62,17 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DUPLICATE_JOBID = "Duplicate jobid"  # slurmd's drain reason after a job ran twice
 
 
-def slurm_job_name(job: JobRecord, attempt: int | None = None) -> str:
-    return f"{NAME_PREFIX}{job.id}-a{job.attempts if attempt is None else attempt}"
+def slurm_job_name(job: JobRecord, tag: str = "") -> str:
+    """``sluice-<tag>-<run dir>`` (``sluice-1a2b3c4d-job-7-attempt-1``): one name per
+    submission. ``tag`` names the job store (two stores, or a store made afresh, number
+    their jobs from 1 again, and Slurm remembers jobs for MinJobAge: a name must never
+    mean another store's job); the run directory is recorded before the submission."""
+    return f"{NAME_PREFIX}{tag + '-' if tag else ''}{Path(job.run_dir).name}"
+
+
+def store_tag(db_path: str | Path) -> str:
+    """A short stable name of a job store (its absolute path)."""
+    return f"{zlib.crc32(str(Path(db_path).resolve()).encode()):08x}"
 
 
 # ---- pure pieces -----------------------------------------------------------------------
@@ -156,7 +166,8 @@ class SlurmExecutor:
 
     def __init__(self, client: SlurmClient, topology: Topology, run_root: str | Path,
                  options: SlurmJobOptions = SlurmJobOptions(), *, python: str = sys.executable,
-                 launch_grace: float = 15.0, resume_duplicate_drains: bool = True):
+                 launch_grace: float = 15.0, resume_duplicate_drains: bool = True,
+                 tag: str = "", lost_grace: float = 30.0):
         self.client = client
         self.topology = topology
         self.run_root = Path(run_root)
@@ -164,10 +175,13 @@ class SlurmExecutor:
         self.python = python
         self.launch_grace = launch_grace
         self.resume_duplicate_drains = resume_duplicate_drains
+        self.tag = tag
         self._pending: dict[int, StartDecision] = {}
         self._ids: dict[int, int] = {}            # sluice job id -> Slurm id (adopted)
         self._seen: dict[int, list[JobInfo]] = {}   # Slurm id -> its parts, last poll
         self._warned_unavailable = 0.0
+        self._unknown_since: dict[int, float] = {}   # sluice job id -> first seen unknown
+        self.lost_grace = lost_grace
         self.last_capacity: dict[str, str] = {}
 
     # ---- start-up ----------------------------------------------------------------------
@@ -185,6 +199,10 @@ class SlurmExecutor:
     def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict:
         attempt = job.attempts + 1
         run_dir = self.run_root / f"job-{job.id}-attempt-{attempt}"
+        k = 1
+        while run_dir.exists():    # a start Slurm lost does not count as an attempt
+            k += 1
+            run_dir = self.run_root / f"job-{job.id}-attempt-{attempt}.{k}"
         self._pending[job.id] = decision
         return {"executor": self.kind, "started_at": now, "run_dir": str(run_dir)}
 
@@ -227,8 +245,9 @@ class SlurmExecutor:
                    PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT),
                                                             os.environ.get("PYTHONPATH")])),
                    **(extra_env or {}))
-        sub = Submission(name=slurm_job_name(job), components=tuple(parts), script=str(script),
-                         output=str(run_dir / "slurm-%j.out"), partition=o.partition)
+        sub = Submission(name=slurm_job_name(job, tag=self.tag), components=tuple(parts),
+                         script=str(script), output=str(run_dir / "slurm-%j.out"),
+                         partition=o.partition)
         # an sbatch rejection raises SlurmCommandError with Slurm's words: the service
         # marks the job failed with them ("launch failed: ...")
         slurm_id = self.client.submit(sub, env=env, unset=ADMIN_TOKEN_ENVS)
@@ -248,16 +267,16 @@ class SlurmExecutor:
             self._ids[job.id] = int(started["slurm_job_id"])
             return self._ids[job.id]
         # The service died between sbatch and recording the id: find it by name.
-        found = sorted({p.leader for p in self.client.jobs(name=slurm_job_name(job))})
+        name = slurm_job_name(job, tag=self.tag)
+        found = sorted({p.leader for p in self.client.jobs(name=name)})
         if found:
             if len(found) > 1:
                 log.error("job %d: %d Slurm jobs named %s: %s; following the first, "
-                          "cancelling the others", job.id, len(found), slurm_job_name(job), found)
+                          "cancelling the others", job.id, len(found), name, found)
                 for extra in found[1:]:
                     self.client.cancel(extra)
             self._ids[job.id] = found[0]
-            log.warning("job %d: adopted Slurm job %d by its name %s", job.id, found[0],
-                        slurm_job_name(job))
+            log.warning("job %d: adopted Slurm job %d by its name %s", job.id, found[0], name)
             return found[0]
         return None
 
@@ -280,15 +299,30 @@ class SlurmExecutor:
                            "while submitting)", never_started=True)
         parts = [p for p in self.client.jobs([slurm_id]) if p.leader == slurm_id]
         self._seen[slurm_id] = parts
-        if not parts:          # Slurm forgot it (MinJobAge): the batch script's own word
-            code = _read_exit(run_dir)
-            if code == 0:
-                return Outcome("finished", _mtime(run_dir / EXIT_FILE, now), 0, None)
-            if code is not None:
-                return Outcome("failed", _mtime(run_dir / EXIT_FILE, now), code,
-                               f"Slurm job {slurm_id}: {_error_text(run_dir, code)}")
-            return Outcome("failed", now, None, f"Slurm job {slurm_id} is gone from Slurm "
-                           "without a result (purged, or lost by slurmctld)")
+        code = _read_exit(run_dir)
+        if code == 0:
+            # The batch script saw every worker do its last batch. (Slurm may disagree
+            # only after a slurmctld restart that re-ran the job: "Duplicate jobid".)
+            if parts and job_outcome(parts)[0] in ("active", "failing"):
+                if any(p.state == "PENDING" for p in parts):
+                    self._cancel(slurm_id)     # a re-run of a job that already ended
+                return None                # let Slurm finish its own bookkeeping first
+            self._unknown_since.pop(job.id, None)
+            return Outcome("finished", _mtime(run_dir / EXIT_FILE, now), 0, None)
+        if not parts:
+            # Slurm does not know the job: purged after MinJobAge, or lost by a slurmctld
+            # killed before it saved the job (its srun steps then fail: "Unable to confirm
+            # allocation ... Invalid job id"). Its processes may still run (slurmd kills
+            # orphans when it re-registers): give the batch script time to say how it
+            # ended; then the job goes back to the queue (Slurm's loss, not the job's).
+            first = self._unknown_since.setdefault(job.id, now)
+            if code is None and now - first < self.lost_grace:
+                return None
+            self._unknown_since.pop(job.id, None)
+            ended = "" if code is None else f"; {_error_text(run_dir, code)}"
+            return Outcome("failed", now, code, f"Slurm job {slurm_id} was lost by Slurm "
+                           f"(unknown to slurmctld){ended}: re-queued", never_started=True)
+        self._unknown_since.pop(job.id, None)
         verdict, words = job_outcome(parts)
         if verdict == "active":
             return None
@@ -296,9 +330,11 @@ class SlurmExecutor:
             self._cancel(slurm_id)
             return None
         detail = self._details(slurm_id)
-        if verdict == "completed" and _read_exit(run_dir) in (0, None):
-            return Outcome("finished", _mtime(run_dir / EXIT_FILE, now), 0, None)
-        code = _read_exit(run_dir)
+        if verdict == "completed" and code is None:
+            if not (run_dir / STARTED_FILE).exists():
+                return Outcome("failed", now, None, f"Slurm job {slurm_id} COMPLETED but "
+                               "its batch script never ran")
+            return None                    # the batch script is writing its result
         reason = f"Slurm job {slurm_id} {detail or words}"
         if code not in (None, 0) or (run_dir / "error").exists():
             reason += f"; {_error_text(run_dir, code)}"

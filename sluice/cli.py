@@ -32,6 +32,24 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cancel": ("job_scheduler.service_cli", "cancel a job in the scheduler service"),
 }
 
+# Forms of a command served by a module of a higher layer than the command's own (the
+# topology package sits below the scheduler's Slurm client): (command, argument) ->
+# (module, suffix of its configure_/run_ functions, help).
+ROUTES: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("topology", "from-slurm"): ("job_scheduler.slurm_topology", "from_slurm",
+                                 "write a topology YAML from a running Slurm cluster's nodes "
+                                 "and topology.conf"),
+    ("validate", "--slurm"): ("job_scheduler.slurm_topology", "validate_slurm",
+                              "check a topology against a running Slurm cluster"),
+}
+
+
+def _route(name: str, rest: list[str]):
+    for (command, arg), target in ROUTES.items():
+        if command == name and any(a == arg or a.startswith(arg + "=") for a in rest):
+            return target
+    return None
+
 
 def _top_parser() -> argparse.ArgumentParser:
     epilog = "commands:\n" + "\n".join(f"  {n:<11} {h}" for n, (_, h) in COMMANDS.items())
@@ -52,12 +70,18 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     name, rest = argv[0], argv[1:]
     module_name, help_text = COMMANDS[name]
+    suffix, prog = name, f"sluice {name}"
+    route = _route(name, rest)
+    if route is not None:
+        module_name, suffix, help_text = route
+        if rest and rest[0] == "from-slurm":
+            rest, prog = rest[1:], f"sluice {name} from-slurm"
     module = importlib.import_module(module_name)
-    parser = argparse.ArgumentParser(prog=f"sluice {name}", description=help_text)
-    getattr(module, f"configure_{name}")(parser)
+    parser = argparse.ArgumentParser(prog=prog, description=help_text)
+    getattr(module, f"configure_{suffix}")(parser)
     args = parser.parse_args(rest)
     try:
-        return int(getattr(module, f"run_{name}")(args) or 0)
+        return int(getattr(module, f"run_{suffix}")(args) or 0)
     except InputError as err:
         for one in err.errors:       # every problem of the input, one line each
             print(f"sluice {name}: error: {one}", file=sys.stderr)

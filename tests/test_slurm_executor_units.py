@@ -58,7 +58,8 @@ class FakeSlurm:
 def setup(tmp_path):
     topo = load_topology("two-rack")
     fake = FakeSlurm()
-    ex = SlurmExecutor(fake, topo, tmp_path, SlurmJobOptions(batches=3), launch_grace=5)
+    ex = SlurmExecutor(fake, topo, tmp_path, SlurmJobOptions(batches=3), launch_grace=5,
+                       tag="st0re")
     job = JobRecord(7, 1, "j", SPEC, "queued", 0.0)
     decision = StartDecision(7, Placement("7", ("h2",), ("h1", "h2", "h2")))
     fields = ex.plan(job, decision, now=10.0)
@@ -78,10 +79,14 @@ def test_launch_submits_one_component_per_host_and_no_admin_token(setup, monkeyp
     out = ex.launch(job, {"SLUICE_CONTROLLER_JOB_TOKEN": "tok", "SLUICE_CONTROLLER_URL": "u"})
     assert out == {"slurm_job_id": 101}
     sub, env, unset = fake.submitted[0]
-    assert sub.name == slurm_job_name(job) == "sluice-7-a1"
+    assert sub.name == slurm_job_name(job, tag="st0re") == "sluice-st0re-job-7-attempt-1"
     assert [(c.node, c.gpus) for c in sub.components] == [("h2", 2), ("h1", 1)]
     assert env["SLUICE_CONTROLLER_JOB_TOKEN"] == "tok" and "SLUICE_SCHEDULER_TOKEN" in unset
     plan = json.loads((Path(job.run_dir) / "plan.json").read_text())
+    # a start Slurm lost is re-queued without counting an attempt: a fresh run dir
+    again = ex.plan(JobRecord(7, 1, "j", SPEC, "queued", 0.0), StartDecision(
+        7, Placement("7", ("h1",), ("h1",))), now=20.0)
+    assert again["run_dir"].endswith("job-7-attempt-1.2")
     assert plan["groups"] == {"h2": 0, "h1": 1} and plan["batches"] == 3
     assert plan["servers"] == [["h2", "10.0.0.2"]] and len(plan["workers"]) == 3
     assert "tok" not in (Path(job.run_dir) / "plan.json").read_text()   # never on disk
@@ -97,7 +102,7 @@ def test_sbatch_rejection_propagates_slurms_words(setup):
 def test_poll_follows_slurm_state_not_srun(setup):
     ex, fake, job, _ = setup
     job = with_id(job, 101)
-    fake.parts[101] = [JobInfo(101, "PENDING", name="sluice-7-a1", het_job_id=101, het_offset=0)]
+    fake.parts[101] = [JobInfo(101, "PENDING", name="sluice-st0re-job-7-attempt-1", het_job_id=101, het_offset=0)]
     assert ex.poll(job, 11.0) is None
     fake.parts[101] = [JobInfo(101, "RUNNING", het_job_id=101, het_offset=0, nodes=("h2",)),
                        JobInfo(102, "RUNNING", het_job_id=101, het_offset=1, nodes=("h1",))]
@@ -126,21 +131,52 @@ def test_completed_needs_the_batch_scripts_word(setup):
     # Slurm forgot the job (MinJobAge): the exit status decides
     fake.parts.clear()
     assert ex.poll(job, 21.0).state == "finished"
+    # failed while Slurm does not know it (lost by a slurmctld restart): Slurm's loss
     (run / "exit_status").write_text("1\n")
-    (run / "error").write_text("worker(s) ended without their last batch (3): worker1 at 1\n")
+    (run / "error").write_text("srun: error: Unable to confirm allocation for job 101\n")
     out = ex.poll(job, 22.0)
-    assert out.state == "failed" and "without their last batch" in out.reason
+    assert out.never_started and "lost by Slurm" in out.reason
+    assert "Unable to confirm allocation" in out.reason
+    # a failure Slurm knows is the job's: Slurm's words and the batch script's
+    fake.parts[101] = [JobInfo(101, "FAILED", reason="NonZeroExitCode")]
+    (run / "error").write_text("worker(s) ended without their last batch (3): worker1 at 1\n")
+    out = ex.poll(job, 22.5)
+    assert out.state == "failed" and not out.never_started
+    assert "NonZeroExitCode" in out.reason and "without their last batch" in out.reason
+    fake.parts.clear()
     (run / "exit_status").unlink()
-    assert "without a result" in ex.poll(job, 23.0).reason
+    # unknown to Slurm without a result (a slurmctld killed before it saved the job):
+    # its processes may still run; after the grace the job is re-queued, not failed
+    assert ex.poll(job, 23.0) is None
+    assert ex.poll(job, 23.0 + ex.lost_grace - 1) is None
+    out = ex.poll(job, 23.0 + ex.lost_grace)
+    assert out.never_started and "lost by Slurm" in out.reason
+
+
+def test_batch_script_result_wins_over_a_rerun_slurm_still_tracks(setup):
+    ex, fake, job, _ = setup
+    job = with_id(job, 101)
+    run = Path(job.run_dir)
+    run.mkdir(parents=True)
+    (run / "batch.started").write_text("{}")
+    fake.parts[101] = [JobInfo(101, "COMPLETED")]
+    assert ex.poll(job, 5.0) is None            # completed, result being written
+    fake.parts[101] = [JobInfo(101, "PENDING", reason="launch failed requeued held")]
+    (run / "exit_status").write_text("0\n")
+    assert ex.poll(job, 6.0) is None            # Slurm would re-run it: cancelled
+    assert fake.cancelled == [101]
+    fake.parts[101] = [JobInfo(101, "FAILED", reason="launch failed")]
+    assert ex.poll(job, 7.0).state == "finished"
 
 
 def test_crash_between_sbatch_and_store_adopts_by_name(setup):
     ex, fake, job, _ = setup
     assert job.slurm_job_id is None
-    fake.parts[55] = [JobInfo(55, "RUNNING", name="sluice-7-a1")]
+    fake.parts[55] = [JobInfo(55, "RUNNING", name="sluice-other-job-7-attempt-1"),   # another store's
+                      JobInfo(56, "RUNNING", name="sluice-st0re-job-7-attempt-1")]
     assert ex.poll(job, 11.0) is None           # adopted, running
-    assert ex._slurm_id(job) == 55
-    ex2 = SlurmExecutor(fake, ex.topology, ex.run_root, launch_grace=5)   # restarted again
+    assert ex._slurm_id(job) == 56
+    ex2 = SlurmExecutor(fake, ex.topology, ex.run_root, launch_grace=5, tag="st0re")
     fake.parts.clear()
     assert ex2.poll(job, 12.0) is None          # within the grace: sbatch may be on its way
     out = ex2.poll(job, 30.0)

@@ -12,7 +12,8 @@ from topologies import builtin_names, load_topology
 def configure_topology(parser) -> None:
     parser.add_argument("action", choices=["show", "check", "list"],
                         help="show: print the description as YAML (or JSON); check: validate it; "
-                             "list: the built-in names")
+                             "list: the built-in names (and `sluice topology from-slurm --help`: "
+                             "a topology from a running Slurm cluster)")
     parser.add_argument("topology", nargs="?", default="two-rack", help="built-in name or YAML path")
     parser.add_argument("--json", action="store_true", help="print JSON instead of YAML/text")
 
