@@ -29,7 +29,10 @@ def configure_controller(parser) -> None:
     parser.add_argument("--topology", default="two-rack",
                         help="built-in topology name or YAML path (default: two-rack)")
     parser.add_argument("--ofp-port", type=int, default=6653, help="OpenFlow listen port")
-    parser.add_argument("--ofp-host", default="127.0.0.1", help="OpenFlow listen address")
+    parser.add_argument("--ofp-host", default="127.0.0.1",
+                        help="OpenFlow listen address (default 127.0.0.1: the emulated "
+                        "switches are on this machine; real switches need the address "
+                        "they reach, e.g. 0.0.0.0)")
     parser.add_argument("--api", default="127.0.0.1:8080",
                         help="northbound API HOST:PORT (default 127.0.0.1:8080)")
     parser.add_argument("--enforce", default="dscp", choices=["dscp", "queue"],

@@ -26,7 +26,8 @@ PROGRESS_FROM_JOBS = 2000
 # ---- sluice validate ------------------------------------------------------------------------
 
 def configure_validate(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="job description YAML file")
+    parser.add_argument("file", nargs="+", help="job description YAML file(s): every one "
+                        "is checked, every problem reported")
     parser.add_argument("--topology", help="also check every job fits this topology "
                         "(built-in name or YAML path)")
     parser.add_argument("--cap-gpus", action="store_true",
@@ -35,8 +36,21 @@ def configure_validate(parser: argparse.ArgumentParser) -> None:
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    from sluice_common.errors import raise_all
+    errors: list[InputError] = []
+    for path in args.file:               # every file, then every problem of all of them
+        try:
+            _validate_one(args, path)
+        except InputError as err:
+            errors += err.errors
+    raise_all(errors)
+    return 0
+
+
+def _validate_one(args: argparse.Namespace, path: str) -> None:
     from job_scheduler.estimator import Estimator
     from sluice_common.jobspec import load_jobs
+    args = argparse.Namespace(**{**vars(args), "file": path})
     jobs = load_jobs(args.file)
     if args.topology:
         from topologies import load_topology
@@ -62,7 +76,6 @@ def run_validate(args: argparse.Namespace) -> int:
     if args.cap_gpus:
         print("# the job file with max_gpus capped at the point of diminishing returns:")
         print(capped_text(Path(args.file).read_text(encoding="utf-8"), advice), end="")
-    return 0
 
 
 # ---- sluice simulate ------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 from job_scheduler.service_client import (DEFAULT_URL, TOKEN_ENV, URL_ENV, SchedulerClient,
@@ -51,7 +52,9 @@ def configure_scheduler(parser: argparse.ArgumentParser) -> None:
                         help="seconds between scheduling decisions (default 1)")
     parser.add_argument("--executor", choices=("simulated", "local", "slurm"),
                         default="simulated",
-                        help="simulated: jobs last C(n) * --time-factor seconds; local: real "
+                        help="what runs a started job (default simulated: the job only "
+                        "pretends to run - no process is started - and is marked finished "
+                        "after its estimated C(n) * --time-factor seconds); local: real "
                         "PS jobs (`sluice train`, or --local-command); slurm: each job one "
                         "heterogeneous Slurm job on the decided hosts (Slurm's CLI, SLURM_CONF "
                         "from the environment), Slurm's nodes the truth for capacity")
@@ -66,7 +69,9 @@ def configure_scheduler(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slurm-bytes-per-batch", type=int, default=None,
                         help="slurm executor, emulated compute: bytes on the wire per batch")
     parser.add_argument("--time-factor", type=float, default=1.0,
-                        help="simulated executor: wall seconds per estimated second (default 1)")
+                        help="simulated executor: wall-clock seconds a job lasts per second "
+                        "of its estimated run time (default 1; 0.001 makes a 1000-s job end "
+                        "in 1 s, 1000 makes it last 11.6 days); the other executors ignore it")
     parser.add_argument("--local-command", default=None,
                         help="local executor: shell command per job instead of `sluice train`; {job_id} {name} {gpus} "
                         "{workers} {ps_hosts} {model} {batch_size} {epochs} {dataset_size} "
@@ -165,6 +170,10 @@ def run_scheduler(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from job_scheduler.service_app import build_service, serve
+    if args.executor == "simulated":      # said at start: nothing real runs by default
+        print("sluice scheduler: executor simulated: jobs only pretend to run (no process is "
+              "started; each ends after its estimated C(n) * --time-factor seconds); "
+              "--executor local or slurm runs them", file=sys.stderr, flush=True)
     service, server = build_service(
         topology=topology, policy=policy, estimator=estimator, db_path=db_path,
         executor=args.executor, time_factor=args.time_factor,
@@ -232,6 +241,10 @@ def run_submit(args: argparse.Namespace) -> int:
     note = " (already submitted)" if result.get("duplicate") else ""
     print(f"submission {result['submission']}{note}: queued {len(specs)} job(s): "
           + ", ".join(f"{spec.name}={jid}" for spec, jid in zip(specs, result["jobs"])))
+    later = [s for s in result.get("schedule", []) if s.get("arrival")]
+    if later:      # the service honours `arrival`: seconds after this submission
+        print("arriving later: " + ", ".join(f"{s['name']} in {s['arrival']:g} s"
+                                             for s in later))
     return 0
 
 
@@ -258,8 +271,14 @@ def run_jobs(args: argparse.Namespace) -> int:
         print(json.dumps(jobs, indent=2, sort_keys=True))
         return 0
     print(f"{'ID':>5}  {'NAME':<20} {'STATE':<10} {'GPUS':>4}  PLACEMENT / REASON")
+    now = time.time()
     for j in jobs:
         extra = _placement_text(j["placement"])
+        not_before = j.get("not_before")
+        if j["state"] == "queued" and not_before is not None and not_before > now:
+            # its arrival lies ahead: the scheduler does not consider it before then
+            extra = (f"arrives {time.strftime('%H:%M:%S', time.localtime(not_before))} "
+                     f"(in {not_before - now:.0f} s)")
         if j.get("reason"):
             extra += f"  ({j['reason']})"
         gpus = "-" if j["gpus"] is None else j["gpus"]

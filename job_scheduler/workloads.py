@@ -274,6 +274,28 @@ def _tiresias_job(r: _Row) -> JobSpec | None:
         trace_gpus=gpus, trace_duration=duration, extra={"line": r.line})
 
 
+def trace_kind(path: Path) -> str | None:
+    """'tiresias' or 'philly' for a CSV trace recognised by its header, None for what is
+    not CSV (a job YAML file); InputError naming --trace-format for a CSV header of
+    neither format."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            first = next((line for line in f if line.strip()), "")
+    except OSError:
+        return None                        # load_jobs says why it cannot be read
+    if "," not in first or ":" in first or first.lstrip().startswith(("#", "-", "{")):
+        return None
+    header = {h.strip() for h in first.split(",")}
+    for kind, columns in (("tiresias", TIRESIAS_COLUMNS), ("philly", PHILLY_COLUMNS)):
+        if set(columns) <= header:
+            return kind
+    raise InputError(str(path), f"looks like a CSV trace, but its header "
+                     f"({first.strip()[:120]}) is neither a Tiresias trace's "
+                     f"({','.join(TIRESIAS_COLUMNS)}) nor a Philly trace's "
+                     f"({','.join(PHILLY_COLUMNS)}); give --trace-format tiresias|philly, or "
+                     "a job YAML file", field="trace-format")
+
+
 def load_tiresias(path: str | Path) -> list[JobSpec]:
     jobs = _read_csv(Path(path), TIRESIAS_COLUMNS, _tiresias_job)
     seen: set[str] = set()
@@ -372,7 +394,10 @@ def _load(name_or_path, trace_format, jobs, seed, caps) -> list[JobSpec]:
     elif spec in BURSTY:
         return generate_bursty(spec, jobs, seed)
     elif Path(spec).exists():
-        loaded = load_jobs(spec)
+        kind = trace_kind(Path(spec))      # a CSV trace given without --trace-format
+        loaded = load_jobs(spec) if kind is None else \
+            load_tiresias(spec) if kind == "tiresias" else load_philly(spec)
+        trace_format = kind
     else:
         raise InputError(spec, "not a scenario (" + ", ".join(SCENARIOS + tuple(BURSTY)) + ") nor an existing "
                          "job file; traces need trace_format='tiresias' or 'philly'")

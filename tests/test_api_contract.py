@@ -8,6 +8,7 @@ import http.client
 import json
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 
@@ -411,3 +412,41 @@ def test_a_short_admin_token_exits_2_naming_the_variable(tmp_path, command, env)
         env={**base, env: "x" * 15}, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r.stderr
     assert f"{env}: the admin token must be at least 16 characters, got 15" in r.stderr
+
+
+# ---- 7. CLI gaps -------------------------------------------------------------------------
+
+def test_a_csv_trace_is_recognised_by_its_header_or_named(tmp_path):
+    from job_scheduler.workloads import load_workload
+    from sluice_common.errors import InputError
+    trace = tmp_path / "trace.csv"
+    trace.write_text("job_id,num_gpu,submit_time,iterations,model_name,duration\n"
+                     "1,2,0,606,vgg19,10\n2,1,5,100,resnet50,20\n")
+    jobs = load_workload(trace)                     # no trace_format: the header says
+    assert [j.trace_gpus for j in jobs] == [2, 1] and jobs[1].arrival == 5
+    other = tmp_path / "other.csv"
+    other.write_text("a,b,c\n1,2,3\n")
+    with pytest.raises(InputError) as err:
+        load_workload(other)
+    assert "--trace-format" in str(err.value) and "job_id" in str(err.value)
+
+
+def test_validate_takes_several_files(tmp_path, capsys):
+    from sluice.cli import main
+    root = Path(__file__).resolve().parents[1] / "examples" / "jobs"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(job_file("a").replace("epochs: 1", "epochs: 0"))
+    assert main(["validate", str(root / "mixed.yaml"), str(root / "layers.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "mixed.yaml" in out and "layers.yaml" in out
+    assert main(["validate", str(root / "mixed.yaml"), str(bad), str(bad)]) == 2
+    assert capsys.readouterr().err.count("bad.yaml: job 'a': field 'epochs'") == 2
+
+
+def test_the_executor_is_named_at_start_and_in_help():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "sluice", "scheduler", "--help"],
+                       capture_output=True, text=True, timeout=60)
+    assert "default simulated: the job only pretends to run" in " ".join(r.stdout.split())
+    assert "0.001 makes a 1000-s job end in 1 s" in " ".join(r.stdout.split())
