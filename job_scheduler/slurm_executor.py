@@ -159,6 +159,48 @@ class SlurmJobOptions:
     timeout: float = 3600.0
 
 
+class ProgressRelay:
+    """Relays a running job's progress (the last batch each worker logged in the shared
+    run directory) to the controller from the scheduler's host, with the job's token.
+
+    The workers report themselves when the controller's URL is reachable from the
+    nodes; where it is not (a controller API on the scheduler's loopback, as on the
+    emulated fabric) this keeps the controller's progress ranking fed. Latest batch
+    wins at the controller, so reports from both are harmless. In memory only (the
+    token is never stored): after a restart of the service the workers' own reports
+    remain."""
+
+    def __init__(self, url: str, token: str, job_id: str, run_dir: Path, workers: int):
+        from controller.client import ControllerClient
+        from ps_runtime.launcher import LineFollower
+
+        self.client = ControllerClient(url, None, timeout=1.0)
+        self.token = token
+        self.job_id = job_id
+        self.followers = {j: LineFollower(run_dir / "ps" / f"worker{j}.log")
+                          for j in range(workers)}
+        self.sent: dict[int, int] = {}
+        self.failed_once = False
+
+    def step(self) -> int:
+        from ps_runtime.launcher import parse_batches
+        from ps_runtime.plan import worker_id
+
+        sent = 0
+        for j, follower in self.followers.items():
+            batches = [r.batch for r in parse_batches(follower.new_lines())]
+            if batches and batches[-1] != self.sent.get(j):
+                try:
+                    self.client.progress(self.job_id, worker_id(j), batches[-1], self.token)
+                    self.sent[j] = batches[-1]
+                    sent += 1
+                except Exception as err:      # the controller being down stops nothing
+                    if not self.failed_once:
+                        log.warning("progress relay for %s: %s", self.job_id, err)
+                        self.failed_once = True
+        return sent
+
+
 # ---- the executor ----------------------------------------------------------------------
 
 class SlurmExecutor:
@@ -181,6 +223,7 @@ class SlurmExecutor:
         self._seen: dict[int, list[JobInfo]] = {}   # Slurm id -> its parts, last poll
         self._warned_unavailable = 0.0
         self._unknown_since: dict[int, float] = {}   # sluice job id -> first seen unknown
+        self._relays: dict[int, ProgressRelay] = {}
         self.lost_grace = lost_grace
         self.last_capacity: dict[str, str] = {}
 
@@ -252,6 +295,13 @@ class SlurmExecutor:
         # marks the job failed with them ("launch failed: ...")
         slurm_id = self.client.submit(sub, env=env, unset=ADMIN_TOKEN_ENVS)
         self._ids[job.id] = slurm_id
+        env_in = extra_env or {}
+        if env_in.get("SLUICE_CONTROLLER_URL") and env_in.get("SLUICE_CONTROLLER_JOB_TOKEN"):
+            from job_scheduler.service_controller import controller_job_id
+
+            self._relays[job.id] = ProgressRelay(
+                env_in["SLUICE_CONTROLLER_URL"], env_in["SLUICE_CONTROLLER_JOB_TOKEN"],
+                controller_job_id(job), run_dir, len(decision.worker_hosts))
         log.info("job %d (%s): Slurm job %d on %s", job.id, job.name, slurm_id,
                  ", ".join(f"{c.node}:{c.gpus}" for c in parts))
         return {"slurm_job_id": slurm_id}
@@ -281,8 +331,14 @@ class SlurmExecutor:
         return None
 
     def poll(self, job: JobRecord, now: float) -> Outcome | None:
+        relay = self._relays.get(job.id)
+        if relay is not None:
+            relay.step()
         try:
-            return self._poll(job, now)
+            outcome = self._poll(job, now)
+            if outcome is not None:
+                self._relays.pop(job.id, None)
+            return outcome
         except SlurmUnavailable as err:
             if now - self._warned_unavailable > 30:
                 log.warning("Slurm unreachable (%s): job %d taken as still running", err, job.id)
