@@ -119,7 +119,7 @@ demo-slurm: setup
 	$(VENV)/bin/sluice demo --executor slurm --out $(DEMO_SLURM_OUT)
 
 bench: setup
-	$(PY) bench/run_all.py
+	$(PY) -m bench.run_all
 
 clean-fabric: venv
 	$(VENV)/bin/sluice fabric clean

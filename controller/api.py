@@ -220,7 +220,7 @@ async def handle_progress(service: Northbound, job_id: str, raw: bytes,
 
     The service runs in the ``batcher``'s thread, not on the event loop (a report can
     wait for the service's lock while a registration reconciles every flow); reports
-    arriving together are handed over together, one reconcile for all (bench/soak.py)."""
+    arriving together are handed over together, one reconcile for all (bench/reliability/soak.py)."""
     t0 = time.monotonic()
     try:
         body = ProgressReport.model_validate_json(raw)
@@ -247,7 +247,7 @@ class ProgressFastPath:
     worker) is answered here, everything else goes to the FastAPI app. FastAPI's own
     middleware (error handling, OpenTelemetry hooks that read the environment on every
     request) and routing cost more than the report itself (measured with py-spy in
-    bench/soak_controller.py), and the controller's reaction latency is measured on this
+    bench/reliability/soak_controller.py), and the controller's reaction latency is measured on this
     path. The body limit (411/413) comes first, as for every route; the answers are
     those of the documented route."""
 

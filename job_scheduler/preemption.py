@@ -1,7 +1,7 @@
 """What a preemption and a migration cost, measured, and a simulator that charges it.
 
 The costs (suspend seconds, resume-to-first-batch seconds) per model and worker count
-are measured by ``bench/bench_suspend.py`` on real PS jobs and stored in
+are measured by ``bench/ps_runtime/bench_suspend.py`` on real PS jobs and stored in
 ``job_scheduler/data/preemption_costs.yaml``. :class:`PreemptionCosts` answers for any
 job: the measured row of its model at the nearest worker count; for a model not
 measured, a straight-line fit of the measured emulated rows at that worker count against

@@ -2,7 +2,7 @@
 ``<N x GPU, GMem, Bandwidth>``, trained on measured runs (never on the analytic model).
 
 Training data (``data/measured_runs_h100.json``, written by
-``bench/measure_gpu_runs.py`` on one NVIDIA H100): 91 configurations, the 5 models the
+``bench/scheduler/measure_gpu_runs.py`` on one NVIDIA H100): 91 configurations, the 5 models the
 runtime trains x input size 64/128/224 x batch size 1-256, each with its measured step
 time, peak GPU memory and in-host exchange time (gradients to pinned host memory and
 parameters back). That is all the measured data there is: one GPU type, five models.
@@ -24,7 +24,7 @@ Targets, per configuration (Liquid's triple):
 Features: log10(parameters), batch size, input size (pixels), log10(pixels per batch). Five models is little:
 the forest interpolates between measured configurations well (held-out rows) and
 generalises to an unseen model poorly (leave-one-model-out); both are reported by
-``evaluate`` and ``bench/bench_resource_estimator.py``.
+``evaluate`` and ``bench/scheduler/bench_resource_estimator.py``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ batch and exit 0). Then two faults of their own:
 - ``worker SIGKILL``: a second PS job, one worker SIGKILLed at batch 3: detected_s =
   until the launcher reports the job failed (all its processes stopped); lost = None.
 - ``scheduler SIGKILL``: the scheduler service (`sluice scheduler`, simulated
-  executor) SIGKILLed while submissions stream in (bench/bench_scheduler_service.py's
+  executor) SIGKILLed while submissions stream in (bench/api/bench_scheduler_service.py's
   fault run): rerouted_s = restart to healthy, lost = acknowledged submissions lost,
   job_finished = every job finished.
 """
@@ -374,7 +374,7 @@ def worker_kill(fab, ctl, out: Path) -> dict:
 
 def scheduler_kill(out: Path) -> dict:
     spec = importlib.util.spec_from_file_location(
-        "bench_scheduler_service", REPO / "bench" / "bench_scheduler_service.py")
+        "bench_scheduler_service", REPO / "bench" / "api" / "bench_scheduler_service.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     work = out / "scheduler"

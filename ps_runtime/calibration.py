@@ -1,7 +1,7 @@
 """What the PS runtime costs beyond the Proteus model, for the estimator of a real run.
 
 The paper's C(n) counts compute and the gradient bytes over the link; a real ps-lite job
-also pays (figures measured on this 2-core machine, ``bench/bench_emulation.py``):
+also pays (figures measured on this 2-core machine, ``bench/ps_runtime/bench_emulation.py``):
 
 - ``startup_s``: launch -> every worker has done its first batch. Pre-started processes
   (``ps_runtime.warm``) bring it to about a second for emulated workers;

@@ -1,15 +1,11 @@
 """Every example finishes what its `# try:` line says in under 5 minutes (slow: the
-`sluice run` examples take minutes and the fabric; bench/bench_examples.py records times)."""
+`sluice run` examples take minutes and the fabric; bench/end_to_end/bench_examples.py records times)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from bench_examples import LIMIT_S, examples, run_example  # noqa: E402
+from bench.end_to_end.bench_examples import LIMIT_S, examples, run_example
 
 CASES = [pytest.param(ex, id=ex.path.name,
                       marks=[pytest.mark.slow] + ([pytest.mark.fabric] if ex.needs_fabric else []))

@@ -1,4 +1,4 @@
-"""The CI-sized soak (bench/soak.py, short and light): nothing acknowledged is lost and
+"""The CI-sized soak (bench/reliability/soak.py, short and light): nothing acknowledged is lost and
 memory does not grow. Throughput and latency targets live in the benchmark itself
 (bench/RESULTS.md), not in a timed test."""
 
@@ -15,10 +15,10 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_short_soak_loses_nothing(tmp_path):
     out = tmp_path / "soak.json"
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "soak.py"), "--minutes", "0.5",
+    r = subprocess.run([sys.executable, "-m", "bench.reliability.soak", "--minutes", "0.5",
                         "--rate", "100", "--sub-rate", "10", "--jobs", "20", "--queued", "500",
                         "--ramp-rates", "--ramp-sub-rates", "--out", str(tmp_path / "work"),
-                        "--json", str(out)], capture_output=True, text=True, timeout=600)
+                        "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     result = json.loads(out.read_text())
     for key in ("reports_per_s", "p99_ms", "reports_lost", "rss_growth_pct_after_warmup"):
