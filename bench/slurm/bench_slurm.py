@@ -1,6 +1,6 @@
 """Issue 28: the Slurm executor's costs, on a real Slurm 22.05 cluster on the Mininet fabric.
 
-    python bench/bench_slurm.py [--repeats 5] [--foreign 1000] [--json OUT]
+    python -m bench.slurm.bench_slurm [--repeats 5] [--foreign 1000] [--json OUT]
 
 (root, Open vSwitch, Mininet and Debian's Slurm + munge, as `make test` sets up; it
 takes the global fabric lock.) Prints:
@@ -18,8 +18,6 @@ takes the global fabric lock.) Prints:
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import re
 import signal
@@ -32,7 +30,8 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
+from bench import harness
+from bench.harness import ROOT as REPO
 
 TOPOLOGY = "two-rack"
 JOB = {"model": "resnet18", "batch_size": 8, "dataset_size": 64, "epochs": 1}
@@ -245,10 +244,9 @@ def faults(env, work: Path) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--foreign", type=int, default=1000)
-    parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     from end_to_end.slurm_env import slurm_environment
 
@@ -277,8 +275,7 @@ def main() -> int:
     for name, f in result["faults"].items():
         print(f"{name}: {f['jobs']} jobs, {f['lost']} lost, {f['started_twice']} started twice, "
               f"{f['sluice_vs_squeue_disagree']} disagreeing with squeue")
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+    harness.write_json(args.json, result)
     return 0
 
 
