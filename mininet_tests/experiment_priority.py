@@ -50,7 +50,7 @@ LAGGING = "job-c"
 # rack uplinks shaped at 12 Mbit/s, so that one seed (four modes) fits in 8 minutes here.
 # Why 12 Mbit/s and not the topology's 50: on 2 cores the jobs' ps-lite processes and the
 # userspace datapath carry only ~12 Mbit/s in all, so at 50 the CPU, not the link, is the
-# bottleneck and no ranking rule can change anything (bench/RESULTS.md, round 5: 11.9 of
+# bottleneck and no ranking rule can change anything (bench/HISTORY.md, round 5: 11.9 of
 # 50 Mbit/s used, every rule within 5 % of off). At 12 Mbit/s the link is the bottleneck
 # the experiment is about. Every link is scaled alike (experiment_heavy_tail).
 HEAVY_TAIL_SCALE = 0.1
