@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{rank}: full {row['full_ms']:.3f} ms/report, incremental "
               f"{row['incremental_ms']:.3f} ms/report ({row['speedup']:.0f}x); flow mods "
               f"sent {row['full_flow_mods']} / {row['incremental_flow_mods']}", flush=True)
+        harness.figure(f"{rank} incremental cost per report", row["incremental_ms"], "ms",
+                       baseline=row["full_ms"], note="(baseline: full re-rank)")
     print(f"load average {out['load_avg']:.1f}")
     harness.write_json(args.json, out)
     return 0

@@ -79,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
            "load_avg": round(os.getloadavg()[0], 2),
            **{k: round(statistics.median(v), 3) for k, v in times.items()}}
     out["move_vs_baseline"] = round(out["move_ms"] / out["baseline_ms"], 3)
+    harness.figure("migration rule swap (remove + register)", out["move_ms"], "ms",
+                   baseline=out["baseline_ms"], note="(baseline: a fresh job's register + remove)")
     if args.json:
         harness.write_json(args.json, out)
     else:

@@ -77,6 +77,9 @@ def main() -> int:
            "startup_warm_over_cold": round(statistics.median(warm) / statistics.median(cold), 3),
            "sync_median_s": round(statistics.median(over), 4),
            "sync_mean_s": round(statistics.fmean(over), 4)}
+    harness.figure("start-up, pre-started processes", out["startup_warm_median_s"], "s",
+                   baseline=out["startup_cold_median_s"], note="(baseline: cold processes)")
+    harness.figure("per-round sync beyond the bytes", out["sync_median_s"] * 1e3, "ms")
     if args.json:
         harness.write_json(args.json, out)
     else:
