@@ -243,7 +243,7 @@ def test_the_job_count_is_checked_while_parsing(api):
 def test_a_refused_document_builds_no_node(monkeypatch, text):
     # the job count and the alias cap are checked on the parser's events: a refused
     # 1 MiB file never becomes a node graph (~60 MiB that the allocator kept after the
-    # refusal: bench/bench_api_burst.py)
+    # refusal: bench/api/bench_api_burst.py)
     from sluice_common import jobspec
     from sluice_common.errors import InputError
 
