@@ -72,6 +72,9 @@ class SimulatedExecutor:
             return Outcome("finished", job.expected_end, 0, None)
         return None
 
+    def learned(self, job: JobRecord) -> dict:
+        return {}        # everything poll needs is recorded at launch
+
     def stop(self, job: JobRecord) -> None:
         pass
 
@@ -216,6 +219,9 @@ class LocalExecutor:
                            "starting it)", never_started=True)
         return Outcome("failed", now, None,
                        "job process vanished without an exit status (killed, or host reboot)")
+
+    def learned(self, job: JobRecord) -> dict:
+        return {}        # everything poll needs is recorded at launch
 
     def stop(self, job: JobRecord) -> None:
         pid, start = self._pid_of(job)

@@ -45,6 +45,10 @@ class Executor(Protocol):
     def launch(self, job: JobRecord, env: Mapping[str, str]) -> dict: ...
     def poll(self, job: JobRecord, now: float) -> Outcome | None: ...
     def stop(self, job: JobRecord) -> None: ...
+    # Fields a poll learned that the job's record lacks (a Slurm job id found again by
+    # name after the service died between sbatch and recording it): the service records
+    # them, so the store agrees with the cluster.
+    def learned(self, job: JobRecord) -> dict: ...
 
 
 class ControllerLink(Protocol):
@@ -309,6 +313,9 @@ class SchedulerService:
                 outcome = Outcome("failed", now, None, f"unknown executor {job.executor!r}")
             else:
                 outcome = executor.poll(job, now)
+                learned = executor.learned(job)
+                if learned:
+                    self.store.update(job.id, expect_state="running", **learned)
             if outcome is not None:
                 ended.append((job, outcome))
         changed = self.store.update_many([self._end_update(j, o) for j, o in ended])

@@ -409,6 +409,13 @@ class SlurmExecutor:
         except SlurmError as err:
             log.warning("scancel %d: %s", slurm_id, err)
 
+    def learned(self, job: JobRecord) -> dict:
+        """The Slurm job id ``_slurm_id`` found (batch.started, or by name) for a job
+        whose record has none: the service was killed between sbatch and recording it."""
+        if job.slurm_job_id is None and job.id in self._ids:
+            return {"slurm_job_id": self._ids[job.id]}
+        return {}
+
     def stop(self, job: JobRecord) -> None:
         slurm_id = self._slurm_id(job)
         if slurm_id is not None:

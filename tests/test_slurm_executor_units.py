@@ -2,6 +2,7 @@
 adoption by job name after a crash, state from Slurm (never from srun), Slurm's reason
 on failure, the batch script's exit status once Slurm forgot the job, Slurm down."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -174,8 +175,12 @@ def test_crash_between_sbatch_and_store_adopts_by_name(setup):
     assert job.slurm_job_id is None
     fake.parts[55] = [JobInfo(55, "RUNNING", name="sluice-other-job-7-attempt-1"),   # another store's
                       JobInfo(56, "RUNNING", name="sluice-st0re-job-7-attempt-1")]
+    assert ex.learned(job) == {}
     assert ex.poll(job, 11.0) is None           # adopted, running
     assert ex._slurm_id(job) == 56
+    # ... and handed to the service to record: the store then agrees with squeue
+    assert ex.learned(job) == {"slurm_job_id": 56}
+    assert ex.learned(dataclasses.replace(job, slurm_job_id=56)) == {}
     ex2 = SlurmExecutor(fake, ex.topology, ex.run_root, launch_grace=5, tag="st0re")
     fake.parts.clear()
     assert ex2.poll(job, 12.0) is None          # within the grace: sbatch may be on its way

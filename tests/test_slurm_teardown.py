@@ -26,12 +26,20 @@ def _processes() -> dict[int, str]:
     return out
 
 
-def _netns_in_use() -> set[str]:
+def _netns_in_use(born_before: float) -> set[str]:
+    """The network namespaces of processes started before ``born_before`` (a
+    ``time.monotonic()``, which counts from boot as /proc's start times do): nsfs reuses a
+    freed namespace's inode, so a fabric another process brings up right after ours is
+    gone (the fabric lock is free then) could otherwise look like ours left behind."""
     out = set()
+    ticks = os.sysconf("SC_CLK_TCK")
     for p in (d for d in os.listdir("/proc") if d.isdigit()):
         try:
-            out.add(os.readlink(f"/proc/{p}/ns/net"))
-        except OSError:
+            stat = Path(f"/proc/{p}/stat").read_text()
+            started = int(stat.rsplit(")", 1)[1].split()[19]) / ticks
+            if started < born_before:
+                out.add(os.readlink(f"/proc/{p}/ns/net"))
+        except (OSError, ValueError, IndexError):
             pass
     return out
 
@@ -64,7 +72,7 @@ def test_nothing_is_left_after_stop(tmp_path):
             break
         time.sleep(0.2)
     assert left == {}
-    assert namespaces.isdisjoint(_netns_in_use())
+    assert namespaces.isdisjoint(_netns_in_use(born_before=t0 + teardown_s))
     assert subprocess.run(["ip", "link", "show", HEAD_INTF], capture_output=True).returncode != 0
     assert not workdir.exists()
     print(f"teardown of controller + fabric + Slurm: {teardown_s:.1f} s")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -228,6 +229,7 @@ def main() -> int:
         for proc, *_ in procs.values():
             proc.terminate()
             proc.wait(10)
+        shutil.rmtree(work, ignore_errors=True)
     print("\nevery bad request answered 4xx, both services alive:", not failed)
     return 1 if failed else 0
 
