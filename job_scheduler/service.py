@@ -26,6 +26,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 from job_scheduler.executors import Outcome
 from sluice_common.jobspec import JobSpec, parse_jobs_text
+from job_scheduler.submission_check import LARGE_BODY, check_in_child
 from job_scheduler.placement import ClusterState, Placement
 from job_scheduler.service_policy import PolicyStep, QueuedJob, StartDecision
 from job_scheduler.store import (DuplicateSubmission, JobRecord, JobStore, JobUpdate,
@@ -119,6 +120,8 @@ class SchedulerService:
     # ---- admission -------------------------------------------------------------------
     def validate(self, body: str, source: str) -> list[JobSpec]:
         """Parse and check a whole job file; InputError on the first problem."""
+        if len(body) > LARGE_BODY:          # a large bad file must not bloat the service
+            check_in_child(body, source, MAX_JOBS_PER_SUBMISSION)
         specs = parse_jobs_text(body, source, max_jobs=MAX_JOBS_PER_SUBMISSION)
         if len(specs) > MAX_JOBS_PER_SUBMISSION:
             raise InputError(source, f"at most {MAX_JOBS_PER_SUBMISSION} jobs per submission",

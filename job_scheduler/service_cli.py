@@ -119,6 +119,8 @@ def _is_loopback(host: str) -> bool:
 
 
 def run_scheduler(args: argparse.Namespace) -> int:
+    from sluice_common.malloc import return_large_buffers_to_the_system
+    return_large_buffers_to_the_system()     # a long-lived service: see that module
     # Everything that can be wrong with the arguments is checked before anything starts.
     from job_scheduler.estimator import Estimator
     from job_scheduler.service_policy import DEFAULT_EPS, DEFAULT_V, make_policy
