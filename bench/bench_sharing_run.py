@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from end_to_end.runloop import RunOptions  # noqa: E402
 from end_to_end.sharing_run import SharingRun  # noqa: E402
 from job_scheduler.estimator import Estimator  # noqa: E402
-from job_scheduler.service_policy import make_policy  # noqa: E402
+from job_scheduler.service_policy import make_policy_step  # noqa: E402
 from ps_runtime.runners import LocalRunner  # noqa: E402
 from sluice_common.jobspec import JobSpec  # noqa: E402
 from topologies import load_topology  # noqa: E402
@@ -77,7 +77,7 @@ def run_once(out: Path, name: str, on: bool, quantum: float, port: int) -> dict:
     kw = {}
     if on:
         kw = {"time_slice": quantum} if name == "time-slice" else {"pack": True}
-    loop = SharingRun(topo, jobs, make_policy("lyapunov", topo, est, slot=0.5), est, None,
+    loop = SharingRun(topo, jobs, make_policy_step("lyapunov", topo, est, slot=0.5), est, None,
                       NoController(), out / f"{name}-{'on' if on else 'off'}", options,
                       policy_name="lyapunov", runner=LocalRunner(), **kw)
     result = loop.run()

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from job_scheduler.placement import BestFitPlacement, ClusterState, FirstFitPlacement
-from job_scheduler.service_policy import QueuedJob, StartDecision
+from job_scheduler.decisions import QueuedJob, StartDecision
 from ps_runtime import checkpoint
 from end_to_end.runloop import RealTimeRun
 

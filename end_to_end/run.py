@@ -197,14 +197,14 @@ def warm_processes(topology, fabric, out: Path, compute: str):
 
 def one_pass(topology, jobs, fabric, client, out: Path, args, priority: bool, port_base: int,
              runner=None):
-    from job_scheduler.service_policy import make_policy
+    from job_scheduler.service_policy import make_policy_step
     from end_to_end.runloop import RealTimeRun, RunOptions
 
     estimator = run_estimator(topology, args)
     from end_to_end.sharing_run import run_loop
 
     loop_class, policy, extra = run_loop(args)
-    policy = policy or make_policy(args.policy, topology, estimator, slot=args.slot)
+    policy = policy or make_policy_step(args.policy, topology, estimator, slot=args.slot)
     options = RunOptions(priority=priority, slot_s=args.slot, batches=args.batches,
                          input_size=args.input_size, job_timeout_s=args.job_timeout,
                          port_base=port_base, compute=args.compute, profile=args.profile,

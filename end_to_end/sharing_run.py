@@ -28,7 +28,7 @@ import math
 from ps_runtime import checkpoint
 from job_scheduler.sharing import (PACK_MEMORY_SHARE, PACK_SLOWDOWN, fits_packed,
                                    job_gmem_gib, leave_pair, slice_victims)
-from job_scheduler.service_policy import QueuedJob, StartDecision
+from job_scheduler.decisions import QueuedJob, StartDecision
 from sluice_common.placement import Placement
 from end_to_end.preemptive_run import PreemptiveRun, preemptive_loop
 

@@ -27,7 +27,8 @@ from typing import Callable, Mapping, Protocol, Sequence
 from job_scheduler.executors import Outcome
 from sluice_common.jobspec import JobSpec, parse_jobs_text
 from job_scheduler.placement import ClusterState, Placement
-from job_scheduler.service_policy import PolicyStep, QueuedJob, StartDecision
+from job_scheduler.decisions import QueuedJob, StartDecision
+from job_scheduler.service_policy import FunctionStep, PolicyStep
 from job_scheduler.store import (DuplicateSubmission, JobRecord, JobStore, JobUpdate,
                                  KeyReused)
 from sluice_common.errors import InputError
@@ -85,7 +86,8 @@ class SchedulerService:
             raise ValueError(f"executor {executor!r} not in {sorted(executors)}")
         self.store = store
         self.topology = topology
-        self.policy = policy
+        # a plain function is shown the whole queue each slot (service_policy.FunctionStep)
+        self.policy = policy if isinstance(policy, PolicyStep) else FunctionStep(policy)
         self.executors = dict(executors)
         self.executor = executor
         self.max_retries = max_retries
@@ -220,24 +222,16 @@ class SchedulerService:
 
     def _enqueue(self, job: JobRecord, *, in_id_order: bool = False) -> None:
         self._queued[job.id] = job
-        add = getattr(self.policy, "add", None)
-        if add is not None:
-            add(QueuedJob(job.id, job.spec, job.start_not_before), in_id_order=in_id_order)
+        self.policy.add(QueuedJob(job.id, job.spec, job.start_not_before),
+                        in_id_order=in_id_order)
 
     def _dequeue(self, job_id: int) -> None:
         self._delayed.pop(job_id, None)
         self._queued.pop(job_id, None)
-        remove = getattr(self.policy, "remove", None)
-        if remove is not None:
-            remove(job_id)
+        self.policy.remove(job_id)
 
     def _decide(self, state: ClusterState, now: float) -> list[StartDecision]:
-        decide = getattr(self.policy, "decide", None)
-        if decide is not None:       # the policy step keeps the queue: O(jobs started)
-            return decide(state, now)
-        order = [QueuedJob(j.id, j.spec, j.start_not_before)
-                 for j in sorted(self._queued.values(), key=lambda j: j.id)]
-        return self.policy(order, state, now)
+        return self.policy.decide(state, now)     # the step keeps the queue: O(started)
 
     def queued_count(self) -> int:
         with self._lock:

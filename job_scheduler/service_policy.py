@@ -24,10 +24,10 @@ heuristic, not acknowledged data).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Sequence
 
 from job_scheduler import policies as sim_policies
+from job_scheduler.decisions import QueuedJob, StartDecision
 from job_scheduler.estimator import Estimator, effective_bandwidth
 from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import ClusterState, Placement
@@ -42,48 +42,41 @@ DEFAULT_V = sim_policies.DEFAULT_V
 DEFAULT_EPS = sim_policies.DEFAULT_EPS
 
 
-@dataclass(frozen=True)
-class QueuedJob:
-    id: int
-    spec: JobSpec
-    submitted_at: float
+class PolicyStep:
+    """The service's policy seam. The service keeps the step's queue in step with its
+    own: ``add`` when a job is queued, ``remove`` when it leaves unstarted; ``decide``
+    once per slot on ``state``, a scratch copy of the cluster's free GPUs (a step may
+    allocate on it while it decides several jobs; the service re-derives the real state
+    from its store)."""
+
+    def add(self, q: QueuedJob, *, in_id_order: bool = False) -> None:
+        raise NotImplementedError
+
+    def remove(self, job_id: int) -> None:
+        raise NotImplementedError
+
+    def decide(self, state: ClusterState, now: float) -> list[StartDecision]:
+        raise NotImplementedError
 
 
-@dataclass(frozen=True)
-class StartDecision:
-    """A policy's answer for one queued job: start it now, on this placement."""
-    job_id: int
-    placement: Placement
-    # Extra facts a policy wants recorded with the job (e.g. its C(n)).
-    notes: dict = field(default_factory=dict, compare=False)
+class FunctionStep(PolicyStep):
+    """A plain ``(queued, state, now) -> decisions`` function (a fixed placement, a
+    test's) as a PolicyStep: it is shown the whole queue in id order (FIFO by first
+    submission) each slot."""
 
-    @property
-    def gpus(self) -> int:
-        return self.placement.gpus
+    def __init__(self, fn: Callable[[Sequence[QueuedJob], ClusterState, float],
+                                    list[StartDecision]]):
+        self.fn = fn
+        self._queue: dict[int, QueuedJob] = {}
 
-    @property
-    def ps_hosts(self) -> tuple[str, ...]:
-        return self.placement.ps_hosts
+    def add(self, q: QueuedJob, *, in_id_order: bool = False) -> None:
+        self._queue[q.id] = q
 
-    @property
-    def worker_hosts(self) -> tuple[str, ...]:
-        return self.placement.worker_hosts
+    def remove(self, job_id: int) -> None:
+        self._queue.pop(job_id, None)
 
-    def gpus_by_host(self) -> dict[str, int]:
-        return self.placement.gpus_by_host()
-
-    def placement_record(self) -> dict:
-        """The placement as the store keeps it (JSON)."""
-        return {"ps_hosts": list(self.ps_hosts), "worker_hosts": list(self.worker_hosts),
-                "gpus_by_host": self.gpus_by_host(), **({"notes": self.notes} if self.notes else {})}
-
-
-class PolicyStep(Protocol):
-    """``state`` is a scratch copy of the cluster's free GPUs: a step may allocate on it
-    while it decides several jobs; the service re-derives the real state from its store."""
-
-    def __call__(self, queued: Sequence[QueuedJob], state: ClusterState,
-                 now: float) -> list[StartDecision]: ...
+    def decide(self, state: ClusterState, now: float) -> list[StartDecision]:
+        return self.fn(sorted(self._queue.values(), key=lambda q: q.id), state, now)
 
 
 class IdleFabric:
@@ -125,7 +118,7 @@ class _SlotView:
         raise RuntimeError("the scheduler service does not preempt running jobs")
 
 
-class SimulatorPolicyStep:
+class SimulatorPolicyStep(PolicyStep):
     """A ``job_scheduler.policies`` policy object as a PolicyStep.
 
     ``bandwidth`` is the loop's bandwidth model (placement -> Mbit/s), by default the
@@ -188,18 +181,14 @@ class SimulatorPolicyStep:
         if job_id in self._arrived:        # never told: nothing of it was counted
             self._arrived.remove(job_id)
         elif was_waiting and job_id in view.models:
-            leave = getattr(self.policy, "on_leave", None)
-            if leave is not None:
-                leave(view, job_id)
+            self.policy.on_leave(view, job_id)
         self._forget(job_id)
 
     def _forget(self, job_id: int) -> None:
         view = self._view
         view.jobs.pop(job_id, None)
         view.models.pop(job_id, None)
-        forget = getattr(self.policy, "forget", None)
-        if forget is not None:
-            forget(job_id)
+        self.policy.forget(job_id)
 
     def decide(self, state: ClusterState, now: float) -> list[StartDecision]:
         """One slot: which queued jobs start now, where."""
@@ -234,7 +223,7 @@ class SimulatorPolicyStep:
         return self.decide(state, now)
 
 
-def make_policy(name: str, topology: Topology, estimator: Estimator, **options) -> PolicyStep:
+def make_policy_step(name: str, topology: Topology, estimator: Estimator, **options) -> PolicyStep:
     """The service's policy step for a policy of the registry (``policies.POLICY_NAMES``
     less the preemptive ones); ``options`` go to ``policies.make_policy`` but ``slot``."""
     if name not in SERVICE_POLICIES:

@@ -107,8 +107,7 @@ class SharingSimulator(CostedSimulator):
             raise ValueError(f"time-slice quantum must be > 0 seconds, got {time_slice}")
         if not pack_slowdown >= 1:
             raise ValueError(f"pack slowdown must be >= 1, got {pack_slowdown}")
-        if (time_slice or pack) and not all(hasattr(self.policy, h)
-                                            for h in ("on_requeue", "on_packed", "needs")):
+        if (time_slice or pack) and not self.policy.shares_gpus:
             raise ValueError(f"policy {self.policy.name} cannot use time-slicing or packing "
                              "(it preempts by its own rule)")
         self.time_slice = time_slice

@@ -337,9 +337,7 @@ class Simulator:
         self._release(j, run)
         for k in self._add_flows(run.flows, j, -1):
             self._retime(self.running[k])
-        on_complete = getattr(self.policy, "on_complete", None)
-        if on_complete is not None:          # policies that index their running jobs
-            on_complete(self, j)
+        self.policy.on_complete(self, j)
 
     def _next_completion(self) -> float:
         heap = self._heap
@@ -396,9 +394,7 @@ class Simulator:
                         raise RuntimeError(f"policy {self.policy.name} has left jobs {stuck} "
                                            f"waiting on an idle cluster for {stalled} slots")
             if not self.waiting and self.state.total_free and self.running:
-                regrow = getattr(self.policy, "regrow", None)
-                if regrow is not None:      # e.g. sluice: grow jobs onto idle GPUs
-                    regrow(self)
+                self.policy.regrow(self)    # e.g. sluice: grow jobs onto idle GPUs
             if self.progress and done - last_progress >= max(n_jobs // 200, 1):
                 self.progress(done, n_jobs)
                 last_progress = done
@@ -411,9 +407,8 @@ class Simulator:
             t_next = min(t_next, self._slot_at_or_after(self._next_completion()))
             if self.waiting and self.policy.wants_slot(self):
                 t_next = min(t_next, self.now + self.slot)
-            wakeup = getattr(self.policy, "next_wakeup", None)
-            if self.waiting and wakeup is not None:   # e.g. LAS: a threshold crossing
-                t_next = min(t_next, self._slot_at_or_after(wakeup(self)))
+            if self.waiting:                # e.g. LAS: a threshold crossing
+                t_next = min(t_next, self._slot_at_or_after(self.policy.next_wakeup(self)))
             if self.waiting:
                 t_next = min(t_next, self._slot_at_or_after(self.next_engine_event()))
             if math.isinf(t_next):
@@ -441,7 +436,7 @@ class Simulator:
             median_jct=float(np.median(jct)), p95_jct=float(np.percentile(jct, 95)),
             avg_wait=float(wait.mean()), makespan=makespan, gpu_util=float(util),
             jct=jct.tolist(), gpus=list(self.ran_gpus),
-            trace=list(getattr(self.policy, "trace", [])), wall_s=wall,
+            trace=list(self.policy.trace), wall_s=wall,
             decisions=self.decisions)
 
 

@@ -28,7 +28,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from job_scheduler.service_policy import make_policy  # noqa: E402
+from job_scheduler.service_policy import make_policy_step  # noqa: E402
 from sluice_common.errors import InputError  # noqa: E402
 from end_to_end.report import write_report  # noqa: E402
 from end_to_end.run import (DEMO_JOBS, DEMO_TOPOLOGY, POLICY_NAMES, environment,  # noqa: E402
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             estimator = run_estimator(topology, args)
             options = RunOptions(priority=args.priority == "on", port_base=20000 + 1000 * k,
                                  compute=args.compute, profile=args.profile, compute_info=info)
-            result = RealTimeRun(topology, specs, make_policy(name, topology, estimator), estimator,
+            result = RealTimeRun(topology, specs, make_policy_step(name, topology, estimator), estimator,
                                  fabric, client, out / name, options, policy_name=name,
                                  runner=runner).run()
             write_report(result, out / name)

@@ -16,7 +16,7 @@ from job_scheduler.estimator import Estimator
 from job_scheduler.executors import SimulatedExecutor
 from job_scheduler.policies import make_policy as make_sim_policy
 from job_scheduler.service import SchedulerService
-from job_scheduler.service_policy import IdleFabric, _SlotView, make_policy
+from job_scheduler.service_policy import IdleFabric, _SlotView, make_policy_step
 from job_scheduler.simulator import Simulator
 from job_scheduler.store import JobStore
 from sluice_common.jobspec import job_to_dict, load_jobs
@@ -47,21 +47,20 @@ class Clock:
 
 
 def service_decisions(tmp_path, policy: str, seed: int) -> dict[str, tuple]:
-    """The service, slot by slot: a job is submitted at the first slot at or after its
-    arrival, runs C(n) at the idle-fabric bandwidth of its placement."""
+    """The service, slot by slot: every job is submitted at t = 0 and the service holds
+    it back until its arrival (``not_before``); it runs C(n) at the idle-fabric
+    bandwidth of its placement."""
     bandwidth = IdleFabric(TOPO)
     executor = SimulatedExecutor(lambda spec, d: EST.C(spec, d.gpus, bandwidth(d.placement)))
     clock = Clock()
     svc = SchedulerService(JobStore(tmp_path / f"{policy}.db"), TOPO,
-                           make_policy(policy, TOPO, EST, slot=SLOT, seed=seed),
+                           make_policy_step(policy, TOPO, EST, slot=SLOT, seed=seed),
                            {"simulated": executor}, "simulated", clock=clock)
-    pending = sorted(JOBS, key=lambda j: j.arrival)
+    svc.submit(yaml.safe_dump({"jobs": [job_to_dict(j) for j in JOBS]}), "test")
     for _ in range(100_000):
-        while pending and pending[0].arrival <= clock.t:
-            svc.submit(yaml.safe_dump({"jobs": [job_to_dict(pending.pop(0))]}), "test")
         svc.tick()
         records = svc.store.jobs()
-        if not pending and records and all(r.state == "finished" for r in records):
+        if records and all(r.state == "finished" for r in records):
             break
         clock.t += SLOT
     else:

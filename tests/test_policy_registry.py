@@ -4,8 +4,10 @@ docs read, and every policy in it keeps the Policy protocol the loops drive."""
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,7 +18,7 @@ from job_scheduler.estimator import Estimator
 from job_scheduler.policies import (NON_PREEMPTIVE, POLICY_NAMES, REGISTRY, Policy, make_policy,
                                     parse_policy_names)
 from job_scheduler.service_policy import SERVICE_POLICIES
-from job_scheduler.service_policy import make_policy as service_policy
+from job_scheduler.service_policy import make_policy_step as service_policy
 from sluice_common.errors import InputError
 from topologies import load_topology
 
@@ -46,17 +48,31 @@ def test_every_registered_policy_keeps_the_protocol(name):
     assert make_policy(name, seed=1) is not policy
 
 
-def test_the_protocol_rejects_an_object_without_the_loop_methods():
-    class NoStep:
+def test_every_hook_is_declared_on_the_base_with_a_no_op_default():
+    """The loops call every hook without probing: a policy that overrides only
+    ``step`` still answers them all, and not deriving from Policy is not a policy."""
+    class OnlyStep(Policy):
         name = "x"
 
-        def on_arrival(self, sim, j): ...
+        def step(self, sim):
+            sim.stepped = True
 
-        def wants_slot(self, sim): ...
+    p, sim = OnlyStep(), SimpleNamespace(stepped=False)
+    p.on_arrival(sim, 0), p.idle(sim, 3), p.on_complete(sim, 0), p.on_leave(sim, 0)
+    p.regrow(sim), p.forget(0), p.on_requeue(sim, 0), p.on_packed(sim, 0)
+    assert (p.wants_slot(sim), p.next_wakeup(sim), p.needs(sim, 0)) == (False, math.inf, 1)
+    assert p.shares_gpus and list(p.trace) == []
+    p.step(sim)
+    assert sim.stepped
+    # las time-shares by its own preemption: it refuses the sharing mechanisms
+    assert not make_policy("las").shares_gpus and make_policy("sluice").shares_gpus
 
-        def idle(self, sim, slots): ...
+    class NoBase:
+        name = "x"
 
-    assert not isinstance(NoStep(), Policy)
+        def step(self, sim): ...
+
+    assert not isinstance(NoBase(), Policy)
 
 
 def test_cli_choices_are_the_registry():

@@ -13,7 +13,7 @@ import yaml
 from job_scheduler.estimator import Estimator
 from sluice_common.jobspec import JobSpec
 from job_scheduler.preemption import CostRow, PreemptionCosts
-from job_scheduler.service_policy import StartDecision
+from job_scheduler.decisions import StartDecision
 from ps_runtime.runners import LocalRunner
 from end_to_end.preemption_report import preemption_lines
 from sluice_common.placement import Placement

@@ -11,7 +11,7 @@ import pytest
 
 from job_scheduler.estimator import Estimator, effective_bandwidth, nominal_bandwidth
 from sluice_common.jobspec import JobSpec, load_jobs
-from job_scheduler.service_policy import make_policy
+from job_scheduler.service_policy import make_policy_step
 from end_to_end import closed_loop
 from sluice.cli import main
 from end_to_end.report import (PLOTS, bottleneck_link, comparison, comparison_markdown,
@@ -87,12 +87,12 @@ def test_the_loop_hands_the_policy_the_measured_bandwidth(tmp_path):
     job = JobSpec(name="big", model="resnet18", dataset_size=5000, epochs=1, batch_size=32,
                   max_gpus=8)
     est = Estimator(nominal_bw_mbps=nominal_bandwidth(TWO_RACK))
-    policy = make_policy("fifo", TWO_RACK, est)        # 8 GPUs: first fit spans h1, h2
+    policy = make_policy_step("fifo", TWO_RACK, est)        # 8 GPUs: first fit spans h1, h2
     client = FakeClient([port("tor1", "h2", tx_mbit_emulated=60)])   # 6000 of 10000 used
     run = RealTimeRun(TWO_RACK, [job], policy, est, fabric=None, client=client, out_dir=tmp_path)
     launched = []
     run._launch = lambda q, d, view: launched.append((q, d, view))
-    from job_scheduler.service_policy import QueuedJob
+    from job_scheduler.decisions import QueuedJob
     run._decide([QueuedJob(0, job, 0.0)])
     (q, d, view), = launched
     assert policy.bandwidth.topology is view            # the measured bandwidth model

@@ -15,7 +15,7 @@ from end_to_end.runloop import RunOptions
 from end_to_end.sharing_run import SharingRun, resized_last_batch
 from job_scheduler.estimator import Estimator
 from job_scheduler.placement import FirstFitPlacement
-from job_scheduler.service_policy import StartDecision
+from job_scheduler.decisions import StartDecision
 from job_scheduler.sharing import PACK_SLOWDOWN
 from ps_runtime.runners import LocalRunner
 from sluice_common.jobspec import JobSpec

@@ -8,14 +8,14 @@ import math
 
 from job_scheduler.fit_index import FitIndex
 from job_scheduler.placement import FirstFitPlacement
-from job_scheduler.policies.base import PolicyOptions, requested_gpus
+from job_scheduler.policies.base import Policy, PolicyOptions, requested_gpus
 
 # Tiresias 2D-LAS: one threshold (GPU-seconds of attained service) = two queues,
 # Tiresias' own default queue limit.
 DEFAULT_LAS_THRESHOLDS = (3600.0,)
 
 
-class LasPolicy:
+class LasPolicy(Policy):
     """Discretized two-dimensional least-attained-service (Tiresias): attained service
     = GPUs x seconds run; a job's queue is the number of thresholds it has passed;
     lower queues first, FIFO (arrival) inside a queue. At every decision the jobs that
@@ -32,6 +32,7 @@ class LasPolicy:
     (bench/results/sluice.md)."""
 
     name = "las"
+    shares_gpus = False     # it time-shares by its own preemption
 
     def __init__(self, thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS,
                  preempt_cost_s: float = 0.0):
@@ -58,18 +59,13 @@ class LasPolicy:
         self._starts[j] = 0
         self._waiting.add(j, (0, j), n)
 
-    def wants_slot(self, sim) -> bool:
-        return False        # nothing changes between events but threshold crossings
-
+    # wants_slot: the base's False, nothing changes between events but threshold crossings
     def next_wakeup(self, sim) -> float:
         """When the next running job crosses a threshold (its priority drops)."""
         heap = self._cross
         while heap and not self._valid(heap[0]):
             heapq.heappop(heap)
         return heap[0][0] if heap else math.inf
-
-    def idle(self, sim, slots: int) -> None:
-        pass
 
     def on_complete(self, sim, j: int) -> None:
         self._running.remove(j)

@@ -46,7 +46,7 @@ import random
 
 from job_scheduler.fit_index import FitIndex
 from job_scheduler.placement import DEFAULT_LAMBDA, BestFitPlacement, Placement
-from job_scheduler.policies.base import PolicyOptions, candidate_costs
+from job_scheduler.policies.base import Policy, PolicyOptions, candidate_costs
 from job_scheduler.proteus import candidate_counts
 
 # Suspend + resume of a PS job: checkpoint the parameters, free the GPUs, later start
@@ -85,7 +85,7 @@ def worth_waiting(C_now: float, C_full: float, wait_s: float) -> bool:
     return wait_s + C_full < C_now
 
 
-class SluicePolicy:
+class SluicePolicy(Policy):
     name = "sluice"
 
     def __init__(self, lam: float = DEFAULT_LAMBDA, seed: int = 0,
@@ -136,7 +136,7 @@ class SluicePolicy:
         self._factor(j)                 # draw in arrival order: a seed fixes the errors
         self._waiting.add(j, (self.predicted_remaining(sim, j), j), 1)
 
-    # the sharing hooks (job_scheduler/sharing.py)
+    # the mechanisms' hooks (time-slicing, packing)
     def on_requeue(self, sim, j: int) -> None:
         if j in self.blind:       # already suspended: add the run that just ended
             since = self._since.pop(j, sim.now)
@@ -149,14 +149,8 @@ class SluicePolicy:
         if j in self.blind:
             self._since[j] = sim.now
 
-    def needs(self, sim, j: int) -> int:
-        return 1
-
-    def wants_slot(self, sim) -> bool:
-        return False        # priorities change only at arrivals and completions
-
-    def idle(self, sim, slots: int) -> None:
-        pass
+    # needs: the base's 1; wants_slot: the base's False (priorities change only at
+    # arrivals and completions)
 
     def regrow(self, sim) -> None:
         """Nothing waits and GPUs are idle: resize running jobs that would finish
