@@ -323,7 +323,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--las-threshold", type=float, default=DEFAULT_RUN_THRESHOLDS[0],
                         metavar="GPU_S", help="--policy las: attained GPU-seconds that demote a "
                         f"job to the second queue (default {DEFAULT_RUN_THRESHOLDS[0]:g})")
-    from job_scheduler.sharing import add_sharing_arguments
+    from job_scheduler.cli import add_sharing_arguments
 
     add_sharing_arguments(parser, "end_to_end/sharing_run.py; not with las")
 

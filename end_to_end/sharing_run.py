@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 from ps_runtime import checkpoint
-from job_scheduler.sharing import (PACK_MEMORY_SHARE, PACK_SLOWDOWN, fits_packed,
+from job_scheduler.mechanisms import (PACK_MEMORY_SHARE, PACK_SLOWDOWN, fits_packed,
                                    job_gmem_gib, leave_pair, slice_victims)
 from job_scheduler.decisions import QueuedJob, StartDecision
 from sluice_common.placement import Placement

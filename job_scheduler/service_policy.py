@@ -27,11 +27,12 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from job_scheduler import policies as sim_policies
-from job_scheduler.decisions import QueuedJob, StartDecision
+from job_scheduler.decisions import QueuedJob, SlotPlan, StartDecision, Suspend
 from job_scheduler.estimator import Estimator, effective_bandwidth
 from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import ClusterState, Placement
 from job_scheduler.simulator import JobModel   # C(n) per job, the simulator's own
+from job_scheduler.slot import decide_slot
 from sluice_common.errors import InputError
 from topologies import Topology
 
@@ -104,7 +105,8 @@ class _SlotView:
         self.jobs: dict[int, JobSpec] = {}
         self.models: dict[int, JobModel] = {}
         self.waiting: dict[int, None] = {}     # queue order (policies read it in order)
-        self.started: list[tuple[int, Placement]] = []
+        self.running: dict = {}                # the service shows a policy none
+        self.plan = SlotPlan()
 
     def live_bandwidth(self, placement: Placement, *args, **kwargs) -> float:
         return self.bandwidth(placement)
@@ -112,10 +114,12 @@ class _SlotView:
     def start(self, j: int, placement: Placement) -> None:
         self.state.allocate(placement)
         del self.waiting[j]
-        self.started.append((j, placement))
+        self.plan.steps.append(StartDecision(j, placement))
 
-    def preempt(self, j: int) -> None:
-        raise RuntimeError("the scheduler service does not preempt running jobs")
+    def preempt(self, j: int, overhead_s: float = 0.0, why: str = "policy") -> None:
+        # the plan records it; the service refuses the policies that suspend
+        # (make_policy_step), so a Suspend never reaches its executor
+        self.plan.steps.append(Suspend(j, overhead_s, why))
 
 
 class SimulatorPolicyStep(PolicyStep):
@@ -193,7 +197,7 @@ class SimulatorPolicyStep(PolicyStep):
     def decide(self, state: ClusterState, now: float) -> list[StartDecision]:
         """One slot: which queued jobs start now, where."""
         view = self._view
-        view.state, view.now, view.decisions, view.started = state, now, 0, []
+        view.state, view.now, view.decisions = state, now, 0
         arrived, self._arrived = self._arrived, []
         for j in arrived:
             if j in view.waiting:
@@ -201,13 +205,12 @@ class SimulatorPolicyStep(PolicyStep):
         if not view.waiting:
             self.policy.idle(view, 1)
             return []
-        self.policy.step(view)
         out = []
-        for j, p in view.started:
-            bw = view.bandwidth(p)
-            out.append(StartDecision(j, p,
-                                     notes={"C_n": round(view.models[j].C(p.gpus, bw), 3)}))
-            self._forget(j)
+        for d in decide_slot(view, self.policy).starts:
+            bw = view.bandwidth(d.placement)
+            out.append(StartDecision(d.job_id, d.placement, notes={
+                "C_n": round(view.models[d.job_id].C(d.gpus, bw), 3)}))
+            self._forget(d.job_id)
         return out
 
     def __call__(self, queued: Sequence[QueuedJob], state: ClusterState,

@@ -16,7 +16,7 @@ from end_to_end.sharing_run import SharingRun, resized_last_batch
 from job_scheduler.estimator import Estimator
 from job_scheduler.placement import FirstFitPlacement
 from job_scheduler.decisions import StartDecision
-from job_scheduler.sharing import PACK_SLOWDOWN
+from job_scheduler.mechanisms import PACK_SLOWDOWN
 from ps_runtime.runners import LocalRunner
 from sluice_common.jobspec import JobSpec
 from topologies import load_topology
