@@ -86,7 +86,7 @@ def markdown(result: RunResult) -> str:
                      f"{','.join(d['ps_hosts'])} | {_fmt(d['bw_nominal_mbps'], 0) if d['bw_nominal_mbps'] is not None else 'local'} | "
                      f"{_fmt(d['bw_estimate_mbps'], 0) if d['bw_estimate_mbps'] is not None else 'local'} | "
                      f"{_fmt(d['C_n_nominal_s'], 3)} | {_fmt(d['C_n_s'], 3)} |")
-    if result.get("preemptions") is not None:      # end_to_end.preemptive_run
+    if result.get("preemptions") is not None:      # a run that may suspend (end_to_end.suspend)
         from end_to_end.preemption_report import preemption_lines
         lines += preemption_lines(result)
     failed = [j for j in result["jobs"] if j.get("error")]

@@ -17,13 +17,14 @@ Then: the controller process, the fabric (global fabric lock), the real-time loo
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from controller.job_rank import DEFAULT_RULE, RANK_RULES
-from job_scheduler.policies import NON_PREEMPTIVE
+from job_scheduler.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES, REGISTRY
 from sluice_common.errors import InputError
 
 DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
@@ -31,10 +32,8 @@ DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
 # racks is then comparable to its compute, so the Proteus decision is not trivial (see
 # topologies/builtin/two-rack-100g.yaml).
 DEMO_TOPOLOGY = "two-rack-100g"
-# The non-preemptive policies, and las: it preempts running jobs through suspend/resume
-# at batch boundaries (end_to_end.preemptive_run). The scheduler service's policy seam
-# offers neither las nor sluice; sluice (preemptive at a cost) is simulator-only so far.
-POLICY_NAMES = NON_PREEMPTIVE + ("las",)
+# Every policy of the registry: las and sluice suspend running jobs at batch boundaries
+# and resume them from their checkpoints (end_to_end.suspend).
 WARM_PER_HOST = 8        # pre-started processes per host: a job is 3-9 processes, and two
                          # jobs may start on one host within seconds (the refills import at nice 19)
 
@@ -61,9 +60,22 @@ def configure_run(parser) -> None:
     parser.add_argument("--policy", default="lyapunov", help=f"one of {', '.join(POLICY_NAMES)}")
     parser.add_argument("--priority", default="on", help="on|off: flow priority by the --rank rule")
     _common(parser)
-    from end_to_end.preemptive_run import add_arguments
+    parser.add_argument("--seed", type=int, default=0, help="seed of the policy (random, sluice)")
+    parser.add_argument("--migrate", action="store_true",
+                        help="move a running cross-rack job to one rack (suspend here, resume "
+                             "there) when its predicted remaining time plus the measured "
+                             "migration cost beats staying")
+    parser.add_argument("--las-threshold", type=float, default=DEFAULT_LAS_THRESHOLDS[0],
+                        metavar="GPU_S", help="--policy las: attained GPU-seconds that demote a "
+                        f"job to the second queue (default {DEFAULT_LAS_THRESHOLDS[0]:g}, "
+                        "Tiresias'; a run of minutes wants tens)")
+    from job_scheduler.cli import add_sharing_arguments
 
-    add_arguments(parser)
+    add_sharing_arguments(parser, "job_scheduler/mechanisms.py; not with las")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="make the run's decisions with the job durations the estimator "
+                             "predicts and print each slot's plan (starts, suspends, "
+                             "placements): no fabric, no process")
 
 
 def configure_demo(parser) -> None:
@@ -115,12 +127,32 @@ def validate(jobs_path: str | Path, topology_arg: str, args, priority: str = "on
         if job.num_ps > len(topology.hosts):
             raise InputError(str(jobs_path), f"must be <= the {len(topology.hosts)} hosts of "
                              f"topology '{topology.name}'", element=f"job '{job.name}'", field="num_ps")
-    from end_to_end.sharing_run import run_loop
-
-    run_loop(args)              # --las-threshold, --time-slice, --pack, the migration costs
+    mechanism_options(args)     # --las-threshold, --time-slice, --pack, --migrate
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError("argument --out", f"{args.out} exists and is not a directory")
     return jobs, topology
+
+
+def mechanism_options(args):
+    """The run's MechanismOptions (the measured cost table when any is on)."""
+    from job_scheduler.cli import mechanism_options as options
+
+    if not getattr(args, "las_threshold", 1.0) > 0:
+        raise InputError("argument --las-threshold", f"must be > 0, got {args.las_threshold}")
+    if not hasattr(args, "migrate"):        # sluice demo: none of them
+        from job_scheduler.mechanisms import MechanismOptions
+        return MechanismOptions()
+    opts = options(args, None, [args.policy], "argument --policy")
+    return dataclasses.replace(opts, costs="measured") if opts.build() else opts
+
+
+def run_policy(args):
+    """The policy object of a run (a fresh one per pass: policies keep per-run state)."""
+    from job_scheduler.policies import make_policy
+
+    return make_policy(args.policy, seed=getattr(args, "seed", 0),
+                       las_thresholds=(getattr(args, "las_threshold",
+                                               DEFAULT_LAS_THRESHOLDS[0]),))
 
 
 def _out_dir(args, command: str) -> Path:
@@ -197,21 +229,20 @@ def warm_processes(topology, fabric, out: Path, compute: str):
 
 def one_pass(topology, jobs, fabric, client, out: Path, args, priority: bool, port_base: int,
              runner=None):
-    from job_scheduler.service_policy import make_policy_step
     from end_to_end.runloop import RealTimeRun, RunOptions
+    from job_scheduler.preemption import load_costs
 
     estimator = run_estimator(topology, args)
-    from end_to_end.sharing_run import run_loop
-
-    loop_class, policy, extra = run_loop(args)
-    policy = policy or make_policy_step(args.policy, topology, estimator, slot=args.slot)
+    mech = mechanism_options(args)
     options = RunOptions(priority=priority, slot_s=args.slot, batches=args.batches,
                          input_size=args.input_size, job_timeout_s=args.job_timeout,
                          port_base=port_base, compute=args.compute, profile=args.profile,
                          compute_info=args.compute_info)
     from sluice_common.progress import LiveStatus
-    loop = (loop_class or RealTimeRun)(topology, jobs, policy, estimator, fabric, client, out,
-                                       options, policy_name=args.policy, runner=runner, **extra)
+    loop = RealTimeRun(topology, jobs, run_policy(args), estimator, fabric, client, out, options,
+                       policy_name=args.policy, runner=runner, mechanisms=mech.build(),
+                       costs=load_costs(mech.costs),
+                       can_suspend=REGISTRY[args.policy].preemptive)
     with LiveStatus() as loop.status:
         return loop.run()
 
@@ -222,6 +253,8 @@ def run_run(args) -> int:
     from end_to_end.report import write_report
 
     jobs, topology = validate(args.jobs, args.topology, args, args.priority)
+    if args.dry_run:
+        return dry_run(jobs, topology, args)
     say_compute(args, "run")
     from end_to_end.estimate import announce
     announce(jobs, topology, args.policy, args.batches,
@@ -240,6 +273,33 @@ def run_run(args) -> int:
         print("sluice run: interrupted; the report covers what ran", file=sys.stderr)
         return 130
     return 0 if result["summary"]["finished"] == len(jobs) else 1
+
+
+def dry_plans(jobs, topology, args):
+    """The run's decisions with the job durations the estimator predicts: the simulator
+    (the same ``decide_slot``, policy and mechanisms) on the run's estimator, slot and
+    idle-fabric bandwidth. -> (job names by key, [(time, SlotPlan)])."""
+    from job_scheduler.preemption import load_costs
+    from job_scheduler.simulator import Simulator
+
+    mech = mechanism_options(args)
+    plans: list = []
+    sim = Simulator(topology, jobs, run_policy(args), estimator=run_estimator(topology, args),
+                    slot=args.slot, bandwidth="idle", mechanisms=mech.build(),
+                    costs=load_costs(mech.costs), on_plan=lambda t, p: plans.append((t, p)))
+    sim.run()
+    return [j.name for j in sim.jobs], plans
+
+
+def dry_run(jobs, topology, args) -> int:
+    """``sluice run --dry-run``: print each slot's plan; no fabric, no process."""
+    names, plans = dry_plans(jobs, topology, args)
+    print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {args.policy}, "
+          f"slot {args.slot:g} s (job durations: the estimator's predictions)")
+    for t, plan in plans:
+        for line in plan.lines(names):
+            print(f"{t:9.1f} s  {line}")
+    return 0
 
 
 @contextmanager

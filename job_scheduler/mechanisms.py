@@ -126,6 +126,7 @@ def racks_of(state, placement) -> int:
 
 class Mechanism:
     """The hooks a loop calls on each mechanism (``sim``: the loop's context). No-ops."""
+    shares = False           # does it share GPUs between jobs (time-slicing, packing)?
 
     def check(self, sim, policy) -> None:
         """At construction: refuse a policy the mechanism cannot work with."""
@@ -154,9 +155,9 @@ class Mechanism:
         """Does job j, starting, take GPUs of its own? (a packed guest does not)"""
         return True
 
-    def packed(self, j: int) -> bool:
-        """Does job j share its GPU with another job now?"""
-        return False
+    def partner_of(self, j: int) -> int | None:
+        """The job j shares its GPU with now, or None."""
+        return None
 
     def slowdown(self, j: int) -> float:
         """Factor on job j's time per unit of work."""
@@ -176,6 +177,8 @@ def need(sim, policy, j: int) -> int:
 
 
 class TimeSlicing(Mechanism):
+    shares = True
+
     def __init__(self, quantum: float):
         self.quantum = float(quantum)
         self.segment_start: dict[int, float] = {}
@@ -185,8 +188,9 @@ class TimeSlicing(Mechanism):
 
     def before_step(self, sim, policy) -> None:
         demand = min(sum(need(sim, policy, j) for j in sim.waiting), sim.state.total_gpus)
+        # (a real job's segment starts at its first batch: not yet, not a candidate)
         segs = [(j, r.n, self.segment_start[j]) for j, r in sim.running.items()
-                if sim.holds_alone(j)]
+                if sim.holds_alone(j) and j in self.segment_start]
         for j in slice_victims(segs, sim.state.total_free, demand, sim.now, self.quantum):
             sim.preempt(j, why="time-slice")
             policy.on_requeue(sim, j)
@@ -206,6 +210,8 @@ class TimeSlicing(Mechanism):
 
 
 class Packing(Mechanism):
+    shares = True
+
     def __init__(self, slowdown: float = PACK_SLOWDOWN):
         self.pack_slowdown = float(slowdown)
         self.partner: dict[int, int] = {}  # packed jobs, both ways
@@ -243,8 +249,8 @@ class Packing(Mechanism):
     def holds_gpus(self, j: int) -> bool:
         return j not in self.guests
 
-    def packed(self, j: int) -> bool:
-        return j in self.partner
+    def partner_of(self, j: int) -> int | None:
+        return self.partner.get(j)
 
     def on_stop(self, sim, j: int) -> bool:
         other = leave_pair(self.partner, self.guests, j)

@@ -258,7 +258,7 @@ class Simulator:
 
     def holds_alone(self, j: int) -> bool:
         """Job j has its GPUs to itself (not packed with another)."""
-        return not any(m.packed(j) for m in self.mechanisms)
+        return all(m.partner_of(j) is None for m in self.mechanisms)
 
     # ---- actions policies take ------------------------------------------------------
     def start(self, j: int, placement: Placement) -> None:

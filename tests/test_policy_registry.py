@@ -81,12 +81,12 @@ def test_cli_choices_are_the_registry():
     assert parse_policy_names(",".join(POLICY_NAMES)) == list(POLICY_NAMES)
     with pytest.raises(InputError, match="unknown policy 'nope'"):
         parse_policy_names("nope")
-    # the scheduler service: the registry less the preemptive policies; sluice run adds
-    # las, which it preempts through suspend/resume (end_to_end.preemptive_run)
+    # the scheduler service: the registry less the preemptive policies; sluice run has
+    # them all (it suspends and resumes real jobs: end_to_end.suspend)
     preemptive = [n for n, e in REGISTRY.items() if e.preemptive]
     assert preemptive == ["las", "sluice"]
     assert NON_PREEMPTIVE == SERVICE_POLICIES
-    assert e2e_run.POLICY_NAMES == NON_PREEMPTIVE + ("las",)
+    assert e2e_run.POLICY_NAMES == POLICY_NAMES
     assert NON_PREEMPTIVE == tuple(n for n in POLICY_NAMES if n not in preemptive)
     assert _names_in(_help_of(e2e_run.configure_run, "policy")) == list(e2e_run.POLICY_NAMES)
     assert _names_in(_help_of(service_cli.configure_scheduler, "policy")) == list(NON_PREEMPTIVE)

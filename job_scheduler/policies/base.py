@@ -81,6 +81,22 @@ class Policy:
         pass
 
 
+class FunctionPolicy(Policy):
+    """A plain ``(queued, state, now) -> [StartDecision]`` step (an experiment's fixed
+    placement, a test's) as a Policy: it is shown the waiting jobs in queue order
+    (``decisions.QueuedJob``) and a scratch copy of the free GPUs."""
+
+    def __init__(self, fn: Callable, name: str = "function"):
+        self.fn = fn
+        self.name = name
+
+    def step(self, sim) -> None:
+        from job_scheduler.decisions import QueuedJob
+        queued = [QueuedJob(j, sim.jobs[j], sim.jobs[j].arrival) for j in sim.waiting]
+        for d in self.fn(queued, sim.state.copy(), sim.now):
+            sim.start(d.job_id, d.placement)
+
+
 @dataclass(frozen=True)
 class PolicyOptions:
     """Every knob ``make_policy`` takes; each policy reads the ones it has."""

@@ -68,7 +68,15 @@ class LasPolicy(Policy):
         return heap[0][0] if heap else math.inf
 
     def on_complete(self, sim, j: int) -> None:
-        self._running.remove(j)
+        if j in self._running:
+            self._running.remove(j)
+        self.on_leave(sim, j)
+
+    def on_leave(self, sim, j: int) -> None:
+        """``j`` left for good without running again (cancelled, or a real job that
+        finished its last batch while it was being suspended)."""
+        if j in self._waiting:
+            self._waiting.remove(j)
         for d in (self.attained, self._since, self._level, self._n, self._starts):
             d.pop(j, None)
 

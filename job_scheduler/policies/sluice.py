@@ -186,6 +186,13 @@ class SluicePolicy(Policy):
                 if n >= self._lone_best(sim, k):
                     self._small.discard(k)
 
+    def on_leave(self, sim, j: int) -> None:
+        """``j`` left for good without running again (cancelled, or a real job that
+        finished its last batch while it was being suspended)."""
+        if j in self._waiting:
+            self._waiting.remove(j)
+        self.on_complete(sim, j)
+
     def on_complete(self, sim, j: int) -> None:
         self._small.discard(j)
         self._since.pop(j, None)
