@@ -15,7 +15,7 @@ are what is still available, so Comm(n) sees the load of the running jobs. Every
 decision is recorded with the bandwidth estimate and the C(n) it implies.
 
 Decisions: each slot the loop runs ``slot.decide_slot`` (the simulator's loop body) on
-its ``RunView`` with the policy object (``job_scheduler.policies``: las and sluice
+its ``LiveView`` with the policy object (``job_scheduler.policies``: las and sluice
 suspend jobs too) and the mechanisms (``job_scheduler.mechanisms``: time-slicing,
 packing, migration), and carries the plan out: a ``Suspend`` asks the job to stop at a
 batch boundary with a checkpoint (end_to_end.suspend), a start launches the job once its
@@ -48,7 +48,7 @@ from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop
 from end_to_end.result import RunResult
-from end_to_end.run_view import RunView
+from job_scheduler.live_view import LiveView
 from end_to_end.suspend import Suspensions
 from topologies import Topology
 
@@ -119,7 +119,7 @@ class RealTimeRun:
         self.mechanisms = tuple(mechanisms)
         for m in self.mechanisms:
             m.check(None, self.policy)
-        self.view = RunView(topology, estimator, options.slot_s, self.mechanisms, costs)
+        self.view = LiveView(topology, estimator, options.slot_s, self.mechanisms, costs)
         self.ids = {j.name: i for i, j in enumerate(self.jobs)}
         self.state = ClusterState(topology)   # GPUs held by launched jobs (not packed guests)
         self.running: dict[str, _Running] = {}
@@ -444,6 +444,7 @@ class RealTimeRun:
         if facts is not None and math.isinf(facts.t_last) \
                 and r.qjob.spec.name not in self.suspensions.asked:
             facts.t_last = min(r.first_batch.values())
+            self.policy.on_training(self.view, j, facts.t_last)
             for m in self.mechanisms:
                 m.on_start(self.view, j)
             self.suspensions.first_batches(r.qjob.spec.name, r, self.say)

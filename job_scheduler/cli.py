@@ -163,7 +163,7 @@ def flag_error(err: ValueError, flags: dict = FLAGS) -> InputError:
 
 def mechanism_options(args, costs: str | None, policies: list[str], where: str):
     """The namespace's --time-slice/--pack/--pack-slowdown/--migrate as MechanismOptions,
-    checked once here (``where``: the policies flag, for the las refusal)."""
+    checked once here against each of ``policies`` (``where``: their flag)."""
     from job_scheduler.mechanisms import PACK_SLOWDOWN, MechanismOptions
 
     if args.pack_slowdown is not None and not args.pack:
@@ -173,11 +173,10 @@ def mechanism_options(args, costs: str | None, policies: list[str], where: str):
                                 pack=args.pack, costs=costs,
                                 pack_slowdown=(PACK_SLOWDOWN if args.pack_slowdown is None
                                                else args.pack_slowdown))
+        for name in policies:
+            opts.check(name)
     except ValueError as err:
-        raise flag_error(err)
-    if opts.shares and "las" in policies:
-        raise InputError(where, "las time-shares by its own preemption: --time-slice "
-                         "and --pack are for the other policies")
+        raise flag_error(err, {**FLAGS, "policy": where})
     return opts
 
 

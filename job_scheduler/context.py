@@ -1,10 +1,11 @@
 """The one scheduling-loop contract: what a policy (``job_scheduler.policies``) may read
 and do, whichever loop drives it.
 
-Three loops drive the same policy objects through this context: the simulator
-(``simulator.Simulator``), the scheduler service (``service_policy._SlotView``, one per
-slot) and the end-to-end run (the service's policy step inside ``end_to_end.runloop``).
-They differ only in the bandwidth model behind ``live_bandwidth``:
+Three loops drive the same policy objects (and mechanisms) through this context, each
+slot through ``slot.decide_slot``: the simulator (``simulator.Simulator``), the
+scheduler service (``live_view.LiveView`` in ``service_policy.SimulatorPolicyStep``) and
+the end-to-end run (a ``LiveView`` in ``end_to_end.runloop``). They differ only in the
+bandwidth model behind ``live_bandwidth``:
 
 - ``"idle"``: the placement's bandwidth with the fabric to itself
   (``estimator.effective_bandwidth`` on the topology) -- the service's default;

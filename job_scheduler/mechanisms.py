@@ -62,6 +62,15 @@ class MechanismOptions:
     def shares(self) -> bool:
         return self.time_slice is not None or self.pack
 
+    def check(self, policy: str) -> None:
+        """Refuse time-slicing and packing for a policy that time-shares by its own
+        preemption (las: ``shares_gpus = False``)."""
+        from job_scheduler.policies import make_policy
+
+        if self.shares and not make_policy(policy).shares_gpus:
+            raise ValueError(f"policy: {policy} time-shares by its own preemption: "
+                             "time-slicing and packing are for the other policies")
+
     def build(self) -> tuple:
         """The mechanisms, in the order a slot calls them."""
         out: list = []

@@ -28,7 +28,7 @@ from job_scheduler.executors import Outcome
 from sluice_common.jobspec import JobSpec, parse_jobs_text
 from job_scheduler.placement import ClusterState, Placement
 from job_scheduler.decisions import QueuedJob, StartDecision
-from job_scheduler.service_policy import FunctionStep, PolicyStep
+from job_scheduler.service_policy import PolicyStep
 from job_scheduler.store import (DuplicateSubmission, JobRecord, JobStore, JobUpdate,
                                  KeyReused)
 from sluice_common.errors import InputError
@@ -86,8 +86,7 @@ class SchedulerService:
             raise ValueError(f"executor {executor!r} not in {sorted(executors)}")
         self.store = store
         self.topology = topology
-        # a plain function is shown the whole queue each slot (service_policy.FunctionStep)
-        self.policy = policy if isinstance(policy, PolicyStep) else FunctionStep(policy)
+        self.policy = policy
         self.executors = dict(executors)
         self.executor = executor
         self.max_retries = max_retries

@@ -24,14 +24,11 @@ heuristic, not acknowledged data).
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
-
 from job_scheduler import policies as sim_policies
-from job_scheduler.decisions import QueuedJob, SlotPlan, StartDecision, Suspend
-from job_scheduler.estimator import Estimator, effective_bandwidth
-from sluice_common.jobspec import JobSpec
-from job_scheduler.placement import ClusterState, Placement
-from job_scheduler.simulator import JobModel   # C(n) per job, the simulator's own
+from job_scheduler.decisions import QueuedJob, StartDecision
+from job_scheduler.estimator import Estimator
+from job_scheduler.live_view import LiveView
+from job_scheduler.placement import ClusterState
 from job_scheduler.slot import decide_slot
 from sluice_common.errors import InputError
 from topologies import Topology
@@ -60,79 +57,13 @@ class PolicyStep:
         raise NotImplementedError
 
 
-class FunctionStep(PolicyStep):
-    """A plain ``(queued, state, now) -> decisions`` function (a fixed placement, a
-    test's) as a PolicyStep: it is shown the whole queue in id order (FIFO by first
-    submission) each slot."""
-
-    def __init__(self, fn: Callable[[Sequence[QueuedJob], ClusterState, float],
-                                    list[StartDecision]]):
-        self.fn = fn
-        self._queue: dict[int, QueuedJob] = {}
-
-    def add(self, q: QueuedJob, *, in_id_order: bool = False) -> None:
-        self._queue[q.id] = q
-
-    def remove(self, job_id: int) -> None:
-        self._queue.pop(job_id, None)
-
-    def decide(self, state: ClusterState, now: float) -> list[StartDecision]:
-        return self.fn(sorted(self._queue.values(), key=lambda q: q.id), state, now)
-
-
-class IdleFabric:
-    """The "idle" bandwidth model: a placement's bandwidth with the fabric to itself.
-    On the topology the run loop derives from measured link use, the "measured" one."""
-
-    def __init__(self, topology: Topology):
-        self.topology = topology
-
-    def __call__(self, placement: Placement) -> float:
-        return effective_bandwidth(self.topology, placement.ps_hosts, placement.worker_hosts)
-
-
-class _SlotView:
-    """The service's queue as a ``SchedulingContext`` (job_scheduler/context.py). It
-    lives as long as the policy step: jobs are added when they enter the queue and
-    removed when they leave it, so a slot costs O(jobs started), never O(queue)."""
-
-    def __init__(self, bandwidth: Callable[[Placement], float], slot: float):
-        self.bandwidth = bandwidth
-        self.slot = slot
-        self.state: ClusterState | None = None
-        self.now = 0.0
-        self.decisions = 0
-        self.jobs: dict[int, JobSpec] = {}
-        self.models: dict[int, JobModel] = {}
-        self.waiting: dict[int, None] = {}     # queue order (policies read it in order)
-        self.running: dict = {}                # the service shows a policy none
-        self.plan = SlotPlan()
-
-    def live_bandwidth(self, placement: Placement, *args, **kwargs) -> float:
-        return self.bandwidth(placement)
-
-    def start(self, j: int, placement: Placement) -> None:
-        self.state.allocate(placement)
-        del self.waiting[j]
-        self.plan.steps.append(StartDecision(j, placement))
-
-    def preempt(self, j: int, overhead_s: float = 0.0, why: str = "policy") -> None:
-        # the plan records it; the service refuses the policies that suspend
-        # (make_policy_step), so a Suspend never reaches its executor
-        self.plan.steps.append(Suspend(j, overhead_s, why))
-
-
 class SimulatorPolicyStep(PolicyStep):
     """A ``job_scheduler.policies`` policy object as a PolicyStep.
 
-    ``bandwidth`` is the loop's bandwidth model (placement -> Mbit/s), by default the
-    idle fabric of ``topology``; the run loop sets it each slot to the measured fabric
-    (``use_bandwidth``). ``slot`` is the service's slot in seconds.
-
-    Two ways to drive it. The scheduler service keeps the queue here, incrementally:
-    ``add`` when a job is queued, ``remove`` when it leaves without being started
-    (cancelled), ``decide`` once per slot (O(jobs started)). ``__call__(queued, ...)``
-    takes the whole queue each slot (the end-to-end run loops) and syncs to it first."""
+    C(n) is priced on the idle fabric of ``topology``; ``slot`` is the service's slot
+    in seconds. The scheduler service keeps the queue here, incrementally: ``add`` when
+    a job is queued, ``remove`` when it leaves without being started (cancelled),
+    ``decide`` once per slot (O(jobs started))."""
 
     def __init__(self, name: str, topology: Topology, estimator: Estimator, *,
                  slot: float = 1.0, **options):
@@ -144,19 +75,9 @@ class SimulatorPolicyStep(PolicyStep):
             self.policy = sim_policies.make_policy(name, **options)
         except ValueError as err:
             raise InputError("--policy", f"{name}: {err}")
-        self._view = _SlotView(IdleFabric(topology), self.slot)
+        # the "idle" bandwidth model: C(n) on the topology itself
+        self._view = LiveView(topology, estimator, self.slot)
         self._arrived: list[int] = []     # added since the last slot: told on_arrival
-
-    @property
-    def bandwidth(self) -> Callable[[Placement], float]:
-        return self._view.bandwidth
-
-    def use_bandwidth(self, model: Callable[[Placement], float]) -> None:
-        """Price C(n) with this bandwidth model from the next slot on."""
-        self._view.bandwidth = model
-
-    def __len__(self) -> int:
-        return len(self._view.waiting)
 
     def queued_ids(self) -> list[int]:
         return list(self._view.waiting)
@@ -169,10 +90,8 @@ class SimulatorPolicyStep(PolicyStep):
         view = self._view
         if q.id in view.waiting:
             return
-        view.jobs[q.id] = q.spec
-        view.models[q.id] = JobModel(q.spec, self.estimator)
         tail = next(reversed(view.waiting), None)
-        view.waiting[q.id] = None
+        view.add(q.id, q.spec)
         if in_id_order and tail is not None and q.id < tail:
             view.waiting = dict.fromkeys(sorted(view.waiting))
         self._arrived.append(q.id)
@@ -192,6 +111,7 @@ class SimulatorPolicyStep(PolicyStep):
         view = self._view
         view.jobs.pop(job_id, None)
         view.models.pop(job_id, None)
+        view.running.pop(job_id, None)      # the service shows a policy no running job
         self.policy.forget(job_id)
 
     def decide(self, state: ClusterState, now: float) -> list[StartDecision]:
@@ -207,23 +127,11 @@ class SimulatorPolicyStep(PolicyStep):
             return []
         out = []
         for d in decide_slot(view, self.policy).starts:
-            bw = view.bandwidth(d.placement)
+            bw = view.live_bandwidth(d.placement)
             out.append(StartDecision(d.job_id, d.placement, notes={
                 "C_n": round(view.models[d.job_id].C(d.gpus, bw), 3)}))
             self._forget(d.job_id)
         return out
-
-    def __call__(self, queued: Sequence[QueuedJob], state: ClusterState,
-                 now: float) -> list[StartDecision]:
-        live = {q.id for q in queued}
-        for j in [j for j in self._view.waiting if j not in live]:
-            self.remove(j)      # started or cancelled by the caller: it re-arrives if retried
-        for q in queued:
-            self.add(q)
-        order = [q.id for q in queued]
-        if list(self._view.waiting) != order:     # the caller's order is the queue's
-            self._view.waiting = dict.fromkeys(order)
-        return self.decide(state, now)
 
 
 def make_policy_step(name: str, topology: Topology, estimator: Estimator, **options) -> PolicyStep:

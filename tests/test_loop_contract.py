@@ -16,7 +16,9 @@ from job_scheduler.estimator import Estimator
 from job_scheduler.executors import SimulatedExecutor
 from job_scheduler.policies import make_policy as make_sim_policy
 from job_scheduler.service import SchedulerService
-from job_scheduler.service_policy import IdleFabric, _SlotView, make_policy_step
+from job_scheduler.estimator import effective_bandwidth
+from job_scheduler.live_view import LiveView
+from job_scheduler.service_policy import make_policy_step
 from job_scheduler.simulator import Simulator
 from job_scheduler.store import JobStore
 from sluice_common.jobspec import job_to_dict, load_jobs
@@ -50,7 +52,8 @@ def service_decisions(tmp_path, policy: str, seed: int) -> dict[str, tuple]:
     """The service, slot by slot: every job is submitted at t = 0 and the service holds
     it back until its arrival (``not_before``); it runs C(n) at the idle-fabric
     bandwidth of its placement."""
-    bandwidth = IdleFabric(TOPO)
+    def bandwidth(p):                  # the idle fabric
+        return effective_bandwidth(TOPO, p.ps_hosts, p.worker_hosts)
     executor = SimulatedExecutor(lambda spec, d: EST.C(spec, d.gpus, bandwidth(d.placement)))
     clock = Clock()
     svc = SchedulerService(JobStore(tmp_path / f"{policy}.db"), TOPO,
@@ -95,7 +98,7 @@ def test_the_bandwidth_model_is_declared_and_used():
     for sim in sims.values():
         sim.uplink_flows = [1000] * len(sim.uplink_flows)        # busy rack uplinks
     shared, idle = (sims[m].live_bandwidth(cross) for m in ("shared", "idle"))
-    assert idle == IdleFabric(TOPO)(cross) and math.isfinite(idle)
+    assert idle == LiveView(TOPO, EST, SLOT).live_bandwidth(cross) and math.isfinite(idle)
     assert shared < idle
     with pytest.raises(ValueError, match="bandwidth model"):
         Simulator(TOPO, JOBS, make_sim_policy("fifo"), bandwidth="measured-by-magic")
@@ -103,6 +106,6 @@ def test_the_bandwidth_model_is_declared_and_used():
 
 def test_the_service_view_is_a_scheduling_context():
     from job_scheduler.placement import ClusterState
-    view = _SlotView(IdleFabric(TOPO), SLOT)
+    view = LiveView(TOPO, EST, SLOT)
     view.state = ClusterState(TOPO)
     assert isinstance(view, SchedulingContext) and view.slot == SLOT

@@ -56,15 +56,12 @@ def files(tmp_path):
 
 def simulator_plans(files, policy: str, mech: MechanismOptions = MechanismOptions()) -> list[str]:
     """The simulator's plans as the dry run prints them: 'time  step' lines."""
-    from types import SimpleNamespace
-
     from end_to_end.run import run_estimator
     topo = load_topology(str(files[1]))
     lines: list[str] = []
     sim = Simulator(topo, load_jobs(files[0]),
                     make_policy(policy, seed=SEED, las_thresholds=(20.0,)),
-                    estimator=run_estimator(topo, SimpleNamespace(profile=None,
-                                                                  compute="emulated")),
+                    estimator=run_estimator(topo, "emulated"),
                     slot=1.0, bandwidth="idle", mechanisms=mech.build(),
                     costs=load_costs(mech.costs),
                     on_plan=lambda t, p: lines.extend(

@@ -15,7 +15,9 @@ probes for a method). At each slot boundary, in this order (``job_scheduler.slot
   changes (las' threshold crossings);
 * ``idle(sim, slots)``: that many slots passed with no call (nothing could change).
 
-Between slots: ``on_complete(sim, j)`` (a job ended), ``on_leave(sim, j)`` (a queued
+Between slots: ``on_training(sim, j, since)`` (a real job's run began training at
+``since``, after its start-up: the end-to-end run only; in the simulator a job trains
+from its start), ``on_complete(sim, j)`` (a job ended), ``on_leave(sim, j)`` (a queued
 job was cancelled: a policy that counted its work takes it out), ``forget(j)`` (the
 service drops a job for good). The mechanisms (job_scheduler/mechanisms.py) call
 ``needs(sim, j)`` (GPUs waiting job j needs to start), ``on_requeue(sim, j)`` (running
@@ -60,6 +62,9 @@ class Policy:
         return math.inf
 
     def regrow(self, sim) -> None:
+        pass
+
+    def on_training(self, sim, j: int, since: float) -> None:
         pass
 
     def on_complete(self, sim, j: int) -> None:

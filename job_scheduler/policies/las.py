@@ -67,6 +67,13 @@ class LasPolicy(Policy):
             heapq.heappop(heap)
         return heap[0][0] if heap else math.inf
 
+    def on_training(self, sim, j: int, since: float) -> None:
+        """A real job's start-up is not attained service: count from its first batch."""
+        if j in self._since:
+            self._since[j] = since
+            self._starts[j] += 1            # its pending crossing time is stale
+            self._push_crossing(j)
+
     def on_complete(self, sim, j: int) -> None:
         if j in self._running:
             self._running.remove(j)

@@ -1,17 +1,18 @@
-"""The end-to-end run as a ``SchedulingContext`` (job_scheduler/context.py): what the
-policies and the mechanisms read and do in ``sluice run``, the same objects the
-simulator drives.
+"""A loop that does not simulate time as a ``SchedulingContext`` (job_scheduler/context.py):
+what the policies and the mechanisms read and do in the scheduler service's slot
+(``service_policy.SimulatorPolicyStep``) and in ``sluice run`` (``end_to_end.runloop``),
+the same objects the simulator drives.
 
-A decision is only recorded here (``ctx.plan``, via ``slot.decide_slot``); the run loop
-(``end_to_end.runloop``) carries the plan out with real PS jobs. The view is the
-policy's picture: a job it suspended waits again at once (its GPUs promised to what the
-plan starts next, while the real job still stops at a batch boundary), a job it started
-runs at once (its launch may wait for those GPUs). ``state`` is set each slot from the
-run's own, so it says which GPUs are free or promised.
+A decision is only recorded here (``ctx.plan``, via ``slot.decide_slot``); the driver
+carries the plan out. The view is the policy's picture: a job it suspended waits again
+at once (its GPUs promised to what the plan starts next, while a real job still stops at
+a batch boundary), a job it started runs at once (its launch may wait for those GPUs).
+The driver sets ``state`` each slot from its own, so it says which GPUs are free.
 
-Bandwidth: the "measured" model, C(n) priced on the topology the run loop derives from
-the controller's link counters (``bandwidth_topology``). A running job's progress is
-its slowest worker's batches (``remaining``); its rate the estimator's 1 / C(n).
+Bandwidth: C(n) is priced on ``bandwidth_topology``: the topology itself (the "idle"
+model, the service's) or the one the run loop derives from the controller's link
+counters (the "measured" model). A running job's progress is what the driver says
+(``done``: the run's slowest worker's batches); its rate the estimator's 1 / C(n).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class RunFacts:
     t_last: float             # when its segment's first batch was done (inf: not yet)
 
 
-class RunView:
+class LiveView:
     def __init__(self, topology: Topology, estimator: Estimator, slot: float,
                  mechanisms=(), costs=None):
         self.topology = self.bandwidth_topology = topology
