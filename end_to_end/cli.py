@@ -1,5 +1,5 @@
 """``sluice run`` and ``sluice demo`` on the command line: the arguments, turned once into
-a :class:`~end_to_end.config.RunConfig` (its field errors named by their flags here and
+a :class:`~end_to_end.run.RunConfig` (its field errors named by their flags here and
 only here), then ``end_to_end.run`` (or ``end_to_end.slurm_demo`` for ``sluice demo
 --executor slurm``)."""
 
@@ -9,7 +9,8 @@ import argparse
 import dataclasses
 
 from controller.job_rank import DEFAULT_RULE, RANK_RULES
-from end_to_end.config import RunConfig
+from end_to_end import run
+from end_to_end.run import RunConfig
 from job_scheduler.cli import add_sharing_arguments, flag_error, mechanism_options
 from job_scheduler.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES
 
@@ -79,14 +80,10 @@ def run_config(args: argparse.Namespace, **fixed) -> RunConfig:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from end_to_end import run
-
     return run.run(run_config(args))
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from end_to_end import run
-
     config = run_config(args, jobs=str(run.DEMO_JOBS), topology=run.DEMO_TOPOLOGY)
     if args.executor == "slurm":
         from end_to_end.slurm_demo import run_slurm_demo

@@ -22,9 +22,12 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from end_to_end.config import RunConfig
+from controller.job_rank import DEFAULT_RULE
+from job_scheduler.mechanisms import MechanismOptions
+from job_scheduler.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES, REGISTRY
 from sluice_common.errors import InputError
 
 DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
@@ -36,6 +39,54 @@ WARM_PER_HOST = 8        # pre-started processes per host: a job is 3-9 processe
                          # jobs may start on one host within seconds (the refills import at nice 19)
 
 
+@dataclass(frozen=True)
+class RunConfig:
+    """What ``sluice run`` and ``sluice demo`` are asked, as one frozen value: built once
+    from the command line (``end_to_end.cli``) and handed down; nothing below the CLI
+    reads the argparse namespace. Its checks raise ``ValueError("field: message")``;
+    only the CLI turns a field into its flag."""
+    jobs: str                            # job YAML
+    topology: str                        # built-in name or YAML path
+    policy: str = "lyapunov"
+    priority: str = "on"                 # on | off: flow priority by the rank rule
+    rank: str = DEFAULT_RULE
+    out: str | None = None               # report directory
+    slot: float = 1.0                    # seconds
+    batches: int | None = None           # per worker; None: epochs * dataset / (batch * n)
+    input_size: int = 64
+    job_timeout: float = 900.0           # seconds
+    compute: str = "emulated"            # torch | emulated (resolved)
+    profile: str | None = None
+    compute_info: dict = field(default_factory=dict, compare=False)
+    seed: int = 0
+    las_threshold: float = DEFAULT_LAS_THRESHOLDS[0]   # GPU-seconds
+    mechanisms: MechanismOptions = MechanismOptions()
+    dry_run: bool = False
+
+    def __post_init__(self):
+        checks = [
+            ("policy", self.policy in POLICY_NAMES,
+             f"unknown policy {self.policy!r} (known: {', '.join(POLICY_NAMES)})"),
+            ("priority", self.priority in ("on", "off"),
+             f"must be 'on' or 'off', got {self.priority!r}"),
+            ("slot", 0 < self.slot <= 600, f"must be in (0, 600] seconds, got {self.slot}"),
+            ("batches", self.batches is None or self.batches >= 1,
+             f"must be >= 1, got {self.batches}"),
+            ("input_size", 16 <= self.input_size <= 512, f"must be 16..512, got {self.input_size}"),
+            ("job_timeout", self.job_timeout > 0, f"must be > 0, got {self.job_timeout}"),
+            ("las_threshold", self.las_threshold > 0, f"must be > 0, got {self.las_threshold}")]
+        for name, ok, message in checks:
+            if not ok:
+                raise ValueError(f"{name}: {message}")
+        self.mechanisms.check(self.policy)
+
+    def make_policy(self):
+        """A fresh policy object (policies keep per-run state: one per pass)."""
+        from job_scheduler.policies import make_policy
+
+        return make_policy(self.policy, seed=self.seed, las_thresholds=(self.las_threshold,))
+
+
 # ---- validation (no side effects) --------------------------------------------------------
 
 def validate(config: RunConfig):
@@ -45,26 +96,24 @@ def validate(config: RunConfig):
     from topologies import load_topology
     from topologies.mininet_topo import check_emulatable
 
-    jobs_path, compute = config.jobs, config.compute
     topology = load_topology(config.topology)
     check_emulatable(topology)
-    jobs = load_jobs(jobs_path)
-    if compute == "torch":
+    jobs = load_jobs(config.jobs)
+    if config.compute == "torch":
         from ps_runtime.models import MODEL_NAMES
     else:                       # the emulated worker needs a parameter count and a profile
         MODEL_NAMES = tuple(MODELS)
     for job in jobs:
-        if job.model not in MODEL_NAMES:
-            raise InputError(str(jobs_path), f"'{job.model}' cannot be run by the PS runtime "
-                             f"with {compute} compute (runnable: {', '.join(MODEL_NAMES)})",
-                             element=f"job '{job.name}'", field="model")
-        if job.max_gpus > topology.total_gpus:
-            raise InputError(str(jobs_path), f"must be <= the {topology.total_gpus} GPUs of "
-                             f"topology '{topology.name}', got {job.max_gpus}",
-                             element=f"job '{job.name}'", field="max_gpus")
-        if job.num_ps > len(topology.hosts):
-            raise InputError(str(jobs_path), f"must be <= the {len(topology.hosts)} hosts of "
-                             f"topology '{topology.name}'", element=f"job '{job.name}'", field="num_ps")
+        for field_, bad, message in (
+                ("model", job.model not in MODEL_NAMES, f"'{job.model}' cannot be run by the "
+                 f"PS runtime with {config.compute} compute (runnable: {', '.join(MODEL_NAMES)})"),
+                ("max_gpus", job.max_gpus > topology.total_gpus, f"must be <= the "
+                 f"{topology.total_gpus} GPUs of topology '{topology.name}', got {job.max_gpus}"),
+                ("num_ps", job.num_ps > len(topology.hosts), f"must be <= the "
+                 f"{len(topology.hosts)} hosts of topology '{topology.name}'")):
+            if bad:
+                raise InputError(str(config.jobs), message, element=f"job '{job.name}'",
+                                 field=field_)
     if config.out and Path(config.out).exists() and not Path(config.out).is_dir():
         raise InputError(config.out, "exists and is not a directory", field="out")
     return jobs, topology
@@ -157,7 +206,7 @@ def one_pass(topology, jobs, fabric, client, out: Path, config: RunConfig, prior
     loop = RealTimeRun(topology, jobs, c.make_policy(), run_estimator(topology, c.compute, c.profile),
                        fabric, client, out, options, policy_name=c.policy, runner=runner,
                        mechanisms=c.mechanisms.build(), costs=load_costs(c.mechanisms.costs),
-                       can_suspend=c.can_suspend)
+                       can_suspend=REGISTRY[c.policy].preemptive)
     with LiveStatus() as loop.status:
         return loop.run()
 
@@ -191,31 +240,23 @@ def run(config: RunConfig) -> int:
     return 0 if result["summary"]["finished"] == len(jobs) else 1
 
 
-def dry_plans(jobs, topology, config: RunConfig):
-    """The run's decisions with the job durations the estimator predicts: the simulator
-    (the same ``decide_slot``, policy and mechanisms) on the run's estimator, slot and
-    idle-fabric bandwidth. -> (job names by key, [(time, SlotPlan)])."""
+def dry_run(jobs, topology, config: RunConfig) -> int:
+    """``sluice run --dry-run``: the run's decisions with the job durations the estimator
+    predicts (the simulator: the same ``decide_slot``, policy and mechanisms, on the run's
+    estimator, slot and idle-fabric bandwidth), each slot's plan printed."""
     from job_scheduler.preemption import load_costs
     from job_scheduler.simulator import Simulator
 
-    plans: list = []
+    print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {config.policy}, "
+          f"slot {config.slot:g} s (job durations: the estimator's predictions)")
     sim = Simulator(topology, jobs, config.make_policy(), slot=config.slot, bandwidth="idle",
                     estimator=run_estimator(topology, config.compute, config.profile),
                     mechanisms=config.mechanisms.build(),
                     costs=load_costs(config.mechanisms.costs),
-                    on_plan=lambda t, p: plans.append((t, p)))
+                    on_plan=lambda t, plan: print("\n".join(
+                        f"{t:9.1f} s  {line}" for line in plan.lines(names))))
+    names = [j.name for j in sim.jobs]
     sim.run()
-    return [j.name for j in sim.jobs], plans
-
-
-def dry_run(jobs, topology, config: RunConfig) -> int:
-    """``sluice run --dry-run``: print each slot's plan; no fabric, no process."""
-    names, plans = dry_plans(jobs, topology, config)
-    print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {config.policy}, "
-          f"slot {config.slot:g} s (job durations: the estimator's predictions)")
-    for t, plan in plans:
-        for line in plan.lines(names):
-            print(f"{t:9.1f} s  {line}")
     return 0
 
 

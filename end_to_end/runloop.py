@@ -14,13 +14,12 @@ Closed loop: before each decision the loop reads the controller's measured link 
 are what is still available, so Comm(n) sees the load of the running jobs. Every
 decision is recorded with the bandwidth estimate and the C(n) it implies.
 
-Decisions: each slot the loop runs ``slot.decide_slot`` (the simulator's loop body) on
-its ``LiveView`` with the policy object (``job_scheduler.policies``: las and sluice
-suspend jobs too) and the mechanisms (``job_scheduler.mechanisms``: time-slicing,
-packing, migration), and carries the plan out: a ``Suspend`` asks the job to stop at a
-batch boundary with a checkpoint (end_to_end.suspend), a start launches the job once its
-GPUs are free (a suspension in flight may still hold them), a resume restores the
-checkpoint, a packed start shares a running job's GPU.
+Decisions: each slot, ``decisions.decide_slot`` (the simulator's loop body) on the
+run's ``LiveView`` with the policy (las and sluice suspend jobs too) and the mechanisms;
+the loop carries the plan out: a ``Suspend`` stops the job at a batch boundary with a
+checkpoint (end_to_end.suspend), a start launches once its GPUs are free (a suspension
+in flight may still hold them), a resume restores the checkpoint, a packed start
+shares a running job's GPU.
 
 The fabric, the controller client and the policy are passed in: ``sluice demo`` runs
 two passes on one fabric, the experiment scripts pass a fixed-placement function.
@@ -36,18 +35,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
-from job_scheduler.decisions import QueuedJob, SlotPlan, StartDecision, Suspend
+from job_scheduler.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
 from job_scheduler.estimator import BYTES_PER_PARAM, Estimator, effective_bandwidth
 from job_scheduler.mechanisms import PACK_MEMORY_SHARE, Packing, leave_pair
 from job_scheduler.placement import ClusterState
 from job_scheduler.policies import FunctionPolicy, Policy
-from job_scheduler.slot import decide_slot
 from sluice_common.jobspec import JobSpec
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
 from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop
+from end_to_end.estimate import batches_for
 from end_to_end.result import RunResult
+from end_to_end.run_status import slowest_batch
 from job_scheduler.live_view import LiveView
 from end_to_end.suspend import Suspensions
 from topologies import Topology
@@ -74,13 +74,6 @@ class RunOptions:
     # Per job name: WorkerOptions fields to override (e.g. emulated compute_s and
     # bytes_per_batch of a synthetic job mix); "*" applies to every job.
     worker_overrides: dict[str, dict] = field(default_factory=dict)
-
-
-def batches_for(spec: JobSpec, n: int, override: int | None = None) -> int:
-    """Batches each of n workers trains: the job's data split over its workers."""
-    if override:
-        return override
-    return max(1, math.ceil(spec.epochs * spec.dataset_size / (spec.batch_size * n)))
 
 
 @dataclass
@@ -153,13 +146,13 @@ class RealTimeRun:
         else:
             print(line, file=self.log, flush=True)
 
-    def show_status(self, pending, queued, running) -> None:
+    def show_status(self, pending, waiting, running) -> None:
         """The live line (jobs queued/running/done, elapsed, ETA from C(n))."""
         now = self.now()
         if self.status is not None and self.status.enabled and now - self._status_at >= 0.5:
             from end_to_end import run_status
             self._status_at = now
-            run_status.update(self, pending, queued, running)
+            run_status.update(self, pending, waiting, running)
 
     def sample_links(self) -> None:
         try:
@@ -220,8 +213,7 @@ class RealTimeRun:
                         self.say(f"slot: {len(view.waiting)} waiting ({', '.join(waiting[0])}), "
                                  f"{waiting[1]} GPUs free")
                     last_waiting = waiting
-                self.show_status(pending, [QueuedJob(j, view.jobs[j], 0.0) for j in view.waiting],
-                                 self.running)
+                self.show_status(pending, [view.jobs[j] for j in view.waiting], self.running)
                 time.sleep(POLL_S)
         except KeyboardInterrupt:
             # Ctrl-C: stop every job (below), keep what was measured; the caller writes
@@ -243,8 +235,7 @@ class RealTimeRun:
         view = self.view
         if self.now() - self.used_at > LINK_SAMPLE_S / 2:
             self.sample_links()
-        # The closed loop: C(n) priced on the measured available bandwidth
-        # (job_scheduler/context.py's "measured" model).
+        # the closed loop: C(n) on the measured available bandwidth ("measured" model)
         view.bandwidth_topology = closed_loop.available_topology(self.topology, self.used,
                                                                  self.options.floor)
         view.now = self.now()
@@ -274,9 +265,10 @@ class RealTimeRun:
         for step in plan.steps:
             name = self.view.jobs[step.job_id].name
             if isinstance(step, Suspend):
+                # a planned start of it not launched yet is dropped; a running one stops
+                self.deferred = [d for d in self.deferred if d.job_id != step.job_id]
                 r = self.running.get(name)
-                if r is None:                 # its launch was still waiting: drop it
-                    self.deferred = [d for d in self.deferred if d.job_id != step.job_id]
+                if r is None or name in self.suspensions.asked:
                     continue
                 why = self.policy.name if step.why == "policy" else step.why
                 self.suspensions.ask(r, why, self.now())
@@ -329,9 +321,10 @@ class RealTimeRun:
                    or batches_for(spec, n, self.options.batches))
         o = self.options
         overrides = {**o.worker_overrides.get("*", {}), **o.worker_overrides.get(spec.name, {})}
-        if self.can_suspend:
-            overrides.update(self.suspensions.overrides(
-                spec.name, self.out_dir / "jobs" / spec.name / "checkpoint"))
+        if self.can_suspend:            # where to checkpoint, what to resume from
+            overrides["checkpoint_dir"] = str(self.out_dir / "jobs" / spec.name / "checkpoint")
+            if spec.name in self.suspensions.checkpoint_of:
+                overrides["resume_from"] = str(self.suspensions.checkpoint_of[spec.name])
         if guest:
             slowdown = next(m.pack_slowdown for m in self.mechanisms if isinstance(m, Packing))
             overrides.update(gpu_memory_fraction=PACK_MEMORY_SHARE, compute_slowdown=slowdown)
@@ -411,12 +404,7 @@ class RealTimeRun:
 
     def _watch(self, r: _Running) -> bool:
         """Relay new batches; True when the job ended (finished or failed)."""
-        for rank, follower in r.followers.items():
-            for rec in parse_batches(follower.new_lines()):
-                r.iterations.append([round(self.now(), 3), rank, rec.batch, rec.time_s])
-                r.first_batch.setdefault(rank, self.now())
-                if r.token and rec.batch < r.batches:
-                    self._report(r, rank, rec.batch + 1)
+        self._watch_tail(r, relay=True)
         self._progress(r)
         try:
             if r.psjob.poll():
@@ -435,12 +423,10 @@ class RealTimeRun:
         when its segment's training began (once every worker finished a batch: the
         mechanisms' segment starts there, as a time-slice quantum does)."""
         j, facts = r.qjob.id, self.view.running.get(r.qjob.id)
-        last: dict[int, int] = {}
-        for _, rank, batch, _ in r.iterations:
-            last[rank] = max(last.get(rank, 0), batch)
-        if len(last) < len(r.followers):
+        done = slowest_batch(r)
+        if done is None:
             return
-        self.view.done[j] = min(last.values()) / max(r.batches, 1)
+        self.view.done[j] = done / max(r.batches, 1)
         if facts is not None and math.isinf(facts.t_last) \
                 and r.qjob.spec.name not in self.suspensions.asked:
             facts.t_last = min(r.first_batch.values())
@@ -474,11 +460,15 @@ class RealTimeRun:
                  f"mean iteration {rec['mean_iteration_s']} s; {self.state.total_free} GPUs free"
                  + ("" if ok else f"\n{rec['error']}"))
 
-    def _watch_tail(self, r: _Running) -> None:
+    def _watch_tail(self, r: _Running, relay: bool = False) -> None:
+        """Read the workers' new batch lines (``relay``: report batch N+1 to the
+        controller when batch N is done)."""
         for rank, follower in r.followers.items():
             for rec in parse_batches(follower.new_lines()):
                 r.iterations.append([round(self.now(), 3), rank, rec.batch, rec.time_s])
                 r.first_batch.setdefault(rank, self.now())
+                if relay and r.token and rec.batch < r.batches:
+                    self._report(r, rank, rec.batch + 1)
 
     def _forget(self, r: _Running) -> None:
         """Release the GPUs and the controller's rules of a job that ended."""

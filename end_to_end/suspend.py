@@ -11,7 +11,6 @@ GPU counts) and a resumed job's record covers its whole run.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 from ps_runtime import checkpoint
@@ -24,15 +23,10 @@ def resized_last_batch(done: int, last: int, workers: int, n: int) -> int:
     return done + math.ceil((last - done) * workers / n)
 
 
-@dataclass
-class Suspension:
-    why: str                         # the policy's name | "time-slice" | "migrate"
-    asked_at: float
-
-
 class Suspensions:
     def __init__(self):
-        self.asked: dict[str, Suspension] = {}        # being suspended now
+        # being suspended now: name -> (why: the policy's name | time-slice | migrate, when)
+        self.asked: dict[str, tuple[str, float]] = {}
         self.checkpoint_of: dict[str, Path] = {}
         self.past: dict[str, dict] = {}               # name -> first start, iterations so far
         self.entries: list[dict] = []                 # one per suspension, for the report
@@ -41,17 +35,10 @@ class Suspensions:
         self.grows = self.shrinks = 0
 
     def ask(self, r, why: str, now: float) -> None:
-        self.asked[r.qjob.spec.name] = Suspension(why, now)
+        self.asked[r.qjob.spec.name] = (why, now)
         r.psjob.request_suspend()
 
     # ---- a launch ------------------------------------------------------------------------
-    def overrides(self, name: str, ckpt: Path) -> dict:
-        """The worker options of a launch: where to checkpoint, what to resume from."""
-        out = {"checkpoint_dir": str(ckpt)}
-        if name in self.checkpoint_of:
-            out["resume_from"] = str(self.checkpoint_of[name])
-        return out
-
     def last_batch(self, name: str, n: int) -> int | None:
         """The last batch each of a resumed job's n workers trains (None: not a resume)."""
         ckpt = self.checkpoint_of.get(name)
@@ -80,7 +67,7 @@ class Suspensions:
         """Job r's processes exited after ``batch`` with a checkpoint: keep it and its
         logs apart from the resumed job's, and the history of its run."""
         name = r.qjob.spec.name
-        sus = self.asked.pop(name, None) or Suspension("unknown", now)
+        why, asked_at = self.asked.pop(name, None) or ("unknown", now)
         past = self.past.setdefault(name, {"first_start": r.started, "iterations": []})
         past["iterations"] += r.iterations
         ckpt = Path(r.psjob.options.checkpoint_dir)
@@ -91,8 +78,8 @@ class Suspensions:
             if proc.log_path.exists():
                 proc.log_path.rename(proc.log_path.with_name(f"{proc.log_path.stem}.segment{segment}.log"))
         self.checkpoint_of[name] = kept
-        entry = {"job": name, "why": sus.why, "t": round(sus.asked_at, 3), "batch": batch,
-                 "batches": r.batches, "suspend_s": round(now - sus.asked_at, 3),
+        entry = {"job": name, "why": why, "t": round(asked_at, 3), "batch": batch,
+                 "batches": r.batches, "suspend_s": round(now - asked_at, 3),
                  "from_hosts": sorted(set(r.decision.worker_hosts) | set(r.decision.ps_hosts)),
                  # what the controller held for the old placement before it dropped it
                  "controller_before": record.pop("controller", None)}

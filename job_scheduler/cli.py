@@ -15,6 +15,7 @@ from pathlib import Path
 from job_scheduler.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, POLICY_NAMES, REGISTRY,
                                     make_policy, parse_policy_names, policy_table,
                                     requested_gpus)
+from job_scheduler.mechanisms import PACK_SLOWDOWN, MechanismOptions
 from job_scheduler.proteus import K_READINGS
 from job_scheduler.workloads import SCENARIO_CAPS, TRACE_CAPS
 from sluice_common.errors import InputError
@@ -50,18 +51,17 @@ def run_validate(args: argparse.Namespace) -> int:
 def _validate_one(args: argparse.Namespace, path: str) -> None:
     from job_scheduler.estimator import Estimator
     from sluice_common.jobspec import load_jobs
-    args = argparse.Namespace(**{**vars(args), "file": path})
-    jobs = load_jobs(args.file)
+    jobs = load_jobs(path)
     if args.topology:
         from topologies import load_topology
         topo = load_topology(args.topology)
         for job in jobs:
             if job.max_gpus > topo.total_gpus:
-                raise InputError(args.file, f"asks for {job.max_gpus} GPUs, topology "
+                raise InputError(path, f"asks for {job.max_gpus} GPUs, topology "
                                  f"'{topo.name}' has {topo.total_gpus}",
                                  element=f"job '{job.name}'", field="max_gpus")
     est = Estimator()
-    print(f"{args.file}: {len(jobs)} job(s) OK")
+    print(f"{path}: {len(jobs)} job(s) OK")
     print(f"  {'name':<20} {'model':<14} {'params':>12} {'m':>9} {'e':>3} {'b':>4} "
           f"{'max_gpus':>8} {'arrival':>9} {'Cost(1) s':>11}")
     for job in jobs:
@@ -75,7 +75,7 @@ def _validate_one(args: argparse.Namespace, path: str) -> None:
             print(a.warning(), file=sys.stderr)
     if args.cap_gpus:
         print("# the job file with max_gpus capped at the point of diminishing returns:")
-        print(capped_text(Path(args.file).read_text(encoding="utf-8"), advice), end="")
+        print(capped_text(Path(path).read_text(encoding="utf-8"), advice), end="")
 
 
 # ---- sluice simulate ------------------------------------------------------------------------
@@ -134,8 +134,6 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
 
 def add_sharing_arguments(parser, where: str) -> None:
     """--time-slice, --pack and --pack-slowdown of ``sluice simulate`` and ``sluice run``."""
-    from job_scheduler.mechanisms import PACK_SLOWDOWN
-
     parser.add_argument("--time-slice", type=float, default=None, metavar="QUANTUM_S",
                         help="Gandiva time-slicing: while jobs wait, running jobs that ran a "
                              "whole quantum are suspended and wait again, each switch at its "
@@ -150,8 +148,8 @@ def add_sharing_arguments(parser, where: str) -> None:
 
 
 # the fields of MechanismOptions (and the run's configs) -> the flags that set them
-FLAGS = {"time_slice": "--time-slice", "pack_slowdown": "--pack-slowdown",
-         "costs": "--preemption-cost", "migrate": "--migrate"}
+# (the rest: "--" and the field, "_" as "-")
+FLAGS = {"costs": "--preemption-cost"}
 
 
 def flag_error(err: ValueError, flags: dict = FLAGS) -> InputError:
@@ -164,8 +162,6 @@ def flag_error(err: ValueError, flags: dict = FLAGS) -> InputError:
 def mechanism_options(args, costs: str | None, policies: list[str], where: str):
     """The namespace's --time-slice/--pack/--pack-slowdown/--migrate as MechanismOptions,
     checked once here against each of ``policies`` (``where``: their flag)."""
-    from job_scheduler.mechanisms import PACK_SLOWDOWN, MechanismOptions
-
     if args.pack_slowdown is not None and not args.pack:
         raise InputError("argument --pack-slowdown", "needs --pack")
     try:

@@ -63,13 +63,11 @@ class MechanismOptions:
         return self.time_slice is not None or self.pack
 
     def check(self, policy: str) -> None:
-        """Refuse time-slicing and packing for a policy that time-shares by its own
-        preemption (las: ``shares_gpus = False``)."""
+        """Refuse a policy one of the mechanisms cannot work with (``Mechanism.check``)."""
         from job_scheduler.policies import make_policy
 
-        if self.shares and not make_policy(policy).shares_gpus:
-            raise ValueError(f"policy: {policy} time-shares by its own preemption: "
-                             "time-slicing and packing are for the other policies")
+        for m in self.build():
+            m.check(None, make_policy(policy))
 
     def build(self) -> tuple:
         """The mechanisms, in the order a slot calls them."""
@@ -138,7 +136,11 @@ class Mechanism:
     shares = False           # does it share GPUs between jobs (time-slicing, packing)?
 
     def check(self, sim, policy) -> None:
-        """At construction: refuse a policy the mechanism cannot work with."""
+        """At construction: refuse a policy the mechanism cannot work with (a sharing
+        one: a policy that time-shares by its own preemption, ``shares_gpus = False``)."""
+        if self.shares and not policy.shares_gpus:
+            raise ValueError(f"policy: {policy.name} time-shares by its own preemption: "
+                             "time-slicing and packing are for the other policies")
 
     def before_step(self, sim, policy) -> None:
         """Jobs wait, before the policy's step (time-slicing)."""
@@ -173,10 +175,18 @@ class Mechanism:
         return 1.0
 
 
-def _refuse_unless_sharing(policy) -> None:
-    if not policy.shares_gpus:
-        raise ValueError(f"policy {policy.name} cannot use time-slicing or packing "
-                         "(it preempts by its own rule)")
+def stopped(mechanisms, sim, j: int) -> bool:
+    """Tell every mechanism that job j ended or was suspended; True when a packed
+    partner keeps its GPUs (else they go free)."""
+    kept = False
+    for m in mechanisms:                  # every one hears of it (not any())
+        kept = m.on_stop(sim, j) or kept
+    return kept
+
+
+def alone(sim, j: int) -> bool:
+    """Job j has its GPUs to itself (no mechanism packed it with another)."""
+    return all(m.partner_of(j) is None for m in sim.mechanisms)
 
 
 def need(sim, policy, j: int) -> int:
@@ -192,21 +202,18 @@ class TimeSlicing(Mechanism):
         self.quantum = float(quantum)
         self.segment_start: dict[int, float] = {}
 
-    def check(self, sim, policy) -> None:
-        _refuse_unless_sharing(policy)
-
     def before_step(self, sim, policy) -> None:
         demand = min(sum(need(sim, policy, j) for j in sim.waiting), sim.state.total_gpus)
         # (a real job's segment starts at its first batch: not yet, not a candidate)
         segs = [(j, r.n, self.segment_start[j]) for j, r in sim.running.items()
-                if sim.holds_alone(j) and j in self.segment_start]
+                if alone(sim, j) and j in self.segment_start]
         for j in slice_victims(segs, sim.state.total_free, demand, sim.now, self.quantum):
             sim.preempt(j, why="time-slice")
             policy.on_requeue(sim, j)
 
     def next_event(self, sim) -> float:
         return min((s + self.quantum for j, s in self.segment_start.items()
-                    if j in sim.running and sim.holds_alone(j)), default=math.inf)
+                    if j in sim.running and alone(sim, j)), default=math.inf)
 
     def on_start(self, sim, j: int) -> None:
         # the quantum counts from the end of the restore: a restore longer than the
@@ -225,9 +232,6 @@ class Packing(Mechanism):
         self.pack_slowdown = float(slowdown)
         self.partner: dict[int, int] = {}  # packed jobs, both ways
         self.guests: set[int] = set()      # the packed job that holds no GPU of its own
-
-    def check(self, sim, policy) -> None:
-        _refuse_unless_sharing(policy)
 
     def _gmem(self, sim, j: int) -> float:
         job = sim.jobs[j]
@@ -272,16 +276,13 @@ class Packing(Mechanism):
 
 
 class Migration(Mechanism):
-    def __init__(self):
-        self._placer = BestFitPlacement()
-
     def after_complete(self, sim) -> None:
         """GPUs just freed: a rack may have room for a cross-rack job now."""
         for j, run in list(sim.running.items()):
             if racks_of(sim.state, run.placement) < 2 or sim.state.total_free < run.n:
                 continue
-            target = self._placer.place(sim.state, sim.jobs[j].name, run.n,
-                                        len(run.placement.ps_hosts))
+            target = BestFitPlacement().place(sim.state, sim.jobs[j].name, run.n,
+                                              len(run.placement.ps_hosts))
             if target is None or racks_of(sim.state, target) > 1:
                 continue
             left, model = sim.remaining(j), sim.models[j]

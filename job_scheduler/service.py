@@ -229,14 +229,6 @@ class SchedulerService:
         self._queued.pop(job_id, None)
         self.policy.remove(job_id)
 
-    def _decide(self, state: ClusterState, now: float) -> list[StartDecision]:
-        return self.policy.decide(state, now)     # the step keeps the queue: O(started)
-
-    def queued_count(self) -> int:
-        with self._lock:
-            self._sync_queue()
-            return len(self._queued) + len(self._delayed)
-
     # ---- the loop --------------------------------------------------------------------
     def cluster_state(self, running: Sequence[JobRecord]) -> ClusterState:
         """Free GPUs = topology minus the recorded placements of running jobs."""
@@ -354,7 +346,7 @@ class SchedulerService:
     def _schedule(self, now: float) -> int:
         running = self.store.jobs(["running"])
         state = self.cluster_state(running)
-        decisions = self._decide(state.copy(), now)
+        decisions = self.policy.decide(state.copy(), now)   # it keeps the queue: O(started)
         executor = self.executors[self.executor]
         planned: list[tuple[JobRecord, StartDecision, dict]] = []
         updates: list[JobUpdate] = []

@@ -121,7 +121,8 @@ def _is_loopback(host: str) -> bool:
 def run_scheduler(args: argparse.Namespace) -> int:
     # Everything that can be wrong with the arguments is checked before anything starts.
     from job_scheduler.estimator import Estimator
-    from job_scheduler.service_policy import DEFAULT_EPS, DEFAULT_V, make_policy_step
+    from job_scheduler.policies import DEFAULT_EPS, DEFAULT_V
+    from job_scheduler.service_policy import make_policy_step
     from topologies import load_topology
 
     host, port = _parse_listen(args.listen)

@@ -1,76 +1,46 @@
 """The scheduling-policy seam of the scheduler service ("policy step").
 
-Once per slot the service hands the policy the queued jobs (FIFO order) and a
-``ClusterState`` (free GPUs per host, ``job_scheduler.placement``); the policy answers
-which jobs to start now, on how many GPUs, where. The service owns everything durable
-(store, executors, GPU release); a policy only decides.
-
-The policies are the simulator's own (``job_scheduler.policies``: lyapunov = Proteus
-drift-plus-penalty + Liquid best fit and group GA, single, random, fifo, tetris), run
-through :class:`SimulatorPolicyStep`, a thin adapter that shows each policy one slot
-of the service as if it were the simulator. So the service decides exactly as the
-simulator that evaluated the policy does. The preemptive ones (``las``, ``sluice``;
-``policies.NON_PREEMPTIVE`` is the rest) are refused: the service does not suspend
-running jobs.
-
-Differences from the simulator, both deliberate: C(n) uses the placement's bandwidth on
-an otherwise idle fabric by default (the "idle" bandwidth model of job_scheduler/context.py;
-the simulator's default "shared" model also shares rack uplinks with the running jobs'
-flows; ``Simulator(bandwidth="idle")`` decides exactly as the service), and after a restart every queued job is
-shown to the policy as a new arrival, so the Lyapunov Q is rebuilt from the queue while
-Z restarts at 0 (Z only makes a waiting head job more eager to go: a decision
-heuristic, not acknowledged data).
+Once per slot the service hands the policy step a ``ClusterState`` (free GPUs per host);
+the step answers which queued jobs start now, on how many GPUs, where. The service owns
+everything durable (store, executors, GPU release); a policy only decides. The policies
+are the simulator's own (``job_scheduler.policies``), driven by the simulator's loop body
+(``decisions.decide_slot``) on a ``LiveView``, so the service decides exactly as the
+simulator that evaluated the policy (``Simulator(bandwidth="idle")``: C(n) on an
+otherwise idle fabric; tests/test_loop_contract.py). The preemptive ones (``las``,
+``sluice``) are refused: the service does not suspend running jobs. After a restart
+every queued job is shown to the policy as a new arrival, so the Lyapunov Q is rebuilt
+from the queue while Z restarts at 0 (a decision heuristic, not acknowledged data).
 """
 
 from __future__ import annotations
 
 from job_scheduler import policies as sim_policies
-from job_scheduler.decisions import QueuedJob, StartDecision
+from job_scheduler.decisions import QueuedJob, StartDecision, decide_slot
 from job_scheduler.estimator import Estimator
 from job_scheduler.live_view import LiveView
 from job_scheduler.placement import ClusterState
-from job_scheduler.slot import decide_slot
 from sluice_common.errors import InputError
 from topologies import Topology
 
 # the registry's policies less the preemptive ones (las, sluice): the service does not
 # suspend running jobs
 SERVICE_POLICIES = sim_policies.NON_PREEMPTIVE
-DEFAULT_V = sim_policies.DEFAULT_V
-DEFAULT_EPS = sim_policies.DEFAULT_EPS
 
 
 class PolicyStep:
-    """The service's policy seam. The service keeps the step's queue in step with its
-    own: ``add`` when a job is queued, ``remove`` when it leaves unstarted; ``decide``
-    once per slot on ``state``, a scratch copy of the cluster's free GPUs (a step may
-    allocate on it while it decides several jobs; the service re-derives the real state
-    from its store)."""
-
-    def add(self, q: QueuedJob, *, in_id_order: bool = False) -> None:
-        raise NotImplementedError
-
-    def remove(self, job_id: int) -> None:
-        raise NotImplementedError
-
-    def decide(self, state: ClusterState, now: float) -> list[StartDecision]:
-        raise NotImplementedError
-
-
-class SimulatorPolicyStep(PolicyStep):
-    """A ``job_scheduler.policies`` policy object as a PolicyStep.
+    """The service's policy seam: a ``job_scheduler.policies`` policy object, shown one
+    slot of the service at a time as the simulator shows it its slots.
 
     C(n) is priced on the idle fabric of ``topology``; ``slot`` is the service's slot
     in seconds. The scheduler service keeps the queue here, incrementally: ``add`` when
     a job is queued, ``remove`` when it leaves without being started (cancelled),
-    ``decide`` once per slot (O(jobs started))."""
+    ``decide`` once per slot on ``state``, a scratch copy of the cluster's free GPUs (the
+    service re-derives the real state from its store): O(jobs started)."""
 
     def __init__(self, name: str, topology: Topology, estimator: Estimator, *,
                  slot: float = 1.0, **options):
         self.name = name
-        self.topology = topology
         self.slot = float(slot)
-        self.estimator = estimator
         try:
             self.policy = sim_policies.make_policy(name, **options)
         except ValueError as err:
@@ -78,9 +48,6 @@ class SimulatorPolicyStep(PolicyStep):
         # the "idle" bandwidth model: C(n) on the topology itself
         self._view = LiveView(topology, estimator, self.slot)
         self._arrived: list[int] = []     # added since the last slot: told on_arrival
-
-    def queued_ids(self) -> list[int]:
-        return list(self._view.waiting)
 
     def add(self, q: QueuedJob, *, in_id_order: bool = False) -> None:
         """``q`` entered the queue (submitted, re-queued, or not started after all), at
@@ -143,4 +110,4 @@ def make_policy_step(name: str, topology: Topology, estimator: Estimator, **opti
                if entry is not None and entry.preemptive else "")
         raise InputError("--policy", f"unknown policy {name!r}{why} "
                          f"(known: {', '.join(SERVICE_POLICIES)})")
-    return SimulatorPolicyStep(name, topology, estimator, **options)
+    return PolicyStep(name, topology, estimator, **options)

@@ -18,12 +18,10 @@ Exchange between a PS and workers on one host is charged at the host's ``intra_b
 (shared by the job's flows on that host; ``in_host=False`` makes it free, the model
 before issue 19). ``network=False`` is the ideal fabric: no communication time at all.
 
-Each slot's decisions come from ``slot.decide_slot`` (the loop body shared with the
-scheduler service and the end-to-end run); the simulator carries them out as they are
-taken. Mechanisms (``job_scheduler.mechanisms``: time-slicing, packing, migration) are
-composed in a tuple; a suspension costs what the cost model says (``costs``: a
-``preemption.PreemptionCosts``, or None for what the asker says), paid as seconds
-without progress, GPUs held, when the job starts again.
+Each slot's decisions come from ``decisions.decide_slot`` (the loop body of every loop),
+carried out as they are taken, with the mechanisms composed in ``mechanisms``; a
+suspension costs what ``costs`` says (``preemption.PreemptionCosts``; None: what the
+asker says), paid as seconds without progress, GPUs held, when the job starts again.
 """
 
 from __future__ import annotations
@@ -37,12 +35,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from job_scheduler.context import BANDWIDTH_MODELS
-from job_scheduler.decisions import SlotPlan, StartDecision, Suspend
+from job_scheduler.decisions import BANDWIDTH_MODELS, SlotPlan, StartDecision, Suspend, decide_slot
 from job_scheduler.estimator import Estimator, effective_bandwidth
+from job_scheduler.mechanisms import stopped
 from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import BestFitPlacement, ClusterState, Placement
-from job_scheduler.slot import decide_slot
 from topologies import Topology
 
 
@@ -90,8 +87,10 @@ class JobModel:
         return self.cost(n) + self.comm(n, bw)
 
 
-class _Run:
-    """A job while it holds GPUs."""
+class Run:
+    """A job while it holds GPUs: what a policy or mechanism reads of it (``n``,
+    ``placement``, ``bw``, ``rate`` = work per second, ``t_last`` = when its progress was
+    last brought up to date, after a restore: when it trains again), in every loop."""
     __slots__ = ("j", "n", "placement", "flows", "base_bw", "bw", "work_left", "rate",
                  "t_last", "num_ps")
 
@@ -137,7 +136,7 @@ class Simulator:
             raise ValueError(f"slot must be > 0 seconds, got {slot}")
         if bandwidth not in BANDWIDTH_MODELS:
             raise ValueError(f"bandwidth model must be one of {BANDWIDTH_MODELS}, got {bandwidth!r}")
-        # the loop contract's bandwidth model (job_scheduler/context.py): "shared" caps a
+        # the loop contract's bandwidth model (job_scheduler/decisions.py): "shared" caps a
         # placement by its share of the rack uplinks, "idle" gives it the fabric alone
         self.bandwidth = bandwidth
         self.topology = topology
@@ -158,7 +157,7 @@ class Simulator:
         self.now = 0.0
         # waiting jobs in arrival order (dict = ordered set with O(1) removal)
         self.waiting: dict[int, None] = {}
-        self.running: dict[int, _Run] = {}
+        self.running: dict[int, Run] = {}
         self.first_start = [math.nan] * len(self.jobs)
         self.finish = [math.nan] * len(self.jobs)
         self.work_left = [1.0] * len(self.jobs)      # kept across preemptions
@@ -193,7 +192,7 @@ class Simulator:
         self.costs = costs              # None: a suspension costs what its asker says
         self.charged_s = 0.0            # seconds of suspend/resume charged in all
         self.counts: Counter = Counter()   # suspensions by why but the policy's, packings
-        self.plan = SlotPlan()          # what is being decided (slot.decide_slot)
+        self.plan = SlotPlan()          # what is being decided (decisions.decide_slot)
         self.on_plan = on_plan          # told each non-empty plan: (time, plan)
 
     # ---- facts policies use ---------------------------------------------------------
@@ -256,10 +255,6 @@ class Simulator:
         """Suspend + resume seconds of job j on ``gpus`` under the cost table (0: none)."""
         return self.costs.total(self.jobs[j].model, gpus) if self.costs else 0.0
 
-    def holds_alone(self, j: int) -> bool:
-        """Job j has its GPUs to itself (not packed with another)."""
-        return all(m.partner_of(j) is None for m in self.mechanisms)
-
     # ---- actions policies take ------------------------------------------------------
     def start(self, j: int, placement: Placement) -> None:
         n = placement.gpus
@@ -278,7 +273,7 @@ class Simulator:
             self.state.allocate(placement)
         del self.waiting[j]
         flows = self.placement_flows(placement)
-        run = _Run(j, n, placement, flows, self.base_bandwidth(placement),
+        run = Run(j, n, placement, flows, self.base_bandwidth(placement),
                    len(placement.ps_hosts), self.work_left[j])
         # a resumed job first restores its checkpoint: no progress until t_last
         overhead, self.restart_overhead[j] = self.restart_overhead[j], 0.0
@@ -326,16 +321,9 @@ class Simulator:
         self._retime(self.running[j], force=True)
 
     # ---- internals ------------------------------------------------------------------
-    def _release(self, j: int, run: _Run) -> None:
-        kept = False
-        for m in self.mechanisms:         # every mechanism hears of it (not any())
-            kept = m.on_stop(self, j) or kept
-        if not kept:                      # else a packed partner keeps the GPU
+    def _release(self, j: int, run: Run) -> None:
+        if not stopped(self.mechanisms, self, j):    # else a packed partner keeps them
             self.state.release(run.placement)
-
-    def slowdown(self, j: int) -> float:
-        """Factor on job j's time per unit of work (1: the GPUs are its own)."""
-        return math.prod(m.slowdown(j) for m in self.mechanisms)
 
     def _add_flows(self, flows: dict[int, int], j: int, sign: int) -> set[int]:
         affected: set[int] = set()
@@ -348,14 +336,14 @@ class Simulator:
             affected |= self.uplink_jobs[r]
         return affected
 
-    def _advance(self, run: _Run) -> None:
+    def _advance(self, run: Run) -> None:
         dt = self.now - run.t_last
         if dt > 0:
             run.work_left = max(run.work_left - dt * run.rate, 0.0)
             self.gpu_seconds += dt * run.n
             run.t_last = self.now
 
-    def _retime(self, run: _Run, force: bool = False) -> None:
+    def _retime(self, run: Run, force: bool = False) -> None:
         """Bring the job to ``now`` at its old rate, then schedule its completion at
         the rate its current uplink sharing gives (``force``: its slowdown changed)."""
         self._advance(run)
@@ -363,7 +351,9 @@ class Simulator:
         if run.rate and bw == run.bw and not force:
             return
         run.bw = bw
-        run.rate = 1.0 / (self.models[run.j].C(run.n, bw) * self.slowdown(run.j))
+        # a mechanism may slow it (packing: two jobs on one GPU)
+        slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms)
+        run.rate = 1.0 / (self.models[run.j].C(run.n, bw) * slowdown)
         self._version[run.j] += 1
         heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
                                     self._version[run.j], run.j))
@@ -425,7 +415,7 @@ class Simulator:
             moved = self.plan                 # migrations at the completions above
             plan = decide_slot(self, self.policy, self.mechanisms)
             for p in (moved, plan) if self.on_plan else ():
-                if p:
+                if p.steps:
                     self.on_plan(self.now, p)
             self.plan = SlotPlan()            # what happens between slots (migrations)
             if had_waiting:

@@ -79,7 +79,7 @@ def test_arrival_is_honoured_and_hidden_from_the_policy(tmp_path):
     assert jobs["now"].state == "running" and jobs["later"].state == "queued"
     assert jobs["later"].to_public()["started_at"] is None
     assert jobs["later"].to_public()["not_before"] == clock.t + 30.0
-    assert svc.policy.queued_ids() == []          # the policy has not seen it
+    assert list(svc.policy._view.waiting) == []        # the policy has not seen it
     clock.t += 29.0
     svc.tick()
     assert svc.store.get(jobs["later"].id).state == "queued"

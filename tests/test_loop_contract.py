@@ -1,4 +1,4 @@
-"""One scheduling-loop contract (job_scheduler/context.py): the simulator and the
+"""One scheduling-loop contract (job_scheduler/decisions.py): the simulator and the
 scheduler service (simulated executor, a fake clock ticking once per slot) drive the same
 policy objects and, with the same bandwidth model, job file, seed and slot, take the same
 decisions: start times, GPU counts and placements."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from job_scheduler.context import SchedulingContext
+from job_scheduler.decisions import SchedulingContext
 from job_scheduler.estimator import Estimator
 from job_scheduler.executors import SimulatedExecutor
 from job_scheduler.policies import make_policy as make_sim_policy

@@ -1,4 +1,4 @@
-"""One loop body, several drivers (issue 29): ``slot.decide_slot`` makes the decisions of
+"""One loop body, several drivers (issue 29): ``decisions.decide_slot`` makes the decisions of
 the simulator, the scheduler service's policy step and ``sluice run --dry-run``.
 
 For the same jobs and seed, ``sluice run --dry-run`` prints exactly the plans (starts,
@@ -21,7 +21,7 @@ from job_scheduler.mechanisms import MechanismOptions
 from job_scheduler.placement import ClusterState
 from job_scheduler.policies import make_policy
 from job_scheduler.preemption import load_costs
-from job_scheduler.service_policy import SimulatorPolicyStep
+from job_scheduler.service_policy import PolicyStep
 from job_scheduler.simulator import Simulator
 from sluice.cli import main as sluice_main
 from sluice_common.jobspec import load_jobs
@@ -116,7 +116,7 @@ def test_the_service_step_decides_a_slot_as_the_simulator_does(policy):
               bandwidth="idle", on_plan=lambda t, p: plans.append((t, p))).run()
     t_sim, first = plans[0]
     # the service's step itself (make_policy_step refuses las and sluice for the service)
-    step = SimulatorPolicyStep(policy, topo, est, seed=SEED)
+    step = PolicyStep(policy, topo, est, seed=SEED)
     for key, job in enumerate(jobs):
         step.add(QueuedJob(key, job, 0.0))
     t, decided = 0.0, []

@@ -13,11 +13,10 @@ import yaml
 
 from job_scheduler.estimator import Estimator
 from sluice_common.jobspec import JobSpec
-from job_scheduler.decisions import StartDecision, Suspend
+from job_scheduler.decisions import StartDecision, Suspend, decide_slot
 from job_scheduler.mechanisms import Migration
 from job_scheduler.policies import make_policy
 from job_scheduler.preemption import CostRow, PreemptionCosts
-from job_scheduler.slot import decide_slot
 from ps_runtime.runners import LocalRunner
 from end_to_end.preemption_report import preemption_lines
 from job_scheduler.live_view import LiveView
@@ -66,19 +65,23 @@ def _batches_done(job: dict) -> dict[int, list[int]]:
 
 def test_las_in_the_run_suspends_a_running_job_that_a_less_served_one_outranks(tmp_path):
     """The run's view, driven by the simulator's LasPolicy through decide_slot: once the
-    running job has attained 20 GPU-s the new one outranks it; the plan suspends it and
-    starts the new job on its GPUs. Below the threshold (FIFO inside a queue) it keeps
-    them, and with room for both nobody is suspended."""
+    running job has attained 20 GPU-s (counted from its first batch) the new one
+    outranks it; the plan suspends it and starts the new job on its GPUs. Below the
+    threshold (FIFO inside a queue) it keeps them, and with room for both nobody is
+    suspended."""
     jobs = [JobSpec(name="old", model="resnet18", dataset_size=6400, epochs=1, batch_size=32,
                     max_gpus=2), JobSpec(name="new", model="resnet18", dataset_size=640,
                                          epochs=1, batch_size=32, max_gpus=1, arrival=5.0)]
 
-    def plans(attained_at: float, gpus: tuple[int, int]):
+    def plans(attained_at: float, gpus: tuple[int, int], trained: bool = True):
         view = LiveView(loopback_topology(tmp_path, gpus), Estimator(), 1.0)
         las = make_policy("las", las_thresholds=(20.0,))
         view.add(0, jobs[0])
         las.on_arrival(view, 0)
         first = decide_slot(view, las)            # old starts on both GPUs at t = 0
+        if trained:                               # its first batch at t = 0 (the run says)
+            view.running[0].t_last = 0.0
+            las.on_training(view, 0, 0.0)
         view.now = attained_at
         view.add(1, jobs[1])
         las.on_arrival(view, 1)
@@ -88,7 +91,9 @@ def test_las_in_the_run_suspends_a_running_job_that_a_less_served_one_outranks(t
     assert [type(s) for s in first.steps] == [StartDecision]
     assert plan.suspends == [Suspend(0, 0.0, "policy")]
     assert [(d.job_id, d.worker_hosts) for d in plan.starts] == [(1, ("h1",))]
-    assert not plans(9.0, (1, 1))[1]               # 18 GPU-s: the running job keeps them
+    assert not plans(9.0, (1, 1))[1].steps             # 18 GPU-s: the running job keeps them
+    # start-up is not attained service: a job that has not trained a batch keeps them
+    assert not plans(11.0, (1, 1), trained=False)[1].steps
     _, roomy = plans(11.0, (2, 1))
     assert not roomy.suspends and [d.job_id for d in roomy.starts] == [1]
 

@@ -1,11 +1,11 @@
 """What every policy is: the ``Policy`` base the scheduling loops drive, the options a
 policy is built from, and the pieces several policies share.
 
-``sim`` below is the loop's ``SchedulingContext`` (job_scheduler/context.py): the
+``sim`` below is the loop's ``SchedulingContext`` (job_scheduler/decisions.py): the
 simulator, one slot of the scheduler service, or the service step inside the
 end-to-end run. Every hook a loop may call is declared on :class:`Policy` with a no-op
 default, so a loop calls them all and a policy overrides the ones it needs (no loop
-probes for a method). At each slot boundary, in this order (``job_scheduler.slot``):
+probes for a method). At each slot boundary, in this order (``decisions.decide_slot``):
 
 * ``on_arrival(sim, j)`` once per job that entered the waiting list;
 * ``step(sim)`` when jobs wait: start (``sim.start``) or suspend (``sim.preempt``);

@@ -68,7 +68,8 @@ class LasPolicy(Policy):
         return heap[0][0] if heap else math.inf
 
     def on_training(self, sim, j: int, since: float) -> None:
-        """A real job's start-up is not attained service: count from its first batch."""
+        """A real job's start-up is not attained service: count from its first batch.
+        (A crossing pushed from an infinite start never fires.)"""
         if j in self._since:
             self._since[j] = since
             self._starts[j] += 1            # its pending crossing time is stale
@@ -95,7 +96,7 @@ class LasPolicy(Policy):
         return j in self._since and self._starts.get(j) == k
 
     def _update(self, j: int, now: float) -> None:
-        self.attained[j] += self._n[j] * (now - self._since[j])
+        self.attained[j] += self._n[j] * max(now - self._since[j], 0.0)
         self._since[j] = now
 
     def _push_crossing(self, j: int) -> None:
@@ -180,7 +181,9 @@ class LasPolicy(Policy):
             sim.start(j, p)
             self._waiting.remove(j)
             self._running.add(j, (self._level[j], j), self._n[j])
-            self._since[j] = now
+            # a real job attains nothing before its first batch (t_last inf until
+            # on_training): its crossing is then pushed from there
+            self._since[j] = now if math.isfinite(sim.running[j].t_last) else math.inf
             self._starts[j] += 1
             self._push_crossing(j)
 

@@ -166,9 +166,11 @@ class SluicePolicy(Policy):
                 return
             if self._tried.get(k, -1) >= state.total_free:
                 continue            # no more GPUs free than when it last could not grow
-            self._tried[k] = state.total_free
             run = sim.running[k]
             left = self._left_s(sim, k)
+            if math.isinf(left):
+                continue            # a real job still starting: its end is not known yet
+            self._tried[k] = state.total_free
             state.release(run.placement)           # tentatively: what could it have?
             limit = min(sim.jobs[k].max_gpus, state.total_free)
             costs, places = self._costs(sim, k, limit)
