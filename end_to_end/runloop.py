@@ -199,6 +199,7 @@ class RealTimeRun:
                 if ended:                    # GPUs freed: e.g. migration onto them
                     self._carry_out(self._plan(lambda: [m.after_complete(view)
                                                         for m in self.mechanisms]))
+                self._after_watch()
                 self._launch_ready()
                 if now >= next_sample:
                     self.sample_links()
@@ -227,6 +228,10 @@ class RealTimeRun:
                 self.records[r.qjob.spec.name].update(status="stopped", iterations=r.iterations)
         self.sample_links()
         return self.result()
+
+    def _after_watch(self) -> None:
+        """Once per loop turn after the running jobs were looked at (an experiment's
+        hook: mininet_tests/experiment_heavy_tail.py samples its processes)."""
 
     # ---- deciding ------------------------------------------------------------------
     def _plan(self, decide) -> SlotPlan:
