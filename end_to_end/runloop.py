@@ -230,8 +230,7 @@ class RealTimeRun:
         return self.result()
 
     def _after_watch(self) -> None:
-        """Once per loop turn after the running jobs were looked at (an experiment's
-        hook: mininet_tests/experiment_heavy_tail.py samples its processes)."""
+        """Each loop turn after the jobs were watched (experiment_heavy_tail samples)."""
 
     # ---- deciding ------------------------------------------------------------------
     def _plan(self, decide) -> SlotPlan:

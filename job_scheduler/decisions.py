@@ -14,15 +14,12 @@ Three loops drive the same policy objects (``job_scheduler.policies``) and mecha
 - measured: idle on the topology the run loop derives each slot from the controller's
   link counters (``end_to_end.closed_loop.available_topology``).
 
-A slot's answer is a :class:`SlotPlan`: the queued jobs to start (:class:`StartDecision`,
-a placement each) and the running jobs to suspend (:class:`Suspend`), in the order the
-policy and the mechanisms took them (a suspension frees the GPUs a later start uses), as
-Blox's placement returns jobs to terminate and jobs to launch. The drivers only carry it
-out: the simulator at once (its context applies each step as it is taken, with the
-measured costs charged), the service through its executor, the end-to-end run by
-launching and suspending PS jobs. With the same bandwidth model, job file, seed and slot
-the loops make the same decisions (tests/test_loop_contract.py, tests/test_one_engine.py).
-Pure: no process, no store.
+A slot's answer is a :class:`SlotPlan`: jobs to start (:class:`StartDecision`) and jobs
+to suspend (:class:`Suspend`) in the order taken (a suspension frees the GPUs a later
+start uses), as Blox's placement returns jobs to terminate and to launch. The drivers
+only carry it out: the simulator at once (costs charged), the service through its
+executor, the end-to-end run with PS jobs. Same bandwidth model, jobs, seed and slot:
+the same decisions (tests/test_loop_contract.py, tests/test_one_engine.py). Pure.
 """
 
 from __future__ import annotations
