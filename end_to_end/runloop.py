@@ -95,7 +95,7 @@ class RealTimeRun:
     def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy: Policy | Callable,
                  estimator: Estimator, fabric, client, out_dir: Path,
                  options: RunOptions = RunOptions(), *, policy_name: str = "?",
-                 log: TextIO = sys.stderr, runner=None, mechanisms: Sequence = (),
+                 log: TextIO | None = None, runner=None, mechanisms: Sequence = (),
                  costs=None, can_suspend: bool = False):
         self.topology = topology
         self.jobs = sorted(jobs, key=lambda j: (j.arrival, j.name))
@@ -144,7 +144,8 @@ class RealTimeRun:
         if self.status is not None and self.status.enabled:
             self.status.print(line)        # above the live status line
         else:
-            print(line, file=self.log, flush=True)
+            # (stderr as it is now: a default bound at import would outlive a redirection)
+            print(line, file=self.log or sys.stderr, flush=True)
 
     def show_status(self, pending, waiting, running) -> None:
         """The live line (jobs queued/running/done, elapsed, ETA from C(n))."""
