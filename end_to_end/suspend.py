@@ -38,7 +38,6 @@ class Suspensions:
         self.asked[r.qjob.spec.name] = (why, now)
         r.psjob.request_suspend()
 
-    # ---- a launch ------------------------------------------------------------------------
     def last_batch(self, name: str, n: int) -> int | None:
         """The last batch each of a resumed job's n workers trains (None: not a resume)."""
         ckpt = self.checkpoint_of.get(name)
@@ -62,7 +61,6 @@ class Suspensions:
             + (f": {'grow' if gpus > prev else 'shrink'} to {gpus} GPU(s), had {prev}"
                if gpus != prev else ""))
 
-    # ---- the job stopped -------------------------------------------------------------------
     def stopped(self, r, batch: int, now: float, record: dict) -> dict:
         """Job r's processes exited after ``batch`` with a checkpoint: keep it and its
         logs apart from the resumed job's, and the history of its run."""

@@ -49,7 +49,6 @@ class LiveView:
         self.models[j] = JobModel(spec, self.estimator)
         self.waiting[j] = None
 
-    # ---- facts --------------------------------------------------------------------------
     def live_bandwidth(self, placement: Placement, *args, **kwargs) -> float:
         return effective_bandwidth(self.bandwidth_topology, placement.ps_hosts,
                                    placement.worker_hosts)
@@ -79,7 +78,6 @@ class LiveView:
     def retime(self, j: int) -> None:
         """A real job runs at its own speed: nothing to re-time."""
 
-    # ---- actions ------------------------------------------------------------------------
     def start(self, j: int, placement: Placement) -> None:
         if self.holds_gpus(j):                  # a packed guest takes none
             self.state.allocate(placement)
