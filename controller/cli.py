@@ -134,6 +134,8 @@ def _tls_options(args) -> list[str]:
 
 
 def run_controller(args) -> int:
+    from sluice_common.malloc import return_large_buffers_to_the_system
+    return_large_buffers_to_the_system()     # a long-lived service: see that module
     # ---- validate everything before starting anything --------------------------------
     from controller.service import ControllerConfig, ControllerService
     from topologies import load_topology

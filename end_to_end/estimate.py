@@ -39,12 +39,12 @@ class RunEstimate:
         return [j for j in self.jobs if j.c_n_s > limit]
 
 
-def _batch_scale(spec: JobSpec, n: int, batches: int | None) -> float:
-    """``--batches`` replaces the file's epochs*dataset/(batch*n) batches per worker."""
-    if not batches:
-        return 1.0
-    natural = max(1, math.ceil(spec.epochs * spec.dataset_size / (spec.batch_size * n)))
-    return batches / natural
+def batches_for(spec: JobSpec, n: int, override: int | None = None) -> int:
+    """Batches each of n workers trains: the job's data split over its workers,
+    ``ceil(epochs * dataset_size / (batch_size * n))``, unless ``override`` says."""
+    if override:
+        return override
+    return max(1, math.ceil(spec.epochs * spec.dataset_size / (spec.batch_size * n)))
 
 
 def estimate_run(jobs: Sequence[JobSpec], topology: Topology, estimator: Estimator,
@@ -57,7 +57,7 @@ def estimate_run(jobs: Sequence[JobSpec], topology: Topology, estimator: Estimat
     out = []
     for k, spec in enumerate(sim.jobs):            # the simulator's (arrival) order
         n = max(1, sim.ran_gpus[k])
-        scale = _batch_scale(spec, n, batches)
+        scale = batches_for(spec, n, batches) / batches_for(spec, n)   # --batches
         # C(n) on the placement it got, with the uplink sharing of the jobs beside it
         c_n = (sim.finish[k] - sim.first_start[k]) * scale
         out.append(JobEstimate(spec.name, n, c_n, sim.first_start[k] + c_n))
@@ -82,15 +82,11 @@ def describe(estimate: RunEstimate, limit: float = WARN_AFTER_S) -> list[str]:
 
 
 def announce(jobs: Sequence[JobSpec], topology: Topology, policy_name: str,
-             batches: int | None, print_line,
-             estimator: Estimator | None = None) -> RunEstimate | None:
+             batches: int | None, print_line, estimator: Estimator) -> RunEstimate | None:
     """Print the estimate (and warnings) before a run, with the run's own estimator
     (its profile and runtime terms); None when the policy cannot be simulated (the run
     itself still goes ahead)."""
-    from job_scheduler.estimator import nominal_bandwidth
     try:
-        if estimator is None:
-            estimator = Estimator(nominal_bw_mbps=nominal_bandwidth(topology))
         estimate = estimate_run(jobs, topology, estimator, policy_name, batches)
     except Exception as err:      # an estimate must never stop the run itself
         print_line(f"no estimate ({type(err).__name__}: {err})")

@@ -86,7 +86,7 @@ def markdown(result: RunResult) -> str:
                      f"{','.join(d['ps_hosts'])} | {_fmt(d['bw_nominal_mbps'], 0) if d['bw_nominal_mbps'] is not None else 'local'} | "
                      f"{_fmt(d['bw_estimate_mbps'], 0) if d['bw_estimate_mbps'] is not None else 'local'} | "
                      f"{_fmt(d['C_n_nominal_s'], 3)} | {_fmt(d['C_n_s'], 3)} |")
-    if result.get("preemptions") is not None:      # end_to_end.preemptive_run
+    if result.get("preemptions") is not None:      # a run that may suspend (end_to_end.suspend)
         from end_to_end.preemption_report import preemption_lines
         lines += preemption_lines(result)
     failed = [j for j in result["jobs"] if j.get("error")]
@@ -96,7 +96,7 @@ def markdown(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def plot_turnaround(result: RunResult, path: Path) -> None:
+def plot_turnaround(result: RunResult):
     jobs = [j for j in result["jobs"] if j.get("turnaround") is not None]
     fig, ax = plt.subplots(figsize=(max(5, 0.9 * len(jobs) + 2), 3.5))
     names = [j["name"] for j in jobs]
@@ -108,12 +108,10 @@ def plot_turnaround(result: RunResult, path: Path) -> None:
     ax.set_title(f"turnaround per job (priority {'on' if result['priority'] else 'off'})")
     ax.legend()
     ax.tick_params(axis="x", rotation=30)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig
 
 
-def plot_iterations(result: RunResult, path: Path) -> None:
+def plot_iterations(result: RunResult):
     fig, ax = plt.subplots(figsize=(8, 4))
     for j in result["jobs"]:
         its = [it for it in j.get("iterations") or [] if it[1] == 0]     # worker 0
@@ -124,12 +122,10 @@ def plot_iterations(result: RunResult, path: Path) -> None:
     ax.set_title("iteration time per job")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig
 
 
-def plot_bottleneck(result: RunResult, path: Path) -> None:
+def plot_bottleneck(result: RunResult):
     link = bottleneck_link(result)
     fig, ax = plt.subplots(figsize=(8, 3.5))
     if link:
@@ -141,9 +137,7 @@ def plot_bottleneck(result: RunResult, path: Path) -> None:
     ax.set_xlabel("time since the run started (s)")
     ax.set_ylabel("utilisation (%)")
     ax.set_ylim(bottom=0)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig
 
 
 def write_report(result: RunResult, out_dir: str | Path) -> Path:
@@ -151,9 +145,11 @@ def write_report(result: RunResult, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(result, indent=1))
-    plot_turnaround(result, out / PLOTS[0])
-    plot_iterations(result, out / PLOTS[1])
-    plot_bottleneck(result, out / PLOTS[2])
+    for name, plot in zip(PLOTS, (plot_turnaround, plot_iterations, plot_bottleneck)):
+        fig = plot(result)
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=100)
+        plt.close(fig)
     md = out / "report.md"
     md.write_text(markdown(result))
     return md

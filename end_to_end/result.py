@@ -31,4 +31,7 @@ class RunResult(TypedDict, total=False):
     decisions: list[dict[str, Any]]   # per start: t, job, gpus, ps_hosts, worker_hosts, C(n)
     links: list[dict[str, Any]]    # measured link samples
     uplinks: list[str]
-    summary: RunSummary
+    summary: RunSummary            # + preemptions, migrations (+ time_slices, grows,
+                                   # shrinks, packed) when the run may suspend (or share)
+    preemptions: list[dict[str, Any]]   # per suspension (end_to_end.suspend)
+    packings: list[dict[str, Any]]      # per packed start

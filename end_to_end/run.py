@@ -10,9 +10,11 @@ Compute: ``torch`` (real) or ``emulated`` (Cost_bat(b) of the profile, the model
 bw_scale; the default without a CUDA device). Job processes come from a per-host pool of
 pre-started ones (ps_runtime.warm).
 
-Everything is validated before anything starts (bad input: exit 2, nothing started).
-Then: the controller process, the fabric (global fabric lock), the real-time loop of
+Everything is validated before anything starts (bad input: exit 2, nothing started):
+the command line once into a ``RunConfig`` (``end_to_end.cli``), the files here. Then:
+the controller process, the fabric (global fabric lock), the real-time loop of
 ``end_to_end.runloop``; all of them are stopped on the way out, Ctrl-C included.
+``--dry-run`` makes the run's decisions without any of them (``dry_run``).
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller.job_rank import DEFAULT_RULE, RANK_RULES
-from job_scheduler.policies import NON_PREEMPTIVE
+from controller.job_rank import DEFAULT_RULE
+from job_scheduler.mechanisms import MechanismOptions
+from job_scheduler.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES, REGISTRY
 from sluice_common.errors import InputError
 
 DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
@@ -31,100 +35,93 @@ DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
 # racks is then comparable to its compute, so the Proteus decision is not trivial (see
 # topologies/builtin/two-rack-100g.yaml).
 DEMO_TOPOLOGY = "two-rack-100g"
-# The non-preemptive policies, and las: it preempts running jobs through suspend/resume
-# at batch boundaries (end_to_end.preemptive_run). The scheduler service's policy seam
-# offers neither las nor sluice; sluice (preemptive at a cost) is simulator-only so far.
-POLICY_NAMES = NON_PREEMPTIVE + ("las",)
 WARM_PER_HOST = 8        # pre-started processes per host: a job is 3-9 processes, and two
                          # jobs may start on one host within seconds (the refills import at nice 19)
 
 
-def _common(parser) -> None:
-    parser.add_argument("--out", default=None, help="report directory (default runs/<command>-<time>)")
-    parser.add_argument("--slot", type=float, default=1.0, help="scheduling slot, seconds (default 1)")
-    parser.add_argument("--batches", type=int, default=None,
-                        help="batches per worker (default: epochs*dataset_size/(batch_size*GPUs))")
-    parser.add_argument("--input-size", type=int, default=64,
-                        help="image size for resnet18/alexnet/vgg16/googlenet (default 64; smallcnn is 28x28)")
-    parser.add_argument("--job-timeout", type=float, default=900.0, help="seconds before a job is stopped")
-    from ps_runtime.compute import add_arguments
+@dataclass(frozen=True)
+class RunConfig:
+    """What ``sluice run`` and ``sluice demo`` are asked, as one frozen value: built once
+    from the command line (``end_to_end.cli``) and handed down; nothing below the CLI
+    reads the argparse namespace. Its checks raise ``ValueError("field: message")``;
+    only the CLI turns a field into its flag."""
+    jobs: str                            # job YAML
+    topology: str                        # built-in name or YAML path
+    policy: str = "lyapunov"
+    priority: str = "on"                 # on | off: flow priority by the rank rule
+    rank: str = DEFAULT_RULE
+    out: str | None = None               # report directory
+    slot: float = 1.0                    # seconds
+    batches: int | None = None           # per worker; None: epochs * dataset / (batch * n)
+    input_size: int = 64
+    job_timeout: float = 900.0           # seconds
+    compute: str = "emulated"            # torch | emulated (resolved)
+    profile: str | None = None
+    compute_info: dict = field(default_factory=dict, compare=False)
+    seed: int = 0
+    las_threshold: float = DEFAULT_LAS_THRESHOLDS[0]   # GPU-seconds
+    mechanisms: MechanismOptions = MechanismOptions()
+    dry_run: bool = False
 
-    add_arguments(parser)
-    parser.add_argument("--rank", default=DEFAULT_RULE, choices=RANK_RULES,
-                        help=f"controller ranking rule when priority is on (default {DEFAULT_RULE}: "
-                             "shortest remaining bytes first)")
+    def __post_init__(self):
+        checks = [
+            ("policy", self.policy in POLICY_NAMES,
+             f"unknown policy {self.policy!r} (known: {', '.join(POLICY_NAMES)})"),
+            ("priority", self.priority in ("on", "off"),
+             f"must be 'on' or 'off', got {self.priority!r}"),
+            ("slot", 0 < self.slot <= 600, f"must be in (0, 600] seconds, got {self.slot}"),
+            ("batches", self.batches is None or self.batches >= 1,
+             f"must be >= 1, got {self.batches}"),
+            ("input_size", 16 <= self.input_size <= 512, f"must be 16..512, got {self.input_size}"),
+            ("job_timeout", self.job_timeout > 0, f"must be > 0, got {self.job_timeout}"),
+            ("las_threshold", self.las_threshold > 0, f"must be > 0, got {self.las_threshold}")]
+        for name, ok, message in checks:
+            if not ok:
+                raise ValueError(f"{name}: {message}")
+        self.mechanisms.check(self.policy)
 
+    def make_policy(self):
+        """A fresh policy object (policies keep per-run state: one per pass)."""
+        from job_scheduler.policies import make_policy
 
-def configure_run(parser) -> None:
-    parser.add_argument("jobs", help="job description YAML (see sluice_common/jobspec.py)")
-    parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
-    parser.add_argument("--policy", default="lyapunov", help=f"one of {', '.join(POLICY_NAMES)}")
-    parser.add_argument("--priority", default="on", help="on|off: flow priority by the --rank rule")
-    _common(parser)
-    from end_to_end.preemptive_run import add_arguments
-
-    add_arguments(parser)
-
-
-def configure_demo(parser) -> None:
-    parser.add_argument("--policy", default="lyapunov", help=f"one of {', '.join(POLICY_NAMES)}")
-    _common(parser)
+        return make_policy(self.policy, seed=self.seed, las_thresholds=(self.las_threshold,))
 
 
 # ---- validation (no side effects) --------------------------------------------------------
 
-def validate(jobs_path: str | Path, topology_arg: str, args, priority: str = "on"):
-    """-> (jobs, topology); InputError on anything wrong. Sets ``args.compute`` (auto
-    resolved) and ``args.compute_info``."""
+def validate(config: RunConfig):
+    """-> (jobs, topology) of ``config``; InputError on anything wrong with the files."""
     from sluice_common.jobspec import load_jobs
     from sluice_common.models import MODELS
-    from ps_runtime.compute import describe, resolve_compute
     from topologies import load_topology
     from topologies.mininet_topo import check_emulatable
 
-    if args.policy not in POLICY_NAMES:
-        raise InputError("argument --policy", f"unknown policy {args.policy!r} (known: {', '.join(POLICY_NAMES)})")
-    if priority not in ("on", "off"):
-        raise InputError("argument --priority", f"must be 'on' or 'off', got {priority!r}")
-    if not args.slot > 0 or args.slot > 600:
-        raise InputError("argument --slot", f"must be in (0, 600] seconds, got {args.slot}")
-    if args.batches is not None and args.batches < 1:
-        raise InputError("argument --batches", f"must be >= 1, got {args.batches}")
-    if not 16 <= args.input_size <= 512:
-        raise InputError("argument --input-size", f"must be 16..512, got {args.input_size}")
-    if not args.job_timeout > 0:
-        raise InputError("argument --job-timeout", f"must be > 0, got {args.job_timeout}")
-    topology = load_topology(topology_arg)
+    topology = load_topology(config.topology)
     check_emulatable(topology)
-    jobs = load_jobs(jobs_path)
-    args.compute = resolve_compute(getattr(args, "compute", None))
-    args.compute_info = describe(args.compute, getattr(args, "profile", None))
-    if args.compute == "torch":
+    jobs = load_jobs(config.jobs)
+    if config.compute == "torch":
         from ps_runtime.models import MODEL_NAMES
     else:                       # the emulated worker needs a parameter count and a profile
         MODEL_NAMES = tuple(MODELS)
     for job in jobs:
-        if job.model not in MODEL_NAMES:
-            raise InputError(str(jobs_path), f"'{job.model}' cannot be run by the PS runtime "
-                             f"with {args.compute} compute (runnable: {', '.join(MODEL_NAMES)})",
-                             element=f"job '{job.name}'", field="model")
-        if job.max_gpus > topology.total_gpus:
-            raise InputError(str(jobs_path), f"must be <= the {topology.total_gpus} GPUs of "
-                             f"topology '{topology.name}', got {job.max_gpus}",
-                             element=f"job '{job.name}'", field="max_gpus")
-        if job.num_ps > len(topology.hosts):
-            raise InputError(str(jobs_path), f"must be <= the {len(topology.hosts)} hosts of "
-                             f"topology '{topology.name}'", element=f"job '{job.name}'", field="num_ps")
-    from end_to_end.sharing_run import run_loop
-
-    run_loop(args)              # --las-threshold, --time-slice, --pack, the migration costs
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise InputError("argument --out", f"{args.out} exists and is not a directory")
+        for field_, bad, message in (
+                ("model", job.model not in MODEL_NAMES, f"'{job.model}' cannot be run by the "
+                 f"PS runtime with {config.compute} compute (runnable: {', '.join(MODEL_NAMES)})"),
+                ("max_gpus", job.max_gpus > topology.total_gpus, f"must be <= the "
+                 f"{topology.total_gpus} GPUs of topology '{topology.name}', got {job.max_gpus}"),
+                ("num_ps", job.num_ps > len(topology.hosts), f"must be <= the "
+                 f"{len(topology.hosts)} hosts of topology '{topology.name}'")):
+            if bad:
+                raise InputError(str(config.jobs), message, element=f"job '{job.name}'",
+                                 field=field_)
+    if config.out and Path(config.out).exists() and not Path(config.out).is_dir():
+        raise InputError(config.out, "exists and is not a directory", field="out")
     return jobs, topology
 
 
-def _out_dir(args, command: str) -> Path:
-    return Path(args.out) if args.out else Path("runs") / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}"
+def out_dir(config: RunConfig, command: str) -> Path:
+    return (Path(config.out) if config.out
+            else Path("runs") / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
 # ---- the environment: controller process + fabric -----------------------------------------
@@ -158,20 +155,20 @@ def _wait_hosts_located(fabric, client, timeout: float = 20.0) -> None:
         time.sleep(0.5)
 
 
-def say_compute(args, command: str) -> None:
-    info = args.compute_info
+def say_compute(config: RunConfig, command: str) -> None:
+    info = config.compute_info
     print(f"sluice {command}: compute {info['compute']}, device {info['device']}, profile "
           f"{info['profile']}", file=sys.stderr, flush=True)
 
 
-def run_estimator(topology, args):
+def run_estimator(topology, compute: str, profile: str | None = None):
     """The estimator of a real run: the chosen profile, the topology's nominal bandwidth
     and the PS runtime's own terms (start-up, per-round sync, link efficiency)."""
     from job_scheduler.estimator import Estimator, nominal_bandwidth
     from ps_runtime.calibration import runtime_terms
 
-    return Estimator(args.profile, nominal_bw_mbps=nominal_bandwidth(topology),
-                     **runtime_terms(args.compute))
+    return Estimator(profile, nominal_bw_mbps=nominal_bandwidth(topology),
+                     **runtime_terms(compute))
 
 
 @contextmanager
@@ -195,44 +192,45 @@ def warm_processes(topology, fabric, out: Path, compute: str):
               file=sys.stderr, flush=True)
 
 
-def one_pass(topology, jobs, fabric, client, out: Path, args, priority: bool, port_base: int,
-             runner=None):
-    from job_scheduler.service_policy import make_policy
+def one_pass(topology, jobs, fabric, client, out: Path, config: RunConfig, priority: bool,
+             port_base: int, runner=None):
     from end_to_end.runloop import RealTimeRun, RunOptions
-
-    estimator = run_estimator(topology, args)
-    from end_to_end.sharing_run import run_loop
-
-    loop_class, policy, extra = run_loop(args)
-    policy = policy or make_policy(args.policy, topology, estimator, slot=args.slot)
-    options = RunOptions(priority=priority, slot_s=args.slot, batches=args.batches,
-                         input_size=args.input_size, job_timeout_s=args.job_timeout,
-                         port_base=port_base, compute=args.compute, profile=args.profile,
-                         compute_info=args.compute_info)
+    from job_scheduler.preemption import load_costs
     from sluice_common.progress import LiveStatus
-    loop = (loop_class or RealTimeRun)(topology, jobs, policy, estimator, fabric, client, out,
-                                       options, policy_name=args.policy, runner=runner, **extra)
+
+    c = config
+    options = RunOptions(priority=priority, slot_s=c.slot, batches=c.batches,
+                         input_size=c.input_size, job_timeout_s=c.job_timeout,
+                         port_base=port_base, compute=c.compute, profile=c.profile,
+                         compute_info=c.compute_info)
+    loop = RealTimeRun(topology, jobs, c.make_policy(), run_estimator(topology, c.compute, c.profile),
+                       fabric, client, out, options, policy_name=c.policy, runner=runner,
+                       mechanisms=c.mechanisms.build(), costs=load_costs(c.mechanisms.costs),
+                       can_suspend=REGISTRY[c.policy].preemptive)
     with LiveStatus() as loop.status:
         return loop.run()
 
 
 # ---- commands ----------------------------------------------------------------------------
 
-def run_run(args) -> int:
+def run(config: RunConfig) -> int:
+    """``sluice run``: the jobs on the fabric, a report; 0 when every job finished."""
+    from end_to_end.estimate import announce
     from end_to_end.report import write_report
 
-    jobs, topology = validate(args.jobs, args.topology, args, args.priority)
-    say_compute(args, "run")
-    from end_to_end.estimate import announce
-    announce(jobs, topology, args.policy, args.batches,
+    jobs, topology = validate(config)
+    if config.dry_run:
+        return dry_run(jobs, topology, config)
+    say_compute(config, "run")
+    announce(jobs, topology, config.policy, config.batches,
              lambda line: print(f"sluice run: {line}", file=sys.stderr, flush=True),
-             estimator=run_estimator(topology, args))
-    out = _out_dir(args, "run")
+             estimator=run_estimator(topology, config.compute, config.profile))
+    out = out_dir(config, "run")
     out.mkdir(parents=True, exist_ok=True)
-    with environment(topology, args.topology, out, args.rank) as (fabric, client), \
-            warm_processes(topology, fabric, out, args.compute) as runner:
-        result = one_pass(topology, jobs, fabric, client, out, args, args.priority == "on", 20000,
-                          runner)
+    with environment(topology, config.topology, out, config.rank) as (fabric, client), \
+            warm_processes(topology, fabric, out, config.compute) as runner:
+        result = one_pass(topology, jobs, fabric, client, out, config, config.priority == "on",
+                          20000, runner)
     md = write_report(result, out)
     print(md.read_text())
     print(f"report: {md}", file=sys.stderr)
@@ -240,6 +238,26 @@ def run_run(args) -> int:
         print("sluice run: interrupted; the report covers what ran", file=sys.stderr)
         return 130
     return 0 if result["summary"]["finished"] == len(jobs) else 1
+
+
+def dry_run(jobs, topology, config: RunConfig) -> int:
+    """``sluice run --dry-run``: the run's decisions with the job durations the estimator
+    predicts (the simulator: the same ``decide_slot``, policy and mechanisms, on the run's
+    estimator, slot and idle-fabric bandwidth), each slot's plan printed."""
+    from job_scheduler.preemption import load_costs
+    from job_scheduler.simulator import Simulator
+
+    print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {config.policy}, "
+          f"slot {config.slot:g} s (job durations: the estimator's predictions)")
+    sim = Simulator(topology, jobs, config.make_policy(), slot=config.slot, bandwidth="idle",
+                    estimator=run_estimator(topology, config.compute, config.profile),
+                    mechanisms=config.mechanisms.build(),
+                    costs=load_costs(config.mechanisms.costs),
+                    on_plan=lambda t, plan: print("\n".join(
+                        f"{t:9.1f} s  {line}" for line in plan.lines(names))))
+    names = [j.name for j in sim.jobs]
+    sim.run()
+    return 0
 
 
 @contextmanager
@@ -252,7 +270,8 @@ def _crosses_fabric(job: dict) -> bool:
     return len(set(job.get("ps_hosts", [])) | set(job.get("worker_hosts", []))) > 1
 
 
-def run_demo(args) -> int:
+def demo(config: RunConfig) -> int:
+    """``sluice demo``: the demo jobs twice on one fabric, priority off then on."""
     import json
 
     from end_to_end.report import comparison, comparison_markdown, demo_summary, write_report
@@ -260,22 +279,22 @@ def run_demo(args) -> int:
     from mininet_fabric.lock import FabricLock
 
     asked = time.monotonic()
-    jobs, topology = validate(DEMO_JOBS, DEMO_TOPOLOGY, args)
-    say_compute(args, "demo")
-    out = _out_dir(args, "demo")
+    jobs, topology = validate(config)
+    say_compute(config, "demo")
+    out = out_dir(config, "demo")
     out.mkdir(parents=True, exist_ok=True)
     results = {}
     # Taken first (the Fabric below nests in it) so that the wall time does not count
     # the wait for other users of the machine's one fabric.
     with FabricLock(f"sluice demo {out}"), \
             _timed() as started, \
-            environment(topology, DEMO_TOPOLOGY, out, args.rank) as (fabric, client), \
-            warm_processes(topology, fabric, out, args.compute) as runner:
+            environment(topology, config.topology, out, config.rank) as (fabric, client), \
+            warm_processes(topology, fabric, out, config.compute) as runner:
         lock_wait = started - asked
         for k, mode in enumerate(("off", "on")):
             runner.wait_ready()           # every pass starts with a full pool
             print(f"sluice demo: pass {k + 1}/2, priority {mode}", file=sys.stderr, flush=True)
-            results[mode] = one_pass(topology, jobs, fabric, client, out / f"priority-{mode}", args,
+            results[mode] = one_pass(topology, jobs, fabric, client, out / f"priority-{mode}", config,
                                      mode == "on", 20000 + 4000 * k, runner)
             write_report(results[mode], out / f"priority-{mode}")
             if results[mode]["interrupted"]:
@@ -284,10 +303,10 @@ def run_demo(args) -> int:
                 return 130
     wall = time.monotonic() - started
     cmp = comparison(results["off"], results["on"])
-    cmp.update(args.compute_info, wall_time_s=round(wall, 1), topology=topology.name,
+    cmp.update(config.compute_info, wall_time_s=round(wall, 1), topology=topology.name,
                fabric_lock_wait_s=round(lock_wait, 1))
     (out / "comparison.json").write_text(json.dumps(cmp, indent=1))
-    text = (f"# sluice demo: {topology.name}, {len(jobs)} jobs, policy {args.policy}, "
+    text = (f"# sluice demo: {topology.name}, {len(jobs)} jobs, policy {config.policy}, "
             f"{cmp['compute']} compute, priority off vs on\n\n"
             + comparison_markdown(cmp) + f"\n\n{demo_summary(cmp)}\n\nwall time {wall:.0f} s"
             + (f" (after {lock_wait:.0f} s waiting for the fabric lock)" if lock_wait >= 1 else "")

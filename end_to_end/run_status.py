@@ -41,20 +41,24 @@ def status_line(now: float, pending: int, queued: int, running: Sequence[Running
             f"{pending} not arrived | elapsed {clock(now)} | ETA ~{clock(eta)} (from C(n))")
 
 
-def update(run, pending, queued, running) -> None:
+def slowest_batch(r) -> int | None:
+    """The last batch every worker of running job r has done (None: not all have one)."""
+    last: dict[int, int] = {}
+    for _, rank, batch, _ in r.iterations:
+        last[rank] = max(last.get(rank, 0), batch)
+    return min(last.values()) if len(last) == len(r.followers) else None
+
+
+def update(run, pending, waiting, running) -> None:
     """Redraw ``run.status`` (a LiveStatus) from a ``end_to_end.runloop.RealTimeRun``'s state."""
     now = run.now()
     c_n = {d["job"]: d["C_n_s"] for d in run.decisions}
     live = []
     for name, r in running.items():
-        last: dict[int, int] = {}
-        for _t, rank, batch, _s in r.iterations:
-            last[rank] = max(last.get(rank, 0), batch)
-        slowest = min(last.values()) if len(last) == len(r.followers) else 0
-        live.append(RunningJob(r.started, c_n.get(name, 0.0), r.batches, slowest))
+        live.append(RunningJob(r.started, c_n.get(name, 0.0), r.batches, slowest_batch(r) or 0))
     total_gpus = run.state.total_gpus
     waiting = [run.estimator.C(spec, min(spec.max_gpus, total_gpus))
-               for spec in [q.spec for q in queued] + list(pending)]
+               for spec in list(waiting) + list(pending)]
     done = sum(1 for r in run.records.values() if r["status"] in ("finished", "failed"))
     eta = eta_s(now, live, waiting, max(len(running), 1))
-    run.status.update(status_line(now, len(pending), len(queued), live, done, len(run.jobs), eta))
+    run.status.update(status_line(now, len(pending), len(waiting), live, done, len(run.jobs), eta))

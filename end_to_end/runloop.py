@@ -14,8 +14,15 @@ Closed loop: before each decision the loop reads the controller's measured link 
 are what is still available, so Comm(n) sees the load of the running jobs. Every
 decision is recorded with the bandwidth estimate and the C(n) it implies.
 
-The fabric, the controller client and the policy step are passed in: ``sluice demo``
-runs two passes on one fabric, the experiment scripts pass a fixed-placement step.
+Decisions: each slot, ``decisions.decide_slot`` (the simulator's loop body) on the
+run's ``LiveView`` with the policy (las and sluice suspend jobs too) and the mechanisms;
+the loop carries the plan out: a ``Suspend`` stops the job at a batch boundary with a
+checkpoint (end_to_end.suspend), a start launches once its GPUs are free (a suspension
+in flight may still hold them), a resume restores the checkpoint, a packed start
+shares a running job's GPU.
+
+The fabric, the controller client and the policy are passed in: ``sluice demo`` runs
+two passes on one fabric, the experiment scripts pass a fixed-placement function.
 """
 
 from __future__ import annotations
@@ -28,15 +35,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
+from job_scheduler.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
 from job_scheduler.estimator import BYTES_PER_PARAM, Estimator, effective_bandwidth
-from sluice_common.jobspec import JobSpec
+from job_scheduler.mechanisms import PACK_MEMORY_SHARE, Packing, leave_pair
 from job_scheduler.placement import ClusterState
-from job_scheduler.service_policy import IdleFabric, QueuedJob, SimulatorPolicyStep, StartDecision
+from job_scheduler.policies import FunctionPolicy, Policy
+from sluice_common.jobspec import JobSpec
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
 from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop
+from end_to_end.estimate import batches_for
 from end_to_end.result import RunResult
+from end_to_end.run_status import slowest_batch
+from job_scheduler.live_view import LiveView
+from end_to_end.suspend import Suspensions
 from topologies import Topology
 
 POLL_S = 0.1             # how often running jobs and logs are looked at
@@ -63,13 +76,6 @@ class RunOptions:
     worker_overrides: dict[str, dict] = field(default_factory=dict)
 
 
-def batches_for(spec: JobSpec, n: int, override: int | None = None) -> int:
-    """Batches each of n workers trains: the job's data split over its workers."""
-    if override:
-        return override
-    return max(1, math.ceil(spec.epochs * spec.dataset_size / (spec.batch_size * n)))
-
-
 @dataclass
 class _Running:
     qjob: QueuedJob
@@ -86,13 +92,15 @@ class _Running:
 
 
 class RealTimeRun:
-    def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy: Callable,
+    def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy: Policy | Callable,
                  estimator: Estimator, fabric, client, out_dir: Path,
                  options: RunOptions = RunOptions(), *, policy_name: str = "?",
-                 log: TextIO = sys.stderr, runner=None):
+                 log: TextIO | None = None, runner=None, mechanisms: Sequence = (),
+                 costs=None, can_suspend: bool = False):
         self.topology = topology
         self.jobs = sorted(jobs, key=lambda j: (j.arrival, j.name))
-        self.policy = policy
+        # a plain (queued, state, now) function: an experiment's fixed placement
+        self.policy = policy if isinstance(policy, Policy) else FunctionPolicy(policy)
         self.policy_name = policy_name
         self.estimator = estimator
         self.fabric = fabric
@@ -101,7 +109,20 @@ class RealTimeRun:
         self.options = options
         self.log = log
         self.runner = runner             # None: cold processes on the fabric's hosts
-        self.state = ClusterState(topology)
+        self.mechanisms = tuple(mechanisms)
+        for m in self.mechanisms:
+            m.check(None, self.policy)
+        self.view = LiveView(topology, estimator, options.slot_s, self.mechanisms, costs)
+        self.ids = {j.name: i for i, j in enumerate(self.jobs)}
+        self.state = ClusterState(topology)   # GPUs held by launched jobs (not packed guests)
+        self.running: dict[str, _Running] = {}
+        self.deferred: list[StartDecision] = []   # planned starts waiting for their GPUs
+        self.suspensions = Suspensions()
+        # the report's suspension section: a preemptive policy or any mechanism
+        self.can_suspend = can_suspend or bool(self.mechanisms)
+        self.partner: dict[str, str] = {}     # launched packed jobs, both ways
+        self.guests: set[str] = set()         # the packed job that holds no GPU of its own
+        self.packings: list[dict] = []
         self.t0 = 0.0
         self.used: dict[tuple[str, str], float] = {}
         self._recent: deque = deque(maxlen=USAGE_WINDOW)
@@ -123,15 +144,16 @@ class RealTimeRun:
         if self.status is not None and self.status.enabled:
             self.status.print(line)        # above the live status line
         else:
-            print(line, file=self.log, flush=True)
+            # (stderr as it is now: a default bound at import would outlive a redirection)
+            print(line, file=self.log or sys.stderr, flush=True)
 
-    def show_status(self, pending, queued, running) -> None:
+    def show_status(self, pending, waiting, running) -> None:
         """The live line (jobs queued/running/done, elapsed, ETA from C(n))."""
         now = self.now()
         if self.status is not None and self.status.enabled and now - self._status_at >= 0.5:
             from end_to_end import run_status
             self._status_at = now
-            run_status.update(self, pending, queued, running)
+            run_status.update(self, pending, waiting, running)
 
     def sample_links(self) -> None:
         try:
@@ -155,53 +177,53 @@ class RealTimeRun:
     def run(self) -> dict:
         self.t0 = time.monotonic()
         pending = list(self.jobs)
-        queued: list[QueuedJob] = []
-        running: dict[str, _Running] = {}
+        arrived: list[int] = []              # not yet told to the policy
+        view = self.view
         next_slot = next_sample = 0.0
         last_waiting = None
-        ids = {j.name: i for i, j in enumerate(self.jobs)}
         self.say(f"run: {len(self.jobs)} jobs, policy {self.policy_name}, priority "
                  f"{'on' if self.options.priority else 'off'}, slot {self.options.slot_s:g} s")
         try:
-            while pending or queued or running:
+            while pending or view.waiting or self.running or self.deferred:
                 now = self.now()
                 while pending and pending[0].arrival <= now:
                     spec = pending.pop(0)
-                    queued.append(QueuedJob(ids[spec.name], spec, spec.arrival))
+                    view.add(self.ids[spec.name], spec)
+                    arrived.append(self.ids[spec.name])
                     self.records[spec.name] = {"name": spec.name, "model": spec.model,
                                                "arrival": spec.arrival, "status": "queued"}
                     self.say(f"arrive {spec.name} ({spec.model}, max {spec.max_gpus} GPUs); "
-                             f"{len(queued)} queued")
-                self.running = running        # read by end_to_end.preemptive_run
-                for name in list(running):
-                    if self._watch(running[name]):
-                        back = self._finish(running.pop(name))
-                        if back is not None:      # suspended (preemptive_run): waits again
-                            queued.append(back)
+                             f"{len(view.waiting)} queued")
+                ended = [n for n in list(self.running) if self._watch(self.running[n])]
+                for name in ended:
+                    self._ended(self.running.pop(name))
+                if ended:                    # GPUs freed: e.g. migration onto them
+                    self._carry_out(self._plan(lambda: [m.after_complete(view)
+                                                        for m in self.mechanisms]))
                 self._after_watch()
+                self._launch_ready()
                 if now >= next_sample:
                     self.sample_links()
                     next_sample = now + LINK_SAMPLE_S
-                if queued and now >= next_slot:
-                    started = self._decide(queued)
-                    for r in started:
-                        running[r.qjob.spec.name] = r
-                    queued = [q for q in queued if q.spec.name not in running]
+                if (view.waiting or view.running) and now >= next_slot:
+                    self._slot(arrived)
+                    arrived = []
                     next_slot = now + self.options.slot_s
-                    waiting = (tuple(q.spec.name for q in queued), self.state.total_free)
-                    if queued and waiting != last_waiting:      # one line per change
-                        self.say(f"slot: {len(queued)} waiting ({', '.join(waiting[0])}), "
+                    waiting = (tuple(view.jobs[j].name for j in view.waiting),
+                               self.state.total_free)
+                    if view.waiting and waiting != last_waiting:      # one line per change
+                        self.say(f"slot: {len(view.waiting)} waiting ({', '.join(waiting[0])}), "
                                  f"{waiting[1]} GPUs free")
                     last_waiting = waiting
-                self.show_status(pending, queued, running)
+                self.show_status(pending, [view.jobs[j] for j in view.waiting], self.running)
                 time.sleep(POLL_S)
         except KeyboardInterrupt:
             # Ctrl-C: stop every job (below), keep what was measured; the caller writes
             # the partial report and then takes the fabric and the controller down.
             self.interrupted = True
-            self.say(f"interrupted: stopping {len(running)} running job(s)")
+            self.say(f"interrupted: stopping {len(self.running)} running job(s)")
         finally:
-            for r in running.values():               # Ctrl-C or a crash: stop them all
+            for r in self.running.values():           # Ctrl-C or a crash: stop them all
                 r.psjob.stop()
                 self._forget(r)
                 self.records[r.qjob.spec.name].update(status="stopped", iterations=r.iterations)
@@ -209,47 +231,108 @@ class RealTimeRun:
         return self.result()
 
     def _after_watch(self) -> None:
-        """Once per loop turn after the running jobs were looked at (a subclass hook)."""
+        """Each loop turn after the jobs were watched (experiment_heavy_tail samples)."""
 
-    def _batches(self, spec: JobSpec, n: int) -> int:
-        """The last batch each of the job's n workers trains (a subclass hook: a job
-        resumed on another worker count)."""
-        return batches_for(spec, n, self.options.batches)
-
-    def _hold(self, name: str, placement) -> None:
-        """Take a launched job's GPUs (end_to_end.sharing_run: a packed job takes none)."""
-        self.state.allocate(placement)
-
-    def _unhold(self, name: str, placement) -> None:
-        self.state.release(placement)
-
-    def _decide(self, queued: list[QueuedJob]) -> list[_Running]:
+    # ---- deciding ------------------------------------------------------------------
+    def _plan(self, decide) -> SlotPlan:
+        """Run ``decide`` on the view as it stands now: the measured bandwidth, the free
+        GPUs (a suspension in flight has promised its GPUs to the plan's starts)."""
+        view = self.view
         if self.now() - self.used_at > LINK_SAMPLE_S / 2:
             self.sample_links()
-        view = closed_loop.available_topology(self.topology, self.used, self.options.floor)
-        if isinstance(self.policy, SimulatorPolicyStep):
-            # The closed loop: the policy prices C(n) with the measured bandwidth model
-            # (the idle fabric of the measured available bandwidth; job_scheduler/context.py).
-            self.policy.use_bandwidth(IdleFabric(view))
-        decisions = self.policy(queued, self.state.copy(), self.now())
-        by_id = {q.id: q for q in queued}
-        return [self._launch(by_id[d.job_id], d, view) for d in decisions]
+        # the closed loop: C(n) on the measured available bandwidth ("measured" model)
+        view.bandwidth_topology = closed_loop.available_topology(self.topology, self.used,
+                                                                 self.options.floor)
+        view.now = self.now()
+        state = self.state.copy()
+        for name in self.suspensions.asked:
+            if name not in self.guests and name not in self.partner:
+                state.release(self.running[name].decision.placement)
+        for d in self.deferred:
+            if view.holds_gpus(d.job_id):
+                state.allocate(d.placement)
+        view.state = state
+        view.plan = SlotPlan()
+        decide()
+        return view.plan
 
-    def _launch(self, q: QueuedJob, d: StartDecision, view: Topology) -> _Running:
-        spec, n = q.spec, d.gpus
+    def _slot(self, arrived: list[int]) -> None:
+        view = self.view
+
+        def decide():
+            for j in arrived:
+                if j in view.waiting:
+                    self.policy.on_arrival(view, j)
+            decide_slot(view, self.policy, self.mechanisms)
+        self._carry_out(self._plan(decide))
+
+    def _carry_out(self, plan: SlotPlan) -> None:
+        for step in plan.steps:
+            name = self.view.jobs[step.job_id].name
+            if isinstance(step, Suspend):
+                # a planned start of it not launched yet is dropped; a running one stops
+                self.deferred = [d for d in self.deferred if d.job_id != step.job_id]
+                r = self.running.get(name)
+                if r is None or name in self.suspensions.asked:
+                    continue
+                why = self.policy.name if step.why == "policy" else step.why
+                self.suspensions.ask(r, why, self.now())
+                self.say(f"suspend {name} ({why}): asked to stop after the batch in progress")
+            else:
+                self.deferred.append(step)
+        self._launch_ready()
+
+    def _launch_ready(self) -> None:
+        """Launch the planned starts whose GPUs are free (in plan order), a suspended
+        job's once it has stopped."""
+        for d in list(self.deferred):
+            name = self.view.jobs[d.job_id].name
+            if name in self.running:          # still stopping: it resumes after
+                continue
+            guest = not self.view.holds_gpus(d.job_id)
+            if not guest:
+                try:
+                    self.state.allocate(d.placement)
+                except ValueError:            # held by a job still stopping
+                    continue
+            self.deferred.remove(d)
+            self.running[name] = self._launch(d, guest)
+
+    def _launch(self, d: StartDecision, guest: bool = False) -> _Running:
+        j, n = d.job_id, d.gpus
+        spec = self.view.jobs[j]
+        q = QueuedJob(j, spec, spec.arrival)
+        view_topo = self.view.bandwidth_topology
         bw_nominal = effective_bandwidth(self.topology, d.ps_hosts, d.worker_hosts)
-        bw = effective_bandwidth(view, d.ps_hosts, d.worker_hosts)
+        bw = effective_bandwidth(view_topo, d.ps_hosts, d.worker_hosts)
         c_n = self.estimator.C(spec, n, bw)
+        notes = {}
+        if guest:
+            host = self.view.jobs[self.view.partner_of(j)].name
+            notes["packed_with"] = host
+            self.partner[spec.name], self.partner[host] = host, spec.name
+            self.guests.add(spec.name)
+            self.packings.append({"t": round(self.now(), 3), "job": spec.name, "with": host,
+                                  "host": d.worker_hosts[0]})
+            self.say(f"pack {spec.name} onto the GPU of {host} on {d.worker_hosts[0]} "
+                     f"(memory cap {PACK_MEMORY_SHARE:g} each)")
         self.decisions.append({
             "t": round(self.now(), 2), "job": spec.name, "gpus": n,
             "ps_hosts": list(d.ps_hosts), "worker_hosts": list(d.worker_hosts),
             "bw_nominal_mbps": _num(bw_nominal), "bw_estimate_mbps": _num(bw),
             "C_n_s": round(c_n, 3), "C_n_nominal_s": round(self.estimator.C(spec, n, bw_nominal), 3),
-            "notes": d.notes})
-        self._hold(spec.name, d.placement)
-        batches = self._batches(spec, n)
+            "notes": notes})
+        batches = (self.suspensions.last_batch(spec.name, n)
+                   or batches_for(spec, n, self.options.batches))
         o = self.options
         overrides = {**o.worker_overrides.get("*", {}), **o.worker_overrides.get(spec.name, {})}
+        if self.can_suspend:            # where to checkpoint, what to resume from
+            overrides["checkpoint_dir"] = str(self.out_dir / "jobs" / spec.name / "checkpoint")
+            if spec.name in self.suspensions.checkpoint_of:
+                overrides["resume_from"] = str(self.suspensions.checkpoint_of[spec.name])
+        if guest:
+            slowdown = next(m.pack_slowdown for m in self.mechanisms if isinstance(m, Packing))
+            overrides.update(gpu_memory_fraction=PACK_MEMORY_SHARE, compute_slowdown=slowdown)
         worker_options = WorkerOptions(**{"input_size": o.input_size, "num_classes": o.num_classes,
                                           "threads": o.threads, "seed": q.id,
                                           "compute": o.compute, "profile": o.profile,
@@ -283,7 +366,27 @@ class RealTimeRun:
         self.say(f"start {spec.name}: {n} GPU(s) on {','.join(d.worker_hosts)} (PS "
                  f"{','.join(d.ps_hosts)}), {batches} batches/worker, bw estimate "
                  f"{_fmt_bw(bw)} (nominal {_fmt_bw(bw_nominal)}), C(n) {c_n:.1f} s")
+        self.suspensions.launched(spec.name, n, hosts, r.started, self.say)
         return r
+
+    def _ended(self, r: _Running) -> None:
+        """Job r's processes exited: it finished (or failed), or it was suspended."""
+        name, j = r.qjob.spec.name, r.qjob.id
+        batch = r.psjob.suspended_batch()
+        if batch is None:
+            self.suspensions.finished(r, self.records[name])
+            self._finish(r)
+            self.suspensions.history(name, self.records[name])
+            self.view.finished(j, self.policy)
+            self.deferred = [d for d in self.deferred if d.job_id != j]   # a resume, if any
+            return
+        self._watch_tail(r)
+        r.psjob.stop()
+        self._forget(r)                  # GPUs back, the controller drops its flows
+        entry = self.suspensions.stopped(r, batch, self.now(), self.records[name])
+        self.records[name].update(status="suspended")
+        self.say(f"suspended {name} after batch {batch}/{r.batches} in {entry['suspend_s']:.2f} s "
+                 f"({entry['why']}); {self.state.total_free} GPUs free")
 
     def _bytes_per_batch(self, spec: JobSpec, w: WorkerOptions) -> int:
         """What one batch pushes: the model's float32 gradients; the emulated worker
@@ -306,12 +409,8 @@ class RealTimeRun:
 
     def _watch(self, r: _Running) -> bool:
         """Relay new batches; True when the job ended (finished or failed)."""
-        for rank, follower in r.followers.items():
-            for rec in parse_batches(follower.new_lines()):
-                r.iterations.append([round(self.now(), 3), rank, rec.batch, rec.time_s])
-                r.first_batch.setdefault(rank, self.now())
-                if r.token and rec.batch < r.batches:
-                    self._report(r, rank, rec.batch + 1)
+        self._watch_tail(r, relay=True)
+        self._progress(r)
         try:
             if r.psjob.poll():
                 return True
@@ -323,6 +422,23 @@ class RealTimeRun:
             self.records[r.qjob.spec.name]["error"] = f"timed out after {self.options.job_timeout_s:.0f} s"
             return True
         return False
+
+    def _progress(self, r: _Running) -> None:
+        """What the view knows of a running job: its work done (slowest worker), and
+        when its segment's training began (once every worker finished a batch: the
+        mechanisms' segment starts there, as a time-slice quantum does)."""
+        j, facts = r.qjob.id, self.view.running.get(r.qjob.id)
+        done = slowest_batch(r)
+        if done is None:
+            return
+        self.view.done[j] = done / max(r.batches, 1)
+        if facts is not None and math.isinf(facts.t_last) \
+                and r.qjob.spec.name not in self.suspensions.asked:
+            facts.t_last = min(r.first_batch.values())
+            self.policy.on_training(self.view, j, facts.t_last)
+            for m in self.mechanisms:
+                m.on_start(self.view, j)
+            self.suspensions.first_batches(r.qjob.spec.name, r, self.say)
 
     def _finish(self, r: _Running) -> None:
         self._watch_tail(r)
@@ -349,15 +465,20 @@ class RealTimeRun:
                  f"mean iteration {rec['mean_iteration_s']} s; {self.state.total_free} GPUs free"
                  + ("" if ok else f"\n{rec['error']}"))
 
-    def _watch_tail(self, r: _Running) -> None:
+    def _watch_tail(self, r: _Running, relay: bool = False) -> None:
+        """Read the workers' new batch lines (``relay``: report batch N+1 to the
+        controller when batch N is done)."""
         for rank, follower in r.followers.items():
             for rec in parse_batches(follower.new_lines()):
                 r.iterations.append([round(self.now(), 3), rank, rec.batch, rec.time_s])
                 r.first_batch.setdefault(rank, self.now())
+                if relay and r.token and rec.batch < r.batches:
+                    self._report(r, rank, rec.batch + 1)
 
     def _forget(self, r: _Running) -> None:
         """Release the GPUs and the controller's rules of a job that ended."""
-        self._unhold(r.qjob.spec.name, r.decision.placement)
+        if leave_pair(self.partner, self.guests, r.qjob.spec.name) is None:
+            self.state.release(r.decision.placement)   # else its packed partner keeps it
         if r.token:
             try:
                 # What the controller made of the job, for the report (and as proof that
@@ -376,7 +497,7 @@ class RealTimeRun:
                                           "arrival": j.arrival, "status": "not arrived"})
                 for j in self.jobs]
         done = [j for j in jobs if j.get("status") == "finished"]
-        return {
+        out: RunResult = {
             "topology": self.topology.name, "policy": self.policy_name,
             "interrupted": self.interrupted,
             **(self.options.compute_info or {"compute": self.options.compute}),
@@ -390,6 +511,15 @@ class RealTimeRun:
                 "makespan_s": round(max((j["finish"] for j in done), default=0.0), 3),
             },
         }
+        if self.can_suspend:            # the report's section on suspensions
+            s = self.suspensions.summary()
+            out["preemptions"] = self.suspensions.entries
+            out["summary"].update(preemptions=s["preemptions"], migrations=s["migrations"])
+            if any(m.shares for m in self.mechanisms):
+                out["packings"] = self.packings
+                out["summary"].update(time_slices=s["time_slices"], grows=s["grows"],
+                                      shrinks=s["shrinks"], packed=len(self.packings))
+        return out
 
 
 def _num(bw: float):

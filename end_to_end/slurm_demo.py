@@ -121,19 +121,19 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def run_slurm_demo(args) -> int:
-    from end_to_end.run import DEMO_JOBS, DEMO_TOPOLOGY, _out_dir, validate
+def run_slurm_demo(config) -> int:
+    from end_to_end.run import out_dir, validate
     from end_to_end.slurm_env import slurm_environment
     from job_scheduler.service_client import SchedulerClient
     from mininet_fabric.fabric import FabricError
     from mininet_fabric.lock import FabricLock
     from mininet_fabric.slurm_cluster import missing_binaries
 
-    jobs, topology = validate(DEMO_JOBS, DEMO_TOPOLOGY, args)
+    jobs, topology = validate(config)
     missing = missing_binaries()
     if missing:
         raise FabricError(f"Slurm is not installed (missing {', '.join(missing)}): run `make slurm`")
-    out = _out_dir(args, "demo-slurm")
+    out = out_dir(config, "demo-slurm")
     out.mkdir(parents=True, exist_ok=True)
     db = out / "scheduler.db"
     run_root = Path(str(db) + ".slurm-runs")
@@ -152,14 +152,14 @@ def run_slurm_demo(args) -> int:
             token = secrets.token_urlsafe(18)
             senv = {**os.environ, **env.cluster.env, "SLUICE_SCHEDULER_TOKEN": token,
                     "SLUICE_SCHEDULER_URL": url, "SLUICE_CONTROLLER_TOKEN": env.admin_token}
-            cmd = [sys.executable, "-m", "sluice", "scheduler", "--topology", DEMO_TOPOLOGY,
-                   "--policy", args.policy, "--listen", f"127.0.0.1:{port}", "--db", str(db),
-                   "--slot", str(args.slot), "--executor", "slurm",
-                   "--slurm-compute", args.compute, "--controller", env.controller_api]
-            if args.batches:
-                cmd += ["--slurm-batches", str(args.batches)]
-            if getattr(args, "profile", None):
-                cmd += ["--profile", str(args.profile)]
+            cmd = [sys.executable, "-m", "sluice", "scheduler", "--topology", config.topology,
+                   "--policy", config.policy, "--listen", f"127.0.0.1:{port}", "--db", str(db),
+                   "--slot", str(config.slot), "--executor", "slurm",
+                   "--slurm-compute", config.compute, "--controller", env.controller_api]
+            if config.batches:
+                cmd += ["--slurm-batches", str(config.batches)]
+            if config.profile:
+                cmd += ["--profile", str(config.profile)]
             _say(f"starting the scheduler service ({url}, --executor slurm)")
             log = open(out / "scheduler.log", "w")
             sched = subprocess.Popen(cmd, env=senv, stdout=log, stderr=subprocess.STDOUT,
@@ -167,13 +167,13 @@ def run_slurm_demo(args) -> int:
             try:
                 client = SchedulerClient(url, token)
                 _wait_health(client, sched, out / "scheduler.log")
-                sub = subprocess.run([sys.executable, "-m", "sluice", "submit", str(DEMO_JOBS),
+                sub = subprocess.run([sys.executable, "-m", "sluice", "submit", str(config.jobs),
                                       "--server", url], env=senv, capture_output=True, text=True,
                                      timeout=60)
                 if sub.returncode != 0:
                     raise RuntimeError(f"sluice submit failed ({sub.returncode}): {sub.stderr.strip()}")
                 _say(f"submitted {len(jobs)} jobs: {sub.stdout.strip()[:200]}")
-                final, interrupted = _wait_jobs(client, sched, len(jobs), args.job_timeout)
+                final, interrupted = _wait_jobs(client, sched, len(jobs), config.job_timeout)
             finally:
                 _stop(sched)
                 log.close()
@@ -181,11 +181,11 @@ def run_slurm_demo(args) -> int:
             timings = dict(env.timings)
         wall = time.monotonic() - started
     report = slurm_report(final, run_root, bringup_s=round(bringup, 2), topology=topology.name,
-                          compute=args.compute, wall_time_s=round(wall, 1),
+                          compute=config.compute, wall_time_s=round(wall, 1),
                           fabric_lock_wait_s=round(started - asked, 1), **timings)
     (out / "slurm.json").write_text(json.dumps(report, indent=1))
     md = (f"# sluice demo --executor slurm: {topology.name}, {len(jobs)} jobs, policy "
-          f"{args.policy}, {args.compute} compute\n\nSlurm bring-up {bringup:.1f} s, wall time "
+          f"{config.policy}, {config.compute} compute\n\nSlurm bring-up {bringup:.1f} s, wall time "
           f"{wall:.0f} s\n\n{report_markdown(report)}\n")
     (out / "slurm.md").write_text(md)
     print(md)

@@ -15,6 +15,7 @@ from pathlib import Path
 from job_scheduler.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, POLICY_NAMES, REGISTRY,
                                     make_policy, parse_policy_names, policy_table,
                                     requested_gpus)
+from job_scheduler.mechanisms import PACK_SLOWDOWN, MechanismOptions
 from job_scheduler.proteus import K_READINGS
 from job_scheduler.workloads import SCENARIO_CAPS, TRACE_CAPS
 from sluice_common.errors import InputError
@@ -50,18 +51,17 @@ def run_validate(args: argparse.Namespace) -> int:
 def _validate_one(args: argparse.Namespace, path: str) -> None:
     from job_scheduler.estimator import Estimator
     from sluice_common.jobspec import load_jobs
-    args = argparse.Namespace(**{**vars(args), "file": path})
-    jobs = load_jobs(args.file)
+    jobs = load_jobs(path)
     if args.topology:
         from topologies import load_topology
         topo = load_topology(args.topology)
         for job in jobs:
             if job.max_gpus > topo.total_gpus:
-                raise InputError(args.file, f"asks for {job.max_gpus} GPUs, topology "
+                raise InputError(path, f"asks for {job.max_gpus} GPUs, topology "
                                  f"'{topo.name}' has {topo.total_gpus}",
                                  element=f"job '{job.name}'", field="max_gpus")
     est = Estimator()
-    print(f"{args.file}: {len(jobs)} job(s) OK")
+    print(f"{path}: {len(jobs)} job(s) OK")
     print(f"  {'name':<20} {'model':<14} {'params':>12} {'m':>9} {'e':>3} {'b':>4} "
           f"{'max_gpus':>8} {'arrival':>9} {'Cost(1) s':>11}")
     for job in jobs:
@@ -75,7 +75,7 @@ def _validate_one(args: argparse.Namespace, path: str) -> None:
             print(a.warning(), file=sys.stderr)
     if args.cap_gpus:
         print("# the job file with max_gpus capped at the point of diminishing returns:")
-        print(capped_text(Path(args.file).read_text(encoding="utf-8"), advice), end="")
+        print(capped_text(Path(path).read_text(encoding="utf-8"), advice), end="")
 
 
 # ---- sluice simulate ------------------------------------------------------------------------
@@ -128,10 +128,52 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--migrate", action="store_true",
                         help="move a running cross-rack job to one rack when that beats staying "
                              "(with --preemption-cost)")
-    from job_scheduler.sharing import add_sharing_arguments
-
     add_sharing_arguments(parser, "--preemption-cost, default measured; --json adds "
                                   "time_slices, packed, grows, shrinks; not with las")
+
+
+def add_sharing_arguments(parser, where: str) -> None:
+    """--time-slice, --pack and --pack-slowdown of ``sluice simulate`` and ``sluice run``."""
+    parser.add_argument("--time-slice", type=float, default=None, metavar="QUANTUM_S",
+                        help="Gandiva time-slicing: while jobs wait, running jobs that ran a "
+                             "whole quantum are suspended and wait again, each switch at its "
+                             "suspend + resume cost; the policy picks a resumed job's GPU "
+                             f"count again ({where})")
+    parser.add_argument("--pack", action="store_true",
+                        help="packing: a waiting job that may run on one GPU shares the GPU "
+                             "of a running one-GPU job when both fit in half its memory")
+    parser.add_argument("--pack-slowdown", type=float, default=None, metavar="FACTOR",
+                        help=f"--pack: per-job slowdown of two packed jobs (default "
+                             f"{PACK_SLOWDOWN:g}, assumed: job_scheduler/mechanisms.py)")
+
+
+# the fields of MechanismOptions (and the run's configs) -> the flags that set them
+# (the rest: "--" and the field, "_" as "-")
+FLAGS = {"costs": "--preemption-cost"}
+
+
+def flag_error(err: ValueError, flags: dict = FLAGS) -> InputError:
+    """A config's field-named ValueError ("field: message") as the flag's InputError."""
+    field, _, message = str(err).partition(": ")
+    return InputError(f"argument {flags.get(field, '--' + field.replace('_', '-'))}",
+                      message or str(err))
+
+
+def mechanism_options(args, costs: str | None, policies: list[str], where: str):
+    """The namespace's --time-slice/--pack/--pack-slowdown/--migrate as MechanismOptions,
+    checked once here against each of ``policies`` (``where``: their flag)."""
+    if args.pack_slowdown is not None and not args.pack:
+        raise InputError("argument --pack-slowdown", "needs --pack")
+    try:
+        opts = MechanismOptions(migrate=args.migrate, time_slice=args.time_slice,
+                                pack=args.pack, costs=costs,
+                                pack_slowdown=(PACK_SLOWDOWN if args.pack_slowdown is None
+                                               else args.pack_slowdown))
+        for name in policies:
+            opts.check(name)
+    except ValueError as err:
+        raise flag_error(err, {**FLAGS, "policy": where})
+    return opts
 
 
 def _check_args(args: argparse.Namespace) -> list[str]:
@@ -158,29 +200,6 @@ def _check_args(args: argparse.Namespace) -> list[str]:
     return names
 
 
-def _check_sharing(args: argparse.Namespace, names: list[str]) -> dict:
-    """The SharingSimulator options of --time-slice/--pack ({} when neither is given)."""
-    out: dict = {}
-    if args.time_slice is not None:
-        if not args.time_slice > 0:
-            raise InputError("argument", f"must be > 0 seconds, got {args.time_slice}",
-                             field="time-slice")
-        out["time_slice"] = args.time_slice
-    if args.pack_slowdown is not None and not args.pack:
-        raise InputError("argument --pack-slowdown", "needs --pack")
-    if args.pack:
-        out["pack"] = True
-        if args.pack_slowdown is not None:
-            if not args.pack_slowdown >= 1:
-                raise InputError("argument", f"must be >= 1, got {args.pack_slowdown}",
-                                 field="pack-slowdown")
-            out["pack_slowdown"] = args.pack_slowdown
-    if out and "las" in names:
-        raise InputError("--policies", "las time-shares by its own preemption: --time-slice "
-                         "and --pack are for the other policies")
-    return out
-
-
 def run_simulate(args: argparse.Namespace) -> int:
     from job_scheduler.simulator import Simulator, stderr_progress
     from job_scheduler.workloads import load_workload
@@ -203,31 +222,28 @@ def run_simulate(args: argparse.Namespace) -> int:
     from job_scheduler.estimator import Estimator
 
     estimator = Estimator(args.profile)
+    from job_scheduler.mechanisms import summary
+    from job_scheduler.preemption import load_costs
+
     results = {}
     extra: dict[str, dict] = {}
     if args.migrate and not args.preemption_cost:
         raise InputError("argument --migrate", "needs --preemption-cost measured|zero")
-    sharing = _check_sharing(args, names)
-    if args.preemption_cost or sharing:
-        from job_scheduler.preemption import load_costs
-        from job_scheduler.sharing import SharingSimulator, summary
-
-        args.preemption_cost = args.preemption_cost or "measured"
-        costs = load_costs(args.preemption_cost)
+    mech = mechanism_options(args, args.preemption_cost, names, "--policies")
+    # time-slicing and packing charge every switch: the measured table by default
+    cost_mode = args.preemption_cost or ("measured" if mech.shares else None)
+    costs = load_costs(cost_mode)
     for name in names:
         policy = make_policy(name, seed=args.seed, V=args.V, eps=args.eps, lam=args.lam,
                              ga=not args.no_ga, placement=args.placement, k=args.k,
                              estimate_error=args.estimate_error)
         progress = stderr_progress(name) if len(jobs) >= PROGRESS_FROM_JOBS else None
-        if args.preemption_cost:
-            sim = SharingSimulator(topo, jobs, policy, slot=args.slot, progress=progress,
-                                   network=not args.no_network, estimator=estimator,
-                                   costs=costs, migrate=args.migrate, **sharing)
-            results[name] = sim.run()
+        sim = Simulator(topo, jobs, policy, slot=args.slot, progress=progress,
+                        network=not args.no_network, estimator=estimator, costs=costs,
+                        mechanisms=mech.build())
+        results[name] = sim.run()
+        if cost_mode:
             extra[name] = summary(sim, results[name])
-            continue
-        results[name] = Simulator(topo, jobs, policy, slot=args.slot, progress=progress,
-                                   network=not args.no_network, estimator=estimator).run()
 
     if args.plot:
         from job_scheduler.sim_plots import write_plots
@@ -244,7 +260,7 @@ def run_simulate(args: argparse.Namespace) -> int:
             print(f"{n}: {e['preemptions']} preemptions, {e['migrations']} migrations, "
                   f"{e['grows']} grows, {e['shrinks']} shrinks, {e['time_slices']} time slices, "
                   f"{e['packed']} packed, {e['preemption_cost_s']:.1f} s of suspend/resume "
-                  f"charged ({args.preemption_cost} cost)")
+                  f"charged ({cost_mode} cost)")
     return 0
 
 

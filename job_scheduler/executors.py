@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from sluice_common.jobspec import JobSpec
-from job_scheduler.service_policy import StartDecision
+from job_scheduler.decisions import StartDecision
 from job_scheduler.store import JobRecord
 
 

@@ -26,8 +26,10 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 from job_scheduler.executors import Outcome
 from sluice_common.jobspec import JobSpec, parse_jobs_text
+from job_scheduler.submission_check import LARGE_BODY, check_in_child
 from job_scheduler.placement import ClusterState, Placement
-from job_scheduler.service_policy import PolicyStep, QueuedJob, StartDecision
+from job_scheduler.decisions import QueuedJob, StartDecision
+from job_scheduler.service_policy import PolicyStep
 from job_scheduler.store import (DuplicateSubmission, JobRecord, JobStore, JobUpdate,
                                  KeyReused)
 from sluice_common.errors import InputError
@@ -119,6 +121,8 @@ class SchedulerService:
     # ---- admission -------------------------------------------------------------------
     def validate(self, body: str, source: str) -> list[JobSpec]:
         """Parse and check a whole job file; InputError on the first problem."""
+        if len(body) > LARGE_BODY:          # a large bad file must not bloat the service
+            check_in_child(body, source, MAX_JOBS_PER_SUBMISSION)
         specs = parse_jobs_text(body, source, max_jobs=MAX_JOBS_PER_SUBMISSION)
         if len(specs) > MAX_JOBS_PER_SUBMISSION:
             raise InputError(source, f"at most {MAX_JOBS_PER_SUBMISSION} jobs per submission",
@@ -224,29 +228,13 @@ class SchedulerService:
 
     def _enqueue(self, job: JobRecord, *, in_id_order: bool = False) -> None:
         self._queued[job.id] = job
-        add = getattr(self.policy, "add", None)
-        if add is not None:
-            add(QueuedJob(job.id, job.spec, job.start_not_before), in_id_order=in_id_order)
+        self.policy.add(QueuedJob(job.id, job.spec, job.start_not_before),
+                        in_id_order=in_id_order)
 
     def _dequeue(self, job_id: int) -> None:
         self._delayed.pop(job_id, None)
         self._queued.pop(job_id, None)
-        remove = getattr(self.policy, "remove", None)
-        if remove is not None:
-            remove(job_id)
-
-    def _decide(self, state: ClusterState, now: float) -> list[StartDecision]:
-        decide = getattr(self.policy, "decide", None)
-        if decide is not None:       # the policy step keeps the queue: O(jobs started)
-            return decide(state, now)
-        order = [QueuedJob(j.id, j.spec, j.start_not_before)
-                 for j in sorted(self._queued.values(), key=lambda j: j.id)]
-        return self.policy(order, state, now)
-
-    def queued_count(self) -> int:
-        with self._lock:
-            self._sync_queue()
-            return len(self._queued) + len(self._delayed)
+        self.policy.remove(job_id)
 
     # ---- the loop --------------------------------------------------------------------
     def cluster_state(self, running: Sequence[JobRecord]) -> ClusterState:
@@ -368,7 +356,7 @@ class SchedulerService:
     def _schedule(self, now: float) -> int:
         running = self.store.jobs(["running"])
         state = self.cluster_state(running)
-        decisions = self._decide(state.copy(), now)
+        decisions = self.policy.decide(state.copy(), now)   # it keeps the queue: O(started)
         executor = self.executors[self.executor]
         planned: list[tuple[JobRecord, StartDecision, dict]] = []
         updates: list[JobUpdate] = []

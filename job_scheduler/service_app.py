@@ -20,7 +20,8 @@ from job_scheduler.executors import LocalExecutor, SimulatedExecutor, template_c
 from sluice_common.jobspec import JobSpec
 from job_scheduler.service import SchedulerService
 from job_scheduler.service_api import SchedulerHTTPServer
-from job_scheduler.service_policy import PolicyStep, StartDecision
+from job_scheduler.decisions import StartDecision
+from job_scheduler.service_policy import PolicyStep
 from job_scheduler.store import JobStore
 from sluice_common.errors import InputError
 from topologies import Topology

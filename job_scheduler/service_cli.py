@@ -119,9 +119,12 @@ def _is_loopback(host: str) -> bool:
 
 
 def run_scheduler(args: argparse.Namespace) -> int:
+    from sluice_common.malloc import return_large_buffers_to_the_system
+    return_large_buffers_to_the_system()     # a long-lived service: see that module
     # Everything that can be wrong with the arguments is checked before anything starts.
     from job_scheduler.estimator import Estimator
-    from job_scheduler.service_policy import DEFAULT_EPS, DEFAULT_V, make_policy
+    from job_scheduler.policies import DEFAULT_EPS, DEFAULT_V
+    from job_scheduler.service_policy import make_policy_step
     from topologies import load_topology
 
     host, port = _parse_listen(args.listen)
@@ -151,7 +154,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
     if args.policy == "lyapunov":
         options = {"V": DEFAULT_V if args.V is None else args.V,
                    "eps": DEFAULT_EPS if args.eps is None else args.eps}
-    policy = make_policy(args.policy, topology, estimator, slot=args.slot, **options)
+    policy = make_policy_step(args.policy, topology, estimator, slot=args.slot, **options)
     db_path = args.db or default_db_path()
     slurm_options = None
     if args.executor == "slurm":

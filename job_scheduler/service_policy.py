@@ -1,168 +1,53 @@
 """The scheduling-policy seam of the scheduler service ("policy step").
 
-Once per slot the service hands the policy the queued jobs (FIFO order) and a
-``ClusterState`` (free GPUs per host, ``job_scheduler.placement``); the policy answers
-which jobs to start now, on how many GPUs, where. The service owns everything durable
-(store, executors, GPU release); a policy only decides.
-
-The policies are the simulator's own (``job_scheduler.policies``: lyapunov = Proteus
-drift-plus-penalty + Liquid best fit and group GA, single, random, fifo, tetris), run
-through :class:`SimulatorPolicyStep`, a thin adapter that shows each policy one slot
-of the service as if it were the simulator. So the service decides exactly as the
-simulator that evaluated the policy does. The preemptive ones (``las``, ``sluice``;
-``policies.NON_PREEMPTIVE`` is the rest) are refused: the service does not suspend
-running jobs.
-
-Differences from the simulator, both deliberate: C(n) uses the placement's bandwidth on
-an otherwise idle fabric by default (the "idle" bandwidth model of job_scheduler/context.py;
-the simulator's default "shared" model also shares rack uplinks with the running jobs'
-flows; ``Simulator(bandwidth="idle")`` decides exactly as the service), and after a restart every queued job is
-shown to the policy as a new arrival, so the Lyapunov Q is rebuilt from the queue while
-Z restarts at 0 (Z only makes a waiting head job more eager to go: a decision
-heuristic, not acknowledged data).
+Once per slot the service hands the policy step a ``ClusterState`` (free GPUs per host);
+the step answers which queued jobs start now, on how many GPUs, where. The service owns
+everything durable (store, executors, GPU release); a policy only decides. The policies
+are the simulator's own (``job_scheduler.policies``), driven by the simulator's loop body
+(``decisions.decide_slot``) on a ``LiveView``, so the service decides exactly as the
+simulator that evaluated the policy (``Simulator(bandwidth="idle")``: C(n) on an
+otherwise idle fabric; tests/test_loop_contract.py). The preemptive ones (``las``,
+``sluice``) are refused: the service does not suspend running jobs. After a restart
+every queued job is shown to the policy as a new arrival, so the Lyapunov Q is rebuilt
+from the queue while Z restarts at 0 (a decision heuristic, not acknowledged data).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
-
 from job_scheduler import policies as sim_policies
-from job_scheduler.estimator import Estimator, effective_bandwidth
-from sluice_common.jobspec import JobSpec
-from job_scheduler.placement import ClusterState, Placement
-from job_scheduler.simulator import JobModel   # C(n) per job, the simulator's own
+from job_scheduler.decisions import QueuedJob, StartDecision, decide_slot
+from job_scheduler.estimator import Estimator
+from job_scheduler.live_view import LiveView
+from job_scheduler.placement import ClusterState
 from sluice_common.errors import InputError
 from topologies import Topology
 
 # the registry's policies less the preemptive ones (las, sluice): the service does not
 # suspend running jobs
 SERVICE_POLICIES = sim_policies.NON_PREEMPTIVE
-DEFAULT_V = sim_policies.DEFAULT_V
-DEFAULT_EPS = sim_policies.DEFAULT_EPS
 
 
-@dataclass(frozen=True)
-class QueuedJob:
-    id: int
-    spec: JobSpec
-    submitted_at: float
+class PolicyStep:
+    """The service's policy seam: a ``job_scheduler.policies`` policy object, shown one
+    slot of the service at a time as the simulator shows it its slots.
 
-
-@dataclass(frozen=True)
-class StartDecision:
-    """A policy's answer for one queued job: start it now, on this placement."""
-    job_id: int
-    placement: Placement
-    # Extra facts a policy wants recorded with the job (e.g. its C(n)).
-    notes: dict = field(default_factory=dict, compare=False)
-
-    @property
-    def gpus(self) -> int:
-        return self.placement.gpus
-
-    @property
-    def ps_hosts(self) -> tuple[str, ...]:
-        return self.placement.ps_hosts
-
-    @property
-    def worker_hosts(self) -> tuple[str, ...]:
-        return self.placement.worker_hosts
-
-    def gpus_by_host(self) -> dict[str, int]:
-        return self.placement.gpus_by_host()
-
-    def placement_record(self) -> dict:
-        """The placement as the store keeps it (JSON)."""
-        return {"ps_hosts": list(self.ps_hosts), "worker_hosts": list(self.worker_hosts),
-                "gpus_by_host": self.gpus_by_host(), **({"notes": self.notes} if self.notes else {})}
-
-
-class PolicyStep(Protocol):
-    """``state`` is a scratch copy of the cluster's free GPUs: a step may allocate on it
-    while it decides several jobs; the service re-derives the real state from its store."""
-
-    def __call__(self, queued: Sequence[QueuedJob], state: ClusterState,
-                 now: float) -> list[StartDecision]: ...
-
-
-class IdleFabric:
-    """The "idle" bandwidth model: a placement's bandwidth with the fabric to itself.
-    On the topology the run loop derives from measured link use, the "measured" one."""
-
-    def __init__(self, topology: Topology):
-        self.topology = topology
-
-    def __call__(self, placement: Placement) -> float:
-        return effective_bandwidth(self.topology, placement.ps_hosts, placement.worker_hosts)
-
-
-class _SlotView:
-    """The service's queue as a ``SchedulingContext`` (job_scheduler/context.py). It
-    lives as long as the policy step: jobs are added when they enter the queue and
-    removed when they leave it, so a slot costs O(jobs started), never O(queue)."""
-
-    def __init__(self, bandwidth: Callable[[Placement], float], slot: float):
-        self.bandwidth = bandwidth
-        self.slot = slot
-        self.state: ClusterState | None = None
-        self.now = 0.0
-        self.decisions = 0
-        self.jobs: dict[int, JobSpec] = {}
-        self.models: dict[int, JobModel] = {}
-        self.waiting: dict[int, None] = {}     # queue order (policies read it in order)
-        self.started: list[tuple[int, Placement]] = []
-
-    def live_bandwidth(self, placement: Placement, *args, **kwargs) -> float:
-        return self.bandwidth(placement)
-
-    def start(self, j: int, placement: Placement) -> None:
-        self.state.allocate(placement)
-        del self.waiting[j]
-        self.started.append((j, placement))
-
-    def preempt(self, j: int) -> None:
-        raise RuntimeError("the scheduler service does not preempt running jobs")
-
-
-class SimulatorPolicyStep:
-    """A ``job_scheduler.policies`` policy object as a PolicyStep.
-
-    ``bandwidth`` is the loop's bandwidth model (placement -> Mbit/s), by default the
-    idle fabric of ``topology``; the run loop sets it each slot to the measured fabric
-    (``use_bandwidth``). ``slot`` is the service's slot in seconds.
-
-    Two ways to drive it. The scheduler service keeps the queue here, incrementally:
-    ``add`` when a job is queued, ``remove`` when it leaves without being started
-    (cancelled), ``decide`` once per slot (O(jobs started)). ``__call__(queued, ...)``
-    takes the whole queue each slot (the end-to-end run loops) and syncs to it first."""
+    C(n) is priced on the idle fabric of ``topology``; ``slot`` is the service's slot
+    in seconds. The scheduler service keeps the queue here, incrementally: ``add`` when
+    a job is queued, ``remove`` when it leaves without being started (cancelled),
+    ``decide`` once per slot on ``state``, a scratch copy of the cluster's free GPUs (the
+    service re-derives the real state from its store): O(jobs started)."""
 
     def __init__(self, name: str, topology: Topology, estimator: Estimator, *,
                  slot: float = 1.0, **options):
         self.name = name
-        self.topology = topology
         self.slot = float(slot)
-        self.estimator = estimator
         try:
             self.policy = sim_policies.make_policy(name, **options)
         except ValueError as err:
             raise InputError("--policy", f"{name}: {err}")
-        self._view = _SlotView(IdleFabric(topology), self.slot)
+        # the "idle" bandwidth model: C(n) on the topology itself
+        self._view = LiveView(topology, estimator, self.slot)
         self._arrived: list[int] = []     # added since the last slot: told on_arrival
-
-    @property
-    def bandwidth(self) -> Callable[[Placement], float]:
-        return self._view.bandwidth
-
-    def use_bandwidth(self, model: Callable[[Placement], float]) -> None:
-        """Price C(n) with this bandwidth model from the next slot on."""
-        self._view.bandwidth = model
-
-    def __len__(self) -> int:
-        return len(self._view.waiting)
-
-    def queued_ids(self) -> list[int]:
-        return list(self._view.waiting)
 
     def add(self, q: QueuedJob, *, in_id_order: bool = False) -> None:
         """``q`` entered the queue (submitted, re-queued, or not started after all), at
@@ -172,10 +57,8 @@ class SimulatorPolicyStep:
         view = self._view
         if q.id in view.waiting:
             return
-        view.jobs[q.id] = q.spec
-        view.models[q.id] = JobModel(q.spec, self.estimator)
         tail = next(reversed(view.waiting), None)
-        view.waiting[q.id] = None
+        view.add(q.id, q.spec)
         if in_id_order and tail is not None and q.id < tail:
             view.waiting = dict.fromkeys(sorted(view.waiting))
         self._arrived.append(q.id)
@@ -188,23 +71,20 @@ class SimulatorPolicyStep:
         if job_id in self._arrived:        # never told: nothing of it was counted
             self._arrived.remove(job_id)
         elif was_waiting and job_id in view.models:
-            leave = getattr(self.policy, "on_leave", None)
-            if leave is not None:
-                leave(view, job_id)
+            self.policy.on_leave(view, job_id)
         self._forget(job_id)
 
     def _forget(self, job_id: int) -> None:
         view = self._view
         view.jobs.pop(job_id, None)
         view.models.pop(job_id, None)
-        forget = getattr(self.policy, "forget", None)
-        if forget is not None:
-            forget(job_id)
+        view.running.pop(job_id, None)      # the service shows a policy no running job
+        self.policy.forget(job_id)
 
     def decide(self, state: ClusterState, now: float) -> list[StartDecision]:
         """One slot: which queued jobs start now, where."""
         view = self._view
-        view.state, view.now, view.decisions, view.started = state, now, 0, []
+        view.state, view.now, view.decisions = state, now, 0
         arrived, self._arrived = self._arrived, []
         for j in arrived:
             if j in view.waiting:
@@ -212,29 +92,16 @@ class SimulatorPolicyStep:
         if not view.waiting:
             self.policy.idle(view, 1)
             return []
-        self.policy.step(view)
         out = []
-        for j, p in view.started:
-            bw = view.bandwidth(p)
-            out.append(StartDecision(j, p,
-                                     notes={"C_n": round(view.models[j].C(p.gpus, bw), 3)}))
-            self._forget(j)
+        for d in decide_slot(view, self.policy).starts:
+            bw = view.live_bandwidth(d.placement)
+            out.append(StartDecision(d.job_id, d.placement, notes={
+                "C_n": round(view.models[d.job_id].C(d.gpus, bw), 3)}))
+            self._forget(d.job_id)
         return out
 
-    def __call__(self, queued: Sequence[QueuedJob], state: ClusterState,
-                 now: float) -> list[StartDecision]:
-        live = {q.id for q in queued}
-        for j in [j for j in self._view.waiting if j not in live]:
-            self.remove(j)      # started or cancelled by the caller: it re-arrives if retried
-        for q in queued:
-            self.add(q)
-        order = [q.id for q in queued]
-        if list(self._view.waiting) != order:     # the caller's order is the queue's
-            self._view.waiting = dict.fromkeys(order)
-        return self.decide(state, now)
 
-
-def make_policy(name: str, topology: Topology, estimator: Estimator, **options) -> PolicyStep:
+def make_policy_step(name: str, topology: Topology, estimator: Estimator, **options) -> PolicyStep:
     """The service's policy step for a policy of the registry (``policies.POLICY_NAMES``
     less the preemptive ones); ``options`` go to ``policies.make_policy`` but ``slot``."""
     if name not in SERVICE_POLICIES:
@@ -243,4 +110,4 @@ def make_policy(name: str, topology: Topology, estimator: Estimator, **options) 
                if entry is not None and entry.preemptive else "")
         raise InputError("--policy", f"unknown policy {name!r}{why} "
                          f"(known: {', '.join(SERVICE_POLICIES)})")
-    return SimulatorPolicyStep(name, topology, estimator, **options)
+    return PolicyStep(name, topology, estimator, **options)

@@ -18,32 +18,33 @@ def write_plots(results: Mapping[str, object], out_dir: str | Path, title: str =
     out.mkdir(parents=True, exist_ok=True)
     written = []
 
+    def save(fig, ax, name: str, heading: str, ylabel: str, xlabel: str | None = None,
+             legend: bool = True) -> None:
+        if xlabel:
+            ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{heading} — {title}", fontsize=9)
+        if legend:
+            ax.grid(alpha=0.3)
+            ax.legend()
+        fig.tight_layout()
+        written.append(out / name)
+        fig.savefig(written[-1], dpi=120)
+        plt.close(fig)
+
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for name, r in results.items():
         x = np.sort(np.asarray(r.jct))
         ax.plot(x, np.arange(1, len(x) + 1) / len(x), label=name)
     ax.set_xscale("log")
-    ax.set_xlabel("job completion time (s, log scale)")
-    ax.set_ylabel("fraction of jobs")
-    ax.set_title(f"JCT CDF — {title}", fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    written.append(out / "jct_cdf.png")
-    fig.savefig(written[-1], dpi=120)
-    plt.close(fig)
+    save(fig, ax, "jct_cdf.png", "JCT CDF", "fraction of jobs",
+         "job completion time (s, log scale)")
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     names = list(results)
-    values = [results[n].avg_jct for n in names]
-    bars = ax.bar(names, values, color="tab:blue")
+    bars = ax.bar(names, [results[n].avg_jct for n in names], color="tab:blue")
     ax.bar_label(bars, fmt="%.0f", fontsize=8)
-    ax.set_ylabel("average turnaround (s)")
-    ax.set_title(f"Average JCT — {title}", fontsize=9)
-    fig.tight_layout()
-    written.append(out / "avg_jct.png")
-    fig.savefig(written[-1], dpi=120)
-    plt.close(fig)
+    save(fig, ax, "avg_jct.png", "Average JCT", "average turnaround (s)", legend=False)
 
     lyap = results.get("lyapunov")
     if lyap is not None and lyap.trace:
@@ -51,13 +52,6 @@ def write_plots(results: Mapping[str, object], out_dir: str | Path, title: str =
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
         ax.plot(t, q, label="Q (task queue)")
         ax.plot(t, z, label="Z (virtual queue)")
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel("seconds of single-GPU work")
-        ax.set_title(f"Lyapunov queues — {title}", fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend()
-        fig.tight_layout()
-        written.append(out / "lyapunov_queues.png")
-        fig.savefig(written[-1], dpi=120)
-        plt.close(fig)
+        save(fig, ax, "lyapunov_queues.png", "Lyapunov queues", "seconds of single-GPU work",
+             "time (s)")
     return written

@@ -17,6 +17,11 @@ simplification; the ToR uplinks are where the oversubscription sits in our topol
 Exchange between a PS and workers on one host is charged at the host's ``intra_bw``
 (shared by the job's flows on that host; ``in_host=False`` makes it free, the model
 before issue 19). ``network=False`` is the ideal fabric: no communication time at all.
+
+Each slot's decisions come from ``decisions.decide_slot`` (the loop body of every loop),
+carried out as they are taken, with the mechanisms composed in ``mechanisms``; a
+suspension costs what ``costs`` says (``preemption.PreemptionCosts``; None: what the
+asker says), paid as seconds without progress, GPUs held, when the job starts again.
 """
 
 from __future__ import annotations
@@ -24,13 +29,15 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
-from job_scheduler.context import BANDWIDTH_MODELS
+from job_scheduler.decisions import BANDWIDTH_MODELS, SlotPlan, StartDecision, Suspend, decide_slot
 from job_scheduler.estimator import Estimator, effective_bandwidth
+from job_scheduler.mechanisms import stopped
 from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import BestFitPlacement, ClusterState, Placement
 from topologies import Topology
@@ -80,8 +87,10 @@ class JobModel:
         return self.cost(n) + self.comm(n, bw)
 
 
-class _Run:
-    """A job while it holds GPUs."""
+class Run:
+    """A job while it holds GPUs: what a policy or mechanism reads of it (``n``,
+    ``placement``, ``bw``, ``rate`` = work per second, ``t_last`` = when its progress was
+    last brought up to date, after a restore: when it trains again), in every loop."""
     __slots__ = ("j", "n", "placement", "flows", "base_bw", "bw", "work_left", "rate",
                  "t_last", "num_ps")
 
@@ -121,12 +130,13 @@ class Simulator:
     def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy, *,
                  estimator: Estimator | None = None, slot: float = 1.0,
                  progress: Callable[[int, int], None] | None = None, network: bool = True,
-                 in_host: bool = True, bandwidth: str = "shared"):
+                 in_host: bool = True, bandwidth: str = "shared", mechanisms: Sequence = (),
+                 costs=None, on_plan: Callable[[float, SlotPlan], None] | None = None):
         if not slot > 0:
             raise ValueError(f"slot must be > 0 seconds, got {slot}")
         if bandwidth not in BANDWIDTH_MODELS:
             raise ValueError(f"bandwidth model must be one of {BANDWIDTH_MODELS}, got {bandwidth!r}")
-        # the loop contract's bandwidth model (job_scheduler/context.py): "shared" caps a
+        # the loop contract's bandwidth model (job_scheduler/decisions.py): "shared" caps a
         # placement by its share of the rack uplinks, "idle" gives it the fabric alone
         self.bandwidth = bandwidth
         self.topology = topology
@@ -147,7 +157,7 @@ class Simulator:
         self.now = 0.0
         # waiting jobs in arrival order (dict = ordered set with O(1) removal)
         self.waiting: dict[int, None] = {}
-        self.running: dict[int, _Run] = {}
+        self.running: dict[int, Run] = {}
         self.first_start = [math.nan] * len(self.jobs)
         self.finish = [math.nan] * len(self.jobs)
         self.work_left = [1.0] * len(self.jobs)      # kept across preemptions
@@ -176,6 +186,14 @@ class Simulator:
         self.uplink_jobs: list[set[int]] = [set() for _ in topology.racks]
         # a policy that leaves jobs waiting on an idle cluster this long is broken
         self.max_stalled_slots = 1_000_000
+        self.mechanisms = tuple(mechanisms)
+        for m in self.mechanisms:
+            m.check(self, policy)
+        self.costs = costs              # None: a suspension costs what its asker says
+        self.charged_s = 0.0            # seconds of suspend/resume charged in all
+        self.counts: Counter = Counter()   # suspensions by why but the policy's, packings
+        self.plan = SlotPlan()          # what is being decided (decisions.decide_slot)
+        self.on_plan = on_plan          # told each non-empty plan: (time, plan)
 
     # ---- facts policies use ---------------------------------------------------------
     def placement_flows(self, placement: Placement) -> dict[int, int]:
@@ -233,6 +251,10 @@ class Simulator:
             return self.work_left[j]
         return max(run.work_left - max(self.now - run.t_last, 0.0) * run.rate, 0.0)
 
+    def cost_of(self, j: int, gpus: int) -> float:
+        """Suspend + resume seconds of job j on ``gpus`` under the cost table (0: none)."""
+        return self.costs.total(self.jobs[j].model, gpus) if self.costs else 0.0
+
     # ---- actions policies take ------------------------------------------------------
     def start(self, j: int, placement: Placement) -> None:
         n = placement.gpus
@@ -240,10 +262,18 @@ class Simulator:
         if prev and n != prev:
             self.grows += n > prev
             self.shrinks += n < prev
-        self._allocate(j, placement)
+            if self.costs and self.restart_overhead[j] > 0:
+                # resumed on another GPU count: the resume part is that count's
+                model = self.jobs[j].model
+                delta = (self.costs.suspend_resume(model, n)[1]
+                         - self.costs.suspend_resume(model, prev)[1])
+                self.restart_overhead[j] = max(self.restart_overhead[j] + delta, 0.0)
+                self.charged_s += delta
+        if all(m.holds_gpus(j) for m in self.mechanisms):   # a packed guest takes none
+            self.state.allocate(placement)
         del self.waiting[j]
         flows = self.placement_flows(placement)
-        run = _Run(j, n, placement, flows, self.base_bandwidth(placement),
+        run = Run(j, n, placement, flows, self.base_bandwidth(placement),
                    len(placement.ps_hosts), self.work_left[j])
         # a resumed job first restores its checkpoint: no progress until t_last
         overhead, self.restart_overhead[j] = self.restart_overhead[j], 0.0
@@ -259,14 +289,25 @@ class Simulator:
         for k in affected:
             if k != j:
                 self._retime(self.running[k])
+        self.plan.steps.append(StartDecision(j, placement))
+        for m in self.mechanisms:
+            m.on_start(self, j)
 
-    def preempt(self, j: int, overhead_s: float = 0.0) -> None:
+    def preempt(self, j: int, overhead_s: float = 0.0, why: str = "policy") -> None:
         """Stop a running job, keeping its progress; it waits again. ``overhead_s``:
-        the suspend/resume cost, paid as that many seconds without progress (GPUs held)
-        when the job starts again."""
+        the suspend/resume cost the asker names, paid as that many seconds without
+        progress (GPUs held) when the job starts again; a cost table, when the
+        simulator has one, names it instead. ``why``: the policy, ``time-slice`` or
+        ``migrate`` (counted apart)."""
         run = self.running.pop(j)
-        self.preemptions += 1
-        self.restart_overhead[j] += overhead_s
+        cost = overhead_s if self.costs is None else self.costs.total(self.jobs[j].model, run.n)
+        if why == "policy":
+            self.preemptions += 1
+        else:
+            self.counts[why] += 1
+        self.charged_s += cost
+        self.restart_overhead[j] += cost
+        self.plan.steps.append(Suspend(j, cost, why))
         self._advance(run)
         self.work_left[j] = run.work_left
         self._version[j] += 1
@@ -275,28 +316,15 @@ class Simulator:
         for k in self._add_flows(run.flows, j, -1):
             self._retime(self.running[k])
 
-    # ---- engine hooks (job_scheduler.preemption's sharing overrides them) -------------
-    def _allocate(self, j: int, placement: Placement) -> None:
-        self.state.allocate(placement)
-
-    def _release(self, j: int, run: _Run) -> None:
-        self.state.release(run.placement)
-
-    def slowdown(self, j: int) -> float:
-        """Factor on job j's time per unit of work (1: the GPUs are its own)."""
-        return 1.0
-
-    def before_step(self) -> None:
-        """At a decision time, before the policy's step (e.g. time-slicing)."""
-
-    def after_step(self) -> None:
-        """At a decision time, after the policy's step (e.g. packing)."""
-
-    def next_engine_event(self) -> float:
-        """The engine's own next decision time while jobs wait (e.g. a quantum's end)."""
-        return math.inf
+    def retime(self, j: int) -> None:
+        """Job j's speed changed (a mechanism packed or unpacked it): re-time it."""
+        self._retime(self.running[j], force=True)
 
     # ---- internals ------------------------------------------------------------------
+    def _release(self, j: int, run: Run) -> None:
+        if not stopped(self.mechanisms, self, j):    # else a packed partner keeps them
+            self.state.release(run.placement)
+
     def _add_flows(self, flows: dict[int, int], j: int, sign: int) -> set[int]:
         affected: set[int] = set()
         for r, f in flows.items():
@@ -308,14 +336,14 @@ class Simulator:
             affected |= self.uplink_jobs[r]
         return affected
 
-    def _advance(self, run: _Run) -> None:
+    def _advance(self, run: Run) -> None:
         dt = self.now - run.t_last
         if dt > 0:
             run.work_left = max(run.work_left - dt * run.rate, 0.0)
             self.gpu_seconds += dt * run.n
             run.t_last = self.now
 
-    def _retime(self, run: _Run, force: bool = False) -> None:
+    def _retime(self, run: Run, force: bool = False) -> None:
         """Bring the job to ``now`` at its old rate, then schedule its completion at
         the rate its current uplink sharing gives (``force``: its slowdown changed)."""
         self._advance(run)
@@ -323,7 +351,9 @@ class Simulator:
         if run.rate and bw == run.bw and not force:
             return
         run.bw = bw
-        run.rate = 1.0 / (self.models[run.j].C(run.n, bw) * self.slowdown(run.j))
+        # a mechanism may slow it (packing: two jobs on one GPU)
+        slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms)
+        run.rate = 1.0 / (self.models[run.j].C(run.n, bw) * slowdown)
         self._version[run.j] += 1
         heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
                                     self._version[run.j], run.j))
@@ -337,9 +367,9 @@ class Simulator:
         self._release(j, run)
         for k in self._add_flows(run.flows, j, -1):
             self._retime(self.running[k])
-        on_complete = getattr(self.policy, "on_complete", None)
-        if on_complete is not None:          # policies that index their running jobs
-            on_complete(self, j)
+        self.policy.on_complete(self, j)
+        for m in self.mechanisms:
+            m.after_complete(self)            # e.g. migration onto the GPUs just freed
 
     def _next_completion(self) -> float:
         heap = self._heap
@@ -381,12 +411,14 @@ class Simulator:
                 self.waiting[next_arrival] = None
                 self.policy.on_arrival(self, next_arrival)
                 next_arrival += 1
-            if self.waiting:
-                self.before_step()
-            if self.waiting:
-                before = len(self.waiting)
-                self.policy.step(self)
-                self.after_step()
+            had_waiting, before = bool(self.waiting), len(self.waiting)
+            moved = self.plan                 # migrations at the completions above
+            plan = decide_slot(self, self.policy, self.mechanisms)
+            for p in (moved, plan) if self.on_plan else ():
+                if p.steps:
+                    self.on_plan(self.now, p)
+            self.plan = SlotPlan()            # what happens between slots (migrations)
+            if had_waiting:
                 if self.running or len(self.waiting) != before or next_arrival < n_jobs:
                     stalled = 0
                 else:
@@ -395,10 +427,6 @@ class Simulator:
                         stuck = [self.jobs[j].name for j in list(self.waiting)[:3]]
                         raise RuntimeError(f"policy {self.policy.name} has left jobs {stuck} "
                                            f"waiting on an idle cluster for {stalled} slots")
-            if not self.waiting and self.state.total_free and self.running:
-                regrow = getattr(self.policy, "regrow", None)
-                if regrow is not None:      # e.g. sluice: grow jobs onto idle GPUs
-                    regrow(self)
             if self.progress and done - last_progress >= max(n_jobs // 200, 1):
                 self.progress(done, n_jobs)
                 last_progress = done
@@ -411,11 +439,11 @@ class Simulator:
             t_next = min(t_next, self._slot_at_or_after(self._next_completion()))
             if self.waiting and self.policy.wants_slot(self):
                 t_next = min(t_next, self.now + self.slot)
-            wakeup = getattr(self.policy, "next_wakeup", None)
-            if self.waiting and wakeup is not None:   # e.g. LAS: a threshold crossing
-                t_next = min(t_next, self._slot_at_or_after(wakeup(self)))
-            if self.waiting:
-                t_next = min(t_next, self._slot_at_or_after(self.next_engine_event()))
+            if self.waiting:                # e.g. LAS: a threshold crossing
+                t_next = min(t_next, self._slot_at_or_after(self.policy.next_wakeup(self)))
+            if self.waiting:                # e.g. time-slicing: a quantum's end
+                t_next = min(t_next, self._slot_at_or_after(
+                    min((m.next_event(self) for m in self.mechanisms), default=math.inf)))
             if math.isinf(t_next):
                 stuck = [self.jobs[j].name for j in list(self.waiting)[:3]]
                 raise RuntimeError(f"policy {self.policy.name} cannot start jobs {stuck} "
@@ -441,7 +469,7 @@ class Simulator:
             median_jct=float(np.median(jct)), p95_jct=float(np.percentile(jct, 95)),
             avg_wait=float(wait.mean()), makespan=makespan, gpu_util=float(util),
             jct=jct.tolist(), gpus=list(self.ran_gpus),
-            trace=list(getattr(self.policy, "trace", [])), wall_s=wall,
+            trace=list(self.policy.trace), wall_s=wall,
             decisions=self.decisions)
 
 

@@ -45,7 +45,7 @@ from typing import Mapping, Sequence
 
 from job_scheduler.executors import ADMIN_TOKEN_ENVS, Outcome
 from job_scheduler.placement import ClusterState, Placement
-from job_scheduler.service_policy import StartDecision
+from job_scheduler.decisions import StartDecision
 from job_scheduler.store import JobRecord
 from slurm_client import (Component, JobInfo, NodeInfo, SlurmClient, SlurmError,
                           SlurmUnavailable, Submission, job_outcome)

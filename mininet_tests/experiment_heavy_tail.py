@@ -46,7 +46,7 @@ import yaml
 from controller.job_rank import DEFAULT_RULE, RANK_RULES
 from job_scheduler.estimator import Estimator, nominal_bandwidth
 from sluice_common.jobspec import JobSpec
-from job_scheduler.service_policy import StartDecision
+from job_scheduler.decisions import StartDecision
 from sluice_common.placement import Placement
 from mininet_fabric import baselines as bl
 from mininet_tests import fluid, time_split

@@ -28,10 +28,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from job_scheduler.service_policy import make_policy  # noqa: E402
+from job_scheduler.policies import POLICY_NAMES, make_policy  # noqa: E402
 from sluice_common.errors import InputError  # noqa: E402
 from end_to_end.report import write_report  # noqa: E402
-from end_to_end.run import (DEMO_JOBS, DEMO_TOPOLOGY, POLICY_NAMES, environment,  # noqa: E402
+from end_to_end.run import (DEMO_JOBS, DEMO_TOPOLOGY, environment,  # noqa: E402
                         run_estimator, warm_processes)
 from end_to_end.runloop import RealTimeRun, RunOptions  # noqa: E402
 from topologies import load_topology  # noqa: E402
@@ -95,16 +95,16 @@ def main(argv: list[str] | None = None) -> int:
         for k, name in enumerate(policies):
             runner.wait_ready()
             print(f"experiment: policy {name} ({k + 1}/{len(policies)})", file=sys.stderr, flush=True)
-            estimator = run_estimator(topology, args)
+            estimator = run_estimator(topology, args.compute, args.profile)
             options = RunOptions(priority=args.priority == "on", port_base=20000 + 1000 * k,
                                  compute=args.compute, profile=args.profile, compute_info=info)
-            result = RealTimeRun(topology, specs, make_policy(name, topology, estimator), estimator,
+            result = RealTimeRun(topology, specs, make_policy(name), estimator,
                                  fabric, client, out / name, options, policy_name=name,
                                  runner=runner).run()
             write_report(result, out / name)
             results.append(result)
             row = summarise(result)
-            row["sim_avg_jct_s"] = simulated_avg_jct(topology, specs, name, run_estimator(topology, args))
+            row["sim_avg_jct_s"] = simulated_avg_jct(topology, specs, name, estimator)
             check = model_check([result])
             row["model_median_rel_error"] = check["median_rel_error"]
             row["model_worst_rel_error"] = check["worst_rel_error"]

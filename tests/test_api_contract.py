@@ -16,7 +16,7 @@ from job_scheduler.estimator import Estimator
 from job_scheduler.executors import SimulatedExecutor
 from job_scheduler.service import SchedulerService
 from job_scheduler.service_api import SchedulerHTTPServer
-from job_scheduler.service_policy import make_policy
+from job_scheduler.service_policy import make_policy_step
 from job_scheduler.store import JobStore
 from topologies import load_topology
 
@@ -44,7 +44,7 @@ def make_service(tmp_path, policy="fifo", clock=None):
     est = Estimator()
     executors = {"simulated": SimulatedExecutor(lambda spec, d: 100.0, 1.0)}
     return SchedulerService(JobStore(tmp_path / "jobs.db"), TOPO,
-                            make_policy(policy, TOPO, est), executors, "simulated",
+                            make_policy_step(policy, TOPO, est), executors, "simulated",
                             clock=clock or time.time)
 
 
@@ -79,7 +79,7 @@ def test_arrival_is_honoured_and_hidden_from_the_policy(tmp_path):
     assert jobs["now"].state == "running" and jobs["later"].state == "queued"
     assert jobs["later"].to_public()["started_at"] is None
     assert jobs["later"].to_public()["not_before"] == clock.t + 30.0
-    assert svc.policy.queued_ids() == []          # the policy has not seen it
+    assert list(svc.policy._view.waiting) == []        # the policy has not seen it
     clock.t += 29.0
     svc.tick()
     assert svc.store.get(jobs["later"].id).state == "queued"

@@ -1,4 +1,4 @@
-"""One scheduling-loop contract (job_scheduler/context.py): the simulator and the
+"""One scheduling-loop contract (job_scheduler/decisions.py): the simulator and the
 scheduler service (simulated executor, a fake clock ticking once per slot) drive the same
 policy objects and, with the same bandwidth model, job file, seed and slot, take the same
 decisions: start times, GPU counts and placements."""
@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from job_scheduler.context import SchedulingContext
+from job_scheduler.decisions import SchedulingContext
 from job_scheduler.estimator import Estimator
 from job_scheduler.executors import SimulatedExecutor
 from job_scheduler.policies import make_policy as make_sim_policy
 from job_scheduler.service import SchedulerService
-from job_scheduler.service_policy import IdleFabric, _SlotView, make_policy
+from job_scheduler.estimator import effective_bandwidth
+from job_scheduler.live_view import LiveView
+from job_scheduler.service_policy import make_policy_step
 from job_scheduler.simulator import Simulator
 from job_scheduler.store import JobStore
 from sluice_common.jobspec import job_to_dict, load_jobs
@@ -47,21 +49,21 @@ class Clock:
 
 
 def service_decisions(tmp_path, policy: str, seed: int) -> dict[str, tuple]:
-    """The service, slot by slot: a job is submitted at the first slot at or after its
-    arrival, runs C(n) at the idle-fabric bandwidth of its placement."""
-    bandwidth = IdleFabric(TOPO)
+    """The service, slot by slot: every job is submitted at t = 0 and the service holds
+    it back until its arrival (``not_before``); it runs C(n) at the idle-fabric
+    bandwidth of its placement."""
+    def bandwidth(p):                  # the idle fabric
+        return effective_bandwidth(TOPO, p.ps_hosts, p.worker_hosts)
     executor = SimulatedExecutor(lambda spec, d: EST.C(spec, d.gpus, bandwidth(d.placement)))
     clock = Clock()
     svc = SchedulerService(JobStore(tmp_path / f"{policy}.db"), TOPO,
-                           make_policy(policy, TOPO, EST, slot=SLOT, seed=seed),
+                           make_policy_step(policy, TOPO, EST, slot=SLOT, seed=seed),
                            {"simulated": executor}, "simulated", clock=clock)
-    pending = sorted(JOBS, key=lambda j: j.arrival)
+    svc.submit(yaml.safe_dump({"jobs": [job_to_dict(j) for j in JOBS]}), "test")
     for _ in range(100_000):
-        while pending and pending[0].arrival <= clock.t:
-            svc.submit(yaml.safe_dump({"jobs": [job_to_dict(pending.pop(0))]}), "test")
         svc.tick()
         records = svc.store.jobs()
-        if not pending and records and all(r.state == "finished" for r in records):
+        if records and all(r.state == "finished" for r in records):
             break
         clock.t += SLOT
     else:
@@ -96,7 +98,7 @@ def test_the_bandwidth_model_is_declared_and_used():
     for sim in sims.values():
         sim.uplink_flows = [1000] * len(sim.uplink_flows)        # busy rack uplinks
     shared, idle = (sims[m].live_bandwidth(cross) for m in ("shared", "idle"))
-    assert idle == IdleFabric(TOPO)(cross) and math.isfinite(idle)
+    assert idle == LiveView(TOPO, EST, SLOT).live_bandwidth(cross) and math.isfinite(idle)
     assert shared < idle
     with pytest.raises(ValueError, match="bandwidth model"):
         Simulator(TOPO, JOBS, make_sim_policy("fifo"), bandwidth="measured-by-magic")
@@ -104,6 +106,6 @@ def test_the_bandwidth_model_is_declared_and_used():
 
 def test_the_service_view_is_a_scheduling_context():
     from job_scheduler.placement import ClusterState
-    view = _SlotView(IdleFabric(TOPO), SLOT)
+    view = LiveView(TOPO, EST, SLOT)
     view.state = ClusterState(TOPO)
     assert isinstance(view, SchedulingContext) and view.slot == SLOT

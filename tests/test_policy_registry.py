@@ -4,19 +4,21 @@ docs read, and every policy in it keeps the Policy protocol the loops drive."""
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from end_to_end import run as e2e_run
+from end_to_end import cli as e2e_cli
 from job_scheduler import cli as sim_cli
 from job_scheduler import service_cli
 from job_scheduler.estimator import Estimator
 from job_scheduler.policies import (NON_PREEMPTIVE, POLICY_NAMES, REGISTRY, Policy, make_policy,
                                     parse_policy_names)
 from job_scheduler.service_policy import SERVICE_POLICIES
-from job_scheduler.service_policy import make_policy as service_policy
+from job_scheduler.service_policy import make_policy_step as service_policy
 from sluice_common.errors import InputError
 from topologies import load_topology
 
@@ -46,17 +48,31 @@ def test_every_registered_policy_keeps_the_protocol(name):
     assert make_policy(name, seed=1) is not policy
 
 
-def test_the_protocol_rejects_an_object_without_the_loop_methods():
-    class NoStep:
+def test_every_hook_is_declared_on_the_base_with_a_no_op_default():
+    """The loops call every hook without probing: a policy that overrides only
+    ``step`` still answers them all, and not deriving from Policy is not a policy."""
+    class OnlyStep(Policy):
         name = "x"
 
-        def on_arrival(self, sim, j): ...
+        def step(self, sim):
+            sim.stepped = True
 
-        def wants_slot(self, sim): ...
+    p, sim = OnlyStep(), SimpleNamespace(stepped=False)
+    p.on_arrival(sim, 0), p.idle(sim, 3), p.on_complete(sim, 0), p.on_leave(sim, 0)
+    p.regrow(sim), p.forget(0), p.on_requeue(sim, 0), p.on_packed(sim, 0)
+    assert (p.wants_slot(sim), p.next_wakeup(sim), p.needs(sim, 0)) == (False, math.inf, 1)
+    assert p.shares_gpus and list(p.trace) == []
+    p.step(sim)
+    assert sim.stepped
+    # las time-shares by its own preemption: it refuses the sharing mechanisms
+    assert not make_policy("las").shares_gpus and make_policy("sluice").shares_gpus
 
-        def idle(self, sim, slots): ...
+    class NoBase:
+        name = "x"
 
-    assert not isinstance(NoStep(), Policy)
+        def step(self, sim): ...
+
+    assert not isinstance(NoBase(), Policy)
 
 
 def test_cli_choices_are_the_registry():
@@ -65,14 +81,13 @@ def test_cli_choices_are_the_registry():
     assert parse_policy_names(",".join(POLICY_NAMES)) == list(POLICY_NAMES)
     with pytest.raises(InputError, match="unknown policy 'nope'"):
         parse_policy_names("nope")
-    # the scheduler service: the registry less the preemptive policies; sluice run adds
-    # las, which it preempts through suspend/resume (end_to_end.preemptive_run)
+    # the scheduler service: the registry less the preemptive policies; sluice run has
+    # them all (it suspends and resumes real jobs: end_to_end.suspend)
     preemptive = [n for n, e in REGISTRY.items() if e.preemptive]
     assert preemptive == ["las", "sluice"]
     assert NON_PREEMPTIVE == SERVICE_POLICIES
-    assert e2e_run.POLICY_NAMES == NON_PREEMPTIVE + ("las",)
     assert NON_PREEMPTIVE == tuple(n for n in POLICY_NAMES if n not in preemptive)
-    assert _names_in(_help_of(e2e_run.configure_run, "policy")) == list(e2e_run.POLICY_NAMES)
+    assert _names_in(_help_of(e2e_cli.configure_run, "policy")) == list(POLICY_NAMES)
     assert _names_in(_help_of(service_cli.configure_scheduler, "policy")) == list(NON_PREEMPTIVE)
 
 

@@ -1,6 +1,6 @@
-"""Preemption costs in the simulator (job_scheduler.preemption): the measured table's
-lookup, LAS charged per preemption, migrations counted, and `sluice simulate
---preemption-cost` in JSON."""
+"""Preemption costs in the simulator (job_scheduler.preemption, ``Simulator(costs=...)``):
+the measured table's lookup, LAS charged per preemption, migrations counted, and `sluice
+simulate --preemption-cost` in JSON."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 from sluice_common.jobspec import JobSpec
 from job_scheduler.policies import make_policy
-from job_scheduler.preemption import CostedSimulator, CostRow, PreemptionCosts, load_costs
+from job_scheduler.preemption import CostRow, PreemptionCosts, ZeroCosts, load_costs
+from job_scheduler.simulator import Simulator
 from sluice.cli import main as sluice_main
 from topologies import load_topology
 
@@ -27,7 +28,7 @@ def test_cost_lookup_nearest_count_and_size_fit_for_unmeasured_models():
     # alexnet (61 M params) lies between resnet18 (11.7 M) and vgg16 (138 M): so does its cost
     s, r = c.suspend_resume("alexnet", 1)
     assert 1.0 < s < 5.0 and 2.0 < r < 8.0
-    assert load_costs("zero") is None
+    assert load_costs("zero").total("vgg16", 8) == 0 and load_costs(None) is None
     assert load_costs("measured").total("resnet18", 2) > 0      # the shipped measured table
 
 
@@ -42,9 +43,9 @@ def _las_jobs():
 def test_las_pays_the_measured_cost_per_preemption():
     topo = load_topology("two-rack")
     runs = {}
-    for costs in (None, PreemptionCosts(ROWS)):
-        sim = CostedSimulator(topo, _las_jobs(), make_policy("las"), slot=1.0, costs=costs)
-        runs[costs is not None] = (sim, sim.run())
+    for costs in (ZeroCosts(), PreemptionCosts(ROWS)):
+        sim = Simulator(topo, _las_jobs(), make_policy("las"), slot=1.0, costs=costs)
+        runs[isinstance(costs, PreemptionCosts)] = (sim, sim.run())
     (zero, rz), (paid, rp) = runs[False], runs[True]
     assert zero.preemptions == paid.preemptions >= 1
     assert zero.charged_s == 0 and paid.charged_s == pytest.approx(paid.preemptions * 5.0)

@@ -1,7 +1,8 @@
-"""Preemption and migration of real PS jobs in the run loop (end_to_end.preemptive_run),
-without a fabric: the topology's hosts are loopback addresses (127.0.1.x), so real
-ps-lite processes run on this machine under the real loop; the 2D-LAS walk and the
-report section are checked as plain functions."""
+"""Preemption and migration of real PS jobs in the run loop (end_to_end.runloop carrying
+out the Suspends of the slot plan), without a fabric: the topology's hosts are loopback
+addresses (127.0.1.x), so real ps-lite processes run on this machine under the real
+loop; the run's LAS decision (the simulator's LasPolicy on the run's view) and the
+report section are checked without processes."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ import yaml
 
 from job_scheduler.estimator import Estimator
 from sluice_common.jobspec import JobSpec
+from job_scheduler.decisions import StartDecision, Suspend, decide_slot
+from job_scheduler.mechanisms import Migration
+from job_scheduler.policies import make_policy
 from job_scheduler.preemption import CostRow, PreemptionCosts
-from job_scheduler.service_policy import StartDecision
 from ps_runtime.runners import LocalRunner
 from end_to_end.preemption_report import preemption_lines
+from job_scheduler.live_view import LiveView
 from sluice_common.placement import Placement
-from end_to_end.preemptive_run import LasJob, LasStep, PreemptiveRun, las_plan
-from end_to_end.runloop import RunOptions
+from end_to_end.runloop import RealTimeRun, RunOptions
 from topologies import load_topology
 
 EMULATED = {"*": {"compute_s": 0.03, "bytes_per_batch": 4096}}
@@ -46,8 +49,8 @@ def loopback_topology(tmp_path: Path, gpus: tuple[int, int]):
 def _run(tmp_path, topology, jobs, policy, **kw):
     options = RunOptions(priority=False, slot_s=0.5, compute="emulated",
                          worker_overrides=EMULATED, job_timeout_s=240, port_base=32000)
-    loop = PreemptiveRun(topology, jobs, policy, Estimator(), None, NoController(),
-                         tmp_path / "run", options, policy_name="test", runner=LocalRunner(), **kw)
+    loop = RealTimeRun(topology, jobs, policy, Estimator(), None, NoController(),
+                       tmp_path / "run", options, policy_name="test", runner=LocalRunner(), **kw)
     return loop.run()
 
 
@@ -60,15 +63,39 @@ def _batches_done(job: dict) -> dict[int, list[int]]:
 
 # ---- pure ------------------------------------------------------------------------------
 
-def test_las_walk_preempts_a_running_job_that_a_less_served_one_outranks():
-    jobs = [LasJob("old", 2, attained=50.0, arrival=0.0, running=True),
-            LasJob("new", 1, attained=0.0, arrival=5.0, running=False)]
-    assert las_plan(jobs, 2, (20.0,)) == (["old"], ["new"])
-    # below the threshold both are in queue 0: FIFO, the running job keeps its GPUs
-    jobs[0] = LasJob("old", 2, attained=10.0, arrival=0.0, running=True)
-    assert las_plan(jobs, 2, (20.0,)) == ([], [])
-    # room for both: nobody is preempted
-    assert las_plan(jobs, 3, (20.0,)) == ([], ["new"])
+def test_las_in_the_run_suspends_a_running_job_that_a_less_served_one_outranks(tmp_path):
+    """The run's view, driven by the simulator's LasPolicy through decide_slot: once the
+    running job has attained 20 GPU-s (counted from its first batch) the new one
+    outranks it; the plan suspends it and starts the new job on its GPUs. Below the
+    threshold (FIFO inside a queue) it keeps them, and with room for both nobody is
+    suspended."""
+    jobs = [JobSpec(name="old", model="resnet18", dataset_size=6400, epochs=1, batch_size=32,
+                    max_gpus=2), JobSpec(name="new", model="resnet18", dataset_size=640,
+                                         epochs=1, batch_size=32, max_gpus=1, arrival=5.0)]
+
+    def plans(attained_at: float, gpus: tuple[int, int], trained: bool = True):
+        view = LiveView(loopback_topology(tmp_path, gpus), Estimator(), 1.0)
+        las = make_policy("las", las_thresholds=(20.0,))
+        view.add(0, jobs[0])
+        las.on_arrival(view, 0)
+        first = decide_slot(view, las)            # old starts on both GPUs at t = 0
+        if trained:                               # its first batch at t = 0 (the run says)
+            view.running[0].t_last = 0.0
+            las.on_training(view, 0, 0.0)
+        view.now = attained_at
+        view.add(1, jobs[1])
+        las.on_arrival(view, 1)
+        return first, decide_slot(view, las)
+
+    first, plan = plans(11.0, (1, 1))             # 2 GPUs x 11 s = 22 GPU-s > 20
+    assert [type(s) for s in first.steps] == [StartDecision]
+    assert plan.suspends == [Suspend(0, 0.0, "policy")]
+    assert [(d.job_id, d.worker_hosts) for d in plan.starts] == [(1, ("h1",))]
+    assert not plans(9.0, (1, 1))[1].steps             # 18 GPU-s: the running job keeps them
+    # start-up is not attained service: a job that has not trained a batch keeps them
+    assert not plans(11.0, (1, 1), trained=False)[1].steps
+    _, roomy = plans(11.0, (2, 1))
+    assert not roomy.suspends and [d.job_id for d in roomy.starts] == [1]
 
 
 def test_report_lists_each_preemption():
@@ -92,8 +119,10 @@ def test_las_run_with_more_demand_than_gpus_preempts_and_finishes_every_job(tmp_
                     batch_size=4, max_gpus=2, arrival=0.0),
             JobSpec(name="short", model="resnet18", dataset_size=4 * 40, epochs=1,
                     batch_size=4, max_gpus=1, arrival=6.0)]
-    step = LasStep((4.0,))      # GPU-seconds: long crosses it, short never does
-    result = _run(tmp_path, topo, jobs, step, las=step)
+    # GPU-s from each run's first batch (start-up is not attained service, on_training):
+    # long crosses it, short never does
+    las = make_policy("las", las_thresholds=(4.0,))
+    result = _run(tmp_path, topo, jobs, las, can_suspend=True)
     by = {j["name"]: j for j in result["jobs"]}
     assert result["summary"]["finished"] == 2, result["jobs"]
     pre = result["preemptions"]
@@ -102,6 +131,7 @@ def test_las_run_with_more_demand_than_gpus_preempts_and_finishes_every_job(tmp_
     assert 0 < pre[0]["batch"] < 150 and pre[0]["suspend_s"] > 0 and pre[0]["resume_s"] > 0
     # every batch of the preempted job ran exactly once, on both workers
     assert _batches_done(by["long"]) == {0: list(range(1, 151)), 1: list(range(1, 151))}
+    assert _batches_done(by["short"]) == {0: list(range(1, 41))}
     assert by["long"]["preemptions"] == 1
     # the short job ran while the long one was suspended
     assert by["short"]["finish"] < by["long"]["finish"]
@@ -124,7 +154,7 @@ def test_a_cross_rack_job_migrates_when_its_rack_frees_up(tmp_path):
         return [StartDecision(q.id, Placement(q.spec.name, *fixed[q.spec.name])) for q in queued]
 
     costs = PreemptionCosts([CostRow("vgg16", "emulated", 2, 1.0, 2.0)])
-    result = _run(tmp_path, topo, jobs, policy, migrate_costs=costs)
+    result = _run(tmp_path, topo, jobs, policy, mechanisms=(Migration(),), costs=costs)
     assert result["summary"]["finished"] == 2, result["jobs"]
     mig = [p for p in result["preemptions"] if p["why"] == "migrate"]
     assert len(mig) == 1 and result["summary"]["migrations"] == 1

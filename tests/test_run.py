@@ -11,7 +11,7 @@ import pytest
 
 from job_scheduler.estimator import Estimator, effective_bandwidth, nominal_bandwidth
 from sluice_common.jobspec import JobSpec, load_jobs
-from job_scheduler.service_policy import make_policy
+from job_scheduler.policies import make_policy
 from end_to_end import closed_loop
 from sluice.cli import main
 from end_to_end.report import (PLOTS, bottleneck_link, comparison, comparison_markdown,
@@ -82,20 +82,22 @@ class FakeClient:
 
 
 def test_the_loop_hands_the_policy_the_measured_bandwidth(tmp_path):
-    """_decide reads the controller's links and gives the policy step (and the decision
-    record) the available-bandwidth view; launching is stubbed out."""
+    """A slot reads the controller's links and gives the policy (through the run's view)
+    the available-bandwidth topology; launching is stubbed out."""
     job = JobSpec(name="big", model="resnet18", dataset_size=5000, epochs=1, batch_size=32,
                   max_gpus=8)
     est = Estimator(nominal_bw_mbps=nominal_bandwidth(TWO_RACK))
-    policy = make_policy("fifo", TWO_RACK, est)        # 8 GPUs: first fit spans h1, h2
+    policy = make_policy("fifo")                 # 8 GPUs: first fit spans h1, h2
     client = FakeClient([port("tor1", "h2", tx_mbit_emulated=60)])   # 6000 of 10000 used
     run = RealTimeRun(TWO_RACK, [job], policy, est, fabric=None, client=client, out_dir=tmp_path)
     launched = []
-    run._launch = lambda q, d, view: launched.append((q, d, view))
-    from job_scheduler.service_policy import QueuedJob
-    run._decide([QueuedJob(0, job, 0.0)])
-    (q, d, view), = launched
-    assert policy.bandwidth.topology is view            # the measured bandwidth model
+    run._launch = lambda d, guest=False: launched.append(d)
+    run.view.add(0, job)
+    run._slot([0])
+    d, = launched
+    view = run.view.bandwidth_topology                  # the measured bandwidth model
+    assert run.view.live_bandwidth(d.placement) == effective_bandwidth(view, d.ps_hosts,
+                                                                       d.worker_hosts)
     assert view.host_by_name["h2"].bw == pytest.approx(4000)
     assert effective_bandwidth(view, d.ps_hosts, d.worker_hosts) < \
         effective_bandwidth(TWO_RACK, d.ps_hosts, d.worker_hosts)

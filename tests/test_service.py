@@ -26,7 +26,7 @@ from sluice_common.jobspec import parse_jobs_text
 from job_scheduler.executors import LocalExecutor, SimulatedExecutor, template_command
 from job_scheduler.service import Conflict, SchedulerService
 from job_scheduler.service_client import SchedulerClient, ServiceError, Unreachable
-from job_scheduler.service_policy import SERVICE_POLICIES, make_policy
+from job_scheduler.service_policy import SERVICE_POLICIES, make_policy_step
 from job_scheduler.store import JobStore
 from sluice_common.errors import InputError
 from topologies import load_topology
@@ -71,7 +71,7 @@ def make_service(tmp_path, executor="simulated", policy="fifo", clock=None, comm
         "simulated": SimulatedExecutor(lambda spec, d: 100.0 * spec.max_gpus / d.gpus, 1.0),
         "local": LocalExecutor(tmp_path / "runs", template_command(command) if command else None),
     }
-    return SchedulerService(store, TOPO, make_policy(policy, TOPO, EST), executors, executor,
+    return SchedulerService(store, TOPO, make_policy_step(policy, TOPO, EST), executors, executor,
                             clock=clock or time.time, **kw)
 
 
@@ -142,7 +142,7 @@ def test_simulator_policies_never_overcommit(tmp_path, policy):
 
 def test_las_is_refused():
     with pytest.raises(InputError, match="preempts"):
-        make_policy("las", TOPO, EST)
+        make_policy_step("las", TOPO, EST)
     assert {"lyapunov", "fifo", "single", "random", "tetris"} <= set(SERVICE_POLICIES)
 
 
@@ -593,7 +593,7 @@ def test_restart_with_a_topology_that_lacks_running_hosts_is_refused(tmp_path):
     svc.tick()
     svc.store.close()
     small = SchedulerService(JobStore(tmp_path / "jobs.db"), load_topology("leaf-spine:leaves=2,spines=1,hosts_per_leaf=1"),
-                             make_policy("fifo", TOPO, EST), {"simulated": None}, "simulated")
+                             make_policy_step("fifo", TOPO, EST), {"simulated": None}, "simulated")
     with pytest.raises(InputError, match="topology"):
         small.check_running_fit()
     small.store.close()

@@ -1,5 +1,5 @@
 """Time-slicing, grow/shrink at a resume point and packing of real PS jobs in the run
-loop (end_to_end.sharing_run), without a fabric: the hosts are loopback addresses, so
+loop (job_scheduler.mechanisms composed in end_to_end.runloop), without a fabric: the hosts are loopback addresses, so
 real ps-lite processes run on this machine under the real loop (as in
 tests/test_preemptive_run.py)."""
 
@@ -11,12 +11,13 @@ import pytest
 import yaml
 
 from end_to_end.preemption_report import preemption_lines
-from end_to_end.runloop import RunOptions
-from end_to_end.sharing_run import SharingRun, resized_last_batch
+from end_to_end.runloop import RealTimeRun, RunOptions
+from end_to_end.suspend import resized_last_batch
+from job_scheduler.mechanisms import MechanismOptions
 from job_scheduler.estimator import Estimator
 from job_scheduler.placement import FirstFitPlacement
-from job_scheduler.service_policy import StartDecision
-from job_scheduler.sharing import PACK_SLOWDOWN
+from job_scheduler.decisions import StartDecision
+from job_scheduler.mechanisms import PACK_SLOWDOWN
 from ps_runtime.runners import LocalRunner
 from sluice_common.jobspec import JobSpec
 from topologies import load_topology
@@ -56,8 +57,9 @@ def _run(tmp_path, topology, jobs, **kw):
     options = RunOptions(priority=False, slot_s=0.5, compute="emulated",
                          worker_overrides={k: dict(v) for k, v in EMULATED.items()},
                          job_timeout_s=240, port_base=33000)
-    loop = SharingRun(topology, jobs, all_free, Estimator(), None, NoController(),
-                      tmp_path / "run", options, policy_name="test", runner=LocalRunner(), **kw)
+    loop = RealTimeRun(topology, jobs, all_free, Estimator(), None, NoController(),
+                       tmp_path / "run", options, policy_name="test", runner=LocalRunner(),
+                       mechanisms=MechanismOptions(**kw).build())
     return loop.run()
 
 

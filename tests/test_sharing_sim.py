@@ -1,6 +1,6 @@
 """Issue 18 in the simulator: a resumed job's GPU count picked again (grows/shrinks,
 charged at the measured resume cost of the new count), Gandiva time-slicing and packing
-(job_scheduler/sharing.py), and `sluice simulate --time-slice/--pack --json`."""
+(job_scheduler/mechanisms.py), and `sluice simulate --time-slice/--pack --json`."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import math
 import pytest
 
 from job_scheduler.policies import make_policy
-from job_scheduler.preemption import CostedSimulator, CostRow, PreemptionCosts
-from job_scheduler.sharing import (PACK_SLOWDOWN, SharingSimulator, fits_packed,
-                                   slice_victims)
+from job_scheduler.mechanisms import PACK_SLOWDOWN, MechanismOptions, fits_packed, slice_victims
+from job_scheduler.preemption import CostRow, PreemptionCosts, ZeroCosts
+from job_scheduler.simulator import Simulator
 from sluice.cli import main as sluice_main
 from sluice_common.jobspec import JobSpec
 from sluice_common.placement import Placement
@@ -20,6 +20,13 @@ from topologies.model import parse_topology
 
 ROWS = [CostRow("resnet18", "emulated", 1, 1.0, 2.0), CostRow("resnet18", "emulated", 4, 2.0, 3.0),
         CostRow("vgg16", "emulated", 1, 5.0, 8.0), CostRow("vgg16", "emulated", 4, 9.0, 12.0)]
+
+
+def sharing_sim(topo, jobs, policy, *, costs=None, network=True, **mechanisms):
+    """The simulator with the mechanisms of ``mechanisms`` (MechanismOptions fields) and
+    the cost table ``costs`` (none: zero, as `sluice simulate --preemption-cost zero`)."""
+    return Simulator(topo, jobs, policy, costs=costs or ZeroCosts(), network=network,
+                     mechanisms=MechanismOptions(**mechanisms).build())
 
 
 def _topo(hosts: int = 1, gpus: int = 4):
@@ -52,8 +59,7 @@ def test_fits_packed_caps_each_job_at_half_the_gpu_memory():
 def test_resume_on_another_count_is_a_shrink_charged_at_the_new_counts_resume():
     # hand-checked: suspended on 4 GPUs (suspend 2.0 s), resumed on 1 (resume 2.0 s):
     # 4.0 s charged, not the 5.0 s of a resume on 4
-    sim = CostedSimulator(_topo(), [_job("a", 0.0)], make_policy("fifo"),
-                          costs=PreemptionCosts(ROWS))
+    sim = Simulator(_topo(), [_job("a", 0.0)], make_policy("fifo"), costs=PreemptionCosts(ROWS))
     sim.waiting[0] = None
     sim.start(0, Placement("a", ("h1",), ("h1",) * 4))
     sim.now = 10.0
@@ -79,15 +85,15 @@ def _two_jobs():
 def test_time_slicing_takes_turns_and_every_switch_is_charged(policy):
     costs = PreemptionCosts(ROWS)
     # an ideal fabric: C(n) falls with n, so the elastic policies take the whole host too
-    base = SharingSimulator(_topo(), _two_jobs(), make_policy(policy), costs=costs,
+    base = sharing_sim(_topo(), _two_jobs(), make_policy(policy), costs=costs,
                             network=False)
     rb = base.run()
-    sim = SharingSimulator(_topo(), _two_jobs(), make_policy(policy), costs=costs,
+    sim = sharing_sim(_topo(), _two_jobs(), make_policy(policy), costs=costs,
                            time_slice=30.0, network=False)
     r = sim.run()
-    assert base.time_slices == 0 and sim.time_slices >= 1
+    assert base.counts["time-slice"] == 0 and sim.counts["time-slice"] >= 1
     # every switch costs suspend + resume (resnet18 at 4 GPUs: 5 s)
-    assert sim.charged_s == pytest.approx(5.0 * (sim.time_slices + sim.preemptions), rel=1e-6)
+    assert sim.charged_s == pytest.approx(5.0 * (sim.counts["time-slice"] + sim.preemptions), rel=1e-6)
     # without slicing `late` waits for `long`; with it, `late` starts within one quantum
     assert base.first_start[1] > 300.0
     assert sim.first_start[1] - 5.0 <= 30.0 + 1.0
@@ -101,7 +107,7 @@ def test_a_time_sliced_elastic_job_resumes_on_argmin_C_under_the_free_gpus():
     # `long` resumes on the 2 GPUs left: a shrink; after `b` ends it is sliced again
     # only if something waits, so it stays small (lyapunov does not regrow)
     jobs = [_job("long", 0.0, size=800_000), _job("b", 5.0, gpus=2, size=32_000)]
-    sim = SharingSimulator(_topo(), jobs, make_policy("lyapunov"),
+    sim = sharing_sim(_topo(), jobs, make_policy("lyapunov"),
                            costs=PreemptionCosts(ROWS), time_slice=30.0, network=False)
     seen = []
     start = sim.start
@@ -124,11 +130,11 @@ def test_packing_shares_a_gpu_and_slows_both_by_the_factor():
     # both run at 1/PACK_SLOWDOWN of their speed from the second's arrival
     jobs = [JobSpec(name=f"p{i}", model="resnet18", dataset_size=32_000, epochs=1,
                     batch_size=32, max_gpus=1, arrival=float(i)) for i in range(2)]
-    alone = SharingSimulator(_topo(gpus=1), jobs, make_policy("fifo"))
+    alone = sharing_sim(_topo(gpus=1), jobs, make_policy("fifo"))
     ra = alone.run()
-    packed = SharingSimulator(_topo(gpus=1), jobs, make_policy("fifo"), pack=True)
+    packed = sharing_sim(_topo(gpus=1), jobs, make_policy("fifo"), pack=True)
     rp = packed.run()
-    assert alone.packed == 0 and packed.packed == 1
+    assert alone.counts["packed"] == 0 and packed.counts["packed"] == 1
     d = ra.jct[0]                       # one job's run time alone (it arrived at 0)
     assert ra.jct[1] == pytest.approx(math.ceil(d) + d - 1.0, rel=1e-6)   # waited for p0 (next slot)
     assert packed.first_start[1] == pytest.approx(1.0)
@@ -140,17 +146,17 @@ def test_packing_shares_a_gpu_and_slows_both_by_the_factor():
 
 
 def test_packing_refuses_a_job_over_half_the_gpu_memory(monkeypatch):
-    import job_scheduler.sharing as sharing
-    monkeypatch.setattr(sharing, "job_gmem_gib", lambda params, batch: 50.0)
+    import job_scheduler.mechanisms as mechanisms
+    monkeypatch.setattr(mechanisms, "job_gmem_gib", lambda params, batch: 50.0)
     jobs = [_job("p0", 0.0, gpus=1, size=32_000), _job("p1", 1.0, gpus=1, size=32_000)]
-    sim = SharingSimulator(_topo(gpus=1), jobs, make_policy("fifo"), pack=True)
+    sim = sharing_sim(_topo(gpus=1), jobs, make_policy("fifo"), pack=True)
     sim.run()
-    assert sim.packed == 0
+    assert sim.counts["packed"] == 0
 
 
 def test_las_cannot_use_time_slicing_or_packing():
     with pytest.raises(ValueError, match="las"):
-        SharingSimulator(_topo(), _two_jobs(), make_policy("las"), time_slice=10.0)
+        sharing_sim(_topo(), _two_jobs(), make_policy("las"), time_slice=10.0)
 
 
 def test_simulate_json_reports_grows_shrinks_time_slices_and_packed(tmp_path, capsys):
@@ -178,9 +184,9 @@ def test_a_quantum_shorter_than_the_restore_still_makes_progress():
     # vgg16 on 4 GPUs costs 21 s to suspend + resume; a 5-s quantum counts from the end
     # of the restore, so every turn trains 5 s and both jobs finish
     jobs = [_job("a", 0.0, size=400_000, model="vgg16"), _job("b", 1.0, size=400_000, model="vgg16")]
-    sim = SharingSimulator(_topo(), jobs, make_policy("fifo"), costs=PreemptionCosts(ROWS),
+    sim = sharing_sim(_topo(), jobs, make_policy("fifo"), costs=PreemptionCosts(ROWS),
                            time_slice=5.0, network=False)
     sim.max_stalled_slots = 10_000
     r = sim.run()
-    assert sim.time_slices >= 2 and r.jobs == 2
-    assert sim.charged_s == pytest.approx(21.0 * sim.time_slices)
+    assert sim.counts["time-slice"] >= 2 and r.jobs == 2
+    assert sim.charged_s == pytest.approx(21.0 * sim.counts["time-slice"])

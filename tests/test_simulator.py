@@ -10,7 +10,7 @@ import pytest
 
 from sluice_common.jobspec import JobSpec
 from job_scheduler.placement import Placement
-from job_scheduler.policies import make_policy
+from job_scheduler.policies import Policy, make_policy
 from job_scheduler.simulator import Simulator, simulate
 from job_scheduler.workloads import SHARED_WORKLOADS, load_workload
 from topologies import load_topology
@@ -26,21 +26,12 @@ def job(name, arrival=0.0, max_gpus=4, model="resnet50", m=20000):
                    max_gpus=max_gpus, arrival=arrival)
 
 
-class Pinned:
+class Pinned(Policy):
     """A test policy: start each job at its slot on a placement given up front."""
     name = "pinned"
 
     def __init__(self, placements):
         self.placements = placements
-
-    def on_arrival(self, sim, j):
-        pass
-
-    def wants_slot(self, sim):
-        return False
-
-    def idle(self, sim, slots):
-        pass
 
     def step(self, sim):
         for j in list(sim.waiting):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from job_scheduler.service_policy import StartDecision
+from job_scheduler.decisions import StartDecision
 from job_scheduler.slurm_executor import SlurmExecutor, SlurmJobOptions, slurm_job_name
 from job_scheduler.store import JobRecord
 from slurm_client import JobInfo, SlurmCommandError, SlurmUnavailable

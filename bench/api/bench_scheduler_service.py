@@ -122,12 +122,12 @@ def slot_cost(topology: str, n: int, workdir: Path) -> dict:
     from job_scheduler.executors import SimulatedExecutor
     from job_scheduler.service import SchedulerService
     from job_scheduler.service_app import estimated_duration
-    from job_scheduler.service_policy import make_policy
+    from job_scheduler.service_policy import make_policy_step
     from topologies import load_topology
 
     topo, est = load_topology(topology), Estimator()
     store = JobStore(workdir / f"slots-{topology}.db")
-    svc = SchedulerService(store, topo, make_policy("lyapunov", topo, est),
+    svc = SchedulerService(store, topo, make_policy_step("lyapunov", topo, est),
                            {"simulated": SimulatedExecutor(estimated_duration(topo, est), 1e3)},
                            "simulated")
     body = "jobs:\n" + "".join(

@@ -4,7 +4,7 @@ with and without, side by side in one invocation.
     .venv/bin/python -m bench.end_to_end.bench_sharing_run [--out /tmp/sharing] [--quantum 5]
 
 Real ps-lite jobs (emulated compute: 30 ms per batch, 4 KB exchanged) under the real run
-loop (end_to_end.sharing_run) and the real ``lyapunov`` policy step, on one host at a
+loop (end_to_end.runloop with job_scheduler.mechanisms) and the real ``lyapunov`` policy, on one host at a
 loopback address (no Mininet fabric: the processes run on this machine, as in
 tests/test_sharing_run.py), two scenarios, each run without and with the option:
 
@@ -14,7 +14,7 @@ tests/test_sharing_run.py), two scenarios, each run without and with the option:
   resumes on the GPU left (a shrink: its remaining samples on one worker).
 - ``pack`` (1 GPU): ``p0`` (1 GPU) starts alone; ``p1`` (1 GPU) arrives 2 s later.
   Without: it waits. With ``--pack``: it shares p0's GPU, its compute slowed by the
-  assumed factor (job_scheduler/sharing.py).
+  assumed factor (job_scheduler/mechanisms.py).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from pathlib import Path
 
 import yaml
 
-from end_to_end.runloop import RunOptions
-from end_to_end.sharing_run import SharingRun
+from end_to_end.runloop import RealTimeRun, RunOptions
 from job_scheduler.estimator import Estimator
-from job_scheduler.service_policy import make_policy
+from job_scheduler.mechanisms import MechanismOptions
+from job_scheduler.policies import make_policy
 from ps_runtime.runners import LocalRunner
 from sluice_common.jobspec import JobSpec
 from topologies import load_topology
@@ -76,14 +76,16 @@ def run_once(out: Path, name: str, on: bool, quantum: float, port: int) -> dict:
     kw = {}
     if on:
         kw = {"time_slice": quantum} if name == "time-slice" else {"pack": True}
-    loop = SharingRun(topo, jobs, make_policy("lyapunov", topo, est, slot=0.5), est, None,
-                      NoController(), out / f"{name}-{'on' if on else 'off'}", options,
-                      policy_name="lyapunov", runner=LocalRunner(), **kw)
+    loop = RealTimeRun(topo, jobs, make_policy("lyapunov"), est, None,
+                       NoController(), out / f"{name}-{'on' if on else 'off'}", options,
+                       policy_name="lyapunov", runner=LocalRunner(),
+                       mechanisms=MechanismOptions(**kw).build(), can_suspend=True)
     result = loop.run()
     s = result["summary"]
     return {"scenario": name, "option": on, "finished": s["finished"],
-            "avg_jct_s": s["avg_jct_s"], "time_slices": s["time_slices"],
-            "grows": s["grows"], "shrinks": s["shrinks"], "packed": s["packed"],
+            "avg_jct_s": s["avg_jct_s"], "time_slices": s.get("time_slices", 0),
+            "grows": s.get("grows", 0), "shrinks": s.get("shrinks", 0),
+            "packed": s.get("packed", 0),
             "jct": {j["name"]: j.get("turnaround") for j in result["jobs"]},
             "gpus": {d["job"]: d["gpus"] for d in result["decisions"]},
             "interruptions": [p.get("interruption_s") for p in result["preemptions"]]}

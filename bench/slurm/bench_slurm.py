@@ -142,7 +142,7 @@ def decision_time(env, work: Path, foreign: int) -> dict:
     """In-process service (the real SlurmExecutor, store, policy), ticked by hand."""
     from job_scheduler.estimator import Estimator
     from job_scheduler.service_app import build_service
-    from job_scheduler.service_policy import make_policy
+    from job_scheduler.service_policy import make_policy_step
     from job_scheduler.slurm_executor import SlurmJobOptions
     from topologies import load_topology
 
@@ -164,7 +164,7 @@ def decision_time(env, work: Path, foreign: int) -> dict:
     os.environ.update(env.cluster.env)
     topo = load_topology(TOPOLOGY)
     est = Estimator()
-    policy = make_policy("fifo", topo, est, slot=1.0)
+    policy = make_policy_step("fifo", topo, est, slot=1.0)
     db = work / f"decide-{foreign}.db"
     service, server = build_service(topology=topo, policy=policy, estimator=est, db_path=db,
                                     executor="slurm", listen=("127.0.0.1", 0),

@@ -13,7 +13,8 @@ The table of policies (admission, GPU count, placement) is ``registry.REGISTRY``
 descriptions: ``sluice simulate --help`` prints it and docs/design.md shows it.
 """
 
-from job_scheduler.policies.base import (PLACEMENTS, FixedCountPolicy, Policy, PolicyOptions,
+from job_scheduler.policies.base import (PLACEMENTS, FixedCountPolicy, FunctionPolicy, Policy,
+                                         PolicyOptions,
                                          make_placement, requested_gpus)
 from job_scheduler.policies.las import DEFAULT_LAS_THRESHOLDS, LasPolicy
 from job_scheduler.policies.lyapunov import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, HISTORY,
@@ -25,6 +26,7 @@ from job_scheduler.policies.sluice import SluicePolicy
 
 __all__ = ["DEFAULT_EPS", "DEFAULT_K", "DEFAULT_LAS_THRESHOLDS", "DEFAULT_V", "HISTORY",
            "NON_PREEMPTIVE", "PLACEMENTS", "POLICY_NAMES", "REGISTRY", "FixedCountPolicy",
+           "FunctionPolicy",
            "LasPolicy", "LyapunovPolicy", "Policy", "PolicyEntry", "PolicyOptions",
            "SluicePolicy", "make_placement", "make_policy", "parse_policy_names",
            "policy_table", "requested_gpus"]

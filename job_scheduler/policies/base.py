@@ -1,30 +1,37 @@
-"""What every policy is: the ``Policy`` protocol the three scheduling loops drive, the
-options a policy is built from, and the pieces several policies share.
+"""What every policy is: the ``Policy`` base the scheduling loops drive, the options a
+policy is built from, and the pieces several policies share.
 
-``sim`` below is the loop's ``SchedulingContext`` (job_scheduler/context.py): the
+``sim`` below is the loop's ``SchedulingContext`` (job_scheduler/decisions.py): the
 simulator, one slot of the scheduler service, or the service step inside the
-end-to-end run. A loop calls, in this order at each slot boundary:
+end-to-end run. Every hook a loop may call is declared on :class:`Policy` with a no-op
+default, so a loop calls them all and a policy overrides the ones it needs (no loop
+probes for a method). At each slot boundary, in this order (``decisions.decide_slot``):
 
 * ``on_arrival(sim, j)`` once per job that entered the waiting list;
-* ``step(sim)`` when jobs wait: start (``sim.start``) or preempt (``sim.preempt``);
+* ``step(sim)`` when jobs wait: start (``sim.start``) or suspend (``sim.preempt``);
+* ``regrow(sim)`` when nothing waits and GPUs are idle (sluice resizes running jobs);
 * ``wants_slot(sim)``: must it be called again next slot even if no event happens?
+* ``next_wakeup(sim) -> float``: a time before the next event at which the order
+  changes (las' threshold crossings);
 * ``idle(sim, slots)``: that many slots passed with no call (nothing could change).
 
-Optional hooks, called by the simulator only where a policy has them:
-``on_complete(sim, j)`` (a job ended: policies that index their running jobs),
-``next_wakeup(sim) -> float`` (a time before the next event at which the order changes:
-las' threshold crossings) and ``regrow(sim)`` (nothing waits and GPUs are idle: sluice
-resizes running jobs). A policy with a ``trace`` of (t, Q, Z) gets it plotted.
-The sharing options (job_scheduler/sharing.py) need ``on_requeue(sim, j)`` (the engine
-suspended running job j for time-slicing: it waits again), ``on_packed(sim, j)`` (the
-engine started waiting job j packed onto a busy GPU) and ``needs(sim, j)`` (GPUs j
-needs to start).
+Between slots: ``on_training(sim, j, since)`` (a real job's run began training at
+``since``, after its start-up: the end-to-end run only; in the simulator a job trains
+from its start), ``on_complete(sim, j)`` (a job ended), ``on_leave(sim, j)`` (a queued
+job was cancelled: a policy that counted its work takes it out), ``forget(j)`` (the
+service drops a job for good). The mechanisms (job_scheduler/mechanisms.py) call
+``needs(sim, j)`` (GPUs waiting job j needs to start), ``on_requeue(sim, j)`` (running
+job j was suspended by time-slicing: it waits again) and ``on_packed(sim, j)`` (waiting
+job j was started packed onto a busy GPU); a policy with ``shares_gpus = False`` (las,
+which time-shares by its own preemption) refuses time-slicing and packing. A policy's
+``trace`` of (t, Q, Z) gets plotted.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol, runtime_checkable
+import math
+from typing import Callable
 
 from job_scheduler.placement import (DEFAULT_LAMBDA, BestFitPlacement, FirstFitPlacement,
                                      Placement, TetrisPlacement)
@@ -33,17 +40,66 @@ from sluice_common.errors import InputError
 from sluice_common.jobspec import JobSpec
 
 
-@runtime_checkable
-class Policy(Protocol):
-    name: str
+class Policy:
+    """The base of every policy: each hook with its no-op default (module docstring)."""
+    name: str = "?"
+    shares_gpus: bool = True        # may time-slicing and packing move its jobs?
+    trace: tuple = ()               # (t, Q, Z) samples, for the plots (lyapunov's)
 
-    def on_arrival(self, sim, j: int) -> None: ...
+    def on_arrival(self, sim, j: int) -> None:
+        pass
 
-    def step(self, sim) -> None: ...
+    def step(self, sim) -> None:
+        pass
 
-    def wants_slot(self, sim) -> bool: ...
+    def wants_slot(self, sim) -> bool:
+        return False
 
-    def idle(self, sim, slots: int) -> None: ...
+    def idle(self, sim, slots: int) -> None:
+        pass
+
+    def next_wakeup(self, sim) -> float:
+        return math.inf
+
+    def regrow(self, sim) -> None:
+        pass
+
+    def on_training(self, sim, j: int, since: float) -> None:
+        pass
+
+    def on_complete(self, sim, j: int) -> None:
+        pass
+
+    def on_leave(self, sim, j: int) -> None:
+        pass
+
+    def forget(self, j: int) -> None:
+        pass
+
+    def needs(self, sim, j: int) -> int:
+        return 1
+
+    def on_requeue(self, sim, j: int) -> None:
+        pass
+
+    def on_packed(self, sim, j: int) -> None:
+        pass
+
+
+class FunctionPolicy(Policy):
+    """A plain ``(queued, state, now) -> [StartDecision]`` step (an experiment's fixed
+    placement, a test's) as a Policy: it is shown the waiting jobs in queue order
+    (``decisions.QueuedJob``) and a scratch copy of the free GPUs."""
+
+    def __init__(self, fn: Callable, name: str = "function"):
+        self.fn = fn
+        self.name = name
+
+    def step(self, sim) -> None:
+        from job_scheduler.decisions import QueuedJob
+        queued = [QueuedJob(j, sim.jobs[j], sim.jobs[j].arrival) for j in sim.waiting]
+        for d in self.fn(queued, sim.state.copy(), sim.now):
+            sim.start(d.job_id, d.placement)
 
 
 @dataclass(frozen=True)
@@ -105,7 +161,7 @@ def candidate_costs(sim, j: int, limit: int, placer, *, place_one: bool = True
     return costs, places
 
 
-class FixedCountPolicy:
+class FixedCountPolicy(Policy):
     """Head-of-line FIFO (or backfilling, ``backfill=True``) at a GPU count fixed per
     job by ``count``, placed by ``placer``. Nothing changes between events, so the
     simulator may skip straight to the next arrival or completion."""
@@ -128,23 +184,12 @@ class FixedCountPolicy:
                              f"the cluster has {sim.state.total_gpus}")
         self._n[j] = n
 
-    def wants_slot(self, sim) -> bool:
-        return False
-
-    def idle(self, sim, slots: int) -> None:
-        pass
-
     def forget(self, j: int) -> None:
         """``j`` left the queue for good (the scheduler service says so): a service that
         runs for months must not keep a count per job it ever saw."""
         self._n.pop(j, None)
-    # the sharing hooks: the queue is sim.waiting itself, so nothing to update
-    def on_requeue(self, sim, j: int) -> None:
-        pass
 
-    def on_packed(self, sim, j: int) -> None:
-        pass
-
+    # on_requeue/on_packed: the base's no-ops (the queue is sim.waiting itself)
     def needs(self, sim, j: int) -> int:
         return self._n[j]
 

@@ -8,14 +8,14 @@ import math
 
 from job_scheduler.fit_index import FitIndex
 from job_scheduler.placement import FirstFitPlacement
-from job_scheduler.policies.base import PolicyOptions, requested_gpus
+from job_scheduler.policies.base import Policy, PolicyOptions, requested_gpus
 
 # Tiresias 2D-LAS: one threshold (GPU-seconds of attained service) = two queues,
 # Tiresias' own default queue limit.
 DEFAULT_LAS_THRESHOLDS = (3600.0,)
 
 
-class LasPolicy:
+class LasPolicy(Policy):
     """Discretized two-dimensional least-attained-service (Tiresias): attained service
     = GPUs x seconds run; a job's queue is the number of thresholds it has passed;
     lower queues first, FIFO (arrival) inside a queue. At every decision the jobs that
@@ -32,6 +32,7 @@ class LasPolicy:
     (bench/results/sluice.md)."""
 
     name = "las"
+    shares_gpus = False     # it time-shares by its own preemption
 
     def __init__(self, thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS,
                  preempt_cost_s: float = 0.0):
@@ -58,9 +59,7 @@ class LasPolicy:
         self._starts[j] = 0
         self._waiting.add(j, (0, j), n)
 
-    def wants_slot(self, sim) -> bool:
-        return False        # nothing changes between events but threshold crossings
-
+    # wants_slot: the base's False, nothing changes between events but threshold crossings
     def next_wakeup(self, sim) -> float:
         """When the next running job crosses a threshold (its priority drops)."""
         heap = self._cross
@@ -68,11 +67,24 @@ class LasPolicy:
             heapq.heappop(heap)
         return heap[0][0] if heap else math.inf
 
-    def idle(self, sim, slots: int) -> None:
-        pass
+    def on_training(self, sim, j: int, since: float) -> None:
+        """A real job's start-up is not attained service: count from its first batch.
+        (A crossing pushed from an infinite start never fires.)"""
+        if j in self._since:
+            self._since[j] = since
+            self._starts[j] += 1            # its pending crossing time is stale
+            self._push_crossing(j)
 
     def on_complete(self, sim, j: int) -> None:
-        self._running.remove(j)
+        if j in self._running:
+            self._running.remove(j)
+        self.on_leave(sim, j)
+
+    def on_leave(self, sim, j: int) -> None:
+        """``j`` left for good without running again (cancelled, or a real job that
+        finished its last batch while it was being suspended)."""
+        if j in self._waiting:
+            self._waiting.remove(j)
         for d in (self.attained, self._since, self._level, self._n, self._starts):
             d.pop(j, None)
 
@@ -84,7 +96,7 @@ class LasPolicy:
         return j in self._since and self._starts.get(j) == k
 
     def _update(self, j: int, now: float) -> None:
-        self.attained[j] += self._n[j] * (now - self._since[j])
+        self.attained[j] += self._n[j] * max(now - self._since[j], 0.0)
         self._since[j] = now
 
     def _push_crossing(self, j: int) -> None:
@@ -169,7 +181,9 @@ class LasPolicy:
             sim.start(j, p)
             self._waiting.remove(j)
             self._running.add(j, (self._level[j], j), self._n[j])
-            self._since[j] = now
+            # a real job attains nothing before its first batch (t_last inf until
+            # on_training): its crossing is then pushed from there
+            self._since[j] = now if math.isfinite(sim.running[j].t_last) else math.inf
             self._starts[j] += 1
             self._push_crossing(j)
 

@@ -7,7 +7,7 @@ from collections import deque
 
 from job_scheduler import proteus
 from job_scheduler.placement import DEFAULT_LAMBDA, BestFitPlacement, GroupGA, Placement, Request
-from job_scheduler.policies.base import PolicyOptions, candidate_costs
+from job_scheduler.policies.base import Policy, PolicyOptions, candidate_costs
 
 # Defaults of the Lyapunov knobs (seconds). V weighs C(n) against the backlog; eps is
 # Z's growth per slot. See proteus.py for what they do; `sluice simulate --V/--eps`.
@@ -27,7 +27,7 @@ DEFAULT_K = "job"
 HISTORY = 250_000
 
 
-class LyapunovPolicy:
+class LyapunovPolicy(Policy):
     """Proteus: each slot the FIFO head job gets the n minimising
     ``S(n) = V*C(n) + (k*Cost(1))^2 - k*Cost(1)*(Z+Q)`` when that is < 0, else waits;
     ``k`` = 1 per started job (``k="job"``, the default: then n = argmin C(n) and the
@@ -77,7 +77,7 @@ class LyapunovPolicy:
         # arrived during the slot that just ended: part of Q(t) for this slot's decision
         self.queues.arrive([sim.models[j].cost1])
 
-    # the sharing hooks (job_scheduler/sharing.py): Q stays the waiting work
+    # the mechanisms' hooks (time-slicing, packing): Q stays the waiting work
     def on_requeue(self, sim, j: int) -> None:
         self.queues.arrive([sim.models[j].cost1])
 
@@ -91,9 +91,6 @@ class LyapunovPolicy:
         self.queues.Q = max(self.queues.Q - sim.models[j].cost1, 0.0)
         if not sim.waiting:
             self.queues.Q = 0.0       # nothing waiting: drop float residue
-
-    def needs(self, sim, j: int) -> int:
-        return 1
 
     def wants_slot(self, sim) -> bool:
         return True         # Z grows every slot a job waits: the answer may change

@@ -46,7 +46,7 @@ import random
 
 from job_scheduler.fit_index import FitIndex
 from job_scheduler.placement import DEFAULT_LAMBDA, BestFitPlacement, Placement
-from job_scheduler.policies.base import PolicyOptions, candidate_costs
+from job_scheduler.policies.base import Policy, PolicyOptions, candidate_costs
 from job_scheduler.proteus import candidate_counts
 
 # Suspend + resume of a PS job: checkpoint the parameters, free the GPUs, later start
@@ -85,7 +85,7 @@ def worth_waiting(C_now: float, C_full: float, wait_s: float) -> bool:
     return wait_s + C_full < C_now
 
 
-class SluicePolicy:
+class SluicePolicy(Policy):
     name = "sluice"
 
     def __init__(self, lam: float = DEFAULT_LAMBDA, seed: int = 0,
@@ -136,7 +136,7 @@ class SluicePolicy:
         self._factor(j)                 # draw in arrival order: a seed fixes the errors
         self._waiting.add(j, (self.predicted_remaining(sim, j), j), 1)
 
-    # the sharing hooks (job_scheduler/sharing.py)
+    # the mechanisms' hooks (time-slicing, packing)
     def on_requeue(self, sim, j: int) -> None:
         if j in self.blind:       # already suspended: add the run that just ended
             since = self._since.pop(j, sim.now)
@@ -149,14 +149,8 @@ class SluicePolicy:
         if j in self.blind:
             self._since[j] = sim.now
 
-    def needs(self, sim, j: int) -> int:
-        return 1
-
-    def wants_slot(self, sim) -> bool:
-        return False        # priorities change only at arrivals and completions
-
-    def idle(self, sim, slots: int) -> None:
-        pass
+    # needs: the base's 1; wants_slot: the base's False (priorities change only at
+    # arrivals and completions)
 
     def regrow(self, sim) -> None:
         """Nothing waits and GPUs are idle: resize running jobs that would finish
@@ -172,9 +166,11 @@ class SluicePolicy:
                 return
             if self._tried.get(k, -1) >= state.total_free:
                 continue            # no more GPUs free than when it last could not grow
-            self._tried[k] = state.total_free
             run = sim.running[k]
             left = self._left_s(sim, k)
+            if math.isinf(left):
+                continue            # a real job still starting: its end is not known yet
+            self._tried[k] = state.total_free
             state.release(run.placement)           # tentatively: what could it have?
             limit = min(sim.jobs[k].max_gpus, state.total_free)
             costs, places = self._costs(sim, k, limit)
@@ -191,6 +187,13 @@ class SluicePolicy:
                 self._tried.pop(k, None)
                 if n >= self._lone_best(sim, k):
                     self._small.discard(k)
+
+    def on_leave(self, sim, j: int) -> None:
+        """``j`` left for good without running again (cancelled, or a real job that
+        finished its last batch while it was being suspended)."""
+        if j in self._waiting:
+            self._waiting.remove(j)
+        self.on_complete(sim, j)
 
     def on_complete(self, sim, j: int) -> None:
         self._small.discard(j)

@@ -1,0 +1,93 @@
+"""``sluice run`` and ``sluice demo`` on the command line: the arguments, turned once into
+a :class:`~end_to_end.run.RunConfig` (its field errors named by their flags here and
+only here), then ``end_to_end.run`` (or ``end_to_end.slurm_demo`` for ``sluice demo
+--executor slurm``)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from controller.job_rank import DEFAULT_RULE, RANK_RULES
+from end_to_end import run
+from end_to_end.run import RunConfig
+from job_scheduler.cli import add_sharing_arguments, flag_error, mechanism_options
+from job_scheduler.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES
+
+
+def _common(parser) -> None:
+    parser.add_argument("--policy", default="lyapunov", help=f"one of {', '.join(POLICY_NAMES)}")
+    parser.add_argument("--out", default=None, help="report directory (default runs/<command>-<time>)")
+    parser.add_argument("--slot", type=float, default=1.0, help="scheduling slot, seconds (default 1)")
+    parser.add_argument("--batches", type=int, default=None,
+                        help="batches per worker (default: epochs*dataset_size/(batch_size*GPUs))")
+    parser.add_argument("--input-size", type=int, default=64,
+                        help="image size for resnet18/alexnet/vgg16/googlenet (default 64; smallcnn is 28x28)")
+    parser.add_argument("--job-timeout", type=float, default=900.0, help="seconds before a job is stopped")
+    from ps_runtime.compute import add_arguments
+
+    add_arguments(parser)
+    parser.add_argument("--rank", default=DEFAULT_RULE, choices=RANK_RULES,
+                        help=f"controller ranking rule when priority is on (default {DEFAULT_RULE}: "
+                             "shortest remaining bytes first)")
+
+
+def configure_run(parser) -> None:
+    parser.add_argument("jobs", help="job description YAML (see sluice_common/jobspec.py)")
+    parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
+    parser.add_argument("--priority", default="on", help="on|off: flow priority by the --rank rule")
+    _common(parser)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the policy (random, sluice)")
+    parser.add_argument("--migrate", action="store_true",
+                        help="move a running cross-rack job to one rack (suspend here, resume "
+                             "there) when its predicted remaining time plus the measured "
+                             "migration cost beats staying")
+    parser.add_argument("--las-threshold", type=float, default=DEFAULT_LAS_THRESHOLDS[0],
+                        metavar="GPU_S", help="--policy las: attained GPU-seconds that demote a "
+                        f"job to the second queue (default {DEFAULT_LAS_THRESHOLDS[0]:g}, "
+                        "Tiresias'; a run of minutes wants tens)")
+    add_sharing_arguments(parser, "job_scheduler/mechanisms.py; not with las")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="make the run's decisions with the job durations the estimator "
+                             "predicts and print each slot's plan (starts, suspends, "
+                             "placements): no fabric, no process")
+
+
+def configure_demo(parser) -> None:
+    _common(parser)
+    parser.add_argument("--executor", default="direct", choices=("direct", "slurm"),
+                        help="direct (default): jobs started on the fabric's hosts by the run "
+                        "loop, priority off vs on; slurm: through `sluice scheduler --executor "
+                        "slurm` and a local Slurm cluster on the fabric, report DIR/slurm.json")
+
+
+def run_config(args: argparse.Namespace, **fixed) -> RunConfig:
+    """The namespace as a RunConfig (``fixed``: fields a command sets itself)."""
+    from ps_runtime.compute import describe, resolve_compute
+
+    compute = resolve_compute(args.compute)
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig)
+             if f.name in vars(args)}          # sluice demo has no --seed, --migrate, ...
+    if "migrate" in vars(args):
+        mech = mechanism_options(args, None, [args.policy], "--policy")
+        # a mechanism charges (and migration weighs) the measured suspend + resume table
+        given["mechanisms"] = dataclasses.replace(mech, costs="measured") if mech.build() else mech
+    try:
+        return RunConfig(**{**given, **fixed, "compute": compute,
+                            "compute_info": describe(compute, args.profile)})
+    except ValueError as err:
+        raise flag_error(err)
+
+
+def run_run(args: argparse.Namespace) -> int:
+    return run.run(run_config(args))
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    config = run_config(args, jobs=str(run.DEMO_JOBS), topology=run.DEMO_TOPOLOGY)
+    if args.executor == "slurm":
+        from end_to_end.slurm_demo import run_slurm_demo
+
+        return run_slurm_demo(config)
+    return run.demo(config)
+
