@@ -34,7 +34,8 @@ class SlurmError(RuntimeError):
     def __init__(self, command: str, message: str):
         self.command = command
         self.message = message.strip()
-        super().__init__(f"`{command}`: {self.message}")
+        shown = command if len(command) <= 120 else command[:117] + "..."
+        super().__init__(f"`{shown}`: {self.message}")
 
 
 class SlurmUnavailable(SlurmError):
