@@ -19,6 +19,10 @@ disable_created_metrics()     # no *_created series: the names stay what they we
 # Reaction latency (progress report -> barrier reply), seconds.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
+# label values every scrape shows, 0 included (a rate() over them must not see gaps)
+LABEL_VALUES = {"sluice_progress_reports_total": ("accepted", "stale", "rejected",
+                                                  "rate_limited")}
+
 # name -> (help, label names)
 COUNTERS = {
     "sluice_packet_in_total": ("packet-in messages from the switches", ()),
@@ -63,6 +67,9 @@ class Metrics:
                           for n, (h, labels) in COUNTERS.items()}
         self._gauges = {n: Gauge(n, h, labels, registry=self.registry)
                         for n, (h, labels) in GAUGES.items()}
+        for name, values in LABEL_VALUES.items():
+            for value in values:
+                self._counters[name].labels(value)
         self.reaction = Histogram(*REACTION, buckets=LATENCY_BUCKETS, registry=self.registry)
 
     def _series(self, table: dict, kind, name: str, labels: dict):

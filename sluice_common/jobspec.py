@@ -96,56 +96,78 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_YAML_NODES = 1_000_000
 
 
-def _expanded_size(node: yaml.Node, limit: int, source: str) -> int:
-    """Nodes of the document ``node`` stands for, aliases expanded (each node's size
-    counted once: O(distinct nodes)); InputError once over ``limit``."""
-    sizes: dict[int, int] = {}
+def _check_events(loader, limit: int, max_jobs: int | None, source: str) -> None:
+    """One pass over the parser's events, before any node is built: InputError once the
+    document, aliases expanded, passes ``limit`` values, or once the top-level ``jobs``
+    list passes ``max_jobs`` items (a refused 1 MiB file costs its events, not the ~60
+    MiB of its node graph). An anchor's values count once per alias to it; an alias to
+    a node still open (recursive) counts once."""
+    anchors: dict[str, tuple[int, int]] = {}   # anchor -> (values, direct items)
+    stack: list[list] = []      # open collections: [values, items, anchor, is_jobs]
+    expanded = 0                # values so far, aliases expanded
+    in_root_map = False         # the document is a mapping (its entries: key, value, ...)
+    root_entries = 0
+    jobs_next = False           # the root mapping's last key was `jobs`
 
-    def size(n: yaml.Node) -> int:
-        known = sizes.get(id(n))
-        if known is not None:
-            return known
-        sizes[id(n)] = 1           # a recursive alias counts once (PyYAML refuses it later)
-        total = 1
-        if isinstance(n, yaml.SequenceNode):
-            for child in n.value:
-                total += size(child)
-        elif isinstance(n, yaml.MappingNode):
-            for key, value in n.value:
-                total += size(key) + size(value)
-        if total > limit:
+    def too_many_jobs(got: str) -> InputError:
+        return InputError(source, f"at most {max_jobs} jobs per file, got {got}",
+                          field="jobs")
+
+    def add(values: int, new: int) -> None:
+        """A closed node of ``values`` values (``new`` of them not counted yet)."""
+        nonlocal expanded
+        expanded += new
+        if expanded > limit:
             raise InputError(source, f"the document expands (YAML aliases) to more than "
                              f"{limit} values; write the jobs out")
-        sizes[id(n)] = total
-        return total
+        if stack:
+            stack[-1][0] += values
+            stack[-1][1] += 1
+            if stack[-1][3] and max_jobs is not None and stack[-1][1] > max_jobs:
+                raise too_many_jobs("more")
 
-    return size(node)
-
-
-def _jobs_node(node: yaml.Node) -> yaml.Node | None:
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode) and key.value == "jobs":
-                return value
-    return None
+    while not loader.check_event(yaml.StreamEndEvent):
+        event = loader.get_event()
+        root_entry = in_root_map and len(stack) == 1 and isinstance(
+            event, (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent))
+        is_value_of_jobs = root_entry and root_entries % 2 == 1 and jobs_next
+        if root_entry:
+            jobs_next = (root_entries % 2 == 0 and isinstance(event, yaml.ScalarEvent)
+                         and event.value == "jobs")
+            root_entries += 1
+        if isinstance(event, yaml.CollectionStartEvent):
+            if not stack:
+                in_root_map, root_entries = isinstance(event, yaml.MappingStartEvent), 0
+            stack.append([1, 0, event.anchor,
+                          is_value_of_jobs and isinstance(event, yaml.SequenceStartEvent)])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            values, items, anchor, _ = stack.pop()
+            if anchor:
+                anchors[anchor] = (values, items)
+            add(values, 1)              # its contents were counted as they came
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.anchor:
+                anchors[event.anchor] = (1, 0)
+            add(1, 1)
+        elif isinstance(event, yaml.AliasEvent):
+            values, items = anchors.get(event.anchor, (1, 0))
+            if is_value_of_jobs and max_jobs is not None and items > max_jobs:
+                raise too_many_jobs(str(items))
+            add(values, values)
 
 
 def parse_jobs_text(text: str, source: str = "<jobs>", max_jobs: int | None = None
                     ) -> list[JobSpec]:
     """Parse YAML text (a file's content or an API body) into jobs. Aliases may expand
     to at most MAX_YAML_NODES values and the file to at most ``max_jobs`` jobs, both
-    checked on the parsed document before any value is built or validated."""
+    checked on the parser's events (a first, cheap pass) before any node is built."""
     loader = None
     try:
         loader = _Loader(text)
+        _check_events(loader, MAX_YAML_NODES, max_jobs, source)
+        loader.dispose()
+        loader = _Loader(text)
         node = loader.get_single_node()
-        if node is not None:
-            _expanded_size(node, MAX_YAML_NODES, source)
-            jobs = _jobs_node(node)
-            if (max_jobs is not None and isinstance(jobs, yaml.SequenceNode)
-                    and len(jobs.value) > max_jobs):
-                raise InputError(source, f"at most {max_jobs} jobs per file, got "
-                                 f"{len(jobs.value)}", field="jobs")
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as err:
         raise InputError(source, f"not valid YAML: {' '.join(str(err).split())}")

@@ -235,6 +235,25 @@ def test_the_job_count_is_checked_while_parsing(api):
     assert len(data) < 8192            # not one line per duplicate name
 
 
+@pytest.mark.parametrize("text", [
+    "jobs:\n" + "  - {name: j, model: resnet18}\n" * 10_001,
+    "a0: &a0 [{name: x}]\n" + "".join(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9)
+                                     + "]\n" for i in range(1, 12)) + "jobs: *a11\n",
+    "a: &a [" + ", ".join(["{name: x}"] * 10_001) + "]\njobs: *a\n"])
+def test_a_refused_document_builds_no_node(monkeypatch, text):
+    # the job count and the alias cap are checked on the parser's events: a refused
+    # 1 MiB file never becomes a node graph (~60 MiB that the allocator kept after the
+    # refusal: bench/bench_api_burst.py)
+    from sluice_common import jobspec
+    from sluice_common.errors import InputError
+
+    def no_nodes(self):
+        raise AssertionError("a refused document was composed")
+    monkeypatch.setattr(jobspec._Loader, "get_single_node", no_nodes)
+    with pytest.raises(InputError, match="at most 10000 jobs per file|YAML aliases"):
+        jobspec.parse_jobs_text(text, "f.yaml", max_jobs=10_000)
+
+
 def test_many_bad_jobs_give_a_bounded_answer(api):
     _svc, server = api
     text = "jobs:\n" + "".join(f"  - {{name: j{i}, model: nope{'x' * 200}}}\n"
@@ -394,6 +413,13 @@ def test_rules_by_level_lists_every_level_and_rank_rule_is_documented(controller
     assert levels == {str(i) for i in range(svc.config.levels)}
     from sluice.reference import metrics_markdown
     assert "`sluice_rank_rule`" in metrics_markdown()
+
+
+def test_progress_results_are_present_at_zero(controller):
+    _svc, server = controller
+    text = call(server, "GET", "/metrics")[1].decode()
+    for result in ("accepted", "stale", "rejected", "rate_limited"):
+        assert f'sluice_progress_reports_total{{result="{result}"}} 0.0' in text, result
 
 
 # ---- 6. one admin-token rule for both services --------------------------------------------
