@@ -20,6 +20,7 @@ import secrets
 import threading
 from typing import Any, Callable
 
+from controller.config import CONFIG_SOURCE
 from controller.errors import RateLimited, Refused, Unauthorized
 from controller.ratelimit import RateLimiter
 from controller.service import ControllerService
@@ -35,13 +36,13 @@ def token_sha(token: str) -> str:
 class Northbound:
     """Tokens and rate limits in front of a :class:`ControllerService`.
 
-    The admin token and the per-job report rate come from the service's config (the
-    controller's command line); the clock is the service's (tests move it)."""
+    The admin token and the per-job report rate come from the service's config; the
+    clock is the service's (tests move it)."""
 
     def __init__(self, service: ControllerService,
                  clock: Callable[[], float] | None = None) -> None:
         if not service.config.admin_token:
-            raise InputError("argument --admin-token", "an admin token is required")
+            raise InputError(CONFIG_SOURCE, "an admin token is required", field="admin_token")
         self.service = service
         self._admin = service.config.admin_token.encode()
         self.limiter = RateLimiter(service.config.rate_per_s,

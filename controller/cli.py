@@ -19,8 +19,12 @@ import socket
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sluice_common.errors import InputError
+
+if TYPE_CHECKING:
+    from controller.config import ControllerConfig
 
 LOG = logging.getLogger("sluice.controller")
 
@@ -77,6 +81,27 @@ def configure_controller(parser) -> None:
                         choices=["debug", "info", "warning", "error"])
 
 
+# ControllerConfig field -> the flag that sets it: the one place that names flags (the
+# config and everything below it name fields).
+FLAG_OF_FIELD = {
+    "levels": "--levels", "enforce": "--enforce", "admin_token": "--admin-token",
+    "rate_per_s": "--rate-limit", "rank": "--rank",
+    "attained_base_bytes/attained_factor": "--attained-base-mb/--attained-factor",
+    "ofp_host": "--ofp-host", "ofp_port": "--ofp-port", "api_host": "--api", "api_port": "--api",
+    "stats_interval": "--stats-interval", "echo_interval": "--echo-interval",
+    "echo_misses": "--echo-misses", "log_level": "--log-level",
+}
+
+
+def as_flag_error(err: InputError) -> InputError:
+    """A config error naming a field -> the same error naming the flag that sets it."""
+    from controller.config import CONFIG_SOURCE
+
+    if err.source != CONFIG_SOURCE or err.field not in FLAG_OF_FIELD:
+        return err
+    return InputError(f"argument {FLAG_OF_FIELD[err.field]}", err.reason)
+
+
 def _host_port(text: str, what: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not host:
@@ -85,17 +110,9 @@ def _host_port(text: str, what: str) -> tuple[str, int]:
         socket.inet_aton(host)
     except OSError:
         raise InputError(f"argument {what}", f"host must be an IPv4 address, got {host!r}")
-    return host, _port(port, what)
-
-
-def _port(value, what: str) -> int:
-    try:
-        port = int(value)
-    except (TypeError, ValueError):
-        port = -1
-    if not 0 < port < 65536:
-        raise InputError(f"argument {what}", f"port must be 1..65535, got {value!r}")
-    return port
+    if not port.isdigit():
+        raise InputError(f"argument {what}", f"port must be 1..65535, got {port!r}")
+    return host, int(port)       # its range: ControllerConfig
 
 
 def _check_free(host: str, port: int, what: str) -> None:
@@ -108,70 +125,77 @@ def _check_free(host: str, port: int, what: str) -> None:
                              f"{err.strerror}")
 
 
-def _tls_options(args) -> list[str]:
+def _ofp_tls_options(cert: str | None, key: str | None, ca: str | None) -> tuple[str, ...]:
     """os-ken's controller-certificate options, after checking the files load."""
     import ssl
 
-    if not args.ofp_tls_cert and not args.ofp_tls_key:
-        if args.ofp_tls_ca:
+    if not cert and not key:
+        if ca:
             raise InputError("argument --ofp-tls-ca", "needs --ofp-tls-cert and --ofp-tls-key")
-        return []
-    if not (args.ofp_tls_cert and args.ofp_tls_key):
+        return ()
+    if not (cert and key):
         raise InputError("argument --ofp-tls-cert/--ofp-tls-key", "give both or neither")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
-        ctx.load_cert_chain(args.ofp_tls_cert, args.ofp_tls_key)
+        ctx.load_cert_chain(cert, key)
     except (OSError, ssl.SSLError) as err:
-        raise InputError(args.ofp_tls_cert, f"cannot load certificate/key: {err}")
-    out = ["--ctl-cert", args.ofp_tls_cert, "--ctl-privkey", args.ofp_tls_key]
-    if args.ofp_tls_ca:
+        raise InputError(cert, f"cannot load certificate/key: {err}")
+    out = ("--ctl-cert", cert, "--ctl-privkey", key)
+    if ca:
         try:
-            ctx.load_verify_locations(args.ofp_tls_ca)
+            ctx.load_verify_locations(ca)
         except (OSError, ssl.SSLError) as err:
-            raise InputError(args.ofp_tls_ca, f"cannot load CA certificates: {err}")
-        out += ["--ca-certs", args.ofp_tls_ca]
+            raise InputError(ca, f"cannot load CA certificates: {err}")
+        out += ("--ca-certs", ca)
     return out
+
+
+def config_of(args) -> ControllerConfig:
+    """The command line -> the controller's :class:`~controller.config.ControllerConfig`,
+    built once here; nothing below reads ``args``."""
+    from controller.config import ControllerConfig
+    from sluice_common.http_service import check_tls_files
+    from sluice_common.tokens import check_admin_token
+    from topologies import load_topology
+
+    topology = load_topology(args.topology)
+    api_host, api_port = _host_port(args.api, "--api")
+    token = check_admin_token(args.admin_token or os.environ.get("SLUICE_ADMIN_TOKEN", ""),
+                              "SLUICE_ADMIN_TOKEN", "--admin-token", required=True)
+    ofp_tls = _ofp_tls_options(args.ofp_tls_cert, args.ofp_tls_key, args.ofp_tls_ca)
+    api_tls = check_tls_files(args.tls_cert, args.tls_key)
+    state_file = Path(args.state_file) if args.state_file else None
+    if state_file and not state_file.parent.is_dir():
+        raise InputError(str(state_file), "its directory does not exist")
+    try:
+        return ControllerConfig(
+            topology=topology, levels=args.levels, enforce=args.enforce, admin_token=token,
+            state_file=state_file, rate_per_s=args.rate_limit, rank=args.rank,
+            attained_base_bytes=args.attained_base_mb * (1 << 20),
+            attained_factor=args.attained_factor, ofp_host=args.ofp_host,
+            ofp_port=args.ofp_port, api_host=api_host, api_port=api_port,
+            stats_interval=args.stats_interval, echo_interval=args.echo_interval,
+            echo_misses=args.echo_misses, api_tls=api_tls, ofp_tls=ofp_tls,
+            log_level=args.log_level)
+    except InputError as err:
+        raise as_flag_error(err) from None
 
 
 def run_controller(args) -> int:
     from sluice_common.malloc import return_large_buffers_to_the_system
     return_large_buffers_to_the_system()     # a long-lived service: see that module
     # ---- validate everything before starting anything --------------------------------
-    from controller.service import ControllerConfig, ControllerService
-    from topologies import load_topology
+    from controller.service import ControllerService
 
-    topology = load_topology(args.topology)
-    api_host, api_port = _host_port(args.api, "--api")
-    ofp_port = _port(args.ofp_port, "--ofp-port")
-    from sluice_common.tokens import check_admin_token
-    token = check_admin_token(args.admin_token or os.environ.get("SLUICE_ADMIN_TOKEN", ""),
-                              "SLUICE_ADMIN_TOKEN", "--admin-token", required=True)
-    if not args.rate_limit > 0:
-        raise InputError("argument --rate-limit", "must be > 0")
-    if not 0.05 <= args.stats_interval <= 60:
-        raise InputError("argument --stats-interval", "must be 0.05..60 seconds")
-    if not 0.05 <= args.echo_interval <= 60:
-        raise InputError("argument --echo-interval", "must be 0.05..60 seconds")
-    if not 0 <= args.echo_misses <= 100:
-        raise InputError("argument --echo-misses", "must be 0..100")
-    tls = _tls_options(args)
-    from sluice_common.http_service import check_tls_files
-    api_tls = check_tls_files(args.tls_cert, args.tls_key)
-    state_file = Path(args.state_file) if args.state_file else None
-    if state_file and not state_file.parent.is_dir():
-        raise InputError(str(state_file), "its directory does not exist")
-    service = ControllerService(ControllerConfig(
-        topology=topology, levels=args.levels, enforce=args.enforce, admin_token=token,
-        state_file=state_file, rate_per_s=args.rate_limit, rank=args.rank,
-        attained_base_bytes=args.attained_base_mb * (1 << 20),
-        attained_factor=args.attained_factor))
-    _check_free(args.ofp_host, ofp_port, "--ofp-port")
-    _check_free(api_host, api_port, "--api")
+    config = config_of(args)
+    service = ControllerService(config)        # reads the state file (errors name it)
+    _check_free(config.ofp_host, config.ofp_port, "--ofp-port")
+    _check_free(config.api_host, config.api_port, "--api")
 
-    logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper()),
+    level = getattr(logging, config.log_level.upper())
+    logging.basicConfig(stream=sys.stderr, level=level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("os_ken").setLevel(max(logging.WARNING,
-                                             getattr(logging, args.log_level.upper())))
+    logging.getLogger("os_ken").setLevel(max(logging.WARNING, level))
 
     # ---- start ------------------------------------------------------------------------
     # app_manager before os_ken.controller.controller: the latter alone is a circular
@@ -183,13 +207,14 @@ def run_controller(args) -> int:
     from controller.api import ApiServer
 
     # With a certificate os-ken listens with TLS on its "ssl" port only.
-    listen = ["--ofp-ssl-listen-port", str(ofp_port), *tls] if tls else \
-        ["--ofp-tcp-listen-port", str(ofp_port)]
-    cfg.CONF(args=[*listen, "--ofp-listen-host", args.ofp_host], project="os_ken")
+    tls = config.ofp_tls
+    listen = ["--ofp-ssl-listen-port", str(config.ofp_port), *tls] if tls else \
+        ["--ofp-tcp-listen-port", str(config.ofp_port)]
+    cfg.CONF(args=[*listen, "--ofp-listen-host", config.ofp_host], project="os_ken")
     # Echo liveness (off in os-ken by default): a switch that stops answering is
     # disconnected, and the service then routes around it where another path exists.
-    cfg.CONF.set_override("echo_request_interval", args.echo_interval)
-    cfg.CONF.set_override("maximum_unreplied_echo_requests", args.echo_misses)
+    cfg.CONF.set_override("echo_request_interval", config.echo_interval)
+    cfg.CONF.set_override("maximum_unreplied_echo_requests", config.echo_misses)
     api = None
 
     def stop(signum, _frame):
@@ -206,16 +231,17 @@ def run_controller(args) -> int:
     # Handlers first: a SIGTERM that arrives as soon as the API answers must still be clean.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    api = ApiServer(service, api_host, api_port, tls=api_tls).start()
+    api = ApiServer(service, config.api_host, config.api_port, tls=config.api_tls).start()
     LOG.info("topology %s: %d switches, %d hosts; OpenFlow%s on %s:%d; API on %s; enforce=%s "
-             "levels=%d rank=%s", topology.name, len(topology.switches), len(topology.hosts),
-             " (TLS)" if tls else "", args.ofp_host, ofp_port, api.url, args.enforce,
-             args.levels, service.config.rank)
+             "levels=%d rank=%s", config.topology.name, len(config.topology.switches),
+             len(config.topology.hosts),
+             " (TLS)" if tls else "", config.ofp_host, config.ofp_port, api.url,
+             config.enforce, config.levels, service.rank()["rule"])
     # os-ken runs in a thread and the main thread waits with a timeout: a plain join()
     # blocks in a lock that a SIGTERM delivered to another thread does not interrupt
     # (measured: one start in ~7 ignored SIGTERM), while join(0.5) returns to Python
     # twice a second, so the handler above always runs.
-    runner = threading.Thread(target=run_os_ken, args=(service, args.stats_interval),
+    runner = threading.Thread(target=run_os_ken, args=(service, config.stats_interval),
                               name="os-ken", daemon=True)
     runner.start()
     while runner.is_alive():

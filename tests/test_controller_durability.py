@@ -113,7 +113,7 @@ def test_restart_with_state_deletes_unwanted_owned_rules_in_the_first_reconcile(
 
     svc = ControllerService(ControllerConfig(topology=old.config.topology,
                                              admin_token=FAKE_ADMIN, state_file=state,
-                                             rank=old.config.rank),   # restarted as it ran
+                                             rank=old.rank()["rule"]),   # restarted as it ran
                             sink=TableSink())
     assert svc.fabric.hosts == old.fabric.hosts and svc.fabric.links == old.fabric.links
     svc.switch_up(tor1, ports, table=held + [unwanted, foreign])
@@ -167,7 +167,7 @@ def test_concurrent_reports_share_reconciles_and_all_are_applied():
     fresh = bring_up(make_service("leaf-spine"))
     for job in svc.registry.jobs.values():
         fresh.registry.add(job, cookie=job.cookie)
-    fresh._reconcile()
+    fresh.reconciler.full()
     assert set(svc.sink.table.rules.values()) == set(fresh.sink.table.rules.values())
 
 
@@ -196,13 +196,13 @@ def test_a_snapshot_being_written_holds_up_no_report_and_a_crash_meanwhile_loses
     """The journal is folded into the state file by a thread of its own: while it writes
     (held here), reports are answered; a controller restarted from the files as they are
     then (a SIGKILL mid-write) holds every answered batch."""
-    import controller.service as service_module
-    monkeypatch.setattr(service_module, "JOURNAL_COMPACT_AT", 20)
+    import controller.persistence as persistence_module
+    monkeypatch.setattr(persistence_module, "JOURNAL_COMPACT_AT", 20)
     state = tmp_path / "state.json"
     svc = bring_up(make_service("two-rack", state_file=state))
     token = northbound(svc).register_job(FAKE_ADMIN, JOB)["token"]
     gate, writing = threading.Event(), threading.Event()
-    write = svc._write_snapshot
+    write = svc.persistence.write_snapshot
 
     def held_write(seq, data):
         if threading.current_thread().name == "sluice-snapshot":
@@ -210,7 +210,7 @@ def test_a_snapshot_being_written_holds_up_no_report_and_a_crash_meanwhile_loses
             gate.wait(30)
         write(seq, data)
 
-    svc._write_snapshot = held_write
+    svc.persistence.write_snapshot = held_write
     acked: dict[str, int] = {}
 
     def report(batches):
@@ -227,8 +227,8 @@ def test_a_snapshot_being_written_holds_up_no_report_and_a_crash_meanwhile_loses
     t.join(10)
     assert not t.is_alive(), "reports waited for the snapshot being written"
     assert acked == {w["id"]: 30 for w in JOB["workers"]}
-    assert svc._journal.rotated_path.exists()
+    assert svc.persistence.journal.rotated_path.exists()
     restarted = make_service("two-rack", state_file=state)
     assert restarted.registry.jobs["job-d"].batches == acked
-    assert not restarted._journal.rotated_path.exists()
+    assert not restarted.persistence.journal.rotated_path.exists()
     gate.set()

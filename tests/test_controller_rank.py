@@ -91,11 +91,11 @@ def test_set_rank_switches_the_rule_and_needs_the_admin_token():
     northbound(svc).progress("small", ts, {"worker": "w0", "batch": 9})
     with pytest.raises(Refused) as err:
         northbound(svc).set_rank("wrong-token", {"rule": "remaining"})
-    assert status_of(err.value) == 401 and svc.config.rank == "progress"
+    assert status_of(err.value) == 401 and svc.rank()["rule"] == "progress"
     for bad in ({"rule": "fifo"}, {"rule": "remaining", "x": 1}, ["remaining"]):
         with pytest.raises(Refused) as err:
             northbound(svc).set_rank(ADMIN, bad)
-        assert status_of(err.value) == 400 and svc.config.rank == "progress"
+        assert status_of(err.value) == 400 and svc.rank()["rule"] == "progress"
     answer = northbound(svc).set_rank(ADMIN, {"rule": "remaining"})
     assert answer["previous"] == "progress" and answer["changed_rules"] > 0
     assert dscps(svc, "small") == (dscp_of_level(0),) * 2
@@ -142,7 +142,7 @@ def test_the_rule_chosen_at_run_time_survives_a_restart(tmp_path):
     # restarted without a rule of its own: the one chosen last, and the levels it gives
     again = bring_up(make_service("two-rack", rank=None, state_file=state))
     assert again.rank()["rule"] == "attained"
-    assert again._levels == svc._levels
+    assert again.reconciler.levels == svc.reconciler.levels
     # an explicit rule on the command line wins, and is saved in turn
     explicit = make_service("two-rack", rank="progress", state_file=state)
     assert explicit.rank()["rule"] == "progress"

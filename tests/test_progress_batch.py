@@ -63,6 +63,6 @@ def test_a_batch_through_the_real_service_answers_each_report_as_progress_would(
     assert out[3][0]["result"] == "stale"
     # one reconcile covered both accepted reports: w1 (batch 1) is ahead of w0 (batch 3)
     assert svc.registry.jobs["a"].batches == {"w0": 3, "w1": 1}
-    levels = {(f.worker, f.kind): lv for f, lv in svc._levels.items()}
+    levels = {(f.worker, f.kind): lv for f, lv in svc.reconciler.levels.items()}
     assert levels[("w1", "pull")] < levels[("w0", "pull")]
     assert out[0][0]["changed_rules"] == out[1][0]["changed_rules"] > 0

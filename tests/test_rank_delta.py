@@ -158,9 +158,9 @@ def test_controller_after_reports_equals_a_full_recompute(rank, enforce, sizes, 
     for job in svc.registry.jobs.values():
         for worker, batch in job.batches.items():
             fresh.registry.report(job.id, worker, batch)
-    fresh._reconcile()
-    assert svc._levels == fresh._levels
+    fresh.reconciler.full()
+    assert svc.reconciler.levels == fresh.reconciler.levels
     assert svc.sink.table.rules == fresh.sink.table.rules
     assert svc.installed.rules == fresh.installed.rules
     # and a full reconcile of the incremental controller has nothing left to send
-    assert svc._reconcile() == []
+    assert svc.reconciler.full() == []

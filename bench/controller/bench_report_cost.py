@@ -35,7 +35,7 @@ def service(rank: str, jobs: int, workers: int, full: bool):
     svc.sink.sent = collections.deque(maxlen=0)
     bring_up(svc)
     if full:       # the path before incremental re-ranking: every report reconciles all
-        svc._reconcile_moved = lambda moved, on_done: None
+        svc.reconciler.moved = lambda moved, on_done: None
     ips = [h.ip for h in topo.hosts]
     guard = Northbound(svc)     # reports pass the token and rate checks, as over HTTP
     tokens = {}
