@@ -469,11 +469,17 @@ class RealTimeRun:
         """Read the workers' new batch lines (``relay``: report batch N+1 to the
         controller when batch N is done)."""
         for rank, follower in r.followers.items():
+            newest = None
             for rec in parse_batches(follower.new_lines()):
                 r.iterations.append([round(self.now(), 3), rank, rec.batch, rec.time_s])
                 r.first_batch.setdefault(rank, self.now())
-                if relay and r.token and rec.batch < r.batches:
-                    self._report(r, rank, rec.batch + 1)
+                newest = rec.batch
+            # One report per worker per turn, for its newest batch: the controller ranks
+            # by the latest batch only, and a backlog of lines (a busy turn) relayed line
+            # by line became thousands of blocking HTTP calls that held the loop's
+            # decisions back 14-25 s on a loaded machine.
+            if relay and r.token and newest is not None:
+                self._report(r, rank, min(newest + 1, r.batches))
 
     def _forget(self, r: _Running) -> None:
         """Release the GPUs and the controller's rules of a job that ended."""
@@ -486,6 +492,7 @@ class RealTimeRun:
                 flows = self.client.flows(r.qjob.spec.name)["flows"]
                 self.records[r.qjob.spec.name]["controller"] = {
                     "flows": len(flows), "progress_reports": r.reports,
+                    "reported_batch": {str(w): b for w, b in sorted(r.reported.items())},
                     "levels": sorted({f["level"] for f in flows if f["level"] is not None})}
                 self.client.remove_job(r.qjob.spec.name)
             except Exception as err:

@@ -42,7 +42,11 @@ def test_sluice_run_two_tiny_jobs_with_priority(tmp_path, capsys):
         assert workers == set(range(job["gpus"]))
         assert len(job["iterations"]) == job["gpus"] * job["batches"]
         # the controller saw the job: registered, progress relayed from the worker logs
-        assert job["controller"]["progress_reports"] >= job["gpus"] * (job["batches"] - 1)
+        # (one report per worker per loop turn, for its newest batch: every worker's
+        # last report names the job's last batch)
+        assert job["gpus"] <= job["controller"]["progress_reports"] <= job["gpus"] * job["batches"]
+        assert job["controller"]["reported_batch"] == {str(w): job["batches"]
+                                                       for w in range(job["gpus"])}
     assert jobs_by_name["tiny-a"]["batches"] == 5 and jobs_by_name["tiny-b"]["batches"] == 5
     # tiny-b spans h1 and h2: the controller classified its push and pull flows
     assert jobs_by_name["tiny-b"]["worker_hosts"] == ["h1", "h2"]
