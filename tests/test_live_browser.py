@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from test_controller_fabric import wait_located
 from mininet_fabric.fabric import Fabric
 from end_to_end.controller_proc import controller_process
 
@@ -45,6 +46,9 @@ def test_live_page_shows_jobs_links_and_levels(tmp_path):
     # the progress rule ranks per flow (batch, pull before push): levels that differ
     with controller_process("two-rack", tmp_path / "controller.log", rank="progress") as (ofp, client), \
             Fabric("two-rack", controller=ofp) as fabric:
+        # as every controller fabric test: ping once the controller located every host
+        # (before that a pair's first packet may be dropped on a loaded machine)
+        wait_located(client, len(fabric.topology.hosts))
         assert fabric.ping_all() == 0.0
         job = client.register_job("job-a", servers=[(fabric.ip("h3"), 9000)],
                                   workers=[(fabric.ip("h1"), 9001), (fabric.ip("h2"), 9001)],
