@@ -11,8 +11,8 @@ import dataclasses
 from controller.job_rank import DEFAULT_RULE, RANK_RULES
 from end_to_end import run
 from end_to_end.run import RunConfig
-from job_scheduler.cli import add_sharing_arguments, flag_error, mechanism_options
-from job_scheduler.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES
+from job_scheduler.simulation.cli import add_sharing_arguments, flag_error, mechanism_options
+from job_scheduler.core.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES
 
 
 def _common(parser) -> None:
@@ -46,7 +46,7 @@ def configure_run(parser) -> None:
                         metavar="GPU_S", help="--policy las: attained GPU-seconds that demote a "
                         f"job to the second queue (default {DEFAULT_LAS_THRESHOLDS[0]:g}, "
                         "Tiresias'; a run of minutes wants tens)")
-    add_sharing_arguments(parser, "job_scheduler/mechanisms.py; not with las")
+    add_sharing_arguments(parser, "job_scheduler/core/mechanisms.py; not with las")
     parser.add_argument("--dry-run", action="store_true",
                         help="make the run's decisions with the job durations the estimator "
                              "predicts and print each slot's plan (starts, suspends, "

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from job_scheduler.estimator import Estimator
+from job_scheduler.core.estimator import Estimator
 from sluice_common.jobspec import JobSpec
 from topologies import Topology
 
@@ -49,8 +49,8 @@ def batches_for(spec: JobSpec, n: int, override: int | None = None) -> int:
 
 def estimate_run(jobs: Sequence[JobSpec], topology: Topology, estimator: Estimator,
                  policy_name: str = "lyapunov", batches: int | None = None) -> RunEstimate:
-    from job_scheduler.policies import make_policy
-    from job_scheduler.simulator import Simulator
+    from job_scheduler.core.policies import make_policy
+    from job_scheduler.simulation.simulator import Simulator
 
     sim = Simulator(topology, list(jobs), make_policy(policy_name), estimator=estimator)
     sim.run()

@@ -15,7 +15,7 @@ def preemption_lines(result: dict) -> list[str]:
              "suspend s: from the request until every process had exited with the checkpoint "
              "written; resume s: from the resumed job's launch until every worker finished "
              "its first batch.", ""]
-    if "time_slices" in s:          # sluice run --time-slice/--pack (job_scheduler.mechanisms)
+    if "time_slices" in s:          # sluice run --time-slice/--pack (job_scheduler.core.mechanisms)
         lines += [f"{s['time_slices']} time slice(s); resumed on more GPUs {s['grows']} time(s), "
                   f"on fewer {s['shrinks']} time(s); {s['packed']} job(s) packed onto a busy "
                   "GPU.", ""]

@@ -1,5 +1,5 @@
 """What ``sluice run`` returns: the declared shape of ``RealTimeRun.result()``, beside
-the simulator's :class:`job_scheduler.simulator.SimResult`.
+the simulator's :class:`job_scheduler.simulation.simulator.SimResult`.
 
 A ``TypedDict``, so the run's ``report.json`` is this value as written and the report
 (``end_to_end/report.py``) and the experiment scripts index it as before."""

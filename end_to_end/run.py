@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from controller.job_rank import DEFAULT_RULE
-from job_scheduler.mechanisms import MechanismOptions
-from job_scheduler.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES, REGISTRY
+from job_scheduler.core.mechanisms import MechanismOptions
+from job_scheduler.core.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES, REGISTRY
 from sluice_common.errors import InputError
 
 DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
@@ -82,7 +82,7 @@ class RunConfig:
 
     def make_policy(self):
         """A fresh policy object (policies keep per-run state: one per pass)."""
-        from job_scheduler.policies import make_policy
+        from job_scheduler.core.policies import make_policy
 
         return make_policy(self.policy, seed=self.seed, las_thresholds=(self.las_threshold,))
 
@@ -164,7 +164,7 @@ def say_compute(config: RunConfig, command: str) -> None:
 def run_estimator(topology, compute: str, profile: str | None = None):
     """The estimator of a real run: the chosen profile, the topology's nominal bandwidth
     and the PS runtime's own terms (start-up, per-round sync, link efficiency)."""
-    from job_scheduler.estimator import Estimator, nominal_bandwidth
+    from job_scheduler.core.estimator import Estimator, nominal_bandwidth
     from ps_runtime.calibration import runtime_terms
 
     return Estimator(profile, nominal_bw_mbps=nominal_bandwidth(topology),
@@ -195,7 +195,7 @@ def warm_processes(topology, fabric, out: Path, compute: str):
 def one_pass(topology, jobs, fabric, client, out: Path, config: RunConfig, priority: bool,
              port_base: int, runner=None):
     from end_to_end.runloop import RealTimeRun, RunOptions
-    from job_scheduler.preemption import load_costs
+    from job_scheduler.core.preemption import load_costs
     from sluice_common.progress import LiveStatus
 
     c = config
@@ -244,8 +244,8 @@ def dry_run(jobs, topology, config: RunConfig) -> int:
     """``sluice run --dry-run``: the run's decisions with the job durations the estimator
     predicts (the simulator: the same ``decide_slot``, policy and mechanisms, on the run's
     estimator, slot and idle-fabric bandwidth), each slot's plan printed."""
-    from job_scheduler.preemption import load_costs
-    from job_scheduler.simulator import Simulator
+    from job_scheduler.core.preemption import load_costs
+    from job_scheduler.simulation.simulator import Simulator
 
     print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {config.policy}, "
           f"slot {config.slot:g} s (job durations: the estimator's predictions)")

@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
-from job_scheduler.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
-from job_scheduler.estimator import BYTES_PER_PARAM, Estimator, effective_bandwidth
-from job_scheduler.mechanisms import PACK_MEMORY_SHARE, Packing, leave_pair
-from job_scheduler.placement import ClusterState
-from job_scheduler.policies import FunctionPolicy, Policy
+from job_scheduler.core.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
+from job_scheduler.core.estimator import BYTES_PER_PARAM, Estimator, effective_bandwidth
+from job_scheduler.core.mechanisms import PACK_MEMORY_SHARE, Packing, leave_pair
+from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.policies import FunctionPolicy, Policy
 from sluice_common.jobspec import JobSpec
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
 from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
@@ -48,7 +48,7 @@ from end_to_end import closed_loop
 from end_to_end.estimate import batches_for
 from end_to_end.result import RunResult
 from end_to_end.run_status import slowest_batch
-from job_scheduler.live_view import LiveView
+from job_scheduler.core.live_view import LiveView
 from end_to_end.suspend import Suspensions
 from topologies import Topology
 

@@ -124,7 +124,7 @@ def _stop(proc: subprocess.Popen) -> None:
 def run_slurm_demo(config) -> int:
     from end_to_end.run import out_dir, validate
     from end_to_end.slurm_env import slurm_environment
-    from job_scheduler.service_client import SchedulerClient
+    from job_scheduler.service.client import SchedulerClient
     from mininet_fabric.fabric import FabricError
     from mininet_fabric.lock import FabricLock
     from mininet_fabric.slurm_cluster import missing_binaries

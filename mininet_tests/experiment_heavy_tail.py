@@ -44,9 +44,9 @@ from pathlib import Path
 import yaml
 
 from controller.job_rank import DEFAULT_RULE, RANK_RULES
-from job_scheduler.estimator import Estimator, nominal_bandwidth
+from job_scheduler.core.estimator import Estimator, nominal_bandwidth
 from sluice_common.jobspec import JobSpec
-from job_scheduler.decisions import StartDecision
+from job_scheduler.core.decisions import StartDecision
 from sluice_common.placement import Placement
 from mininet_fabric import baselines as bl
 from mininet_tests import fluid, time_split

@@ -28,7 +28,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from job_scheduler.policies import POLICY_NAMES, make_policy  # noqa: E402
+from job_scheduler.core.policies import POLICY_NAMES, make_policy  # noqa: E402
 from sluice_common.errors import InputError  # noqa: E402
 from end_to_end.report import write_report  # noqa: E402
 from end_to_end.run import (DEMO_JOBS, DEMO_TOPOLOGY, environment,  # noqa: E402
@@ -50,8 +50,8 @@ def summarise(result: dict) -> dict:
 def simulated_avg_jct(topology, specs, name: str, estimator) -> float:
     """The simulator's average JCT for the same jobs, policy and estimator (1 s slots, as
     the real-time loop)."""
-    from job_scheduler.policies import make_policy as sim_policy
-    from job_scheduler.simulator import Simulator
+    from job_scheduler.core.policies import make_policy as sim_policy
+    from job_scheduler.simulation.simulator import Simulator
 
     return round(Simulator(topology, specs, sim_policy(name), slot=1.0,
                            estimator=estimator).run().avg_jct, 2)

@@ -36,9 +36,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from controller.job_rank import RANK_RULES  # noqa: E402
-from job_scheduler.estimator import Estimator, nominal_bandwidth  # noqa: E402
+from job_scheduler.core.estimator import Estimator, nominal_bandwidth  # noqa: E402
 from sluice_common.jobspec import JobSpec  # noqa: E402
-from job_scheduler.decisions import StartDecision  # noqa: E402
+from job_scheduler.core.decisions import StartDecision  # noqa: E402
 from sluice_common.placement import Placement  # noqa: E402
 from end_to_end.report import comparison, write_report  # noqa: E402
 from end_to_end.run import environment  # noqa: E402

@@ -66,7 +66,7 @@ class WorkerOptions:
     checkpoint_dir: str | None = None
     suspend_at: int | None = None
     resume_from: str | None = None
-    # Packing (job_scheduler.mechanisms.Packing): two jobs share one GPU. torch on CUDA caps each
+    # Packing (job_scheduler.core.mechanisms.Packing): two jobs share one GPU. torch on CUDA caps each
     # process's share of the GPU memory; emulated compute waits compute_slowdown x longer.
     gpu_memory_fraction: float | None = None
     compute_slowdown: float = 1.0

@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     if args.gpu_memory_fraction is not None and device.type == "cuda":
-        # a packed job (job_scheduler.mechanisms.Packing): an allocation past its share fails here
+        # a packed job (job_scheduler.core.mechanisms.Packing): an allocation past its share fails here
         # instead of starving the job it shares the GPU with
         torch.cuda.set_per_process_memory_fraction(args.gpu_memory_fraction, device)
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"

@@ -16,9 +16,9 @@ from sluice_common.errors import EXIT_BAD_INPUT, InputError
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "validate": ("job_scheduler.cli", "check a job description YAML file"),
+    "validate": ("job_scheduler.simulation.cli", "check a job description YAML file"),
     "schema": ("sluice.schema_cli", "print the JSON Schema of the job or topology file"),
-    "simulate": ("job_scheduler.cli", "compare scheduling policies in the discrete-event simulator"),
+    "simulate": ("job_scheduler.simulation.cli", "compare scheduling policies in the discrete-event simulator"),
     "topology": ("topologies.cli", "show or check a topology description"),
     "fabric": ("mininet_tests.cli", "bring up the Mininet/OVS fabric, check it, clean up"),
     "controller": ("controller.cli", "run the OpenFlow 1.3 controller (os-ken) with its northbound API"),
@@ -26,20 +26,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("ps_runtime.cli", "run one PS training job on local processes"),
     "run": ("end_to_end.cli", "schedule YAML jobs onto the Mininet fabric and run them for real"),
     "demo": ("end_to_end.cli", "the default end-to-end demo (two-rack-100g, six jobs, priority off vs on)"),
-    "scheduler": ("job_scheduler.service_cli", "run the scheduler as a service"),
-    "submit": ("job_scheduler.service_cli", "submit a job YAML file to the scheduler service"),
-    "jobs": ("job_scheduler.service_cli", "list the scheduler service's jobs"),
-    "cancel": ("job_scheduler.service_cli", "cancel a job in the scheduler service"),
+    "scheduler": ("job_scheduler.service.cli", "run the scheduler as a service"),
+    "submit": ("job_scheduler.service.cli", "submit a job YAML file to the scheduler service"),
+    "jobs": ("job_scheduler.service.cli", "list the scheduler service's jobs"),
+    "cancel": ("job_scheduler.service.cli", "cancel a job in the scheduler service"),
 }
 
 # Forms of a command served by a module of a higher layer than the command's own (the
 # topology package sits below the scheduler's Slurm client): (command, argument) ->
 # (module, suffix of its configure_/run_ functions, help).
 ROUTES: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("topology", "from-slurm"): ("job_scheduler.slurm_topology", "from_slurm",
+    ("topology", "from-slurm"): ("job_scheduler.service.slurm_topology", "from_slurm",
                                  "write a topology YAML from a running Slurm cluster's nodes "
                                  "and topology.conf"),
-    ("validate", "--slurm"): ("job_scheduler.slurm_topology", "validate_slurm",
+    ("validate", "--slurm"): ("job_scheduler.service.slurm_topology", "validate_slurm",
                               "check a topology against a running Slurm cluster"),
 }
 

@@ -7,7 +7,7 @@ and every thread of the HTTP server's pool gets its own arena (up to 8 per core)
 keeping its own high-water mark. Measured (bench/api/bench_api_burst.py): 100 refused
 870 KB job files left ``sluice scheduler`` at 1.37-1.43x its resident memory; with a
 fixed threshold and one arena, 1.03-1.08x (and a large file refused by a child
-process, job_scheduler.submission_check). Fixing the threshold costs an mmap per large
+process, job_scheduler.service.submission_check). Fixing the threshold costs an mmap per large
 buffer, nothing for small ones. A no-op where the C library is not glibc.
 """
 

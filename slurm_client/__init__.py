@@ -1,7 +1,7 @@
 """sluice's Slurm client: typed wrappers around Slurm 22.05's command-line tools.
 
 An adapter (the layer of ``ps_runtime`` and ``mininet_fabric``): the scheduler's
-``job_scheduler.slurm_executor`` drives Slurm through it. Parsing is pure
+``job_scheduler.service.slurm_executor`` drives Slurm through it. Parsing is pure
 (:mod:`slurm_client.parse`), running the commands is :mod:`slurm_client.client`.
 """
 

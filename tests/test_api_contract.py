@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from job_scheduler.estimator import Estimator
-from job_scheduler.executors import SimulatedExecutor
-from job_scheduler.service import SchedulerService
-from job_scheduler.service_api import SchedulerHTTPServer
-from job_scheduler.service_policy import make_policy_step
-from job_scheduler.store import JobStore
+from job_scheduler.core.estimator import Estimator
+from job_scheduler.service.executors import SimulatedExecutor
+from job_scheduler.service.scheduler import SchedulerService
+from job_scheduler.service.api import SchedulerHTTPServer
+from job_scheduler.service.policy_step import make_policy_step
+from job_scheduler.service.store import JobStore
 from topologies import load_topology
 
 TOPO = load_topology("two-rack")
@@ -443,7 +443,7 @@ def test_a_short_admin_token_exits_2_naming_the_variable(tmp_path, command, env)
 # ---- 7. CLI gaps -------------------------------------------------------------------------
 
 def test_a_csv_trace_is_recognised_by_its_header_or_named(tmp_path):
-    from job_scheduler.workloads import load_workload
+    from job_scheduler.simulation.workloads import load_workload
     from sluice_common.errors import InputError
     trace = tmp_path / "trace.csv"
     trace.write_text("job_id,num_gpu,submit_time,iterations,model_name,duration\n"

@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from controller.api import ApiServer
 from controller.client import ControllerClient
 from controller_fakes import ADMIN, bring_up, make_service
-from job_scheduler.service_api import SchedulerHTTPServer
-from job_scheduler.service_client import SchedulerClient
+from job_scheduler.service.api import SchedulerHTTPServer
+from job_scheduler.service.client import SchedulerClient
 from test_service import job_file
 from test_service import make_service as make_scheduler
 

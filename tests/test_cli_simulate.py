@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from job_scheduler.workloads import SHARED_WORKLOADS
+from job_scheduler.simulation.workloads import SHARED_WORKLOADS
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUICE = [sys.executable, "-m", "sluice"]

@@ -204,7 +204,7 @@ def test_a_job_token_reports_for_its_own_job_only(tmp_path):
 
 
 def test_scheduler_api_over_https(tmp_path, pki, monkeypatch):
-    from job_scheduler.service_client import SchedulerClient, Unreachable
+    from job_scheduler.service.client import SchedulerClient, Unreachable
 
     port = free_port()
     log = open(tmp_path / "scheduler.log", "w+")

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from controller.metrics import COUNTERS, GAUGES, REACTION
-from job_scheduler.service_metrics import SERIES
+from job_scheduler.service.metrics import SERIES
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "docs" / "grafana" / "sluice-dashboard.json"
 

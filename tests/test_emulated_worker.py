@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from job_scheduler.estimator import Estimator
+from job_scheduler.core.estimator import Estimator
 from sluice_common.jobspec import JobSpec
 from sluice_common.models import MODELS
 from ps_runtime.emulated_worker import (BYTES_PER_VALUE, batch_plan, key_lengths, parse_args,

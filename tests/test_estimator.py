@@ -6,15 +6,15 @@ import math
 
 import pytest
 
-from job_scheduler.estimator import (Estimator, effective_bandwidth, nominal_bandwidth)
+from job_scheduler.core.estimator import (Estimator, effective_bandwidth, nominal_bandwidth)
 from sluice_common.jobspec import JobSpec, Layer
 from sluice_common.models import MODELS
 from sluice_common.profile import (P100_PROFILE_PATH, fit_alpha, load_profile, parse_profile,
                                    save_profile)
-from job_scheduler.workloads import load_workload
+from job_scheduler.simulation.workloads import load_workload
 from sluice_common.errors import InputError
 from topologies import load_topology
-from job_scheduler.workloads import SHARED_WORKLOADS
+from job_scheduler.simulation.workloads import SHARED_WORKLOADS
 
 TIRESIAS = str(SHARED_WORKLOADS / "tiresias_60_job.csv")
 

@@ -1,4 +1,4 @@
-from job_scheduler.fit_index import FitIndex
+from job_scheduler.core.fit_index import FitIndex
 
 
 def test_walk_skips_sizes_that_do_not_fit_and_keeps_priority_order():

@@ -1,4 +1,4 @@
-"""One scheduling-loop contract (job_scheduler/decisions.py): the simulator and the
+"""One scheduling-loop contract (job_scheduler/core/decisions.py): the simulator and the
 scheduler service (simulated executor, a fake clock ticking once per slot) drive the same
 policy objects and, with the same bandwidth model, job file, seed and slot, take the same
 decisions: start times, GPU counts and placements."""
@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from job_scheduler.decisions import SchedulingContext
-from job_scheduler.estimator import Estimator
-from job_scheduler.executors import SimulatedExecutor
-from job_scheduler.policies import make_policy as make_sim_policy
-from job_scheduler.service import SchedulerService
-from job_scheduler.estimator import effective_bandwidth
-from job_scheduler.live_view import LiveView
-from job_scheduler.service_policy import make_policy_step
-from job_scheduler.simulator import Simulator
-from job_scheduler.store import JobStore
+from job_scheduler.core.decisions import SchedulingContext
+from job_scheduler.core.estimator import Estimator
+from job_scheduler.service.executors import SimulatedExecutor
+from job_scheduler.core.policies import make_policy as make_sim_policy
+from job_scheduler.service.scheduler import SchedulerService
+from job_scheduler.core.estimator import effective_bandwidth
+from job_scheduler.core.live_view import LiveView
+from job_scheduler.service.policy_step import make_policy_step
+from job_scheduler.simulation.simulator import Simulator
+from job_scheduler.service.store import JobStore
 from sluice_common.jobspec import job_to_dict, load_jobs
 from topologies import load_topology
 
@@ -105,7 +105,7 @@ def test_the_bandwidth_model_is_declared_and_used():
 
 
 def test_the_service_view_is_a_scheduling_context():
-    from job_scheduler.placement import ClusterState
+    from job_scheduler.core.placement import ClusterState
     view = LiveView(TOPO, EST, SLOT)
     view.state = ClusterState(TOPO)
     assert isinstance(view, SchedulingContext) and view.slot == SLOT

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from job_scheduler.decisions import QueuedJob, StartDecision
-from job_scheduler.estimator import Estimator
-from job_scheduler.mechanisms import MechanismOptions
-from job_scheduler.placement import ClusterState
-from job_scheduler.policies import make_policy
-from job_scheduler.preemption import load_costs
-from job_scheduler.service_policy import PolicyStep
-from job_scheduler.simulator import Simulator
+from job_scheduler.core.decisions import QueuedJob, StartDecision
+from job_scheduler.core.estimator import Estimator
+from job_scheduler.core.mechanisms import MechanismOptions
+from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.policies import make_policy
+from job_scheduler.core.preemption import load_costs
+from job_scheduler.service.policy_step import PolicyStep
+from job_scheduler.simulation.simulator import Simulator
 from sluice.cli import main as sluice_main
 from sluice_common.jobspec import load_jobs
 from topologies import load_topology

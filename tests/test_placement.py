@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from job_scheduler.placement import (BestFitPlacement, ClusterState, FirstFitPlacement, GroupGA,
-                                     Placement, Request, TetrisPlacement, cost, placement_score)
+from job_scheduler.core.placement import (BestFitPlacement, ClusterState, FirstFitPlacement,
+                                          GroupGA, Placement, Request, TetrisPlacement, cost,
+                                          placement_score)
 from topologies import load_topology
 
 TWO_RACK = load_topology("two-rack")           # rack1: h1 h2, rack2: h3 h4, 4 GPUs each
@@ -170,7 +171,7 @@ def test_tetris_grouped_scoring_matches_scoring_every_host():
     """Tetris scores hosts per (free count, capacity) group; scoring each host one by
     one (the definition) must choose the same hosts."""
     import random as _random
-    from job_scheduler.placement import TetrisPlacement
+    from job_scheduler.core.placement import TetrisPlacement
     rng = _random.Random(7)
     topo = load_topology("leaf-spine")
 
@@ -199,6 +200,6 @@ def test_tetris_grouped_scoring_matches_scoring_every_host():
 
 
 def test_liquid_score_is_the_papers_weighted_sum():
-    from job_scheduler.placement import liquid_score
+    from job_scheduler.core.placement import liquid_score
     assert liquid_score(0.5, 4, -0.75) == pytest.approx(1.625)
     assert liquid_score(1.0, 4, -0.75) == 4.0 and liquid_score(0.0, 4, -0.75) == -0.75

@@ -6,13 +6,13 @@ import statistics
 
 import pytest
 
-from job_scheduler import proteus
-from job_scheduler.estimator import Estimator
+from job_scheduler.core import proteus
+from job_scheduler.core.estimator import Estimator
 from sluice_common.jobspec import JobSpec
-from job_scheduler.policies import (POLICY_NAMES, LyapunovPolicy, make_policy,
-                                    parse_policy_names)
-from job_scheduler.simulator import Simulator, simulate
-from job_scheduler.workloads import load_workload
+from job_scheduler.core.policies import (POLICY_NAMES, LyapunovPolicy, make_policy,
+                                         parse_policy_names)
+from job_scheduler.simulation.simulator import Simulator, simulate
+from job_scheduler.simulation.workloads import load_workload
 from sluice_common.errors import InputError
 from topologies import load_topology
 

@@ -12,13 +12,13 @@ from types import SimpleNamespace
 import pytest
 
 from end_to_end import cli as e2e_cli
-from job_scheduler import cli as sim_cli
-from job_scheduler import service_cli
-from job_scheduler.estimator import Estimator
-from job_scheduler.policies import (NON_PREEMPTIVE, POLICY_NAMES, REGISTRY, Policy, make_policy,
-                                    parse_policy_names)
-from job_scheduler.service_policy import SERVICE_POLICIES
-from job_scheduler.service_policy import make_policy_step as service_policy
+from job_scheduler.simulation import cli as sim_cli
+from job_scheduler.service import cli as service_cli
+from job_scheduler.core.estimator import Estimator
+from job_scheduler.core.policies import (NON_PREEMPTIVE, POLICY_NAMES, REGISTRY, Policy,
+                                         make_policy, parse_policy_names)
+from job_scheduler.service.policy_step import SERVICE_POLICIES
+from job_scheduler.service.policy_step import make_policy_step as service_policy
 from sluice_common.errors import InputError
 from topologies import load_topology
 

@@ -1,4 +1,4 @@
-"""Preemption costs in the simulator (job_scheduler.preemption, ``Simulator(costs=...)``):
+"""Preemption costs in the simulator (job_scheduler.core.preemption, ``Simulator(costs=...)``):
 the measured table's lookup, LAS charged per preemption, migrations counted, and `sluice
 simulate --preemption-cost` in JSON."""
 
@@ -9,9 +9,9 @@ import json
 import pytest
 
 from sluice_common.jobspec import JobSpec
-from job_scheduler.policies import make_policy
-from job_scheduler.preemption import CostRow, PreemptionCosts, ZeroCosts, load_costs
-from job_scheduler.simulator import Simulator
+from job_scheduler.core.policies import make_policy
+from job_scheduler.core.preemption import CostRow, PreemptionCosts, ZeroCosts, load_costs
+from job_scheduler.simulation.simulator import Simulator
 from sluice.cli import main as sluice_main
 from topologies import load_topology
 

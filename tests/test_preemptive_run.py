@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from job_scheduler.estimator import Estimator
+from job_scheduler.core.estimator import Estimator
 from sluice_common.jobspec import JobSpec
-from job_scheduler.decisions import StartDecision, Suspend, decide_slot
-from job_scheduler.mechanisms import Migration
-from job_scheduler.policies import make_policy
-from job_scheduler.preemption import CostRow, PreemptionCosts
+from job_scheduler.core.decisions import StartDecision, Suspend, decide_slot
+from job_scheduler.core.mechanisms import Migration
+from job_scheduler.core.policies import make_policy
+from job_scheduler.core.preemption import CostRow, PreemptionCosts
 from ps_runtime.runners import LocalRunner
 from end_to_end.preemption_report import preemption_lines
-from job_scheduler.live_view import LiveView
+from job_scheduler.core.live_view import LiveView
 from sluice_common.placement import Placement
 from end_to_end.runloop import RealTimeRun, RunOptions
 from topologies import load_topology

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from job_scheduler.estimator import Estimator, nominal_bandwidth
+from job_scheduler.core.estimator import Estimator, nominal_bandwidth
 from sluice_common.jobspec import load_jobs, parse_jobs
 from end_to_end.estimate import WARN_AFTER_S, describe, estimate_run
 from sluice_common.progress import LiveStatus, count_bar

@@ -6,8 +6,7 @@ import random
 
 import pytest
 
-from job_scheduler.proteus import (LyapunovState, S, decide, served_work, update_Q,
-                                   update_Z)
+from job_scheduler.core.proteus import (LyapunovState, S, decide, served_work, update_Q, update_Z)
 
 
 def test_update_Q_hand_computed():
@@ -209,7 +208,7 @@ def test_serve_and_wait_keep_Q_the_waiting_work_within_a_slot():
 
 
 def test_lyapunov_policy_keeps_its_queues_in_one_LyapunovState():
-    from job_scheduler.policies import LyapunovPolicy
+    from job_scheduler.core.policies import LyapunovPolicy
     pol = LyapunovPolicy(eps=7.0)
     assert isinstance(pol.queues, LyapunovState) and pol.queues.eps == 7.0
     pol.queues.arrive([4.0])

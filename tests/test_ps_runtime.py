@@ -337,7 +337,7 @@ def test_port_plan_and_endpoints_are_deterministic():
         HostPlan.on_hosts(topo, ["h1"], ["h9"])
     # The scheduler's placement (a host repeats once per GPU) maps one worker per GPU,
     # each with its own port.
-    from job_scheduler.placement import Placement as SchedulerPlacement
+    from job_scheduler.core.placement import Placement as SchedulerPlacement
 
     two_on_h3 = placement_from_scheduler(topo, SchedulerPlacement("j", ("h1",), ("h3", "h3")))
     plan = PortPlan.for_job("j", two_on_h3)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from job_scheduler.gpu_advice import advise, capped_text
+from job_scheduler.core.gpu_advice import advise, capped_text
 from sluice_common.jobspec import JobSpec, parse_jobs_text
 from sluice.cli import main
-from job_scheduler.resource_estimator import (diminishing_point, evaluate, labels,
-                                              load_runs, throughput)
+from job_scheduler.core.resource_estimator import (diminishing_point, evaluate, labels, load_runs,
+                                                   throughput)
 
 
 def test_diminishing_point_by_hand():

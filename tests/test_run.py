@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from job_scheduler.estimator import Estimator, effective_bandwidth, nominal_bandwidth
+from job_scheduler.core.estimator import Estimator, effective_bandwidth, nominal_bandwidth
 from sluice_common.jobspec import JobSpec, load_jobs
-from job_scheduler.policies import make_policy
+from job_scheduler.core.policies import make_policy
 from end_to_end import closed_loop
 from sluice.cli import main
 from end_to_end.report import (PLOTS, bottleneck_link, comparison, comparison_markdown,
@@ -263,8 +263,8 @@ def test_demo_knows_whether_a_job_crossed_the_fabric():
 def test_demo_workload_spreads_two_overlapping_jobs_across_racks_in_the_simulator():
     """The demo's point: with the default profile on its topology, Proteus + Liquid put
     two jobs across both racks at the same time (so they share the uplinks)."""
-    from job_scheduler.policies import make_policy as sim_policy
-    from job_scheduler.simulator import Simulator
+    from job_scheduler.core.policies import make_policy as sim_policy
+    from job_scheduler.simulation.simulator import Simulator
     from ps_runtime.calibration import runtime_terms
     from end_to_end.run import DEMO_TOPOLOGY
     from topologies import load_topology

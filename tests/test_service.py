@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from job_scheduler.estimator import Estimator
+from job_scheduler.core.estimator import Estimator
 from sluice_common.jobspec import parse_jobs_text
-from job_scheduler.executors import LocalExecutor, SimulatedExecutor, template_command
-from job_scheduler.service import Conflict, SchedulerService
-from job_scheduler.service_client import SchedulerClient, ServiceError, Unreachable
-from job_scheduler.service_policy import SERVICE_POLICIES, make_policy_step
-from job_scheduler.store import JobStore
+from job_scheduler.service.executors import LocalExecutor, SimulatedExecutor, template_command
+from job_scheduler.service.scheduler import Conflict, SchedulerService
+from job_scheduler.service.client import SchedulerClient, ServiceError, Unreachable
+from job_scheduler.service.policy_step import SERVICE_POLICIES, make_policy_step
+from job_scheduler.service.store import JobStore
 from sluice_common.errors import InputError
 from topologies import load_topology
 from ps_runtime.ports import free_port
@@ -468,7 +468,7 @@ def test_controller_learns_job_endpoints_and_forgets_crashed_job(tmp_path, monke
     job's endpoints are registered, and a worker crash removes the job and its rules."""
     from controller.api import ApiServer
     from controller_fakes import ADMIN, bring_up, make_service as make_controller
-    from job_scheduler.service_controller import ControllerNotifier
+    from job_scheduler.service.controller_link import ControllerNotifier
 
     ctl = bring_up(make_controller("two-rack"))
     api = ApiServer(ctl, "127.0.0.1", 0).start()
@@ -517,7 +517,7 @@ def test_real_ps_worker_crash_fails_job_and_cleans_up(tmp_path, monkeypatch):
     the controller forgets it, and no process of the job is left."""
     from controller.api import ApiServer
     from controller_fakes import ADMIN, bring_up, make_service as make_controller
-    from job_scheduler.service_controller import ControllerNotifier
+    from job_scheduler.service.controller_link import ControllerNotifier
 
     ctl = bring_up(make_controller("two-rack"))
     api = ApiServer(ctl, "127.0.0.1", 0).start()
@@ -557,7 +557,7 @@ def test_store_failure_is_not_acknowledged(tmp_path):
     and the client's retry with the same key succeeds once the store is back."""
     import sqlite3
 
-    from job_scheduler.service_api import SchedulerHTTPServer
+    from job_scheduler.service.api import SchedulerHTTPServer
 
     svc = make_service(tmp_path)
     real_add = svc.store.add_submission

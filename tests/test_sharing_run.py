@@ -1,5 +1,5 @@
 """Time-slicing, grow/shrink at a resume point and packing of real PS jobs in the run
-loop (job_scheduler.mechanisms composed in end_to_end.runloop), without a fabric: the hosts are loopback addresses, so
+loop (job_scheduler.core.mechanisms composed in end_to_end.runloop), without a fabric: the hosts are loopback addresses, so
 real ps-lite processes run on this machine under the real loop (as in
 tests/test_preemptive_run.py)."""
 
@@ -13,11 +13,11 @@ import yaml
 from end_to_end.preemption_report import preemption_lines
 from end_to_end.runloop import RealTimeRun, RunOptions
 from end_to_end.suspend import resized_last_batch
-from job_scheduler.mechanisms import MechanismOptions
-from job_scheduler.estimator import Estimator
-from job_scheduler.placement import FirstFitPlacement
-from job_scheduler.decisions import StartDecision
-from job_scheduler.mechanisms import PACK_SLOWDOWN
+from job_scheduler.core.mechanisms import MechanismOptions
+from job_scheduler.core.estimator import Estimator
+from job_scheduler.core.placement import FirstFitPlacement
+from job_scheduler.core.decisions import StartDecision
+from job_scheduler.core.mechanisms import PACK_SLOWDOWN
 from ps_runtime.runners import LocalRunner
 from sluice_common.jobspec import JobSpec
 from topologies import load_topology

@@ -1,6 +1,6 @@
 """Issue 18 in the simulator: a resumed job's GPU count picked again (grows/shrinks,
 charged at the measured resume cost of the new count), Gandiva time-slicing and packing
-(job_scheduler/mechanisms.py), and `sluice simulate --time-slice/--pack --json`."""
+(job_scheduler/core/mechanisms.py), and `sluice simulate --time-slice/--pack --json`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import math
 
 import pytest
 
-from job_scheduler.policies import make_policy
-from job_scheduler.mechanisms import PACK_SLOWDOWN, MechanismOptions, fits_packed, slice_victims
-from job_scheduler.preemption import CostRow, PreemptionCosts, ZeroCosts
-from job_scheduler.simulator import Simulator
+from job_scheduler.core.policies import make_policy
+from job_scheduler.core.mechanisms import (PACK_SLOWDOWN, MechanismOptions, fits_packed,
+                                           slice_victims)
+from job_scheduler.core.preemption import CostRow, PreemptionCosts, ZeroCosts
+from job_scheduler.simulation.simulator import Simulator
 from sluice.cli import main as sluice_main
 from sluice_common.jobspec import JobSpec
 from sluice_common.placement import Placement
@@ -146,7 +147,7 @@ def test_packing_shares_a_gpu_and_slows_both_by_the_factor():
 
 
 def test_packing_refuses_a_job_over_half_the_gpu_memory(monkeypatch):
-    import job_scheduler.mechanisms as mechanisms
+    import job_scheduler.core.mechanisms as mechanisms
     monkeypatch.setattr(mechanisms, "job_gmem_gib", lambda params, batch: 50.0)
     jobs = [_job("p0", 0.0, gpus=1, size=32_000), _job("p1", 1.0, gpus=1, size=32_000)]
     sim = sharing_sim(_topo(gpus=1), jobs, make_policy("fifo"), pack=True)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from sluice_common.jobspec import JobSpec
-from job_scheduler.placement import Placement
-from job_scheduler.policies import Policy, make_policy
-from job_scheduler.simulator import Simulator, simulate
-from job_scheduler.workloads import SHARED_WORKLOADS, load_workload
+from job_scheduler.core.placement import Placement
+from job_scheduler.core.policies import Policy, make_policy
+from job_scheduler.simulation.simulator import Simulator, simulate
+from job_scheduler.simulation.workloads import SHARED_WORKLOADS, load_workload
 from topologies import load_topology
 
 TWO_RACK = load_topology("two-rack")
@@ -144,7 +144,7 @@ def test_a_policy_that_never_starts_anything_is_reported_not_looped():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from job_scheduler.policies import POLICY_NAMES  # noqa: E402
+from job_scheduler.core.policies import POLICY_NAMES  # noqa: E402
 
 _job_st = st.tuples(st.sampled_from(["resnet18", "vgg16", "alexnet", "googlenet"]),
                     st.integers(1000, 40000), st.sampled_from([1, 2, 4, 8, 12]),

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from job_scheduler.estimator import Estimator
+from job_scheduler.core.estimator import Estimator
 from sluice_common.jobspec import JobSpec
-from job_scheduler.policies import make_policy
-from job_scheduler.simulator import Simulator
-from job_scheduler.policies.sluice import (SluicePolicy, choose_count, priced_penalty,
-                                         worth_waiting)
+from job_scheduler.core.policies import make_policy
+from job_scheduler.simulation.simulator import Simulator
+from job_scheduler.core.policies.sluice import (SluicePolicy, choose_count, priced_penalty,
+                                                worth_waiting)
 from topologies import parse_topology
 
 # The hand-checked cases below are sized for the P100-derived profile's step times.

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from job_scheduler.placement import ClusterState
-from job_scheduler.slurm_executor import (apply_capacity, check_topology, components,
-                                          foreign_gpus)
+from job_scheduler.core.placement import ClusterState
+from job_scheduler.service.slurm_executor import (apply_capacity, check_topology, components,
+                                                  foreign_gpus)
 from slurm_client import SlurmClient, SlurmCommandError, SlurmUnavailable
 from slurm_client.parse import (Component, JobInfo, NodeInfo, ParseError, Submission,
                                 expand_hostlist, gres_gpus, job_outcome, parse_kv_line,

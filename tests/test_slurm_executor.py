@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from ps_runtime.plan import HostPlan, PortPlan
-from job_scheduler.slurm_executor import store_tag
+from job_scheduler.service.slurm_executor import store_tag
 from slurm_client import SlurmClient
 
 pytestmark = pytest.mark.fabric
@@ -93,12 +93,12 @@ class Scheduler:
         return {k: int(v) for k, v in re.findall(r"([\w.-]+)=(\d+)", out.stdout.split(":", 2)[-1])}
 
     def jobs(self) -> dict[str, dict]:
-        from job_scheduler.service_client import SchedulerClient
+        from job_scheduler.service.client import SchedulerClient
 
         return {j["name"]: j for j in SchedulerClient(self.url, None).jobs()}
 
     def job(self, job_id: int) -> dict:
-        from job_scheduler.service_client import SchedulerClient
+        from job_scheduler.service.client import SchedulerClient
 
         return SchedulerClient(self.url, None).job(job_id)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from job_scheduler.decisions import StartDecision
-from job_scheduler.slurm_executor import SlurmExecutor, SlurmJobOptions, slurm_job_name
-from job_scheduler.store import JobRecord
+from job_scheduler.core.decisions import StartDecision
+from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions, slurm_job_name
+from job_scheduler.service.store import JobRecord
 from slurm_client import JobInfo, SlurmCommandError, SlurmUnavailable
 from sluice_common.jobspec import parse_jobs_text
 from sluice_common.placement import Placement
@@ -201,7 +201,7 @@ def test_slurm_down_means_still_running_and_no_capacity(setup):
     ex, fake, job, _ = setup
     fake.down = True
     assert ex.poll(with_id(job, 101), 50.0) is None
-    from job_scheduler.placement import ClusterState
+    from job_scheduler.core.placement import ClusterState
 
     class Nodes(FakeSlurm):
         def nodes(self):
@@ -213,7 +213,7 @@ def test_slurm_down_means_still_running_and_no_capacity(setup):
 
 
 def test_progress_relay_sends_each_workers_latest_batch_once(tmp_path):
-    from job_scheduler.slurm_executor import ProgressRelay
+    from job_scheduler.service.slurm_executor import ProgressRelay
 
     (tmp_path / "ps").mkdir()
     relay = ProgressRelay("http://127.0.0.1:9", "tok", "job-a", tmp_path, workers=2)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from job_scheduler.slurm_topology import topology_from_slurm
+from job_scheduler.service.slurm_topology import topology_from_slurm
 from slurm_client.parse import NodeInfo, SwitchInfo, parse_sinfo_json, parse_topology
 from sluice.cli import _route, main
 from sluice_common.errors import InputError

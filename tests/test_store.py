@@ -8,8 +8,8 @@ import signal
 import pytest
 
 from sluice_common.jobspec import JobSpec, Layer, parse_jobs_text
-from job_scheduler.store import (SCHEMA_VERSION, DuplicateSubmission, JobStore, spec_from_json,
-                                 spec_to_json)
+from job_scheduler.service.store import (SCHEMA_VERSION, DuplicateSubmission, JobStore,
+                                         spec_from_json, spec_to_json)
 
 FILE = """jobs:
   - {name: a, model: resnet18, dataset_size: 1000, epochs: 1, batch_size: 32, max_gpus: 2}

@@ -1,4 +1,4 @@
-"""A large job file is checked in a child process (job_scheduler.submission_check): the
+"""A large job file is checked in a child process (job_scheduler.service.submission_check): the
 service answers exactly as its in-process parse would, and a file the child cannot check
 falls back to the in-process parse."""
 
@@ -9,8 +9,8 @@ import subprocess
 import pytest
 import yaml
 
-from job_scheduler import submission_check
-from job_scheduler.submission_check import check_in_child
+from job_scheduler.service import submission_check
+from job_scheduler.service.submission_check import check_in_child
 from sluice_common.errors import InputError
 from sluice_common.jobspec import parse_jobs_text
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from sluice_common.models import MODELS
-from job_scheduler.workloads import (BIG_DATA, MIXED_MAX_GPUS, PAPER_N, SCENARIOS, SMALL_DATA,
-                                     load_workload, philly_model)
+from job_scheduler.simulation.workloads import (BIG_DATA, MIXED_MAX_GPUS, PAPER_N, SCENARIOS,
+                                                SMALL_DATA, load_workload, philly_model)
 from sluice_common.errors import InputError
-from job_scheduler.workloads import SHARED_WORKLOADS
+from job_scheduler.simulation.workloads import SHARED_WORKLOADS
 
 SHARED = SHARED_WORKLOADS
 TIRESIAS = SHARED / "tiresias_60_job.csv"
@@ -158,7 +158,7 @@ def test_job_file_and_bad_arguments(tmp_path):
 
 
 def test_bursty_traces_are_seeded_bursty_and_trace_shaped():
-    from job_scheduler.bursty import BURSTY_JOBS
+    from job_scheduler.simulation.bursty import BURSTY_JOBS
     a = load_workload("bursty-heavy", seed=1)
     assert a == load_workload("bursty-heavy", seed=1) != load_workload("bursty-heavy", seed=2)
     assert len(a) == BURSTY_JOBS and all(j.trace_gpus in (1, 2, 4, 8) for j in a)

@@ -45,7 +45,7 @@ from topologies.schema import SWITCH_ROLES  # noqa: F401 (re-exported)
 # that is the bus of the P100-era hosts the default profile describes. Shared, like any
 # link, by the job's PS<->worker flows on the host. Measured on an H100 host (PCIe 5.0):
 # gradients device->host plus parameters host->device ran at 300-430 Gbit/s
-# (job_scheduler/data/measured_runs_h100.json); NVLink-class hosts are faster still.
+# (job_scheduler/core/data/measured_runs_h100.json); NVLink-class hosts are faster still.
 DEFAULT_INTRA_BW_MBPS = 100_000.0
 
 

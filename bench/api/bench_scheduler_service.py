@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 from sluice_common.jobspec import parse_jobs_text
-from job_scheduler.service_client import SchedulerClient, Unreachable
-from job_scheduler.store import JobStore
+from job_scheduler.service.client import SchedulerClient, Unreachable
+from job_scheduler.service.store import JobStore
 from ps_runtime.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]   # imported by file (mininet_tests.experiment_faults)
@@ -118,11 +118,11 @@ def http_rate(url: str, n: int, clients: int, prefix: str) -> float:
 
 def slot_cost(topology: str, n: int, workdir: Path) -> dict:
     """In-process: queue n jobs in one file, then time scheduling slots (lyapunov)."""
-    from job_scheduler.estimator import Estimator
-    from job_scheduler.executors import SimulatedExecutor
-    from job_scheduler.service import SchedulerService
-    from job_scheduler.service_app import estimated_duration
-    from job_scheduler.service_policy import make_policy_step
+    from job_scheduler.core.estimator import Estimator
+    from job_scheduler.service.executors import SimulatedExecutor
+    from job_scheduler.service.scheduler import SchedulerService
+    from job_scheduler.service.app import estimated_duration
+    from job_scheduler.service.policy_step import make_policy_step
     from topologies import load_topology
 
     topo, est = load_topology(topology), Estimator()

@@ -4,7 +4,7 @@ with and without, side by side in one invocation.
     .venv/bin/python -m bench.end_to_end.bench_sharing_run [--out /tmp/sharing] [--quantum 5]
 
 Real ps-lite jobs (emulated compute: 30 ms per batch, 4 KB exchanged) under the real run
-loop (end_to_end.runloop with job_scheduler.mechanisms) and the real ``lyapunov`` policy, on one host at a
+loop (end_to_end.runloop with job_scheduler.core.mechanisms) and the real ``lyapunov`` policy, on one host at a
 loopback address (no Mininet fabric: the processes run on this machine, as in
 tests/test_sharing_run.py), two scenarios, each run without and with the option:
 
@@ -14,7 +14,7 @@ tests/test_sharing_run.py), two scenarios, each run without and with the option:
   resumes on the GPU left (a shrink: its remaining samples on one worker).
 - ``pack`` (1 GPU): ``p0`` (1 GPU) starts alone; ``p1`` (1 GPU) arrives 2 s later.
   Without: it waits. With ``--pack``: it shares p0's GPU, its compute slowed by the
-  assumed factor (job_scheduler/mechanisms.py).
+  assumed factor (job_scheduler/core/mechanisms.py).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from pathlib import Path
 import yaml
 
 from end_to_end.runloop import RealTimeRun, RunOptions
-from job_scheduler.estimator import Estimator
-from job_scheduler.mechanisms import MechanismOptions
-from job_scheduler.policies import make_policy
+from job_scheduler.core.estimator import Estimator
+from job_scheduler.core.mechanisms import MechanismOptions
+from job_scheduler.core.policies import make_policy
 from ps_runtime.runners import LocalRunner
 from sluice_common.jobspec import JobSpec
 from topologies import load_topology

@@ -1,6 +1,6 @@
 """Suspend and resume costs of real PS jobs, per model and worker count (issue 18).
 
-    .venv/bin/python -m bench.ps_runtime.bench_suspend [--repeats 2] [--write job_scheduler/data/preemption_costs.yaml]
+    .venv/bin/python -m bench.ps_runtime.bench_suspend [--repeats 2] [--write job_scheduler/core/data/preemption_costs.yaml]
     sudo .venv/bin/python -m bench.ps_runtime.bench_suspend --fabric [--repeats 2]     # the demo fabric
 
 Each case runs a real ps-lite job on this machine's loopback (1 server, N workers, warm
@@ -17,7 +17,7 @@ Emulated compute (resnet18, alexnet, vgg16, googlenet: Cost_bat(b) of the defaul
 profile, the model's bytes on the wire, the state file = parameters + momentum) and
 torch compute on the CPU (smallcnn, resnet18 at 32x32 input). Prints one JSON line per
 measurement and a table of medians; ``--write`` stores the medians in the YAML the
-simulator reads (job_scheduler.preemption).
+simulator reads (job_scheduler.core.preemption).
 """
 
 from __future__ import annotations

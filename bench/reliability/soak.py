@@ -297,7 +297,7 @@ SCHED_JOB = ("model: resnet18, dataset_size: 1000, epochs: 1, batch_size: 32, "
 
 def scheduler_time_factor() -> float:
     """--time-factor that makes a SCHED_JOB last SCHED_JOB_S (C(1) of the estimator)."""
-    from job_scheduler.estimator import Estimator
+    from job_scheduler.core.estimator import Estimator
     from sluice_common.jobspec import parse_jobs_text
 
     (spec,) = parse_jobs_text(f"jobs:\n  - {{name: probe, {SCHED_JOB}}}\n", "probe")
@@ -305,7 +305,7 @@ def scheduler_time_factor() -> float:
 
 
 def start_scheduler(work: Path, queued: int) -> tuple[subprocess.Popen, int]:
-    from job_scheduler.service_client import SchedulerClient, Unreachable
+    from job_scheduler.service.client import SchedulerClient, Unreachable
 
     port = free_port()
     log_file = open(work / "scheduler.log", "ab")

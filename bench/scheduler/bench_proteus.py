@@ -30,11 +30,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from job_scheduler.policies import DEFAULT_EPS, DEFAULT_K, DEFAULT_V, make_policy  # noqa: E402
-from job_scheduler.simulator import Simulator, simulate  # noqa: E402
-from job_scheduler.workloads import SCENARIO_CAPS, SCENARIOS, load_workload  # noqa: E402
+from job_scheduler.core.policies import DEFAULT_EPS, DEFAULT_K, DEFAULT_V, make_policy  # noqa: E402
+from job_scheduler.simulation.simulator import Simulator, simulate  # noqa: E402
+from job_scheduler.simulation.workloads import SCENARIO_CAPS, SCENARIOS, load_workload  # noqa: E402
 from topologies import load_topology  # noqa: E402
-from job_scheduler.workloads import SHARED_WORKLOADS  # noqa: E402
+from job_scheduler.simulation.workloads import SHARED_WORKLOADS  # noqa: E402
 import os  # noqa: E402
 
 from bench import harness

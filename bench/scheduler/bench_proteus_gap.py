@@ -28,10 +28,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from job_scheduler import policies, proteus  # noqa: E402
-from job_scheduler.policies import make_policy  # noqa: E402
-from job_scheduler.simulator import Simulator, simulate  # noqa: E402
-from job_scheduler.workloads import SCENARIO_CAPS, SCENARIOS, load_workload  # noqa: E402
+from job_scheduler.core import policies, proteus  # noqa: E402
+from job_scheduler.core.policies import make_policy  # noqa: E402
+from job_scheduler.simulation.simulator import Simulator, simulate  # noqa: E402
+from job_scheduler.simulation.workloads import SCENARIO_CAPS, SCENARIOS, load_workload  # noqa: E402
 from topologies import load_topology  # noqa: E402
 
 from bench.scheduler.bench_proteus import SLOT, no_queueing_bound  # noqa: E402

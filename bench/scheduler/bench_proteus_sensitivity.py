@@ -23,9 +23,9 @@ import math
 import statistics
 from dataclasses import replace
 
-from job_scheduler.policies import make_policy
-from job_scheduler.simulator import Simulator
-from job_scheduler.workloads import SCENARIOS, load_workload
+from job_scheduler.core.policies import make_policy
+from job_scheduler.simulation.simulator import Simulator
+from job_scheduler.simulation.workloads import SCENARIOS, load_workload
 from topologies import load_topology
 import os
 

@@ -1,6 +1,6 @@
 """Liquid's resource estimator on the measured runs: RMSE and R^2 on held-out runs.
 
-Two splits of the 91 measured H100 configurations (job_scheduler/data/measured_runs_h100.json):
+Two splits of the 91 measured H100 configurations (job_scheduler/core/data/measured_runs_h100.json):
 a seeded random 25 % of the rows held out (interpolation between measured
 configurations), and leave-one-model-out (a model the forest has never seen). Also
 the forest's <N x GPU, GMem, Bandwidth> for the models of examples/jobs/mixed.yaml.
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from sluice_common.models import MODELS
-from job_scheduler.resource_estimator import (TARGETS, ResourceEstimator, dataset,
-                                              default_estimator, evaluate, load_runs)
+from job_scheduler.core.resource_estimator import (TARGETS, ResourceEstimator, dataset,
+                                                   default_estimator, evaluate, load_runs)
 
 from bench import harness
 

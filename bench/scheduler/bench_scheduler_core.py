@@ -12,9 +12,9 @@ from __future__ import annotations
 import csv
 import time
 
-from job_scheduler.estimator import Estimator, effective_bandwidth
-from job_scheduler.proteus import decide
-from job_scheduler.workloads import SHARED_WORKLOADS, load_workload
+from job_scheduler.core.estimator import Estimator, effective_bandwidth
+from job_scheduler.core.proteus import decide
+from job_scheduler.simulation.workloads import SHARED_WORKLOADS, load_workload
 from topologies import load_topology
 
 from bench import harness

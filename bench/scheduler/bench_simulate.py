@@ -13,9 +13,9 @@ import os
 import resource
 import time
 
-from job_scheduler.policies import make_policy
-from job_scheduler.simulator import Simulator, stderr_progress
-from job_scheduler.workloads import SHARED_WORKLOADS, load_workload
+from job_scheduler.core.policies import make_policy
+from job_scheduler.simulation.simulator import Simulator, stderr_progress
+from job_scheduler.simulation.workloads import SHARED_WORKLOADS, load_workload
 from topologies import load_topology
 
 from bench import harness

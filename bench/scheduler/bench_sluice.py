@@ -10,7 +10,7 @@ Workloads (average JCT; the mean over seeds for generated ones):
     ("requested") and with max_gpus up to 8 ("paper", the scenarios' setting);
   * Philly slices: 2,000 consecutive jobs from three points of the trace on a 512-GPU
     leaf-spine (16 racks x 8 hosts x 4 GPUs, 2:1 oversubscribed), slot 60 s;
-  * bursty-moderate and bursty-heavy (job_scheduler/bursty.py) on two-rack, slot 10 s.
+  * bursty-moderate and bursty-heavy (job_scheduler/simulation/bursty.py) on two-rack, slot 10 s.
 
 Then sluice with a log-normal error on the sizes it sees (sigma 0.5 and 1.0; the jobs
 run their true time) on the same cells, against las and the best other policy.
@@ -25,10 +25,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from job_scheduler.bursty import BURSTY
-from job_scheduler.policies import make_policy
-from job_scheduler.simulator import simulate
-from job_scheduler.workloads import SCENARIOS, SHARED_WORKLOADS, load_workload
+from job_scheduler.simulation.bursty import BURSTY
+from job_scheduler.core.policies import make_policy
+from job_scheduler.simulation.simulator import simulate
+from job_scheduler.simulation.workloads import SCENARIOS, SHARED_WORKLOADS, load_workload
 from topologies import load_topology
 import os
 

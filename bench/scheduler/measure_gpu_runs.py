@@ -7,7 +7,7 @@ Writes one JSON document (``--out``). Needs CUDA; run on the GPU machine:
 
     python -m bench.scheduler.measure_gpu_runs --out gpu_runs.json
 
-The committed output is ``job_scheduler/data/measured_runs_h100.json``.
+The committed output is ``job_scheduler/core/data/measured_runs_h100.json``.
 """
 
 from __future__ import annotations

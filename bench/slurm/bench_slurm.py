@@ -82,7 +82,7 @@ class Scheduler:
             raise SystemExit(f"submit failed: {r.stderr}")
 
     def jobs(self) -> dict[str, dict]:
-        from job_scheduler.service_client import SchedulerClient
+        from job_scheduler.service.client import SchedulerClient
 
         return {j["name"]: j for j in SchedulerClient(self.url, None).jobs()}
 
@@ -140,10 +140,10 @@ def latency(env, work: Path, executor: str, repeats: int) -> list[float]:
 
 def decision_time(env, work: Path, foreign: int) -> dict:
     """In-process service (the real SlurmExecutor, store, policy), ticked by hand."""
-    from job_scheduler.estimator import Estimator
-    from job_scheduler.service_app import build_service
-    from job_scheduler.service_policy import make_policy_step
-    from job_scheduler.slurm_executor import SlurmJobOptions
+    from job_scheduler.core.estimator import Estimator
+    from job_scheduler.service.app import build_service
+    from job_scheduler.service.policy_step import make_policy_step
+    from job_scheduler.service.slurm_executor import SlurmJobOptions
     from topologies import load_topology
 
     cli_env = {**os.environ, **env.cluster.env}
@@ -200,7 +200,7 @@ def decision_time(env, work: Path, foreign: int) -> dict:
 
 
 def faults(env, work: Path) -> dict:
-    from job_scheduler.slurm_executor import store_tag
+    from job_scheduler.service.slurm_executor import store_tag
     from slurm_client import SlurmClient
 
     client = SlurmClient(env.cluster.env)

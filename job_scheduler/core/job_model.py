@@ -1,0 +1,73 @@
+"""What every scheduling loop keeps of a job: its estimator figures (:class:`JobModel`)
+and, while it holds GPUs, its run (:class:`Run`). The simulator
+(:mod:`job_scheduler.simulation.simulator`) and the live view of the loops that do not
+simulate time (:mod:`job_scheduler.core.live_view`) share both.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from job_scheduler.core.estimator import Estimator
+from sluice_common.jobspec import JobSpec
+
+
+class JobModel:
+    """Per-job cache of the estimator's figures: Cost(1), Cost(n) and the
+    communication time at 1 Mbit/s (eq. 5 is exactly proportional to 1/bw).
+
+    Trace jobs (``trace_gpus``/``trace_duration``): the trace's duration was measured on
+    the job's own placement, not with every worker owning a full host link. So the work
+    is calibrated such that ``C(trace_gpus)`` on the placement the job gets on an empty
+    cluster (``reference_bw``, best fit) equals the trace duration; a fixed-count policy
+    on an idle fabric then reproduces the trace, and sharing or another n rescales it."""
+
+    __slots__ = ("spec", "cost1", "_cost", "_comm_unit", "_est", "_factor")
+
+    def __init__(self, spec: JobSpec, estimator: Estimator,
+                 reference_bw: Callable[[int], float] | None = None):
+        self.spec = spec
+        self._est = estimator
+        self._cost: dict[int, float] = {}
+        self._comm_unit: dict[int, float] = {}
+        self._factor = 1.0
+        g = spec.trace_gpus
+        if g and spec.trace_duration and reference_bw is not None:
+            self._factor = spec.trace_duration / self.C(g, reference_bw(g))
+            self._cost.clear()            # filled at factor 1 by the line above
+            self._comm_unit.clear()
+        self.cost1 = self.cost(1)
+
+    def cost(self, n: int) -> float:
+        c = self._cost.get(n)
+        if c is None:
+            c = self._cost[n] = self._est.cost(self.spec, n) * self._factor
+        return c
+
+    def comm(self, n: int, bw: float) -> float:
+        if n <= 1 or math.isinf(bw):
+            return 0.0
+        u = self._comm_unit.get(n)
+        if u is None:
+            u = self._comm_unit[n] = self._est.comm(self.spec, n, 1.0) * self._factor
+        return u / bw
+
+    def C(self, n: int, bw: float) -> float:
+        return self.cost(n) + self.comm(n, bw)
+
+
+class Run:
+    """A job while it holds GPUs: what a policy or mechanism reads of it (``n``,
+    ``placement``, ``bw``, ``rate`` = work per second, ``t_last`` = when its progress was
+    last brought up to date, after a restore: when it trains again), in every loop."""
+    __slots__ = ("j", "n", "placement", "flows", "base_bw", "bw", "work_left", "rate",
+                 "t_last", "num_ps")
+
+    def __init__(self, j, n, placement, flows, base_bw, num_ps, work_left):
+        self.j, self.n, self.placement, self.flows = j, n, placement, flows
+        self.base_bw, self.num_ps, self.work_left = base_bw, num_ps, work_left
+        self.bw = base_bw
+        self.rate = 0.0
+        self.t_last = 0.0
+

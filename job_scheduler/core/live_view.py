@@ -1,0 +1,109 @@
+"""The ``SchedulingContext`` (job_scheduler/core/decisions.py) of a loop that does not simulate
+time: the scheduler service's slot (``service.policy_step.PolicyStep``) and ``sluice run``
+(``end_to_end.runloop``). A decision is only recorded here (``plan``); the driver carries
+it out. The view is the policy's picture: a job it suspended waits again at once (its
+GPUs promised to the plan's next starts, while a real job still stops at a batch
+boundary), a job it started runs at once. The driver sets ``state`` each slot from its
+own, and ``done`` (a job's work done: the run's slowest worker). C(n) is priced on
+``bandwidth_topology``: the topology ("idle" model) or the one the run derives from the
+controller's link counters ("measured"); a job's rate is the estimator's 1 / C(n).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from job_scheduler.core.decisions import SlotPlan, StartDecision, Suspend
+from job_scheduler.core.estimator import Estimator, effective_bandwidth
+from job_scheduler.core.mechanisms import stopped
+from job_scheduler.core.placement import BestFitPlacement, ClusterState, Placement
+from job_scheduler.core.job_model import JobModel, Run
+from sluice_common.jobspec import JobSpec
+from topologies import Topology
+
+
+class LiveView:
+    def __init__(self, topology: Topology, estimator: Estimator, slot: float,
+                 mechanisms=(), costs=None):
+        self.topology = self.bandwidth_topology = topology
+        self.estimator = estimator
+        self.slot = slot
+        self.mechanisms = tuple(mechanisms)
+        self.costs = costs
+        self.now = 0.0
+        self.state = ClusterState(topology)
+        self.decisions = 0
+        self.jobs: dict[int, JobSpec] = {}
+        self.models: dict[int, JobModel] = {}
+        self.waiting: dict[int, None] = {}
+        self.running: dict[int, Run] = {}
+        self.ran_gpus: Counter = Counter()
+        self.done: dict[int, float] = {}        # fraction of its work a job has done
+        self.counts: Counter = Counter()
+        self.plan = SlotPlan()
+        self._reference: dict[int, float] = {}
+
+    def add(self, j: int, spec: JobSpec) -> None:
+        self.jobs[j] = spec
+        self.models[j] = JobModel(spec, self.estimator)
+        self.waiting[j] = None
+
+    def live_bandwidth(self, placement: Placement, *args, **kwargs) -> float:
+        return effective_bandwidth(self.bandwidth_topology, placement.ps_hosts,
+                                   placement.worker_hosts)
+
+    def reference_bandwidth(self, n: int) -> float:
+        """Bandwidth of an n-GPU job best-fit placed on the empty cluster (nominal)."""
+        bw = self._reference.get(n)
+        if bw is None:
+            empty = ClusterState(self.topology)
+            p = BestFitPlacement().place(empty, "reference", min(n, empty.total_gpus))
+            bw = self._reference[n] = (effective_bandwidth(self.topology, p.ps_hosts,
+                                                           p.worker_hosts) if p else math.inf)
+        return bw
+
+    def remaining(self, j: int) -> float:
+        return 1.0 - self.done.get(j, 0.0)
+
+    def cost_of(self, j: int, gpus: int) -> float:
+        return self.costs.total(self.jobs[j].model, gpus) if self.costs else 0.0
+
+    def holds_gpus(self, j: int) -> bool:
+        return all(m.holds_gpus(j) for m in self.mechanisms)
+
+    def partner_of(self, j: int) -> int | None:
+        return next((p for m in self.mechanisms if (p := m.partner_of(j)) is not None), None)
+
+    def retime(self, j: int) -> None:
+        """A real job runs at its own speed: nothing to re-time."""
+
+    def start(self, j: int, placement: Placement) -> None:
+        if self.holds_gpus(j):                  # a packed guest takes none
+            self.state.allocate(placement)
+        del self.waiting[j]
+        bw = self.live_bandwidth(placement)
+        run = self.running[j] = Run(j, placement.gpus, placement, {}, bw,
+                                    len(placement.ps_hosts), 1.0)
+        run.rate = 1.0 / self.models[j].C(placement.gpus, bw)
+        run.t_last = math.inf               # trains from its first batch (the driver says)
+        self.ran_gpus[j] = placement.gpus
+        self.plan.steps.append(StartDecision(j, placement))
+
+    def preempt(self, j: int, overhead_s: float = 0.0, why: str = "policy") -> None:
+        run = self.running.pop(j)
+        cost = overhead_s if self.costs is None else self.cost_of(j, run.n)
+        if not stopped(self.mechanisms, self, j):    # else a packed partner keeps them
+            self.state.release(run.placement)
+        self.waiting[j] = None
+        self.plan.steps.append(Suspend(j, cost, why))
+
+    def finished(self, j: int, policy) -> None:
+        """Job j ended (or its suspension found it done): out of the policy's picture."""
+        run = self.running.pop(j, None)
+        if run is not None:
+            stopped(self.mechanisms, self, j)     # the slot's state is set afresh
+            policy.on_complete(self, j)
+        elif self.waiting.pop(j, 0) is None:
+            policy.on_leave(self, j)
+        self.done.pop(j, None)

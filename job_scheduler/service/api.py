@@ -1,0 +1,296 @@
+"""The scheduler service's local REST API (FastAPI on uvicorn).
+
+    GET  /health                 counts per state, free GPUs
+    GET  /jobs[?state=S]         every job (JSON)
+    GET  /jobs/<id>              one job with its event log
+    POST /submissions            body: a job YAML file; 201 {submission, jobs} once durable
+    POST /jobs/<id>/cancel       cancel a queued or running job
+    GET  /metrics                Prometheus series (job_scheduler/service/metrics.py)
+    GET  /openapi.json | /docs   the machine-readable API and its browsable page
+
+Admin auth: when a token is configured, POST needs ``Authorization: Bearer <token>``
+(401 otherwise); reads stay open on the (loopback by default) listen address. Bodies
+over ``max_body`` bytes get 413 without being read (middleware). A job file with
+problems gets 400 listing every one (``errors``). Nothing is logged per request: tokens
+are never logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+from typing import Annotated, Literal
+
+from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.concurrency import run_in_threadpool
+
+from job_scheduler.service.scheduler import Conflict, KeyMismatch, NotFound, SchedulerService
+from job_scheduler.service.metrics import metrics_text
+from job_scheduler.service.store import MAX_ID, STATES
+from sluice_common.errors import InputError
+from sluice_common.job_schema import JobFile
+from sluice_common.http_service import (BodyLimit, ThreadedServer, allowed_methods,
+                                        bearer_token, document_400_for_bad_requests,
+                                        validation_messages)
+
+log = logging.getLogger("sluice.scheduler.api")
+
+DEFAULT_MAX_BODY = 1 << 20     # 1 MiB: a job file is a few KiB
+DEFAULT_PAGE = 100             # jobs per page of GET /jobs unless ?limit= says otherwise
+MAX_PAGE = 1000
+MAX_ERROR_CHARS = 4096         # an error answer stays a few KB, however bad the file
+# what a job file may be sent as (YAML; JSON is YAML too); no type at all is taken as YAML
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml",
+              "text/plain", "application/json")
+_SOURCE_RE = re.compile(r"[^A-Za-z0-9._/ -]")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, headers: dict | None = None, **extra):
+        super().__init__(message)
+        self.status, self.message, self.headers, self.extra = status, message, headers, extra
+
+
+def _unexpected(err: Exception) -> ApiError:
+    """A failure (disk full, database locked) answers 503: the client learns the request
+    was NOT acknowledged and may retry."""
+    log.exception("request failed")
+    return ApiError(503, f"not done ({type(err).__name__}: {err}); retry later")
+
+
+def build_app(server: "SchedulerHTTPServer") -> FastAPI:
+    app = FastAPI(title="sluice scheduler", version="1",
+                  description="The sluice job scheduler as a durable service: submit job "
+                  "files, list and cancel jobs, read its metrics.")
+    app.add_middleware(BodyLimit, max_body=server.max_body,
+                       error_body=lambda status, reason: {"error": reason})
+    def refusal(description: str) -> dict:
+        return {"description": description, "content": {"application/json": {"schema": {
+            "$ref": "#/components/schemas/Error"}}}}
+    errors = {400: refusal("bad request: every problem listed"),
+              401: refusal("missing or wrong admin token"),
+              404: refusal("no such job"), 409: refusal("the job is no longer queued or "
+                                                        "running"),
+              413: refusal("body over the size limit"),
+              503: refusal("not stored (disk full, database locked); retry with the same "
+                           "Idempotency-Key")}
+
+    @app.exception_handler(ApiError)
+    async def api_error(_request: Request, err: ApiError):
+        return AsciiJSONResponse({"error": err.message, **err.extra}, err.status,
+                                 headers=err.headers)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, err: HTTPException):
+        reason = f"no route {request.method} {request.url.path}" \
+            if err.status_code == 404 else str(err.detail)
+        headers = getattr(err, "headers", None)
+        if err.status_code == 405:
+            allow = allowed_methods(app, request.url.path)
+            headers = {**(headers or {}), "Allow": allow}
+            reason = f"{request.method} is not a method of {request.url.path} (Allow: {allow})"
+        return JSONResponse({"error": reason}, err.status_code, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(_request: Request, err: RequestValidationError):
+        messages = validation_messages(err)
+        return JSONResponse({"error": "; ".join(messages), "errors": messages}, 400)
+
+    def admin(token: str | None = Depends(bearer_token)) -> None:
+        if server.token and not (token and hmac.compare_digest(token.encode(),
+                                                               server.token.encode())):
+            raise ApiError(401, "missing or wrong admin token",
+                           {"WWW-Authenticate": 'Bearer realm="sluice-scheduler"'})
+
+    @app.get("/health")
+    def health() -> dict:
+        """Liveness, job counts per state, free GPUs."""
+        return server.service.health()
+
+    @app.get("/jobs", responses={400: errors[400]})
+    def jobs(state: Annotated[list[Literal[STATES]], Query(  # type: ignore[valid-type]
+                 description="only jobs in these states (repeat for several)")] = None,
+             limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="jobs per page")
+                              ] = DEFAULT_PAGE,
+             cursor: Annotated[str, Query(
+                 pattern=r"^[0-9]{1,19}$",
+                 description="the `next` of the previous page")] = None) -> JobPage:
+        """The jobs by id, a page at a time: `next` is the cursor of the next page (null
+        on the last), `total` the number of jobs in the given states."""
+        after = min(int(cursor), MAX_ID) if cursor else 0
+        page, total, more = server.service.store.page(state, after, limit)
+        return {"jobs": [j.to_public() for j in page], "total": total,
+                "next": str(page[-1].id) if more and page else None}
+
+    @app.get("/jobs/{job_id}", responses={404: errors[404]})
+    def job(job_id: int) -> dict:
+        """One job with its event log."""
+        service = server.service
+        record = service.store.get(job_id)
+        if record is None:
+            raise ApiError(404, f"no job {job_id}")
+        events = [{"at": at, "kind": k, "detail": d} for at, k, d in service.store.events(job_id)]
+        return {**record.to_public(), "events": events}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    def metrics():
+        """Prometheus series (see docs/metrics.md)."""
+        return PlainTextResponse(metrics_text(lambda: server.service),
+                                 media_type=CONTENT_TYPE_LATEST)
+
+    submit_responses = {
+        200: {"description": "the Idempotency-Key was seen before with this same body: "
+              "the jobs of that first submission, nothing queued again",
+              "content": {"application/json": {"schema": {
+                  "$ref": "#/components/schemas/Submitted"}}}},
+        201: {"description": "every job queued, durably",
+              "content": {"application/json": {"schema": {
+                  "$ref": "#/components/schemas/Submitted"}}},
+              # what a client (and schemathesis' stateful phase) does next with a job
+              "links": {"GetJob": {"operationId": "job_jobs__job_id__get",
+                                   "parameters": {"job_id": "$response.body#/jobs/0"}},
+                        "CancelJob": {"operationId": "cancel_jobs__job_id__cancel_post",
+                                      "parameters": {"job_id": "$response.body#/jobs/0"}}}},
+        **{k: v for k, v in errors.items() if k != 404},
+        411: refusal("a chunked body (no Content-Length)"),
+        415: refusal("the body's Content-Type is not a job file's (application/yaml)"),
+        422: refusal("the Idempotency-Key was used before with a different body")}
+
+    @app.post("/submissions", status_code=201, dependencies=[Depends(admin)],
+              responses=submit_responses, response_model=None,
+              openapi_extra={"requestBody": {
+                  "required": True, "description": "a job YAML file (its JSON Schema: "
+                  "`sluice schema jobs`); JSON is YAML too", "content": {
+                      media: {"schema": {"$ref": "#/components/schemas/JobFile"}}
+                      for media in ("application/yaml", "application/json")}}})
+    async def submit(request: Request,
+                     x_sluice_source: Annotated[str, Header(
+                         description="the file name the errors name")] = None,
+                     idempotency_key: Annotated[str, Header(
+                         json_schema_extra={"pattern": r"^([A-Za-z0-9._-]{8,128})?$"},
+                         description="retry safely (empty: none): the same key and body "
+                         "queue the "
+                         "file once (200 on a repeat); the same key with another body "
+                         "is refused (422)")] = None) -> JSONResponse:
+        """Queue every job of a job YAML file, durably, or none (400 lists every problem).
+        Each job may start at the earliest `arrival` seconds after the submission
+        (`schedule[].not_before`, Unix time)."""
+        source = _SOURCE_RE.sub("_", x_sluice_source or "API body")[:200]
+        idempotency_key = idempotency_key or None        # an empty header: no key
+        if idempotency_key is not None and not re.fullmatch(r"[A-Za-z0-9._-]{8,128}",
+                                                            idempotency_key):
+            raise ApiError(400, "Idempotency-Key must be 8-128 letters, digits, . _ -, "
+                           f"got {idempotency_key[:40]!r}", field="Idempotency-Key")
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype and ctype not in YAML_TYPES:
+            raise ApiError(415, f"Content-Type {ctype!r} is not a job file: send it as "
+                           "Content-Type: application/yaml (curl -H 'Content-Type: "
+                           "application/yaml' --data-binary @jobs.yaml)")
+        body = await request.body()
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ApiError(400, str(InputError(source, f"not UTF-8 text: {err.reason}")))
+        try:
+            result = await run_in_threadpool(server.service.submit, text, source,
+                                             idempotency_key)
+        except InputError as err:
+            # The whole file is rejected: nothing of it was queued. The answer stays a
+            # few KB: the first problems in full, then how many more there were.
+            raise ApiError(400, _bounded(str(err)), source=err.source, element=err.element,
+                           field=err.field, reason=_bounded(err.reason),
+                           **_bounded_errors([e.to_dict() for e in err.errors]))
+        except KeyMismatch as err:
+            raise ApiError(422, str(err), field="Idempotency-Key")
+        except Exception as err:
+            raise _unexpected(err)
+        return JSONResponse({"submission": result.submission_id, "jobs": result.job_ids,
+                             "duplicate": result.duplicate, "schedule": result.schedule},
+                            status_code=200 if result.duplicate else 201)
+
+    @app.post("/jobs/{job_id}/cancel", dependencies=[Depends(admin)],
+              responses={k: errors[k] for k in (401, 404, 409, 503)})
+    def cancel(job_id: int) -> dict:
+        """Cancel a queued or running job."""
+        try:
+            return server.service.cancel(job_id).to_public()
+        except NotFound as err:
+            raise ApiError(404, str(err))
+        except Conflict as err:
+            raise ApiError(409, str(err))
+        except Exception as err:
+            raise _unexpected(err)
+
+    document_400_for_bad_requests(app, extra_schemas=[Error, Submitted, JobFile])
+    return app
+
+
+class AsciiJSONResponse(JSONResponse):
+    """JSON in ASCII: an error may quote what it refused, and a YAML body can hold text
+    UTF-8 cannot carry (a lone surrogate from a "\\ud90b" escape)."""
+
+    def render(self, content) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode()
+
+
+class Error(BaseModel):
+    """Every refusal: what to fix in `error`; a refused job file also names `source`,
+    `element`, `field` and `reason`, and lists every problem in `errors`."""
+    error: str
+    errors: list | None = None
+    more_errors: int | None = None
+    field: str | None = None
+
+
+class Scheduled(BaseModel):
+    id: int
+    name: str
+    arrival: float = Field(description="seconds after the submission (the job file's)")
+    not_before: float = Field(description="Unix time: the job starts no earlier")
+
+
+class Submitted(BaseModel):
+    submission: int
+    jobs: list[int]
+    duplicate: bool
+    schedule: list[Scheduled]
+
+
+class JobPage(BaseModel):
+    jobs: list[dict]
+    next: str | None = Field(description="cursor of the next page; null on the last")
+    total: int = Field(description="jobs in the given states")
+
+
+def _bounded(text: str | None) -> str | None:
+    if text is None or len(text) <= MAX_ERROR_CHARS:
+        return text
+    return text[:MAX_ERROR_CHARS] + f"... ({len(text) - MAX_ERROR_CHARS} more characters)"
+
+
+def _bounded_errors(errors: list[dict], most: int = 20) -> dict:
+    out = {"errors": [{k: _bounded(v) if isinstance(v, str) else v for k, v in e.items()}
+                      for e in errors[:most]]}
+    if len(errors) > most:
+        out["more_errors"] = len(errors) - most
+    return out
+
+
+class SchedulerHTTPServer(ThreadedServer):
+    """The API on uvicorn; ``serve_forever``/``shutdown``/``server_close`` as before.
+    ``service`` may be attached after construction (the store is locked first)."""
+
+    def __init__(self, address: tuple[str, int], service: SchedulerService | None,
+                 token: str | None = None, max_body: int = DEFAULT_MAX_BODY,
+                 tls: tuple[str, str] | None = None):
+        self.service = service
+        self.token = token
+        self.max_body = max_body
+        super().__init__(build_app(self), *address, tls=tls)

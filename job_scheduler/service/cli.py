@@ -1,0 +1,305 @@
+"""``sluice scheduler | submit | jobs | cancel``: the scheduler service and its clients.
+
+    sluice scheduler [--topology two-rack] [--policy lyapunov] [--listen 127.0.0.1:8181]
+                     [--db PATH] [--slot S] [--executor simulated|local|slurm]
+    sluice submit FILE [--server URL]      # validated here first: exit 2, nothing sent
+    sluice jobs [--json] [--state S]
+    sluice cancel ID
+
+The admin token comes from ``--token`` or (better: not visible in ``ps``) the
+environment variable SLUICE_SCHEDULER_TOKEN; the server URL from ``--server`` or
+SLUICE_SCHEDULER_URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from job_scheduler.service.client import (DEFAULT_URL, TOKEN_ENV, URL_ENV, SchedulerClient,
+                                          ServiceError, Unreachable)
+from sluice_common.errors import EXIT_BAD_INPUT, InputError
+
+DEFAULT_LISTEN = "127.0.0.1:8181"
+
+
+def default_db_path() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "sluice" / "scheduler.db"
+
+
+# ---- sluice scheduler --------------------------------------------------------------------
+
+def configure_scheduler(parser: argparse.ArgumentParser) -> None:
+    from job_scheduler.core.policies import NON_PREEMPTIVE
+    parser.add_argument("--topology", default="two-rack",
+                        help="built-in name or YAML file (default: two-rack)")
+    parser.add_argument("--policy", default="lyapunov",
+                        help=f"one of {', '.join(NON_PREEMPTIVE)} (default lyapunov): the "
+                        "simulator's policies less the preemptive ones (job_scheduler.core.policies)")
+    parser.add_argument("--listen", default=DEFAULT_LISTEN,
+                        help=f"HOST:PORT of the HTTP API (default {DEFAULT_LISTEN}; port 0 "
+                        "picks a free one)")
+    parser.add_argument("--db", type=Path, default=None,
+                        help=f"SQLite job store (default {default_db_path()})")
+    parser.add_argument("--slot", type=float, default=1.0,
+                        help="seconds between scheduling decisions (default 1)")
+    parser.add_argument("--executor", choices=("simulated", "local", "slurm"),
+                        default="simulated",
+                        help="what runs a started job (default simulated: the job only "
+                        "pretends to run - no process is started - and is marked finished "
+                        "after its estimated C(n) * --time-factor seconds); local: real "
+                        "PS jobs (`sluice train`, or --local-command); slurm: each job one "
+                        "heterogeneous Slurm job on the decided hosts (Slurm's CLI, SLURM_CONF "
+                        "from the environment), Slurm's nodes the truth for capacity")
+    parser.add_argument("--slurm-partition", default=None, help="slurm executor: partition")
+    parser.add_argument("--slurm-compute", default="auto", choices=("auto", "torch", "emulated"),
+                        help="slurm executor: the workers' compute (ps_runtime.compute)")
+    parser.add_argument("--slurm-batches", type=int, default=None,
+                        help="slurm executor: batches per worker (default: dataset_size * "
+                        "epochs / (batch_size * workers))")
+    parser.add_argument("--slurm-compute-s", type=float, default=None,
+                        help="slurm executor, emulated compute: seconds per batch")
+    parser.add_argument("--slurm-bytes-per-batch", type=int, default=None,
+                        help="slurm executor, emulated compute: bytes on the wire per batch")
+    parser.add_argument("--time-factor", type=float, default=1.0,
+                        help="simulated executor: wall-clock seconds a job lasts per second "
+                        "of its estimated run time (default 1; 0.001 makes a 1000-s job end "
+                        "in 1 s, 1000 makes it last 11.6 days); the other executors ignore it")
+    parser.add_argument("--local-command", default=None,
+                        help="local executor: shell command per job instead of `sluice train`; {job_id} {name} {gpus} "
+                        "{workers} {ps_hosts} {model} {batch_size} {epochs} {dataset_size} "
+                        "{run_dir} are substituted")
+    parser.add_argument("--max-retries", type=int, default=0,
+                        help="re-queue a failed job up to N times (default 0: no retry)")
+    parser.add_argument("--controller", default=None, metavar="URL",
+                        help="SDN controller's northbound API: jobs are registered on start "
+                        "and their flow rules removed when they end (admin token from env "
+                        "SLUICE_CONTROLLER_TOKEN or SLUICE_ADMIN_TOKEN)")
+    parser.add_argument("--tls-cert", default=None,
+                        help="PEM certificate: the API speaks HTTPS only (needs --tls-key; "
+                             "clients trust it via env SLUICE_CA_FILE)")
+    parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+    parser.add_argument("--token", default=None,
+                        help=f"admin token for submit/cancel (or env {TOKEN_ENV})")
+    parser.add_argument("--max-request-bytes", type=int, default=1 << 20,
+                        help="larger request bodies get 413 (default 1 MiB)")
+    parser.add_argument("--V", type=float, default=None, help="Lyapunov penalty weight V (s)")
+    parser.add_argument("--eps", type=float, default=None, help="Lyapunov Z growth per slot (s)")
+    parser.add_argument("--profile", default=None, help="device profile YAML for the estimator")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def _parse_listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        raise InputError("--listen", f"must be HOST:PORT, got {text!r}")
+    try:
+        port_n = int(port)
+    except ValueError:
+        raise InputError("--listen", f"port must be a number, got {port!r}")
+    if not 0 <= port_n <= 65535:
+        raise InputError("--listen", f"port must be 0..65535, got {port_n}")
+    return host.strip("[]"), port_n
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run_scheduler(args: argparse.Namespace) -> int:
+    from sluice_common.malloc import return_large_buffers_to_the_system
+    return_large_buffers_to_the_system()     # a long-lived service: see that module
+    # Everything that can be wrong with the arguments is checked before anything starts.
+    from job_scheduler.core.estimator import Estimator
+    from job_scheduler.core.policies import DEFAULT_EPS, DEFAULT_V
+    from job_scheduler.service.policy_step import make_policy_step
+    from topologies import load_topology
+
+    host, port = _parse_listen(args.listen)
+    from sluice_common.tokens import check_admin_token
+    token = check_admin_token(args.token if args.token is not None else
+                              os.environ.get(TOKEN_ENV), TOKEN_ENV, "--token", required=False)
+    if not _is_loopback(host) and not token:
+        raise InputError("--listen", f"refusing to serve the admin API on non-loopback "
+                         f"address {host!r} without a token (--token or {TOKEN_ENV})")
+    for name in ("slot", "time_factor"):
+        if not getattr(args, name) > 0:
+            raise InputError(f"--{name.replace('_', '-')}", "must be > 0")
+    if args.max_retries < 0:
+        raise InputError("--max-retries", "must be >= 0")
+    if args.max_request_bytes < 1024:
+        raise InputError("--max-request-bytes", "must be >= 1024")
+    from sluice_common.http_service import check_tls_files
+    tls = check_tls_files(args.tls_cert, args.tls_key)
+    topology = load_topology(args.topology)
+    try:
+        estimator = Estimator(args.profile)
+    except ValueError as err:
+        raise InputError("--profile", str(err))
+    options = {}
+    if args.policy != "lyapunov" and (args.V is not None or args.eps is not None):
+        raise InputError("--V/--eps", "only mean something with --policy lyapunov")
+    if args.policy == "lyapunov":
+        options = {"V": DEFAULT_V if args.V is None else args.V,
+                   "eps": DEFAULT_EPS if args.eps is None else args.eps}
+    policy = make_policy_step(args.policy, topology, estimator, slot=args.slot, **options)
+    db_path = args.db or default_db_path()
+    slurm_options = None
+    if args.executor == "slurm":
+        from job_scheduler.service.slurm_executor import SlurmJobOptions
+        for flag in ("slurm_batches", "slurm_bytes_per_batch"):
+            if getattr(args, flag) is not None and getattr(args, flag) < 1:
+                raise InputError(f"--{flag.replace('_', '-')}", "must be >= 1")
+        if args.slurm_compute_s is not None and not args.slurm_compute_s >= 0:
+            raise InputError("--slurm-compute-s", "must be >= 0")
+        slurm_options = SlurmJobOptions(
+            compute=args.slurm_compute, batches=args.slurm_batches,
+            compute_s=args.slurm_compute_s, bytes_per_batch=args.slurm_bytes_per_batch,
+            bw_scale=topology.emulation_bw_scale, profile=args.profile,
+            partition=args.slurm_partition)
+
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from job_scheduler.service.app import build_service, serve
+    if args.executor == "simulated":      # said at start: nothing real runs by default
+        print("sluice scheduler: executor simulated: jobs only pretend to run (no process is "
+              "started; each ends after its estimated C(n) * --time-factor seconds); "
+              "--executor local or slurm runs them", file=sys.stderr, flush=True)
+    service, server = build_service(
+        topology=topology, policy=policy, estimator=estimator, db_path=db_path,
+        executor=args.executor, time_factor=args.time_factor,
+        local_command=args.local_command, max_retries=args.max_retries,
+        controller_url=args.controller, token=token, listen=(host, port),
+        max_body=args.max_request_bytes, tls=tls, slurm_options=slurm_options)
+    return serve(service, server, args.slot, token_set=bool(token))
+
+
+# ---- clients --------------------------------------------------------------------------
+
+def _add_client_args(parser: argparse.ArgumentParser, token: bool) -> None:
+    parser.add_argument("--server", default=None,
+                        help=f"scheduler URL (default ${URL_ENV} or {DEFAULT_URL})")
+    if token:
+        parser.add_argument("--token", default=None, help=f"admin token (or env {TOKEN_ENV})")
+
+
+def _client(args: argparse.Namespace) -> SchedulerClient:
+    try:
+        return SchedulerClient.from_env(args.server, getattr(args, "token", None))
+    except ValueError as err:
+        raise InputError("--server", str(err))
+
+
+def _service_failure(command: str, err: Exception) -> int:
+    if isinstance(err, ServiceError):
+        if err.status == 401:
+            print(f"sluice {command}: error: the scheduler wants the admin token "
+                  f"(--token or {TOKEN_ENV})", file=sys.stderr)
+            return 1
+        print(f"sluice {command}: error: {err.body.get('error', err)}", file=sys.stderr)
+        return EXIT_BAD_INPUT if err.status in (400, 404, 409, 413) else 1
+    print(f"sluice {command}: error: {err}", file=sys.stderr)
+    return 1
+
+
+def configure_submit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, help="job description YAML")
+    _add_client_args(parser, token=True)
+    parser.add_argument("--cap-gpus", action="store_true",
+                        help="cap max_gpus at the point of diminishing returns (Liquid's "
+                             "resource estimator) before submitting; without it, only warn")
+    parser.add_argument("--retry-seconds", type=float, default=15.0,
+                        help="keep retrying (same idempotency key) while the service is "
+                        "unreachable (default 15)")
+
+
+def run_submit(args: argparse.Namespace) -> int:
+    from sluice_common.jobspec import load_jobs
+    from job_scheduler.core.gpu_advice import advise, capped_text
+    specs = load_jobs(args.file)              # InputError -> exit 2, nothing sent
+    text = args.file.read_text(encoding="utf-8")
+    advice = advise(specs)
+    for a in advice:
+        if a.beyond:
+            print(a.warning() + (" - capped" if args.cap_gpus else ""), file=sys.stderr)
+    if args.cap_gpus and any(a.beyond for a in advice):
+        text = capped_text(text, advice)
+    client = _client(args)
+    try:
+        result = client.submit(text, source=args.file.name, retry_seconds=args.retry_seconds)
+    except (ServiceError, Unreachable) as err:
+        return _service_failure("submit", err)
+    note = " (already submitted)" if result.get("duplicate") else ""
+    print(f"submission {result['submission']}{note}: queued {len(specs)} job(s): "
+          + ", ".join(f"{spec.name}={jid}" for spec, jid in zip(specs, result["jobs"])))
+    later = [s for s in result.get("schedule", []) if s.get("arrival")]
+    if later:      # the service honours `arrival`: seconds after this submission
+        print("arriving later: " + ", ".join(f"{s['name']} in {s['arrival']:g} s"
+                                             for s in later))
+    return 0
+
+
+def configure_jobs(parser: argparse.ArgumentParser) -> None:
+    _add_client_args(parser, token=False)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--state", default=None,
+                        choices=("queued", "running", "finished", "failed", "cancelled"))
+
+
+def _placement_text(placement: dict | None) -> str:
+    if not placement:
+        return "-"
+    gpus = ",".join(f"{h}:{n}" for h, n in sorted(placement.get("gpus_by_host", {}).items()))
+    return f"{gpus} ps={','.join(placement.get('ps_hosts', []))}"
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    try:
+        jobs = _client(args).jobs(args.state)
+    except (ServiceError, Unreachable) as err:
+        return _service_failure("jobs", err)
+    if args.json:
+        print(json.dumps(jobs, indent=2, sort_keys=True))
+        return 0
+    print(f"{'ID':>5}  {'NAME':<20} {'STATE':<10} {'GPUS':>4}  PLACEMENT / REASON")
+    now = time.time()
+    for j in jobs:
+        extra = _placement_text(j["placement"])
+        if j.get("slurm_job_id") is not None:
+            extra += f" slurm={j['slurm_job_id']}"
+        not_before = j.get("not_before")
+        if j["state"] == "queued" and not_before is not None and not_before > now:
+            # its arrival lies ahead: the scheduler does not consider it before then
+            extra = (f"arrives {time.strftime('%H:%M:%S', time.localtime(not_before))} "
+                     f"(in {not_before - now:.0f} s)")
+        if j.get("reason"):
+            extra += f"  ({j['reason']})"
+        gpus = "-" if j["gpus"] is None else j["gpus"]
+        print(f"{j['id']:>5}  {j['name'][:20]:<20} {j['state']:<10} {gpus:>4}  {extra}")
+    return 0
+
+
+def configure_cancel(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", type=int, help="job id (see `sluice jobs`)")
+    _add_client_args(parser, token=True)
+
+
+def run_cancel(args: argparse.Namespace) -> int:
+    try:
+        job = _client(args).cancel(args.id)
+    except (ServiceError, Unreachable) as err:
+        return _service_failure("cancel", err)
+    print(f"job {job['id']} ({job['name']}) cancelled")
+    return 0

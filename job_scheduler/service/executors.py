@@ -1,0 +1,258 @@
+"""Executors: how the scheduler service runs a job, and how it finds out what became of it.
+
+Both executors are restart-safe: everything ``poll`` needs is in the job's store record
+(wall-clock start/end times, pid + process start time, a run directory with an
+exit-status file), never in this process's memory. So a service restarted after
+``kill -9`` polls its predecessor's jobs exactly as it polls its own.
+
+Starting is two-phase so that a crash cannot make a job run twice or be forgotten:
+``plan`` returns the fields recorded (state 'running') BEFORE anything is launched, and
+``launch`` then starts it and returns the fields recorded after (the pid).
+
+- ``SimulatedExecutor``: the job "runs" for its estimated C(n) seconds times a time
+  factor; it finishes at ``expected_end``, whoever is watching then.
+- ``LocalExecutor``: a real process group (``start_new_session``) under ``/bin/sh`` that
+  writes ``exit_status`` into the run directory when the job's command ends; it outlives
+  the service. A job whose process group is gone without an exit status was killed.
+  The command is ``sluice train`` (the PS runtime) unless ``--local-command`` says
+  otherwise; the launcher exits non-zero when any of its processes (a worker) dies.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+from sluice_common.jobspec import JobSpec
+from job_scheduler.core.decisions import StartDecision
+from job_scheduler.service.store import JobRecord
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: str                 # 'finished' or 'failed'
+    finished_at: float
+    exit_code: int | None = None
+    reason: str | None = None
+    # The job's process never started (the service died between recording the start
+    # and launching): the service re-queues it without counting an attempt.
+    never_started: bool = False
+
+
+# ---- simulated -------------------------------------------------------------------------
+
+DurationFn = Callable[[JobSpec, StartDecision], float]
+
+
+class SimulatedExecutor:
+    kind = "simulated"
+
+    def __init__(self, duration_fn: DurationFn, time_factor: float = 1.0):
+        self.duration_fn = duration_fn
+        self.time_factor = time_factor
+
+    def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict:
+        seconds = max(0.0, float(self.duration_fn(job.spec, decision))) * self.time_factor
+        return {"executor": self.kind, "started_at": now, "expected_end": now + seconds}
+
+    def launch(self, job: JobRecord, env: Mapping[str, str] | None = None) -> dict:
+        return {}
+
+    def poll(self, job: JobRecord, now: float) -> Outcome | None:
+        if job.expected_end is None:
+            return Outcome("failed", now, None, "simulated job has no recorded end time")
+        if now >= job.expected_end:
+            return Outcome("finished", job.expected_end, 0, None)
+        return None
+
+    def learned(self, job: JobRecord) -> dict:
+        return {}        # everything poll needs is recorded at launch
+
+    def stop(self, job: JobRecord) -> None:
+        pass
+
+
+# ---- local processes -------------------------------------------------------------------
+
+def process_start_time(pid: int) -> str | None:
+    """Field 22 of /proc/<pid>/stat (start time in clock ticks), or None when the pid
+    does not exist or is a zombie. Together with the pid it names one process for good:
+    a reused pid has a different start time."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()   # after "pid (comm) "
+    if fields[0] == "Z":
+        return None
+    return fields[19]
+
+
+CommandFn = Callable[[JobRecord, StartDecision, Path], str]
+# The scheduler's and the controller's admin tokens: removed from every job's environment
+# (a job gets only its own progress token, SLUICE_CONTROLLER_JOB_TOKEN).
+ADMIN_TOKEN_ENVS = ("SLUICE_SCHEDULER_TOKEN", "SLUICE_CONTROLLER_TOKEN", "SLUICE_ADMIN_TOKEN")
+
+
+def template_command(template: str) -> CommandFn:
+    """A shell command from ``--local-command``: {job_id} {name} {gpus} {workers} {ps_hosts}
+    {model} {batch_size} {epochs} {dataset_size} {run_dir} are substituted, quoted."""
+
+    def build(job: JobRecord, decision: StartDecision, run_dir: Path) -> str:
+        values = {
+            "job_id": job.id, "name": job.name, "gpus": decision.gpus,
+            "workers": ",".join(decision.worker_hosts), "ps_hosts": ",".join(decision.ps_hosts),
+            "model": job.spec.model, "batch_size": job.spec.batch_size,
+            "epochs": job.spec.epochs, "dataset_size": job.spec.dataset_size, "run_dir": run_dir,
+        }
+        return template.format(**{k: shlex.quote(str(v)) for k, v in values.items()})
+
+    return build
+
+
+def train_command(job: JobRecord, decision: StartDecision, run_dir: Path) -> str:
+    """The default local job: ``sluice train`` (``ps_runtime``: MXNet ps-lite processes on
+    this machine, one worker per granted GPU). The controller URL and the per-job
+    progress token come from the environment the service gives the job, so the token
+    is never written to the run directory."""
+    from sluice_common.jobspec import job_to_dict
+    import yaml
+
+    (run_dir / "job.yaml").write_text(yaml.safe_dump({"jobs": [job_to_dict(job.spec)]}))
+    argv = [sys.executable, "-m", "sluice", "train", str(run_dir / "job.yaml"),
+            "--job", job.name, "--workers", str(decision.gpus),
+            "--servers", str(len(decision.ps_hosts)), "--out", str(run_dir / "ps"), "--quiet"]
+    return (" ".join(shlex.quote(a) for a in argv)
+            # --opt=value: a token may start with '-' (token_urlsafe)
+            + ' ${SLUICE_CONTROLLER_URL:+"--controller=$SLUICE_CONTROLLER_URL"}'
+            + ' ${SLUICE_CONTROLLER_JOB_TOKEN:+"--token=$SLUICE_CONTROLLER_JOB_TOKEN"}')
+
+
+class LocalExecutor:
+    kind = "local"
+    EXIT_FILE = "exit_status"
+    PID_FILE = "pid"
+
+    def __init__(self, run_root: str | Path, command_fn: CommandFn | None = None,
+                 stop_grace: float = 3.0):
+        self.run_root = Path(run_root)
+        self.command_fn = command_fn or train_command
+        self.stop_grace = stop_grace
+        self._children: dict[int, subprocess.Popen] = {}   # ours: reap them (no zombies)
+        self._pending: dict[int, StartDecision] = {}
+
+    def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict:
+        run_dir = self.run_root / f"job-{job.id}-attempt-{job.attempts + 1}"
+        self._pending[job.id] = decision
+        return {"executor": self.kind, "started_at": now, "run_dir": str(run_dir)}
+
+    def launch(self, job: JobRecord, extra_env: Mapping[str, str] | None = None) -> dict:
+        decision = self._pending.pop(job.id)
+        run_dir = Path(job.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        command = self.command_fn(job, decision, run_dir)
+        (run_dir / "command").write_text(command + "\n")
+        # The wrapper records its own pid first (so a service that dies right after
+        # Popen still finds the job) and the command's exit status last, atomically.
+        wrapper = (f"echo $$ > {self.PID_FILE}\n( {command}\n)\n"
+                   f"echo $? > {self.EXIT_FILE}.tmp && mv {self.EXIT_FILE}.tmp {self.EXIT_FILE}\n")
+        env = dict(os.environ,
+                   SLUICE_JOB_ID=str(job.id), SLUICE_JOB_NAME=job.name,
+                   SLUICE_GPUS=str(decision.gpus),
+                   SLUICE_WORKER_HOSTS=",".join(decision.worker_hosts),
+                   SLUICE_PS_HOSTS=",".join(decision.ps_hosts),
+                   SLUICE_RUN_DIR=str(run_dir), SLUICE_PYTHON=sys.executable,
+                   **(extra_env or {}))
+        for admin_token in ADMIN_TOKEN_ENVS:       # jobs never see an admin token
+            env.pop(admin_token, None)
+        with open(run_dir / "output.log", "ab") as log:
+            proc = subprocess.Popen(["/bin/sh", "-c", wrapper], cwd=run_dir, env=env,
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    start_new_session=True)
+        self._children[job.id] = proc
+        return {"pid": proc.pid, "pid_start": process_start_time(proc.pid)}
+
+    def _pid_of(self, job: JobRecord) -> tuple[int | None, str | None]:
+        if job.pid is not None:
+            return job.pid, job.pid_start
+        try:   # the service died between Popen and recording the pid
+            pid = int((Path(job.run_dir) / self.PID_FILE).read_text())
+        except (OSError, ValueError, TypeError):
+            return None, None
+        return pid, None
+
+    def _alive(self, pid: int | None, start: str | None) -> bool:
+        if pid is None:
+            return False
+        now_start = process_start_time(pid)
+        return now_start is not None and (start is None or now_start == start)
+
+    def poll(self, job: JobRecord, now: float) -> Outcome | None:
+        child = self._children.get(job.id)
+        if child is not None and child.poll() is not None:
+            self._children.pop(job.id, None)
+        status_file = Path(job.run_dir or "/nonexistent") / self.EXIT_FILE
+        pid, start = self._pid_of(job)
+        if status_file.exists():
+            try:
+                code = int(status_file.read_text().strip())
+            except ValueError:      # unreadable: the job did not end cleanly
+                code = -1
+            finished_at = status_file.stat().st_mtime
+            self._kill_group(pid, start, signal.SIGKILL)   # leftovers of the job, if any
+            if code == 0:
+                return Outcome("finished", finished_at, 0, None)
+            return Outcome("failed", finished_at, code, _exit_reason(code))
+        if self._alive(pid, start):
+            return None
+        if pid is None:
+            if job.started_at is not None and now - job.started_at < 5.0:
+                return None    # just launched, the wrapper has not written its pid yet
+            return Outcome("failed", now, None, "never launched (service stopped while "
+                           "starting it)", never_started=True)
+        return Outcome("failed", now, None,
+                       "job process vanished without an exit status (killed, or host reboot)")
+
+    def learned(self, job: JobRecord) -> dict:
+        return {}        # everything poll needs is recorded at launch
+
+    def stop(self, job: JobRecord) -> None:
+        pid, start = self._pid_of(job)
+        if not self._alive(pid, start):
+            return
+        self._kill_group(pid, start, signal.SIGTERM)
+        deadline = time.monotonic() + self.stop_grace
+        while time.monotonic() < deadline and self._alive(pid, start):
+            child = self._children.get(job.id)
+            if child is not None:
+                child.poll()
+            time.sleep(0.05)
+        self._kill_group(pid, start, signal.SIGKILL)
+        child = self._children.pop(job.id, None)
+        if child is not None:
+            child.wait(timeout=5)
+
+    def _kill_group(self, pid: int | None, start: str | None, sig: int) -> None:
+        # Only signal a group whose leader is still the process we started.
+        if pid is None or (start is not None and process_start_time(pid) not in (None, start)):
+            return
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _exit_reason(code: int) -> str:
+    if code > 128:
+        try:
+            return f"job process killed by {signal.Signals(code - 128).name} (exit {code})"
+        except ValueError:
+            pass
+    return f"job process exited with status {code}"

@@ -1,0 +1,113 @@
+"""The scheduling-policy seam of the scheduler service ("policy step").
+
+Once per slot the service hands the policy step a ``ClusterState`` (free GPUs per host);
+the step answers which queued jobs start now, on how many GPUs, where. The service owns
+everything durable (store, executors, GPU release); a policy only decides. The policies
+are the simulator's own (``job_scheduler.core.policies``), driven by the simulator's loop body
+(``decisions.decide_slot``) on a ``LiveView``, so the service decides exactly as the
+simulator that evaluated the policy (``Simulator(bandwidth="idle")``: C(n) on an
+otherwise idle fabric; tests/test_loop_contract.py). The preemptive ones (``las``,
+``sluice``) are refused: the service does not suspend running jobs. After a restart
+every queued job is shown to the policy as a new arrival, so the Lyapunov Q is rebuilt
+from the queue while Z restarts at 0 (a decision heuristic, not acknowledged data).
+"""
+
+from __future__ import annotations
+
+from job_scheduler.core import policies as sim_policies
+from job_scheduler.core.decisions import QueuedJob, StartDecision, decide_slot
+from job_scheduler.core.estimator import Estimator
+from job_scheduler.core.live_view import LiveView
+from job_scheduler.core.placement import ClusterState
+from sluice_common.errors import InputError
+from topologies import Topology
+
+# the registry's policies less the preemptive ones (las, sluice): the service does not
+# suspend running jobs
+SERVICE_POLICIES = sim_policies.NON_PREEMPTIVE
+
+
+class PolicyStep:
+    """The service's policy seam: a ``job_scheduler.core.policies`` policy object, shown one
+    slot of the service at a time as the simulator shows it its slots.
+
+    C(n) is priced on the idle fabric of ``topology``; ``slot`` is the service's slot
+    in seconds. The scheduler service keeps the queue here, incrementally: ``add`` when
+    a job is queued, ``remove`` when it leaves without being started (cancelled),
+    ``decide`` once per slot on ``state``, a scratch copy of the cluster's free GPUs (the
+    service re-derives the real state from its store): O(jobs started)."""
+
+    def __init__(self, name: str, topology: Topology, estimator: Estimator, *,
+                 slot: float = 1.0, **options):
+        self.name = name
+        self.slot = float(slot)
+        try:
+            self.policy = sim_policies.make_policy(name, **options)
+        except ValueError as err:
+            raise InputError("--policy", f"{name}: {err}")
+        # the "idle" bandwidth model: C(n) on the topology itself
+        self._view = LiveView(topology, estimator, self.slot)
+        self._arrived: list[int] = []     # added since the last slot: told on_arrival
+
+    def add(self, q: QueuedJob, *, in_id_order: bool = False) -> None:
+        """``q`` entered the queue (submitted, re-queued, or not started after all), at
+        the tail; ``in_id_order``: at its place by id (FIFO by first submission: a
+        retried job goes back to the head). Only that costs O(queue), and only when
+        the job is older than the tail."""
+        view = self._view
+        if q.id in view.waiting:
+            return
+        tail = next(reversed(view.waiting), None)
+        view.add(q.id, q.spec)
+        if in_id_order and tail is not None and q.id < tail:
+            view.waiting = dict.fromkeys(sorted(view.waiting))
+        self._arrived.append(q.id)
+
+    def remove(self, job_id: int) -> None:
+        """``job_id`` left the queue without being started (cancelled): a policy that
+        counted its work (Lyapunov's Q) takes it out (``on_leave``)."""
+        view = self._view
+        was_waiting = view.waiting.pop(job_id, 0) is None
+        if job_id in self._arrived:        # never told: nothing of it was counted
+            self._arrived.remove(job_id)
+        elif was_waiting and job_id in view.models:
+            self.policy.on_leave(view, job_id)
+        self._forget(job_id)
+
+    def _forget(self, job_id: int) -> None:
+        view = self._view
+        view.jobs.pop(job_id, None)
+        view.models.pop(job_id, None)
+        view.running.pop(job_id, None)      # the service shows a policy no running job
+        self.policy.forget(job_id)
+
+    def decide(self, state: ClusterState, now: float) -> list[StartDecision]:
+        """One slot: which queued jobs start now, where."""
+        view = self._view
+        view.state, view.now, view.decisions = state, now, 0
+        arrived, self._arrived = self._arrived, []
+        for j in arrived:
+            if j in view.waiting:
+                self.policy.on_arrival(view, j)
+        if not view.waiting:
+            self.policy.idle(view, 1)
+            return []
+        out = []
+        for d in decide_slot(view, self.policy).starts:
+            bw = view.live_bandwidth(d.placement)
+            out.append(StartDecision(d.job_id, d.placement, notes={
+                "C_n": round(view.models[d.job_id].C(d.gpus, bw), 3)}))
+            self._forget(d.job_id)
+        return out
+
+
+def make_policy_step(name: str, topology: Topology, estimator: Estimator, **options) -> PolicyStep:
+    """The service's policy step for a policy of the registry (``policies.POLICY_NAMES``
+    less the preemptive ones); ``options`` go to ``policies.make_policy`` but ``slot``."""
+    if name not in SERVICE_POLICIES:
+        entry = sim_policies.REGISTRY.get(name)
+        why = (f" ({name} preempts running jobs; the service does not)"
+               if entry is not None and entry.preemptive else "")
+        raise InputError("--policy", f"unknown policy {name!r}{why} "
+                         f"(known: {', '.join(SERVICE_POLICIES)})")
+    return PolicyStep(name, topology, estimator, **options)

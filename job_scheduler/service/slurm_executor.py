@@ -1,0 +1,495 @@
+"""``--executor slurm``: every job the policy starts is ONE Slurm job on the decided hosts.
+
+Submission: a heterogeneous ``sbatch`` job with one component per host of the decision
+(``--nodelist=<host> --gres=gpu:<k>``, k = the workers the decision put there; the first
+PS host's component first, since the batch script and the ps-lite scheduler run there).
+Slurm 22.05 excludes each component's nodes from the other components, so one component
+per distinct host is the only shape that works (measured: a node named in two components
+is rejected with "Invalid node name specified"). The batch script runs
+``python -m ps_runtime.slurm_job RUN_DIR/plan.json``: the PS launcher of ``sluice train``
+with every process an ``srun --het-group`` step on its host (see that module). The job's
+environment (sbatch's --export=ALL) carries the controller URL and the job's progress
+token, never an admin token; nothing secret is written to the run directory.
+
+Two-phase and restart-safe like :class:`~job_scheduler.service.executors.LocalExecutor`:
+``plan`` returns the run directory, which also names the Slurm job
+(``sluice-<store tag>-job-<id>-attempt-<n>``), recorded before anything is submitted; ``launch`` submits and returns the Slurm job id,
+recorded right after. A service killed in between finds its job again by that name
+(``squeue --name``) or by ``RUN_DIR/batch.started`` (written by the batch script with
+Slurm's job id); only when neither exists after a grace period is the job re-queued
+(never started twice). State comes from Slurm (``squeue -t all``, then ``scontrol show
+job`` for the exit code and reason), never from srun's exit code; a job Slurm no longer
+remembers (``MinJobAge``) is judged by the exit status the batch script wrote.
+``--no-requeue``: Slurm does not requeue a job by itself; the service's ``--max-retries``
+does (a new attempt, a new decision, on nodes that are up).
+
+Capacity (:meth:`SlurmExecutor.capacity`): before each decision the GPUs Slurm says are
+allocated on each node, less those of sluice's own jobs Slurm is running, are taken
+away, and a node that is down, drained, failed, not responding or unknown to Slurm has
+no free GPU at all: jobs started outside sluice are seen, their GPUs never double-booked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shlex
+import sys
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from job_scheduler.service.executors import ADMIN_TOKEN_ENVS, Outcome
+from job_scheduler.core.placement import ClusterState, Placement
+from job_scheduler.core.decisions import StartDecision
+from job_scheduler.service.store import JobRecord
+from slurm_client import (Component, JobInfo, NodeInfo, SlurmClient, SlurmError,
+                          SlurmUnavailable, Submission, job_outcome)
+from sluice_common.errors import InputError
+from sluice_common.jobspec import job_to_dict
+from topologies import Topology
+
+log = logging.getLogger("sluice.scheduler.slurm")
+
+NAME_PREFIX = "sluice-"
+EXIT_FILE = "exit_status"            # ps_runtime.slurm_job writes these
+STARTED_FILE = "batch.started"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DUPLICATE_JOBID = "Duplicate jobid"  # slurmd's drain reason after a job ran twice
+
+
+def slurm_job_name(job: JobRecord, tag: str = "") -> str:
+    """``sluice-<tag>-<run dir>`` (``sluice-1a2b3c4d-job-7-attempt-1``): one name per
+    submission. ``tag`` names the job store (two stores, or a store made afresh, number
+    their jobs from 1 again, and Slurm remembers jobs for MinJobAge: a name must never
+    mean another store's job); the run directory is recorded before the submission."""
+    return f"{NAME_PREFIX}{tag + '-' if tag else ''}{Path(job.run_dir).name}"
+
+
+def store_tag(db_path: str | Path) -> str:
+    """A short stable name of a job store (its absolute path)."""
+    return f"{zlib.crc32(str(Path(db_path).resolve()).encode()):08x}"
+
+
+# ---- pure pieces -----------------------------------------------------------------------
+
+def components(decision_ps: Sequence[str], decision_workers: Sequence[str]
+               ) -> list[Component]:
+    """One heterogeneous-job component per distinct host: the first PS host first, then
+    the other hosts in the order the decision names them; GPUs = the workers there."""
+    order: list[str] = []
+    for h in [*decision_ps[:1], *decision_workers, *decision_ps[1:]]:
+        if h not in order:
+            order.append(h)
+    gpus = {h: 0 for h in order}
+    for h in decision_workers:
+        gpus[h] += 1
+    return [Component(h, gpus[h]) for h in order]
+
+
+def foreign_gpus(nodes: Mapping[str, NodeInfo], own_running: Mapping[str, int]
+                 ) -> dict[str, int]:
+    """GPUs that Slurm says are allocated on each node and that are not sluice's own
+    running jobs' (another user's job, or one started outside sluice)."""
+    return {name: max(0, n.gpus_used - own_running.get(name, 0)) for name, n in nodes.items()}
+
+
+def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
+                   own_running: Mapping[str, int]) -> dict[str, str]:
+    """Take from ``state`` (already less sluice's recorded jobs) every GPU sluice may not
+    use: all of a node Slurm does not know or that takes no work, and the GPUs other
+    jobs hold. Returns {host: why} for the hosts it took something from."""
+    foreign = foreign_gpus(nodes, own_running)
+    why: dict[str, str] = {}
+    for host in state.names:
+        free = state.free[state.index[host]]
+        node = nodes.get(host)
+        if node is None:
+            take, reason = free, "not a Slurm node"
+        elif not node.usable:
+            take, reason = free, f"Slurm state {node.state_text}" + (
+                f" ({node.reason})" if node.reason else "")
+        else:
+            # Slurm may know fewer GPUs than the topology: never more than it has.
+            missing = max(0, state.capacity[state.index[host]] - node.gpus)
+            take = min(free, max(foreign.get(host, 0), 0) + missing)
+            reason = f"{foreign.get(host, 0)} GPU(s) held by other Slurm jobs"
+        if take > 0:
+            state.allocate(Placement(f"slurm:{host}", (), (host,) * take))
+            why[host] = reason
+        elif node is not None and not node.usable:
+            why[host] = reason
+    return why
+
+
+def check_topology(topology: Topology, nodes: Sequence[NodeInfo]) -> list[str]:
+    """Problems of ``topology`` against Slurm's nodes: a host Slurm does not know, an
+    address other than the node's NodeAddr, more GPUs than Slurm configures."""
+    by_name = {n.name: n for n in nodes}
+    problems = []
+    unknown = [h.name for h in topology.hosts if h.name not in by_name]
+    if unknown:
+        problems.append(f"host(s) not known to Slurm: {', '.join(unknown)} (Slurm's nodes: "
+                        f"{', '.join(sorted(by_name)) or 'none'})")
+    for h in topology.hosts:
+        n = by_name.get(h.name)
+        if n is None:
+            continue
+        if n.address != h.ip:
+            problems.append(f"host {h.name}: ip {h.ip} but Slurm's NodeAddr is {n.address}")
+        if h.gpus > n.gpus:
+            problems.append(f"host {h.name}: {h.gpus} GPUs but Slurm configures {n.gpus}")
+    return problems
+
+
+@dataclass(frozen=True)
+class SlurmJobOptions:
+    """How the jobs' processes train (the job file says what; this says how)."""
+    compute: str = "auto"                 # ps_runtime.compute: torch, emulated, auto
+    batches: int | None = None            # per worker; None: dataset*epochs/(batch*workers)
+    compute_s: float | None = None        # emulated: seconds per batch
+    bytes_per_batch: int | None = None    # emulated: wire bytes per batch
+    bw_scale: float = 1.0                 # emulated: the fabric's emulation.bw_scale
+    profile: str | None = None
+    partition: str | None = None
+    timeout: float = 3600.0
+
+
+class ProgressRelay:
+    """Relays a running job's progress (the last batch each worker logged in the shared
+    run directory) to the controller from the scheduler's host, with the job's token.
+
+    The workers report themselves when the controller's URL is reachable from the
+    nodes; where it is not (a controller API on the scheduler's loopback, as on the
+    emulated fabric) this keeps the controller's progress ranking fed. Latest batch
+    wins at the controller, so reports from both are harmless. In memory only (the
+    token is never stored): after a restart of the service the workers' own reports
+    remain."""
+
+    def __init__(self, url: str, token: str, job_id: str, run_dir: Path, workers: int):
+        from controller.client import ControllerClient
+        from ps_runtime.launcher import LineFollower
+
+        self.client = ControllerClient(url, None, timeout=1.0)
+        self.token = token
+        self.job_id = job_id
+        self.followers = {j: LineFollower(run_dir / "ps" / f"worker{j}.log")
+                          for j in range(workers)}
+        self.sent: dict[int, int] = {}
+        self.failed_once = False
+
+    def step(self) -> int:
+        from ps_runtime.launcher import parse_batches
+        from ps_runtime.plan import worker_id
+
+        sent = 0
+        for j, follower in self.followers.items():
+            batches = [r.batch for r in parse_batches(follower.new_lines())]
+            if batches and batches[-1] != self.sent.get(j):
+                try:
+                    self.client.progress(self.job_id, worker_id(j), batches[-1], self.token)
+                    self.sent[j] = batches[-1]
+                    sent += 1
+                except Exception as err:      # the controller being down stops nothing
+                    if not self.failed_once:
+                        log.warning("progress relay for %s: %s", self.job_id, err)
+                        self.failed_once = True
+        return sent
+
+
+# ---- the executor ----------------------------------------------------------------------
+
+class SlurmExecutor:
+    kind = "slurm"
+
+    def __init__(self, client: SlurmClient, topology: Topology, run_root: str | Path,
+                 options: SlurmJobOptions = SlurmJobOptions(), *, python: str = sys.executable,
+                 launch_grace: float = 15.0, resume_duplicate_drains: bool = True,
+                 tag: str = "", lost_grace: float = 30.0):
+        self.client = client
+        self.topology = topology
+        self.run_root = Path(run_root)
+        self.options = options
+        self.python = python
+        self.launch_grace = launch_grace
+        self.resume_duplicate_drains = resume_duplicate_drains
+        self.tag = tag
+        self._pending: dict[int, StartDecision] = {}
+        self._ids: dict[int, int] = {}            # sluice job id -> Slurm id (adopted)
+        self._seen: dict[int, list[JobInfo]] = {}   # Slurm id -> its parts, last poll
+        self._warned_unavailable = 0.0
+        self._unknown_since: dict[int, float] = {}   # sluice job id -> first seen unknown
+        self._relays: dict[int, ProgressRelay] = {}
+        self.lost_grace = lost_grace
+        self.last_capacity: dict[str, str] = {}
+
+    # ---- start-up ----------------------------------------------------------------------
+    def check(self) -> list[NodeInfo]:
+        """At service start: Slurm answers, and knows every host of the topology at its
+        address. SlurmUnavailable / InputError (exit 2) otherwise."""
+        self.client.ping()
+        nodes = self.client.nodes()
+        problems = check_topology(self.topology, nodes)
+        if problems:
+            raise InputError(self.topology.source, "; ".join(problems), field="hosts")
+        return nodes
+
+    # ---- start -------------------------------------------------------------------------
+    def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict:
+        attempt = job.attempts + 1
+        run_dir = self.run_root / f"job-{job.id}-attempt-{attempt}"
+        k = 1
+        while run_dir.exists():    # a start Slurm lost does not count as an attempt
+            k += 1
+            run_dir = self.run_root / f"job-{job.id}-attempt-{attempt}.{k}"
+        self._pending[job.id] = decision
+        return {"executor": self.kind, "started_at": now, "run_dir": str(run_dir)}
+
+    def _batches(self, job: JobRecord, workers: int) -> int:
+        if self.options.batches:
+            return self.options.batches
+        s = job.spec
+        return max(1, math.ceil(s.dataset_size * s.epochs / (s.batch_size * workers)))
+
+    def launch(self, job: JobRecord, extra_env: Mapping[str, str] | None = None) -> dict:
+        import yaml
+
+        decision = self._pending.pop(job.id)
+        run_dir = Path(job.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        hosts = self.topology.host_by_name
+        parts = components(decision.ps_hosts, decision.worker_hosts)
+        o = self.options
+        plan = {
+            "run_dir": str(run_dir), "job": job.name,
+            "job_yaml": yaml.safe_dump({"jobs": [job_to_dict(job.spec)]}),
+            "servers": [[h, hosts[h].ip] for h in decision.ps_hosts],
+            "workers": [[h, hosts[h].ip] for h in decision.worker_hosts],
+            "groups": {c.node: k for k, c in enumerate(parts)},
+            "batches": self._batches(job, len(decision.worker_hosts)),
+            "compute": o.compute, "compute_s": o.compute_s,
+            "bytes_per_batch": o.bytes_per_batch, "bw_scale": o.bw_scale,
+            "profile": o.profile, "timeout": o.timeout,
+            "decided_hosts": sorted({*decision.ps_hosts, *decision.worker_hosts}),
+        }
+        (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
+        script = run_dir / "job.sh"
+        script.write_text("#!/bin/sh\n# sluice job %d (%s), attempt %d: one component per host\n"
+                          "cd %s\nexec %s -m ps_runtime.slurm_job %s\n"
+                          % (job.id, job.name, job.attempts, shlex.quote(str(REPO_ROOT)),
+                             shlex.quote(self.python), shlex.quote(str(run_dir / "plan.json"))))
+        script.chmod(0o755)
+        env = dict(SLUICE_JOB_ID=str(job.id), SLUICE_JOB_NAME=job.name,
+                   SLUICE_RUN_DIR=str(run_dir),
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT),
+                                                            os.environ.get("PYTHONPATH")])),
+                   **(extra_env or {}))
+        sub = Submission(name=slurm_job_name(job, tag=self.tag), components=tuple(parts),
+                         script=str(script), output=str(run_dir / "slurm-%j.out"),
+                         partition=o.partition)
+        # an sbatch rejection raises SlurmCommandError with Slurm's words: the service
+        # marks the job failed with them ("launch failed: ...")
+        slurm_id = self.client.submit(sub, env=env, unset=ADMIN_TOKEN_ENVS)
+        self._ids[job.id] = slurm_id
+        env_in = extra_env or {}
+        if env_in.get("SLUICE_CONTROLLER_URL") and env_in.get("SLUICE_CONTROLLER_JOB_TOKEN"):
+            from job_scheduler.service.controller_link import controller_job_id
+
+            self._relays[job.id] = ProgressRelay(
+                env_in["SLUICE_CONTROLLER_URL"], env_in["SLUICE_CONTROLLER_JOB_TOKEN"],
+                controller_job_id(job), run_dir, len(decision.worker_hosts))
+        log.info("job %d (%s): Slurm job %d on %s", job.id, job.name, slurm_id,
+                 ", ".join(f"{c.node}:{c.gpus}" for c in parts))
+        return {"slurm_job_id": slurm_id}
+
+    # ---- poll --------------------------------------------------------------------------
+    def _slurm_id(self, job: JobRecord) -> int | None:
+        if job.slurm_job_id is not None:
+            return job.slurm_job_id
+        if job.id in self._ids:
+            return self._ids[job.id]
+        started = _read_json(Path(job.run_dir or "/nonexistent") / STARTED_FILE)
+        if started and str(started.get("slurm_job_id") or "").isdigit():
+            self._ids[job.id] = int(started["slurm_job_id"])
+            return self._ids[job.id]
+        # The service died between sbatch and recording the id: find it by name.
+        name = slurm_job_name(job, tag=self.tag)
+        found = sorted({p.leader for p in self.client.jobs(name=name)})
+        if found:
+            if len(found) > 1:
+                log.error("job %d: %d Slurm jobs named %s: %s; following the first, "
+                          "cancelling the others", job.id, len(found), name, found)
+                for extra in found[1:]:
+                    self.client.cancel(extra)
+            self._ids[job.id] = found[0]
+            log.warning("job %d: adopted Slurm job %d by its name %s", job.id, found[0], name)
+            return found[0]
+        return None
+
+    def poll(self, job: JobRecord, now: float) -> Outcome | None:
+        relay = self._relays.get(job.id)
+        if relay is not None:
+            relay.step()
+        try:
+            outcome = self._poll(job, now)
+            if outcome is not None:
+                self._relays.pop(job.id, None)
+            return outcome
+        except SlurmUnavailable as err:
+            if now - self._warned_unavailable > 30:
+                log.warning("Slurm unreachable (%s): job %d taken as still running", err, job.id)
+                self._warned_unavailable = now
+            return None
+
+    def _poll(self, job: JobRecord, now: float) -> Outcome | None:
+        run_dir = Path(job.run_dir or "/nonexistent")
+        slurm_id = self._slurm_id(job)
+        if slurm_id is None:
+            if job.started_at is not None and now - job.started_at < self.launch_grace:
+                return None     # sbatch may still be on its way
+            return Outcome("failed", now, None, "never submitted to Slurm (service stopped "
+                           "while submitting)", never_started=True)
+        parts = [p for p in self.client.jobs([slurm_id]) if p.leader == slurm_id]
+        self._seen[slurm_id] = parts
+        code = _read_exit(run_dir)
+        if code == 0:
+            # The batch script saw every worker do its last batch. (Slurm may disagree
+            # only after a slurmctld restart that re-ran the job: "Duplicate jobid".)
+            if parts and job_outcome(parts)[0] in ("active", "failing"):
+                if any(p.state == "PENDING" for p in parts):
+                    self._cancel(slurm_id)     # a re-run of a job that already ended
+                return None                # let Slurm finish its own bookkeeping first
+            self._unknown_since.pop(job.id, None)
+            return Outcome("finished", _mtime(run_dir / EXIT_FILE, now), 0, None)
+        if not parts:
+            # Slurm does not know the job: purged after MinJobAge, or lost by a slurmctld
+            # killed before it saved the job (its srun steps then fail: "Unable to confirm
+            # allocation ... Invalid job id"). Its processes may still run (slurmd kills
+            # orphans when it re-registers): give the batch script time to say how it
+            # ended; then the job goes back to the queue (Slurm's loss, not the job's).
+            first = self._unknown_since.setdefault(job.id, now)
+            if code is None and now - first < self.lost_grace:
+                return None
+            self._unknown_since.pop(job.id, None)
+            ended = "" if code is None else f"; {_error_text(run_dir, code)}"
+            return Outcome("failed", now, code, f"Slurm job {slurm_id} was lost by Slurm "
+                           f"(unknown to slurmctld){ended}: re-queued", never_started=True)
+        self._unknown_since.pop(job.id, None)
+        verdict, words = job_outcome(parts)
+        if verdict == "active":
+            return None
+        if verdict == "failing":          # a part failed, others still winding down
+            self._cancel(slurm_id)
+            return None
+        detail = self._details(slurm_id)
+        if verdict == "completed" and code is None:
+            if not (run_dir / STARTED_FILE).exists():
+                return Outcome("failed", now, None, f"Slurm job {slurm_id} COMPLETED but "
+                               "its batch script never ran")
+            return None                    # the batch script is writing its result
+        reason = f"Slurm job {slurm_id} {detail or words}"
+        if code not in (None, 0) or (run_dir / "error").exists():
+            reason += f"; {_error_text(run_dir, code)}"
+        return Outcome("failed", now, code, reason)
+
+    def _details(self, slurm_id: int) -> str:
+        try:
+            parts = self.client.job(slurm_id)
+        except SlurmError:
+            return ""
+        return job_outcome(parts)[1] if parts else ""
+
+    def _cancel(self, slurm_id: int) -> None:
+        try:
+            self.client.cancel(slurm_id)
+        except SlurmError as err:
+            log.warning("scancel %d: %s", slurm_id, err)
+
+    def learned(self, job: JobRecord) -> dict:
+        """The Slurm job id ``_slurm_id`` found (batch.started, or by name) for a job
+        whose record has none: the service was killed between sbatch and recording it."""
+        if job.slurm_job_id is None and job.id in self._ids:
+            return {"slurm_job_id": self._ids[job.id]}
+        return {}
+
+    def stop(self, job: JobRecord) -> None:
+        slurm_id = self._slurm_id(job)
+        if slurm_id is not None:
+            self.client.cancel(slurm_id)
+
+    # ---- capacity ----------------------------------------------------------------------
+    def own_running(self, running: Sequence[JobRecord]) -> dict[str, int]:
+        """GPUs per node of sluice's jobs that Slurm was running at their last poll."""
+        out: dict[str, int] = {}
+        for job in running:
+            if job.executor != self.kind:
+                continue
+            parts = self._seen.get(job.slurm_job_id or self._ids.get(job.id, -1), [])
+            if any(p.state in ("RUNNING", "COMPLETING", "SUSPENDED") for p in parts):
+                for host, k in job.gpus_by_host().items():
+                    out[host] = out.get(host, 0) + k
+        return out
+
+    def capacity(self, state: ClusterState, running: Sequence[JobRecord]) -> None:
+        """Slurm is the truth: see :func:`apply_capacity`. Slurm unreachable: no free GPU
+        (no decision without the truth)."""
+        try:
+            nodes = {n.name: n for n in self.client.nodes()}
+        except SlurmUnavailable as err:
+            now = time.time()
+            if now - self._warned_unavailable > 30:
+                log.warning("Slurm unreachable (%s): no job starts until it answers", err)
+                self._warned_unavailable = now
+            nodes = {}
+        self.last_capacity = apply_capacity(state, nodes, self.own_running(running))
+        if self.resume_duplicate_drains:
+            self._resume_duplicate_drains(nodes.values(), running)
+
+    def _resume_duplicate_drains(self, nodes, running: Sequence[JobRecord]) -> None:
+        """slurmd drains a node "Duplicate jobid" when a restarted slurmctld started a
+        job twice (the batch script's O_EXCL guard made the second start wait, not run).
+        Once none of sluice's jobs runs there any more the node is resumed."""
+        busy = {h for j in running for h in j.gpus_by_host()}
+        for n in nodes:
+            if DUPLICATE_JOBID in n.reason and n.name not in busy and "DRAIN" in n.flags:
+                try:
+                    self.client.resume_node(n.name)
+                    log.warning("node %s was drained '%s': resumed (sluice reconciled its "
+                                "jobs by Slurm id)", n.name, n.reason)
+                except SlurmError as err:
+                    log.warning("could not resume node %s: %s", n.name, err)
+
+
+# ---- helpers ---------------------------------------------------------------------------
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _read_exit(run_dir: Path) -> int | None:
+    try:
+        return int((run_dir / EXIT_FILE).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _mtime(path: Path, default: float) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return default
+
+
+def _error_text(run_dir: Path, code: int | None) -> str:
+    try:
+        text = (run_dir / "error").read_text().strip()
+    except OSError:
+        text = ""
+    return text or f"batch script exited with status {code}"

@@ -1,0 +1,167 @@
+"""A topology from a running Slurm cluster, and a topology checked against one.
+
+    sluice topology from-slurm --out cluster.yaml --host-link-gbps 100 --uplink-gbps 400
+    sluice validate --slurm cluster.yaml
+
+From Slurm (``sinfo --json`` and ``scontrol show topology``, i.e. topology.conf):
+- every node is a host: its GPUs from its GRES (``gpu:4``), its address from ``NodeAddr``
+  (the address the controller and the PS processes use, so it must be an IPv4 address);
+- every leaf switch (level 0) is a rack with that switch as its ToR; the switches above
+  are the fabric (level 1 under one top: spine; deeper trees: agg below, core on top),
+  linked to their children at ``--uplink-gbps``; host links at ``--host-link-gbps``;
+- no topology.conf (no switches): one rack, ``rack1`` under ToR ``tor1``.
+Link speeds are the user's: Slurm's LinkSpeed is a relative weight, not a rate.
+
+:func:`topology_from_slurm` is pure (parsed nodes and switches in, the YAML mapping out);
+the result goes through the topology loader's own validation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from slurm_client import NodeInfo, SwitchInfo
+from sluice_common.errors import InputError
+
+
+def topology_from_slurm(nodes: Sequence[NodeInfo], switches: Sequence[SwitchInfo], *,
+                        host_link_gbps: float, uplink_gbps: float,
+                        name: str = "slurm-cluster", source: str = "slurm") -> dict[str, Any]:
+    if not nodes:
+        raise InputError(source, "Slurm has no nodes")
+    problems = []
+    for n in nodes:
+        try:
+            ipaddress.IPv4Address(n.address)
+        except ValueError:
+            problems.append(f"node {n.name}: NodeAddr {n.address!r} is not an IPv4 address "
+                            "(set NodeAddr to the node's fabric address in slurm.conf)")
+    if problems:
+        raise InputError(source, "; ".join(problems), field="NodeAddr")
+    host_bw, up_bw = host_link_gbps * 1000.0, uplink_gbps * 1000.0
+    leaves = [s for s in switches if s.level == 0]
+    rack_of: dict[str, str] = {}
+    for leaf in leaves:
+        for node in leaf.nodes:
+            rack_of.setdefault(node, leaf.name)
+    out_switches: list[dict] = []
+    links: list[dict] = []
+    if leaves:
+        top = max(s.level for s in switches)
+
+        def role(level: int) -> str:
+            if level == 0:
+                return "tor"
+            if level == top:
+                return "spine" if top == 1 else "core"
+            return "agg"
+        for s in sorted(switches, key=lambda s: (s.level, s.name)):
+            out_switches.append({"name": s.name, "role": role(s.level)})
+            for child in s.switches:
+                links.append({"a": child, "b": s.name, "bw": up_bw})
+        racks = [{"name": leaf.name, "tor": leaf.name} for leaf in leaves]
+    else:
+        out_switches = [{"name": "tor1", "role": "tor"}]
+        racks = [{"name": "rack1", "tor": "tor1"}]
+    missing = [n.name for n in nodes if leaves and n.name not in rack_of]
+    if missing:
+        raise InputError(source, f"node(s) under no leaf switch of topology.conf: "
+                         f"{', '.join(missing)}", field="topology.conf")
+    hosts = [{"name": n.name, "rack": rack_of.get(n.name, "rack1"), "gpus": n.gpus,
+              "bw": host_bw, "ip": n.address} for n in nodes]
+    return {"name": name,
+            "description": f"written by `sluice topology from-slurm` from {len(nodes)} Slurm "
+                           f"node(s) and {len(switches)} topology.conf switch(es)",
+            "switches": out_switches, "racks": racks, "hosts": hosts, "links": links}
+
+
+# ---- sluice topology from-slurm ------------------------------------------------------
+
+def configure_from_slurm(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, type=Path, help="topology YAML to write")
+    parser.add_argument("--host-link-gbps", type=float, required=True,
+                        help="host <-> ToR link speed, Gbit/s")
+    parser.add_argument("--uplink-gbps", type=float, required=True,
+                        help="switch <-> switch link speed, Gbit/s")
+    parser.add_argument("--name", default="slurm-cluster", help="the topology's name")
+    parser.add_argument("--bw-scale", type=float, default=None,
+                        help="emulation.bw_scale to record (Mininet runs links at bw * scale)")
+
+
+def _slurm_error(err) -> InputError:
+    return InputError("slurm", f"Slurm is not usable: {err}")
+
+
+def run_from_slurm(args: argparse.Namespace) -> int:
+    import yaml
+
+    from slurm_client import SlurmClient, SlurmError
+    from topologies.model import parse_topology
+
+    for flag in ("host_link_gbps", "uplink_gbps"):
+        if not getattr(args, flag) > 0:
+            raise InputError(f"--{flag.replace('_', '-')}", "must be > 0")
+    if args.bw_scale is not None and not args.bw_scale > 0:
+        raise InputError("--bw-scale", "must be > 0")
+    if not args.out.parent.is_dir():
+        raise InputError(str(args.out), f"directory {str(args.out.parent)!r} does not exist",
+                         field="--out")
+    client = SlurmClient()
+    try:
+        nodes = client.nodes()
+        switches = client.topology()
+    except SlurmError as err:
+        raise _slurm_error(err)
+    data = topology_from_slurm(nodes, switches, host_link_gbps=args.host_link_gbps,
+                               uplink_gbps=args.uplink_gbps, name=args.name)
+    if args.bw_scale is not None:
+        data["emulation"] = {"bw_scale": args.bw_scale}
+    topo = parse_topology(data, str(args.out))       # the loader's checks, before writing
+    args.out.write_text(yaml.safe_dump(data, sort_keys=False))
+    print(f"{args.out}: {len(topo.hosts)} hosts, {topo.total_gpus} GPUs, {len(topo.racks)} "
+          f"racks, {len(topo.switches)} switches (from Slurm)")
+    return 0
+
+
+# ---- sluice validate --slurm ---------------------------------------------------------
+
+def configure_validate_slurm(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--slurm", required=True, metavar="TOPOLOGY",
+                        help="topology (built-in name or YAML) to check against the running "
+                             "Slurm cluster (SLURM_CONF from the environment)")
+
+
+def run_validate_slurm(args: argparse.Namespace) -> int:
+    return validate_against_slurm(args.slurm)
+
+
+def validate_against_slurm(topology_spec: str) -> int:
+    """Every host of the topology is a Slurm node at the same address with at least its
+    GPUs; exit 2 naming the hosts otherwise."""
+    from job_scheduler.service.slurm_executor import check_topology
+    from slurm_client import SlurmClient, SlurmError
+    from topologies import load_topology
+
+    topo = load_topology(topology_spec)
+    try:
+        nodes = SlurmClient().nodes()
+    except SlurmError as err:
+        raise _slurm_error(err)
+    problems = check_topology(topo, nodes)
+    if problems:
+        raise InputError(topology_spec, "; ".join(problems), field="hosts")
+    by_name = {n.name: n for n in nodes}
+    down = [f"{h.name} ({by_name[h.name].state_text})" for h in topo.hosts
+            if not by_name[h.name].usable]
+    print(f"{topology_spec}: ok against Slurm: {len(topo.hosts)} hosts are Slurm nodes at "
+          f"their addresses ({topo.total_gpus} GPUs)"
+          + (f"; not taking work now: {', '.join(down)}" if down else ""))
+    extra = sorted(set(by_name) - set(topo.host_by_name))
+    if extra:
+        print(f"  Slurm nodes not in the topology (sluice will not use them): "
+              f"{', '.join(extra)}", file=sys.stderr)
+    return 0

@@ -1,0 +1,426 @@
+"""Trace-driven discrete-event simulator: one engine for every scheduling policy.
+
+Events: arrivals (a pointer into the arrival-sorted job list, not heap entries),
+completions (a heapq, lazily invalidated by a per-job version number) and scheduling
+slots. A policy acts at slot boundaries (``slot`` seconds); the engine skips straight to
+the next event when nothing is waiting, or when the policy says nothing can change
+before the next event — it never ticks second by second.
+
+A running job advances through its work at rate ``1 / (Cost(n) + Comm(n, bw))``; ``bw``
+is the placement's effective bandwidth (``estimator.effective_bandwidth``, memoised
+per placement shape) capped by the job's fair share of every rack uplink it crosses
+(each worker<->PS pair crossing a rack boundary is one flow; a rack uplink's capacity,
+the sum of its ToR's switch links, is shared equally among its flows). When the set of
+flows on an uplink changes, only the jobs crossing that uplink are re-timed.
+Cross-domain links beyond the rack uplinks are not modelled as shared (documented
+simplification; the ToR uplinks are where the oversubscription sits in our topologies).
+Exchange between a PS and workers on one host is charged at the host's ``intra_bw``
+(shared by the job's flows on that host; ``in_host=False`` makes it free, the model
+before issue 19). ``network=False`` is the ideal fabric: no communication time at all.
+
+Each slot's decisions come from ``decisions.decide_slot`` (the loop body of every loop),
+carried out as they are taken, with the mechanisms composed in ``mechanisms``; a
+suspension costs what ``costs`` says (``preemption.PreemptionCosts``; None: what the
+asker says), paid as seconds without progress, GPUs held, when the job starts again.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecision, Suspend,
+                                          decide_slot)
+from job_scheduler.core.estimator import Estimator, effective_bandwidth
+from job_scheduler.core.job_model import JobModel, Run
+from job_scheduler.core.mechanisms import stopped
+from sluice_common.jobspec import JobSpec
+from job_scheduler.core.placement import BestFitPlacement, ClusterState, Placement
+from topologies import Topology
+
+
+@dataclass
+class SimResult:
+    policy: str
+    jobs: int
+    avg_jct: float
+    median_jct: float
+    p95_jct: float
+    avg_wait: float
+    makespan: float
+    gpu_util: float
+    jct: list[float] = field(repr=False, default_factory=list)
+    gpus: list[int] = field(repr=False, default_factory=list)   # GPU count each job ran at
+    trace: list[tuple[float, float, float]] = field(repr=False, default_factory=list)  # (t,Q,Z)
+    wall_s: float = 0.0
+    decisions: int = 0
+
+    def metrics(self) -> dict[str, float]:
+        return {"avg_jct": self.avg_jct, "median_jct": self.median_jct, "p95_jct": self.p95_jct,
+                "avg_wait": self.avg_wait, "makespan": self.makespan, "gpu_util": self.gpu_util,
+                "jobs": self.jobs}
+
+
+class Simulator:
+    """Run one policy over one job list on one topology. A fresh Simulator per run."""
+
+    def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy, *,
+                 estimator: Estimator | None = None, slot: float = 1.0,
+                 progress: Callable[[int, int], None] | None = None, network: bool = True,
+                 in_host: bool = True, bandwidth: str = "shared", mechanisms: Sequence = (),
+                 costs=None, on_plan: Callable[[float, SlotPlan], None] | None = None):
+        if not slot > 0:
+            raise ValueError(f"slot must be > 0 seconds, got {slot}")
+        if bandwidth not in BANDWIDTH_MODELS:
+            raise ValueError(f"bandwidth model must be one of {BANDWIDTH_MODELS}, got {bandwidth!r}")
+        # the loop contract's bandwidth model (job_scheduler/core/decisions.py): "shared" caps a
+        # placement by its share of the rack uplinks, "idle" gives it the fabric alone
+        self.bandwidth = bandwidth
+        self.topology = topology
+        self.policy = policy
+        self.slot = float(slot)
+        self.estimator = estimator or Estimator()
+        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
+        self.jobs: list[JobSpec] = [jobs[i] for i in order]
+        self.state = ClusterState(topology)
+        # network=False: an ideal fabric (no communication time at all), the assumption
+        # of the Tiresias simulator; used to check the engine against its figures.
+        self.network = network
+        self.in_host = in_host
+        self._bw_memo: dict[tuple, float] = {}
+        self._reference_bw: dict[int, float] = {}
+        self.models = [JobModel(j, self.estimator, self.reference_bandwidth) for j in self.jobs]
+        self.progress = progress
+        self.now = 0.0
+        # waiting jobs in arrival order (dict = ordered set with O(1) removal)
+        self.waiting: dict[int, None] = {}
+        self.running: dict[int, Run] = {}
+        self.first_start = [math.nan] * len(self.jobs)
+        self.finish = [math.nan] * len(self.jobs)
+        self.work_left = [1.0] * len(self.jobs)      # kept across preemptions
+        # seconds a preempted job spends restoring on its next start, holding its GPUs
+        # without progress (``preempt(j, overhead_s)``; LAS is charged none)
+        self.restart_overhead = [0.0] * len(self.jobs)
+        self.preemptions = 0
+        # a resumed job started on another GPU count than its last run (issue 18)
+        self.grows = 0
+        self.shrinks = 0
+        self.ran_gpus = [0] * len(self.jobs)
+        self.placements: list[Placement | None] = [None] * len(self.jobs)   # the last start's
+        self.gpu_seconds = 0.0
+        self.decisions = 0                           # GPU-count decisions taken
+        self._heap: list[tuple[float, int, int]] = []   # (time, version, job)
+        self._version = [0] * len(self.jobs)
+        # rack uplinks: capacity (sum of the ToR's switch links) and live flow counts
+        tor_of_rack = [r.tor for r in topology.racks]
+        cap = [0.0] * len(topology.racks)
+        for link in topology.links:
+            for r, tor in enumerate(tor_of_rack):
+                if tor in (link.a, link.b):
+                    cap[r] += link.bw
+        self.uplink_cap = [c if c > 0 else math.inf for c in cap]
+        self.uplink_flows = [0] * len(topology.racks)
+        self.uplink_jobs: list[set[int]] = [set() for _ in topology.racks]
+        # a policy that leaves jobs waiting on an idle cluster this long is broken
+        self.max_stalled_slots = 1_000_000
+        self.mechanisms = tuple(mechanisms)
+        for m in self.mechanisms:
+            m.check(self, policy)
+        self.costs = costs              # None: a suspension costs what its asker says
+        self.charged_s = 0.0            # seconds of suspend/resume charged in all
+        self.counts: Counter = Counter()   # suspensions by why but the policy's, packings
+        self.plan = SlotPlan()          # what is being decided (decisions.decide_slot)
+        self.on_plan = on_plan          # told each non-empty plan: (time, plan)
+
+    # ---- facts policies use ---------------------------------------------------------
+    def placement_flows(self, placement: Placement) -> dict[int, int]:
+        """Rack uplink -> number of this job's worker<->PS flows crossing it."""
+        st = self.state
+        ps = [st.rack_of[st.index[h]] for h in placement.ps_hosts]
+        out: dict[int, int] = {}
+        for w in placement.worker_hosts:
+            rw = st.rack_of[st.index[w]]
+            for rp in ps:
+                if rp != rw:
+                    out[rw] = out.get(rw, 0) + 1
+                    out[rp] = out.get(rp, 0) + 1
+        return out
+
+    def base_bandwidth(self, placement: Placement) -> float:
+        """The placement's bandwidth with the fabric to itself (memoised)."""
+        if len(placement.worker_hosts) <= 1 or not self.network:
+            return math.inf          # Comm(1) = 0 whatever the bandwidth
+        key = (placement.ps_hosts, placement.worker_hosts)
+        bw = self._bw_memo.get(key)
+        if bw is None:
+            bw = self._bw_memo[key] = effective_bandwidth(self.topology, placement.ps_hosts,
+                                                          placement.worker_hosts, self.in_host)
+        return bw
+
+    def reference_bandwidth(self, n: int) -> float:
+        """Bandwidth of an n-GPU job best-fit placed on the empty cluster."""
+        bw = self._reference_bw.get(n)
+        if bw is None:
+            empty = ClusterState(self.topology)
+            p = BestFitPlacement().place(empty, "reference", min(n, empty.total_gpus))
+            bw = self._reference_bw[n] = self.base_bandwidth(p) if p else math.inf
+        return bw
+
+    def live_bandwidth(self, placement: Placement, flows: dict[int, int] | None = None,
+                       base: float | None = None, joining: bool = True) -> float:
+        """Bandwidth the placement would get now, with the uplinks' other flows."""
+        base = self.base_bandwidth(placement) if base is None else base
+        if math.isinf(base) or self.bandwidth == "idle":
+            return base
+        flows = self.placement_flows(placement) if flows is None else flows
+        bw = base
+        nps = max(len(placement.ps_hosts), 1)
+        for r, f in flows.items():
+            total = self.uplink_flows[r] + (f if joining else 0)
+            if total > 0:
+                bw = min(bw, nps * self.uplink_cap[r] / total)
+        return bw
+
+    def remaining(self, j: int) -> float:
+        """Fraction of job j's work still to do, now (1 before it starts)."""
+        run = self.running.get(j)
+        if run is None:
+            return self.work_left[j]
+        return max(run.work_left - max(self.now - run.t_last, 0.0) * run.rate, 0.0)
+
+    def cost_of(self, j: int, gpus: int) -> float:
+        """Suspend + resume seconds of job j on ``gpus`` under the cost table (0: none)."""
+        return self.costs.total(self.jobs[j].model, gpus) if self.costs else 0.0
+
+    # ---- actions policies take ------------------------------------------------------
+    def start(self, j: int, placement: Placement) -> None:
+        n = placement.gpus
+        prev = self.ran_gpus[j]          # > 0: a resume (start is only called on waiting jobs)
+        if prev and n != prev:
+            self.grows += n > prev
+            self.shrinks += n < prev
+            if self.costs and self.restart_overhead[j] > 0:
+                # resumed on another GPU count: the resume part is that count's
+                model = self.jobs[j].model
+                delta = (self.costs.suspend_resume(model, n)[1]
+                         - self.costs.suspend_resume(model, prev)[1])
+                self.restart_overhead[j] = max(self.restart_overhead[j] + delta, 0.0)
+                self.charged_s += delta
+        if all(m.holds_gpus(j) for m in self.mechanisms):   # a packed guest takes none
+            self.state.allocate(placement)
+        del self.waiting[j]
+        flows = self.placement_flows(placement)
+        run = Run(j, n, placement, flows, self.base_bandwidth(placement),
+                   len(placement.ps_hosts), self.work_left[j])
+        # a resumed job first restores its checkpoint: no progress until t_last
+        overhead, self.restart_overhead[j] = self.restart_overhead[j], 0.0
+        run.t_last = self.now + overhead
+        self.gpu_seconds += overhead * n
+        self.running[j] = run
+        if math.isnan(self.first_start[j]):
+            self.first_start[j] = self.now
+        self.ran_gpus[j] = n
+        self.placements[j] = placement
+        affected = self._add_flows(flows, j, +1)
+        self._retime(run)
+        for k in affected:
+            if k != j:
+                self._retime(self.running[k])
+        self.plan.steps.append(StartDecision(j, placement))
+        for m in self.mechanisms:
+            m.on_start(self, j)
+
+    def preempt(self, j: int, overhead_s: float = 0.0, why: str = "policy") -> None:
+        """Stop a running job, keeping its progress; it waits again. ``overhead_s``:
+        the suspend/resume cost the asker names, paid as that many seconds without
+        progress (GPUs held) when the job starts again; a cost table, when the
+        simulator has one, names it instead. ``why``: the policy, ``time-slice`` or
+        ``migrate`` (counted apart)."""
+        run = self.running.pop(j)
+        cost = overhead_s if self.costs is None else self.costs.total(self.jobs[j].model, run.n)
+        if why == "policy":
+            self.preemptions += 1
+        else:
+            self.counts[why] += 1
+        self.charged_s += cost
+        self.restart_overhead[j] += cost
+        self.plan.steps.append(Suspend(j, cost, why))
+        self._advance(run)
+        self.work_left[j] = run.work_left
+        self._version[j] += 1
+        self._release(j, run)
+        self.waiting[j] = None
+        for k in self._add_flows(run.flows, j, -1):
+            self._retime(self.running[k])
+
+    def retime(self, j: int) -> None:
+        """Job j's speed changed (a mechanism packed or unpacked it): re-time it."""
+        self._retime(self.running[j], force=True)
+
+    # ---- internals ------------------------------------------------------------------
+    def _release(self, j: int, run: Run) -> None:
+        if not stopped(self.mechanisms, self, j):    # else a packed partner keeps them
+            self.state.release(run.placement)
+
+    def _add_flows(self, flows: dict[int, int], j: int, sign: int) -> set[int]:
+        affected: set[int] = set()
+        for r, f in flows.items():
+            self.uplink_flows[r] += sign * f
+            if sign > 0:
+                self.uplink_jobs[r].add(j)
+            else:
+                self.uplink_jobs[r].discard(j)
+            affected |= self.uplink_jobs[r]
+        return affected
+
+    def _advance(self, run: Run) -> None:
+        dt = self.now - run.t_last
+        if dt > 0:
+            run.work_left = max(run.work_left - dt * run.rate, 0.0)
+            self.gpu_seconds += dt * run.n
+            run.t_last = self.now
+
+    def _retime(self, run: Run, force: bool = False) -> None:
+        """Bring the job to ``now`` at its old rate, then schedule its completion at
+        the rate its current uplink sharing gives (``force``: its slowdown changed)."""
+        self._advance(run)
+        bw = self.live_bandwidth(run.placement, run.flows, run.base_bw, joining=False)
+        if run.rate and bw == run.bw and not force:
+            return
+        run.bw = bw
+        # a mechanism may slow it (packing: two jobs on one GPU)
+        slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms)
+        run.rate = 1.0 / (self.models[run.j].C(run.n, bw) * slowdown)
+        self._version[run.j] += 1
+        heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
+                                    self._version[run.j], run.j))
+
+    def _complete(self, j: int, t: float) -> None:
+        self.now = t
+        run = self.running.pop(j)
+        self._advance(run)
+        self.finish[j] = t
+        self.work_left[j] = 0.0
+        self._release(j, run)
+        for k in self._add_flows(run.flows, j, -1):
+            self._retime(self.running[k])
+        self.policy.on_complete(self, j)
+        for m in self.mechanisms:
+            m.after_complete(self)            # e.g. migration onto the GPUs just freed
+
+    def _next_completion(self) -> float:
+        heap = self._heap
+        while heap:
+            t, v, j = heap[0]
+            if j in self.running and self._version[j] == v:
+                return t
+            heapq.heappop(heap)
+        return math.inf
+
+    def _slot_at_or_after(self, t: float) -> float:
+        if math.isinf(t):
+            return t
+        return math.ceil(t / self.slot - 1e-9) * self.slot
+
+    # ---- the loop ---------------------------------------------------------------------
+    def run(self) -> SimResult:
+        wall0 = time.perf_counter()
+        jobs, n_jobs = self.jobs, len(self.jobs)
+        if n_jobs == 0:
+            return SimResult(self.policy.name, 0, *(0.0,) * 6)
+        next_arrival = 0
+        done = 0
+        stalled = 0
+        self.now = self._slot_at_or_after(jobs[0].arrival)
+        last_progress = 0.0
+        while done < n_jobs:
+            # completions up to now, in time order (each may re-time others)
+            while True:
+                t = self._next_completion()
+                if t > self.now:
+                    break
+                _, _, j = heapq.heappop(self._heap)
+                slot_now = self.now
+                self._complete(j, t)
+                self.now = slot_now
+                done += 1
+            while next_arrival < n_jobs and jobs[next_arrival].arrival <= self.now:
+                self.waiting[next_arrival] = None
+                self.policy.on_arrival(self, next_arrival)
+                next_arrival += 1
+            had_waiting, before = bool(self.waiting), len(self.waiting)
+            moved = self.plan                 # migrations at the completions above
+            plan = decide_slot(self, self.policy, self.mechanisms)
+            for p in (moved, plan) if self.on_plan else ():
+                if p.steps:
+                    self.on_plan(self.now, p)
+            self.plan = SlotPlan()            # what happens between slots (migrations)
+            if had_waiting:
+                if self.running or len(self.waiting) != before or next_arrival < n_jobs:
+                    stalled = 0
+                else:
+                    stalled += 1
+                    if stalled > self.max_stalled_slots:
+                        stuck = [self.jobs[j].name for j in list(self.waiting)[:3]]
+                        raise RuntimeError(f"policy {self.policy.name} has left jobs {stuck} "
+                                           f"waiting on an idle cluster for {stalled} slots")
+            if self.progress and done - last_progress >= max(n_jobs // 200, 1):
+                self.progress(done, n_jobs)
+                last_progress = done
+            if done >= n_jobs:
+                break
+            # next decision time
+            t_next = math.inf
+            if next_arrival < n_jobs:
+                t_next = self._slot_at_or_after(jobs[next_arrival].arrival)
+            t_next = min(t_next, self._slot_at_or_after(self._next_completion()))
+            if self.waiting and self.policy.wants_slot(self):
+                t_next = min(t_next, self.now + self.slot)
+            if self.waiting:                # e.g. LAS: a threshold crossing
+                t_next = min(t_next, self._slot_at_or_after(self.policy.next_wakeup(self)))
+            if self.waiting:                # e.g. time-slicing: a quantum's end
+                t_next = min(t_next, self._slot_at_or_after(
+                    min((m.next_event(self) for m in self.mechanisms), default=math.inf)))
+            if math.isinf(t_next):
+                stuck = [self.jobs[j].name for j in list(self.waiting)[:3]]
+                raise RuntimeError(f"policy {self.policy.name} cannot start jobs {stuck} "
+                                   "and nothing is running")
+            t_next = max(t_next, self.now + self.slot)
+            skipped = int(round((t_next - self.now) / self.slot)) - 1
+            if skipped > 0:
+                self.policy.idle(self, skipped)
+            self.now = t_next
+        if self.progress:
+            self.progress(n_jobs, n_jobs)
+        return self._result(time.perf_counter() - wall0)
+
+    def _result(self, wall: float) -> SimResult:
+        arrival = np.array([j.arrival for j in self.jobs])
+        finish = np.array(self.finish)
+        jct = finish - arrival
+        wait = np.array(self.first_start) - arrival
+        makespan = float(finish.max() - arrival.min())
+        util = self.gpu_seconds / (self.state.total_gpus * makespan) if makespan > 0 else 0.0
+        return SimResult(
+            policy=self.policy.name, jobs=len(self.jobs), avg_jct=float(jct.mean()),
+            median_jct=float(np.median(jct)), p95_jct=float(np.percentile(jct, 95)),
+            avg_wait=float(wait.mean()), makespan=makespan, gpu_util=float(util),
+            jct=jct.tolist(), gpus=list(self.ran_gpus),
+            trace=list(self.policy.trace), wall_s=wall,
+            decisions=self.decisions)
+
+
+def simulate(topology: Topology, jobs: Sequence[JobSpec], policy, **kw) -> SimResult:
+    return Simulator(topology, jobs, policy, **kw).run()
+
+
+def stderr_progress(label: str) -> Callable[[int, int], None]:
+    """A progress bar on stderr (jobs done of all, elapsed, ETA); quiet off a terminal."""
+    from sluice_common.progress import count_bar
+    return count_bar(label, "jobs")
