@@ -87,7 +87,7 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-format", choices=("tiresias", "philly"))
     parser.add_argument("--jobs", type=int, help="keep the first N jobs (arrival order)")
     parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
-    parser.add_argument("--policies", default="lyapunov,single,random,fifo,tetris,las",
+    parser.add_argument("--policies", default=",".join(SimulateConfig.policies),
                         help=f"comma-separated: {','.join(POLICY_NAMES)}")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scenario-caps", choices=SCENARIO_CAPS, default="paper",
