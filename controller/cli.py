@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, as_flags
 
 if TYPE_CHECKING:
     from controller.config import ControllerConfig
@@ -163,7 +163,10 @@ def config_of(args) -> ControllerConfig:
     token = check_admin_token(args.admin_token or os.environ.get("SLUICE_ADMIN_TOKEN", ""),
                               "SLUICE_ADMIN_TOKEN", "--admin-token", required=True)
     ofp_tls = _ofp_tls_options(args.ofp_tls_cert, args.ofp_tls_key, args.ofp_tls_ca)
-    api_tls = check_tls_files(args.tls_cert, args.tls_key)
+    try:
+        api_tls = check_tls_files(args.tls_cert, args.tls_key)
+    except InputError as err:
+        raise as_flags(err, {"tls": "--tls-cert/--tls-key"}) from None
     state_file = Path(args.state_file) if args.state_file else None
     if state_file and not state_file.parent.is_dir():
         raise InputError(str(state_file), "its directory does not exist")

@@ -13,6 +13,7 @@ from end_to_end import run
 from end_to_end.run import RunConfig
 from job_scheduler.simulation.cli import add_sharing_arguments, flag_error, mechanism_options
 from job_scheduler.core.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES
+from sluice_common.errors import InputError
 
 
 def _common(parser) -> None:
@@ -24,9 +25,9 @@ def _common(parser) -> None:
     parser.add_argument("--input-size", type=int, default=64,
                         help="image size for resnet18/alexnet/vgg16/googlenet (default 64; smallcnn is 28x28)")
     parser.add_argument("--job-timeout", type=float, default=900.0, help="seconds before a job is stopped")
-    from ps_runtime.compute import add_arguments
+    from ps_runtime.cli import add_compute_arguments
 
-    add_arguments(parser)
+    add_compute_arguments(parser)
     parser.add_argument("--rank", default=DEFAULT_RULE, choices=RANK_RULES,
                         help=f"controller ranking rule when priority is on (default {DEFAULT_RULE}: "
                              "shortest remaining bytes first)")
@@ -65,22 +66,27 @@ def run_config(args: argparse.Namespace, **fixed) -> RunConfig:
     """The namespace as a RunConfig (``fixed``: fields a command sets itself)."""
     from ps_runtime.compute import describe, resolve_compute
 
-    compute = resolve_compute(args.compute)
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig)
              if f.name in vars(args)}          # sluice demo has no --seed, --migrate, ...
     if "migrate" in vars(args):
-        mech = mechanism_options(args, None, [args.policy], "--policy")
+        mech = mechanism_options(migrate=args.migrate, time_slice=args.time_slice,
+                                 pack=args.pack, pack_slowdown=args.pack_slowdown, costs=None)
         # a mechanism charges (and migration weighs) the measured suspend + resume table
         given["mechanisms"] = dataclasses.replace(mech, costs="measured") if mech.build() else mech
     try:
+        compute = resolve_compute(args.compute)
         return RunConfig(**{**given, **fixed, "compute": compute,
                             "compute_info": describe(compute, args.profile)})
-    except ValueError as err:
+    except ValueError as err:       # a field's error (an option's InputError too)
         raise flag_error(err)
 
 
 def run_run(args: argparse.Namespace) -> int:
-    return run.run(run_config(args))
+    config = run_config(args)
+    try:
+        return run.run(config)
+    except InputError as err:       # an option's field -> its flag
+        raise flag_error(err)
 
 
 def run_demo(args: argparse.Namespace) -> int:

@@ -42,7 +42,7 @@ from mininet_fabric import priority
 from mininet_fabric.lock import FabricError, FabricLock
 from mininet_fabric.system import (cleanup_leftovers, ensure_ovs, record_host_namespaces,
                                   require_root, tune_ovs_send_buffer)
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, option_error
 from topologies import Topology, load_topology
 from topologies import priority_classes as pc
 from topologies.mininet_topo import build_mininet_topo, check_emulatable, emulated_links, port_map
@@ -54,17 +54,18 @@ _PING_RE = re.compile(r"(\d+) packets transmitted, (\d+) received")
 _active: "Fabric | None" = None  # the fabric this process has up (at most one)
 
 
-def parse_controller(text: str, source: str = "--controller") -> tuple[str, int]:
-    """``"127.0.0.1:6653"`` -> ``("127.0.0.1", 6653)``; InputError otherwise."""
+def parse_controller(text: str, field: str = "controller") -> tuple[str, int]:
+    """``"127.0.0.1:6653"`` -> ``("127.0.0.1", 6653)``; otherwise an option error naming
+    ``field`` (a CLI names its flag)."""
     host, sep, port = str(text).rpartition(":")
     if not sep or not host:
-        raise InputError(source, f"must look like HOST:PORT (e.g. 127.0.0.1:6653), got {text!r}")
+        raise option_error(field, f"must look like HOST:PORT (e.g. 127.0.0.1:6653), got {text!r}")
     try:
         ipaddress.IPv4Address(host)
     except ValueError:
-        raise InputError(source, f"controller host must be an IPv4 address, got {host!r}")
+        raise option_error(field, f"controller host must be an IPv4 address, got {host!r}")
     if not port.isdigit() or not 0 < int(port) < 65536:
-        raise InputError(source, f"controller port must be 1..65535, got {port!r}")
+        raise option_error(field, f"controller port must be 1..65535, got {port!r}")
     return host, int(port)
 
 

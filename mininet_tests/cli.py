@@ -22,7 +22,7 @@ import sys
 import time
 
 from mininet_fabric.lock import FabricError
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, as_flags
 
 MIN_RATIO = 5.0
 DEFAULT_API = "http://127.0.0.1:8080"
@@ -64,7 +64,10 @@ def _validate(args) -> None:
     from topologies.mininet_topo import check_emulatable
 
     if args.controller:
-        parse_controller(args.controller)
+        try:
+            parse_controller(args.controller)
+        except InputError as err:
+            raise as_flags(err, {"controller": "--controller"}) from None
     if not 1 <= args.levels <= 8:
         raise InputError("--levels", f"must be 1..8, got {args.levels}")
     if args.wait_connected < 0:

@@ -59,7 +59,8 @@ def simulated_avg_jct(topology, specs, name: str, estimator) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     from sluice_common.jobspec import load_jobs
-    from ps_runtime.compute import add_arguments, describe, resolve_compute
+    from ps_runtime.cli import add_compute_arguments as add_arguments
+    from ps_runtime.compute import describe, resolve_compute
     from end_to_end.report import model_check
 
     ap = argparse.ArgumentParser(prog="python -m mininet_tests.experiment_policies",

@@ -62,7 +62,7 @@ def read_manifest(directory: str | Path) -> Manifest:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise ValueError(f"{path}: no checkpoint (a job suspended with --suspend-at writes it)")
+        raise ValueError(f"{path}: no checkpoint (a job writes it when it is suspended)")
     except (OSError, json.JSONDecodeError) as err:
         raise ValueError(f"{path}: unreadable checkpoint manifest: {err}")
     try:

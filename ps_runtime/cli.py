@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ps_runtime.datapath import DEFAULT_LOOPBACK_SERVERS
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, as_flags
 
 DEFAULT_TRAIN_OUT = Path("out") / "train"
 
@@ -181,12 +181,24 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
                              "none: float32")
     parser.add_argument("--bw-scale", type=float, default=1.0,
                         help="emulated compute: bytes on the wire = model bytes x this (default 1)")
-    from ps_runtime.compute import add_arguments
-
-    add_arguments(parser)
+    add_compute_arguments(parser)
     from ps_runtime.train_checkpoint import add_train_arguments
 
     add_train_arguments(parser)
+
+
+def add_compute_arguments(parser, compute: bool = True) -> None:
+    """``--compute`` and ``--profile``, the same on every command that runs or estimates."""
+    from ps_runtime.compute import COMPUTE_MODES
+
+    if compute:
+        parser.add_argument("--compute", default="auto", choices=("auto",) + COMPUTE_MODES,
+                            help="workers' compute: torch (real), emulated (waits Cost_bat(b) "
+                                 "of the profile, moves the model's bytes); auto: torch when "
+                                 "a CUDA device is present, else emulated")
+    parser.add_argument("--profile", default=None, metavar="FILE|NAME",
+                        help="device profile for Cost_bat: a `sluice profile` YAML, or h100 "
+                             "(default, measured on an H100) or p100 (derived)")
 
 
 def _port_busy(port: int) -> bool:
@@ -214,8 +226,11 @@ def run_train(args: argparse.Namespace) -> int:
                          field="--job")
     spec = jobs[args.job]
     # A device named on the command line asks for real compute on it.
-    compute = resolve_compute("torch" if args.compute == "auto" and args.device != "auto"
-                              else args.compute)
+    try:
+        compute = resolve_compute("torch" if args.compute == "auto" and args.device != "auto"
+                                  else args.compute)
+    except InputError as err:
+        raise as_flags(err, {"compute": "--compute"}) from None
     info = describe(compute, args.profile, args.device)
     if not (args.bw_scale > 0 and math.isfinite(args.bw_scale)):
         raise InputError("argument", f"must be a number > 0, got {args.bw_scale}", field="--bw-scale")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sluice_common.errors import InputError
+from sluice_common.errors import option_error
 
 COMPUTE_MODES = ("torch", "emulated")
 
@@ -34,8 +34,8 @@ def resolve_compute(choice: str | None) -> str:
     if choice in (None, "auto"):
         return "torch" if cuda_present() else "emulated"
     if choice not in COMPUTE_MODES:
-        raise InputError("argument --compute", f"must be one of auto, {', '.join(COMPUTE_MODES)}, "
-                         f"got {choice!r}")
+        raise option_error("compute", f"must be one of auto, {', '.join(COMPUTE_MODES)}, "
+                           f"got {choice!r}")
     return choice
 
 
@@ -61,15 +61,3 @@ def describe(compute: str, profile: str | None, device: str = "auto") -> dict:
         where = torch_device_name(device)
     return {"compute": compute, "device": where, "profile": str(path),
             "profile_device": dev.device}
-
-
-def add_arguments(parser, compute: bool = True) -> None:
-    """``--compute`` and ``--profile``, the same on every command that runs or estimates."""
-    if compute:
-        parser.add_argument("--compute", default="auto", choices=("auto",) + COMPUTE_MODES,
-                            help="workers' compute: torch (real), emulated (waits Cost_bat(b) "
-                                 "of the profile, moves the model's bytes); auto: torch when "
-                                 "a CUDA device is present, else emulated")
-    parser.add_argument("--profile", default=None, metavar="FILE|NAME",
-                        help="device profile for Cost_bat: a `sluice profile` YAML, or h100 "
-                             "(default, measured on an H100) or p100 (derived)")

@@ -36,10 +36,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # topology package sits below the scheduler's Slurm client): (command, argument) ->
 # (module, suffix of its configure_/run_ functions, help).
 ROUTES: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("topology", "from-slurm"): ("job_scheduler.service.slurm_topology", "from_slurm",
+    ("topology", "from-slurm"): ("job_scheduler.service.slurm_topology_cli", "from_slurm",
                                  "write a topology YAML from a running Slurm cluster's nodes "
                                  "and topology.conf"),
-    ("validate", "--slurm"): ("job_scheduler.service.slurm_topology", "validate_slurm",
+    ("validate", "--slurm"): ("job_scheduler.service.slurm_topology_cli", "validate_slurm",
                               "check a topology against a running Slurm cluster"),
 }
 

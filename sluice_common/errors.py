@@ -67,3 +67,24 @@ def raise_all(errors: list[InputError]) -> None:
         raise errors[0]
     if errors:
         raise InputErrors(errors)
+
+
+# The source of an error in one of a command's options, named by the field of the config
+# that holds it (``option_error``): code below a command's CLI names fields, never flags;
+# the CLI that owns the parser turns the field into its flag (``as_flags``).
+OPTION = "option"
+
+
+def option_error(field: str, reason: str) -> InputError:
+    return InputError(OPTION, reason, field=field)
+
+
+def as_flags(err: InputError, flags: dict[str, str]) -> InputError:
+    """``err`` with every option error whose field is in ``flags`` (field -> the flag the
+    user typed) named by its flag, as argparse names one ("argument --flag: reason");
+    any other error unchanged."""
+    out = [InputError(f"argument {flags[e.field]}", e.reason)
+           if e.source == OPTION and e.field in flags else e for e in err.errors]
+    if all(a is b for a, b in zip(out, err.errors)):
+        return err
+    return out[0] if len(out) == 1 else InputErrors(out)

@@ -191,17 +191,17 @@ class ThreadedServer:
 
 
 
-def check_tls_files(cert: str | None, key: str | None, what: str = "--tls-cert/--tls-key"
-                    ) -> tuple[str, str] | None:
-    """Both or neither; they must load as a certificate and its key (else InputError)."""
+def check_tls_files(cert: str | None, key: str | None) -> tuple[str, str] | None:
+    """Both or neither; they must load as a certificate and its key (else InputError;
+    the option error's field: ``tls``, the CLI names its flags)."""
     import ssl
 
-    from sluice_common.errors import InputError
+    from sluice_common.errors import InputError, option_error
 
     if not cert and not key:
         return None
     if not (cert and key):
-        raise InputError(f"argument {what}", "give both or neither")
+        raise option_error("tls", "give both or neither")
     try:
         ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
     except (OSError, ssl.SSLError) as err:

@@ -454,7 +454,8 @@ def test_a_csv_trace_is_recognised_by_its_header_or_named(tmp_path):
     other.write_text("a,b,c\n1,2,3\n")
     with pytest.raises(InputError) as err:
         load_workload(other)
-    assert "--trace-format" in str(err.value) and "job_id" in str(err.value)
+    assert err.value.field == "trace_format" and "job_id" in str(err.value)   # the option
+    assert str(other) in str(err.value)
 
 
 def test_validate_takes_several_files(tmp_path, capsys):

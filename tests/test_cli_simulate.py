@@ -85,7 +85,7 @@ def test_simulate_scenario_is_seeded(tmp_path: Path):
 @pytest.mark.parametrize("args, needle", [
     (["--policies", "lyapunov,bogus"], "unknown policy 'bogus'"),
     (["--slot", "0"], "slot"),
-    (["--V", "-1"], "field 'V'"),
+    (["--V", "-1"], "argument --V"),
     (["--topology", "no-such-topology"], "no-such-topology"),
 ])
 def test_simulate_bad_arguments_exit_2(jobs_file: Path, tmp_path: Path, args, needle):

@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
@@ -23,10 +24,104 @@ from job_scheduler.service.api import SchedulerHTTPServer
 from job_scheduler.core.decisions import StartDecision
 from job_scheduler.service.policy_step import PolicyStep
 from job_scheduler.service.store import JobStore
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, option_error
 from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler")
+EXECUTORS = ("simulated", "local", "slurm")
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """What ``sluice scheduler`` is asked, as one frozen value: built once from the
+    command line (``job_scheduler.service.cli``) and handed to :func:`start`; nothing
+    below the CLI reads the argparse namespace. Its checks raise
+    ``ValueError("field: message")``; only the CLI turns a field into its flag."""
+    db: Path                             # SQLite job store
+    topology: str = "two-rack"           # built-in name or YAML file
+    policy: str = "lyapunov"
+    listen: tuple[str, int] = ("127.0.0.1", 8181)   # port 0: a free one
+    slot: float = 1.0                    # seconds between scheduling decisions
+    executor: str = "simulated"          # simulated | local | slurm
+    slurm_partition: str | None = None
+    slurm_compute: str = "auto"          # auto | torch | emulated (ps_runtime.compute)
+    slurm_batches: int | None = None
+    slurm_compute_s: float | None = None
+    slurm_bytes_per_batch: int | None = None
+    time_factor: float = 1.0             # simulated executor: wall s per estimated s
+    local_command: str | None = None     # local executor: shell command per job
+    max_retries: int = 0
+    controller: str | None = None        # the SDN controller's northbound API URL
+    token: str | None = None             # admin token of the API (checked)
+    tls: tuple[str, str] | None = None   # (cert, key), checked
+    max_request_bytes: int = 1 << 20
+    V: float | None = None               # lyapunov only (None: the policy's default)
+    eps: float | None = None
+    profile: str | None = None           # device profile for the estimator
+    verbose: bool = False
+
+    def __post_init__(self):
+        checks = [
+            ("executor", self.executor in EXECUTORS,
+             f"must be one of {', '.join(EXECUTORS)}, got {self.executor!r}"),
+            ("listen", 0 <= self.listen[1] <= 65535,
+             f"port must be 0..65535, got {self.listen[1]}"),
+            ("slot", self.slot > 0, "must be > 0"),
+            ("time_factor", self.time_factor > 0, "must be > 0"),
+            ("max_retries", self.max_retries >= 0, "must be >= 0"),
+            ("max_request_bytes", self.max_request_bytes >= 1024, "must be >= 1024"),
+            ("V/eps", self.policy == "lyapunov" or (self.V is None and self.eps is None),
+             "only mean something with the lyapunov policy"),
+            ("slurm_batches", self.slurm_batches is None or self.slurm_batches >= 1,
+             "must be >= 1"),
+            ("slurm_bytes_per_batch",
+             self.slurm_bytes_per_batch is None or self.slurm_bytes_per_batch >= 1,
+             "must be >= 1"),
+            ("slurm_compute_s", self.slurm_compute_s is None or self.slurm_compute_s >= 0,
+             "must be >= 0")]
+        for name, ok, message in checks:
+            if not ok:
+                raise ValueError(f"{name}: {message}")
+
+
+def start(config: ServiceConfig, notice: str | None = None) -> int:
+    """Everything ``config`` names is loaded and checked (bad input: InputError, nothing
+    started), then the service runs until SIGTERM/SIGINT; ``notice``: said on stderr
+    once all is checked, before the service is built."""
+    from job_scheduler.core.policies import DEFAULT_EPS, DEFAULT_V
+    from job_scheduler.service.policy_step import make_policy_step
+    from topologies import load_topology
+
+    topology = load_topology(config.topology)
+    try:
+        estimator = Estimator(config.profile)
+    except ValueError as err:
+        raise option_error("profile", str(err))
+    options = {}
+    if config.policy == "lyapunov":
+        options = {"V": DEFAULT_V if config.V is None else config.V,
+                   "eps": DEFAULT_EPS if config.eps is None else config.eps}
+    policy = make_policy_step(config.policy, topology, estimator, slot=config.slot, **options)
+    slurm_options = None
+    if config.executor == "slurm":
+        from job_scheduler.service.slurm_executor import SlurmJobOptions
+        slurm_options = SlurmJobOptions(
+            compute=config.slurm_compute, batches=config.slurm_batches,
+            compute_s=config.slurm_compute_s, bytes_per_batch=config.slurm_bytes_per_batch,
+            bw_scale=topology.emulation_bw_scale, profile=config.profile,
+            partition=config.slurm_partition)
+
+    logging.basicConfig(level=logging.DEBUG if config.verbose else logging.INFO,
+                        stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if notice:
+        print(notice, file=sys.stderr, flush=True)
+    service, server = build_service(
+        topology=topology, policy=policy, estimator=estimator, db_path=config.db,
+        executor=config.executor, time_factor=config.time_factor,
+        local_command=config.local_command, max_retries=config.max_retries,
+        controller_url=config.controller, token=config.token, listen=config.listen,
+        max_body=config.max_request_bytes, tls=config.tls, slurm_options=slurm_options)
+    return serve(service, server, config.slot, token_set=bool(config.token))
 
 
 def estimated_duration(topology: Topology, estimator: Estimator):
@@ -69,7 +164,7 @@ def build_service(*, topology: Topology, policy: PolicyStep, estimator: Estimato
     try:   # bind first: a busy port must not leave anything behind
         server = SchedulerHTTPServer(listen, None, token=token, max_body=max_body, tls=tls)
     except OSError as err:
-        raise InputError("--listen", f"cannot listen on {listen[0]}:{listen[1]}: "
+        raise option_error("listen", f"cannot listen on {listen[0]}:{listen[1]}: "
                          f"{err.strerror or err}")
     try:
         lock = _lock_store(Path(db_path))
@@ -121,7 +216,7 @@ def _slurm_executor(topology: Topology, db_path: Path, options, env, check: bool
         try:
             nodes = executor.check()
         except SlurmError as err:
-            raise InputError("--executor slurm", f"Slurm is not usable: {err}")
+            raise option_error("executor", f"Slurm is not usable: {err}")
         log.info("Slurm: %d node(s), %d GPU(s) configured, %d allocated", len(nodes),
                  sum(n.gpus for n in nodes), sum(n.gpus_used for n in nodes))
     return executor

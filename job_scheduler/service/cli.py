@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
-import logging
 import os
 import sys
 import time
@@ -96,6 +95,12 @@ def configure_scheduler(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
+# ServiceConfig's fields (and the errors below it) -> the flags that set them (the rest:
+# "--" and the field, "_" as "-")
+SERVICE_FLAGS = {"V/eps": "--V/--eps", "tls": "--tls-cert/--tls-key",
+                 "executor": "--executor slurm"}
+
+
 def _parse_listen(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not host:
@@ -118,72 +123,52 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def run_scheduler(args: argparse.Namespace) -> int:
-    from sluice_common.malloc import return_large_buffers_to_the_system
-    return_large_buffers_to_the_system()     # a long-lived service: see that module
-    # Everything that can be wrong with the arguments is checked before anything starts.
-    from job_scheduler.core.estimator import Estimator
-    from job_scheduler.core.policies import DEFAULT_EPS, DEFAULT_V
-    from job_scheduler.service.policy_step import make_policy_step
-    from topologies import load_topology
+def service_config(args: argparse.Namespace):
+    """The namespace as a :class:`~job_scheduler.service.app.ServiceConfig` (field errors
+    named by their flags by the caller)."""
+    from job_scheduler.service.app import ServiceConfig
+    from sluice_common.http_service import check_tls_files
+    from sluice_common.tokens import check_admin_token
 
     host, port = _parse_listen(args.listen)
-    from sluice_common.tokens import check_admin_token
     token = check_admin_token(args.token if args.token is not None else
                               os.environ.get(TOKEN_ENV), TOKEN_ENV, "--token", required=False)
     if not _is_loopback(host) and not token:
         raise InputError("--listen", f"refusing to serve the admin API on non-loopback "
                          f"address {host!r} without a token (--token or {TOKEN_ENV})")
-    for name in ("slot", "time_factor"):
-        if not getattr(args, name) > 0:
-            raise InputError(f"--{name.replace('_', '-')}", "must be > 0")
-    if args.max_retries < 0:
-        raise InputError("--max-retries", "must be >= 0")
-    if args.max_request_bytes < 1024:
-        raise InputError("--max-request-bytes", "must be >= 1024")
-    from sluice_common.http_service import check_tls_files
-    tls = check_tls_files(args.tls_cert, args.tls_key)
-    topology = load_topology(args.topology)
-    try:
-        estimator = Estimator(args.profile)
-    except ValueError as err:
-        raise InputError("--profile", str(err))
-    options = {}
-    if args.policy != "lyapunov" and (args.V is not None or args.eps is not None):
-        raise InputError("--V/--eps", "only mean something with --policy lyapunov")
-    if args.policy == "lyapunov":
-        options = {"V": DEFAULT_V if args.V is None else args.V,
-                   "eps": DEFAULT_EPS if args.eps is None else args.eps}
-    policy = make_policy_step(args.policy, topology, estimator, slot=args.slot, **options)
-    db_path = args.db or default_db_path()
-    slurm_options = None
-    if args.executor == "slurm":
-        from job_scheduler.service.slurm_executor import SlurmJobOptions
-        for flag in ("slurm_batches", "slurm_bytes_per_batch"):
-            if getattr(args, flag) is not None and getattr(args, flag) < 1:
-                raise InputError(f"--{flag.replace('_', '-')}", "must be >= 1")
-        if args.slurm_compute_s is not None and not args.slurm_compute_s >= 0:
-            raise InputError("--slurm-compute-s", "must be >= 0")
-        slurm_options = SlurmJobOptions(
-            compute=args.slurm_compute, batches=args.slurm_batches,
-            compute_s=args.slurm_compute_s, bytes_per_batch=args.slurm_bytes_per_batch,
-            bw_scale=topology.emulation_bw_scale, profile=args.profile,
-            partition=args.slurm_partition)
-
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from job_scheduler.service.app import build_service, serve
-    if args.executor == "simulated":      # said at start: nothing real runs by default
-        print("sluice scheduler: executor simulated: jobs only pretend to run (no process is "
-              "started; each ends after its estimated C(n) * --time-factor seconds); "
-              "--executor local or slurm runs them", file=sys.stderr, flush=True)
-    service, server = build_service(
-        topology=topology, policy=policy, estimator=estimator, db_path=db_path,
-        executor=args.executor, time_factor=args.time_factor,
+    return ServiceConfig(
+        db=args.db or default_db_path(), topology=args.topology, policy=args.policy,
+        listen=(host, port), slot=args.slot, executor=args.executor,
+        slurm_partition=args.slurm_partition, slurm_compute=args.slurm_compute,
+        slurm_batches=args.slurm_batches, slurm_compute_s=args.slurm_compute_s,
+        slurm_bytes_per_batch=args.slurm_bytes_per_batch, time_factor=args.time_factor,
         local_command=args.local_command, max_retries=args.max_retries,
-        controller_url=args.controller, token=token, listen=(host, port),
-        max_body=args.max_request_bytes, tls=tls, slurm_options=slurm_options)
-    return serve(service, server, args.slot, token_set=bool(token))
+        controller=args.controller, token=token,
+        tls=check_tls_files(args.tls_cert, args.tls_key),
+        max_request_bytes=args.max_request_bytes, V=args.V, eps=args.eps,
+        profile=args.profile, verbose=args.verbose)
+
+
+def run_scheduler(args: argparse.Namespace) -> int:
+    from sluice_common.malloc import return_large_buffers_to_the_system
+    return_large_buffers_to_the_system()     # a long-lived service: see that module
+    # Everything that can be wrong with the arguments is checked before anything starts.
+    from job_scheduler.simulation.cli import flag_error
+    from job_scheduler.service.app import start
+
+    notice = None
+    if args.executor == "simulated":      # said at start: nothing real runs by default
+        notice = ("sluice scheduler: executor simulated: jobs only pretend to run (no process "
+                  "is started; each ends after its estimated C(n) * --time-factor seconds); "
+                  "--executor local or slurm runs them")
+    try:
+        config = service_config(args)
+    except ValueError as err:
+        raise flag_error(err, SERVICE_FLAGS)
+    try:
+        return start(config, notice)
+    except InputError as err:       # an option's field -> its flag
+        raise flag_error(err, SERVICE_FLAGS)
 
 
 # ---- clients --------------------------------------------------------------------------

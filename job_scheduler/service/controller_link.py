@@ -16,7 +16,7 @@ import re
 
 from job_scheduler.service.store import JobRecord
 from ps_runtime.plan import HostPlan, PortPlan, registration
-from sluice_common.errors import InputError
+from sluice_common.errors import option_error
 from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler.controller")
@@ -42,13 +42,13 @@ class ControllerNotifier:
         try:
             from controller.client import ControllerClient
         except ImportError as err:
-            raise InputError("--controller", f"the controller client is not available: {err}")
+            raise option_error("controller", f"the controller client is not available: {err}")
         token = token or next(filter(None, map(os.environ.get, CONTROLLER_TOKEN_ENVS)), None)
         if not token:
-            raise InputError("--controller", "the controller's admin token is needed (env "
+            raise option_error("controller", "the controller's admin token is needed (env "
                              f"{' or '.join(CONTROLLER_TOKEN_ENVS)})")
         if not url.startswith("http://"):
-            raise InputError("--controller", f"must be an http:// URL, got {url!r}")
+            raise option_error("controller", f"must be an http:// URL, got {url!r}")
         self.client = ControllerClient(url, admin_token=token)
         self.topology = topology
 

@@ -19,7 +19,7 @@ from job_scheduler.core.decisions import QueuedJob, StartDecision, decide_slot
 from job_scheduler.core.estimator import Estimator
 from job_scheduler.core.live_view import LiveView
 from job_scheduler.core.placement import ClusterState
-from sluice_common.errors import InputError
+from sluice_common.errors import option_error
 from topologies import Topology
 
 # the registry's policies less the preemptive ones (las, sluice): the service does not
@@ -44,7 +44,7 @@ class PolicyStep:
         try:
             self.policy = sim_policies.make_policy(name, **options)
         except ValueError as err:
-            raise InputError("--policy", f"{name}: {err}")
+            raise option_error("policy", f"{name}: {err}")
         # the "idle" bandwidth model: C(n) on the topology itself
         self._view = LiveView(topology, estimator, self.slot)
         self._arrived: list[int] = []     # added since the last slot: told on_arrival
@@ -108,6 +108,6 @@ def make_policy_step(name: str, topology: Topology, estimator: Estimator, **opti
         entry = sim_policies.REGISTRY.get(name)
         why = (f" ({name} preempts running jobs; the service does not)"
                if entry is not None and entry.preemptive else "")
-        raise InputError("--policy", f"unknown policy {name!r}{why} "
+        raise option_error("policy", f"unknown policy {name!r}{why} "
                          f"(known: {', '.join(SERVICE_POLICIES)})")
     return PolicyStep(name, topology, estimator, **options)

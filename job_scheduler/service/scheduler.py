@@ -32,7 +32,7 @@ from job_scheduler.core.decisions import QueuedJob, StartDecision
 from job_scheduler.service.policy_step import PolicyStep
 from job_scheduler.service.store import (DuplicateSubmission, JobRecord, JobStore, JobUpdate,
                                          KeyReused)
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, option_error
 from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler")
@@ -266,14 +266,14 @@ class SchedulerService:
         for job in running:
             for host in job.gpus_by_host():
                 if host not in hosts:
-                    raise InputError("--topology", f"job {job.id} ({job.name}) is running on "
+                    raise option_error("topology", f"job {job.id} ({job.name}) is running on "
                                      f"host '{host}', which topology '{self.topology.name}' "
                                      "does not have; start with the topology it was "
                                      "scheduled on")
         try:
             self.cluster_state(running)
         except ValueError as err:
-            raise InputError("--topology", f"the running jobs do not fit topology "
+            raise option_error("topology", f"the running jobs do not fit topology "
                              f"'{self.topology.name}': {err}")
 
     def recover(self) -> dict[str, int]:

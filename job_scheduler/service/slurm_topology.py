@@ -18,14 +18,13 @@ the result goes through the topology loader's own validation.
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from slurm_client import NodeInfo, SwitchInfo
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, option_error
 
 
 def topology_from_slurm(nodes: Sequence[NodeInfo], switches: Sequence[SwitchInfo], *,
@@ -79,65 +78,48 @@ def topology_from_slurm(nodes: Sequence[NodeInfo], switches: Sequence[SwitchInfo
             "switches": out_switches, "racks": racks, "hosts": hosts, "links": links}
 
 
-# ---- sluice topology from-slurm ------------------------------------------------------
-
-def configure_from_slurm(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, type=Path, help="topology YAML to write")
-    parser.add_argument("--host-link-gbps", type=float, required=True,
-                        help="host <-> ToR link speed, Gbit/s")
-    parser.add_argument("--uplink-gbps", type=float, required=True,
-                        help="switch <-> switch link speed, Gbit/s")
-    parser.add_argument("--name", default="slurm-cluster", help="the topology's name")
-    parser.add_argument("--bw-scale", type=float, default=None,
-                        help="emulation.bw_scale to record (Mininet runs links at bw * scale)")
-
+# ---- sluice topology from-slurm (its command line: job_scheduler/service/slurm_topology_cli.py) ----
 
 def _slurm_error(err) -> InputError:
     return InputError("slurm", f"Slurm is not usable: {err}")
 
 
-def run_from_slurm(args: argparse.Namespace) -> int:
+def write_from_slurm(out: Path, *, host_link_gbps: float, uplink_gbps: float,
+                     name: str = "slurm-cluster", bw_scale: float | None = None) -> int:
+    """Write the running Slurm cluster's topology to ``out`` (checked by the topology
+    loader first); a bad value raises an option error naming its parameter."""
     import yaml
 
     from slurm_client import SlurmClient, SlurmError
     from topologies.model import parse_topology
 
-    for flag in ("host_link_gbps", "uplink_gbps"):
-        if not getattr(args, flag) > 0:
-            raise InputError(f"--{flag.replace('_', '-')}", "must be > 0")
-    if args.bw_scale is not None and not args.bw_scale > 0:
-        raise InputError("--bw-scale", "must be > 0")
-    if not args.out.parent.is_dir():
-        raise InputError(str(args.out), f"directory {str(args.out.parent)!r} does not exist",
-                         field="--out")
+    for field, value in (("host_link_gbps", host_link_gbps), ("uplink_gbps", uplink_gbps)):
+        if not value > 0:
+            raise option_error(field, "must be > 0")
+    if bw_scale is not None and not bw_scale > 0:
+        raise option_error("bw_scale", "must be > 0")
+    out = Path(out)
+    if not out.parent.is_dir():
+        raise InputError(str(out), f"directory {str(out.parent)!r} does not exist",
+                         field="out")
     client = SlurmClient()
     try:
         nodes = client.nodes()
         switches = client.topology()
     except SlurmError as err:
         raise _slurm_error(err)
-    data = topology_from_slurm(nodes, switches, host_link_gbps=args.host_link_gbps,
-                               uplink_gbps=args.uplink_gbps, name=args.name)
-    if args.bw_scale is not None:
-        data["emulation"] = {"bw_scale": args.bw_scale}
-    topo = parse_topology(data, str(args.out))       # the loader's checks, before writing
-    args.out.write_text(yaml.safe_dump(data, sort_keys=False))
-    print(f"{args.out}: {len(topo.hosts)} hosts, {topo.total_gpus} GPUs, {len(topo.racks)} "
+    data = topology_from_slurm(nodes, switches, host_link_gbps=host_link_gbps,
+                               uplink_gbps=uplink_gbps, name=name)
+    if bw_scale is not None:
+        data["emulation"] = {"bw_scale": bw_scale}
+    topo = parse_topology(data, str(out))       # the loader's checks, before writing
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    print(f"{out}: {len(topo.hosts)} hosts, {topo.total_gpus} GPUs, {len(topo.racks)} "
           f"racks, {len(topo.switches)} switches (from Slurm)")
     return 0
 
 
 # ---- sluice validate --slurm ---------------------------------------------------------
-
-def configure_validate_slurm(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--slurm", required=True, metavar="TOPOLOGY",
-                        help="topology (built-in name or YAML) to check against the running "
-                             "Slurm cluster (SLURM_CONF from the environment)")
-
-
-def run_validate_slurm(args: argparse.Namespace) -> int:
-    return validate_against_slurm(args.slurm)
-
 
 def validate_against_slurm(topology_spec: str) -> int:
     """Every host of the topology is a Slurm node at the same address with at least its

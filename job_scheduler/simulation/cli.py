@@ -1,27 +1,25 @@
 """``sluice validate`` and ``sluice simulate`` (dispatched from sluice/cli.py).
 
-Every argument and input file is checked before the first simulation runs: bad input
-raises :class:`~sluice_common.errors.InputError` (exit 2) and nothing is written.
+``sluice simulate``'s arguments are turned once into a
+:class:`~job_scheduler.simulation.compare.SimulateConfig` (its field errors named by their flags
+here and only here), then ``job_scheduler.simulation.compare.simulate``. Every argument and
+input file is checked before the first simulation runs: bad input raises
+:class:`~sluice_common.errors.InputError` (exit 2) and nothing is written.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
-from job_scheduler.core.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, POLICY_NAMES, REGISTRY,
-                                         make_policy, parse_policy_names, policy_table,
-                                         requested_gpus)
+from job_scheduler.core.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, POLICY_NAMES,
+                                         parse_policy_names, policy_table)
 from job_scheduler.core.mechanisms import PACK_SLOWDOWN, MechanismOptions
 from job_scheduler.core.proteus import K_READINGS
+from job_scheduler.simulation.compare import SimulateConfig
 from job_scheduler.simulation.workloads import SCENARIO_CAPS, TRACE_CAPS
-from sluice_common.errors import InputError
-
-# show a progress bar on stderr from this many jobs on (short runs stay quiet)
-PROGRESS_FROM_JOBS = 2000
+from sluice_common.errors import OPTION, InputError, as_flags
 
 
 # ---- sluice validate ------------------------------------------------------------------------
@@ -89,7 +87,7 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-format", choices=("tiresias", "philly"))
     parser.add_argument("--jobs", type=int, help="keep the first N jobs (arrival order)")
     parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
-    parser.add_argument("--policies", default="lyapunov,single,random,fifo,tetris,las",
+    parser.add_argument("--policies", default=",".join(SimulateConfig.policies),
                         help=f"comma-separated: {','.join(POLICY_NAMES)}")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scenario-caps", choices=SCENARIO_CAPS, default="paper",
@@ -150,127 +148,63 @@ def add_sharing_arguments(parser, where: str) -> None:
 # the fields of MechanismOptions (and the run's configs) -> the flags that set them
 # (the rest: "--" and the field, "_" as "-")
 FLAGS = {"costs": "--preemption-cost"}
+# SimulateConfig's fields whose flag is not "--" and the field
+SIMULATE_FLAGS = {**FLAGS, "lam": "--lambda", "policy": "--policies"}
+
+
+def _flag(field: str, flags: dict) -> str:
+    return flags.get(field, "--" + field.replace("_", "-"))
 
 
 def flag_error(err: ValueError, flags: dict = FLAGS) -> InputError:
-    """A config's field-named ValueError ("field: message") as the flag's InputError."""
+    """A config's field-named error (``ValueError("field: message")``, or an
+    :class:`InputError` whose source is ``OPTION``) as the flag's InputError."""
+    if isinstance(err, InputError):
+        return as_flags(err, {e.field: _flag(e.field, flags) for e in err.errors
+                              if e.source == OPTION and e.field})
     field, _, message = str(err).partition(": ")
-    return InputError(f"argument {flags.get(field, '--' + field.replace('_', '-'))}",
-                      message or str(err))
+    return InputError(f"argument {_flag(field, flags)}", message or str(err))
 
 
-def mechanism_options(args, costs: str | None, policies: list[str], where: str):
-    """The namespace's --time-slice/--pack/--pack-slowdown/--migrate as MechanismOptions,
-    checked once here against each of ``policies`` (``where``: their flag)."""
-    if args.pack_slowdown is not None and not args.pack:
+def mechanism_options(*, migrate: bool, time_slice: float | None, pack: bool,
+                      pack_slowdown: float | None, costs: str | None) -> MechanismOptions:
+    """--migrate/--time-slice/--pack/--pack-slowdown as MechanismOptions (a
+    ``pack_slowdown`` of None: the default); a bad value raises the flag's InputError."""
+    if pack_slowdown is not None and not pack:
         raise InputError("argument --pack-slowdown", "needs --pack")
     try:
-        opts = MechanismOptions(migrate=args.migrate, time_slice=args.time_slice,
-                                pack=args.pack, costs=costs,
-                                pack_slowdown=(PACK_SLOWDOWN if args.pack_slowdown is None
-                                               else args.pack_slowdown))
-        for name in policies:
-            opts.check(name)
+        return MechanismOptions(migrate=migrate, time_slice=time_slice, pack=pack, costs=costs,
+                                pack_slowdown=(PACK_SLOWDOWN if pack_slowdown is None
+                                               else pack_slowdown))
     except ValueError as err:
-        raise flag_error(err, {**FLAGS, "policy": where})
-    return opts
+        raise flag_error(err)
 
 
-def _check_args(args: argparse.Namespace) -> list[str]:
-    names = parse_policy_names(args.policies)
-    if not args.slot > 0:
-        raise InputError("argument", f"must be > 0 seconds, got {args.slot}", field="slot")
-    for key in ("V", "eps"):
-        if not getattr(args, key) >= 0:
-            raise InputError("argument", f"must be >= 0, got {getattr(args, key)}", field=key)
-    if not args.estimate_error >= 0:
-        raise InputError("argument", f"must be >= 0, got {args.estimate_error}",
-                         field="estimate-error")
-    if not 0.0 <= args.lam <= 1.0:
-        raise InputError("argument", f"must be in [0, 1], got {args.lam}", field="lambda")
-    if args.plot:
-        plot_dir = Path(args.plot)
-        if plot_dir.exists() and not plot_dir.is_dir():
-            raise InputError(args.plot, "exists and is not a directory", field="plot")
-        existing = plot_dir
-        while not existing.exists():            # created only after the runs succeed
-            existing = existing.parent
-        if not existing.is_dir() or not os.access(existing, os.W_OK):
-            raise InputError(args.plot, f"cannot create plots under '{existing}'", field="plot")
-    return names
+def simulate_config(args: argparse.Namespace) -> SimulateConfig:
+    """The namespace as a SimulateConfig, its field errors named by their flags."""
+    if args.migrate and not args.preemption_cost:
+        raise InputError("argument --migrate", "needs --preemption-cost measured|zero")
+    try:
+        mech = mechanism_options(migrate=args.migrate, time_slice=args.time_slice,
+                                 pack=args.pack, pack_slowdown=args.pack_slowdown,
+                                 costs=args.preemption_cost)
+        return SimulateConfig(
+            workload=args.workload, policies=tuple(parse_policy_names(args.policies)),
+            topology=args.topology, trace_format=args.trace_format, jobs=args.jobs,
+            seed=args.seed, scenario_caps=args.scenario_caps, trace_caps=args.trace_caps,
+            estimate_error=args.estimate_error, slot=args.slot, V=args.V, eps=args.eps,
+            k=args.k, lam=args.lam, ga=not args.no_ga, placement=args.placement,
+            network=not args.no_network, profile=args.profile, json=args.json,
+            plot=args.plot, preemption_cost=args.preemption_cost, mechanisms=mech)
+    except ValueError as err:
+        raise flag_error(err, SIMULATE_FLAGS)
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    from job_scheduler.simulation.simulator import Simulator, stderr_progress
-    from job_scheduler.simulation.workloads import load_workload
-    from topologies import load_topology
+    from job_scheduler.simulation.compare import simulate
 
-    names = _check_args(args)
-    topo = load_topology(args.topology)
-    jobs = load_workload(args.workload, trace_format=args.trace_format, jobs=args.jobs,
-                         seed=args.seed, caps=args.scenario_caps, trace_caps=args.trace_caps)
-    if not jobs:
-        raise InputError(args.workload, "no jobs")
-    fixed = [n for n in names if REGISTRY[n].fixed_count]
-    for job in jobs:
-        if fixed and requested_gpus(job) > topo.total_gpus:
-            raise InputError(args.workload, f"asks for {requested_gpus(job)} GPUs; policy "
-                             f"'{fixed[0]}' runs jobs at that count and topology "
-                             f"'{topo.name}' has {topo.total_gpus}",
-                             element=f"job '{job.name}'", field="max_gpus")
-
-    from job_scheduler.core.estimator import Estimator
-
-    estimator = Estimator(args.profile)
-    from job_scheduler.core.mechanisms import summary
-    from job_scheduler.core.preemption import load_costs
-
-    results = {}
-    extra: dict[str, dict] = {}
-    if args.migrate and not args.preemption_cost:
-        raise InputError("argument --migrate", "needs --preemption-cost measured|zero")
-    mech = mechanism_options(args, args.preemption_cost, names, "--policies")
-    # time-slicing and packing charge every switch: the measured table by default
-    cost_mode = args.preemption_cost or ("measured" if mech.shares else None)
-    costs = load_costs(cost_mode)
-    for name in names:
-        policy = make_policy(name, seed=args.seed, V=args.V, eps=args.eps, lam=args.lam,
-                             ga=not args.no_ga, placement=args.placement, k=args.k,
-                             estimate_error=args.estimate_error)
-        progress = stderr_progress(name) if len(jobs) >= PROGRESS_FROM_JOBS else None
-        sim = Simulator(topo, jobs, policy, slot=args.slot, progress=progress,
-                        network=not args.no_network, estimator=estimator, costs=costs,
-                        mechanisms=mech.build())
-        results[name] = sim.run()
-        if cost_mode:
-            extra[name] = summary(sim, results[name])
-
-    if args.plot:
-        from job_scheduler.simulation.sim_plots import write_plots
-        for path in write_plots(results, args.plot, title=f"{args.workload} on {topo.name}"):
-            print(f"wrote {path}", file=sys.stderr)
-    if args.json:
-        print(json.dumps({"policies": {n: {**r.metrics(), **extra.get(n, {})}
-                                       for n, r in results.items()},
-                          "workload": str(args.workload), "topology": topo.name,
-                          "seed": args.seed}))
-    else:
-        _print_table(results, args, topo.name, len(jobs))
-        for n, e in extra.items():
-            print(f"{n}: {e['preemptions']} preemptions, {e['migrations']} migrations, "
-                  f"{e['grows']} grows, {e['shrinks']} shrinks, {e['time_slices']} time slices, "
-                  f"{e['packed']} packed, {e['preemption_cost_s']:.1f} s of suspend/resume "
-                  f"charged ({cost_mode} cost)")
-    return 0
-
-
-def _print_table(results, args, topo_name: str, n_jobs: int) -> None:
-    print(f"workload {args.workload} ({n_jobs} jobs) on {topo_name}, slot {args.slot:g} s, "
-          f"seed {args.seed}")
-    head = (f"{'policy':<10} {'avg JCT s':>11} {'median s':>10} {'p95 s':>10} {'avg wait s':>11} "
-            f"{'makespan s':>11} {'GPU util':>9} {'jobs':>6}")
-    print(head)
-    print("-" * len(head))
-    for name, r in results.items():
-        print(f"{name:<10} {r.avg_jct:>11.1f} {r.median_jct:>10.1f} {r.p95_jct:>10.1f} "
-              f"{r.avg_wait:>11.1f} {r.makespan:>11.1f} {r.gpu_util:>9.1%} {r.jobs:>6}")
+    config = simulate_config(args)
+    try:
+        return simulate(config)
+    except InputError as err:       # an option's field (trace_format, ...) -> its flag
+        raise flag_error(err, SIMULATE_FLAGS)

@@ -74,7 +74,7 @@ from typing import Callable
 from job_scheduler.simulation.bursty import BURSTY, generate_bursty
 from sluice_common.jobspec import JobSpec, load_jobs
 from sluice_common.models import canonical_name
-from sluice_common.errors import InputError, InputErrors
+from sluice_common.errors import InputError, InputErrors, option_error
 
 TRACE_FORMATS = ("tiresias", "philly")
 # The public traces live in the project's sibling folder ../shared/workloads (beside the
@@ -289,11 +289,11 @@ def trace_kind(path: Path) -> str | None:
     for kind, columns in (("tiresias", TIRESIAS_COLUMNS), ("philly", PHILLY_COLUMNS)):
         if set(columns) <= header:
             return kind
-    raise InputError(str(path), f"looks like a CSV trace, but its header "
-                     f"({first.strip()[:120]}) is neither a Tiresias trace's "
-                     f"({','.join(TIRESIAS_COLUMNS)}) nor a Philly trace's "
-                     f"({','.join(PHILLY_COLUMNS)}); give --trace-format tiresias|philly, or "
-                     "a job YAML file", field="trace-format")
+    raise option_error("trace_format", f"{path}: looks like a CSV trace, but its header "
+                       f"({first.strip()[:120]}) is neither a Tiresias trace's "
+                       f"({','.join(TIRESIAS_COLUMNS)}) nor a Philly trace's "
+                       f"({','.join(PHILLY_COLUMNS)}); give tiresias|philly, or a job "
+                       "YAML file")
 
 
 def load_tiresias(path: str | Path) -> list[JobSpec]:

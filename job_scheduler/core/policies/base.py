@@ -36,7 +36,7 @@ from typing import Callable
 from job_scheduler.core.placement import (DEFAULT_LAMBDA, BestFitPlacement, FirstFitPlacement,
                                           Placement, TetrisPlacement)
 from job_scheduler.core.proteus import candidate_counts
-from sluice_common.errors import InputError
+from sluice_common.errors import option_error
 from sluice_common.jobspec import JobSpec
 
 
@@ -132,7 +132,7 @@ def make_placement(name: str, lam: float = DEFAULT_LAMBDA):
         return FirstFitPlacement()
     if name == "tetris":
         return TetrisPlacement()
-    raise InputError("--placement", f"unknown placement {name!r} (known: {', '.join(PLACEMENTS)})")
+    raise option_error("placement", f"unknown placement {name!r} (known: {', '.join(PLACEMENTS)})")
 
 
 def requested_gpus(job: JobSpec) -> int:

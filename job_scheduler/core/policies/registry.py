@@ -12,7 +12,7 @@ from job_scheduler.core.policies import fifo, las, lyapunov, random, single, slu
 from job_scheduler.core.policies.base import Policy, PolicyOptions
 from job_scheduler.core.policies.las import DEFAULT_LAS_THRESHOLDS
 from job_scheduler.core.policies.lyapunov import DEFAULT_EPS, DEFAULT_K, DEFAULT_V
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, option_error
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,8 @@ POLICY_NAMES = tuple(REGISTRY)
 NON_PREEMPTIVE = tuple(n for n, e in REGISTRY.items() if not e.preemptive)
 
 
-def _unknown(name: str, field: str = "--policies") -> InputError:
-    return InputError(field, f"unknown policy {name!r} (known: {', '.join(POLICY_NAMES)})")
+def _unknown(name: str, field: str = "policy") -> InputError:
+    return option_error(field, f"unknown policy {name!r} (known: {', '.join(POLICY_NAMES)})")
 
 
 def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = DEFAULT_EPS,
@@ -72,10 +72,10 @@ def parse_policy_names(text: str) -> list[str]:
     """``"lyapunov,fifo"`` -> names, rejecting unknown or empty ones before any run."""
     names = [n.strip() for n in text.split(",")]
     if not names or any(not n for n in names):
-        raise InputError("--policies", f"empty policy name in {text!r}")
+        raise option_error("policies", f"empty policy name in {text!r}")
     for n in names:
         if n not in REGISTRY:
-            raise _unknown(n)
+            raise _unknown(n, "policies")
     return list(dict.fromkeys(names))
 
 

@@ -1,0 +1,162 @@
+"""``sluice simulate``: the policies compared on one workload in the simulator.
+
+What the command is asked is one frozen :class:`SimulateConfig`, built once from the
+command line (``job_scheduler.simulation.cli``) and handed down; nothing here reads an argparse
+namespace. Its checks raise ``ValueError("field: message")`` (or an option
+:class:`~sluice_common.errors.InputError` naming the field); only the CLI turns a field
+into its flag. Every value and input file is checked before the first simulation runs:
+bad input raises an ``InputError`` (exit 2) and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from job_scheduler.core.mechanisms import MechanismOptions
+from job_scheduler.core.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, REGISTRY, make_policy,
+                                         parse_policy_names, requested_gpus)
+from job_scheduler.core.proteus import K_READINGS
+from sluice_common.errors import InputError
+
+# show a progress bar on stderr from this many jobs on (short runs stay quiet)
+PROGRESS_FROM_JOBS = 2000
+
+
+@dataclass(frozen=True)
+class SimulateConfig:
+    """What ``sluice simulate`` is asked, as one frozen value."""
+    workload: str                        # scenario name, job YAML or trace CSV
+    policies: tuple[str, ...] = ("lyapunov", "single", "random", "fifo", "tetris", "las")
+    topology: str = "two-rack"           # built-in name or YAML path
+    trace_format: str | None = None      # tiresias | philly
+    jobs: int | None = None              # keep the first N jobs
+    seed: int = 0
+    scenario_caps: str = "paper"
+    trace_caps: str = "requested"
+    estimate_error: float = 0.0          # sigma of the log-normal error sluice sees
+    slot: float = 10.0                   # seconds
+    V: float = DEFAULT_V
+    eps: float = DEFAULT_EPS
+    k: str = DEFAULT_K
+    lam: float = 0.5                     # Liquid placement: rack cost vs fitness
+    ga: bool = True
+    placement: str | None = None         # one placement for every policy
+    network: bool = True                 # False: ideal fabric, no communication time
+    profile: str | None = None           # device profile for Cost_bat
+    json: bool = False                   # one JSON object on stdout instead of a table
+    plot: str | None = None              # directory for PNG plots
+    preemption_cost: str | None = None   # measured | zero: charge every preemption
+    mechanisms: MechanismOptions = MechanismOptions()
+
+    def __post_init__(self):
+        parse_policy_names(",".join(self.policies))      # unknown or empty names
+        checks = [
+            ("slot", self.slot > 0, f"must be > 0 seconds, got {self.slot}"),
+            ("V", self.V >= 0, f"must be >= 0, got {self.V}"),
+            ("eps", self.eps >= 0, f"must be >= 0, got {self.eps}"),
+            ("estimate_error", self.estimate_error >= 0,
+             f"must be >= 0, got {self.estimate_error}"),
+            ("lam", 0.0 <= self.lam <= 1.0, f"must be in [0, 1], got {self.lam}"),
+            ("k", self.k in K_READINGS, f"must be one of {', '.join(K_READINGS)}, got {self.k!r}"),
+            ("migrate", not self.mechanisms.migrate or self.preemption_cost is not None,
+             "needs a preemption cost (measured or zero)")]
+        for name, ok, message in checks:
+            if not ok:
+                raise ValueError(f"{name}: {message}")
+        if self.preemption_cost is not None:
+            MechanismOptions(costs=self.preemption_cost)       # measured | zero
+        for name in self.policies:
+            self.mechanisms.check(name)
+        if self.plot:
+            plot_dir = Path(self.plot)
+            if plot_dir.exists() and not plot_dir.is_dir():
+                raise InputError(self.plot, "exists and is not a directory", field="plot")
+            existing = plot_dir
+            while not existing.exists():            # created only after the runs succeed
+                existing = existing.parent
+            if not existing.is_dir() or not os.access(existing, os.W_OK):
+                raise InputError(self.plot, f"cannot create plots under '{existing}'",
+                                 field="plot")
+
+    @property
+    def cost_mode(self) -> str | None:
+        """What a suspension costs: time-slicing and packing charge every switch, the
+        measured table unless ``preemption_cost`` says otherwise."""
+        return self.preemption_cost or ("measured" if self.mechanisms.shares else None)
+
+
+def simulate(config: SimulateConfig) -> int:
+    """Run every policy of ``config`` on its workload; print the table (or JSON)."""
+    from job_scheduler.core.estimator import Estimator
+    from job_scheduler.core.mechanisms import summary
+    from job_scheduler.core.preemption import load_costs
+    from job_scheduler.simulation.simulator import Simulator, stderr_progress
+    from job_scheduler.simulation.workloads import load_workload
+    from topologies import load_topology
+
+    names = list(config.policies)
+    topo = load_topology(config.topology)
+    jobs = load_workload(config.workload, trace_format=config.trace_format, jobs=config.jobs,
+                         seed=config.seed, caps=config.scenario_caps,
+                         trace_caps=config.trace_caps)
+    if not jobs:
+        raise InputError(config.workload, "no jobs")
+    fixed = [n for n in names if REGISTRY[n].fixed_count]
+    for job in jobs:
+        if fixed and requested_gpus(job) > topo.total_gpus:
+            raise InputError(config.workload, f"asks for {requested_gpus(job)} GPUs; policy "
+                             f"'{fixed[0]}' runs jobs at that count and topology "
+                             f"'{topo.name}' has {topo.total_gpus}",
+                             element=f"job '{job.name}'", field="max_gpus")
+
+    estimator = Estimator(config.profile)
+    results = {}
+    extra: dict[str, dict] = {}
+    cost_mode = config.cost_mode
+    costs = load_costs(cost_mode)
+    for name in names:
+        policy = make_policy(name, seed=config.seed, V=config.V, eps=config.eps,
+                             lam=config.lam, ga=config.ga, placement=config.placement,
+                             k=config.k, estimate_error=config.estimate_error)
+        progress = stderr_progress(name) if len(jobs) >= PROGRESS_FROM_JOBS else None
+        sim = Simulator(topo, jobs, policy, slot=config.slot, progress=progress,
+                        network=config.network, estimator=estimator, costs=costs,
+                        mechanisms=config.mechanisms.build())
+        results[name] = sim.run()
+        if cost_mode:
+            extra[name] = summary(sim, results[name])
+
+    if config.plot:
+        from job_scheduler.simulation.sim_plots import write_plots
+        for path in write_plots(results, config.plot,
+                                title=f"{config.workload} on {topo.name}"):
+            print(f"wrote {path}", file=sys.stderr)
+    if config.json:
+        print(json.dumps({"policies": {n: {**r.metrics(), **extra.get(n, {})}
+                                       for n, r in results.items()},
+                          "workload": str(config.workload), "topology": topo.name,
+                          "seed": config.seed}))
+    else:
+        _print_table(results, config, topo.name, len(jobs))
+        for n, e in extra.items():
+            print(f"{n}: {e['preemptions']} preemptions, {e['migrations']} migrations, "
+                  f"{e['grows']} grows, {e['shrinks']} shrinks, {e['time_slices']} time slices, "
+                  f"{e['packed']} packed, {e['preemption_cost_s']:.1f} s of suspend/resume "
+                  f"charged ({cost_mode} cost)")
+    return 0
+
+
+def _print_table(results, config: SimulateConfig, topo_name: str, n_jobs: int) -> None:
+    print(f"workload {config.workload} ({n_jobs} jobs) on {topo_name}, slot {config.slot:g} s, "
+          f"seed {config.seed}")
+    head = (f"{'policy':<10} {'avg JCT s':>11} {'median s':>10} {'p95 s':>10} {'avg wait s':>11} "
+            f"{'makespan s':>11} {'GPU util':>9} {'jobs':>6}")
+    print(head)
+    print("-" * len(head))
+    for name, r in results.items():
+        print(f"{name:<10} {r.avg_jct:>11.1f} {r.median_jct:>10.1f} {r.p95_jct:>10.1f} "
+              f"{r.avg_wait:>11.1f} {r.makespan:>11.1f} {r.gpu_util:>9.1%} {r.jobs:>6}")

@@ -1,0 +1,113 @@
+"""Options are typed below the command lines (issue 29): each command turns its namespace
+into a frozen config once; nothing below a cli.py / *_cli.py module imports argparse,
+adds arguments to a parser, reads an ``args`` namespace, or names a flag in an error or
+a default (the CLI that owns the parser turns a field into its flag). A process entry
+point (a worker's ``python -m`` module) is a command line of its own: the allow-list
+names each one and why. Command lines built for other programs (sbatch, srun, ovs,
+``python -m`` workers) are data, not errors, and are not looked at."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("job_scheduler", "end_to_end", "controller", "sluice_common", "topologies",
+            "mininet_fabric", "slurm_client", "ps_runtime")
+# process entry points with a parser of their own, and the helpers that take their namespace
+ENTRY_POINTS = {
+    "ps_runtime/worker.py": "python -m ps_runtime.worker",
+    "ps_runtime/emulated_worker.py": "python -m ps_runtime.emulated_worker",
+    "ps_runtime/slurm_job.py": "python -m ps_runtime.slurm_job",
+    "ps_runtime/checkpoint_args.py": "the workers' checkpoint flags and their namespace",
+    "ps_runtime/emulated_state.py": "the emulated worker's state, from its namespace",
+    "ps_runtime/train_checkpoint.py": "sluice train's checkpoint flags (ps_runtime/cli.py)",
+}
+FLAG = re.compile(r"(^|[\s(/'\"`])--[a-zA-Z]")
+# another program's flags in an error about that program are fine ("sbatch --parsable printed")
+FOREIGN = re.compile(r"\b(sinfo|sbatch|squeue|scontrol|scancel|srun|curl|ovs-\w+|pip|iperf3)\b"
+                     r".*--[a-zA-Z]")
+ERROR_CALLS = {"InputError", "option_error", "ValueError", "SystemExit", "TypeError"}
+
+
+def is_cli(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return name == "cli.py" or name.endswith("_cli.py") or rel in ENTRY_POINTS
+
+
+def _strings(node: ast.AST):
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            yield sub.value
+
+
+def _callee(call: ast.Call) -> str:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+def _flags(node: ast.AST) -> list[str]:
+    return [s for s in _strings(node) if FLAG.search(s) and not FOREIGN.search(s)]
+
+
+def problems_in(rel: str, source: str) -> list[str]:
+    out: list[str] = []
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        where = f"{rel}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names):
+            out.append(f"{where}: imports argparse")
+        elif isinstance(node, ast.ImportFrom) and node.module == "argparse":
+            out.append(f"{where}: imports argparse")
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id == "args":
+            out.append(f"{where}: reads args.{node.attr}")
+        elif isinstance(node, ast.Call) and _callee(node) in ("add_argument", "ArgumentParser"):
+            out.append(f"{where}: builds a parser")
+        elif isinstance(node, (ast.Raise, ast.Call)) and (
+                isinstance(node, ast.Raise) or _callee(node) in ERROR_CALLS):
+            out += [f"{where}: names a flag in an error: {s!r}" for s in _flags(node)]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defaults = node.args.defaults + [d for d in node.args.kw_defaults if d]
+            out += [f"{where}: names a flag in a default: {s!r}" for d in defaults
+                    for s in _flags(d)]
+    return list(dict.fromkeys(out))        # a raised error call is seen twice
+
+
+def problems(root: Path = ROOT) -> list[str]:
+    out = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if not is_cli(rel):
+                out += problems_in(rel, path.read_text(encoding="utf-8"))
+    return sorted(set(out))
+
+
+def test_nothing_below_the_command_lines_names_a_flag_or_reads_a_namespace():
+    found = problems()
+    assert not found, "\n".join(found)
+
+
+def test_the_scan_sees_each_kind_of_leak():
+    leaky = '''
+import argparse
+def f(args, text, source="--controller"):
+    if args.slot < 0:
+        raise InputError("--slot", "must be > 0")
+    return InputError(f"argument {text}", f"needs --pack, got {text}")
+def g(parser):
+    parser.add_argument("--x")
+def ok():
+    return ["sbatch", "--parsable"]        # a command line for another program
+'''
+    found = problems_in("x.py", leaky)
+    kinds = {p.split(": ", 2)[1].split(" ")[0] + " " + p.split(": ", 2)[1].split(" ")[1]
+             for p in found}
+    assert {"imports argparse", "reads args.slot", "names a", "builds a"} <= kinds, found
+    assert sum("names a flag in an error" in p for p in found) == 2, found
+    assert sum("names a flag in a default" in p for p in found) == 1, found
+    assert not any("--parsable" in p for p in found)
+    assert is_cli("job_scheduler/simulation/cli.py") and is_cli("job_scheduler/service/cli.py")
+    assert not is_cli("job_scheduler/service/app.py")
