@@ -119,3 +119,20 @@ def test_constants_file_round_trip_and_checks(tmp_path):
     with pytest.raises(ValueError):
         ExchangeConstants(efficiency=1.5)
     assert math.isfinite(batch_exchange_s(1e6, 8, CROSS, 3))       # shipped constants
+
+
+def test_batch_simulation_alone_and_shortest_remaining_first():
+    from mininet_tests.fluid import BatchJob, mean, simulate_batches
+
+    one = BatchJob("a", 0.0, 20, 2e5, 0.01, 4, 0, CROSS)
+    alone = Sharer("a", 2e5, 4, CROSS, 0.01, 0).alone_s(C)
+    got = simulate_batches([one], "off", 1.5e6, 3e5, C, startup_s=0.5)
+    assert got["a"] == pytest.approx(0.5 + 20 * alone, rel=1e-3)
+    jobs = [BatchJob(f"j{i}", 0.0, 10 * (i + 1), 2e5, 0.01, 4, 0, CROSS) for i in range(3)]
+    off = simulate_batches(jobs, "off", 1.5e6, 3e5, C)
+    srpt = simulate_batches(jobs, "remaining", 1.5e6, 3e5, C)
+    assert mean(srpt.values()) < 0.9 * mean(off.values())
+    assert srpt["j0"] < off["j0"] and srpt["j2"] >= 0.95 * off["j2"]
+    # the rules run every job to its end
+    for mode in ("progress", "attained"):
+        assert set(simulate_batches(jobs, mode, 1.5e6, 3e5, C)) == {"j0", "j1", "j2"}
