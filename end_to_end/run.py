@@ -302,6 +302,12 @@ def demo(config: RunConfig) -> int:
                       file=sys.stderr)
                 return 130
     wall = time.monotonic() - started
+    from end_to_end.predict import annotate
+    from ps_runtime.calibration import runtime_terms
+
+    startup = runtime_terms(config.compute)["startup_s"]
+    for mode in ("off", "on"):       # the exchange model, from each pass's placements
+        annotate(topology, results[mode], config.rank if mode == "on" else None, startup)
     cmp = comparison(results["off"], results["on"])
     cmp.update(config.compute_info, wall_time_s=round(wall, 1), topology=topology.name,
                fabric_lock_wait_s=round(lock_wait, 1))

@@ -46,6 +46,7 @@ from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop
 from end_to_end.estimate import batches_for
+from end_to_end.predict import exchange_facts
 from end_to_end.result import RunResult
 from end_to_end.run_status import slowest_batch
 from job_scheduler.live_view import LiveView
@@ -362,7 +363,9 @@ class RealTimeRun:
                    hosts=len(hosts),
                    racks=len({self.topology.host_by_name[h].rack for h in hosts}),
                    C_n_s=round(c_n, 3), bw_estimate_mbps=_num(bw),
-                   predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3))
+                   predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3),
+                   **exchange_facts(self.estimator, spec, worker_options,
+                                    self._bytes_per_batch(spec, worker_options)))
         self.say(f"start {spec.name}: {n} GPU(s) on {','.join(d.worker_hosts)} (PS "
                  f"{','.join(d.ps_hosts)}), {batches} batches/worker, bw estimate "
                  f"{_fmt_bw(bw)} (nominal {_fmt_bw(bw_nominal)}), C(n) {c_n:.1f} s")

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from sluice_common.exchange import (DATA_FILE, MTU_BYTES, ExchangeConstants, Sharer,
+from sluice_common.exchange import (CTRL_BYTES, DATA_FILE, MTU_BYTES, ExchangeConstants, Sharer,
                                     batch_exchange_s, features, fixed_s, idle_restart_s,
                                     key_times, load_constants, path_rtt_s, rounds,
                                     save_constants, share_egress)
@@ -26,13 +26,18 @@ def test_key_times_and_rounds():
 
 def test_batch_alone_is_the_documented_formula():
     b, k, w = 1e6, 8, 3
-    rtt = 2 * sum(C.hop_s + MTU_BYTES / r for r in CROSS)
-    expect = C.overhead_s + k * C.per_key_s + 6 * rtt + 12 / 8 * b / (0.8 * 1.5e6)
+    rtt = 2 * sum(C.hop_s + CTRL_BYTES / r for r in CROSS)
+    fill = 2 * (sum(MTU_BYTES / r for r in CROSS) - MTU_BYTES / 1.5e6)
+    x = (12 / 8 * b - 2 * C.burst_bytes) / (0.8 * 1.5e6)
+    expect = C.overhead_s + k * C.per_key_s + 6 * rtt + fill + x
     assert path_rtt_s(CROSS, C) == pytest.approx(rtt)
     assert batch_exchange_s(b, k, CROSS, w, C) == pytest.approx(expect)
-    # in-host: no hops, the bytes at the loopback rate
+    # in-host: no hops, no shaper, the bytes at the loopback rate
     assert batch_exchange_s(b, k, (), 0, C) == pytest.approx(
         C.overhead_s + k * C.per_key_s + 2 * b / 100e6)
+    # a batch smaller than one burst each way: only the rounds and the fill
+    small = batch_exchange_s(1e4, 1, CROSS, 0, C)
+    assert small == pytest.approx(C.overhead_s + C.per_key_s + 2 * rtt + fill)
 
 
 def test_more_hops_and_slower_links_cost_more():
@@ -47,7 +52,7 @@ def test_features_reproduce_the_model_for_the_fit():
     coef = (C.overhead_s, C.per_key_s, C.hop_s, 1 / C.efficiency, 1 / C.local_Bps)
     for path in ((), IN_RACK, CROSS):
         for b, k, w in ((1e5, 2, 0), (8e5, 8, 3), (3e6, 4, 1)):
-            f = features(b, k, path, w)
+            f = features(b, k, path, w, C.burst_bytes)
             got = sum(x * y for x, y in zip(f, coef)) + fixed_s(k, path, w)
             assert got == pytest.approx(batch_exchange_s(b, k, path, w, C))
 
@@ -73,8 +78,11 @@ def test_fair_sharing_slows_equal_jobs_alike_and_adds_queueing():
     got = share_egress(jobs, 1.5e6, 3e5, C)
     assert len(set(round(v, 9) for v in got.values())) == 1
     t = got["j0"]
-    # three link-bound jobs: close to three times the transfer, plus each round's queue
-    assert 2.5 * alone < t < 3 * alone + rounds(8, 3) * C.queue_fill * 3e5 / 1.5e6 + 1e-9
+    # three link-bound jobs: each direction carries the three jobs' bytes per iteration
+    # (at most the payload rate), and no job waits more than for both others' whole
+    # exchange plus each round's queue
+    assert 3 * 1e6 / (C.efficiency * 1.5e6) <= t
+    assert t < 3 * alone + rounds(8, 3) * C.queue_fill * 3e5 / 1.5e6 + 1e-9
     no_queue = share_egress(jobs, 1.5e6, 0.0, C)["j0"]
     assert no_queue < t
 

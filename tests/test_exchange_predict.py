@@ -1,0 +1,49 @@
+"""The exchange model's per-pass prediction of the demo's JCTs (end_to_end.predict)."""
+
+import pytest
+
+from end_to_end.predict import link_job, predict_pass
+from sluice_common.exchange import ExchangeConstants, Sharer
+from topologies import load_topology
+
+C = ExchangeConstants(overhead_s=0.002, per_key_s=0.001, hop_s=0.0002, efficiency=0.9,
+                      local_Bps=500e6, queue_fill=0.3)
+TOPO = load_topology("two-rack-100g")        # 100 / 50 Mbit/s emulated
+
+
+def rec(name, ps, workers, batches=50, nbytes=46_760, compute=0.075, start=0.0, arrival=0.0):
+    return {"name": name, "ps_hosts": ps, "worker_hosts": workers, "batches": batches,
+            "bytes_per_batch": nbytes, "keys": 1, "pipeline_keys": 0,
+            "batch_compute_s": compute, "start": start, "arrival": arrival}
+
+
+def test_in_host_job_is_startup_plus_its_batches():
+    r = rec("g", ["h1"], ["h1", "h1", "h1"], compute=0.2)
+    job = link_job(TOPO, r, C)
+    assert job.links == {} and job.path == ()
+    alone = Sharer("g", r["bytes_per_batch"], 1, (), 0.2).alone_s(C)
+    got = predict_pass(TOPO, [r], None, 1.0, C)
+    assert got["g"] == pytest.approx(1.0 + 50 * alone, rel=1e-3)
+
+
+def test_workers_behind_one_link_share_it():
+    one = link_job(TOPO, rec("a", ["h1"], ["h3"]), C)
+    four = link_job(TOPO, rec("b", ["h1"], ["h3", "h3", "h4", "h4"]), C)
+    # the PS's host link carries four pairs: a quarter each; the uplinks too
+    assert min(four.path) == pytest.approx(min(one.path) / 4)
+    assert four.links["spine1-tor1"][1] == 4
+
+
+def test_cross_rack_jobs_share_the_uplinks_and_priority_helps_the_small_one():
+    small = rec("small", ["h1"], ["h3", "h4"], batches=40, start=0.0)
+    big = rec("big", ["h2"], ["h3", "h4"], batches=200, start=0.0, compute=0.01)
+    alone = predict_pass(TOPO, [small], None, 0.0, C)["small"]
+    off = predict_pass(TOPO, [small, big], None, 0.0, C)
+    on = predict_pass(TOPO, [small, big], "remaining", 0.0, C)
+    assert off["small"] > 1.05 * alone
+    assert on["small"] < off["small"]
+    assert on["small"] == pytest.approx(alone, rel=0.02)
+    assert on["big"] > on["small"] and on["big"] > 0.8 * off["big"]
+    # a job that arrives later starts later and is charged from its arrival
+    late = dict(small, name="late", start=5.0, arrival=4.0)
+    assert predict_pass(TOPO, [late], None, 0.0, C)["late"] == pytest.approx(alone + 1.0, rel=1e-3)
