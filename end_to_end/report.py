@@ -160,7 +160,9 @@ def write_report(result: RunResult, out_dir: str | Path) -> Path:
 def comparison(off: RunResult, on: RunResult, lagging: str | None = None) -> dict:
     """The figures `sluice demo` and the priority experiment compare. Per job: where the
     scheduler put it and what it predicted (from the priority-on pass; the off pass's
-    decisions are in its report), and the measured JCT of both passes."""
+    decisions are in its report), the measured JCT of both passes, and the exchange
+    model's JCT of each pass (``predicted_jct_off_s`` / ``predicted_jct_on_s``: the
+    passes' ``predicted_jct_model_s``, end_to_end.predict; None where not annotated)."""
     lag = lagging or lagging_job(off)
     def by_name(r):
         return {j["name"]: j for j in r["jobs"]}
