@@ -47,3 +47,26 @@ def test_cross_rack_jobs_share_the_uplinks_and_priority_helps_the_small_one():
     # a job that arrives later starts later and is charged from its arrival
     late = dict(small, name="late", start=5.0, arrival=4.0)
     assert predict_pass(TOPO, [late], None, 0.0, C)["late"] == pytest.approx(alone + 1.0, rel=1e-3)
+
+
+def test_demo_comparison_carries_both_passes_predictions_and_racks():
+    from end_to_end.predict import annotate
+    from end_to_end.report import comparison, comparison_markdown
+    from tests.test_run import synthetic_result
+
+    off, on = synthetic_result(False, slow=2.0), synthetic_result(True, slow=0.5)
+    topo = load_topology("two-rack")
+    for r in (off, on):
+        for j in r["jobs"]:
+            j.update(bytes_per_batch=40_000, keys=1, pipeline_keys=0, batch_compute_s=0.05,
+                     racks=2)
+    pred_off = annotate(topo, off, None, 1.0, C)
+    pred_on = annotate(topo, on, "remaining", 1.0, C)
+    cmp = comparison(off, on)
+    for name, j in cmp["jobs"].items():
+        assert j["predicted_jct_off_s"] == pred_off[name] > 1.0
+        assert j["predicted_jct_on_s"] == pred_on[name]
+        assert j["racks"] == 2
+    # the two jobs share both uplinks: with the rule the smaller gains, fair sharing not
+    assert pred_on["a"] <= pred_off["a"]
+    assert f"({pred_off['a']:.1f})" in comparison_markdown(cmp)
