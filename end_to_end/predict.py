@@ -1,6 +1,7 @@
 """The exchange model's JCT of every job of one pass (``sluice demo``), priority off or on
-(issue 27 item 1). Pure: from the pass's placements and start times (what the scheduler
-decided), never from its measured durations.
+(issue 27 item 1). Pure: from placements and start times (``sluice demo`` takes them from
+the dry run, before its passes: ``end_to_end.run.planned_records``), never from measured
+durations.
 
 Per job (a record of ``RealTimeRun.result()["jobs"]``: ``ps_hosts``, ``worker_hosts``,
 ``batches`` per worker, ``bytes_per_batch``, ``batch_compute_s``, ``keys``,
@@ -20,10 +21,20 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from sluice_common.models import BYTES_PER_PARAM
 from sluice_common.exchange import (LinkJob, MTU_BYTES, ExchangeConstants, batch_exchange_s,
                                     default_constants, share_links)
 
 BUFFER_PACKETS = 200          # the HTB tree's FIFO per class (mininet_fabric.priority)
+
+
+def wire_bytes_of(estimator, spec, options) -> int:
+    """What one batch pushes: the model's float32 gradients; the emulated worker moves
+    them times the fabric's bw_scale, or what it was told."""
+    if options.compute == "emulated" and options.bytes_per_batch is not None:
+        return int(options.bytes_per_batch)
+    nbytes = estimator.params(spec) * BYTES_PER_PARAM
+    return max(1, int(nbytes * (options.bw_scale if options.compute == "emulated" else 1.0)))
 
 
 def exchange_facts(estimator, spec, options, bytes_per_batch: int) -> dict:

@@ -70,3 +70,35 @@ def test_demo_comparison_carries_both_passes_predictions_and_racks():
     # the two jobs share both uplinks: with the rule the smaller gains, fair sharing not
     assert pred_on["a"] <= pred_off["a"]
     assert f"({pred_off['a']:.1f})" in comparison_markdown(cmp)
+
+
+def test_demo_predictions_come_from_the_dry_run_before_any_pass():
+    import argparse
+
+    import end_to_end.cli as cli
+    from end_to_end import run
+    from ps_runtime.calibration import runtime_terms
+
+    ap = argparse.ArgumentParser()
+    cli.configure_demo(ap)
+    config = cli.run_config(ap.parse_args(["--compute", "emulated"]), jobs=str(run.DEMO_JOBS),
+                            topology=run.DEMO_TOPOLOGY)
+    jobs, topology = run.validate(config)
+    planned = run.planned_records(jobs, topology, config)
+    assert [r["name"] for r in planned] == [j.name for j in jobs]
+    for r in planned:
+        assert r["start"] >= r["arrival"] and r["batches"] >= 1 and r["bytes_per_batch"] > 0
+        assert 0 < r["batch_compute_s"] < 1
+    cross = [r for r in planned
+             if len({topology.host_by_name[h].rack for h in r["ps_hosts"] + r["worker_hosts"]}) > 1]
+    startup = runtime_terms("emulated")["startup_s"]
+    off = predict_pass(topology, planned, None, startup)
+    on = predict_pass(topology, planned, config.rank, startup)
+    assert set(off) == set(on) == {j.name for j in jobs}
+    for r in planned:       # never faster than its compute alone after its start-up
+        assert off[r["name"]] >= r["start"] - r["arrival"] + startup + r["batches"] * r["batch_compute_s"]
+    # two jobs cross the racks and share uplinks: their JCT differs between the passes,
+    # the in-host jobs' does not
+    assert len(cross) >= 2
+    assert any(abs(on[r["name"]] - off[r["name"]]) > 1e-3 for r in cross)
+    assert all(on[n] == off[n] for n in off if n not in {r["name"] for r in cross})
