@@ -124,12 +124,3 @@ def predict_pass(topology, records: list[dict], rule: str | None, startup_s: flo
                 finish[j["name"]] = t
     return {j["name"]: round(finish[j["name"]] - j["arrival"], 3) for j in jobs}
 
-
-def annotate(topology, result: dict, rule: str | None, startup_s: float,
-             c: ExchangeConstants | None = None) -> dict[str, float]:
-    """Add ``predicted_jct_model_s`` to every job of a pass's result that was started."""
-    pred = predict_pass(topology, result.get("jobs") or [], rule, startup_s, c)
-    for j in result.get("jobs") or []:
-        if j["name"] in pred:
-            j["predicted_jct_model_s"] = pred[j["name"]]
-    return pred
