@@ -240,24 +240,52 @@ def run(config: RunConfig) -> int:
     return 0 if result["summary"]["finished"] == len(jobs) else 1
 
 
+def _simulator(jobs, topology, config: RunConfig, on_plan):
+    """The simulator of ``--dry-run``: the run's policy, mechanisms, estimator, slot and
+    idle-fabric bandwidth, the job durations the estimator predicts."""
+    from job_scheduler.preemption import load_costs
+    from job_scheduler.simulator import Simulator
+
+    return Simulator(topology, jobs, config.make_policy(), slot=config.slot, bandwidth="idle",
+                     estimator=run_estimator(topology, config.compute, config.profile),
+                     mechanisms=config.mechanisms.build(),
+                     costs=load_costs(config.mechanisms.costs), on_plan=on_plan)
+
+
 def dry_run(jobs, topology, config: RunConfig) -> int:
     """``sluice run --dry-run``: the run's decisions with the job durations the estimator
     predicts (the simulator: the same ``decide_slot``, policy and mechanisms, on the run's
     estimator, slot and idle-fabric bandwidth), each slot's plan printed."""
-    from job_scheduler.preemption import load_costs
-    from job_scheduler.simulator import Simulator
-
     print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {config.policy}, "
           f"slot {config.slot:g} s (job durations: the estimator's predictions)")
-    sim = Simulator(topology, jobs, config.make_policy(), slot=config.slot, bandwidth="idle",
-                    estimator=run_estimator(topology, config.compute, config.profile),
-                    mechanisms=config.mechanisms.build(),
-                    costs=load_costs(config.mechanisms.costs),
-                    on_plan=lambda t, plan: print("\n".join(
-                        f"{t:9.1f} s  {line}" for line in plan.lines(names))))
+    sim = _simulator(jobs, topology, config, lambda t, plan: print("\n".join(
+        f"{t:9.1f} s  {line}" for line in plan.lines(names))))
     names = [j.name for j in sim.jobs]
     sim.run()
     return 0
+
+
+def planned_records(jobs, topology, config: RunConfig) -> list[dict]:
+    """The dry run's first start of every job as run records (placement, start, batches
+    and the exchange facts), for the exchange model's prediction before a pass."""
+    from end_to_end.estimate import batches_for
+    from end_to_end.predict import exchange_facts, wire_bytes_of
+    from ps_runtime.launcher import WorkerOptions
+
+    starts: dict[int, tuple[float, object]] = {}
+    sim = _simulator(jobs, topology, config, lambda t, plan: starts.update(
+        {d.job_id: (t, d) for d in plan.starts if d.job_id not in starts}))
+    sim.run()
+    est = run_estimator(topology, config.compute, config.profile)
+    options = WorkerOptions(compute=config.compute, bw_scale=topology.emulation_bw_scale)
+    out = []
+    for j, (t, d) in sorted(starts.items()):
+        spec = sim.jobs[j]
+        out.append({"name": spec.name, "arrival": spec.arrival, "start": t,
+                    "ps_hosts": list(d.ps_hosts), "worker_hosts": list(d.worker_hosts),
+                    "batches": batches_for(spec, d.gpus, config.batches),
+                    **exchange_facts(est, spec, options, wire_bytes_of(est, spec, options))})
+    return out
 
 
 @contextmanager
@@ -284,6 +312,18 @@ def demo(config: RunConfig) -> int:
     out = out_dir(config, "demo")
     out.mkdir(parents=True, exist_ok=True)
     results = {}
+    # The exchange model's JCTs, before the passes: the dry run's placements and starts,
+    # priority off (one class) and on (the rule)
+    from end_to_end.predict import predict_pass
+    from ps_runtime.calibration import runtime_terms
+
+    planned = planned_records(jobs, topology, config)
+    startup = runtime_terms(config.compute)["startup_s"]
+    predicted = {"off": predict_pass(topology, planned, None, startup),
+                 "on": predict_pass(topology, planned, config.rank, startup)}
+    print("sluice demo: the exchange model predicts (JCT off / on, s) " + ", ".join(
+        f"{n} {predicted['off'][n]:.1f} / {predicted['on'][n]:.1f}" for n in predicted["off"]),
+        file=sys.stderr, flush=True)
     # Taken first (the Fabric below nests in it) so that the wall time does not count
     # the wait for other users of the machine's one fabric.
     with FabricLock(f"sluice demo {out}"), \
@@ -302,6 +342,9 @@ def demo(config: RunConfig) -> int:
                       file=sys.stderr)
                 return 130
     wall = time.monotonic() - started
+    for mode in ("off", "on"):
+        for j in results[mode]["jobs"]:
+            j["predicted_jct_model_s"] = predicted[mode].get(j["name"])
     cmp = comparison(results["off"], results["on"])
     cmp.update(config.compute_info, wall_time_s=round(wall, 1), topology=topology.name,
                fabric_lock_wait_s=round(lock_wait, 1))

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
 from job_scheduler.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
-from job_scheduler.estimator import BYTES_PER_PARAM, Estimator, effective_bandwidth
+from job_scheduler.estimator import Estimator, effective_bandwidth
 from job_scheduler.mechanisms import PACK_MEMORY_SHARE, Packing, leave_pair
 from job_scheduler.placement import ClusterState
 from job_scheduler.policies import FunctionPolicy, Policy
@@ -46,6 +46,7 @@ from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop
 from end_to_end.estimate import batches_for
+from end_to_end.predict import exchange_facts, wire_bytes_of
 from end_to_end.result import RunResult
 from end_to_end.run_status import slowest_batch
 from job_scheduler.live_view import LiveView
@@ -362,7 +363,9 @@ class RealTimeRun:
                    hosts=len(hosts),
                    racks=len({self.topology.host_by_name[h].rack for h in hosts}),
                    C_n_s=round(c_n, 3), bw_estimate_mbps=_num(bw),
-                   predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3))
+                   predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3),
+                   **exchange_facts(self.estimator, spec, worker_options,
+                                    self._bytes_per_batch(spec, worker_options)))
         self.say(f"start {spec.name}: {n} GPU(s) on {','.join(d.worker_hosts)} (PS "
                  f"{','.join(d.ps_hosts)}), {batches} batches/worker, bw estimate "
                  f"{_fmt_bw(bw)} (nominal {_fmt_bw(bw_nominal)}), C(n) {c_n:.1f} s")
@@ -389,13 +392,8 @@ class RealTimeRun:
                  f"({entry['why']}); {self.state.total_free} GPUs free")
 
     def _bytes_per_batch(self, spec: JobSpec, w: WorkerOptions) -> int:
-        """What one batch pushes: the model's float32 gradients; the emulated worker
-        moves them times the fabric's bw_scale, or what it was told."""
-        if w.compute == "emulated" and w.bytes_per_batch is not None:
-            return int(w.bytes_per_batch)
-        nbytes = self.estimator.params(spec) * BYTES_PER_PARAM
-        scale = w.bw_scale if w.compute == "emulated" else 1.0
-        return max(1, int(nbytes * scale))
+        """What one batch pushes (end_to_end.predict.wire_bytes_of)."""
+        return wire_bytes_of(self.estimator, spec, w)
 
     def _report(self, r: _Running, worker: int, batch: int) -> None:
         if r.reported.get(worker, 0) >= batch:
