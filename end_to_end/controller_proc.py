@@ -25,8 +25,6 @@ class ControllerStartError(RuntimeError):
     pass
 
 
-
-
 @contextmanager
 def controller_process(topology_arg: str, log_path: Path, *, startup_s: float = 30.0,
                        stats_interval: float = 1.0, rank: str | None = None) -> Iterator[tuple[str, ControllerClient]]:

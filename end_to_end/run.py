@@ -265,11 +265,6 @@ def _timed():
     yield time.monotonic()
 
 
-def _crosses_fabric(job: dict) -> bool:
-    """True when a job's PS and workers are not all on one host."""
-    return len(set(job.get("ps_hosts", [])) | set(job.get("worker_hosts", []))) > 1
-
-
 def demo(config: RunConfig) -> int:
     """``sluice demo``: the demo jobs twice on one fabric, priority off then on."""
     import json
