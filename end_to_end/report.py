@@ -162,9 +162,7 @@ def comparison(off: RunResult, on: RunResult, lagging: str | None = None) -> dic
     scheduler put it and what it predicted (from the priority-on pass; the off pass's
     decisions are in its report), and the measured JCT of both passes."""
     lag = lagging or lagging_job(off)
-    def by_name(r):
-        return {j["name"]: j for j in r["jobs"]}
-    a, b = by_name(off), by_name(on)
+    a, b = ({j["name"]: j for j in r["jobs"]} for r in (off, on))
     def change(x, y):
         return None if x in (None, 0) or y is None else round(100 * (y - x) / x, 1)
     avg_off, avg_on = off["summary"]["avg_jct_s"], on["summary"]["avg_jct_s"]
