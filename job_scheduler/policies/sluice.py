@@ -263,13 +263,10 @@ class SluicePolicy(Policy):
     def _victim(self, sim, rem_w: float) -> int | None:
         """The running job with the most predicted work left, if preempting it for a
         job with ``rem_w`` left pays (module docstring)."""
-        best, best_rem = None, -math.inf
-        for j in sim.running:
-            r = self.predicted_remaining(sim, j)
-            if r > best_rem:
-                best, best_rem = j, r
-        if best is None:
+        if not sim.running:
             return None
+        best = max(sim.running, key=lambda j: self.predicted_remaining(sim, j))   # first of ties
+        best_rem = self.predicted_remaining(sim, best)
         cost = self.preempt_cost_s * sim.running[best].n
         return best if best_rem > self.preempt_factor * rem_w + cost else None
 
