@@ -164,9 +164,7 @@ def comparison(off: RunResult, on: RunResult, lagging: str | None = None) -> dic
     model's JCT of each pass (``predicted_jct_off_s`` / ``predicted_jct_on_s``: the
     passes' ``predicted_jct_model_s``, end_to_end.predict; None where not annotated)."""
     lag = lagging or lagging_job(off)
-    def by_name(r):
-        return {j["name"]: j for j in r["jobs"]}
-    a, b = by_name(off), by_name(on)
+    a, b = ({j["name"]: j for j in r["jobs"]} for r in (off, on))
     def change(x, y):
         return None if x in (None, 0) or y is None else round(100 * (y - x) / x, 1)
     avg_off, avg_on = off["summary"]["avg_jct_s"], on["summary"]["avg_jct_s"]

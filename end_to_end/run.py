@@ -268,7 +268,7 @@ def dry_run(jobs, topology, config: RunConfig) -> int:
 def planned_records(jobs, topology, config: RunConfig) -> list[dict]:
     """The dry run's first start of every job as run records (placement, start, batches
     and the exchange facts), for the exchange model's prediction before a pass."""
-    from end_to_end.estimate import batches_for
+    from job_scheduler.estimator import batches_for
     from end_to_end.predict import exchange_facts, wire_bytes_of
     from ps_runtime.launcher import WorkerOptions
 
@@ -291,11 +291,6 @@ def planned_records(jobs, topology, config: RunConfig) -> list[dict]:
 @contextmanager
 def _timed():
     yield time.monotonic()
-
-
-def _crosses_fabric(job: dict) -> bool:
-    """True when a job's PS and workers are not all on one host."""
-    return len(set(job.get("ps_hosts", [])) | set(job.get("worker_hosts", []))) > 1
 
 
 def demo(config: RunConfig) -> int:

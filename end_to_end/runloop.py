@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
 from job_scheduler.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
-from job_scheduler.estimator import Estimator, effective_bandwidth
+from job_scheduler.estimator import Estimator, batches_for, effective_bandwidth
 from job_scheduler.mechanisms import PACK_MEMORY_SHARE, Packing, leave_pair
 from job_scheduler.placement import ClusterState
 from job_scheduler.policies import FunctionPolicy, Policy
@@ -44,11 +44,9 @@ from sluice_common.jobspec import JobSpec
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
 from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
-from end_to_end import closed_loop
-from end_to_end.estimate import batches_for
+from end_to_end import closed_loop, run_status
 from end_to_end.predict import exchange_facts, wire_bytes_of
 from end_to_end.result import RunResult
-from end_to_end.run_status import slowest_batch
 from job_scheduler.live_view import LiveView
 from end_to_end.suspend import Suspensions
 from topologies import Topology
@@ -152,7 +150,6 @@ class RealTimeRun:
         """The live line (jobs queued/running/done, elapsed, ETA from C(n))."""
         now = self.now()
         if self.status is not None and self.status.enabled and now - self._status_at >= 0.5:
-            from end_to_end import run_status
             self._status_at = now
             run_status.update(self, pending, waiting, running)
 
@@ -303,9 +300,8 @@ class RealTimeRun:
         j, n = d.job_id, d.gpus
         spec = self.view.jobs[j]
         q = QueuedJob(j, spec, spec.arrival)
-        view_topo = self.view.bandwidth_topology
         bw_nominal = effective_bandwidth(self.topology, d.ps_hosts, d.worker_hosts)
-        bw = effective_bandwidth(view_topo, d.ps_hosts, d.worker_hosts)
+        bw = effective_bandwidth(self.view.bandwidth_topology, d.ps_hosts, d.worker_hosts)
         c_n = self.estimator.C(spec, n, bw)
         notes = {}
         if guest:
@@ -426,7 +422,7 @@ class RealTimeRun:
         when its segment's training began (once every worker finished a batch: the
         mechanisms' segment starts there, as a time-slice quantum does)."""
         j, facts = r.qjob.id, self.view.running.get(r.qjob.id)
-        done = slowest_batch(r)
+        done = run_status.slowest_batch(r)
         if done is None:
             return
         self.view.done[j] = done / max(r.batches, 1)
