@@ -35,8 +35,10 @@ DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
 # racks is then comparable to its compute, so the Proteus decision is not trivial (see
 # topologies/builtin/two-rack-100g.yaml).
 DEMO_TOPOLOGY = "two-rack-100g"
-WARM_PER_HOST = 8        # pre-started processes per host: a job is 3-9 processes, and two
-                         # jobs may start on one host within seconds (the refills import at nice 19)
+WARM_PER_HOST = 8        # pre-started processes per host when there is no plan: a job is 3-9
+                         # processes, and two jobs may start on one host within seconds (the
+                         # refills import at nice 19); with a plan, each host's pool is what its
+                         # planned jobs take (ps_runtime.warm.pool_sizes)
 
 
 @dataclass(frozen=True)
@@ -171,15 +173,28 @@ def run_estimator(topology, compute: str, profile: str | None = None):
                      **runtime_terms(compute))
 
 
+def warm_pool_sizes(topology, planned: list[dict] | None) -> dict[str, int] | int:
+    """Each host's warm pool for a pass whose jobs start as ``planned`` (the dry run's
+    placements, :func:`planned_records`): every process they will take on that host plus a
+    spare (WARM_PER_HOST everywhere without a plan)."""
+    from ps_runtime.warm import pool_sizes, processes_per_host
+
+    if not planned:
+        return WARM_PER_HOST
+    demand = processes_per_host((r["ps_hosts"], r["worker_hosts"]) for r in planned)
+    return pool_sizes([h.name for h in topology.hosts], demand)
+
+
 @contextmanager
-def warm_processes(topology, fabric, out: Path, compute: str):
-    """A pool of pre-started PS processes per host (ps_runtime.warm) for the whole run."""
+def warm_processes(topology, fabric, out: Path, compute: str, planned: list[dict] | None = None):
+    """A pool of pre-started PS processes per host (ps_runtime.warm) for the whole run,
+    sized by ``planned`` (:func:`warm_pool_sizes`)."""
     from ps_runtime.runners import MininetRunner
     from ps_runtime.warm import WarmRunner
 
     preload = ("mxnet",) if compute == "emulated" else ("mxnet", "torch")
     runner = WarmRunner(MininetRunner(fabric), [h.name for h in topology.hosts],
-                        per_host=WARM_PER_HOST, preload=preload)
+                        per_host=warm_pool_sizes(topology, planned), preload=preload)
     t0 = time.monotonic()
     ready = runner.wait_ready()
     print(f"sluice: {ready} PS processes pre-started on {len(topology.hosts)} hosts "
@@ -324,7 +339,7 @@ def demo(config: RunConfig) -> int:
     with FabricLock(f"sluice demo {out}"), \
             _timed() as started, \
             environment(topology, config.topology, out, config.rank) as (fabric, client), \
-            warm_processes(topology, fabric, out, config.compute) as runner:
+            warm_processes(topology, fabric, out, config.compute, planned) as runner:
         lock_wait = started - asked
         for k, mode in enumerate(("off", "on")):
             runner.wait_ready()           # every pass starts with a full pool
