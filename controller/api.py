@@ -50,7 +50,7 @@ from controller.progress_batch import ProgressBatcher
 from controller.registry import MAX_ENDPOINTS
 from controller.service import ControllerService
 from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_of, bearer_token,
-                                 allowed_methods, document_400_for_bad_requests, page_of,
+                                 document_400_for_bad_requests, http_error_reason, page_of,
                                  validation_messages)
 
 LOG = logging.getLogger("sluice.controller.api")
@@ -332,13 +332,7 @@ def build_app(service: ControllerService) -> FastAPI:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, err: HTTPException):
-        reason = f"no such path: {request.method} {request.url.path}" \
-            if err.status_code == 404 else str(err.detail)
-        headers = getattr(err, "headers", None)
-        if err.status_code == 405:
-            allow = allowed_methods(app, request.url.path)
-            headers = {**(headers or {}), "Allow": allow}
-            reason = f"{request.method} is not a method of {request.url.path} (Allow: {allow})"
+        reason, headers = http_error_reason(app, request, err, "no such path: ")
         return JSONResponse({"error": reason, "status": err.status_code}, err.status_code,
                             headers=headers)
 

@@ -25,6 +25,16 @@ class ControllerStartError(RuntimeError):
     pass
 
 
+def stop_process(proc: subprocess.Popen, timeout: float) -> None:
+    """SIGTERM (the controller and the scheduler save state and exit), SIGKILL after
+    ``timeout`` seconds."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @contextmanager
@@ -61,11 +71,5 @@ def controller_process(topology_arg: str, log_path: Path, *, startup_s: float = 
         yield f"127.0.0.1:{ofp}", client
     finally:
         client.close()
-        if proc.poll() is None:
-            proc.terminate()          # the controller saves state and exits on SIGTERM
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc, timeout=10)
         log.close()

@@ -10,11 +10,10 @@ the profile (``sluice profile`` on the device makes them the device's own).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from job_scheduler.core.estimator import Estimator
+from job_scheduler.core.estimator import Estimator, batches_for
 from sluice_common.jobspec import JobSpec
 from topologies import Topology
 
@@ -34,17 +33,6 @@ class RunEstimate:
     jobs: tuple[JobEstimate, ...]
     makespan_s: float
     device: str
-
-    def slow_jobs(self, limit: float = WARN_AFTER_S) -> list[JobEstimate]:
-        return [j for j in self.jobs if j.c_n_s > limit]
-
-
-def batches_for(spec: JobSpec, n: int, override: int | None = None) -> int:
-    """Batches each of n workers trains: the job's data split over its workers,
-    ``ceil(epochs * dataset_size / (batch_size * n))``, unless ``override`` says."""
-    if override:
-        return override
-    return max(1, math.ceil(spec.epochs * spec.dataset_size / (spec.batch_size * n)))
 
 
 def estimate_run(jobs: Sequence[JobSpec], topology: Topology, estimator: Estimator,
@@ -75,23 +63,20 @@ def describe(estimate: RunEstimate, limit: float = WARN_AFTER_S) -> list[str]:
              f"{_minutes(estimate.makespan_s)} for {len(estimate.jobs)} job(s)"]
     for j in estimate.jobs:
         lines.append(f"  {j.name:<20} {j.gpus:>2} GPU(s)  C(n) {_minutes(j.c_n_s):>9}")
-    for j in estimate.slow_jobs(limit):
+    for j in (j for j in estimate.jobs if j.c_n_s > limit):
         lines.append(f"warning: job '{j.name}' is estimated at {_minutes(j.c_n_s)} (over "
                      f"{_minutes(limit)}); lower epochs/dataset_size or pass --batches N")
     return lines
 
 
 def announce(jobs: Sequence[JobSpec], topology: Topology, policy_name: str,
-             batches: int | None, print_line, estimator: Estimator) -> RunEstimate | None:
+             batches: int | None, print_line, estimator: Estimator) -> None:
     """Print the estimate (and warnings) before a run, with the run's own estimator
-    (its profile and runtime terms); None when the policy cannot be simulated (the run
-    itself still goes ahead)."""
+    (its profile and runtime terms), or why there is none (the run still goes ahead)."""
     try:
-        estimate = estimate_run(jobs, topology, estimator, policy_name, batches)
+        lines = describe(estimate_run(jobs, topology, estimator, policy_name, batches))
     except Exception as err:      # an estimate must never stop the run itself
-        print_line(f"no estimate ({type(err).__name__}: {err})")
-        return None
-    for line in describe(estimate):
+        lines = [f"no estimate ({type(err).__name__}: {err})"]
+    for line in lines:
         print_line(line)
-    return estimate
 

@@ -160,11 +160,11 @@ def write_report(result: RunResult, out_dir: str | Path) -> Path:
 def comparison(off: RunResult, on: RunResult, lagging: str | None = None) -> dict:
     """The figures `sluice demo` and the priority experiment compare. Per job: where the
     scheduler put it and what it predicted (from the priority-on pass; the off pass's
-    decisions are in its report), and the measured JCT of both passes."""
+    decisions are in its report), the measured JCT of both passes, and the exchange
+    model's JCT of each pass (``predicted_jct_off_s`` / ``predicted_jct_on_s``: the
+    passes' ``predicted_jct_model_s``, end_to_end.predict; None where not annotated)."""
     lag = lagging or lagging_job(off)
-    def by_name(r):
-        return {j["name"]: j for j in r["jobs"]}
-    a, b = by_name(off), by_name(on)
+    a, b = ({j["name"]: j for j in r["jobs"]} for r in (off, on))
     def change(x, y):
         return None if x in (None, 0) or y is None else round(100 * (y - x) / x, 1)
     avg_off, avg_on = off["summary"]["avg_jct_s"], on["summary"]["avg_jct_s"]
@@ -176,6 +176,8 @@ def comparison(off: RunResult, on: RunResult, lagging: str | None = None) -> dic
         jobs[n] = {"gpus": placed.get("gpus"), "hosts": placed.get("hosts"),
                    "racks": placed.get("racks"), "model": placed.get("model"),
                    "predicted_jct_s": predicted_jct(placed),
+                   "predicted_jct_off_s": a[n].get("predicted_jct_model_s"),
+                   "predicted_jct_on_s": b.get(n, {}).get("predicted_jct_model_s"),
                    "jct_off_s": a[n].get("turnaround"), "jct_on_s": b.get(n, {}).get("turnaround"),
                    "iter_off_s": a[n].get("mean_iteration_s"),
                    "iter_on_s": b.get(n, {}).get("mean_iteration_s")}
@@ -217,15 +219,17 @@ def model_check(results: list[RunResult]) -> dict:
 
 
 def comparison_markdown(cmp: dict) -> str:
-    lines = ["| job | model | GPUs | hosts | racks | predicted JCT s | JCT off s | JCT on s | "
-             "mean iteration off s | mean iteration on s |",
+    lines = ["| job | model | GPUs | hosts | racks | predicted JCT s | JCT off s (model) | "
+             "JCT on s (model) | mean iteration off s | mean iteration on s |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, j in cmp["jobs"].items():
         mark = " (lagging)" if name == cmp["lagging_job"] else ""
         lines.append(f"| {name}{mark} | {_fmt(j.get('model'))} | {_fmt(j.get('gpus'))} | "
                      f"{_fmt(j.get('hosts'))} | {_fmt(j.get('racks'))} | "
-                     f"{_fmt(j.get('predicted_jct_s'))} | {_fmt(j['jct_off_s'])} | "
-                     f"{_fmt(j['jct_on_s'])} | {_fmt(j['iter_off_s'], 3)} | {_fmt(j['iter_on_s'], 3)} |")
+                     f"{_fmt(j.get('predicted_jct_s'))} | {_fmt(j['jct_off_s'])} "
+                     f"({_fmt(j.get('predicted_jct_off_s'))}) | {_fmt(j['jct_on_s'])} "
+                     f"({_fmt(j.get('predicted_jct_on_s'))}) | {_fmt(j['iter_off_s'], 3)} | "
+                     f"{_fmt(j['iter_on_s'], 3)} |")
     lines += [f"| **average JCT** | | | | | | {_fmt(cmp['avg_jct_off_s'])} | {_fmt(cmp['avg_jct_on_s'])} | "
               f"change {_fmt(cmp['avg_jct_change_pct'])} % | |",
               f"| **lagging job ({cmp['lagging_job']}) mean iteration** | | | | | | | | "

@@ -35,8 +35,10 @@ DEMO_JOBS = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
 # racks is then comparable to its compute, so the Proteus decision is not trivial (see
 # topologies/builtin/two-rack-100g.yaml).
 DEMO_TOPOLOGY = "two-rack-100g"
-WARM_PER_HOST = 8        # pre-started processes per host: a job is 3-9 processes, and two
-                         # jobs may start on one host within seconds (the refills import at nice 19)
+WARM_PER_HOST = 8        # pre-started processes per host when there is no plan: a job is 3-9
+                         # processes, and two jobs may start on one host within seconds (the
+                         # refills import at nice 19); with a plan, each host's pool is what its
+                         # planned jobs take (ps_runtime.warm.pool_sizes)
 
 
 @dataclass(frozen=True)
@@ -171,15 +173,28 @@ def run_estimator(topology, compute: str, profile: str | None = None):
                      **runtime_terms(compute))
 
 
+def warm_pool_sizes(topology, planned: list[dict] | None) -> dict[str, int] | int:
+    """Each host's warm pool for a pass whose jobs start as ``planned`` (the dry run's
+    placements, :func:`planned_records`): every process they will take on that host plus a
+    spare (WARM_PER_HOST everywhere without a plan)."""
+    from ps_runtime.warm import pool_sizes, processes_per_host
+
+    if not planned:
+        return WARM_PER_HOST
+    demand = processes_per_host((r["ps_hosts"], r["worker_hosts"]) for r in planned)
+    return pool_sizes([h.name for h in topology.hosts], demand)
+
+
 @contextmanager
-def warm_processes(topology, fabric, out: Path, compute: str):
-    """A pool of pre-started PS processes per host (ps_runtime.warm) for the whole run."""
+def warm_processes(topology, fabric, out: Path, compute: str, planned: list[dict] | None = None):
+    """A pool of pre-started PS processes per host (ps_runtime.warm) for the whole run,
+    sized by ``planned`` (:func:`warm_pool_sizes`)."""
     from ps_runtime.runners import MininetRunner
     from ps_runtime.warm import WarmRunner
 
     preload = ("mxnet",) if compute == "emulated" else ("mxnet", "torch")
     runner = WarmRunner(MininetRunner(fabric), [h.name for h in topology.hosts],
-                        per_host=WARM_PER_HOST, preload=preload)
+                        per_host=warm_pool_sizes(topology, planned), preload=preload)
     t0 = time.monotonic()
     ready = runner.wait_ready()
     print(f"sluice: {ready} PS processes pre-started on {len(topology.hosts)} hosts "
@@ -240,34 +255,57 @@ def run(config: RunConfig) -> int:
     return 0 if result["summary"]["finished"] == len(jobs) else 1
 
 
+def _simulator(jobs, topology, config: RunConfig, on_plan):
+    """The simulator of ``--dry-run``: the run's policy, mechanisms, estimator, slot and
+    idle-fabric bandwidth, the job durations the estimator predicts."""
+    from job_scheduler.core.preemption import load_costs
+    from job_scheduler.simulation.simulator import Simulator
+
+    return Simulator(topology, jobs, config.make_policy(), slot=config.slot, bandwidth="idle",
+                     estimator=run_estimator(topology, config.compute, config.profile),
+                     mechanisms=config.mechanisms.build(),
+                     costs=load_costs(config.mechanisms.costs), on_plan=on_plan)
+
+
 def dry_run(jobs, topology, config: RunConfig) -> int:
     """``sluice run --dry-run``: the run's decisions with the job durations the estimator
     predicts (the simulator: the same ``decide_slot``, policy and mechanisms, on the run's
     estimator, slot and idle-fabric bandwidth), each slot's plan printed."""
-    from job_scheduler.core.preemption import load_costs
-    from job_scheduler.simulation.simulator import Simulator
-
     print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {config.policy}, "
           f"slot {config.slot:g} s (job durations: the estimator's predictions)")
-    sim = Simulator(topology, jobs, config.make_policy(), slot=config.slot, bandwidth="idle",
-                    estimator=run_estimator(topology, config.compute, config.profile),
-                    mechanisms=config.mechanisms.build(),
-                    costs=load_costs(config.mechanisms.costs),
-                    on_plan=lambda t, plan: print("\n".join(
-                        f"{t:9.1f} s  {line}" for line in plan.lines(names))))
+    sim = _simulator(jobs, topology, config, lambda t, plan: print("\n".join(
+        f"{t:9.1f} s  {line}" for line in plan.lines(names))))
     names = [j.name for j in sim.jobs]
     sim.run()
     return 0
 
 
+def planned_records(jobs, topology, config: RunConfig) -> list[dict]:
+    """The dry run's first start of every job as run records (placement, start, batches
+    and the exchange facts), for the exchange model's prediction before a pass."""
+    from job_scheduler.core.estimator import batches_for
+    from end_to_end.predict import exchange_facts, wire_bytes_of
+    from ps_runtime.launcher import WorkerOptions
+
+    starts: dict[int, tuple[float, object]] = {}
+    sim = _simulator(jobs, topology, config, lambda t, plan: starts.update(
+        {d.job_id: (t, d) for d in plan.starts if d.job_id not in starts}))
+    sim.run()
+    est = run_estimator(topology, config.compute, config.profile)
+    options = WorkerOptions(compute=config.compute, bw_scale=topology.emulation_bw_scale)
+    out = []
+    for j, (t, d) in sorted(starts.items()):
+        spec = sim.jobs[j]
+        out.append({"name": spec.name, "arrival": spec.arrival, "start": t,
+                    "ps_hosts": list(d.ps_hosts), "worker_hosts": list(d.worker_hosts),
+                    "batches": batches_for(spec, d.gpus, config.batches),
+                    **exchange_facts(est, spec, options, wire_bytes_of(est, spec, options))})
+    return out
+
+
 @contextmanager
 def _timed():
     yield time.monotonic()
-
-
-def _crosses_fabric(job: dict) -> bool:
-    """True when a job's PS and workers are not all on one host."""
-    return len(set(job.get("ps_hosts", [])) | set(job.get("worker_hosts", []))) > 1
 
 
 def demo(config: RunConfig) -> int:
@@ -284,12 +322,24 @@ def demo(config: RunConfig) -> int:
     out = out_dir(config, "demo")
     out.mkdir(parents=True, exist_ok=True)
     results = {}
+    # The exchange model's JCTs, before the passes: the dry run's placements and starts,
+    # priority off (one class) and on (the rule)
+    from end_to_end.predict import predict_pass
+    from ps_runtime.calibration import runtime_terms
+
+    planned = planned_records(jobs, topology, config)
+    startup = runtime_terms(config.compute)["startup_s"]
+    predicted = {"off": predict_pass(topology, planned, None, startup),
+                 "on": predict_pass(topology, planned, config.rank, startup)}
+    print("sluice demo: the exchange model predicts (JCT off / on, s) " + ", ".join(
+        f"{n} {predicted['off'][n]:.1f} / {predicted['on'][n]:.1f}" for n in predicted["off"]),
+        file=sys.stderr, flush=True)
     # Taken first (the Fabric below nests in it) so that the wall time does not count
     # the wait for other users of the machine's one fabric.
     with FabricLock(f"sluice demo {out}"), \
             _timed() as started, \
             environment(topology, config.topology, out, config.rank) as (fabric, client), \
-            warm_processes(topology, fabric, out, config.compute) as runner:
+            warm_processes(topology, fabric, out, config.compute, planned) as runner:
         lock_wait = started - asked
         for k, mode in enumerate(("off", "on")):
             runner.wait_ready()           # every pass starts with a full pool
@@ -302,6 +352,9 @@ def demo(config: RunConfig) -> int:
                       file=sys.stderr)
                 return 130
     wall = time.monotonic() - started
+    for mode in ("off", "on"):
+        for j in results[mode]["jobs"]:
+            j["predicted_jct_model_s"] = predicted[mode].get(j["name"])
     cmp = comparison(results["off"], results["on"])
     cmp.update(config.compute_info, wall_time_s=round(wall, 1), topology=topology.name,
                fabric_lock_wait_s=round(lock_wait, 1))

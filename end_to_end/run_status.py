@@ -53,9 +53,8 @@ def update(run, pending, waiting, running) -> None:
     """Redraw ``run.status`` (a LiveStatus) from a ``end_to_end.runloop.RealTimeRun``'s state."""
     now = run.now()
     c_n = {d["job"]: d["C_n_s"] for d in run.decisions}
-    live = []
-    for name, r in running.items():
-        live.append(RunningJob(r.started, c_n.get(name, 0.0), r.batches, slowest_batch(r) or 0))
+    live = [RunningJob(r.started, c_n.get(name, 0.0), r.batches, slowest_batch(r) or 0)
+            for name, r in running.items()]
     total_gpus = run.state.total_gpus
     waiting = [run.estimator.C(spec, min(spec.max_gpus, total_gpus))
                for spec in list(waiting) + list(pending)]

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
 from job_scheduler.core.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
-from job_scheduler.core.estimator import BYTES_PER_PARAM, Estimator, effective_bandwidth
+from job_scheduler.core.estimator import Estimator, batches_for, effective_bandwidth
 from job_scheduler.core.mechanisms import PACK_MEMORY_SHARE, Packing, leave_pair
 from job_scheduler.core.placement import ClusterState
 from job_scheduler.core.policies import FunctionPolicy, Policy
@@ -44,10 +44,9 @@ from sluice_common.jobspec import JobSpec
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
 from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
-from end_to_end import closed_loop
-from end_to_end.estimate import batches_for
+from end_to_end import closed_loop, run_status
+from end_to_end.predict import exchange_facts, wire_bytes_of
 from end_to_end.result import RunResult
-from end_to_end.run_status import slowest_batch
 from job_scheduler.core.live_view import LiveView
 from end_to_end.suspend import Suspensions
 from topologies import Topology
@@ -151,7 +150,6 @@ class RealTimeRun:
         """The live line (jobs queued/running/done, elapsed, ETA from C(n))."""
         now = self.now()
         if self.status is not None and self.status.enabled and now - self._status_at >= 0.5:
-            from end_to_end import run_status
             self._status_at = now
             run_status.update(self, pending, waiting, running)
 
@@ -302,9 +300,8 @@ class RealTimeRun:
         j, n = d.job_id, d.gpus
         spec = self.view.jobs[j]
         q = QueuedJob(j, spec, spec.arrival)
-        view_topo = self.view.bandwidth_topology
         bw_nominal = effective_bandwidth(self.topology, d.ps_hosts, d.worker_hosts)
-        bw = effective_bandwidth(view_topo, d.ps_hosts, d.worker_hosts)
+        bw = effective_bandwidth(self.view.bandwidth_topology, d.ps_hosts, d.worker_hosts)
         c_n = self.estimator.C(spec, n, bw)
         notes = {}
         if guest:
@@ -362,7 +359,9 @@ class RealTimeRun:
                    hosts=len(hosts),
                    racks=len({self.topology.host_by_name[h].rack for h in hosts}),
                    C_n_s=round(c_n, 3), bw_estimate_mbps=_num(bw),
-                   predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3))
+                   predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3),
+                   **exchange_facts(self.estimator, spec, worker_options,
+                                    self._bytes_per_batch(spec, worker_options)))
         self.say(f"start {spec.name}: {n} GPU(s) on {','.join(d.worker_hosts)} (PS "
                  f"{','.join(d.ps_hosts)}), {batches} batches/worker, bw estimate "
                  f"{_fmt_bw(bw)} (nominal {_fmt_bw(bw_nominal)}), C(n) {c_n:.1f} s")
@@ -389,13 +388,8 @@ class RealTimeRun:
                  f"({entry['why']}); {self.state.total_free} GPUs free")
 
     def _bytes_per_batch(self, spec: JobSpec, w: WorkerOptions) -> int:
-        """What one batch pushes: the model's float32 gradients; the emulated worker
-        moves them times the fabric's bw_scale, or what it was told."""
-        if w.compute == "emulated" and w.bytes_per_batch is not None:
-            return int(w.bytes_per_batch)
-        nbytes = self.estimator.params(spec) * BYTES_PER_PARAM
-        scale = w.bw_scale if w.compute == "emulated" else 1.0
-        return max(1, int(nbytes * scale))
+        """What one batch pushes (end_to_end.predict.wire_bytes_of)."""
+        return wire_bytes_of(self.estimator, spec, w)
 
     def _report(self, r: _Running, worker: int, batch: int) -> None:
         if r.reported.get(worker, 0) >= batch:
@@ -428,7 +422,7 @@ class RealTimeRun:
         when its segment's training began (once every worker finished a batch: the
         mechanisms' segment starts there, as a time-slice quantum does)."""
         j, facts = r.qjob.id, self.view.running.get(r.qjob.id)
-        done = slowest_batch(r)
+        done = run_status.slowest_batch(r)
         if done is None:
             return
         self.view.done[j] = done / max(r.batches, 1)

@@ -26,13 +26,13 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from end_to_end.controller_proc import stop_process
 from ps_runtime.ports import free_port
 
 TERMINAL = ("finished", "failed", "cancelled")
@@ -111,16 +111,6 @@ def _say(text: str) -> None:
     print(f"sluice demo: {text}", file=sys.stderr, flush=True)
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def run_slurm_demo(config) -> int:
     from end_to_end.run import out_dir, validate
     from end_to_end.slurm_env import slurm_environment
@@ -175,7 +165,7 @@ def run_slurm_demo(config) -> int:
                 _say(f"submitted {len(jobs)} jobs: {sub.stdout.strip()[:200]}")
                 final, interrupted = _wait_jobs(client, sched, len(jobs), config.job_timeout)
             finally:
-                _stop(sched)
+                stop_process(sched, timeout=15)
                 log.close()
             bringup = env.cluster.bringup_s
             timings = dict(env.timings)

@@ -51,6 +51,8 @@ from sluice_common.placement import Placement
 from mininet_fabric import baselines as bl
 from mininet_tests import fluid, time_split
 from mininet_tests.exchange_model import key_times
+from mininet_fabric.priority import LEAF_QUEUE_PACKETS
+from sluice_common.exchange import MTU_BYTES, batch_exchange_s
 from mininet_tests.heavy_tail import MixJob, heavy_tail_mix
 from end_to_end.report import write_report
 from end_to_end.run import environment
@@ -113,12 +115,44 @@ def alone_s(job: MixJob, capacity: float) -> float:
     return job.batches * (job.compute_s + exchange_s(job.bytes_per_batch, capacity))
 
 
+def cross_path(capacity: float) -> tuple[float, ...]:
+    """The link rates (bytes/s) from a rack-2 worker to its rack-1 PS: host link, the two
+    uplinks, host link (host links run at twice the uplink)."""
+    return (2 * capacity, capacity, capacity, 2 * capacity)
+
+
+def model_exchange_s(nbytes: float, capacity: float, pipeline_keys: int = PIPELINE_KEYS) -> float:
+    """One batch's push + pull alone across the racks (sluice_common.exchange, calibrated)."""
+    return batch_exchange_s(nbytes, KEYS, cross_path(capacity), pipeline_keys)
+
+
+def buffer_bytes(baseline: str, capacity: float, rtt_s: float | None) -> float:
+    """Bytes a message may wait behind at the egress, per class, under ``baseline``."""
+    if baseline == "off-shallow":
+        return bl.shallow_limit_packets(capacity * 8 / 1e6, rtt_s or 0.001) * MTU_BYTES
+    if baseline == "off-fair":        # a flow's own short bucket
+        return bl.burst_packets() * MTU_BYTES
+    return LEAF_QUEUE_PACKETS * MTU_BYTES
+
+
+def model_mean_jct(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | None,
+                   startup_s: float) -> float:
+    """The exchange model's mean JCT of ``mix`` under an experiment mode (rule and
+    baseline), start-up included (fluid.simulate_batches)."""
+    rule, baseline = bl.split_mode(mode, RANK_RULES)
+    jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s, KEYS,
+                           PIPELINE_KEYS, cross_path(capacity)) for j in mix]
+    return fluid.mean(fluid.simulate_batches(jobs, rule or "off", capacity,
+                                             buffer_bytes(baseline, capacity, rtt_s),
+                                             startup_s=startup_s).values())
+
+
 def fluid_jobs(mix: list[MixJob], capacity: float) -> list[fluid.FluidJob]:
-    """Fluid jobs whose cap is what each uses alone: both directions busy for
-    ``bytes / capacity`` per iteration each (pipelined push and pull)."""
+    """Fluid jobs whose cap is what each uses alone: its bytes both ways over its
+    iteration alone (compute + the exchange model's batch alone)."""
     out = []
     for j in mix:
-        it = j.compute_s + exchange_s(j.bytes_per_batch, capacity)
+        it = j.compute_s + model_exchange_s(j.bytes_per_batch, capacity)
         out.append(fluid.FluidJob(j.name, j.arrival, j.batches, j.bytes_per_batch,
                                   2 * j.bytes_per_batch / (it * capacity)))
     return out
@@ -424,9 +458,8 @@ def run(args) -> int:
                                 for j in mix], "modes": {}}
             # the model's prediction, made before the runs (start-up: the earlier seeds')
             fjobs = fluid_jobs(mix, capacity)
-            predicted = {m: round(fluid.mean(fluid.simulate(
-                fjobs, bl.split_mode(m, RANK_RULES)[0] or "off", capacity, dt=0.02,
-                startup_s=startup_prior, levels=8).values()), 3) for m in modes}
+            predicted = {m: round(model_mean_jct(mix, capacity, m, args.rtt_s, startup_prior), 3)
+                         for m in modes}
             for mode in order:
                 rule, baseline = bl.split_mode(mode, RANK_RULES)
                 fabric.install_priority_tree(partial(bl.egress_tree, baseline, rtt_s=args.rtt_s))
@@ -687,7 +720,8 @@ def markdown(summary: dict, args) -> str:
         nb = m[mode].get("network_slowdown_by_bucket", {})
         lines.append(f"| {mode} | " + " | ".join(str(nb.get(b)) for b in buckets)
                      + f" | {m[mode].get('mean_network_jct_s')} | {m[mode].get('startup_s')} |")
-    lines += ["", "Predicted (fluid model, before the runs) vs measured mean JCT, CPU wait "
+    lines += ["", "Predicted (the exchange model, sluice_common.exchange, before the runs) vs "
+              "measured mean JCT, CPU wait "
               "(run-queue delay / JCT, mean over jobs), queueing delay at the shaped egresses, "
               "TCP retransmissions and timeouts (hosts, per run), vs the best baseline "
               f"({summary.get('best_baseline')}, paired):", "",

@@ -15,6 +15,11 @@ in each step the rule shares the capacity among active jobs, up to each job's ca
 
 Work-conserving by construction: whatever a higher job cannot use goes down the list. The
 model ignores TCP dynamics and start-up; ``startup_s`` adds a fixed delay per job.
+
+:func:`simulate_batches` is the same loop with the exchange model
+(:mod:`sluice_common.exchange`) in place of the shares: per batch, the ps-lite rounds, the
+queue at the shaped egress and each class's share (the heavy-tail experiment's
+``predicted_mean_jct_s``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import math
 from dataclasses import dataclass
 
 from controller.job_rank import ATTAINED_BASE_BYTES, ATTAINED_FACTOR, attained_level
+from sluice_common.exchange import ExchangeConstants, Sharer, default_constants, share_egress
 
 MODES = ("off", "progress", "remaining", "attained")
 
@@ -69,6 +75,30 @@ def _by_groups(groups: list[list[str]], caps: dict[str, float], capacity: float)
     return out
 
 
+
+def rank_groups(active: list, mode: str, done_bytes: dict[str, float],
+                attained_base: float = ATTAINED_BASE_BYTES,
+                attained_factor: float = ATTAINED_FACTOR, levels: int = 8) -> list[list[str]]:
+    """The active jobs (each with ``name``, ``arrival``, ``size``, ``bytes_per_batch``)
+    in the rule's priority groups, most urgent first (``done_bytes``: bytes moved so far)."""
+    if mode == "remaining":
+        key = {j.name: (j.size - done_bytes[j.name], j.arrival) for j in active}
+    elif mode == "progress":
+        # batches done (whole batches: the rule sees batch numbers)
+        key = {j.name: (math.floor(done_bytes[j.name] / (2 * j.bytes_per_batch)),)
+               for j in active}
+    else:
+        key = {j.name: (attained_level(done_bytes[j.name] / 2, levels, attained_base,
+                                       attained_factor),) for j in active}
+    groups: dict[tuple, list[str]] = {}
+    for name in sorted(key, key=lambda n: key[n]):
+        # remaining: one job per level (7 levels, then the rest share the last)
+        k = key[name] if mode != "remaining" else (len(groups) if len(groups) < levels - 1
+                                                   else levels - 1,)
+        groups.setdefault(k, []).append(name)
+    return [groups[k] for k in sorted(groups)]
+
+
 def simulate(jobs: list[FluidJob], mode: str, capacity: float, dt: float = 0.01,
              startup_s: float = 0.0, attained_base: float = ATTAINED_BASE_BYTES,
              attained_factor: float = ATTAINED_FACTOR, levels: int = 8) -> dict[str, float]:
@@ -89,22 +119,8 @@ def simulate(jobs: list[FluidJob], mode: str, capacity: float, dt: float = 0.01,
         if mode == "off":
             rates = _fair(caps, total)
         else:
-            if mode == "remaining":
-                key = {j.name: (j.size - done_bytes[j.name], j.arrival) for j in active}
-            elif mode == "progress":
-                # batches done (whole batches: the rule sees batch numbers)
-                key = {j.name: (math.floor(done_bytes[j.name] / (2 * j.bytes_per_batch)),)
-                       for j in active}
-            else:
-                key = {j.name: (attained_level(done_bytes[j.name] / 2, levels, attained_base,
-                                               attained_factor),) for j in active}
-            groups: dict[tuple, list[str]] = {}
-            for name in sorted(key, key=lambda n: key[n]):
-                # remaining: one job per level (7 levels, then the rest share the last)
-                k = key[name] if mode != "remaining" else (len(groups) if len(groups) < levels - 1
-                                                           else levels - 1,)
-                groups.setdefault(k, []).append(name)
-            rates = _by_groups([groups[k] for k in sorted(groups)], caps, total)
+            groups = rank_groups(active, mode, done_bytes, attained_base, attained_factor, levels)
+            rates = _by_groups(groups, caps, total)
         step = dt
         for name, rate in rates.items():
             left = by_name[name].size - done_bytes[name]
@@ -116,6 +132,68 @@ def simulate(jobs: list[FluidJob], mode: str, capacity: float, dt: float = 0.01,
         for name in rates:
             if done_bytes[name] >= by_name[name].size * (1 - 1e-9):
                 jct[name] = t - by_name[name].arrival
+    return jct
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """A job for :func:`simulate_batches`: its batches, their exchange and its path."""
+    name: str
+    arrival: float
+    batches: int
+    bytes_per_batch: float
+    compute_s: float
+    keys: int
+    window: int
+    path: tuple[float, ...]
+
+    @property
+    def size(self) -> float:
+        return 2.0 * self.batches * self.bytes_per_batch
+
+
+def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_bytes: float,
+                     constants: ExchangeConstants | None = None, dt: float = 0.05,
+                     startup_s: float = 0.0, attained_base: float = ATTAINED_BASE_BYTES,
+                     attained_factor: float = ATTAINED_FACTOR, levels: int = 8
+                     ) -> dict[str, float]:
+    """Job name -> JCT with the exchange model (:mod:`sluice_common.exchange`) in place of
+    the fluid shares: in each step the active jobs share the egress per batch
+    (``share_egress``: rounds, queueing, compute gaps), ``off`` in one class, a rule with
+    its groups as strict priority classes; each job advances ``step / iteration``
+    batches. The class order is recomputed every step (the rules re-rank as jobs move)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    c = constants or default_constants()
+    by_name = {j.name: j for j in jobs}
+    done = {j.name: 0.0 for j in jobs}               # batches done (fractional)
+    jct: dict[str, float] = {}
+    cache: dict[tuple, dict[str, float]] = {}
+    t = 0.0
+    while len(jct) < len(jobs):
+        active = [j for j in jobs if j.arrival + startup_s <= t and j.name not in jct]
+        if not active:
+            t = min(j.arrival + startup_s for j in jobs if j.name not in jct)
+            continue
+        if mode == "off":
+            cls = {j.name: None for j in active}
+        else:
+            moved = {j.name: 2 * done[j.name] * j.bytes_per_batch for j in active}
+            groups = rank_groups(active, mode, moved, attained_base, attained_factor, levels)
+            cls = {n: k for k, g in enumerate(groups) for n in g}
+        key = tuple(sorted((n, cls[n] if cls[n] is not None else -1) for n in cls))
+        if key not in cache:
+            cache[key] = share_egress(
+                [Sharer(j.name, j.bytes_per_batch, j.keys, j.path, j.compute_s, j.window,
+                        cls[j.name]) for j in active], capacity, buffer_bytes, c)
+        it = cache[key]
+        step = min([dt] + [max((by_name[n].batches - done[n]) * it[n], 1e-6) for n in it])
+        for n in it:
+            done[n] += step / it[n]
+        t += step
+        for n in it:
+            if done[n] >= by_name[n].batches * (1 - 1e-9):
+                jct[n] = t - by_name[n].arrival
     return jct
 
 

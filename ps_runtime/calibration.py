@@ -8,7 +8,9 @@ also pays (figures measured on this 2-core machine, ``bench/ps_runtime/bench_emu
 - ``sync_s``: one push + pull round through the PS beyond moving the bytes (ZeroMQ
   messages, the server's summation, waiting for the slowest worker's batch; on a loaded
   machine also the CPU the other jobs' processes take), every iteration;
-- ``link_efficiency``: the share of a link's rate the payload gets. docs/design.md's measurement
+- ``link_efficiency``: the share of a link's rate the payload gets (now the exchange model's
+  calibrated ``efficiency``, :func:`runtime_terms`; the 0.8 below was the first estimate).
+  docs/design.md's measurement
   (2 workers, 1 server, 8 MB key, 100 Mbit/s links: 3.2 s per push + pull against the
   2.56 s the bytes need at line rate) fits 0.8: TCP/IP headers and ACKs, HTB shaping.
 
@@ -26,4 +28,11 @@ RUNTIME = {
 
 
 def runtime_terms(compute: str) -> dict[str, float]:
-    return dict(RUNTIME.get(compute, RUNTIME["emulated"]))
+    """The terms for ``compute``; ``link_efficiency`` is the exchange model's, calibrated on
+    the fabric (sluice_common.exchange: the payload's share of a shaped link's rate), so
+    that the estimator's Comm(n) and the model price the bytes alike."""
+    from sluice_common.exchange import default_constants
+
+    terms = dict(RUNTIME.get(compute, RUNTIME["emulated"]))
+    terms["link_efficiency"] = default_constants().efficiency
+    return terms

@@ -26,8 +26,8 @@ import select
 import subprocess
 import sys
 import time
-from collections import deque
-from typing import IO
+from collections import Counter, deque
+from typing import IO, Iterable, Mapping, Sequence
 
 from ps_runtime.runners import ProcessRunner, kill_group
 
@@ -47,13 +47,16 @@ def command_line(argv: list[str], env: dict[str, str], log_path: str) -> bytes:
 class WarmRunner:
     """A :class:`ProcessRunner` that starts processes from a per-host pool of warm ones."""
 
-    def __init__(self, base: ProcessRunner, hosts: list[str], per_host: int = 3,
+    def __init__(self, base: ProcessRunner, hosts: list[str], per_host: int | Mapping[str, int] = 3,
                  preload: tuple[str, ...] = ("mxnet",), python: str = sys.executable,
                  log_dir: str | None = None, refill: bool = True):
-        """``refill``: start a replacement as soon as a process is handed over (False:
-        only on :meth:`fill`, so that no MXNet import competes with jobs being measured)."""
+        """``per_host``: the pool size, one for every host or per host (see
+        :func:`pool_sizes`). ``refill``: start a replacement as soon as a process is handed
+        over (False: only on :meth:`fill`, so that no MXNet import competes with jobs being
+        measured)."""
         self.base = base
-        self.per_host = per_host
+        self.sizes = ({h: int(per_host.get(h, 0)) for h in hosts} if isinstance(per_host, Mapping)
+                      else dict.fromkeys(hosts, per_host))
         self.refill = refill
         self.preload = preload
         self.python = python
@@ -109,13 +112,13 @@ class WarmRunner:
         return ready
 
     def fill(self) -> None:
-        """Top every host's pool up to ``per_host`` (then :meth:`wait_ready`)."""
+        """Top every host's pool up to its size (then :meth:`wait_ready`)."""
         for host in self.idle:
             self._fill(host)
 
     def _fill(self, host: str) -> None:
         pool = self.idle[host]
-        while len(pool) < self.per_host:
+        while len(pool) < self.sizes[host]:
             pool.append(self._spawn(host))
 
     def start(self, host: str, argv: list[str], env: dict[str, str], log: IO,
@@ -164,6 +167,27 @@ class WarmRunner:
                 except subprocess.TimeoutExpired:
                     kill_group(proc, 9)
                     proc.wait()
+
+
+def processes_per_host(jobs: Iterable[tuple[Sequence[str], Sequence[str]]]) -> Counter:
+    """How many PS processes the launcher starts on each host for these jobs, each given
+    as (its server hosts, its worker hosts): a ps-lite scheduler on the first server host,
+    one process per server and per worker (``ps_runtime.launcher.PSJob._plan``)."""
+    count: Counter = Counter()
+    for servers, workers in jobs:
+        count.update([servers[0], *servers, *workers])
+    return count
+
+
+def pool_sizes(hosts: Iterable[str], demand: Mapping[str, int], spare: int = 1,
+               minimum: int = 4, maximum: int = 16) -> dict[str, int]:
+    """Each host's pool: the processes its planned jobs will take (``demand``, e.g.
+    :func:`processes_per_host` of a dry run's placements) plus ``spare``, within
+    [``minimum``, ``maximum``]. A refill imports MXNet at nice 19 and, on a loaded machine,
+    is not ready for 20-30 s: a host that runs several jobs in a row (the demo's h2 runs
+    goog-b, res-e and res-f, 12 processes, in its first 17 s) needs them pre-started,
+    where one size for every host left res-f waiting 13 s for its scheduler's import."""
+    return {h: max(minimum, min(maximum, demand.get(h, 0) + spare)) for h in hosts}
 
 
 def _is_ready(proc) -> bool:

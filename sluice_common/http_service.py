@@ -119,6 +119,19 @@ def allowed_methods(app, path: str) -> str:
     return ", ".join(sorted(methods))
 
 
+def http_error_reason(app, request, err, not_found: str) -> tuple[str, dict | None]:
+    """The ``error`` and headers of an answer to starlette's HTTPException: a 404 names
+    the method and path after ``not_found``, a 405 the methods the path has (``Allow``)."""
+    headers = getattr(err, "headers", None)
+    if err.status_code == 405:
+        allow = allowed_methods(app, request.url.path)
+        return (f"{request.method} is not a method of {request.url.path} (Allow: {allow})",
+                {**(headers or {}), "Allow": allow})
+    if err.status_code == 404:
+        return f"{not_found}{request.method} {request.url.path}", headers
+    return str(err.detail), headers
+
+
 def page_of(items: list, key: str, limit: int, cursor: str | None) -> dict:
     """One page of a list answer: ``{key: items[cursor:cursor+limit], next, total}``;
     the cursor is the offset of the page's first item (an opaque string to clients)."""

@@ -92,7 +92,6 @@ def test_equations_hand_computed():
     assert est.comm(j, 1, 1000) == 0 and est.C(j, 1, 5) == est.cost(j, 1)    # Comm(1) = 0
     assert est.cost1(j) == pytest.approx(0.165 * 200)
     assert est.comm(j, 4, math.inf) == 0
-    assert est.costs(j, 3, 1000) == {n: est.C(j, n, 1000) for n in (1, 2, 3)}
 
 
 def test_bad_arguments():

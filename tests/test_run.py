@@ -254,12 +254,6 @@ def test_demo_jobs_are_valid_and_trainable():
     assert all(j.model in MODEL_NAMES for j in jobs)
 
 
-def test_demo_knows_whether_a_job_crossed_the_fabric():
-    from end_to_end.run import _crosses_fabric
-    assert not _crosses_fabric({"ps_hosts": ["h1"], "worker_hosts": ["h1", "h1"]})
-    assert _crosses_fabric({"ps_hosts": ["h1"], "worker_hosts": ["h1", "h3"]})
-
-
 def test_demo_workload_spreads_two_overlapping_jobs_across_racks_in_the_simulator():
     """The demo's point: with the default profile on its topology, Proteus + Liquid put
     two jobs across both racks at the same time (so they share the uplinks)."""

@@ -139,9 +139,13 @@ class Estimator:
         """Cost_i(1): the job's work in GPU-seconds, what the Lyapunov queues count."""
         return self.cost(job, 1)
 
-    def costs(self, job: JobSpec, max_n: int, bw_mbps: float | None = None) -> dict[int, float]:
-        """{n: C(n)} for n = 1..max_n at one bandwidth (the input of ``proteus.decide``)."""
-        return {n: self.C(job, n, bw_mbps) for n in range(1, max_n + 1)}
+
+def batches_for(spec: JobSpec, n: int, override: int | None = None) -> int:
+    """Batches each of n workers trains: the job's data split over its workers,
+    ``ceil(epochs * dataset_size / (batch_size * n))``, unless ``override`` says."""
+    if override:
+        return override
+    return max(1, math.ceil(spec.epochs * spec.dataset_size / (spec.batch_size * n)))
 
 
 def _check_n(n: int) -> None:

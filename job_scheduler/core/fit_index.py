@@ -67,9 +67,7 @@ class FitIndex:
 
     def ordered(self) -> list[tuple[object, object, int]]:
         """Every entry as ``(key, j, size)``, best first."""
-        out = [(key, j, s) for s, lst in self._lists.items() for key, j in lst]
-        out.sort()
-        return out
+        return sorted((key, j, s) for s, lst in self._lists.items() for key, j in lst)
 
 
 class Walk:

@@ -1,7 +1,8 @@
 """What every scheduling loop keeps of a job: its estimator figures (:class:`JobModel`)
-and, while it holds GPUs, its run (:class:`Run`). The simulator
-(:mod:`job_scheduler.simulation.simulator`) and the live view of the loops that do not
-simulate time (:mod:`job_scheduler.core.live_view`) share both.
+and, while it holds GPUs, its run (:class:`Run`); and what every loop prices alike
+(:class:`Pricing`). The simulator (:mod:`job_scheduler.simulation.simulator`) and the
+live view of the loops that do not simulate time (:mod:`job_scheduler.core.live_view`)
+share them.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import math
 from typing import Callable
 
 from job_scheduler.core.estimator import Estimator
+from job_scheduler.core.placement import BestFitPlacement, ClusterState
 from sluice_common.jobspec import JobSpec
 
 
@@ -71,3 +73,20 @@ class Run:
         self.rate = 0.0
         self.t_last = 0.0
 
+
+class Pricing:
+    """What the simulator and a ``live_view.LiveView`` price alike, from their
+    ``topology``, ``base_bandwidth``, ``costs`` and ``_reference_bw`` memo."""
+
+    def reference_bandwidth(self, n: int) -> float:
+        """Bandwidth of an n-GPU job best-fit placed on the empty cluster."""
+        bw = self._reference_bw.get(n)
+        if bw is None:
+            empty = ClusterState(self.topology)
+            p = BestFitPlacement().place(empty, "reference", min(n, empty.total_gpus))
+            bw = self._reference_bw[n] = self.base_bandwidth(p) if p else math.inf
+        return bw
+
+    def cost_of(self, j: int, gpus: int) -> float:
+        """Suspend + resume seconds of job j on ``gpus`` under the cost table (0: none)."""
+        return self.costs.total(self.jobs[j].model, gpus) if self.costs else 0.0

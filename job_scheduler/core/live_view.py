@@ -17,13 +17,13 @@ from collections import Counter
 from job_scheduler.core.decisions import SlotPlan, StartDecision, Suspend
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.mechanisms import stopped
-from job_scheduler.core.placement import BestFitPlacement, ClusterState, Placement
-from job_scheduler.core.job_model import JobModel, Run
+from job_scheduler.core.placement import ClusterState, Placement
+from job_scheduler.core.job_model import JobModel, Pricing, Run
 from sluice_common.jobspec import JobSpec
 from topologies import Topology
 
 
-class LiveView:
+class LiveView(Pricing):
     def __init__(self, topology: Topology, estimator: Estimator, slot: float,
                  mechanisms=(), costs=None):
         self.topology = self.bandwidth_topology = topology
@@ -42,7 +42,7 @@ class LiveView:
         self.done: dict[int, float] = {}        # fraction of its work a job has done
         self.counts: Counter = Counter()
         self.plan = SlotPlan()
-        self._reference: dict[int, float] = {}
+        self._reference_bw: dict[int, float] = {}
 
     def add(self, j: int, spec: JobSpec) -> None:
         self.jobs[j] = spec
@@ -53,21 +53,12 @@ class LiveView:
         return effective_bandwidth(self.bandwidth_topology, placement.ps_hosts,
                                    placement.worker_hosts)
 
-    def reference_bandwidth(self, n: int) -> float:
-        """Bandwidth of an n-GPU job best-fit placed on the empty cluster (nominal)."""
-        bw = self._reference.get(n)
-        if bw is None:
-            empty = ClusterState(self.topology)
-            p = BestFitPlacement().place(empty, "reference", min(n, empty.total_gpus))
-            bw = self._reference[n] = (effective_bandwidth(self.topology, p.ps_hosts,
-                                                           p.worker_hosts) if p else math.inf)
-        return bw
+    def base_bandwidth(self, placement: Placement) -> float:
+        """The placement's bandwidth on the nominal topology (``reference_bandwidth``)."""
+        return effective_bandwidth(self.topology, placement.ps_hosts, placement.worker_hosts)
 
     def remaining(self, j: int) -> float:
         return 1.0 - self.done.get(j, 0.0)
-
-    def cost_of(self, j: int, gpus: int) -> float:
-        return self.costs.total(self.jobs[j].model, gpus) if self.costs else 0.0
 
     def holds_gpus(self, j: int) -> bool:
         return all(m.holds_gpus(j) for m in self.mechanisms)

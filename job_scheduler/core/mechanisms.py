@@ -178,10 +178,7 @@ class Mechanism:
 def stopped(mechanisms, sim, j: int) -> bool:
     """Tell every mechanism that job j ended or was suspended; True when a packed
     partner keeps its GPUs (else they go free)."""
-    kept = False
-    for m in mechanisms:                  # every one hears of it (not any())
-        kept = m.on_stop(sim, j) or kept
-    return kept
+    return any([m.on_stop(sim, j) for m in mechanisms])   # a list: every one hears of it
 
 
 def alone(sim, j: int) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
@@ -80,10 +81,7 @@ class ClusterState:
         self.total_free += delta
 
     def allocate(self, placement: Placement) -> None:
-        idx = [self.index[h] for h in placement.worker_hosts]
-        need: dict[int, int] = {}
-        for i in idx:
-            need[i] = need.get(i, 0) + 1
+        need = Counter(self.index[h] for h in placement.worker_hosts)
         for i, k in need.items():      # check all before changing anything
             if self.free[i] < k:
                 raise ValueError(f"{placement.job}: host {self.names[i]} has {self.free[i]} "
@@ -159,10 +157,7 @@ def placement_score(state: ClusterState, placements: Sequence[Placement],
 def _score_idx(state: ClusterState, jobs: Sequence[tuple[list[int], list[int]]],
                lam: float) -> float:
     """:func:`placement_score` on host indices: ``jobs`` = (PS hosts, worker hosts)."""
-    extra: dict[int, int] = {}
-    for _, workers in jobs:
-        for i in workers:
-            extra[i] = extra.get(i, 0) + 1
+    extra = Counter(i for _, workers in jobs for i in workers)
     total = 0.0
     for ps, workers in jobs:
         for k, i in enumerate(workers):
@@ -414,15 +409,6 @@ class GroupGA:
         reqs = [requests[i] for i in live]
         hosts = self._candidate_hosts(state, [seeded[i] for i in live])
 
-        def genes_of(ps: list[Placement]) -> list[dict[int, int]]:
-            out = []
-            for p in ps:
-                c: dict[int, int] = {}
-                for h in p.worker_hosts:
-                    c[state.index[h]] = c.get(state.index[h], 0) + 1
-                out.append(c)
-            return out
-
         def decode(genes: list[dict[int, int]]) -> list[Placement]:
             return [_make(state, r.job, g, r.num_ps, self.lam) for r, g in zip(reqs, genes)]
 
@@ -474,7 +460,8 @@ class GroupGA:
                 genes[j] = first_fit(free, reqs[j].n, order)
             return genes
 
-        pop = [genes_of([seeded[i] for i in live])]  # type: ignore[misc]
+        pop = [[dict(Counter(state.index[h] for h in seeded[i].worker_hosts))  # type: ignore[union-attr]
+                for i in live]]
         pop += [random_individual() for _ in range(self.population - 1)]
         scored = sorted(((score(g), k, g) for k, g in enumerate(pop)), key=lambda x: x[:2])
         seed_score = score(pop[0])

@@ -36,8 +36,8 @@ from job_scheduler.service.metrics import metrics_text
 from job_scheduler.service.store import MAX_ID, STATES
 from sluice_common.errors import InputError
 from sluice_common.job_schema import JobFile
-from sluice_common.http_service import (BodyLimit, ThreadedServer, allowed_methods,
-                                        bearer_token, document_400_for_bad_requests,
+from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_token,
+                                        document_400_for_bad_requests, http_error_reason,
                                         validation_messages)
 
 log = logging.getLogger("sluice.scheduler.api")
@@ -89,13 +89,7 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, err: HTTPException):
-        reason = f"no route {request.method} {request.url.path}" \
-            if err.status_code == 404 else str(err.detail)
-        headers = getattr(err, "headers", None)
-        if err.status_code == 405:
-            allow = allowed_methods(app, request.url.path)
-            headers = {**(headers or {}), "Allow": allow}
-            reason = f"{request.method} is not a method of {request.url.path} (Allow: {allow})"
+        reason, headers = http_error_reason(app, request, err, "no route ")
         return JSONResponse({"error": reason}, err.status_code, headers=headers)
 
     @app.exception_handler(RequestValidationError)

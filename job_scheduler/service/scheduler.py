@@ -38,6 +38,9 @@ from topologies import Topology
 log = logging.getLogger("sluice.scheduler")
 
 MAX_JOBS_PER_SUBMISSION = 10_000
+# what a job that goes back to the queue forgets of its run
+_REQUEUED = dict(state="queued", gpus=None, placement=None, executor=None, started_at=None,
+                 expected_end=None, pid=None, pid_start=None, slurm_job_id=None)
 
 
 class Executor(Protocol):
@@ -314,15 +317,12 @@ class SchedulerService:
         return len(ended)
 
     def _end_update(self, job: JobRecord, outcome: Outcome) -> JobUpdate:
-        back = dict(state="queued", gpus=None, placement=None, executor=None,
-                    started_at=None, expected_end=None, pid=None, pid_start=None,
-                    slurm_job_id=None)
         if outcome.never_started:
-            return JobUpdate(job.id, {**back, "attempts": max(0, job.attempts - 1)},
+            return JobUpdate(job.id, {**_REQUEUED, "attempts": max(0, job.attempts - 1)},
                              "running", "requeued", outcome.reason)
         if self._retries(job, outcome):
             # Back to the queue with no GPUs: the next slot may place it anywhere.
-            return JobUpdate(job.id, {**back, "exit_code": outcome.exit_code,
+            return JobUpdate(job.id, {**_REQUEUED, "exit_code": outcome.exit_code,
                                       "reason": outcome.reason}, "running", "retry",
                              f"attempt {job.attempts} failed: {outcome.reason}; retrying "
                              f"({job.attempts}/{self.max_retries})")
@@ -344,10 +344,8 @@ class SchedulerService:
                 log.warning("job %d (%s) failed (%s); retry %d/%d", job.id, job.name,
                             outcome.reason, job.attempts, self.max_retries)
                 attempts = job.attempts
-            self._enqueue(dataclasses.replace(
-                job, state="queued", gpus=None, placement=None, executor=None,
-                started_at=None, expected_end=None, pid=None, pid_start=None,
-                slurm_job_id=None, attempts=attempts), in_id_order=True)
+            self._enqueue(dataclasses.replace(job, **_REQUEUED, attempts=attempts),
+                          in_id_order=True)
             return
         level = logging.WARNING if outcome.state == "failed" else logging.INFO
         log.log(level, "job %d (%s) %s%s", job.id, job.name, outcome.state,

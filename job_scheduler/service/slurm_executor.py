@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import shlex
 import sys
@@ -43,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from job_scheduler.core.estimator import batches_for
 from job_scheduler.service.executors import ADMIN_TOKEN_ENVS, Outcome
 from job_scheduler.core.placement import ClusterState, Placement
 from job_scheduler.core.decisions import StartDecision
@@ -249,12 +249,6 @@ class SlurmExecutor:
         self._pending[job.id] = decision
         return {"executor": self.kind, "started_at": now, "run_dir": str(run_dir)}
 
-    def _batches(self, job: JobRecord, workers: int) -> int:
-        if self.options.batches:
-            return self.options.batches
-        s = job.spec
-        return max(1, math.ceil(s.dataset_size * s.epochs / (s.batch_size * workers)))
-
     def launch(self, job: JobRecord, extra_env: Mapping[str, str] | None = None) -> dict:
         import yaml
 
@@ -270,7 +264,7 @@ class SlurmExecutor:
             "servers": [[h, hosts[h].ip] for h in decision.ps_hosts],
             "workers": [[h, hosts[h].ip] for h in decision.worker_hosts],
             "groups": {c.node: k for k, c in enumerate(parts)},
-            "batches": self._batches(job, len(decision.worker_hosts)),
+            "batches": batches_for(job.spec, len(decision.worker_hosts), o.batches),
             "compute": o.compute, "compute_s": o.compute_s,
             "bytes_per_batch": o.bytes_per_batch, "bw_scale": o.bw_scale,
             "profile": o.profile, "timeout": o.timeout,

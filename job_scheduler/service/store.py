@@ -22,6 +22,7 @@ import logging
 import sqlite3
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -191,6 +192,14 @@ class KeyReused(Exception):
         self.submission_id = submission_id
 
 
+def _in_states(states: Iterable[str] | None) -> tuple[str, list[str]]:
+    """The ``WHERE`` clause (and its parameters) of the jobs in ``states``; none: all."""
+    if states is None:
+        return "", []
+    states = list(states)
+    return f" WHERE state IN ({','.join('?' * len(states))})", states
+
+
 # SQLite's INTEGER is a signed 64-bit number: a larger id names no job
 MAX_ID = (1 << 63) - 1
 
@@ -218,18 +227,18 @@ class JobStore:
         self._db.execute("PRAGMA foreign_keys=ON")
         with self._lock:
             self._db.executescript(_SCHEMA)
-            # slurm_job_id (issue 28): stores written before it gain the column
-            if "slurm_job_id" not in {r[1] for r in self._db.execute("PRAGMA table_info(jobs)")}:
-                self._db.execute("ALTER TABLE jobs ADD COLUMN slurm_job_id INTEGER")
             self._migrate()
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def _migrate(self) -> None:
         """A store written by an older version gains the columns added since (their
-        NULL reads as the old meaning: ``not_before`` NULL = may start at once)."""
+        NULL reads as the old meaning: ``not_before`` NULL = may start at once,
+        ``slurm_job_id`` (issue 28) NULL = no Slurm job)."""
         columns = {r[1] for r in self._db.execute("PRAGMA table_info(jobs)")}
+        for column, kind in (("slurm_job_id", "INTEGER"), ("not_before", "REAL")):
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
         if "not_before" not in columns:
-            self._db.execute("ALTER TABLE jobs ADD COLUMN not_before REAL")
             log.info("%s: job store migrated to schema version %d", self.path, SCHEMA_VERSION)
 
     def close(self) -> None:
@@ -241,23 +250,16 @@ class JobStore:
             return self._db.execute(f"PRAGMA {name}").fetchone()[0]
 
     # ---- writes --------------------------------------------------------------------
+    @contextmanager
     def _transaction(self):
-        store = self
-
-        class _Tx:
-            def __enter__(self):
-                store._lock.acquire()
-                store._db.execute("BEGIN IMMEDIATE")
-                return store._db
-
-            def __exit__(self, exc_type, exc, tb):
-                try:
-                    store._db.execute("ROLLBACK" if exc_type else "COMMIT")
-                finally:
-                    store._lock.release()
-                return False
-
-        return _Tx()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def add_submission(self, source: str, body: str, specs: Sequence[JobSpec],
                        idempotency_key: str | None = None, now: float | None = None
@@ -410,25 +412,17 @@ class JobStore:
         return _row_to_job(row) if row else None
 
     def jobs(self, states: Iterable[str] | None = None) -> list[JobRecord]:
-        sql = f"SELECT {','.join(_JOB_COLUMNS)} FROM jobs"
-        params: tuple = ()
-        if states is not None:
-            states = tuple(states)
-            sql += f" WHERE state IN ({','.join('?' * len(states))})"
-            params = states
+        where, params = _in_states(states)
         with self._lock:
-            rows = self._db.execute(sql + " ORDER BY id", params).fetchall()
+            rows = self._db.execute(f"SELECT {','.join(_JOB_COLUMNS)} FROM jobs{where} "
+                                    "ORDER BY id", params).fetchall()
         return [_row_to_job(r) for r in rows]
 
     def page(self, states: Iterable[str] | None = None, after: int = 0, limit: int = 100
              ) -> tuple[list[JobRecord], int, bool]:
         """One page of jobs by id: (the jobs with id > ``after``, at most ``limit``, the
         total matching ``states``, whether more follow)."""
-        where, params = "", []
-        if states is not None:
-            states = tuple(states)
-            where = f" WHERE state IN ({','.join('?' * len(states))})"
-            params = list(states)
+        where, params = _in_states(states)
         after_where = (" AND" if where else " WHERE") + " id > ?"
         with self._lock:
             total = self._db.execute("SELECT COUNT(*) FROM jobs" + where, params).fetchone()[0]

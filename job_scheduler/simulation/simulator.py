@@ -38,10 +38,10 @@ import numpy as np
 from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecision, Suspend,
                                           decide_slot)
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
-from job_scheduler.core.job_model import JobModel, Run
+from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.core.mechanisms import stopped
 from sluice_common.jobspec import JobSpec
-from job_scheduler.core.placement import BestFitPlacement, ClusterState, Placement
+from job_scheduler.core.placement import ClusterState, Placement
 from topologies import Topology
 
 
@@ -67,7 +67,7 @@ class SimResult:
                 "jobs": self.jobs}
 
 
-class Simulator:
+class Simulator(Pricing):
     """Run one policy over one job list on one topology. A fresh Simulator per run."""
 
     def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy, *,
@@ -118,12 +118,8 @@ class Simulator:
         self._heap: list[tuple[float, int, int]] = []   # (time, version, job)
         self._version = [0] * len(self.jobs)
         # rack uplinks: capacity (sum of the ToR's switch links) and live flow counts
-        tor_of_rack = [r.tor for r in topology.racks]
-        cap = [0.0] * len(topology.racks)
-        for link in topology.links:
-            for r, tor in enumerate(tor_of_rack):
-                if tor in (link.a, link.b):
-                    cap[r] += link.bw
+        cap = [sum((l.bw for l in topology.links if r.tor in (l.a, l.b)), 0.0)
+               for r in topology.racks]
         self.uplink_cap = [c if c > 0 else math.inf for c in cap]
         self.uplink_flows = [0] * len(topology.racks)
         self.uplink_jobs: list[set[int]] = [set() for _ in topology.racks]
@@ -163,15 +159,6 @@ class Simulator:
                                                           placement.worker_hosts, self.in_host)
         return bw
 
-    def reference_bandwidth(self, n: int) -> float:
-        """Bandwidth of an n-GPU job best-fit placed on the empty cluster."""
-        bw = self._reference_bw.get(n)
-        if bw is None:
-            empty = ClusterState(self.topology)
-            p = BestFitPlacement().place(empty, "reference", min(n, empty.total_gpus))
-            bw = self._reference_bw[n] = self.base_bandwidth(p) if p else math.inf
-        return bw
-
     def live_bandwidth(self, placement: Placement, flows: dict[int, int] | None = None,
                        base: float | None = None, joining: bool = True) -> float:
         """Bandwidth the placement would get now, with the uplinks' other flows."""
@@ -193,10 +180,6 @@ class Simulator:
         if run is None:
             return self.work_left[j]
         return max(run.work_left - max(self.now - run.t_last, 0.0) * run.rate, 0.0)
-
-    def cost_of(self, j: int, gpus: int) -> float:
-        """Suspend + resume seconds of job j on ``gpus`` under the cost table (0: none)."""
-        return self.costs.total(self.jobs[j].model, gpus) if self.costs else 0.0
 
     # ---- actions policies take ------------------------------------------------------
     def start(self, j: int, placement: Placement) -> None:
@@ -256,8 +239,6 @@ class Simulator:
         self._version[j] += 1
         self._release(j, run)
         self.waiting[j] = None
-        for k in self._add_flows(run.flows, j, -1):
-            self._retime(self.running[k])
 
     def retime(self, j: int) -> None:
         """Job j's speed changed (a mechanism packed or unpacked it): re-time it."""
@@ -265,8 +246,12 @@ class Simulator:
 
     # ---- internals ------------------------------------------------------------------
     def _release(self, j: int, run: Run) -> None:
+        """Job j stopped: its GPUs go free, its flows leave the uplinks (the jobs that
+        shared them are re-timed)."""
         if not stopped(self.mechanisms, self, j):    # else a packed partner keeps them
             self.state.release(run.placement)
+        for k in self._add_flows(run.flows, j, -1):
+            self._retime(self.running[k])
 
     def _add_flows(self, flows: dict[int, int], j: int, sign: int) -> set[int]:
         affected: set[int] = set()
@@ -308,8 +293,6 @@ class Simulator:
         self.finish[j] = t
         self.work_left[j] = 0.0
         self._release(j, run)
-        for k in self._add_flows(run.flows, j, -1):
-            self._retime(self.running[k])
         self.policy.on_complete(self, j)
         for m in self.mechanisms:
             m.after_complete(self)            # e.g. migration onto the GPUs just freed
@@ -380,13 +363,12 @@ class Simulator:
             if next_arrival < n_jobs:
                 t_next = self._slot_at_or_after(jobs[next_arrival].arrival)
             t_next = min(t_next, self._slot_at_or_after(self._next_completion()))
-            if self.waiting and self.policy.wants_slot(self):
-                t_next = min(t_next, self.now + self.slot)
-            if self.waiting:                # e.g. LAS: a threshold crossing
-                t_next = min(t_next, self._slot_at_or_after(self.policy.next_wakeup(self)))
-            if self.waiting:                # e.g. time-slicing: a quantum's end
-                t_next = min(t_next, self._slot_at_or_after(
-                    min((m.next_event(self) for m in self.mechanisms), default=math.inf)))
+            if self.waiting:
+                if self.policy.wants_slot(self):
+                    t_next = min(t_next, self.now + self.slot)
+                # e.g. LAS: a threshold crossing; time-slicing: a quantum's end
+                t_next = min(t_next, self._slot_at_or_after(self.policy.next_wakeup(self)),
+                             *(self._slot_at_or_after(m.next_event(self)) for m in self.mechanisms))
             if math.isinf(t_next):
                 stuck = [self.jobs[j].name for j in list(self.waiting)[:3]]
                 raise RuntimeError(f"policy {self.policy.name} cannot start jobs {stuck} "

@@ -351,10 +351,6 @@ def load_philly(path: str | Path) -> list[JobSpec]:
         for ts, line, duration, gpus, gpu_time, cluster in rows]
 
 
-def _with_arrival(job: JobSpec, arrival: float) -> JobSpec:
-    return replace(job, arrival=arrival)
-
-
 # ---- entry point -----------------------------------------------------------------------------
 
 TRACE_CAPS = ("requested", "paper")
@@ -388,23 +384,20 @@ def _load(name_or_path, trace_format, jobs, seed, caps) -> list[JobSpec]:
         if trace_format not in TRACE_FORMATS:
             raise InputError("argument", f"unknown trace format {trace_format!r} "
                              f"(known: {', '.join(TRACE_FORMATS)})", field="trace-format")
-        loaded = load_tiresias(spec) if trace_format == "tiresias" else load_philly(spec)
     elif spec in SCENARIOS:
         return generate_scenario(spec, jobs, seed, caps)
     elif spec in BURSTY:
         return generate_bursty(spec, jobs, seed)
     elif Path(spec).exists():
-        kind = trace_kind(Path(spec))      # a CSV trace given without --trace-format
-        loaded = load_jobs(spec) if kind is None else \
-            load_tiresias(spec) if kind == "tiresias" else load_philly(spec)
-        trace_format = kind
+        trace_format = trace_kind(Path(spec))      # a CSV trace given without --trace-format
     else:
         raise InputError(spec, "not a scenario (" + ", ".join(SCENARIOS + tuple(BURSTY)) + ") nor an existing "
                          "job file; traces need trace_format='tiresias' or 'philly'")
-    loaded = sorted(loaded, key=lambda j: j.arrival)
+    load = {None: load_jobs, "tiresias": load_tiresias, "philly": load_philly}[trace_format]
+    loaded = sorted(load(spec), key=lambda j: j.arrival)
     if jobs is not None:
         loaded = loaded[:jobs]
         if trace_format == "philly" and loaded:       # arrivals relative to the first kept
             first = loaded[0].arrival
-            loaded = [_with_arrival(j, j.arrival - first) for j in loaded]
+            loaded = [replace(j, arrival=j.arrival - first) for j in loaded]
     return loaded

@@ -71,7 +71,8 @@ class Policy:
         pass
 
     def on_leave(self, sim, j: int) -> None:
-        pass
+        """``j`` left for good without running again (cancelled, or a real job that
+        finished its last batch while it was being suspended)."""
 
     def forget(self, j: int) -> None:
         pass

@@ -81,8 +81,6 @@ class LasPolicy(Policy):
         self.on_leave(sim, j)
 
     def on_leave(self, sim, j: int) -> None:
-        """``j`` left for good without running again (cancelled, or a real job that
-        finished its last batch while it was being suspended)."""
         if j in self._waiting:
             self._waiting.remove(j)
         for d in (self.attained, self._since, self._level, self._n, self._starts):

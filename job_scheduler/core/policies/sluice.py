@@ -45,7 +45,7 @@ import math
 import random
 
 from job_scheduler.core.fit_index import FitIndex
-from job_scheduler.core.placement import DEFAULT_LAMBDA, BestFitPlacement, Placement
+from job_scheduler.core.placement import DEFAULT_LAMBDA, BestFitPlacement
 from job_scheduler.core.policies.base import Policy, PolicyOptions, candidate_costs
 from job_scheduler.core.proteus import candidate_counts
 
@@ -173,7 +173,7 @@ class SluicePolicy(Policy):
             self._tried[k] = state.total_free
             state.release(run.placement)           # tentatively: what could it have?
             limit = min(sim.jobs[k].max_gpus, state.total_free)
-            costs, places = self._costs(sim, k, limit)
+            costs, places = candidate_costs(sim, k, limit, self.placer)
             state.allocate(run.placement)
             n = choose_count(costs, 0, state.total_gpus)
             if n <= run.n:
@@ -189,24 +189,16 @@ class SluicePolicy(Policy):
                     self._small.discard(k)
 
     def on_leave(self, sim, j: int) -> None:
-        """``j`` left for good without running again (cancelled, or a real job that
-        finished its last batch while it was being suspended)."""
         if j in self._waiting:
             self._waiting.remove(j)
         self.on_complete(sim, j)
 
     def on_complete(self, sim, j: int) -> None:
         self._small.discard(j)
-        self._since.pop(j, None)
-        self._best.pop(j, None)
-        self._tried.pop(j, None)
-        self._attained.pop(j, None)
-        self._err.pop(j, None)
+        for d in (self._since, self._best, self._tried, self._attained, self._err):
+            d.pop(j, None)
 
     # ---- decisions ----------------------------------------------------------------------
-    def _costs(self, sim, j: int, limit: int) -> tuple[dict[int, float], dict[int, Placement]]:
-        return candidate_costs(sim, j, limit, self.placer)
-
     def _start(self, sim, j: int, behind: int) -> bool:
         job = sim.jobs[j]
         free = sim.state.total_free
@@ -214,7 +206,7 @@ class SluicePolicy(Policy):
         if limit <= 0:
             return False
         sim.decisions += 1
-        costs, places = self._costs(sim, j, limit)
+        costs, places = candidate_costs(sim, j, limit, self.placer)
         n = choose_count(costs, behind if self.price_queue else 0, sim.state.total_gpus)
         if n == 0:
             return False
@@ -271,13 +263,10 @@ class SluicePolicy(Policy):
     def _victim(self, sim, rem_w: float) -> int | None:
         """The running job with the most predicted work left, if preempting it for a
         job with ``rem_w`` left pays (module docstring)."""
-        best, best_rem = None, -math.inf
-        for j in sim.running:
-            r = self.predicted_remaining(sim, j)
-            if r > best_rem:
-                best, best_rem = j, r
-        if best is None:
+        if not sim.running:
             return None
+        best = max(sim.running, key=lambda j: self.predicted_remaining(sim, j))   # first of ties
+        best_rem = self.predicted_remaining(sim, best)
         cost = self.preempt_cost_s * sim.running[best].n
         return best if best_rem > self.preempt_factor * rem_w + cost else None
 

@@ -1,0 +1,293 @@
+"""Calibrate the exchange model (sluice_common.exchange) on the Mininet fabric.
+
+    sudo .venv/bin/python -m bench.fabric.calibrate_exchange [--write] [--json [OUT]]
+
+On the heavy-tail experiment's fabric (two-rack, rack uplinks shaped at 12 Mbit/s, host
+links 24 Mbit/s, the HTB tree with its 200-packet FIFO per class at every egress), runs
+one emulated PS job at a time (1 server, 1 worker, no compute: every batch's time is its
+exchange) over three paths: in-host (h1 -> h1), in-rack (h2 -> h1: two hops) and
+cross-rack (h3 -> h1: four hops, the uplinks the bottleneck), each at a few
+(bytes per batch, keys, window) points. The median per-batch time of each point (batches
+after the second) is fitted by least squares (non-negative) to
+``overhead_s + K per_key_s + 2 R hops hop_s + wire / (efficiency min(path)) + wire_local /
+local_Bps`` (the model's linear terms); then two equal cross-rack jobs at once (one FIFO
+class, no controller) fit ``queue_fill`` of the sharing model by bisection. Prints every
+point's measured and fitted time and residual, the run-queue delay of the job's processes
+(CPU wait: the machine is shared) and the load average before and after; ``--write``
+replaces ``sluice_common/data/exchange_constants.yaml`` with the fit and its provenance;
+``--from JSON`` fits the measurements an earlier ``--json`` output holds (no fabric).
+About 2-3 minutes. Needs root (the fabric) and takes the fabric lock.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from bench import harness
+
+# (path name, server host, worker host)
+PATHS = (("in-host", "h1", "h1"), ("in-rack", "h1", "h2"), ("cross-rack", "h1", "h3"))
+# (bytes per batch, keys, window): small to medium batches, both window settings
+POINTS = ((20_000, 1, 0), (160_000, 4, 0), (400_000, 8, 3))
+UPLINK_MBPS = 12.0
+BATCHES = 10
+SKIP = 2                      # the first batches carry connection set-up
+SHARED = (300_000, 4, 0)      # the contention point: two such cross-rack jobs at once
+
+
+def loadavg() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def path_rates(fabric_topology, server: str, worker: str) -> tuple[float, ...]:
+    """The link rates (bytes/s on the emulated fabric) from ``worker`` to ``server``."""
+    if server == worker:
+        return ()
+    t = fabric_topology
+    nodes = t.path(worker, server)
+    scale = t.emulation_bw_scale
+    rates = []
+    for a, b in zip(nodes, nodes[1:]):
+        rates.append(t.graph.edges[a, b]["bw"] * scale * 1e6 / 8)
+    return tuple(rates)
+
+
+def run_jobs(fabric, runner, out: Path, specs: list[tuple[str, str, str, int, int, int]],
+             base_port: int) -> dict[str, dict]:
+    """Run the given jobs at once (name, server, worker, bytes, keys, window); per job the
+    median per-batch exchange (s) after SKIP batches and its processes' CPU wait."""
+    from ps_runtime.launcher import PSJob, WorkerOptions
+    from ps_runtime.plan import HostPlan
+    from mininet_tests.time_split import ProcessWaits
+    from sluice_common.jobspec import JobSpec
+
+    jobs = []
+    for k, (name, server, worker, nbytes, keys, window) in enumerate(specs):
+        spec = JobSpec(name=name, model="alexnet", dataset_size=1, epochs=1, batch_size=1,
+                       max_gpus=1)
+        bucket_mb = nbytes / keys / 2 ** 20 * 1.0001
+        opts = WorkerOptions(compute="emulated", compute_s=0.0, bytes_per_batch=nbytes,
+                             bucket_mb=bucket_mb, pipeline_keys=window, report_interval=5.0)
+        jobs.append(PSJob(spec, HostPlan.on_hosts(fabric.topology, [server], [worker]), runner,
+                          out / name, batches=BATCHES, base_port=base_port + 40 * k,
+                          options=opts))
+    waits = ProcessWaits()
+    t0 = time.monotonic()
+    for j in jobs:
+        j.start()
+    try:
+        done: dict[str, object] = {}
+        while len(done) < len(jobs):
+            for j in jobs:
+                if j.spec.name in done:
+                    continue
+                waits.sample(j.spec.name, [p.popen.pid for p in j.processes
+                                           if p.popen is not None and p.popen.poll() is None])
+                if j.poll():
+                    done[j.spec.name] = j.result()
+            if time.monotonic() - t0 > 120:
+                raise RuntimeError(f"calibration jobs {list(done)} of {len(jobs)} done after 120 s")
+            time.sleep(0.05)
+    finally:
+        for j in jobs:
+            j.stop()
+    wall = time.monotonic() - t0
+    res = {}
+    for j in jobs:
+        recs = done[j.spec.name].batches.get(0, [])[SKIP:]
+        times = [r.comm_s if r.comm_s is not None else r.time_s for r in recs]
+        if not times:
+            raise RuntimeError(f"{j.spec.name}: no batch times")
+        res[j.spec.name] = {"batch_s": statistics.median(times), "batches": len(times),
+                            "cpu_wait_s": round(waits.wait_s(j.spec.name), 3),
+                            "wall_s": round(wall, 2)}
+    return res
+
+
+def fit(rows: list[dict], burst_bytes: float):
+    """Non-negative least squares of the model's linear terms; returns (constants dict,
+    per-row fitted times)."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    from sluice_common.exchange import features, fixed_s
+
+    a = np.array([features(r["bytes"], r["keys"], r["path"], r["window"], burst_bytes)
+                  for r in rows])
+    y = np.array([r["measured_s"] - fixed_s(r["keys"], r["path"], r["window"]) for r in rows])
+    # relative residuals (each row over its measured time: a 1 ms in-host batch counts as
+    # much as a 0.5 s cross-rack one), columns scaled to order 1 for the solver
+    w = 1.0 / np.array([r["measured_s"] for r in rows])
+    aw = a * w[:, None]
+    scale = np.maximum(np.abs(aw).max(axis=0), 1e-12)
+    sol, _ = nnls(aw / scale, y * w)
+    x = sol / scale
+    pred = a @ x + np.array([fixed_s(r["keys"], r["path"], r["window"]) for r in rows])
+    eff = 1.0 / x[3] if x[3] > 0 else 1.0
+    local = 1.0 / x[4] if x[4] > 0 else 1e12
+    return ({"overhead_s": float(x[0]), "per_key_s": float(x[1]), "hop_s": float(x[2]),
+             "efficiency": float(min(1.0, eff)), "local_Bps": float(local)},
+            [float(p) for p in pred])
+
+
+def fit_queue_fill(c, jobs, capacity: float, buffer_bytes: float, measured: float) -> float:
+    """queue_fill in [0, 1] for which the sharing model's mean iteration matches."""
+    from sluice_common.exchange import share_egress
+
+    def model(q):
+        got = share_egress(jobs, capacity, buffer_bytes, replace(c, queue_fill=q))
+        return statistics.mean(got.values())
+    lo, hi = 0.0, 1.0
+    if model(lo) >= measured:
+        return 0.0
+    if model(hi) <= measured:
+        return 1.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if model(mid) < measured else (lo, mid)
+    return (lo + hi) / 2
+
+
+def measure_fabric() -> dict:
+    """Run every point and the contention point on the fabric (takes the fabric lock)."""
+    from mininet_fabric.fabric import Fabric
+    from mininet_tests.experiment_heavy_tail import experiment_topology
+    from ps_runtime.runners import MininetRunner
+    from ps_runtime.warm import WarmRunner
+
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    load_before = loadavg()
+    print(f"calibrate: load average before {load_before}", file=sys.stderr, flush=True)
+    topology, _ = experiment_topology(UPLINK_MBPS)
+    rows: list[dict] = []
+    out = Path(tempfile.mkdtemp(prefix="sluice-calib-"))
+    t_start = time.monotonic()
+    try:
+        with Fabric(topology, progress=False, tcp_congestion=None) as fabric:
+            runner = WarmRunner(MininetRunner(fabric), ["h1", "h2", "h3"], per_host=3,
+                                preload=("mxnet",), refill=False)
+            try:
+                runner.wait_ready()
+                port = 30000
+                for pname, server, worker in PATHS:
+                    rates = path_rates(topology, server, worker)
+                    for nbytes, keys, window in POINTS:
+                        name = f"cal-{pname}-{nbytes // 1000}k-{keys}-{window}"
+                        got = run_jobs(fabric, runner, out,
+                                       [(name, server, worker, nbytes, keys, window)], port)[name]
+                        port += 40
+                        runner.fill()
+                        runner.wait_ready()
+                        rows.append({"point": name, "path_name": pname, "path": rates,
+                                     "bytes": nbytes, "keys": keys, "window": window,
+                                     "measured_s": got["batch_s"], "cpu_wait_s": got["cpu_wait_s"],
+                                     "wall_s": got["wall_s"], "batches": got["batches"]})
+                        print(f"calibrate: {name}: {got['batch_s'] * 1000:.1f} ms per batch, "
+                              f"CPU wait {got['cpu_wait_s']:.2f} s of {got['wall_s']:.1f} s "
+                              f"(load {loadavg()})", file=sys.stderr, flush=True)
+                # contention: two equal cross-rack jobs in one FIFO class
+                nbytes, keys, window = SHARED
+                shared = run_jobs(fabric, runner, out,
+                                  [("cal-shared-a", "h1", "h3", nbytes, keys, window),
+                                   ("cal-shared-b", "h2", "h3", nbytes, keys, window)], port)
+            finally:
+                runner.close()
+    finally:
+        subprocess.run(["rm", "-rf", str(out)], check=False)
+    return {"rows": rows, "shared": shared, "started": started, "load_before": load_before,
+            "load_after": loadavg(), "wall_s": round(time.monotonic() - t_start, 1)}
+
+
+def main() -> int:
+    ap = harness.parser(__doc__)
+    ap.add_argument("--write", action="store_true",
+                    help="write the fit to sluice_common/data/exchange_constants.yaml")
+    ap.add_argument("--from", dest="from_json", default=None, metavar="JSON",
+                    help="fit the measurements of an earlier run's --json output (no fabric)")
+    args = ap.parse_args()
+
+    import json
+
+    from mininet_fabric.baselines import burst_packets
+    from mininet_fabric.priority import LEAF_QUEUE_PACKETS
+    from mininet_tests.experiment_heavy_tail import experiment_topology, machine_cc
+    from sluice_common.exchange import (DATA_FILE, MTU_BYTES, Sharer, batch_exchange_s,
+                                        default_constants, save_constants, with_fit)
+
+    m = json.loads(Path(args.from_json).read_text())["measured"] if args.from_json \
+        else measure_fabric()
+    rows, shared = m["rows"], m["shared"]
+    load_before, load_after, wall, started = (m["load_before"], m["load_after"], m["wall_s"],
+                                              m["started"])
+    topology, capacity = experiment_topology(UPLINK_MBPS)
+    burst = float(burst_packets() * MTU_BYTES)
+    values, _ = fit(rows, burst)
+    c = replace(with_fit(default_constants(), values, {}), burst_bytes=burst)
+    # the model's time with the constants as used (efficiency at most 1)
+    pred = [batch_exchange_s(r["bytes"], r["keys"], r["path"], r["window"], c) for r in rows]
+    nbytes, keys, window = SHARED
+    cross = path_rates(topology, "h1", "h3")
+    sharers = [Sharer(n, nbytes, keys, cross, 0.0, window) for n in shared]
+    measured_shared = statistics.mean(v["batch_s"] for v in shared.values())
+    buffer_bytes = LEAF_QUEUE_PACKETS * MTU_BYTES
+    qf = fit_queue_fill(c, sharers, capacity, buffer_bytes, measured_shared)
+    c = replace(c, queue_fill=round(float(qf), 4))
+
+    figures = []
+    print("| point | path | bytes | keys | window | measured ms | model ms | residual ms | "
+          "residual % | CPU wait s |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r, p in zip(rows, pred):
+        res = r["measured_s"] - p
+        r["model_s"] = round(p, 5)
+        print(f"| {r['point']} | {r['path_name']} | {r['bytes']} | {r['keys']} | {r['window']} | "
+              f"{1000 * r['measured_s']:.1f} | {1000 * p:.1f} | {1000 * res:+.1f} | "
+              f"{100 * res / r['measured_s']:+.1f} | {r['cpu_wait_s']} |")
+    alone = batch_exchange_s(nbytes, keys, cross, window, c)
+    print(f"\ncontention: two cross-rack jobs ({nbytes} B, {keys} keys) at once, one FIFO class: "
+          f"measured {1000 * measured_shared:.1f} ms per batch (model alone {1000 * alone:.1f} ms), "
+          f"CPU wait {[v['cpu_wait_s'] for v in shared.values()]} s -> queue_fill {qf:.3f}")
+    for k in ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps"):
+        figures.append(harness.figure(f"exchange {k}", getattr(c, k)))
+    figures.append(harness.figure("exchange queue_fill", c.queue_fill))
+    rel = [abs(r["measured_s"] - r["model_s"]) / r["measured_s"] for r in rows]
+    figures.append(harness.figure("fit median |residual|", 100 * statistics.median(rel), "%"))
+    figures.append(harness.figure("fit worst |residual|", 100 * max(rel), "%"))
+    print(f"load average before {load_before}, after {load_after}; {wall:.0f} s", flush=True)
+
+    provenance = {"command": "python -m bench.fabric.calibrate_exchange --write",
+                  "date": started, "machine": f"{platform.node()} ({os.cpu_count()} cores)",
+                  "fabric": f"two-rack, uplinks {UPLINK_MBPS:g} Mbit/s, host links "
+                            f"{2 * UPLINK_MBPS:g} Mbit/s, HTB FIFO {LEAF_QUEUE_PACKETS} packets, "
+                            f"TCP {machine_cc()} (the machine's), no controller (one class)",
+                  "load_average_before": load_before, "load_average_after": load_after,
+                  "points": len(rows) + 1,
+                  "median_abs_residual_pct": round(float(100 * statistics.median(rel)), 1),
+                  "worst_abs_residual_pct": round(float(100 * max(rel)), 1),
+                  "shared_measured_s": round(float(measured_shared), 4)}
+    if args.from_json:
+        provenance["refit_from"] = args.from_json
+    c = replace(c, provenance=provenance)
+    if args.write:
+        path = save_constants(c, DATA_FILE, comment=(
+            "Constants of sluice_common.exchange (issue 27 item 1), fitted on the fabric by\n"
+            "`python -m bench.fabric.calibrate_exchange --write`; see provenance."))
+        print(f"wrote {path}", flush=True)
+    harness.write_json(args.json, {"figures": figures, "measured": m,
+                                   "constants": {k: getattr(c, k) for k in
+                                                 ("overhead_s", "per_key_s", "hop_s",
+                                                  "efficiency", "local_Bps", "queue_fill")},
+                                   "provenance": provenance})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

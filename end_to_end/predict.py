@@ -1,0 +1,126 @@
+"""The exchange model's JCT of every job of one pass (``sluice demo``), priority off or on
+(issue 27 item 1). Pure: from placements and start times (``sluice demo`` takes them from
+the dry run, before its passes: ``end_to_end.run.planned_records``), never from measured
+durations.
+
+Per job (a record of ``RealTimeRun.result()["jobs"]``: ``ps_hosts``, ``worker_hosts``,
+``batches`` per worker, ``bytes_per_batch``, ``batch_compute_s``, ``keys``,
+``pipeline_keys``, ``start``, ``arrival``): every worker exchanges ``bytes / P`` with each
+of its ``P`` servers over ``topology.path``; a link carrying ``m`` of the job's
+worker-server pairs gives each ``rate / m``; the job's batch alone is its slowest pair's
+(:func:`sluice_common.exchange.batch_exchange_s`: dist_sync waits for every worker).
+While jobs run together, :func:`sluice_common.exchange.share_links` shares every link
+two of them cross: priority off in one FIFO class, on in the rule's order (``remaining``:
+fewest bytes left first; ``progress``: fewest batches done first; another rule: one
+class). Each job starts training ``startup_s`` after its start and advances one batch
+per iteration; its JCT is its predicted finish minus its arrival.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from sluice_common.models import BYTES_PER_PARAM
+from sluice_common.exchange import (LinkJob, MTU_BYTES, ExchangeConstants, batch_exchange_s,
+                                    default_constants, share_links)
+
+BUFFER_PACKETS = 200          # the HTB tree's FIFO per class (mininet_fabric.priority)
+
+
+def wire_bytes_of(estimator, spec, options) -> int:
+    """What one batch pushes: the model's float32 gradients; the emulated worker moves
+    them times the fabric's bw_scale, or what it was told."""
+    if options.compute == "emulated" and options.bytes_per_batch is not None:
+        return int(options.bytes_per_batch)
+    nbytes = estimator.params(spec) * BYTES_PER_PARAM
+    return max(1, int(nbytes * (options.bw_scale if options.compute == "emulated" else 1.0)))
+
+
+def exchange_facts(estimator, spec, options, bytes_per_batch: int) -> dict:
+    """What the model needs of a launched job, for its run record: the bytes one batch
+    pushes (and pulls), its keys (the worker's buckets), keys in flight and the compute
+    per batch (Cost_bat(b); emulated workers wait exactly that)."""
+    from ps_runtime.emulated_worker import key_lengths
+
+    keys = len(key_lengths(int(bytes_per_batch), int(options.bucket_mb * 2 ** 20)))
+    return {"bytes_per_batch": int(bytes_per_batch), "keys": keys,
+            "pipeline_keys": options.pipeline_keys,
+            "batch_compute_s": round(estimator.cost_bat(spec) * options.compute_slowdown, 6)}
+
+
+def link_job(topology, rec: dict, c: ExchangeConstants, cls: int | None = None) -> LinkJob:
+    """One job's exchange on ``topology`` (emulated rates: bw x emulation_bw_scale)."""
+    scale = topology.emulation_bw_scale
+    ps, workers = list(rec["ps_hosts"]), list(rec["worker_hosts"])
+    pairs, load = [], Counter()
+    for w in workers:
+        for p in ps:
+            if w == p:
+                pairs.append([])
+                continue
+            nodes = topology.path(w, p)
+            edges = [tuple(sorted(e)) for e in zip(nodes, nodes[1:])]
+            pairs.append(edges)
+            load.update(edges)
+
+    def rate(e) -> float:
+        return topology.graph.edges[e]["bw"] * scale * 1e6 / 8
+
+    nbytes = rec["bytes_per_batch"] / len(ps)
+    keys, window = rec.get("keys") or 1, rec.get("pipeline_keys") or 0
+    paths = [tuple(rate(e) / load[e] for e in edges) for edges in pairs]
+    slowest = max(paths, key=lambda p: batch_exchange_s(nbytes, keys, p, window, c))
+    links = {f"{a}-{b}": (rate((a, b)), n) for (a, b), n in load.items()}
+    return LinkJob(rec["name"], nbytes, keys, slowest, links, rec.get("batch_compute_s") or 0.0,
+                   window, cls)
+
+
+def _classes(jobs: list[dict], done: dict[str, float], rule: str | None) -> dict[str, int | None]:
+    if rule == "remaining":
+        left = {j["name"]: (j["batches"] - done[j["name"]]) * j["bytes_per_batch"]
+                * len(j["worker_hosts"]) for j in jobs}
+        order = sorted(left, key=lambda n: (left[n], n))
+        return {n: k for k, n in enumerate(order)}
+    if rule == "progress":
+        return {j["name"]: math.floor(done[j["name"]]) for j in jobs}
+    return {j["name"]: None for j in jobs}
+
+
+def predict_pass(topology, records: list[dict], rule: str | None, startup_s: float,
+                 c: ExchangeConstants | None = None, dt: float = 0.25) -> dict[str, float]:
+    """Job name -> predicted JCT for the jobs of one pass that were started (``rule``
+    None: priority off)."""
+    c = c or default_constants()
+    need = ("ps_hosts", "worker_hosts", "batches", "bytes_per_batch", "start", "arrival")
+    jobs = [r for r in records if all(r.get(k) is not None for k in need)]
+    if not jobs:
+        return {}
+    buffer = BUFFER_PACKETS * MTU_BYTES
+    done = {j["name"]: 0.0 for j in jobs}
+    finish: dict[str, float] = {}
+    t = min(j["start"] for j in jobs) + startup_s
+    cache: dict[tuple, dict[str, float]] = {}
+    while len(finish) < len(jobs):
+        active = [j for j in jobs if j["start"] + startup_s <= t + 1e-9 and j["name"] not in finish]
+        later = [j["start"] + startup_s for j in jobs if j["start"] + startup_s > t + 1e-9]
+        if not active:
+            t = min(later)
+            continue
+        cls = _classes(active, done, rule)
+        key = tuple(sorted((j["name"], -1 if cls[j["name"]] is None else cls[j["name"]])
+                           for j in active))
+        if key not in cache:
+            cache[key] = share_links([link_job(topology, j, c, cls[j["name"]]) for j in active],
+                                     buffer, c)
+        it = cache[key]
+        step = min([dt] + [max((j["batches"] - done[j["name"]]) * it[j["name"]], 1e-6)
+                           for j in active] + [s - t for s in later])
+        for j in active:
+            done[j["name"]] += step / it[j["name"]]
+        t += step
+        for j in active:
+            if done[j["name"]] >= j["batches"] * (1 - 1e-9):
+                finish[j["name"]] = t
+    return {j["name"]: round(finish[j["name"]] - j["arrival"], 3) for j in jobs}
+

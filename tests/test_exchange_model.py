@@ -1,0 +1,146 @@
+"""The one exchange model (sluice_common.exchange): a batch alone, jobs sharing an egress."""
+
+import math
+
+import pytest
+
+from sluice_common.exchange import (CTRL_BYTES, DATA_FILE, MTU_BYTES, ExchangeConstants, Sharer,
+                                    batch_exchange_s, features, fixed_s, idle_restart_s,
+                                    key_times, load_constants, path_rtt_s, rounds,
+                                    save_constants, share_egress)
+
+C = ExchangeConstants(overhead_s=0.01, per_key_s=0.002, hop_s=0.0005, efficiency=0.8,
+                      local_Bps=100e6, queue_fill=0.5)
+CROSS = (3e6, 1.5e6, 1.5e6, 3e6)      # host link, two uplinks, host link (bytes/s)
+IN_RACK = (3e6, 3e6)
+
+
+def test_key_times_and_rounds():
+    assert key_times(8, 0) == pytest.approx(16.0)       # push all, then pull all
+    assert key_times(8, 3) == pytest.approx(12.0)
+    assert rounds(8, 0) == 2 and rounds(8, 8) == 2
+    assert rounds(8, 3) == 6 and rounds(8, 1) == 16
+    with pytest.raises(ValueError):
+        rounds(0, 1)
+
+
+def test_batch_alone_is_the_documented_formula():
+    b, k, w = 1e6, 8, 3
+    rtt = 2 * sum(C.hop_s + CTRL_BYTES / r for r in CROSS)
+    fill = 2 * (sum(MTU_BYTES / r for r in CROSS) - MTU_BYTES / 1.5e6)
+    x = (12 / 8 * b - 2 * C.burst_bytes) / (0.8 * 1.5e6)
+    expect = C.overhead_s + k * C.per_key_s + 6 * rtt + fill + x
+    assert path_rtt_s(CROSS, C) == pytest.approx(rtt)
+    assert batch_exchange_s(b, k, CROSS, w, C) == pytest.approx(expect)
+    # in-host: no hops, no shaper, the bytes at the loopback rate
+    assert batch_exchange_s(b, k, (), 0, C) == pytest.approx(
+        C.overhead_s + k * C.per_key_s + 2 * b / 100e6)
+    # a batch smaller than one burst each way: only the rounds and the fill
+    small = batch_exchange_s(1e4, 1, CROSS, 0, C)
+    assert small == pytest.approx(C.overhead_s + C.per_key_s + 2 * rtt + fill)
+
+
+def test_more_hops_and_slower_links_cost_more():
+    b, k = 2e5, 4
+    local, rack, cross = (batch_exchange_s(b, k, p, 0, C) for p in ((), IN_RACK, CROSS))
+    assert local < rack < cross
+    assert batch_exchange_s(2 * b, k, CROSS, 0, C) > cross
+    assert batch_exchange_s(b, 2 * k, CROSS, 0, C) > cross      # per-key cost
+
+
+def test_features_reproduce_the_model_for_the_fit():
+    coef = (C.overhead_s, C.per_key_s, C.hop_s, 1 / C.efficiency, 1 / C.local_Bps)
+    for path in ((), IN_RACK, CROSS):
+        for b, k, w in ((1e5, 2, 0), (8e5, 8, 3), (3e6, 4, 1)):
+            f = features(b, k, path, w, C.burst_bytes)
+            got = sum(x * y for x, y in zip(f, coef)) + fixed_s(k, path, w)
+            assert got == pytest.approx(batch_exchange_s(b, k, path, w, C))
+
+
+def test_idle_restart_only_after_a_long_gap_on_a_long_pipe():
+    # short gap: no restart; a pipe the initial window fills: no restart
+    assert idle_restart_s(1e6, 8, CROSS, 0.01, 0.2, C) == 0.0
+    assert idle_restart_s(1e6, 8, CROSS, 1.0, 0.001, C) == 0.0
+    # 1.5 MB/s x 0.2 s = 300 KB pipe, 125 KB keys: log2(125000/15140 + 1) -> 4 rounds, both ways
+    assert idle_restart_s(1e6, 8, CROSS, 1.0, 0.2, C) == pytest.approx(2 * 4 * 0.2)
+    off = ExchangeConstants(slow_start_after_idle=False)
+    assert idle_restart_s(1e6, 8, CROSS, 1.0, 0.2, off) == 0.0
+
+
+def test_one_job_at_an_egress_runs_as_alone():
+    j = Sharer("a", 1e6, 8, CROSS, 0.05, 3)
+    assert share_egress([j], 1.5e6, 3e5, C)["a"] == pytest.approx(j.alone_s(C))
+
+
+def test_fair_sharing_slows_equal_jobs_alike_and_adds_queueing():
+    jobs = [Sharer(f"j{i}", 1e6, 8, CROSS, 0.01, 3) for i in range(3)]
+    alone = jobs[0].alone_s(C)
+    got = share_egress(jobs, 1.5e6, 3e5, C)
+    assert len(set(round(v, 9) for v in got.values())) == 1
+    t = got["j0"]
+    # three link-bound jobs: each direction carries the three jobs' bytes per iteration
+    # (at most the payload rate), and no job waits more than for both others' whole
+    # exchange plus each round's queue
+    assert 3 * 1e6 / (C.efficiency * 1.5e6) <= t
+    assert t < 3 * alone + rounds(8, 3) * C.queue_fill * 3e5 / 1.5e6 + 1e-9
+    no_queue = share_egress(jobs, 1.5e6, 0.0, C)["j0"]
+    assert no_queue < t
+
+
+def test_compute_bound_jobs_barely_contend():
+    jobs = [Sharer(f"j{i}", 1e5, 2, CROSS, 2.0, 0) for i in range(2)]
+    alone = jobs[0].alone_s(C)
+    for v in share_egress(jobs, 1.5e6, 3e5, C).values():
+        assert alone < v < 1.1 * alone
+
+
+def test_strict_priority_first_class_as_alone_last_class_waits():
+    fair = [Sharer(f"j{i}", 1e6, 8, CROSS, 0.3, 3) for i in range(3)]
+    ranked = [Sharer(j.name, j.bytes_per_batch, j.keys, j.path, j.compute_s, j.window, i)
+              for i, j in enumerate(fair)]
+    off, on = share_egress(fair, 1.5e6, 3e5, C), share_egress(ranked, 1.5e6, 3e5, C)
+    assert on["j0"] == pytest.approx(fair[0].alone_s(C))
+    assert on["j0"] < off["j0"] and on["j2"] > off["j2"]
+    assert on["j0"] < on["j1"] < on["j2"]
+
+
+def test_shared_link_never_carries_more_than_its_capacity():
+    jobs = [Sharer(f"j{i}", 5e5 * (i + 1), 4, CROSS, 0.02 * i, 0) for i in range(4)]
+    for cls in (None, 0):
+        js = [Sharer(j.name, j.bytes_per_batch, j.keys, j.path, j.compute_s, j.window,
+                     None if cls is None else n) for n, j in enumerate(jobs)]
+        got = share_egress(js, 1.5e6, 3e5, C)
+        used = sum(2 * j.bytes_per_batch / got[j.name] for j in js)   # both directions
+        assert used <= 2 * C.efficiency * 1.5e6 * 1.001
+
+
+def test_constants_file_round_trip_and_checks(tmp_path):
+    shipped = load_constants()
+    assert shipped.provenance.get("command")
+    assert DATA_FILE.exists()
+    path = save_constants(C, tmp_path / "c.yaml", comment="test")
+    back = load_constants(path)
+    assert back == C
+    (tmp_path / "bad.yaml").write_text("overhead_s: 0.1\nbogus: 1\n")
+    with pytest.raises(ValueError, match="bogus"):
+        load_constants(tmp_path / "bad.yaml")
+    with pytest.raises(ValueError):
+        ExchangeConstants(efficiency=1.5)
+    assert math.isfinite(batch_exchange_s(1e6, 8, CROSS, 3))       # shipped constants
+
+
+def test_batch_simulation_alone_and_shortest_remaining_first():
+    from mininet_tests.fluid import BatchJob, mean, simulate_batches
+
+    one = BatchJob("a", 0.0, 20, 2e5, 0.01, 4, 0, CROSS)
+    alone = Sharer("a", 2e5, 4, CROSS, 0.01, 0).alone_s(C)
+    got = simulate_batches([one], "off", 1.5e6, 3e5, C, startup_s=0.5)
+    assert got["a"] == pytest.approx(0.5 + 20 * alone, rel=1e-3)
+    jobs = [BatchJob(f"j{i}", 0.0, 10 * (i + 1), 2e5, 0.01, 4, 0, CROSS) for i in range(3)]
+    off = simulate_batches(jobs, "off", 1.5e6, 3e5, C)
+    srpt = simulate_batches(jobs, "remaining", 1.5e6, 3e5, C)
+    assert mean(srpt.values()) < 0.9 * mean(off.values())
+    assert srpt["j0"] < off["j0"] and srpt["j2"] >= 0.95 * off["j2"]
+    # the rules run every job to its end
+    for mode in ("progress", "attained"):
+        assert set(simulate_batches(jobs, mode, 1.5e6, 3e5, C)) == {"j0", "j1", "j2"}
