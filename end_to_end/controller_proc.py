@@ -37,6 +37,24 @@ def stop_process(proc: subprocess.Popen, timeout: float) -> None:
             proc.wait()
 
 
+def wait_healthy(client, proc: subprocess.Popen, log_path: Path, timeout: float, what: str,
+                 error: type[Exception] = RuntimeError) -> None:
+    """Until ``client.health()`` answers; ``error`` when ``proc`` (``what``) exits first
+    (with the end of its log) or after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise error(f"{what} exited with {proc.returncode}: "
+                        f"{log_path.read_text(errors='replace')[-2000:]}")
+        try:
+            client.health()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise error(f"{what} did not answer in {timeout:.0f} s (log: {log_path})")
+            time.sleep(0.2)
+
+
 @contextmanager
 def controller_process(topology_arg: str, log_path: Path, *, startup_s: float = 30.0,
                        stats_interval: float = 1.0, rank: str | None = None) -> Iterator[tuple[str, ControllerClient]]:
@@ -44,7 +62,7 @@ def controller_process(topology_arg: str, log_path: Path, *, startup_s: float = 
     token = secrets.token_urlsafe(18)
     env = dict(os.environ, SLUICE_ADMIN_TOKEN=token)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "w+")
+    log = open(log_path, "w")
     proc = subprocess.Popen([sys.executable, "-m", "sluice", "controller", "--topology",
                              topology_arg, "--ofp-port", str(ofp), "--api", f"127.0.0.1:{api}",
                              "--stats-interval", str(stats_interval), "--log-level", "warning"]
@@ -53,21 +71,8 @@ def controller_process(topology_arg: str, log_path: Path, *, startup_s: float = 
                             stdin=subprocess.DEVNULL, start_new_session=True)
     client = ControllerClient(f"http://127.0.0.1:{api}", token)
     try:
-        deadline = time.monotonic() + startup_s
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise ControllerStartError(f"the controller exited with {proc.returncode}: "
-                                           f"{log.read()[-2000:]}")
-            try:
-                if client.health():
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise ControllerStartError(f"the controller API did not come up in {startup_s:.0f} s "
-                                           f"(log: {log_path})")
-            time.sleep(0.2)
+        wait_healthy(client, proc, log_path, startup_s, "the controller",
+                     ControllerStartError)
         yield f"127.0.0.1:{ofp}", client
     finally:
         client.close()

@@ -339,12 +339,12 @@ class RealTimeRun:
                       self.runner or MininetRunner(self.fabric), self.out_dir / "jobs" / spec.name,
                       batches=batches, base_port=self._next_port, options=worker_options)
         self._next_port += BLOCK
-        token = None
+        token, bytes_per_batch = None, wire_bytes_of(self.estimator, spec, worker_options)
         if o.priority:
             # The job's size, for the controller's job ranking rules: batches over all
             # workers and the bytes one batch pushes (and pulls) on this fabric.
             body = {**psjob.registration(), "total_batches": batches * n,
-                    "bytes_per_batch": self._bytes_per_batch(spec, worker_options)}
+                    "bytes_per_batch": bytes_per_batch}
             token = self.client.register_job(body, wait=True)["token"]
         psjob.start()
         r = _Running(q, d, psjob, self.now(), token,
@@ -360,8 +360,7 @@ class RealTimeRun:
                    racks=len({self.topology.host_by_name[h].rack for h in hosts}),
                    C_n_s=round(c_n, 3), bw_estimate_mbps=_num(bw),
                    predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3),
-                   **exchange_facts(self.estimator, spec, worker_options,
-                                    self._bytes_per_batch(spec, worker_options)))
+                   **exchange_facts(self.estimator, spec, worker_options, bytes_per_batch))
         self.say(f"start {spec.name}: {n} GPU(s) on {','.join(d.worker_hosts)} (PS "
                  f"{','.join(d.ps_hosts)}), {batches} batches/worker, bw estimate "
                  f"{_fmt_bw(bw)} (nominal {_fmt_bw(bw_nominal)}), C(n) {c_n:.1f} s")
@@ -386,10 +385,6 @@ class RealTimeRun:
         self.records[name].update(status="suspended")
         self.say(f"suspended {name} after batch {batch}/{r.batches} in {entry['suspend_s']:.2f} s "
                  f"({entry['why']}); {self.state.total_free} GPUs free")
-
-    def _bytes_per_batch(self, spec: JobSpec, w: WorkerOptions) -> int:
-        """What one batch pushes (end_to_end.predict.wire_bytes_of)."""
-        return wire_bytes_of(self.estimator, spec, w)
 
     def _report(self, r: _Running, worker: int, batch: int) -> None:
         if r.reported.get(worker, 0) >= batch:

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from end_to_end.controller_proc import stop_process
+from end_to_end.controller_proc import stop_process, wait_healthy
 from ps_runtime.ports import free_port
 
 TERMINAL = ("finished", "failed", "cancelled")
@@ -156,7 +156,7 @@ def run_slurm_demo(config) -> int:
                                      stdin=subprocess.DEVNULL, start_new_session=True)
             try:
                 client = SchedulerClient(url, token)
-                _wait_health(client, sched, out / "scheduler.log")
+                wait_healthy(client, sched, out / "scheduler.log", 60.0, "the scheduler")
                 sub = subprocess.run([sys.executable, "-m", "sluice", "submit", str(config.jobs),
                                       "--server", url], env=senv, capture_output=True, text=True,
                                      timeout=60)
@@ -185,21 +185,6 @@ def run_slurm_demo(config) -> int:
     ok = all(j["state"] == "finished" and j["ran_on"] == j["decided_hosts"]
              for j in report["jobs"].values())
     return 0 if ok and len(report["jobs"]) == len(jobs) else 1
-
-
-def _wait_health(client, proc: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the scheduler exited with {proc.returncode}: "
-                               f"{log.read_text(errors='replace')[-2000:]}")
-        try:
-            client.health()
-            return
-        except Exception:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the scheduler did not answer in {timeout:.0f} s (log: {log})")
-            time.sleep(0.3)
 
 
 def _wait_jobs(client, proc: subprocess.Popen, count: int, timeout: float

@@ -7,12 +7,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from job_scheduler.core.placement import (BestFitPlacement, ClusterState, FirstFitPlacement,
-                                          GroupGA, Placement, Request, TetrisPlacement, cost,
-                                          placement_score)
+                                          GroupGA, Placement, Request, TetrisPlacement, _score_idx)
 from topologies import load_topology
 
 TWO_RACK = load_topology("two-rack")           # rack1: h1 h2, rack2: h3 h4, 4 GPUs each
 FAT_TREE = load_topology("fat-tree")           # 4 pods (domains) x 2 racks x 2 hosts
+
+
+def cost(topology, a: str, b: str) -> int:
+    """Liquid's rack cost between two hosts of ``topology`` (by name)."""
+    state = ClusterState(topology)
+    return state.cost(state.index[a], state.index[b])
+
+
+def placement_score(state: ClusterState, placements, lam: float = 0.5) -> float:
+    """The GA's objective (``_score_idx``) of placements given by host name."""
+    ix = state.index
+    return _score_idx(state, [([ix[h] for h in p.ps_hosts], [ix[h] for h in p.worker_hosts])
+                              for p in placements], lam)
 
 
 def test_rack_cost_hand_checked_on_two_rack():

@@ -126,17 +126,18 @@ def test_registration_carries_the_job_size(tmp_path):
     """The controller's job rules need total batches and bytes per batch: torch workers
     push the model's float32 gradients, emulated ones what they were told."""
     from ps_runtime.launcher import WorkerOptions
+    from end_to_end.predict import wire_bytes_of
     from end_to_end.runloop import RunOptions
 
     est = Estimator(nominal_bw_mbps=nominal_bandwidth(TWO_RACK))
     job = JobSpec(name="j", model="resnet18", dataset_size=640, epochs=2, batch_size=32, max_gpus=2)
     run = RealTimeRun(TWO_RACK, [job], None, est, fabric=None, client=FakeClient([]),
                       out_dir=tmp_path, options=RunOptions(worker_overrides={"j": {"seed": 3}}))
-    assert run._bytes_per_batch(job, WorkerOptions()) == est.params(job) * 4
+    assert wire_bytes_of(run.estimator, job, WorkerOptions()) == est.params(job) * 4
     emulated = WorkerOptions(compute="emulated", bw_scale=0.01)
-    assert run._bytes_per_batch(job, emulated) == int(est.params(job) * 4 * 0.01)
+    assert wire_bytes_of(run.estimator, job, emulated) == int(est.params(job) * 4 * 0.01)
     given = WorkerOptions(compute="emulated", bytes_per_batch=123456)
-    assert run._bytes_per_batch(job, given) == 123456
+    assert wire_bytes_of(run.estimator, job, given) == 123456
 
 
 def test_batches_split_the_data_over_the_workers():

@@ -141,7 +141,7 @@ def latency(env, work: Path, executor: str, repeats: int) -> list[float]:
 def decision_time(env, work: Path, foreign: int) -> dict:
     """In-process service (the real SlurmExecutor, store, policy), ticked by hand."""
     from job_scheduler.core.estimator import Estimator
-    from job_scheduler.service.app import build_service
+    from job_scheduler.service.app import ServiceConfig, build_service
     from job_scheduler.service.policy_step import make_policy_step
     from job_scheduler.service.slurm_executor import SlurmJobOptions
     from topologies import load_topology
@@ -166,9 +166,9 @@ def decision_time(env, work: Path, foreign: int) -> dict:
     est = Estimator()
     policy = make_policy_step("fifo", topo, est, slot=1.0)
     db = work / f"decide-{foreign}.db"
-    service, server = build_service(topology=topo, policy=policy, estimator=est, db_path=db,
-                                    executor="slurm", listen=("127.0.0.1", 0),
-                                    slurm_options=SlurmJobOptions(compute="emulated", batches=3))
+    config = ServiceConfig(db=db, policy="fifo", executor="slurm", listen=("127.0.0.1", 0))
+    service, server = build_service(config, topo, policy, est,
+                                    SlurmJobOptions(compute="emulated", batches=3))
     server.server_close()
     slurm = service.executors["slurm"]
     cap_times = []

@@ -23,7 +23,7 @@ import math
 import random
 from collections import Counter
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Sequence
 
 from sluice_common.placement import Placement
 from topologies import Topology
@@ -138,25 +138,12 @@ def liquid_score(lam: float, cost: float, fitness: float) -> float:
     return lam * cost + (1 - lam) * fitness
 
 
-def cost(topology: Topology, a: str, b: str) -> int:
-    """Liquid's rack cost between two hosts of ``topology`` (by name)."""
-    state = ClusterState(topology)
-    return state.cost(state.index[a], state.index[b])
-
-
-def placement_score(state: ClusterState, placements: Sequence[Placement],
-                    lam: float = DEFAULT_LAMBDA) -> float:
-    """The objective both best fit and the GA minimise, for placements *not yet*
-    allocated in ``state``: ``lambda * sum Cost(PS, worker) + (1 - lambda) * sum
-    Fitness(host of worker)``, the fitness taken with every placement of the batch in."""
-    ix = state.index
-    return _score_idx(state, [([ix[h] for h in p.ps_hosts], [ix[h] for h in p.worker_hosts])
-                              for p in placements], lam)
-
-
 def _score_idx(state: ClusterState, jobs: Sequence[tuple[list[int], list[int]]],
                lam: float) -> float:
-    """:func:`placement_score` on host indices: ``jobs`` = (PS hosts, worker hosts)."""
+    """The objective both best fit and the GA minimise, for placements *not yet*
+    allocated in ``state`` (``jobs`` = (PS host indices, worker host indices) each):
+    ``lambda * sum Cost(PS, worker) + (1 - lambda) * sum Fitness(host of worker)``,
+    the fitness taken with every placement of the batch in."""
     extra = Counter(i for _, workers in jobs for i in workers)
     total = 0.0
     for ps, workers in jobs:
@@ -167,13 +154,6 @@ def _score_idx(state: ClusterState, jobs: Sequence[tuple[list[int], list[int]]],
 
 
 # ---- strategies ------------------------------------------------------------------------
-
-class PlacementStrategy(Protocol):
-    name: str
-
-    def place(self, state: ClusterState, job: str, n: int, num_ps: int = 1) -> Placement | None:
-        ...
-
 
 def _ps_hosts(state: ClusterState, counts: dict[int, int], num_ps: int,
               lam: float = DEFAULT_LAMBDA) -> list[int]:
@@ -354,7 +334,7 @@ class GroupGA:
     mutation re-places one job first-fit over a shuffled host order; both are followed
     by a first-fit repair of the jobs that no longer fit. The population is seeded with
     the sequential best-fit solution and the best individual is always kept (elitism),
-    so the result is never worse than best fit on :func:`placement_score`. Seeded:
+    so the result is never worse than best fit on :func:`_score_idx`. Seeded:
     the same seed gives the same placements."""
 
     def __init__(self, lam: float = DEFAULT_LAMBDA, population: int = 12, generations: int = 20,
@@ -413,8 +393,8 @@ class GroupGA:
             return [_make(state, r.job, g, r.num_ps, self.lam) for r, g in zip(reqs, genes)]
 
         def score(genes: list[dict[int, int]]) -> float:
-            # same value as placement_score(state, decode(genes)), without building
-            # Placement objects (this runs population x generations times)
+            # the score of decode(genes), without building Placement objects (this
+            # runs population x generations times)
             return _score_idx(state, [
                 (_ps_hosts(state, g, r.num_ps, self.lam),
                  [h for h in sorted(g) for _ in range(g[h])]) for r, g in zip(reqs, genes)],

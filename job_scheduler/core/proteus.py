@@ -34,7 +34,6 @@ Per slot t (what a simulator does):
     served = served_work(n, cost1, k)
     Z = update_Z(Z, Q, eps, served)                            # uses Q(t)
     Q = update_Q(Q, served, arrivals, waiting)                 # arrivals: Cost_j(1) list
-``LyapunovState.advance`` does the last two lines and records the history.
 
 One deviation, needed for liveness under k = n only: a served job removes n * Cost_i(1) from Q,
 n times the work it added, so Q can fall to 0 while other jobs still wait. Then
@@ -50,7 +49,7 @@ job the floor is never active (Q is the waiting work already).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 
@@ -126,24 +125,11 @@ def decide(costs: Mapping[int, float], cost1: float, Q: float, Z: float, V: floa
 
 @dataclass
 class LyapunovState:
-    """Q and Z across slots, with their history for plots (``advance``); the one
-    copy of the queues: LyapunovPolicy keeps its Q and Z here."""
+    """Q and Z across slots, the one copy of the queues: LyapunovPolicy keeps its Q
+    and Z here."""
     eps: float
     Q: float = 0.0
     Z: float = 0.0
-    t: float = 0.0
-    history: list[tuple[float, float, float]] = field(default_factory=list)  # (t, Q, Z)
-
-    def advance(self, served: float, arrivals: Iterable[float] = (), waiting: float = 0.0,
-                dt: float = 1.0) -> None:
-        """Close one slot: Z first (it reads Q(t)), then Q; record (t, Q, Z) of the new slot.
-        ``waiting``: Cost_j(1) sum of the jobs still queued (see ``update_Q``)."""
-        if not self.history:
-            self.history.append((self.t, self.Q, self.Z))
-        self.Z = update_Z(self.Z, self.Q, self.eps, served)
-        self.Q = update_Q(self.Q, served, arrivals, waiting)
-        self.t += dt
-        self.history.append((self.t, self.Q, self.Z))
 
     def serve(self, served: float, leaving: float, first: bool = True) -> None:
         """A job starts inside a slot (LyapunovPolicy, which may start several per slot):

@@ -115,12 +115,7 @@ def start(config: ServiceConfig, notice: str | None = None) -> int:
                         stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if notice:
         print(notice, file=sys.stderr, flush=True)
-    service, server = build_service(
-        topology=topology, policy=policy, estimator=estimator, db_path=config.db,
-        executor=config.executor, time_factor=config.time_factor,
-        local_command=config.local_command, max_retries=config.max_retries,
-        controller_url=config.controller, token=config.token, listen=config.listen,
-        max_body=config.max_request_bytes, tls=config.tls, slurm_options=slurm_options)
+    service, server = build_service(config, topology, policy, estimator, slurm_options)
     return serve(service, server, config.slot, token_set=bool(config.token))
 
 
@@ -147,27 +142,27 @@ def _lock_store(db_path: Path):
     return lock
 
 
-def build_service(*, topology: Topology, policy: PolicyStep, estimator: Estimator,
-                  db_path: Path, executor: str, time_factor: float = 1.0,
-                  local_command: str | None = None, max_retries: int = 0,
-                  controller_url: str | None = None, token: str | None = None,
-                  listen: tuple[str, int] = ("127.0.0.1", 8181),
-                  max_body: int = 1 << 20, tls: tuple[str, str] | None = None,
-                  slurm_options=None, slurm_env: dict[str, str] | None = None
+def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
+                  estimator: Estimator, slurm_options=None,
+                  slurm_env: dict[str, str] | None = None
                   ) -> tuple[SchedulerService, SchedulerHTTPServer]:
+    """The service and its (bound) HTTP server; ``config``'s topology, policy, V, eps,
+    profile and slot are the caller's (``topology``, ``policy``, ``estimator``)."""
+    db_path, executor, listen = Path(config.db), config.executor, config.listen
     slurm = _slurm_executor(topology, db_path, slurm_options, slurm_env,
                             check=executor == "slurm")
     controller = None
-    if controller_url:
+    if config.controller:
         from job_scheduler.service.controller_link import ControllerNotifier
-        controller = ControllerNotifier(controller_url, topology)
+        controller = ControllerNotifier(config.controller, topology)
     try:   # bind first: a busy port must not leave anything behind
-        server = SchedulerHTTPServer(listen, None, token=token, max_body=max_body, tls=tls)
+        server = SchedulerHTTPServer(listen, None, token=config.token,
+                                     max_body=config.max_request_bytes, tls=config.tls)
     except OSError as err:
         raise option_error("listen", f"cannot listen on {listen[0]}:{listen[1]}: "
                          f"{err.strerror or err}")
     try:
-        lock = _lock_store(Path(db_path))
+        lock = _lock_store(db_path)
         store = JobStore(db_path)
     except InputError:
         server.server_close()
@@ -177,11 +172,12 @@ def build_service(*, topology: Topology, policy: PolicyStep, estimator: Estimato
         raise InputError(str(db_path), f"cannot open the job store: {err}")
     store.lock_file = lock     # held (flock) for the life of the process
     executors = {
-        "simulated": SimulatedExecutor(estimated_duration(topology, estimator), time_factor),
+        "simulated": SimulatedExecutor(estimated_duration(topology, estimator),
+                                       config.time_factor),
         # Always present, so jobs started by a previous run's local executor are
         # reconciled even when this run simulates.
-        "local": LocalExecutor(Path(db_path).parent / (Path(db_path).name + ".runs"),
-                               template_command(local_command) if local_command else None),
+        "local": LocalExecutor(db_path.with_name(db_path.name + ".runs"),
+                               config.local_command and template_command(config.local_command)),
         # (no --local-command: `sluice train`, the PS runtime)
         # Always present too: a previous run's Slurm jobs are reconciled by Slurm job id.
         "slurm": slurm,
@@ -190,7 +186,7 @@ def build_service(*, topology: Topology, policy: PolicyStep, estimator: Estimato
         log.info("controller %s: jobs are registered on start, removed when they end",
                  controller.client.url)
     service = SchedulerService(store, topology, policy, executors, executor,
-                               max_retries=max_retries, controller=controller,
+                               max_retries=config.max_retries, controller=controller,
                                capacity=slurm.capacity if executor == "slurm" else None)
     try:
         service.check_running_fit()
@@ -210,7 +206,7 @@ def _slurm_executor(topology: Topology, db_path: Path, options, env, check: bool
     from slurm_client import SlurmClient, SlurmError
 
     executor = SlurmExecutor(SlurmClient(env), topology,
-                             Path(db_path).parent / (Path(db_path).name + ".slurm-runs"),
+                             db_path.with_name(db_path.name + ".slurm-runs"),
                              options or SlurmJobOptions(), tag=store_tag(db_path))
     if check:
         try:

@@ -125,7 +125,10 @@ def _is_loopback(host: str) -> bool:
 
 def service_config(args: argparse.Namespace):
     """The namespace as a :class:`~job_scheduler.service.app.ServiceConfig` (field errors
-    named by their flags by the caller)."""
+    named by their flags by the caller); every field is the flag's namesake but db,
+    listen, token and tls."""
+    from dataclasses import fields
+
     from job_scheduler.service.app import ServiceConfig
     from sluice_common.http_service import check_tls_files
     from sluice_common.tokens import check_admin_token
@@ -136,17 +139,11 @@ def service_config(args: argparse.Namespace):
     if not _is_loopback(host) and not token:
         raise InputError("--listen", f"refusing to serve the admin API on non-loopback "
                          f"address {host!r} without a token (--token or {TOKEN_ENV})")
-    return ServiceConfig(
-        db=args.db or default_db_path(), topology=args.topology, policy=args.policy,
-        listen=(host, port), slot=args.slot, executor=args.executor,
-        slurm_partition=args.slurm_partition, slurm_compute=args.slurm_compute,
-        slurm_batches=args.slurm_batches, slurm_compute_s=args.slurm_compute_s,
-        slurm_bytes_per_batch=args.slurm_bytes_per_batch, time_factor=args.time_factor,
-        local_command=args.local_command, max_retries=args.max_retries,
-        controller=args.controller, token=token,
-        tls=check_tls_files(args.tls_cert, args.tls_key),
-        max_request_bytes=args.max_request_bytes, V=args.V, eps=args.eps,
-        profile=args.profile, verbose=args.verbose)
+    given = {f.name: getattr(args, f.name) for f in fields(ServiceConfig)
+             if f.name in vars(args)}
+    return ServiceConfig(**{**given, "db": args.db or default_db_path(),
+                            "listen": (host, port), "token": token,
+                            "tls": check_tls_files(args.tls_cert, args.tls_key)})
 
 
 def run_scheduler(args: argparse.Namespace) -> int:

@@ -176,19 +176,15 @@ class SchedulerService:
             job = self.store.get(job_id)
             if job is None:
                 raise NotFound(f"no job {job_id}")
-            if job.state == "queued":
-                changed = self.store.update(job_id, expect_state="queued", state="cancelled",
-                                            finished_at=self.clock(), reason="cancelled",
-                                            event="cancelled", detail="while queued")
-            elif job.state == "running":
-                self.executors[job.executor].stop(job)
-                changed = self.store.update(job_id, expect_state="running", state="cancelled",
-                                            finished_at=self.clock(), reason="cancelled",
-                                            event="cancelled", detail="while running")
-                if changed:
-                    self._tell_controller_ended(job)
-            else:
+            if job.state not in ("queued", "running"):
                 raise Conflict(f"job {job_id} is already {job.state}")
+            if job.state == "running":
+                self.executors[job.executor].stop(job)
+            changed = self.store.update(job_id, expect_state=job.state, state="cancelled",
+                                        finished_at=self.clock(), reason="cancelled",
+                                        event="cancelled", detail=f"while {job.state}")
+            if changed and job.state == "running":
+                self._tell_controller_ended(job)
             if not changed:
                 raise Conflict(f"job {job_id} changed state while cancelling; retry")
             self._dequeue(job_id)

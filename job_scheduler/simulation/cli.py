@@ -181,21 +181,21 @@ def mechanism_options(*, migrate: bool, time_slice: float | None, pack: bool,
 
 
 def simulate_config(args: argparse.Namespace) -> SimulateConfig:
-    """The namespace as a SimulateConfig, its field errors named by their flags."""
+    """The namespace as a SimulateConfig, its field errors named by their flags (every
+    field is the flag's namesake but policies, ga, network and mechanisms)."""
+    from dataclasses import fields
+
     if args.migrate and not args.preemption_cost:
         raise InputError("argument --migrate", "needs --preemption-cost measured|zero")
+    given = {f.name: getattr(args, f.name) for f in fields(SimulateConfig)
+             if f.name in vars(args)}
     try:
         mech = mechanism_options(migrate=args.migrate, time_slice=args.time_slice,
                                  pack=args.pack, pack_slowdown=args.pack_slowdown,
                                  costs=args.preemption_cost)
-        return SimulateConfig(
-            workload=args.workload, policies=tuple(parse_policy_names(args.policies)),
-            topology=args.topology, trace_format=args.trace_format, jobs=args.jobs,
-            seed=args.seed, scenario_caps=args.scenario_caps, trace_caps=args.trace_caps,
-            estimate_error=args.estimate_error, slot=args.slot, V=args.V, eps=args.eps,
-            k=args.k, lam=args.lam, ga=not args.no_ga, placement=args.placement,
-            network=not args.no_network, profile=args.profile, json=args.json,
-            plot=args.plot, preemption_cost=args.preemption_cost, mechanisms=mech)
+        return SimulateConfig(**{**given, "policies": tuple(parse_policy_names(args.policies)),
+                                 "ga": not args.no_ga, "network": not args.no_network,
+                                 "mechanisms": mech})
     except ValueError as err:
         raise flag_error(err, SIMULATE_FLAGS)
 

@@ -178,11 +178,9 @@ class _Row:
         self.source, self.line, self.cells, self.index = source, line, cells, index
         self.errors: list[InputError] = []
 
-    def error(self, column: str | None, reason: str) -> InputError:
-        return InputError(self.source, reason, element=f"line {self.line}", field=column)
-
     def fail(self, column: str, reason: str) -> None:
-        self.errors.append(self.error(column, reason))
+        self.errors.append(InputError(self.source, reason, element=f"line {self.line}",
+                                      field=column))
 
     def text(self, column: str) -> str | None:
         value = self.cells[self.index[column]].strip()
@@ -319,10 +317,8 @@ PHILLY_MODEL_CLASSES = ((1.0, "resnet18"), (10.0, "googlenet"), (100.0, "alexnet
 
 def philly_model(gpu_time_s: float) -> str:
     hours = gpu_time_s / 3600.0
-    for bound, model in PHILLY_MODEL_CLASSES:
-        if hours < bound:
-            return model
-    return PHILLY_MODEL_CLASSES[-1][1]
+    return next((model for bound, model in PHILLY_MODEL_CLASSES if hours < bound),
+                PHILLY_MODEL_CLASSES[-1][1])
 
 
 def _philly_row(r: _Row) -> tuple | None:

@@ -123,17 +123,16 @@ class PolicyOptions:
         return make_placement(self.placement or default, self.lam)
 
 
-PLACEMENTS = ("best-fit", "first-fit", "tetris")
+_PLACERS = {"best-fit": BestFitPlacement, "first-fit": lambda lam: FirstFitPlacement(),
+            "tetris": lambda lam: TetrisPlacement()}
+PLACEMENTS = tuple(_PLACERS)
 
 
 def make_placement(name: str, lam: float = DEFAULT_LAMBDA):
-    if name == "best-fit":
-        return BestFitPlacement(lam)
-    if name == "first-fit":
-        return FirstFitPlacement()
-    if name == "tetris":
-        return TetrisPlacement()
-    raise option_error("placement", f"unknown placement {name!r} (known: {', '.join(PLACEMENTS)})")
+    if name not in _PLACERS:
+        raise option_error("placement",
+                           f"unknown placement {name!r} (known: {', '.join(PLACEMENTS)})")
+    return _PLACERS[name](lam)
 
 
 def requested_gpus(job: JobSpec) -> int:
