@@ -11,9 +11,9 @@ import dataclasses
 from controller.job_rank import DEFAULT_RULE, RANK_RULES
 from end_to_end import run
 from end_to_end.run import RunConfig
-from job_scheduler.simulation.cli import add_sharing_arguments, flag_error, mechanism_options
+from job_scheduler.simulation.cli import FLAGS, add_sharing_arguments, mechanism_options
 from job_scheduler.core.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, flag_error
 
 
 def _common(parser) -> None:
@@ -78,7 +78,7 @@ def run_config(args: argparse.Namespace, **fixed) -> RunConfig:
         return RunConfig(**{**given, **fixed, "compute": compute,
                             "compute_info": describe(compute, args.profile)})
     except ValueError as err:       # a field's error (an option's InputError too)
-        raise flag_error(err)
+        raise flag_error(err, FLAGS)
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -86,7 +86,7 @@ def run_run(args: argparse.Namespace) -> int:
     try:
         return run.run(config)
     except InputError as err:       # an option's field -> its flag
-        raise flag_error(err)
+        raise flag_error(err, FLAGS)
 
 
 def run_demo(args: argparse.Namespace) -> int:

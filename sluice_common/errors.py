@@ -88,3 +88,19 @@ def as_flags(err: InputError, flags: dict[str, str]) -> InputError:
     if all(a is b for a, b in zip(out, err.errors)):
         return err
     return out[0] if len(out) == 1 else InputErrors(out)
+
+
+def _flag(field: str, flags: dict) -> str:
+    return flags.get(field, "--" + field.replace("_", "-"))
+
+
+def flag_error(err: ValueError, flags: dict[str, str]) -> InputError:
+    """A config's field-named error (``ValueError("field: message")``, or an
+    :class:`InputError` whose source is ``OPTION``) as the flag's InputError, for the CLI
+    that owns the parser. ``flags``: field -> flag, where the flag is not "--" and the
+    field with "_" as "-"."""
+    if isinstance(err, InputError):
+        return as_flags(err, {e.field: _flag(e.field, flags) for e in err.errors
+                              if e.source == OPTION and e.field})
+    field, _, message = str(err).partition(": ")
+    return InputError(f"argument {_flag(field, flags)}", message or str(err))

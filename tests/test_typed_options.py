@@ -1,5 +1,5 @@
 """The commands' frozen configs (issue 29): their own checks name fields; only the CLI that
-owns the parser names the flag (``job_scheduler.simulation.cli.flag_error``)."""
+owns the parser names the flag (``sluice_common.errors.flag_error``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import dataclasses
 
 import pytest
 
-from job_scheduler.simulation.cli import SIMULATE_FLAGS, flag_error
+from job_scheduler.simulation.cli import SIMULATE_FLAGS
+from sluice_common.errors import flag_error
 from job_scheduler.core.mechanisms import MechanismOptions
 from job_scheduler.service.app import ServiceConfig
 from job_scheduler.service.cli import SERVICE_FLAGS

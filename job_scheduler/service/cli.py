@@ -150,7 +150,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
     from sluice_common.malloc import return_large_buffers_to_the_system
     return_large_buffers_to_the_system()     # a long-lived service: see that module
     # Everything that can be wrong with the arguments is checked before anything starts.
-    from job_scheduler.simulation.cli import flag_error
+    from sluice_common.errors import flag_error
     from job_scheduler.service.app import start
 
     notice = None

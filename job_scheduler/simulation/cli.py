@@ -19,7 +19,7 @@ from job_scheduler.core.mechanisms import PACK_SLOWDOWN, MechanismOptions
 from job_scheduler.core.proteus import K_READINGS
 from job_scheduler.simulation.compare import SimulateConfig
 from job_scheduler.simulation.workloads import SCENARIO_CAPS, TRACE_CAPS
-from sluice_common.errors import OPTION, InputError, as_flags
+from sluice_common.errors import InputError, flag_error
 
 
 # ---- sluice validate ------------------------------------------------------------------------
@@ -152,20 +152,6 @@ FLAGS = {"costs": "--preemption-cost"}
 SIMULATE_FLAGS = {**FLAGS, "lam": "--lambda", "policy": "--policies"}
 
 
-def _flag(field: str, flags: dict) -> str:
-    return flags.get(field, "--" + field.replace("_", "-"))
-
-
-def flag_error(err: ValueError, flags: dict = FLAGS) -> InputError:
-    """A config's field-named error (``ValueError("field: message")``, or an
-    :class:`InputError` whose source is ``OPTION``) as the flag's InputError."""
-    if isinstance(err, InputError):
-        return as_flags(err, {e.field: _flag(e.field, flags) for e in err.errors
-                              if e.source == OPTION and e.field})
-    field, _, message = str(err).partition(": ")
-    return InputError(f"argument {_flag(field, flags)}", message or str(err))
-
-
 def mechanism_options(*, migrate: bool, time_slice: float | None, pack: bool,
                       pack_slowdown: float | None, costs: str | None) -> MechanismOptions:
     """--migrate/--time-slice/--pack/--pack-slowdown as MechanismOptions (a
@@ -177,7 +163,7 @@ def mechanism_options(*, migrate: bool, time_slice: float | None, pack: bool,
                                 pack_slowdown=(PACK_SLOWDOWN if pack_slowdown is None
                                                else pack_slowdown))
     except ValueError as err:
-        raise flag_error(err)
+        raise flag_error(err, FLAGS)
 
 
 def simulate_config(args: argparse.Namespace) -> SimulateConfig:
