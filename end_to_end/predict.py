@@ -10,9 +10,9 @@ of its ``P`` servers over ``topology.path``; a link carrying ``m`` of the job's
 worker-server pairs gives each ``rate / m``; the job's batch alone is its slowest pair's
 (:func:`sluice_common.exchange.batch_exchange_s`: dist_sync waits for every worker).
 While jobs run together, :func:`sluice_common.exchange.share_links` shares every link
-two of them cross: priority off in one FIFO class, on in the rule's order (``remaining``:
-fewest bytes left first; ``progress``: fewest batches done first; another rule: one
-class). Each job starts training ``startup_s`` after its start and advances one batch
+two of them cross: priority off in one FIFO class, on in the levels the controller's rule
+gives (``remaining``, ``attained``: controller.job_rank; ``progress``: fewest batches done
+first). Each job starts training ``startup_s`` after its start and advances one batch
 per iteration; its JCT is its predicted finish minus its arrival.
 """
 
@@ -21,9 +21,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from controller.job_rank import JobLoad, attained_levels, remaining_levels
 from sluice_common.models import BYTES_PER_PARAM
 from sluice_common.exchange import (LinkJob, MTU_BYTES, ExchangeConstants, batch_exchange_s,
                                     default_constants, share_links)
+from topologies.priority_classes import LEVELS
 
 BUFFER_PACKETS = 200          # the HTB tree's FIFO per class (mininet_fabric.priority)
 
@@ -77,13 +79,18 @@ def link_job(topology, rec: dict, c: ExchangeConstants, cls: int | None = None) 
 
 
 def _classes(jobs: list[dict], done: dict[str, float], rule: str | None) -> dict[str, int | None]:
-    if rule == "remaining":
-        left = {j["name"]: (j["batches"] - done[j["name"]]) * j["bytes_per_batch"]
-                * len(j["worker_hosts"]) for j in jobs}
-        order = sorted(left, key=lambda n: (left[n], n))
-        return {n: k for k, n in enumerate(order)}
+    """Each job's priority level under ``rule`` on its predicted progress: the controller's
+    own job rules (controller.job_rank) over the fabric's levels; ``progress`` ranks by
+    batch number as the flow rule does; None (priority off): one class."""
     if rule == "progress":
         return {j["name"]: math.floor(done[j["name"]]) for j in jobs}
+    loads = [JobLoad(j["name"], k, done[j["name"]] * len(j["worker_hosts"]),
+                     j["batches"] * len(j["worker_hosts"]), j["bytes_per_batch"])
+             for k, j in enumerate(jobs)]
+    if rule == "remaining":
+        return remaining_levels(loads, LEVELS)
+    if rule == "attained":
+        return attained_levels(loads, LEVELS)
     return {j["name"]: None for j in jobs}
 
 
