@@ -45,7 +45,7 @@ from controller import live
 from controller.auth import Northbound
 from controller.errors import (BadRequest, Conflict, NotFound, RateLimited, Refused,
                                Unauthorized, Unprocessable)
-from controller.job_rank import RANK_RULES
+from sluice_common.job_rank import RANK_RULES
 from controller.progress_batch import ProgressBatcher
 from controller.registry import MAX_ENDPOINTS
 from controller.service import ControllerService

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller import job_rank
+from sluice_common import job_rank
 from controller.rules import ENFORCE_MODES
 from sluice_common.errors import InputError
 from topologies import Topology
@@ -35,7 +35,7 @@ class ControllerConfig:
     admin_token: str = ""
     rate_per_s: float = 1000.0       # progress reports per job per second (token bucket)
     state_file: Path | None = None
-    # progress | remaining | attained (controller.job_rank) to start with; None: the rule
+    # progress | remaining | attained (sluice_common.job_rank) to start with; None: the rule
     # saved in the state file (the last one chosen, also at run time), else the default.
     # The rule in force is the service's (POST /rank changes it), not this field.
     rank: str | None = job_rank.DEFAULT_RULE

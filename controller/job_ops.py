@@ -10,7 +10,7 @@ import logging
 import threading
 from typing import Any
 
-from controller import job_rank
+from sluice_common import job_rank
 from controller.errors import BadRequest, Conflict, NotFound, Unprocessable
 from controller.persistence import StateStore
 from controller.reconcile import Reconciler

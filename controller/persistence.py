@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from controller import job_rank
+from sluice_common import job_rank
 from controller.forwarding import FabricView
 from controller.journal import ProgressJournal, journal_path
 from controller.registry import JOB_FIELDS, Registry, parse_job

@@ -1,7 +1,7 @@
 """Incremental re-ranking (pure): after some progress reports, which flows' levels moved.
 
-The full rules (:func:`controller.ranking.assign_levels`, :func:`controller.job_rank.
-remaining_levels`, :func:`~controller.job_rank.attained_levels`) look at every flow of
+The full rules (:func:`controller.ranking.assign_levels`, :func:`sluice_common.job_rank.
+remaining_levels`, :func:`~sluice_common.job_rank.attained_levels`) look at every flow of
 every job, O(flows) per report: with 100 jobs of 8 workers that alone capped the
 controller at a few hundred reports/s. A report moves one worker's batch (one job's
 done batches), so these rankers keep the sorted state between reports and return only
@@ -19,7 +19,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from typing import Iterable
 
-from controller import job_rank
+from sluice_common import job_rank
 from controller.ranking import _KIND_ORDER, FlowKey
 
 

@@ -1,5 +1,5 @@
 """Progress-based ranking of parameter-server flows (pure): the ``progress`` rule (see
-:mod:`controller.job_rank` for the job-level rules).
+:mod:`sluice_common.job_rank` for the job-level rules).
 
 Every registered job has push flows (worker -> server) and pull flows (server -> worker).
 A flow's urgency key is ``(batch, kind)`` where ``batch`` is the last batch its worker

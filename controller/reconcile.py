@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from controller import job_rank
+from sluice_common import job_rank
 from controller import rules as R
 from controller.rank_delta import FlowRanker, JobRanker
 from controller.ranking import FlowKey

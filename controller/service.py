@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from controller import job_rank
+from sluice_common import job_rank
 from controller import rules as R
 from controller.config import ControllerConfig
 from controller.errors import Refused

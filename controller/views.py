@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller import job_rank
+from sluice_common import job_rank
 from controller import rules as R
 from controller.errors import NotFound
 from controller.ranking import ordered

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from controller.job_rank import DEFAULT_RULE, RANK_RULES
+from sluice_common.job_rank import DEFAULT_RULE, RANK_RULES
 from end_to_end import run
 from end_to_end.run import RunConfig
 from job_scheduler.simulation.cli import FLAGS, add_sharing_arguments, mechanism_options

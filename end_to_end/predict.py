@@ -11,7 +11,7 @@ worker-server pairs gives each ``rate / m``; the job's batch alone is its slowes
 (:func:`sluice_common.exchange.batch_exchange_s`: dist_sync waits for every worker).
 While jobs run together, :func:`sluice_common.exchange.share_links` shares every link
 two of them cross: priority off in one FIFO class, on in the levels the controller's rule
-gives (``remaining``, ``attained``: controller.job_rank; ``progress``: fewest batches done
+gives (``remaining``, ``attained``: sluice_common.job_rank; ``progress``: fewest batches done
 first). Each job starts training ``startup_s`` after its start and advances one batch
 per iteration; its JCT is its predicted finish minus its arrival.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from controller.job_rank import JobLoad, attained_levels, remaining_levels
+from sluice_common.job_rank import JobLoad, attained_levels, remaining_levels
 from sluice_common.models import BYTES_PER_PARAM
 from sluice_common.exchange import (LinkJob, MTU_BYTES, ExchangeConstants, batch_exchange_s,
                                     default_constants, share_links)
@@ -80,7 +80,7 @@ def link_job(topology, rec: dict, c: ExchangeConstants, cls: int | None = None) 
 
 def _classes(jobs: list[dict], done: dict[str, float], rule: str | None) -> dict[str, int | None]:
     """Each job's priority level under ``rule`` on its predicted progress: the controller's
-    own job rules (controller.job_rank) over the fabric's levels; ``progress`` ranks by
+    own job rules (sluice_common.job_rank) over the fabric's levels; ``progress`` ranks by
     batch number as the flow rule does; None (priority off): one class."""
     if rule == "progress":
         return {j["name"]: math.floor(done[j["name"]]) for j in jobs}

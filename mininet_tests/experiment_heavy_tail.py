@@ -43,7 +43,7 @@ from pathlib import Path
 
 import yaml
 
-from controller.job_rank import DEFAULT_RULE, RANK_RULES
+from sluice_common.job_rank import DEFAULT_RULE, RANK_RULES
 from job_scheduler.core.estimator import Estimator, nominal_bandwidth
 from sluice_common.jobspec import JobSpec
 from job_scheduler.core.decisions import StartDecision

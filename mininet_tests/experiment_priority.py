@@ -35,7 +35,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from controller.job_rank import RANK_RULES  # noqa: E402
+from sluice_common.job_rank import RANK_RULES  # noqa: E402
 from job_scheduler.core.estimator import Estimator, nominal_bandwidth  # noqa: E402
 from sluice_common.jobspec import JobSpec  # noqa: E402
 from job_scheduler.core.decisions import StartDecision  # noqa: E402

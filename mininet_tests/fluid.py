@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from controller.job_rank import ATTAINED_BASE_BYTES, ATTAINED_FACTOR, attained_level
+from sluice_common.job_rank import ATTAINED_BASE_BYTES, ATTAINED_FACTOR, attained_level
 from sluice_common.exchange import ExchangeConstants, Sharer, default_constants, share_egress
 
 MODES = ("off", "progress", "remaining", "attained")

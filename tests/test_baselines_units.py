@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from controller.job_rank import RANK_RULES
+from sluice_common.job_rank import RANK_RULES
 from mininet_fabric import baselines, priority
 from topologies import priority_classes as pc
 

@@ -5,7 +5,7 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from controller.job_rank import (JobLoad, attained_bytes, attained_level, attained_levels,
+from sluice_common.job_rank import (JobLoad, attained_bytes, attained_level, attained_levels,
                                  bottleneck_share, remaining_bytes, remaining_levels)
 
 MB = 1 << 20

@@ -3,8 +3,8 @@ equal a full recompute, and ``update`` returns exactly the levels that moved."""
 
 from hypothesis import given, settings, strategies as st
 
-from controller import job_rank
-from controller.job_rank import JobLoad, attained_levels, remaining_levels
+from sluice_common import job_rank
+from sluice_common.job_rank import JobLoad, attained_levels, remaining_levels
 from controller.rank_delta import FlowRanker, JobRanker
 from controller.ranking import PULL, PUSH, FlowKey, assign_levels
 

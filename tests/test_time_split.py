@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from controller.job_rank import DEFAULT_RULE
+from sluice_common.job_rank import DEFAULT_RULE
 from mininet_tests import time_split
 from mininet_tests.experiment_heavy_tail import (ALL_MODES, MODES, bucket_edges, measure,
                                                  modes_for, resolve_cc, summarize)

@@ -20,6 +20,7 @@ from job_scheduler.core.proteus import K_READINGS
 from job_scheduler.simulation.compare import SimulateConfig
 from job_scheduler.simulation.workloads import SCENARIO_CAPS, TRACE_CAPS
 from sluice_common.errors import InputError, flag_error
+from sluice_common.job_rank import RANK_RULES
 
 
 # ---- sluice validate ------------------------------------------------------------------------
@@ -114,6 +115,9 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-network", action="store_true",
                         help="ideal fabric: no communication time (the Tiresias simulator's "
                              "assumption; checks the engine against its published figures)")
+    parser.add_argument("--priority", choices=("off",) + RANK_RULES, default="off",
+                        help="the fabric's job priority rule on the rack uplinks (strict "
+                             "priority by the controller's rule; off: flows share fairly)")
     parser.add_argument("--profile", default=None, metavar="FILE|NAME",
                         help="device profile for Cost_bat (a `sluice profile` YAML, or h100 "
                              "(default, measured) or p100 (derived))")
@@ -181,6 +185,7 @@ def simulate_config(args: argparse.Namespace) -> SimulateConfig:
                                  costs=args.preemption_cost)
         return SimulateConfig(**{**given, "policies": tuple(parse_policy_names(args.policies)),
                                  "ga": not args.no_ga, "network": not args.no_network,
+                                 "priority": None if args.priority == "off" else args.priority,
                                  "mechanisms": mech})
     except ValueError as err:
         raise flag_error(err, SIMULATE_FLAGS)

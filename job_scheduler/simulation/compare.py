@@ -20,6 +20,7 @@ from job_scheduler.core.mechanisms import MechanismOptions
 from job_scheduler.core.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, REGISTRY, make_policy,
                                          parse_policy_names, requested_gpus)
 from job_scheduler.core.proteus import K_READINGS
+from sluice_common.job_rank import RANK_RULES
 from sluice_common.errors import InputError
 
 # show a progress bar on stderr from this many jobs on (short runs stay quiet)
@@ -46,6 +47,7 @@ class SimulateConfig:
     ga: bool = True
     placement: str | None = None         # one placement for every policy
     network: bool = True                 # False: ideal fabric, no communication time
+    priority: str | None = None          # the fabric's job rule on the uplinks (None: off)
     profile: str | None = None           # device profile for Cost_bat
     json: bool = False                   # one JSON object on stdout instead of a table
     plot: str | None = None              # directory for PNG plots
@@ -62,6 +64,8 @@ class SimulateConfig:
              f"must be >= 0, got {self.estimate_error}"),
             ("lam", 0.0 <= self.lam <= 1.0, f"must be in [0, 1], got {self.lam}"),
             ("k", self.k in K_READINGS, f"must be one of {', '.join(K_READINGS)}, got {self.k!r}"),
+            ("priority", self.priority is None or self.priority in RANK_RULES,
+             f"must be one of {', '.join(RANK_RULES)} or None, got {self.priority!r}"),
             ("migrate", not self.mechanisms.migrate or self.preemption_cost is not None,
              "needs a preemption cost (measured or zero)")]
         for name, ok, message in checks:
@@ -125,7 +129,7 @@ def simulate(config: SimulateConfig) -> int:
         progress = stderr_progress(name) if len(jobs) >= PROGRESS_FROM_JOBS else None
         sim = Simulator(topo, jobs, policy, slot=config.slot, progress=progress,
                         network=config.network, estimator=estimator, costs=costs,
-                        mechanisms=config.mechanisms.build())
+                        mechanisms=config.mechanisms.build(), priority=config.priority)
         results[name] = sim.run()
         if cost_mode:
             extra[name] = summary(sim, results[name])
@@ -139,7 +143,8 @@ def simulate(config: SimulateConfig) -> int:
         print(json.dumps({"policies": {n: {**r.metrics(), **extra.get(n, {})}
                                        for n, r in results.items()},
                           "workload": str(config.workload), "topology": topo.name,
-                          "seed": config.seed}))
+                          "seed": config.seed, **({"priority": config.priority}
+                                                  if config.priority else {})}))
     else:
         _print_table(results, config, topo.name, len(jobs))
         for n, e in extra.items():
@@ -152,7 +157,8 @@ def simulate(config: SimulateConfig) -> int:
 
 def _print_table(results, config: SimulateConfig, topo_name: str, n_jobs: int) -> None:
     print(f"workload {config.workload} ({n_jobs} jobs) on {topo_name}, slot {config.slot:g} s, "
-          f"seed {config.seed}")
+          f"seed {config.seed}" + (f", uplink priority {config.priority}" if config.priority
+                                   else ""))
     head = (f"{'policy':<10} {'avg JCT s':>11} {'median s':>10} {'p95 s':>10} {'avg wait s':>11} "
             f"{'makespan s':>11} {'GPU util':>9} {'jobs':>6}")
     print(head)

@@ -14,6 +14,16 @@ the sum of its ToR's switch links, is shared equally among its flows). When the 
 flows on an uplink changes, only the jobs crossing that uplink are re-timed.
 Cross-domain links beyond the rack uplinks are not modelled as shared (documented
 simplification; the ToR uplinks are where the oversubscription sits in our topologies).
+With ``priority`` (a rule of ``sluice_common.job_rank``: ``remaining``, ``attained``,
+``progress``) the uplinks are strict-priority, as the fabric's switches are when the
+controller ranks jobs: on each uplink the running jobs crossing it are put in the rule's
+levels (the controller's own functions, on the simulator's remaining and attained bytes),
+and level by level each gets, per flow, an equal share of what the levels before it left,
+``left_k = cap - sum_{i in levels < k} f_i * d_i``, where ``d_i = min(share, base_i / nps_i)
+* Comm_i / C_i`` is what a flow of job ``i`` really uses: its rate while it communicates,
+times the share of its iteration spent communicating. Levels are recomputed whenever a job
+starts or stops (not as jobs progress between those events). A policy's look at a
+placement it has not started (``live_bandwidth``) stays the fair share.
 Exchange between a PS and workers on one host is charged at the host's ``intra_bw``
 (shared by the job's flows on that host; ``in_host=False`` makes it free, the model
 before issue 19). ``network=False`` is the ideal fabric: no communication time at all.
@@ -40,6 +50,10 @@ from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecis
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.core.mechanisms import stopped
+from sluice_common.job_rank import (ATTAINED, RANK_RULES, REMAINING, JobLoad, attained_levels,
+                                    remaining_levels)
+from sluice_common.models import BYTES_PER_PARAM
+from topologies.priority_classes import LEVELS
 from sluice_common.jobspec import JobSpec
 from job_scheduler.core.placement import ClusterState, Placement
 from topologies import Topology
@@ -74,9 +88,14 @@ class Simulator(Pricing):
                  estimator: Estimator | None = None, slot: float = 1.0,
                  progress: Callable[[int, int], None] | None = None, network: bool = True,
                  in_host: bool = True, bandwidth: str = "shared", mechanisms: Sequence = (),
-                 costs=None, on_plan: Callable[[float, SlotPlan], None] | None = None):
+                 costs=None, on_plan: Callable[[float, SlotPlan], None] | None = None,
+                 priority: str | None = None):
         if not slot > 0:
             raise ValueError(f"slot must be > 0 seconds, got {slot}")
+        if priority is not None and priority not in RANK_RULES:
+            raise ValueError(f"priority must be one of {', '.join(RANK_RULES)} or None, "
+                             f"got {priority!r}")
+        self.priority = priority
         if bandwidth not in BANDWIDTH_MODELS:
             raise ValueError(f"bandwidth model must be one of {BANDWIDTH_MODELS}, got {bandwidth!r}")
         # the loop contract's bandwidth model (job_scheduler/core/decisions.py): "shared" caps a
@@ -262,7 +281,55 @@ class Simulator(Pricing):
             else:
                 self.uplink_jobs[r].discard(j)
             affected |= self.uplink_jobs[r]
+        if self.priority:          # the levels of every job on an uplink may have moved
+            affected = set().union(*self.uplink_jobs) - {j}
+            for k in affected:
+                self._advance(self.running[k])
         return affected
+
+    def _levels(self, jobs: Sequence[int]) -> dict[int, int]:
+        """Each job's level under the priority rule, on its bytes now (per batch: the
+        model's parameter bytes; batches: ``epochs * dataset_size / batch_size``)."""
+        loads = []
+        for j in jobs:
+            spec = self.jobs[j]
+            total = max(1, round(spec.epochs * spec.dataset_size / spec.batch_size))
+            done = round((1.0 - self.remaining(j)) * total)
+            loads.append(JobLoad(str(j), j, done, total,
+                               int(self.estimator.params(spec) * BYTES_PER_PARAM)))
+        if self.priority == REMAINING:
+            got = remaining_levels(loads, LEVELS)
+        elif self.priority == ATTAINED:
+            got = attained_levels(loads, LEVELS)
+        else:                                  # progress: fewest batches done first
+            order = sorted({l.done_batches for l in loads})
+            got = {l.job: min(order.index(l.done_batches), LEVELS - 1) for l in loads}
+        return {int(k): v for k, v in got.items()}
+
+    def _priority_bandwidth(self, run: Run) -> float:
+        """The job's bandwidth under strict priority on the uplinks it crosses (module
+        doc): its level's per-flow share of what the more urgent levels leave."""
+        bw = run.base_bw
+        nps = max(run.num_ps, 1)
+        for r in run.flows:
+            on = sorted(self.uplink_jobs[r])
+            level = self._levels(on)
+            left = self.uplink_cap[r]
+            for k in sorted(set(level.values())):
+                here = [i for i in on if level[i] == k]
+                flows = sum(self.running[i].flows[r] for i in here)
+                share = left / flows if flows else left
+                if run.j in here:
+                    bw = min(bw, nps * share)
+                    break
+                for i in here:
+                    other = self.running[i]
+                    rate = min(share, other.base_bw / max(other.num_ps, 1))
+                    busy = self.models[i].comm(other.n, rate * max(other.num_ps, 1))
+                    duty = busy / (self.models[i].cost(other.n) + busy) if busy else 0.0
+                    left -= other.flows[r] * rate * duty
+                left = max(left, 1e-9 * self.uplink_cap[r])
+        return bw
 
     def _advance(self, run: Run) -> None:
         dt = self.now - run.t_last
@@ -275,7 +342,8 @@ class Simulator(Pricing):
         """Bring the job to ``now`` at its old rate, then schedule its completion at
         the rate its current uplink sharing gives (``force``: its slowdown changed)."""
         self._advance(run)
-        bw = self.live_bandwidth(run.placement, run.flows, run.base_bw, joining=False)
+        bw = (self._priority_bandwidth(run) if self.priority and not math.isinf(run.base_bw)
+              else self.live_bandwidth(run.placement, run.flows, run.base_bw, joining=False))
         if run.rate and bw == run.bw and not force:
             return
         run.bw = bw

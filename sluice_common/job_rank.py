@@ -1,4 +1,6 @@
-"""Job-level ranking rules (pure): which job's flows go first on a shared bottleneck.
+"""Job-level ranking rules (pure): which job's flows go first on a shared bottleneck. The
+controller applies them to the fabric; the simulator (``sluice simulate --priority``) and
+the exchange model rank jobs with the same functions, so a rule is written once.
 
 Three rules, selectable on the controller (``--rank``) and at run time (REST):
 
