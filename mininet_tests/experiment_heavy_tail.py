@@ -65,9 +65,9 @@ MODES = ("off", "progress", "remaining", "attained")
 # as modes too, and the default rule on each non-FIFO baseline ("<rule>+<baseline>")
 ALL_MODES = ("off", "off-shallow", "off-fair", "progress", "remaining", "attained",
              f"{DEFAULT_RULE}+off-shallow", f"{DEFAULT_RULE}+off-fair")
-# The start-up the prediction assumes before the first seed has measured one (pre-started
-# PS processes: 0.21 s alone, bench/RESULTS.md; more when several jobs start together)
-STARTUP_PRIOR_S = 0.5
+# The run's scheduling slot: a job arriving waits half of one on average before it
+# starts (part of its JCT, and of the model's prediction)
+SLOT_S = 0.25
 QUEUE_SAMPLE_S = 1.0
 PS_HOSTS, WORKER_HOSTS = ("h1", "h2"), ("h3", "h4")
 PUSH_EGRESS, PULL_EGRESS = "tor2>spine1", "tor1>spine1"
@@ -135,16 +135,17 @@ def buffer_bytes(baseline: str, capacity: float, rtt_s: float | None) -> float:
     return LEAF_QUEUE_PACKETS * MTU_BYTES
 
 
-def model_mean_jct(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | None,
-                   startup_s: float) -> float:
+def model_mean_jct(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | None) -> float:
     """The exchange model's mean JCT of ``mix`` under an experiment mode (rule and
-    baseline), start-up included (fluid.simulate_batches)."""
+    baseline): its start-up for the queue each job meets on arrival (calibrated, never
+    this experiment's measurements), its batches and half a scheduling slot
+    (fluid.simulate_batches)."""
     rule, baseline = bl.split_mode(mode, RANK_RULES)
     jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s, KEYS,
                            PIPELINE_KEYS, cross_path(capacity)) for j in mix]
     return fluid.mean(fluid.simulate_batches(jobs, rule or "off", capacity,
                                              buffer_bytes(baseline, capacity, rtt_s),
-                                             startup_s=startup_s).values())
+                                             overhead_s=SLOT_S / 2).values())
 
 
 def fluid_jobs(mix: list[MixJob], capacity: float) -> list[fluid.FluidJob]:
@@ -440,7 +441,6 @@ def run(args) -> int:
         args.rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
         egress = {"push": (fabric.intf("tor2", "spine1"), capacity),
                   "pull": (fabric.intf("tor1", "spine1"), capacity)}
-        startup_prior = STARTUP_PRIOR_S
         print(f"experiment: modes {', '.join(modes)}; host TCP {args.cc}; idle RTT "
               f"{1000 * args.rtt_s:.2f} ms (shallow FIFO {bl.shallow_limit_packets(capacity * 8 / 1e6, args.rtt_s)} "
               f"packets)", file=sys.stderr, flush=True)
@@ -456,10 +456,9 @@ def run(args) -> int:
             seed_out = {"seed": seed, "order": list(order),
                         "mix": [asdict(j) | {"alone_s": round(alone_s(j, capacity), 3)}
                                 for j in mix], "modes": {}}
-            # the model's prediction, made before the runs (start-up: the earlier seeds')
+            # the model's prediction, made before the runs
             fjobs = fluid_jobs(mix, capacity)
-            predicted = {m: round(model_mean_jct(mix, capacity, m, args.rtt_s, startup_prior), 3)
-                         for m in modes}
+            predicted = {m: round(model_mean_jct(mix, capacity, m, args.rtt_s), 3) for m in modes}
             for mode in order:
                 rule, baseline = bl.split_mode(mode, RANK_RULES)
                 fabric.install_priority_tree(partial(bl.egress_tree, baseline, rtt_s=args.rtt_s))
@@ -475,7 +474,7 @@ def run(args) -> int:
                 if rule is not None:
                     client.set_rank(rule, wait=True)
                 run_dir = out / f"seed{seed}-{mode}"
-                options = RunOptions(priority=rule is not None, slot_s=0.25, port_base=port,
+                options = RunOptions(priority=rule is not None, slot_s=SLOT_S, port_base=port,
                                      worker_overrides=overrides, job_timeout_s=args.job_timeout)
                 port += 100 * len(mix) + 100
                 tcp_before = tcp_counters(fabric, PS_HOSTS + WORKER_HOSTS)
@@ -492,7 +491,6 @@ def run(args) -> int:
                 seed_out["modes"][mode].update(
                     loadavg=[round(load_before, 1), round(os.getloadavg()[0], 1)],
                     predicted_mean_jct_s=predicted[mode],
-                    predicted_startup_s=round(startup_prior, 3),
                     queue_delay_ms=run.queue_delay_ms(),
                     tcp={k: tcp_after[k] - tcp_before[k] for k in tcp_after},
                     # the userspace datapath's threads' run-queue delay per second of run:
@@ -507,8 +505,6 @@ def run(args) -> int:
                 pred = fluid.simulate(fjobs, bl.split_mode(mode, RANK_RULES)[0] or "off",
                                       capacity, dt=0.02, startup_s=startup, levels=8)
                 seed_out["modes"][mode]["fluid_mean_jct_s"] = round(fluid.mean(pred.values()), 3)
-            startup_prior = statistics.median(
-                [m["startup_s"] for s in per_seed + [seed_out] for m in s["modes"].values()])
             per_seed.append(seed_out)
             (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))
     wall = time.monotonic() - started
@@ -551,28 +547,47 @@ def _processes(topology, fabric, out: Path, start: str, per_host: int):
         runner.close()
 
 
-def resummarize(out: Path, args) -> dict:
+def resummarize(out: Path, args, merge: list[Path] = (), repredict: bool = False) -> dict:
     """Rebuild the measurements, the fluid predictions and the summary of a finished
-    experiment directory from its per-run ``report.json`` files (no fabric)."""
+    experiment directory from its per-run ``report.json`` files (no fabric).
+
+    ``merge``: earlier experiment directories (same mix, load and fabric) whose seeds are
+    added to ``out``'s, each re-measured from its own reports where they are kept (a
+    seed stored without them keeps its measurements). ``repredict``: the model's
+    ``predicted_mean_jct_s`` computed again with the current constants (from the mix
+    alone, never from the measurements); the summary says so."""
     out = Path(out)
     old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
     args.uplink_mbps = old.get("uplink_mbps")
     _, capacity = experiment_topology(args.uplink_mbps)
     edges = bucket_edges(10 * args.scale * args.bytes_lo)
-    per_seed = json.loads((out / "per_seed.json").read_text())
-    for seed in per_seed:
+    sources = [(out, seed) for seed in json.loads((out / "per_seed.json").read_text())]
+    for extra in merge:
+        sources += [(Path(extra), seed) for seed in json.loads((Path(extra) / "per_seed.json").read_text())]
+    seen = [seed["seed"] for _, seed in sources]
+    if len(set(seen)) != len(seen):
+        raise ValueError(f"a seed appears twice in {out} and {list(merge)}: {sorted(seen)}")
+    per_seed = []
+    for where, seed in sorted(sources, key=lambda x: x[1]["seed"]):
         mix = [MixJob(**{k: v for k, v in j.items() if k != "alone_s"}) for j in seed["mix"]]
         for mode in seed["modes"]:
-            result = json.loads((out / f"seed{seed['seed']}-{mode}" / "report.json").read_text())
+            report = where / f"seed{seed['seed']}-{mode}" / "report.json"
+            if not report.exists():
+                continue
             kept = {k: v for k, v in seed["modes"][mode].items()
                     if k in ("loadavg", "predicted_mean_jct_s", "predicted_startup_s",
                              "queue_delay_ms", "tcp", "datapath_cpu_wait_per_s")}
-            seed["modes"][mode] = measure(result, mix, capacity, edges) | kept
+            seed["modes"][mode] = measure(json.loads(report.read_text()), mix, capacity, edges) | kept
+        if repredict:
+            for mode in seed["modes"]:
+                seed["modes"][mode]["predicted_mean_jct_s"] = round(
+                    model_mean_jct(mix, capacity, mode, old.get("rtt_s")), 3)
         fjobs = fluid_jobs(mix, capacity)
         for mode in seed["modes"]:
             pred = fluid.simulate(fjobs, bl.split_mode(mode, RANK_RULES)[0] or "off", capacity,
                                   dt=0.02, startup_s=seed["modes"]["off"]["startup_s"])
             seed["modes"][mode]["fluid_mean_jct_s"] = round(fluid.mean(pred.values()), 3)
+        per_seed.append(seed)
     (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))
     if "host_tcp" in old:          # how the runs were made, not how they are re-read
         args.host_tcp = old["host_tcp"]
@@ -580,10 +595,20 @@ def resummarize(out: Path, args) -> dict:
     args.start = old.get("start", "cold")
     args.cc, args.rtt_s = old.get("host_cc"), old.get("rtt_s")
     summary = summarize(per_seed, args, old.get("wall_time_s", 0.0), edges)
+    if repredict or "predictions" in old:
+        summary["predictions"] = (_model_provenance() if repredict else old["predictions"])
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "experiment.md").write_text(markdown(summary, args))
     plot(summary, out)
     return summary
+
+
+def _model_provenance() -> str:
+    from sluice_common.exchange import default_constants
+
+    date = default_constants().provenance.get("date", "?")
+    return (f"predicted_mean_jct_s recomputed after the runs from each seed's mix with the "
+            f"exchange model's constants calibrated {date} (not fitted to these runs)")
 
 
 def _median(values, digits: int = 3):

@@ -137,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
                          "each host's network namespace (default: this machine's)")
     ap.add_argument("--resummarize", default=None, metavar="DIR",
                     help="heavy-tail/same-start: recompute DIR's summary from its run reports")
+    ap.add_argument("--merge", default=None, metavar="DIR[,DIR...]",
+                    help="with --resummarize: add these experiment directories' seeds")
+    ap.add_argument("--repredict", action="store_true",
+                    help="with --resummarize: the model's predictions again, current constants")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.mix in ("heavy-tail", "same-start"):
@@ -150,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--uplink-mbps must be > 0 (or 0: the topology's), got {args.uplink_mbps}")
         from mininet_tests.experiment_heavy_tail import markdown, resummarize, run as run_heavy_tail
         if args.resummarize:
-            print(markdown(resummarize(Path(args.resummarize), args), args))
+            merge = [Path(d) for d in args.merge.split(",")] if args.merge else []
+            print(markdown(resummarize(Path(args.resummarize), args, merge, args.repredict), args))
             return 0
         return run_heavy_tail(args)
     if args.reps < 1 or args.batches < 1 or args.short_batches < 1:

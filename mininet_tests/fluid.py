@@ -27,8 +27,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from sluice_common.exchange import (ExchangeConstants, Sharer, default_constants, egress_state,
+                                    share_egress, startup_time)
 from sluice_common.job_rank import ATTAINED_BASE_BYTES, ATTAINED_FACTOR, attained_level
-from sluice_common.exchange import ExchangeConstants, Sharer, default_constants, share_egress
 
 MODES = ("off", "progress", "remaining", "attained")
 
@@ -154,46 +155,72 @@ class BatchJob:
 
 def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_bytes: float,
                      constants: ExchangeConstants | None = None, dt: float = 0.05,
-                     startup_s: float = 0.0, attained_base: float = ATTAINED_BASE_BYTES,
-                     attained_factor: float = ATTAINED_FACTOR, levels: int = 8
-                     ) -> dict[str, float]:
+                     startup_s: float | None = None, attained_base: float = ATTAINED_BASE_BYTES,
+                     attained_factor: float = ATTAINED_FACTOR, levels: int = 8,
+                     overhead_s: float = 0.0) -> dict[str, float]:
     """Job name -> JCT with the exchange model (:mod:`sluice_common.exchange`) in place of
     the fluid shares: in each step the active jobs share the egress per batch
     (``share_egress``: rounds, queueing, compute gaps), ``off`` in one class, a rule with
     its groups as strict priority classes; each job advances ``step / iteration``
-    batches. The class order is recomputed every step (the rules re-rank as jobs move)."""
+    batches. The class order is recomputed every step (the rules re-rank as jobs move).
+
+    A job starts moving batches after its start-up: ``startup_s`` if given, else the
+    model's :func:`~sluice_common.exchange.startup_time` for the ``busy`` it meets on
+    arrival (its class among the jobs then active) followed by one batch more, the
+    exchange of ``kv.init``'s push and first pull, which shares the egress as a batch
+    does. ``overhead_s`` is added to every JCT
+    (what the driver around the jobs adds: a scheduling slot, noticing the end)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     c = constants or default_constants()
     by_name = {j.name: j for j in jobs}
     done = {j.name: 0.0 for j in jobs}               # batches done (fractional)
+    ready: dict[str, float] = {}                     # name -> when its first batch starts
     jct: dict[str, float] = {}
     cache: dict[tuple, dict[str, float]] = {}
-    t = 0.0
-    while len(jct) < len(jobs):
-        active = [j for j in jobs if j.arrival + startup_s <= t and j.name not in jct]
-        if not active:
-            t = min(j.arrival + startup_s for j in jobs if j.name not in jct)
-            continue
+    need = {j.name: j.batches + (0 if startup_s is not None else 1) for j in jobs}
+
+    def classes(active: list[BatchJob]) -> dict[str, int | None]:
         if mode == "off":
-            cls = {j.name: None for j in active}
-        else:
-            moved = {j.name: 2 * done[j.name] * j.bytes_per_batch for j in active}
-            groups = rank_groups(active, mode, moved, attained_base, attained_factor, levels)
-            cls = {n: k for k, g in enumerate(groups) for n in g}
+            return {j.name: None for j in active}
+        moved = {j.name: 2 * done[j.name] * j.bytes_per_batch for j in active}
+        groups = rank_groups(active, mode, moved, attained_base, attained_factor, levels)
+        return {n: k for k, g in enumerate(groups) for n in g}
+
+    def sharers(active: list[BatchJob], cls) -> list[Sharer]:
+        return [Sharer(j.name, j.bytes_per_batch, j.keys, j.path, j.compute_s, j.window,
+                       cls[j.name]) for j in active]
+
+    t = min(j.arrival for j in jobs) if jobs else 0.0
+    while len(jct) < len(jobs):
+        running = [j for j in jobs if j.name in ready and ready[j.name] <= t and j.name not in jct]
+        for j in jobs:                       # arrivals: their start-up, as the egress is now
+            if j.name not in ready and j.arrival <= t:
+                if startup_s is not None:
+                    ready[j.name] = j.arrival + startup_s
+                    continue
+                cls = classes(running + [j])
+                busy = egress_state(sharers(running + [j], cls), capacity, buffer_bytes, c)[1]
+                ready[j.name] = j.arrival + startup_time(busy[j.name], buffer_bytes, c)
+        active = [j for j in jobs if j.name in ready and ready[j.name] <= t and j.name not in jct]
+        later = [ready.get(j.name, j.arrival) for j in jobs
+                 if j.name not in jct and ready.get(j.name, j.arrival) > t]
+        if not active:
+            t = min(later)
+            continue
+        cls = classes(active)
         key = tuple(sorted((n, cls[n] if cls[n] is not None else -1) for n in cls))
         if key not in cache:
-            cache[key] = share_egress(
-                [Sharer(j.name, j.bytes_per_batch, j.keys, j.path, j.compute_s, j.window,
-                        cls[j.name]) for j in active], capacity, buffer_bytes, c)
+            cache[key] = share_egress(sharers(active, cls), capacity, buffer_bytes, c)
         it = cache[key]
-        step = min([dt] + [max((by_name[n].batches - done[n]) * it[n], 1e-6) for n in it])
+        step = min([dt] + [max((need[n] - done[n]) * it[n], 1e-6) for n in it]
+                   + [x - t for x in later])
         for n in it:
             done[n] += step / it[n]
         t += step
         for n in it:
-            if done[n] >= by_name[n].batches * (1 - 1e-9):
-                jct[n] = t - by_name[n].arrival
+            if done[n] >= need[n] * (1 - 1e-9):
+                jct[n] = t - by_name[n].arrival + overhead_s
     return jct
 
 

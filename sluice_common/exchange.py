@@ -62,6 +62,20 @@ A fixed point over the jobs' iteration times ``I_j``:
 
 Priority off is the same with every job in one class. With strict priority the first
 class sees only its own class's queue and rate; the last sees what the others leave.
+
+**Start-up** (:func:`startup_time`): a job's launch until its first batch (process
+hand-over, ps-lite's rendezvous and start barrier, ``kv.init``'s push and first pull of
+every key) plus its closing barrier. Alone it takes ``startup_s``; when it joins a busy
+egress its rendezvous messages and initial exchange wait behind the standing queue, up
+to ``startup_queue_s`` more when the egress is certainly busy (``busy = 1``) with the
+calibration's FIFO of ``startup_buffer_bytes``::
+
+    S(busy, Q) = startup_s + busy * startup_queue_s * Q / startup_buffer_bytes
+
+``busy`` is the job's :func:`share_egress` ``busy_j`` when it arrives (someone in its
+class or a more urgent one is sending), so priority shortens an urgent job's start-up
+as it shortens its batches. Both constants are measured by the calibration (a job alone;
+jobs arriving while two bulk jobs fill the FIFO).
 """
 
 from __future__ import annotations
@@ -94,10 +108,14 @@ class ExchangeConstants:
     slow_start_after_idle: bool = True
     min_share: float = 0.02
     burst_bytes: float = 15360.0
+    startup_s: float = 0.5
+    startup_queue_s: float = 0.0
+    startup_buffer_bytes: float = 200 * MTU_BYTES
     provenance: Mapping[str, object] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
-        for name in ("overhead_s", "per_key_s", "hop_s", "rto_min_s"):
+        for name in ("overhead_s", "per_key_s", "hop_s", "rto_min_s", "startup_s",
+                     "startup_queue_s"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 < self.efficiency <= 1:
@@ -106,6 +124,8 @@ class ExchangeConstants:
             raise ValueError(f"local_Bps must be > 0, got {self.local_Bps}")
         if not 0 <= self.queue_fill <= 1 or not 0 < self.min_share <= 1:
             raise ValueError("need 0 <= queue_fill <= 1 and 0 < min_share <= 1")
+        if not self.startup_buffer_bytes > 0:
+            raise ValueError(f"startup_buffer_bytes must be > 0, got {self.startup_buffer_bytes}")
 
 
 def load_constants(path: str | Path | None = None) -> ExchangeConstants:
@@ -306,6 +326,14 @@ def share_egress(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
     """Each job's iteration (compute + exchange + queueing) while all of ``jobs`` share one
     shaped egress of ``capacity`` bytes/s with ``buffer_bytes`` of FIFO per class (module
     doc: the fixed point). Jobs whose ``cls`` is None share one class."""
+    return egress_state(jobs, capacity, buffer_bytes, c, iterations)[0]
+
+
+def egress_state(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
+                 c: ExchangeConstants | None = None, iterations: int = 200
+                 ) -> tuple[dict[str, float], dict[str, float]]:
+    """:func:`share_egress`'s fixed point: (each job's iteration, each job's ``busy_j``,
+    the chance that a job in its class or a more urgent one is sending)."""
     c = c or default_constants()
     jobs = list(jobs)
     if not capacity > 0 or buffer_bytes < 0:
@@ -313,12 +341,13 @@ def share_egress(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
     if len({j.name for j in jobs}) != len(jobs):
         raise ValueError("job names must be unique")
     if not jobs:
-        return {}
+        return {}, {}
     classes = sorted({j.cls for j in jobs}, key=lambda k: (k is None, k))
     rank = {k: i for i, k in enumerate(classes)}
     alone = {j.name: j.alone_s(c) for j in jobs}
     it = dict(alone)
     rate = {j.name: min(j.path) if j.path else math.inf for j in jobs}
+    busy_of = {j.name: 0.0 for j in jobs}
     for _ in range(iterations):
         # per direction: a job moves B (not the key-time-ordered bytes) each way per batch
         rho = {j.name: min(1.0, _one_way_s(j, c, rate[j.name]) / it[j.name]) for j in jobs}
@@ -338,11 +367,21 @@ def share_egress(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
                  + transfer_s(j.bytes_per_batch, j.keys, j.path, j.window, c, r, 1.0 - busy))
             new[j.name] = t
             rate[j.name] = r
+            busy_of[j.name] = busy
         delta = max(abs(new[n] - it[n]) / it[n] for n in it)
         it = {n: 0.5 * it[n] + 0.5 * new[n] for n in it}      # damped: the map may oscillate
         if delta < 1e-6:
             break
-    return it
+    return it, busy_of
+
+
+def startup_time(busy: float, buffer_bytes: float, c: ExchangeConstants | None = None) -> float:
+    """A job's start-up and closing (module doc):
+    ``startup_s + busy * startup_queue_s * buffer_bytes / startup_buffer_bytes``."""
+    c = c or default_constants()
+    if not 0 <= busy <= 1 or buffer_bytes < 0:
+        raise ValueError(f"need 0 <= busy <= 1 and buffer_bytes >= 0, got {busy}, {buffer_bytes}")
+    return c.startup_s + busy * c.startup_queue_s * buffer_bytes / c.startup_buffer_bytes
 
 
 def with_fit(c: ExchangeConstants, values: Mapping[str, float],

@@ -144,3 +144,59 @@ def test_batch_simulation_alone_and_shortest_remaining_first():
     # the rules run every job to its end
     for mode in ("progress", "attained"):
         assert set(simulate_batches(jobs, mode, 1.5e6, 3e5, C)) == {"j0", "j1", "j2"}
+
+
+def test_startup_grows_with_the_queue_it_meets_and_priority_shortens_it():
+    from dataclasses import replace
+
+    from mininet_tests.fluid import BatchJob, simulate_batches
+    from sluice_common.exchange import egress_state, startup_time
+
+    c = replace(C, startup_s=0.4, startup_queue_s=2.0, startup_buffer_bytes=3e5)
+    assert startup_time(0.0, 3e5, c) == pytest.approx(0.4)
+    assert startup_time(1.0, 3e5, c) == pytest.approx(2.4)
+    assert startup_time(0.5, 1.5e5, c) == pytest.approx(0.4 + 0.5 * 2.0 * 0.5)
+    with pytest.raises(ValueError):
+        startup_time(1.5, 3e5, c)
+    # busy: nobody else sending -> 0; a bulk job in the same class -> most of the time
+    bulk = Sharer("bulk", 1e6, 4, CROSS, 0.0, 0)
+    small = Sharer("small", 2e4, 4, CROSS, 0.01, 0)
+    assert egress_state([small], 1.5e6, 3e5, c)[1]["small"] == 0.0
+    busy_off = egress_state([bulk, small], 1.5e6, 3e5, c)[1]["small"]
+    busy_on = egress_state([replace(bulk, cls=1), replace(small, cls=0)], 1.5e6, 3e5, c)[1]["small"]
+    assert busy_off > 0.4 and busy_on < 0.1 * busy_off     # a direction: half its time
+    # in the simulation: a job arriving behind a bulk job starts later with priority off
+    jobs = [BatchJob("bulk", 0.0, 200, 1e6, 0.0, 4, 0, CROSS),
+            BatchJob("small", 5.0, 2, 2e4, 0.01, 4, 0, CROSS)]
+    off = simulate_batches(jobs, "off", 1.5e6, 3e5, c)
+    on = simulate_batches(jobs, "remaining", 1.5e6, 3e5, c)
+    alone = simulate_batches(jobs[1:], "off", 1.5e6, 3e5, c)
+    assert alone["small"] < 0.4 + 3 * small.alone_s(c) + 0.01      # kv.init: one batch more
+    assert off["small"] > alone["small"] + 1.0        # ~2 s more start-up behind the bulk job
+    assert on["small"] < off["small"] - 1.0
+    fixed = simulate_batches(jobs, "off", 1.5e6, 3e5, c, startup_s=0.4, overhead_s=0.1)
+    assert fixed["small"] < off["small"] and fixed["bulk"] > 0.1
+
+
+def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
+    from bench.fabric.calibrate_exchange import BULK, PROBE, fit_startup, path_rates
+    from mininet_tests.experiment_heavy_tail import experiment_topology
+    from sluice_common.exchange import egress_state
+
+    topology, capacity = experiment_topology(12.0)
+    cross = path_rates(topology, "h1", "h3")
+    rows = [{"bytes": b, "keys": k, "window": w, "path": cross,
+             "overhead_s": batch_exchange_s(b, k, cross, w, C) + 0.7}
+            for b, k, w in ((20_000, 1, 0), (160_000, 4, 0))]
+    rows.append({"bytes": 20_000, "keys": 1, "window": 0, "path": (), "overhead_s": 9.0})
+    probe_alone = batch_exchange_s(PROBE[0], PROBE[1], cross, PROBE[2], C)
+    probes = {"cal-bulk-a": {"overhead_s": 5.0},
+              "cal-probe-0": {"overhead_s": probe_alone + 0.7 + 1.5},
+              "cal-probe-1": {"overhead_s": probe_alone + 0.7 + 1.5}}
+    got = fit_startup(C, rows, probes, topology, capacity, 3e5)
+    busy = egress_state([Sharer("a", *BULK[:2], cross, 0.0, BULK[2]),
+                         Sharer("b", *BULK[:2], cross, 0.0, BULK[2]),
+                         Sharer("probe", *PROBE[:2], cross, 0.0, PROBE[2])], capacity, 3e5, C)[1]
+    assert got["startup_s"] == pytest.approx(0.7)            # the in-host row does not count
+    assert got["startup_busy"] == pytest.approx(busy["probe"]) and 0.5 < busy["probe"] < 1
+    assert got["startup_queue_s"] == pytest.approx(1.5 / busy["probe"])

@@ -11,12 +11,14 @@ cross-rack (h3 -> h1: four hops, the uplinks the bottleneck), each at a few
 after the second) is fitted by least squares (non-negative) to
 ``overhead_s + K per_key_s + 2 R hops hop_s + wire / (efficiency min(path)) + wire_local /
 local_Bps`` (the model's linear terms); then two equal cross-rack jobs at once (one FIFO
-class, no controller) fit ``queue_fill`` of the sharing model by bisection. Prints every
+class, no controller) fit ``queue_fill`` of the sharing model by bisection; last, small
+probe jobs started while two bulk jobs fill the FIFO give the start-up constants
+(``startup_s`` from the jobs alone, ``startup_queue_s`` from the probes). Prints every
 point's measured and fitted time and residual, the run-queue delay of the job's processes
 (CPU wait: the machine is shared) and the load average before and after; ``--write``
 replaces ``sluice_common/data/exchange_constants.yaml`` with the fit and its provenance;
 ``--from JSON`` fits the measurements an earlier ``--json`` output holds (no fabric).
-About 2-3 minutes. Needs root (the fabric) and takes the fabric lock.
+About 3-4 minutes. Needs root (the fabric) and takes the fabric lock.
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ UPLINK_MBPS = 12.0
 BATCHES = 10
 SKIP = 2                      # the first batches carry connection set-up
 SHARED = (300_000, 4, 0)      # the contention point: two such cross-rack jobs at once
+# Start-up under a busy FIFO: two bulk cross-rack jobs (BULK, BULK_BATCHES each) fill the
+# push uplink; PROBES small jobs start one after another PROBE_GAP_S apart from
+# PROBE_FIRST_S on, over the same uplink; each one's start-up beyond startup_s, over the
+# model's busy for it, is startup_queue_s
+BULK, BULK_BATCHES = (400_000, 4, 0), 40
+PROBE, PROBE_BATCHES, PROBES = (20_000, 1, 0), 3, 4
+PROBE_FIRST_S, PROBE_GAP_S = 4.0, 4.0
 
 
 def loadavg() -> str:
@@ -61,9 +70,13 @@ def path_rates(fabric_topology, server: str, worker: str) -> tuple[float, ...]:
 
 
 def run_jobs(fabric, runner, out: Path, specs: list[tuple[str, str, str, int, int, int]],
-             base_port: int) -> dict[str, dict]:
-    """Run the given jobs at once (name, server, worker, bytes, keys, window); per job the
-    median per-batch exchange (s) after SKIP batches and its processes' CPU wait."""
+             base_port: int, batches: dict[str, int] | None = None,
+             delays: dict[str, float] | None = None) -> dict[str, dict]:
+    """Run the given jobs (name, server, worker, bytes, keys, window), each ``delays[name]``
+    seconds after the first (default: at once) with ``batches[name]`` batches (default
+    BATCHES); per job the median per-batch exchange (s) after SKIP batches, its start-up
+    and closing (launch to exit less the worker's batch times) and its processes' CPU wait."""
+    batches, delays = batches or {}, delays or {}
     from ps_runtime.launcher import PSJob, WorkerOptions
     from ps_runtime.plan import HostPlan
     from mininet_tests.time_split import ProcessWaits
@@ -77,17 +90,19 @@ def run_jobs(fabric, runner, out: Path, specs: list[tuple[str, str, str, int, in
         opts = WorkerOptions(compute="emulated", compute_s=0.0, bytes_per_batch=nbytes,
                              bucket_mb=bucket_mb, pipeline_keys=window, report_interval=5.0)
         jobs.append(PSJob(spec, HostPlan.on_hosts(fabric.topology, [server], [worker]), runner,
-                          out / name, batches=BATCHES, base_port=base_port + 40 * k,
-                          options=opts))
+                          out / name, batches=batches.get(name, BATCHES),
+                          base_port=base_port + 40 * k, options=opts))
     waits = ProcessWaits()
     t0 = time.monotonic()
-    for j in jobs:
-        j.start()
+    started: set[str] = set()
     try:
         done: dict[str, object] = {}
         while len(done) < len(jobs):
             for j in jobs:
-                if j.spec.name in done:
+                if j.spec.name not in started and time.monotonic() - t0 >= delays.get(j.spec.name, 0.0):
+                    j.start()
+                    started.add(j.spec.name)
+                if j.spec.name in done or j.spec.name not in started:
                     continue
                 waits.sample(j.spec.name, [p.popen.pid for p in j.processes
                                            if p.popen is not None and p.popen.poll() is None])
@@ -102,11 +117,13 @@ def run_jobs(fabric, runner, out: Path, specs: list[tuple[str, str, str, int, in
     wall = time.monotonic() - t0
     res = {}
     for j in jobs:
-        recs = done[j.spec.name].batches.get(0, [])[SKIP:]
-        times = [r.comm_s if r.comm_s is not None else r.time_s for r in recs]
+        result = done[j.spec.name]
+        every = result.batches.get(0, [])
+        times = [r.comm_s if r.comm_s is not None else r.time_s for r in every[SKIP:]]
         if not times:
             raise RuntimeError(f"{j.spec.name}: no batch times")
         res[j.spec.name] = {"batch_s": statistics.median(times), "batches": len(times),
+                            "overhead_s": round(result.elapsed_s - sum(r.time_s for r in every), 4),
                             "cpu_wait_s": round(waits.wait_s(j.spec.name), 3),
                             "wall_s": round(wall, 2)}
     return res
@@ -189,6 +206,7 @@ def measure_fabric() -> dict:
                         rows.append({"point": name, "path_name": pname, "path": rates,
                                      "bytes": nbytes, "keys": keys, "window": window,
                                      "measured_s": got["batch_s"], "cpu_wait_s": got["cpu_wait_s"],
+                                     "overhead_s": got["overhead_s"],
                                      "wall_s": got["wall_s"], "batches": got["batches"]})
                         print(f"calibrate: {name}: {got['batch_s'] * 1000:.1f} ms per batch, "
                               f"CPU wait {got['cpu_wait_s']:.2f} s of {got['wall_s']:.1f} s "
@@ -200,10 +218,61 @@ def measure_fabric() -> dict:
                                    ("cal-shared-b", "h2", "h3", nbytes, keys, window)], port)
             finally:
                 runner.close()
+            probes = measure_busy_startup(fabric, out, port + 200)
     finally:
         subprocess.run(["rm", "-rf", str(out)], check=False)
-    return {"rows": rows, "shared": shared, "started": started, "load_before": load_before,
+    return {"rows": rows, "shared": shared, "probes": probes, "started": started,
+            "load_before": load_before,
             "load_after": loadavg(), "wall_s": round(time.monotonic() - t_start, 1)}
+
+
+def measure_busy_startup(fabric, out: Path, port: int) -> dict[str, dict]:
+    """The start-up of PROBES small jobs arriving while two bulk jobs fill the push
+    uplink's FIFO (one class), with a warm pool sized for them (nothing refills it)."""
+    from ps_runtime.runners import MininetRunner
+    from ps_runtime.warm import WarmRunner
+
+    # scheduler + server per job on its server host, one worker on its worker host
+    runner = WarmRunner(MininetRunner(fabric), ["h1", "h2", "h3", "h4"],
+                        per_host={"h1": 2 + 2 * PROBES, "h2": 2, "h3": 2, "h4": PROBES},
+                        preload=("mxnet",), refill=False)
+    try:
+        runner.wait_ready()
+        specs = [("cal-bulk-a", "h1", "h3", *BULK), ("cal-bulk-b", "h2", "h3", *BULK)]
+        specs += [(f"cal-probe-{k}", "h1", "h4", *PROBE) for k in range(PROBES)]
+        batches = {n: BULK_BATCHES for n, *_ in specs[:2]} | {n: PROBE_BATCHES for n, *_ in specs[2:]}
+        delays = {n: PROBE_FIRST_S + k * PROBE_GAP_S for k, (n, *_) in enumerate(specs[2:])}
+        got = run_jobs(fabric, runner, out, specs, port, batches, delays)
+    finally:
+        runner.close()
+    last = max(delays.values())
+    for name, v in got.items():            # a probe must start while the bulk jobs still run
+        if name.startswith("cal-bulk") and v["wall_s"] < last:
+            raise RuntimeError(f"{name} ended before the last probe started")
+    return got
+
+
+def fit_startup(c, rows: list[dict], probes: dict[str, dict], topology, capacity: float,
+                buffer_bytes: float) -> dict[str, float]:
+    """``startup_s``: the median over the alone network points of launch-to-exit less the
+    batches, less one batch more (the model runs ``kv.init``'s push and pull as an extra
+    batch); ``startup_queue_s``: the probes' median start-up beyond that, over the
+    model's ``busy`` for a probe beside the two bulk jobs (one FIFO class)."""
+    from sluice_common.exchange import Sharer, batch_exchange_s, egress_state
+
+    alone = [r["overhead_s"] - batch_exchange_s(r["bytes"], r["keys"], r["path"], r["window"], c)
+             for r in rows if r["path"]]
+    base = max(0.0, statistics.median(alone))
+    cross = path_rates(topology, "h1", "h3")
+    bulk = [Sharer(n, BULK[0], BULK[1], cross, 0.0, BULK[2]) for n in ("a", "b")]
+    probe = Sharer("probe", PROBE[0], PROBE[1], cross, 0.0, PROBE[2])
+    busy = egress_state(bulk + [probe], capacity, buffer_bytes, c)[1]["probe"]
+    probe_alone = batch_exchange_s(PROBE[0], PROBE[1], cross, PROBE[2], c)
+    extra = [v["overhead_s"] - probe_alone - base for n, v in probes.items() if "probe" in n]
+    queue = max(0.0, statistics.median(extra)) / busy if busy > 0 else 0.0
+    return {"startup_s": base, "startup_queue_s": queue, "startup_busy": busy,
+            "startup_alone_samples": [round(x, 3) for x in alone],
+            "startup_probe_extra": [round(x, 3) for x in extra]}
 
 
 def main() -> int:
@@ -240,6 +309,12 @@ def main() -> int:
     buffer_bytes = LEAF_QUEUE_PACKETS * MTU_BYTES
     qf = fit_queue_fill(c, sharers, capacity, buffer_bytes, measured_shared)
     c = replace(c, queue_fill=round(float(qf), 4))
+    start = None
+    if m.get("probes") and all("overhead_s" in r for r in rows):
+        start = fit_startup(c, rows, m["probes"], topology, capacity, buffer_bytes)
+        c = replace(c, startup_s=round(start["startup_s"], 4),
+                    startup_queue_s=round(start["startup_queue_s"], 4),
+                    startup_buffer_bytes=float(buffer_bytes))
 
     figures = []
     print("| point | path | bytes | keys | window | measured ms | model ms | residual ms | "
@@ -255,7 +330,15 @@ def main() -> int:
     print(f"\ncontention: two cross-rack jobs ({nbytes} B, {keys} keys) at once, one FIFO class: "
           f"measured {1000 * measured_shared:.1f} ms per batch (model alone {1000 * alone:.1f} ms), "
           f"CPU wait {[v['cpu_wait_s'] for v in shared.values()]} s -> queue_fill {qf:.3f}")
-    for k in ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps"):
+    if start:
+        print(f"start-up: alone {start['startup_s']:.3f} s beyond one batch (samples "
+              f"{start['startup_alone_samples']}); {len(start['startup_probe_extra'])} probes "
+              f"behind two bulk jobs: {start['startup_probe_extra']} s more, model busy "
+              f"{start['startup_busy']:.2f} -> startup_queue_s {start['startup_queue_s']:.3f}")
+    else:
+        print("start-up: not measured in this input (no probes); startup constants unchanged")
+    for k in ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps", "startup_s",
+              "startup_queue_s"):
         figures.append(harness.figure(f"exchange {k}", getattr(c, k)))
     figures.append(harness.figure("exchange queue_fill", c.queue_fill))
     rel = [abs(r["measured_s"] - r["model_s"]) / r["measured_s"] for r in rows]
@@ -273,6 +356,10 @@ def main() -> int:
                   "median_abs_residual_pct": round(float(100 * statistics.median(rel)), 1),
                   "worst_abs_residual_pct": round(float(100 * max(rel)), 1),
                   "shared_measured_s": round(float(measured_shared), 4)}
+    if start:
+        provenance.update(startup_alone_samples_s=start["startup_alone_samples"],
+                          startup_probe_extra_s=start["startup_probe_extra"],
+                          startup_probe_busy=round(start["startup_busy"], 3))
     if args.from_json:
         provenance["refit_from"] = args.from_json
     c = replace(c, provenance=provenance)
@@ -284,7 +371,8 @@ def main() -> int:
     harness.write_json(args.json, {"figures": figures, "measured": m,
                                    "constants": {k: getattr(c, k) for k in
                                                  ("overhead_s", "per_key_s", "hop_s",
-                                                  "efficiency", "local_Bps", "queue_fill")},
+                                                  "efficiency", "local_Bps", "queue_fill",
+                                                  "startup_s", "startup_queue_s")},
                                    "provenance": provenance})
     return 0
 

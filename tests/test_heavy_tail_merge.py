@@ -1,0 +1,58 @@
+"""Re-summarising heavy-tail experiments: seeds of several runs merged into one summary,
+the model's predictions recomputed from each seed's mix (no fabric)."""
+
+import json
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+from mininet_tests.experiment_heavy_tail import resummarize
+
+RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "priority-rules"
+
+
+def _args():
+    return Namespace(mix="heavy-tail", load=0.7, scale=0.15, bytes_lo=1_000_000, jobs=16,
+                     host_tcp="kernel", baselines="all")
+
+
+def _split(tmp_path) -> tuple[Path, Path, dict]:
+    per_seed = json.loads((RESULTS / "heavy-tail-0.7-baselines-per-seed.json").read_text())
+    summary = json.loads((RESULTS / "heavy-tail-0.7-baselines-summary.json").read_text())
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, seeds in ((a, per_seed[:1]), (b, per_seed[1:])):
+        d.mkdir()
+        (d / "per_seed.json").write_text(json.dumps(seeds))
+        (d / "summary.json").write_text(json.dumps(summary))
+    return a, b, summary
+
+
+def test_merged_seeds_give_the_summary_of_the_run_that_had_them_all(tmp_path):
+    a, b, original = _split(tmp_path)
+    args = _args()
+    args.scale, args.bytes_lo = original["scale"], original["bytes_lo"]
+    merged = resummarize(a, args, [b])
+    assert merged["seeds"] == original["seeds"]
+    for mode, x in original["modes"].items():
+        assert merged["modes"][mode]["mean_jct_s"] == pytest.approx(x["mean_jct_s"])
+        assert merged["modes"][mode]["predicted_mean_jct_s"] == pytest.approx(
+            x["predicted_mean_jct_s"])
+    assert merged["best_baseline"] == original["best_baseline"]
+    assert "predictions" not in merged
+    with pytest.raises(ValueError, match="twice"):
+        resummarize(a, args, [b])             # a now holds both seeds already
+
+
+def test_repredict_recomputes_from_the_mix_and_says_so(tmp_path):
+    a, b, original = _split(tmp_path)
+    args = _args()
+    args.scale, args.bytes_lo = original["scale"], original["bytes_lo"]
+    again = resummarize(a, args, [b], repredict=True)
+    assert "recomputed after the runs" in again["predictions"]
+    for mode, x in again["modes"].items():       # measurements untouched
+        assert x["mean_jct_s"] == pytest.approx(original["modes"][mode]["mean_jct_s"])
+        assert x["predicted_mean_jct_s"] > 0
+    # the rule the model favours is still a gain over priority off
+    assert again["modes"]["remaining"]["predicted_mean_jct_s"] < \
+        again["modes"]["off"]["predicted_mean_jct_s"]
