@@ -60,8 +60,6 @@ def average_usage(samples: Iterable[dict[tuple[str, str], float]]) -> dict[tuple
     PS traffic comes in bursts (push, pull, then compute): one 1-s sample can catch a
     burst or a gap, so the scheduler averages the last few."""
     samples = list(samples)
-    if not samples:
-        return {}
     keys = {k for s in samples for k in s}
     return {k: sum(s.get(k, 0.0) for s in samples) / len(samples) for k in keys}
 
@@ -75,11 +73,10 @@ def available_bandwidth(topology: Topology, used: dict[tuple[str, str], float],
             for key, bw in nominal_links(topology).items()}
 
 
-def available_topology(topology: Topology, used: dict[tuple[str, str], float],
-                       floor: float = DEFAULT_FLOOR) -> Topology:
+def available_topology(topology: Topology, used: dict[tuple[str, str], float]) -> Topology:
     """A copy of ``topology`` whose host and switch links carry the available bandwidth
     (names, racks, IPs and GPUs unchanged), for ``effective_bandwidth``."""
-    avail = available_bandwidth(topology, used, floor)
+    avail = available_bandwidth(topology, used)
     hosts = tuple(replace(h, bw=avail[link_key(h.name, topology.rack_by_name[h.rack].tor)])
                   for h in topology.hosts)
     links = tuple(replace(l, bw=avail[link_key(l.a, l.b)]) for l in topology.links)

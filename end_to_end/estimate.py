@@ -68,15 +68,3 @@ def describe(estimate: RunEstimate, limit: float = WARN_AFTER_S) -> list[str]:
                      f"{_minutes(limit)}); lower epochs/dataset_size or pass --batches N")
     return lines
 
-
-def announce(jobs: Sequence[JobSpec], topology: Topology, policy_name: str,
-             batches: int | None, print_line, estimator: Estimator) -> None:
-    """Print the estimate (and warnings) before a run, with the run's own estimator
-    (its profile and runtime terms), or why there is none (the run still goes ahead)."""
-    try:
-        lines = describe(estimate_run(jobs, topology, estimator, policy_name, batches))
-    except Exception as err:      # an estimate must never stop the run itself
-        lines = [f"no estimate ({type(err).__name__}: {err})"]
-    for line in lines:
-        print_line(line)
-

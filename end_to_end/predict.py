@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from itertools import pairwise
 
 from sluice_common.job_rank import JobLoad, attained_levels, remaining_levels
 from sluice_common.models import BYTES_PER_PARAM
@@ -55,16 +56,9 @@ def link_job(topology, rec: dict, c: ExchangeConstants, cls: int | None = None) 
     """One job's exchange on ``topology`` (emulated rates: bw x emulation_bw_scale)."""
     scale = topology.emulation_bw_scale
     ps, workers = list(rec["ps_hosts"]), list(rec["worker_hosts"])
-    pairs, load = [], Counter()
-    for w in workers:
-        for p in ps:
-            if w == p:
-                pairs.append([])
-                continue
-            nodes = topology.path(w, p)
-            edges = [tuple(sorted(e)) for e in zip(nodes, nodes[1:])]
-            pairs.append(edges)
-            load.update(edges)
+    # each worker-server pair's links (none for a pair on one host: its path is the host)
+    pairs = [[tuple(sorted(e)) for e in pairwise(topology.path(w, p))] for w in workers for p in ps]
+    load = Counter(e for edges in pairs for e in edges)
 
     def rate(e) -> float:
         return topology.graph.edges[e]["bw"] * scale * 1e6 / 8

@@ -42,9 +42,7 @@ def bottleneck_link(result: RunResult) -> str | None:
 def lagging_job(result: RunResult) -> str | None:
     """The finished job with the largest mean iteration time (ties: name)."""
     jobs = [j for j in result.get("jobs") or [] if j.get("mean_iteration_s") is not None]
-    if not jobs:
-        return None
-    return max(jobs, key=lambda j: (j["mean_iteration_s"], j["name"]))["name"]
+    return max(jobs, key=lambda j: (j["mean_iteration_s"], j["name"]), default={"name": None})["name"]
 
 
 def _fmt(value: Any, digits: int = 1) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,7 +186,7 @@ def warm_pool_sizes(topology, planned: list[dict] | None) -> dict[str, int] | in
 
 
 @contextmanager
-def warm_processes(topology, fabric, out: Path, compute: str, planned: list[dict] | None = None):
+def warm_processes(topology, fabric, compute: str, planned: list[dict] | None = None):
     """A pool of pre-started PS processes per host (ps_runtime.warm) for the whole run,
     sized by ``planned`` (:func:`warm_pool_sizes`)."""
     from ps_runtime.runners import MininetRunner
@@ -230,20 +230,26 @@ def one_pass(topology, jobs, fabric, client, out: Path, config: RunConfig, prior
 
 def run(config: RunConfig) -> int:
     """``sluice run``: the jobs on the fabric, a report; 0 when every job finished."""
-    from end_to_end.estimate import announce
+    from end_to_end.estimate import describe, estimate_run
     from end_to_end.report import write_report
 
     jobs, topology = validate(config)
     if config.dry_run:
         return dry_run(jobs, topology, config)
     say_compute(config, "run")
-    announce(jobs, topology, config.policy, config.batches,
-             lambda line: print(f"sluice run: {line}", file=sys.stderr, flush=True),
-             estimator=run_estimator(topology, config.compute, config.profile))
+    # the estimate (and warnings), with the run's own estimator (its profile and runtime
+    # terms), or why there is none: the run still goes ahead
+    estimator = run_estimator(topology, config.compute, config.profile)
+    try:
+        lines = describe(estimate_run(jobs, topology, estimator, config.policy, config.batches))
+    except Exception as err:      # an estimate must never stop the run itself
+        lines = [f"no estimate ({type(err).__name__}: {err})"]
+    for line in lines:
+        print(f"sluice run: {line}", file=sys.stderr, flush=True)
     out = out_dir(config, "run")
     out.mkdir(parents=True, exist_ok=True)
     with environment(topology, config.topology, out, config.rank) as (fabric, client), \
-            warm_processes(topology, fabric, out, config.compute) as runner:
+            warm_processes(topology, fabric, config.compute) as runner:
         result = one_pass(topology, jobs, fabric, client, out, config, config.priority == "on",
                           20000, runner)
     md = write_report(result, out)
@@ -303,11 +309,6 @@ def planned_records(jobs, topology, config: RunConfig) -> list[dict]:
     return out
 
 
-@contextmanager
-def _timed():
-    yield time.monotonic()
-
-
 def demo(config: RunConfig) -> int:
     """``sluice demo``: the demo jobs twice on one fabric, priority off then on."""
     import json
@@ -337,9 +338,9 @@ def demo(config: RunConfig) -> int:
     # Taken first (the Fabric below nests in it) so that the wall time does not count
     # the wait for other users of the machine's one fabric.
     with FabricLock(f"sluice demo {out}"), \
-            _timed() as started, \
+            nullcontext(time.monotonic()) as started, \
             environment(topology, config.topology, out, config.rank) as (fabric, client), \
-            warm_processes(topology, fabric, out, config.compute, planned) as runner:
+            warm_processes(topology, fabric, config.compute, planned) as runner:
         lock_wait = started - asked
         for k, mode in enumerate(("off", "on")):
             runner.wait_ready()           # every pass starts with a full pool

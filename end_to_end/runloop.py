@@ -33,7 +33,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, Callable, Sequence
 
 from job_scheduler.core.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
 from job_scheduler.core.estimator import Estimator, batches_for, effective_bandwidth
@@ -62,10 +62,7 @@ class RunOptions:
     slot_s: float = 1.0
     batches: int | None = None       # per worker; None: epochs * dataset / (batch * n)
     input_size: int = 64
-    num_classes: int = 10
-    threads: int = 1                 # torch threads per worker (2 cores shared by all)
     job_timeout_s: float = 900.0
-    floor: float = closed_loop.DEFAULT_FLOOR
     port_base: int = PORT_LOW
     compute: str = "torch"           # torch | emulated (ps_runtime.compute)
     profile: str | None = None       # device profile of the estimator and emulated workers
@@ -94,8 +91,7 @@ class RealTimeRun:
     def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy: Policy | Callable,
                  estimator: Estimator, fabric, client, out_dir: Path,
                  options: RunOptions = RunOptions(), *, policy_name: str = "?",
-                 log: TextIO | None = None, runner=None, mechanisms: Sequence = (),
-                 costs=None, can_suspend: bool = False):
+                 runner=None, mechanisms: Sequence = (), costs=None, can_suspend: bool = False):
         self.topology = topology
         self.jobs = sorted(jobs, key=lambda j: (j.arrival, j.name))
         # a plain (queued, state, now) function: an experiment's fixed placement
@@ -106,7 +102,6 @@ class RealTimeRun:
         self.client = client
         self.out_dir = Path(out_dir)
         self.options = options
-        self.log = log
         self.runner = runner             # None: cold processes on the fabric's hosts
         self.mechanisms = tuple(mechanisms)
         for m in self.mechanisms:
@@ -144,7 +139,7 @@ class RealTimeRun:
             self.status.print(line)        # above the live status line
         else:
             # (stderr as it is now: a default bound at import would outlive a redirection)
-            print(line, file=self.log or sys.stderr, flush=True)
+            print(line, file=sys.stderr, flush=True)
 
     def show_status(self, pending, waiting, running) -> None:
         """The live line (jobs queued/running/done, elapsed, ETA from C(n))."""
@@ -156,7 +151,7 @@ class RealTimeRun:
     def sample_links(self) -> None:
         try:
             ports = self.client.links()["ports"]
-        except (OSError, Exception) as err:      # a slow controller must not stop the run
+        except Exception as err:      # a slow controller must not stop the run
             self.say(f"link stats unavailable: {err}")
             return
         sample = closed_loop.measured_usage(self.topology, ports)
@@ -239,8 +234,7 @@ class RealTimeRun:
         if self.now() - self.used_at > LINK_SAMPLE_S / 2:
             self.sample_links()
         # the closed loop: C(n) on the measured available bandwidth ("measured" model)
-        view.bandwidth_topology = closed_loop.available_topology(self.topology, self.used,
-                                                                 self.options.floor)
+        view.bandwidth_topology = closed_loop.available_topology(self.topology, self.used)
         view.now = self.now()
         state = self.state.copy()
         for name in self.suspensions.asked:
@@ -330,8 +324,9 @@ class RealTimeRun:
         if guest:
             slowdown = next(m.pack_slowdown for m in self.mechanisms if isinstance(m, Packing))
             overrides.update(gpu_memory_fraction=PACK_MEMORY_SHARE, compute_slowdown=slowdown)
-        worker_options = WorkerOptions(**{"input_size": o.input_size, "num_classes": o.num_classes,
-                                          "threads": o.threads, "seed": q.id,
+        # 10 classes; one torch thread per worker (2 cores shared by all)
+        worker_options = WorkerOptions(**{"input_size": o.input_size, "num_classes": 10,
+                                          "threads": 1, "seed": q.id,
                                           "compute": o.compute, "profile": o.profile,
                                           "bw_scale": self.topology.emulation_bw_scale,
                                           **overrides})
@@ -372,7 +367,7 @@ class RealTimeRun:
         name, j = r.qjob.spec.name, r.qjob.id
         batch = r.psjob.suspended_batch()
         if batch is None:
-            self.suspensions.finished(r, self.records[name])
+            self.suspensions.finished(r)
             self._finish(r)
             self.suspensions.history(name, self.records[name])
             self.view.finished(j, self.policy)

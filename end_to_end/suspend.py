@@ -95,7 +95,7 @@ class Suspensions:
         say(f"resumed {name}: first batch {entry['resume_s']:.2f} s after launch; "
             f"interruption {entry['interruption_s']:.2f} s")
 
-    def finished(self, r, record: dict) -> None:
+    def finished(self, r) -> None:
         """Before the record of a finished job is written: its whole run's iterations."""
         self.asked.pop(r.qjob.spec.name, None)      # it finished before it could stop
         past = self.past.get(r.qjob.spec.name)

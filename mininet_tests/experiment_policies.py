@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, results = [], []
     started = time.monotonic()
     with environment(topology, args.topology, out) as (fabric, client), \
-            warm_processes(topology, fabric, out, args.compute) as runner:
+            warm_processes(topology, fabric, args.compute) as runner:
         for k, name in enumerate(policies):
             runner.wait_ready()
             print(f"experiment: policy {name} ({k + 1}/{len(policies)})", file=sys.stderr, flush=True)

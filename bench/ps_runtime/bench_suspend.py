@@ -121,7 +121,7 @@ def on_fabric(repeats: int, out: Path) -> int:
     load0 = os.getloadavg()[0]
     out.mkdir(parents=True, exist_ok=True)
     with environment(topo, DEMO_TOPOLOGY, out) as (fabric, client), \
-            warm_processes(topo, fabric, out, "emulated") as runner:
+            warm_processes(topo, fabric, "emulated") as runner:
         for rep in range(repeats):
             for n, (ps, workers) in layouts.items():
                 runner.wait_ready()
