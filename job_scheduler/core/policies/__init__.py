@@ -14,7 +14,7 @@ descriptions: ``sluice simulate --help`` prints it and docs/design.md shows it.
 """
 
 from job_scheduler.core.policies.base import (PLACEMENTS, FixedCountPolicy, FunctionPolicy, Policy,
-                                              PolicyOptions, make_placement, requested_gpus)
+                                              PolicyOptions, requested_gpus)
 from job_scheduler.core.policies.las import DEFAULT_LAS_THRESHOLDS, LasPolicy
 from job_scheduler.core.policies.lyapunov import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, HISTORY,
                                                   LyapunovPolicy)
@@ -27,5 +27,5 @@ __all__ = ["DEFAULT_EPS", "DEFAULT_K", "DEFAULT_LAS_THRESHOLDS", "DEFAULT_V", "H
            "NON_PREEMPTIVE", "PLACEMENTS", "POLICY_NAMES", "REGISTRY", "FixedCountPolicy",
            "FunctionPolicy",
            "LasPolicy", "LyapunovPolicy", "Policy", "PolicyEntry", "PolicyOptions",
-           "SluicePolicy", "make_placement", "make_policy", "parse_policy_names",
+           "SluicePolicy", "make_policy", "parse_policy_names",
            "policy_table", "requested_gpus"]
