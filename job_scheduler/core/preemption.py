@@ -40,11 +40,10 @@ class CostRow:
 
 
 class PreemptionCosts:
-    def __init__(self, rows: list[CostRow], source: str = ""):
+    def __init__(self, rows: list[CostRow]):
         if not rows:
             raise ValueError("no preemption cost rows")
         self.rows = rows
-        self.source = source
         self._memo: dict[tuple[str, int], float] = {}
 
     @classmethod
@@ -58,7 +57,7 @@ class PreemptionCosts:
             raise InputError(str(path), f"cannot read: {err.strerror or err}")
         except (yaml.YAMLError, KeyError, TypeError, ValueError) as err:
             raise InputError(str(path), f"not a preemption cost table: {err}", field="costs")
-        return cls(rows, str(doc.get("source", "")))
+        return cls(rows)
 
     def suspend_resume(self, model: str, gpus: int) -> tuple[float, float]:
         # The emulated rows stand for a GPU job (Cost_bat of the profile, the model's
