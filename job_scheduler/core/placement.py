@@ -336,17 +336,16 @@ class GroupGA:
     so the result is never worse than best fit on :func:`_score_idx`. Seeded:
     the same seed gives the same placements."""
 
-    def __init__(self, lam: float = DEFAULT_LAMBDA, population: int = 12, generations: int = 20,
-                 mutation: float = 0.2, seed: int = 0):
+    population = 12            # individuals per generation
+    generations = 20
+    mutation = 0.2             # chance that a child re-places one job
+    MAX_HOSTS = 64
+
+    def __init__(self, lam: float = DEFAULT_LAMBDA, seed: int = 0):
         self.lam = lam
-        self.population = max(2, population)
-        self.generations = generations
-        self.mutation = mutation
         self.seed = seed
         self.runs = 0          # searches run, and how many beat the best-fit seed
         self.improved = 0
-
-    MAX_HOSTS = 64
 
     def _candidate_hosts(self, state: ClusterState, seeded: Sequence[Placement]) -> list[int]:
         """The hosts the search may use: those of the best-fit solution plus, up to
@@ -381,7 +380,7 @@ class GroupGA:
                 work.allocate(p)
             seeded.append(p)
         live = [i for i, p in enumerate(seeded) if p is not None]
-        if len(live) < 2 or self.generations <= 0:
+        if len(live) < 2:
             return seeded
         if all(len(set(seeded[i].worker_hosts)) == 1 for i in live):
             return seeded      # every job on one host: Cost 0 each, nothing to gain
