@@ -193,14 +193,12 @@ def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterabl
             else:
                 path = topology.path(w, p)
                 edges = [frozenset(e) for e in zip(path, path[1:])]
+                capacity.update((e, g.edges[tuple(e)]["bw"]) for e in edges)
             paths.append(edges)
             load.update(edges)
     if not paths:
         return math.inf
-
-    def cap(e):
-        return capacity[e] if e in capacity else g.edges[tuple(e)]["bw"]
-    slowest = min(min(cap(e) / load[e] for e in edges) for edges in paths)
+    slowest = min(capacity[e] / load[e] for edges in paths for e in edges)
     return len(ps_hosts) * slowest
 
 

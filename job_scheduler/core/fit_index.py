@@ -44,13 +44,11 @@ class FitIndex:
 
     def best(self):
         """(key, j) of the highest-priority entry, or None."""
-        heads = [lst[0] for lst in self._lists.values()]
-        return min(heads) if heads else None
+        return min((lst[0] for lst in self._lists.values()), default=None)
 
     def worst(self):
         """(key, j) of the lowest-priority entry, or None."""
-        tails = [lst[-1] for lst in self._lists.values()]
-        return max(tails) if tails else None
+        return max((lst[-1] for lst in self._lists.values()), default=None)
 
     def walk(self) -> "Walk":
         """A best-first walk over the entries (see :class:`Walk`); the index must not
@@ -80,11 +78,8 @@ class Walk:
 
     def peek(self, budget: int):
         """``(key, j, size)`` or None."""
-        best = None
-        for s, lst in self._lists.items():
-            i = self._pos[s]
-            if s <= budget and i < len(lst) and (best is None or lst[i] < best[0]):
-                best = (lst[i], s)
+        best = min(((lst[self._pos[s]], s) for s, lst in self._lists.items()
+                    if s <= budget and self._pos[s] < len(lst)), default=None)
         if best is None:
             return None
         (key, j), s = best

@@ -63,12 +63,11 @@ class Run:
     """A job while it holds GPUs: what a policy or mechanism reads of it (``n``,
     ``placement``, ``bw``, ``rate`` = work per second, ``t_last`` = when its progress was
     last brought up to date, after a restore: when it trains again), in every loop."""
-    __slots__ = ("j", "n", "placement", "flows", "base_bw", "bw", "work_left", "rate",
-                 "t_last", "num_ps")
+    __slots__ = ("j", "n", "placement", "flows", "base_bw", "bw", "work_left", "rate", "t_last")
 
-    def __init__(self, j, n, placement, flows, base_bw, num_ps, work_left):
+    def __init__(self, j, n, placement, flows, base_bw, work_left):
         self.j, self.n, self.placement, self.flows = j, n, placement, flows
-        self.base_bw, self.num_ps, self.work_left = base_bw, num_ps, work_left
+        self.base_bw, self.work_left = base_bw, work_left
         self.bw = base_bw
         self.rate = 0.0
         self.t_last = 0.0

@@ -74,8 +74,7 @@ class LiveView(Pricing):
             self.state.allocate(placement)
         del self.waiting[j]
         bw = self.live_bandwidth(placement)
-        run = self.running[j] = Run(j, placement.gpus, placement, {}, bw,
-                                    len(placement.ps_hosts), 1.0)
+        run = self.running[j] = Run(j, placement.gpus, placement, {}, bw, 1.0)
         run.rate = 1.0 / self.models[j].C(placement.gpus, bw)
         run.t_last = math.inf               # trains from its first batch (the driver says)
         self.ran_gpus[j] = placement.gpus

@@ -98,11 +98,10 @@ def slice_victims(segments: Sequence[tuple[int, int, float]], free: int, demand:
     return out
 
 
-def fits_packed(gmem_a: float, gmem_b: float, gpu_gib: float = GPU_MEMORY_GIB,
-                share: float = PACK_MEMORY_SHARE) -> bool:
-    """May two jobs share one GPU, each capped at ``share`` of its memory?
-    ``max(gmem_a, gmem_b) <= share * gpu_gib``."""
-    return max(gmem_a, gmem_b) <= share * gpu_gib
+def fits_packed(gmem_a: float, gmem_b: float, gpu_gib: float = GPU_MEMORY_GIB) -> bool:
+    """May two jobs share one GPU, each capped at ``PACK_MEMORY_SHARE`` of its memory?
+    ``max(gmem_a, gmem_b) <= PACK_MEMORY_SHARE * gpu_gib``."""
+    return max(gmem_a, gmem_b) <= PACK_MEMORY_SHARE * gpu_gib
 
 
 def leave_pair(partner: dict, guests: set, j):

@@ -48,11 +48,10 @@ class ClusterState:
         domain_index = {d: i for i, d in enumerate(domains)}
         self.rack_of = [rack_index[h.rack] for h in hosts]
         self.domain_of = [domain_index[topology.rack_by_name[h.rack].domain] for h in hosts]
-        self.rack_domain = [domain_index[r.domain] for r in topology.racks]
         self.rack_hosts = [[i for i in range(len(hosts)) if self.rack_of[i] == r]
                            for r in range(len(racks))]
-        self.domain_racks = [[r for r in range(len(racks)) if self.rack_domain[r] == d]
-                             for d in range(len(domains))]
+        self.domain_racks = [[r for r, rack in enumerate(topology.racks) if rack.domain == d]
+                             for d in domains]
         # Liquid's Cost(a, b) ingredients: node counts of a rack, a domain, the cluster.
         self.rack_size = [len(h) for h in self.rack_hosts]
         self.domain_size = [sum(self.rack_size[r] for r in rs) for rs in self.domain_racks]
@@ -177,6 +176,20 @@ def _make(state: ClusterState, job: str, counts: dict[int, int], num_ps: int,
     return Placement(job, tuple(ps), tuple(workers))
 
 
+def _first_fit(free: list[int], n: int, order: Sequence[int]) -> dict[int, int]:
+    """Take free GPUs host by host in ``order`` until n (``free`` is updated)."""
+    counts: dict[int, int] = {}
+    for h in order:
+        take = min(n, free[h])
+        if take:
+            counts[h] = take
+            free[h] -= take
+            n -= take
+            if not n:
+                break
+    return counts
+
+
 class BestFitPlacement:
     """Liquid best fit, instance by instance, inside the tightest locality that holds the
     whole job (a host, else a rack, else a domain, else the cluster) — that choice is
@@ -212,31 +225,29 @@ class BestFitPlacement:
 
     def _fill(self, state: ClusterState, scope: list[int], n: int) -> dict[int, int]:
         lam = self.lam
-        counts: dict[int, int] = {}
-        placed_rack: dict[int, int] = {}
-        placed_domain: dict[int, int] = {}
+        counts: Counter = Counter()
+        placed_rack: Counter = Counter()
+        placed_domain: Counter = Counter()
         placed = 0
         candidates = [h for h in scope if state.free[h] > 0]
         while placed < n:
             best, best_key = None, None
             for h in candidates:
-                if state.free[h] - counts.get(h, 0) <= 0:
+                on_host = counts[h]
+                if state.free[h] - on_host <= 0:
                     continue
                 r, d = state.rack_of[h], state.domain_of[h]
-                on_host = counts.get(h, 0)
-                in_rack = placed_rack.get(r, 0)
-                in_dom = placed_domain.get(d, 0)
+                in_rack, in_dom = placed_rack[r], placed_domain[d]
                 c = (state.rack_size[r] * (in_rack - on_host)
                      + state.domain_size[d] * (in_dom - in_rack)
                      + state.cluster_size * (placed - in_dom))
                 key = (liquid_score(lam, c, state.fitness(h, 1, on_host)), h)
                 if best_key is None or key < best_key:
                     best, best_key = h, key
-            take = min(n - placed, state.free[best] - counts.get(best, 0))
-            counts[best] = counts.get(best, 0) + take
-            r, d = state.rack_of[best], state.domain_of[best]
-            placed_rack[r] = placed_rack.get(r, 0) + take
-            placed_domain[d] = placed_domain.get(d, 0) + take
+            take = min(n - placed, state.free[best] - counts[best])
+            counts[best] += take
+            placed_rack[state.rack_of[best]] += take
+            placed_domain[state.domain_of[best]] += take
             placed += take
         return counts
 
@@ -246,24 +257,12 @@ class FirstFitPlacement:
 
     name = "first-fit"
 
-    def __init__(self, order: Sequence[int] | None = None):
-        self.order = order
-
     def place(self, state: ClusterState, job: str, n: int, num_ps: int = 1) -> Placement | None:
         if n <= 0 or n > state.total_free:
             return None
-        counts: dict[int, int] = {}
-        left = n
-        for h in (self.order if self.order is not None else range(state.cluster_size)):
-            take = min(left, state.free[h])
-            if take > 0:
-                counts[h] = take
-                left -= take
-                if not left:
-                    break
-        if left:
-            return None
-        return _make(state, job, counts, num_ps)
+        # n <= total_free: a pass over every host always finds the n
+        return _make(state, job, _first_fit(list(state.free), n, range(state.cluster_size)),
+                     num_ps)
 
 
 class TetrisPlacement:
@@ -337,17 +336,16 @@ class GroupGA:
     so the result is never worse than best fit on :func:`_score_idx`. Seeded:
     the same seed gives the same placements."""
 
-    def __init__(self, lam: float = DEFAULT_LAMBDA, population: int = 12, generations: int = 20,
-                 mutation: float = 0.2, seed: int = 0):
+    population = 12            # individuals per generation
+    generations = 20
+    mutation = 0.2             # chance that a child re-places one job
+    MAX_HOSTS = 64
+
+    def __init__(self, lam: float = DEFAULT_LAMBDA, seed: int = 0):
         self.lam = lam
-        self.population = max(2, population)
-        self.generations = generations
-        self.mutation = mutation
         self.seed = seed
         self.runs = 0          # searches run, and how many beat the best-fit seed
         self.improved = 0
-
-    MAX_HOSTS = 64
 
     def _candidate_hosts(self, state: ClusterState, seeded: Sequence[Placement]) -> list[int]:
         """The hosts the search may use: those of the best-fit solution plus, up to
@@ -382,7 +380,7 @@ class GroupGA:
                 work.allocate(p)
             seeded.append(p)
         live = [i for i, p in enumerate(seeded) if p is not None]
-        if len(live) < 2 or self.generations <= 0:
+        if len(live) < 2:
             return seeded
         if all(len(set(seeded[i].worker_hosts)) == 1 for i in live):
             return seeded      # every job on one host: Cost 0 each, nothing to gain
@@ -400,18 +398,6 @@ class GroupGA:
                  [h for h in sorted(g) for _ in range(g[h])]) for r, g in zip(reqs, genes)],
                 self.lam)
 
-        def first_fit(free: list[int], n: int, order: list[int]) -> dict[int, int]:
-            counts: dict[int, int] = {}
-            for h in order:
-                take = min(n, free[h])
-                if take:
-                    counts[h] = take
-                    free[h] -= take
-                    n -= take
-                    if not n:
-                        break
-            return counts
-
         def repair(genes: list[dict[int, int]]) -> list[dict[int, int]]:
             free = list(state.free)
             out: list[dict[int, int] | None] = []
@@ -424,9 +410,8 @@ class GroupGA:
                 else:
                     out.append(None)
                     broken.append(j)
-            order = hosts
             for j in broken:
-                out[j] = first_fit(free, reqs[j].n, order)
+                out[j] = _first_fit(free, reqs[j].n, hosts)
             return out  # type: ignore[return-value]
 
         def random_individual() -> list[dict[int, int]]:
@@ -437,7 +422,7 @@ class GroupGA:
             rng.shuffle(jobs)
             genes: list[dict[int, int]] = [{} for _ in reqs]
             for j in jobs:
-                genes[j] = first_fit(free, reqs[j].n, order)
+                genes[j] = _first_fit(free, reqs[j].n, order)
             return genes
 
         pop = [[dict(Counter(state.index[h] for h in seeded[i].worker_hosts))  # type: ignore[union-attr]
@@ -463,7 +448,7 @@ class GroupGA:
                     order = list(hosts)
                     rng.shuffle(order)
                     if all(f >= 0 for f in free):
-                        child[j] = first_fit(free, reqs[j].n, order)
+                        child[j] = _first_fit(free, reqs[j].n, order)
                 child = repair(child)
                 tag += 1
                 children.append((score(child), tag, child))
@@ -471,7 +456,6 @@ class GroupGA:
         best = decode(scored[0][2])
         self.runs += 1
         self.improved += scored[0][0] < seed_score - 1e-12
-        result: list[Placement | None] = [None] * len(requests)
         for i, p in zip(live, best):
-            result[i] = p
-        return result
+            seeded[i] = p
+        return seeded

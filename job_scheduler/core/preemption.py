@@ -40,11 +40,10 @@ class CostRow:
 
 
 class PreemptionCosts:
-    def __init__(self, rows: list[CostRow], source: str = ""):
+    def __init__(self, rows: list[CostRow]):
         if not rows:
             raise ValueError("no preemption cost rows")
         self.rows = rows
-        self.source = source
         self._memo: dict[tuple[str, int], float] = {}
 
     @classmethod
@@ -58,15 +57,12 @@ class PreemptionCosts:
             raise InputError(str(path), f"cannot read: {err.strerror or err}")
         except (yaml.YAMLError, KeyError, TypeError, ValueError) as err:
             raise InputError(str(path), f"not a preemption cost table: {err}", field="costs")
-        return cls(rows, str(doc.get("source", "")))
-
-    def _emulated(self) -> list[CostRow]:
-        # The emulated rows stand for a GPU job (Cost_bat of the profile, the model's
-        # bytes); the torch rows measure this machine's CPU. Fall back to all rows.
-        return [r for r in self.rows if r.compute == "emulated"] or self.rows
+        return cls(rows)
 
     def suspend_resume(self, model: str, gpus: int) -> tuple[float, float]:
-        rows = self._emulated()
+        # The emulated rows stand for a GPU job (Cost_bat of the profile, the model's
+        # bytes); the torch rows measure this machine's CPU. Fall back to all rows.
+        rows = [r for r in self.rows if r.compute == "emulated"] or self.rows
         counts = sorted({r.workers for r in rows})
         w = min(counts, key=lambda c: (abs(c - gpus), c))
         at = [r for r in rows if r.workers == w]
@@ -104,11 +100,11 @@ class ZeroCosts:
         return 0.0
 
 
-def load_costs(mode: str | None, path: str | Path | None = None):
+def load_costs(mode: str | None):
     """``measured`` -> the table; ``zero`` -> :class:`ZeroCosts`; None -> None (each
     suspension costs what its asker says)."""
     if mode is None:
         return None
     if mode not in COST_MODES:
         raise ValueError(f"costs: must be one of {', '.join(COST_MODES)}, got {mode!r}")
-    return PreemptionCosts.load(path or COSTS_PATH) if mode == "measured" else ZeroCosts()
+    return PreemptionCosts.load() if mode == "measured" else ZeroCosts()

@@ -67,11 +67,10 @@ def throughput(n: int, step_s: float, exchange_s: float) -> float:
     return n * step_s / (step_s + n * exchange_s)
 
 
-def diminishing_point(step_s: float, exchange_s: float, max_n: int = MAX_N,
-                      marginal: float = MARGINAL) -> int:
-    """The largest n such that each GPU from 2 to n added >= ``marginal``."""
+def diminishing_point(step_s: float, exchange_s: float) -> int:
+    """The largest n <= ``MAX_N`` such that each GPU from 2 to n added >= ``MARGINAL``."""
     n = 1
-    while n < max_n and throughput(n + 1, step_s, exchange_s) - throughput(n, step_s, exchange_s) >= marginal:
+    while n < MAX_N and throughput(n + 1, step_s, exchange_s) - throughput(n, step_s, exchange_s) >= MARGINAL:
         n += 1
     return n
 
@@ -115,10 +114,6 @@ class ResourceEstimator:
         p = self.forest.predict(X)
         return np.column_stack([p[:, 0], np.exp(p[:, 1]), np.exp(p[:, 2])])
 
-    def fit(self, runs: list[dict]) -> "ResourceEstimator":
-        X, y, _ = dataset(runs)
-        return self.fit_arrays(X, y)
-
     def predict(self, params: int, batch_size: int,
                 input_size: int = DEFAULT_INPUT_SIZE) -> Requirement:
         g, m, b = self.predict_arrays(np.array([features(params, batch_size, input_size)]))[0]
@@ -153,4 +148,5 @@ def evaluate(runs: list[dict], holdout: float = 0.25, seed: int = 0) -> dict:
 @lru_cache(maxsize=1)
 def default_estimator() -> ResourceEstimator:
     """The forest trained on all the shipped measured runs (cached; < 1 s)."""
-    return ResourceEstimator().fit(load_runs())
+    X, y, _ = dataset(load_runs())
+    return ResourceEstimator().fit_arrays(X, y)

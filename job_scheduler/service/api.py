@@ -31,9 +31,9 @@ from starlette.exceptions import HTTPException
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 
-from job_scheduler.service.scheduler import Conflict, KeyMismatch, NotFound, SchedulerService
+from job_scheduler.service.scheduler import Conflict, NotFound, SchedulerService
 from job_scheduler.service.metrics import metrics_text
-from job_scheduler.service.store import MAX_ID, STATES
+from job_scheduler.service.store import MAX_ID, STATES, KeyReused
 from sluice_common.errors import InputError
 from sluice_common.job_schema import JobFile
 from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_token,
@@ -71,16 +71,16 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
                   "files, list and cancel jobs, read its metrics.")
     app.add_middleware(BodyLimit, max_body=server.max_body,
                        error_body=lambda status, reason: {"error": reason})
-    def refusal(description: str) -> dict:
+    def documented(description: str, schema: str = "Error") -> dict:
         return {"description": description, "content": {"application/json": {"schema": {
-            "$ref": "#/components/schemas/Error"}}}}
-    errors = {400: refusal("bad request: every problem listed"),
-              401: refusal("missing or wrong admin token"),
-              404: refusal("no such job"), 409: refusal("the job is no longer queued or "
-                                                        "running"),
-              413: refusal("body over the size limit"),
-              503: refusal("not stored (disk full, database locked); retry with the same "
-                           "Idempotency-Key")}
+            "$ref": f"#/components/schemas/{schema}"}}}}
+    errors = {400: documented("bad request: every problem listed"),
+              401: documented("missing or wrong admin token"),
+              404: documented("no such job"),
+              409: documented("the job is no longer queued or running"),
+              413: documented("body over the size limit"),
+              503: documented("not stored (disk full, database locked); retry with the "
+                              "same Idempotency-Key")}
 
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, err: ApiError):
@@ -140,22 +140,18 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
                                  media_type=CONTENT_TYPE_LATEST)
 
     submit_responses = {
-        200: {"description": "the Idempotency-Key was seen before with this same body: "
-              "the jobs of that first submission, nothing queued again",
-              "content": {"application/json": {"schema": {
-                  "$ref": "#/components/schemas/Submitted"}}}},
-        201: {"description": "every job queued, durably",
-              "content": {"application/json": {"schema": {
-                  "$ref": "#/components/schemas/Submitted"}}},
+        200: documented("the Idempotency-Key was seen before with this same body: the "
+                        "jobs of that first submission, nothing queued again", "Submitted"),
+        201: {**documented("every job queued, durably", "Submitted"),
               # what a client (and schemathesis' stateful phase) does next with a job
               "links": {"GetJob": {"operationId": "job_jobs__job_id__get",
                                    "parameters": {"job_id": "$response.body#/jobs/0"}},
                         "CancelJob": {"operationId": "cancel_jobs__job_id__cancel_post",
                                       "parameters": {"job_id": "$response.body#/jobs/0"}}}},
         **{k: v for k, v in errors.items() if k != 404},
-        411: refusal("a chunked body (no Content-Length)"),
-        415: refusal("the body's Content-Type is not a job file's (application/yaml)"),
-        422: refusal("the Idempotency-Key was used before with a different body")}
+        411: documented("a chunked body (no Content-Length)"),
+        415: documented("the body's Content-Type is not a job file's (application/yaml)"),
+        422: documented("the Idempotency-Key was used before with a different body")}
 
     @app.post("/submissions", status_code=201, dependencies=[Depends(admin)],
               responses=submit_responses, response_model=None,
@@ -201,7 +197,7 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
             raise ApiError(400, _bounded(str(err)), source=err.source, element=err.element,
                            field=err.field, reason=_bounded(err.reason),
                            **_bounded_errors([e.to_dict() for e in err.errors]))
-        except KeyMismatch as err:
+        except KeyReused as err:
             raise ApiError(422, str(err), field="Idempotency-Key")
         except Exception as err:
             raise _unexpected(err)

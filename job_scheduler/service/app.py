@@ -143,14 +143,12 @@ def _lock_store(db_path: Path):
 
 
 def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
-                  estimator: Estimator, slurm_options=None,
-                  slurm_env: dict[str, str] | None = None
+                  estimator: Estimator, slurm_options=None
                   ) -> tuple[SchedulerService, SchedulerHTTPServer]:
     """The service and its (bound) HTTP server; ``config``'s topology, policy, V, eps,
     profile and slot are the caller's (``topology``, ``policy``, ``estimator``)."""
     db_path, executor, listen = Path(config.db), config.executor, config.listen
-    slurm = _slurm_executor(topology, db_path, slurm_options, slurm_env,
-                            check=executor == "slurm")
+    slurm = _slurm_executor(topology, db_path, slurm_options, check=executor == "slurm")
     controller = None
     if config.controller:
         from job_scheduler.service.controller_link import ControllerNotifier
@@ -198,14 +196,14 @@ def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
     return service, server
 
 
-def _slurm_executor(topology: Topology, db_path: Path, options, env, check: bool):
+def _slurm_executor(topology: Topology, db_path: Path, options, check: bool):
     """The Slurm executor; with ``check`` (``--executor slurm``) Slurm must answer and
     know every host of the topology at its address, else exit 2 naming the command that
     failed or the hosts."""
     from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions, store_tag
     from slurm_client import SlurmClient, SlurmError
 
-    executor = SlurmExecutor(SlurmClient(env), topology,
+    executor = SlurmExecutor(SlurmClient(), topology,
                              db_path.with_name(db_path.name + ".slurm-runs"),
                              options or SlurmJobOptions(), tag=store_tag(db_path))
     if check:

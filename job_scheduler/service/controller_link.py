@@ -29,21 +29,13 @@ def controller_job_id(job: JobRecord) -> str:
     return _BAD_ID_CHARS.sub("-", job.name)[:64]
 
 
-def registration_body(topology: Topology, job: JobRecord) -> dict:
-    placement = job.placement or {}
-    hosts = HostPlan.on_hosts(topology, list(placement["ps_hosts"]),
-                               list(placement["worker_hosts"]))
-    return registration(controller_job_id(job), hosts,
-                        PortPlan.for_job(job.name, hosts))
-
-
 class ControllerNotifier:
-    def __init__(self, url: str, topology: Topology, token: str | None = None):
+    def __init__(self, url: str, topology: Topology):
         try:
             from controller.client import ControllerClient
         except ImportError as err:
             raise option_error("controller", f"the controller client is not available: {err}")
-        token = token or next(filter(None, map(os.environ.get, CONTROLLER_TOKEN_ENVS)), None)
+        token = next(filter(None, map(os.environ.get, CONTROLLER_TOKEN_ENVS)), None)
         if not token:
             raise option_error("controller", "the controller's admin token is needed (env "
                              f"{' or '.join(CONTROLLER_TOKEN_ENVS)})")
@@ -55,7 +47,11 @@ class ControllerNotifier:
     def job_started(self, job: JobRecord) -> dict[str, str]:
         """Register the job; returns environment for the job's processes (the
         controller URL and the per-job progress token), never stored."""
-        answer = self.client.register_job(registration_body(self.topology, job))
+        placement = job.placement or {}
+        hosts = HostPlan.on_hosts(self.topology, list(placement["ps_hosts"]),
+                                  list(placement["worker_hosts"]))
+        answer = self.client.register_job(registration(controller_job_id(job), hosts,
+                                                       PortPlan.for_job(job.name, hosts)))
         env = {"SLUICE_CONTROLLER_URL": self.client.url}
         if isinstance(answer, dict) and answer.get("token"):
             env["SLUICE_CONTROLLER_JOB_TOKEN"] = answer["token"]

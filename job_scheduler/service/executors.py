@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
@@ -139,12 +140,11 @@ class LocalExecutor:
     kind = "local"
     EXIT_FILE = "exit_status"
     PID_FILE = "pid"
+    STOP_GRACE_S = 3.0         # SIGTERM, then SIGKILL after this long
 
-    def __init__(self, run_root: str | Path, command_fn: CommandFn | None = None,
-                 stop_grace: float = 3.0):
+    def __init__(self, run_root: str | Path, command_fn: CommandFn | None = None):
         self.run_root = Path(run_root)
         self.command_fn = command_fn or train_command
-        self.stop_grace = stop_grace
         self._children: dict[int, subprocess.Popen] = {}   # ours: reap them (no zombies)
         self._pending: dict[int, StartDecision] = {}
 
@@ -228,7 +228,7 @@ class LocalExecutor:
         if not self._alive(pid, start):
             return
         self._kill_group(pid, start, signal.SIGTERM)
-        deadline = time.monotonic() + self.stop_grace
+        deadline = time.monotonic() + self.STOP_GRACE_S
         while time.monotonic() < deadline and self._alive(pid, start):
             child = self._children.get(job.id)
             if child is not None:
@@ -243,16 +243,12 @@ class LocalExecutor:
         # Only signal a group whose leader is still the process we started.
         if pid is None or (start is not None and process_start_time(pid) not in (None, start)):
             return
-        try:
+        with suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _exit_reason(code: int) -> str:
     if code > 128:
-        try:
+        with suppress(ValueError):      # not a signal's number
             return f"job process killed by {signal.Signals(code - 128).name} (exit {code})"
-        except ValueError:
-            pass
     return f"job process exited with status {code}"

@@ -50,9 +50,8 @@ class _ServiceCollector:
                             ("sluice_scheduler_free_gpus", health["free_gpus"]),
                             ("sluice_scheduler_total_gpus", health["total_gpus"])):
             yield GaugeMetricFamily(name, SERIES[name], value=value)
-        lyapunov = getattr(getattr(svc.policy, "policy", None), "Q", None)
-        if lyapunov is not None:
-            policy = svc.policy.policy
+        policy = getattr(svc.policy, "policy", None)
+        if getattr(policy, "Q", None) is not None:        # the lyapunov policy
             yield GaugeMetricFamily("sluice_scheduler_lyapunov_q",
                                     SERIES["sluice_scheduler_lyapunov_q"], value=policy.Q)
             yield GaugeMetricFamily("sluice_scheduler_lyapunov_z",

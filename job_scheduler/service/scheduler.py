@@ -30,8 +30,7 @@ from job_scheduler.service.submission_check import LARGE_BODY, check_in_child
 from job_scheduler.core.placement import ClusterState, Placement
 from job_scheduler.core.decisions import QueuedJob, StartDecision
 from job_scheduler.service.policy_step import PolicyStep
-from job_scheduler.service.store import (DuplicateSubmission, JobRecord, JobStore, JobUpdate,
-                                         KeyReused)
+from job_scheduler.service.store import DuplicateSubmission, JobRecord, JobStore, JobUpdate
 from sluice_common.errors import InputError, option_error
 from topologies import Topology
 
@@ -78,10 +77,6 @@ class NotFound(Exception):
 
 class Conflict(Exception):
     pass
-
-
-class KeyMismatch(Exception):
-    """An Idempotency-Key reused with a different body (422)."""
 
 
 class SchedulerService:
@@ -153,8 +148,6 @@ class SchedulerService:
         except DuplicateSubmission as dup:
             return SubmitResult(dup.submission_id, dup.job_ids, duplicate=True,
                                 schedule=self._schedule_of(dup.job_ids))
-        except KeyReused as err:
-            raise KeyMismatch(str(err)) from None
         log.info("submission %d from %s: queued jobs %s", sub_id, source, job_ids)
         return SubmitResult(sub_id, job_ids, schedule=[
             {"id": j, "name": s.name, "arrival": s.arrival, "not_before": now + s.arrival}
@@ -332,20 +325,19 @@ class SchedulerService:
     def _ended(self, job: JobRecord, outcome: Outcome) -> None:
         """After the store recorded ``_end_update``: log it; a re-queued job goes back
         to its place in the queue (FIFO by first submission)."""
-        if outcome.never_started or self._retries(job, outcome):
-            if outcome.never_started:
-                log.warning("job %d (%s) %s; re-queued", job.id, job.name, outcome.reason)
-                attempts = max(0, job.attempts - 1)
-            else:
-                log.warning("job %d (%s) failed (%s); retry %d/%d", job.id, job.name,
-                            outcome.reason, job.attempts, self.max_retries)
-                attempts = job.attempts
-            self._enqueue(dataclasses.replace(job, **_REQUEUED, attempts=attempts),
-                          in_id_order=True)
+        if outcome.never_started:
+            log.warning("job %d (%s) %s; re-queued", job.id, job.name, outcome.reason)
+            attempts = max(0, job.attempts - 1)
+        elif self._retries(job, outcome):
+            log.warning("job %d (%s) failed (%s); retry %d/%d", job.id, job.name,
+                        outcome.reason, job.attempts, self.max_retries)
+            attempts = job.attempts
+        else:
+            level = logging.WARNING if outcome.state == "failed" else logging.INFO
+            log.log(level, "job %d (%s) %s%s", job.id, job.name, outcome.state,
+                    f": {outcome.reason}" if outcome.reason else "")
             return
-        level = logging.WARNING if outcome.state == "failed" else logging.INFO
-        log.log(level, "job %d (%s) %s%s", job.id, job.name, outcome.state,
-                f": {outcome.reason}" if outcome.reason else "")
+        self._enqueue(dataclasses.replace(job, **_REQUEUED, attempts=attempts), in_id_order=True)
 
     def _schedule(self, now: float) -> int:
         running = self.store.jobs(["running"])
@@ -383,17 +375,12 @@ class SchedulerService:
         # transaction BEFORE anything is launched: if we die right after a launch, the
         # restarted service finds the job and reconciles it.
         changed = self.store.update_many(updates)
-        applied = set()
-        for u, ok in zip(updates, changed):
+        for u in updates:
             self._dequeue(u.job_id)        # failed, running, or no longer queued anyway
-            if ok:
-                applied.add(u.job_id)
-        started = 0
-        for job, decision, fields in planned:
-            if job.id in applied:          # else its guard failed: not ours to start
-                started += self._launch(executor, dataclasses.replace(job, **fields),
-                                        decision)
-        return started
+        applied = {u.job_id for u, ok in zip(updates, changed) if ok}
+        # a start whose guard failed is not ours to launch
+        return sum(self._launch(executor, dataclasses.replace(job, **fields), decision)
+                   for job, decision, fields in planned if job.id in applied)
 
     def _launch(self, executor: Executor, record: JobRecord, decision: StartDecision) -> int:
         env = self._tell_controller_started(record)

@@ -188,8 +188,6 @@ class KeyReused(Exception):
     def __init__(self, key: str, submission_id: int):
         super().__init__(f"Idempotency-Key {key!r} was used for submission {submission_id} "
                          "with a different body; use a new key for a new file")
-        self.key = key
-        self.submission_id = submission_id
 
 
 def _in_states(states: Iterable[str] | None) -> tuple[str, list[str]]:

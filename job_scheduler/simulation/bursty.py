@@ -43,8 +43,7 @@ BURST_GAP_S = 10.0
 BATCH = 32
 
 
-def generate_bursty(name: str, jobs: int | None = None, seed: int = 0,
-                    gpus: int = BURSTY_GPUS) -> list[JobSpec]:
+def generate_bursty(name: str, jobs: int | None = None, seed: int = 0) -> list[JobSpec]:
     if name not in BURSTY:
         raise InputError(name, f"unknown bursty trace (known: {', '.join(BURSTY)})")
     load = BURSTY[name]
@@ -67,7 +66,7 @@ def generate_bursty(name: str, jobs: int | None = None, seed: int = 0,
     # burst clock is scaled to give exactly ``load``: span = requested GPU-seconds /
     # (load x gpus). Bursts may then overlap (a heavier burst).
     work = sum(g * d for _, _, g, d in rows)
-    span = work / (load * gpus)
+    span = work / (load * BURSTY_GPUS)
     last_start = max(r[0] for r in rows) or 1.0
     scale = max(span - rows[-1][1], 0.0) / last_start
     out = []

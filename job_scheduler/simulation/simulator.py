@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -72,7 +71,6 @@ class SimResult:
     jct: list[float] = field(repr=False, default_factory=list)
     gpus: list[int] = field(repr=False, default_factory=list)   # GPU count each job ran at
     trace: list[tuple[float, float, float]] = field(repr=False, default_factory=list)  # (t,Q,Z)
-    wall_s: float = 0.0
     decisions: int = 0
 
     def metrics(self) -> dict[str, float]:
@@ -218,8 +216,7 @@ class Simulator(Pricing):
             self.state.allocate(placement)
         del self.waiting[j]
         flows = self.placement_flows(placement)
-        run = Run(j, n, placement, flows, self.base_bandwidth(placement),
-                   len(placement.ps_hosts), self.work_left[j])
+        run = Run(j, n, placement, flows, self.base_bandwidth(placement), self.work_left[j])
         # a resumed job first restores its checkpoint: no progress until t_last
         overhead, self.restart_overhead[j] = self.restart_overhead[j], 0.0
         run.t_last = self.now + overhead
@@ -381,7 +378,6 @@ class Simulator(Pricing):
 
     # ---- the loop ---------------------------------------------------------------------
     def run(self) -> SimResult:
-        wall0 = time.perf_counter()
         jobs, n_jobs = self.jobs, len(self.jobs)
         if n_jobs == 0:
             return SimResult(self.policy.name, 0, *(0.0,) * 6)
@@ -448,9 +444,9 @@ class Simulator(Pricing):
             self.now = t_next
         if self.progress:
             self.progress(n_jobs, n_jobs)
-        return self._result(time.perf_counter() - wall0)
+        return self._result()
 
-    def _result(self, wall: float) -> SimResult:
+    def _result(self) -> SimResult:
         arrival = np.array([j.arrival for j in self.jobs])
         finish = np.array(self.finish)
         jct = finish - arrival
@@ -462,8 +458,7 @@ class Simulator(Pricing):
             median_jct=float(np.median(jct)), p95_jct=float(np.percentile(jct, 95)),
             avg_wait=float(wait.mean()), makespan=makespan, gpu_util=float(util),
             jct=jct.tolist(), gpus=list(self.ran_gpus),
-            trace=list(self.policy.trace), wall_s=wall,
-            decisions=self.decisions)
+            trace=list(self.policy.trace), decisions=self.decisions)
 
 
 def simulate(topology: Topology, jobs: Sequence[JobSpec], policy, **kw) -> SimResult:

@@ -13,19 +13,12 @@ The table of policies (admission, GPU count, placement) is ``registry.REGISTRY``
 descriptions: ``sluice simulate --help`` prints it and docs/design.md shows it.
 """
 
-from job_scheduler.core.policies.base import (PLACEMENTS, FixedCountPolicy, FunctionPolicy, Policy,
-                                              PolicyOptions, make_placement, requested_gpus)
-from job_scheduler.core.policies.las import DEFAULT_LAS_THRESHOLDS, LasPolicy
-from job_scheduler.core.policies.lyapunov import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, HISTORY,
-                                                  LyapunovPolicy)
+from job_scheduler.core.policies.base import FunctionPolicy, Policy, requested_gpus
+from job_scheduler.core.policies.las import DEFAULT_LAS_THRESHOLDS
+from job_scheduler.core.policies.lyapunov import DEFAULT_EPS, DEFAULT_K, DEFAULT_V, LyapunovPolicy
 from job_scheduler.core.policies.registry import (NON_PREEMPTIVE, POLICY_NAMES, REGISTRY,
-                                                  PolicyEntry, make_policy, parse_policy_names,
-                                                  policy_table)
-from job_scheduler.core.policies.sluice import SluicePolicy
+                                                  make_policy, parse_policy_names, policy_table)
 
-__all__ = ["DEFAULT_EPS", "DEFAULT_K", "DEFAULT_LAS_THRESHOLDS", "DEFAULT_V", "HISTORY",
-           "NON_PREEMPTIVE", "PLACEMENTS", "POLICY_NAMES", "REGISTRY", "FixedCountPolicy",
-           "FunctionPolicy",
-           "LasPolicy", "LyapunovPolicy", "Policy", "PolicyEntry", "PolicyOptions",
-           "SluicePolicy", "make_placement", "make_policy", "parse_policy_names",
-           "policy_table", "requested_gpus"]
+__all__ = ["DEFAULT_EPS", "DEFAULT_K", "DEFAULT_LAS_THRESHOLDS", "DEFAULT_V", "NON_PREEMPTIVE",
+           "POLICY_NAMES", "REGISTRY", "FunctionPolicy", "LyapunovPolicy", "Policy",
+           "make_policy", "parse_policy_names", "policy_table", "requested_gpus"]

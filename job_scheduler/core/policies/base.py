@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import math
 from typing import Callable
 
-from job_scheduler.core.placement import (DEFAULT_LAMBDA, BestFitPlacement, FirstFitPlacement,
-                                          Placement, TetrisPlacement)
+from job_scheduler.core.placement import (BestFitPlacement, FirstFitPlacement, Placement,
+                                          TetrisPlacement)
 from job_scheduler.core.proteus import candidate_counts
 from sluice_common.errors import option_error
 from sluice_common.jobspec import JobSpec
@@ -113,26 +113,21 @@ class PolicyOptions:
     eps: float                      # lyapunov
     k: str                          # lyapunov: reading of k
     ga: bool                        # lyapunov: group GA for a slot's batch
-    trace_every: float              # lyapunov: seconds between (t, Q, Z) samples
     las_thresholds: tuple[float, ...]
     estimate_error: float           # sluice
-    preempt_cost_s: float | None    # sluice (None: its default)
 
     def placer(self, default: str):
         """The policy's placement strategy: ``default`` unless ``placement`` overrides."""
-        return make_placement(self.placement or default, self.lam)
+        name = self.placement or default
+        if name not in _PLACERS:
+            raise option_error("placement",
+                               f"unknown placement {name!r} (known: {', '.join(PLACEMENTS)})")
+        return _PLACERS[name](self.lam)
 
 
 _PLACERS = {"best-fit": BestFitPlacement, "first-fit": lambda lam: FirstFitPlacement(),
             "tetris": lambda lam: TetrisPlacement()}
 PLACEMENTS = tuple(_PLACERS)
-
-
-def make_placement(name: str, lam: float = DEFAULT_LAMBDA):
-    if name not in _PLACERS:
-        raise option_error("placement",
-                           f"unknown placement {name!r} (known: {', '.join(PLACEMENTS)})")
-    return _PLACERS[name](lam)
 
 
 def requested_gpus(job: JobSpec) -> int:

@@ -34,12 +34,8 @@ class LasPolicy(Policy):
     name = "las"
     shares_gpus = False     # it time-shares by its own preemption
 
-    def __init__(self, thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS,
-                 preempt_cost_s: float = 0.0):
+    def __init__(self, thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS):
         self.thresholds = tuple(sorted(thresholds))
-        # suspend/resume cost per preemption; 0 (Tiresias' simulator charges none), or
-        # sluice's figure to compare the two at the same price
-        self.preempt_cost_s = float(preempt_cost_s)
         self.placer = FirstFitPlacement()
         self.attained: dict[int, float] = {}    # GPU-seconds, up to date at _since[j]
         self._since: dict[int, float] = {}      # running jobs: when attained was updated
@@ -168,7 +164,7 @@ class LasPolicy(Policy):
             self._update(j, now)
             del self._since[j]
             self._running.remove(j)
-            sim.preempt(j, self.preempt_cost_s)
+            sim.preempt(j)          # no suspend/resume cost: Tiresias' simulator charges none
             self._waiting.add(j, (self._level[j], j), self._n[j])
         for j in starts:
             job = sim.jobs[j]

@@ -48,7 +48,7 @@ class LyapunovPolicy(Policy):
 
     def __init__(self, V: float = DEFAULT_V, eps: float = DEFAULT_EPS,
                  lam: float = DEFAULT_LAMBDA, seed: int = 0, ga: bool = True,
-                 trace_every: float = 0.0, k: str = DEFAULT_K):
+                 k: str = DEFAULT_K):
         if not V >= 0 or not eps >= 0:
             raise ValueError("V and eps must be >= 0")
         if k not in proteus.K_READINGS:
@@ -61,8 +61,6 @@ class LyapunovPolicy(Policy):
         # histories for plots and the V trade-off; bounded, because the scheduler
         # service runs this policy every slot for as long as it lives
         self.trace: deque[tuple[float, float, float]] = deque(maxlen=HISTORY)  # (t, Q, Z)
-        self.trace_every = trace_every
-        self._last_trace = -float("inf")
         self.served_C: deque[float] = deque(maxlen=HISTORY)   # C(n) of every started job
         self.backlog: deque[float] = deque(maxlen=HISTORY)    # Q at every decision slot
 
@@ -152,14 +150,11 @@ class LyapunovPolicy(Policy):
             batch = [(j, q if q is not None else p) for (j, p), q in zip(batch, placed)]
         for j, p in batch:
             sim.start(j, p)
-        if sim.now - self._last_trace >= self.trace_every:
-            self.trace.append((sim.now, self.Q, self.Z))
-            self._last_trace = sim.now
+        self.trace.append((sim.now, self.Q, self.Z))
 
 
 def make(o: PolicyOptions) -> LyapunovPolicy:
-    pol = LyapunovPolicy(V=o.V, eps=o.eps, lam=o.lam, seed=o.seed, ga=o.ga,
-                         trace_every=o.trace_every, k=o.k)
+    pol = LyapunovPolicy(V=o.V, eps=o.eps, lam=o.lam, seed=o.seed, ga=o.ga, k=o.k)
     if o.placement:
         pol.placer = o.placer("best-fit")
         pol.ga = pol.ga if o.placement == "best-fit" else None

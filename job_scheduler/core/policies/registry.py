@@ -53,8 +53,8 @@ def _unknown(name: str, field: str = "policy") -> InputError:
 def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = DEFAULT_EPS,
                 lam: float = DEFAULT_LAMBDA, ga: bool = True,
                 las_thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS,
-                trace_every: float = 0.0, placement: str | None = None, k: str = DEFAULT_K,
-                estimate_error: float = 0.0, preempt_cost_s: float | None = None) -> Policy:
+                placement: str | None = None, k: str = DEFAULT_K,
+                estimate_error: float = 0.0) -> Policy:
     """A fresh policy object (policies keep per-run state: make one per run).
     ``placement`` swaps the policy's own placement for another (Blox-style), e.g. fifo
     with Liquid best fit to separate the effect of ordering from that of placement."""
@@ -62,10 +62,8 @@ def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = 
     if entry is None:
         raise _unknown(name)
     return entry.make(PolicyOptions(seed=seed, lam=lam, placement=placement, V=V, eps=eps,
-                                    k=k, ga=ga, trace_every=trace_every,
-                                    las_thresholds=las_thresholds,
-                                    estimate_error=estimate_error,
-                                    preempt_cost_s=preempt_cost_s))
+                                    k=k, ga=ga, las_thresholds=las_thresholds,
+                                    estimate_error=estimate_error))
 
 
 def parse_policy_names(text: str) -> list[str]:

@@ -92,13 +92,12 @@ class SluicePolicy(Policy):
                  preempt_cost_s: float = DEFAULT_PREEMPT_COST_S,
                  preempt_factor: float = DEFAULT_PREEMPT_FACTOR,
                  estimate_error: float = 0.0, blind: frozenset[int] | None = None,
-                 price_queue: bool = True, preempt: bool = True, wait_for_gpus: bool = True):
+                 preempt: bool = True, wait_for_gpus: bool = True):
         if preempt_cost_s < 0 or preempt_factor < 1 or estimate_error < 0:
             raise ValueError("preempt_cost_s >= 0, preempt_factor >= 1, estimate_error >= 0")
         self.placer = BestFitPlacement(lam)
         self.preempt_cost_s = float(preempt_cost_s)
         self.preempt_factor = float(preempt_factor)
-        self.price_queue = price_queue
         self.wait_for_gpus = wait_for_gpus
         self.preempt = preempt
         # the policy's view of each job's size: true x exp(N(0, sigma)), drawn once
@@ -207,7 +206,7 @@ class SluicePolicy(Policy):
             return False
         sim.decisions += 1
         costs, places = candidate_costs(sim, j, limit, self.placer)
-        n = choose_count(costs, behind if self.price_queue else 0, sim.state.total_gpus)
+        n = choose_count(costs, behind, sim.state.total_gpus)
         if n == 0:
             return False
         want = min(job.max_gpus, sim.state.total_gpus)
@@ -252,14 +251,6 @@ class SluicePolicy(Policy):
         rate = run.rate or 1.0 / sim.models[k].C(run.n, run.bw)
         return sim.remaining(k) / rate * self._factor(k) + max(run.t_last - sim.now, 0.0)
 
-    def _suspend(self, sim, j: int) -> None:
-        if j in self.blind:
-            self._attained[j] = self.predicted_remaining(sim, j)
-            self._since.pop(j, None)
-        sim.preempt(j, self.preempt_cost_s)
-        self._small.discard(j)
-        self._waiting.add(j, (self.predicted_remaining(sim, j), j), 1)
-
     def _victim(self, sim, rem_w: float) -> int | None:
         """The running job with the most predicted work left, if preempting it for a
         job with ``rem_w`` left pays (module docstring)."""
@@ -280,13 +271,12 @@ class SluicePolicy(Policy):
                 victim = self._victim(sim, self.predicted_remaining(sim, j))
                 if victim is None:
                     return
-                self._suspend(sim, victim)
+                sim.preempt(victim, self.preempt_cost_s)
+                self.on_requeue(sim, victim)        # it waits again, its run counted
             self._start(sim, j, behind)
 
 
 def make(o: PolicyOptions) -> SluicePolicy:
-    pol = SluicePolicy(lam=o.lam, seed=o.seed, estimate_error=o.estimate_error,
-                       preempt_cost_s=(DEFAULT_PREEMPT_COST_S if o.preempt_cost_s is None
-                                       else o.preempt_cost_s))
+    pol = SluicePolicy(lam=o.lam, seed=o.seed, estimate_error=o.estimate_error)
     pol.placer = o.placer("best-fit")
     return pol
