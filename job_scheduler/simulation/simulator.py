@@ -307,7 +307,7 @@ class Simulator(Pricing):
         """The job's bandwidth under strict priority on the uplinks it crosses (module
         doc): its level's per-flow share of what the more urgent levels leave."""
         bw = run.base_bw
-        nps = max(run.num_ps, 1)
+        nps = max(len(run.placement.ps_hosts), 1)
         for r in run.flows:
             on = sorted(self.uplink_jobs[r])
             level = self._levels(on)
@@ -321,8 +321,9 @@ class Simulator(Pricing):
                     break
                 for i in here:
                     other = self.running[i]
-                    rate = min(share, other.base_bw / max(other.num_ps, 1))
-                    busy = self.models[i].comm(other.n, rate * max(other.num_ps, 1))
+                    their_ps = max(len(other.placement.ps_hosts), 1)
+                    rate = min(share, other.base_bw / their_ps)
+                    busy = self.models[i].comm(other.n, rate * their_ps)
                     duty = busy / (self.models[i].cost(other.n) + busy) if busy else 0.0
                     left -= other.flows[r] * rate * duty
                 left = max(left, 1e-9 * self.uplink_cap[r])
