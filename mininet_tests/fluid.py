@@ -165,7 +165,7 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
     batches. The class order is recomputed every step (the rules re-rank as jobs move).
 
     A job starts moving batches after its start-up: ``startup_s`` if given, else the
-    model's :func:`~sluice_common.exchange.startup_time` for the ``busy`` it meets on
+    model's :func:`~sluice_common.exchange.startup_time` for the queue wait it meets on
     arrival (its class among the jobs then active) followed by one batch more, the
     exchange of ``kv.init``'s push and first pull, which shares the egress as a batch
     does. ``overhead_s`` is added to every JCT
@@ -200,8 +200,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
                     ready[j.name] = j.arrival + startup_s
                     continue
                 cls = classes(running + [j])
-                busy = egress_state(sharers(running + [j], cls), capacity, buffer_bytes, c)[1]
-                ready[j.name] = j.arrival + startup_time(busy[j.name], buffer_bytes, c)
+                wait = egress_state(sharers(running + [j], cls), capacity, buffer_bytes, c)[1]
+                ready[j.name] = j.arrival + startup_time(wait[j.name], c)
         active = [j for j in jobs if j.name in ready and ready[j.name] <= t and j.name not in jct]
         later = [ready.get(j.name, j.arrival) for j in jobs
                  if j.name not in jct and ready.get(j.name, j.arrival) > t]

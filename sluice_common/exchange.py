@@ -56,8 +56,11 @@ A fixed point over the jobs' iteration times ``I_j``:
   k} rho_i))`` (processor sharing with the same-class jobs busy at the same time);
 - ``busy_j = 1 - prod_{i != j in classes <= k} (1 - rho_i)``: someone ahead of it is
   sending. Each of its ``R`` message rounds waits the standing queue
-  ``busy_j * queue_fill * Q / C_k`` (TCP keeps the FIFO it shares ``queue_fill`` full on
-  average), and it gets the shaper's burst only when the link is idle (``1 - busy_j``);
+  ``wait_j = busy_j * fill(m_j) * Q / C_k``, where ``m_j = sum_{i != j in classes <= k}
+  rho_i`` is how many others send at once on average and ``fill(m) = min(1, queue_fill +
+  queue_fill_per_sender * max(0, m - 1))`` the share of the FIFO they keep full (one
+  TCP sender, BBR here, keeps little queue; every further one adds its own), and it gets
+  the shaper's burst only when the link is idle (``1 - busy_j``);
 - ``I_j = c_j + T_j`` with ``X`` at ``r_j`` + ``R_j * queue_j``.
 
 Priority off is the same with every job in one class. With strict priority the first
@@ -65,17 +68,16 @@ class sees only its own class's queue and rate; the last sees what the others le
 
 **Start-up** (:func:`startup_time`): a job's launch until its first batch (process
 hand-over, ps-lite's rendezvous and start barrier, ``kv.init``'s push and first pull of
-every key) plus its closing barrier. Alone it takes ``startup_s``; when it joins a busy
-egress its rendezvous messages and initial exchange wait behind the standing queue, up
-to ``startup_queue_s`` more when the egress is certainly busy (``busy = 1``) with the
-calibration's FIFO of ``startup_buffer_bytes``::
+every key) plus its closing barrier. Alone it takes ``startup_s`` and one batch more
+(``kv.init``'s exchange, which shares the egress as a batch does); its rendezvous
+messages wait behind the standing queue as a batch's rounds do::
 
-    S(busy, Q) = startup_s + busy * startup_queue_s * Q / startup_buffer_bytes
+    S = startup_s + startup_rounds * wait_j
 
-``busy`` is the job's :func:`share_egress` ``busy_j`` when it arrives (someone in its
-class or a more urgent one is sending), so priority shortens an urgent job's start-up
-as it shortens its batches. Both constants are measured by the calibration (a job alone;
-jobs arriving while two bulk jobs fill the FIFO).
+``wait_j`` is the job's queue wait per round (:func:`egress_state`) when it arrives, in
+its class, so priority shortens an urgent job's start-up as it shortens its batches.
+``startup_s`` is measured on jobs alone, ``startup_rounds`` on small jobs arriving while
+six bulk jobs fill the FIFO (the calibration).
 """
 
 from __future__ import annotations
@@ -104,18 +106,18 @@ class ExchangeConstants:
     efficiency: float = 0.8
     local_Bps: float = 200e6
     queue_fill: float = 0.5
+    queue_fill_per_sender: float = 0.0
     rto_min_s: float = 0.2
     slow_start_after_idle: bool = True
     min_share: float = 0.02
     burst_bytes: float = 15360.0
     startup_s: float = 0.5
-    startup_queue_s: float = 0.0
-    startup_buffer_bytes: float = 200 * MTU_BYTES
+    startup_rounds: float = 0.0
     provenance: Mapping[str, object] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         for name in ("overhead_s", "per_key_s", "hop_s", "rto_min_s", "startup_s",
-                     "startup_queue_s"):
+                     "startup_rounds", "queue_fill_per_sender"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 < self.efficiency <= 1:
@@ -124,8 +126,6 @@ class ExchangeConstants:
             raise ValueError(f"local_Bps must be > 0, got {self.local_Bps}")
         if not 0 <= self.queue_fill <= 1 or not 0 < self.min_share <= 1:
             raise ValueError("need 0 <= queue_fill <= 1 and 0 < min_share <= 1")
-        if not self.startup_buffer_bytes > 0:
-            raise ValueError(f"startup_buffer_bytes must be > 0, got {self.startup_buffer_bytes}")
 
 
 def load_constants(path: str | Path | None = None) -> ExchangeConstants:
@@ -332,8 +332,8 @@ def share_egress(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
 def egress_state(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
                  c: ExchangeConstants | None = None, iterations: int = 200
                  ) -> tuple[dict[str, float], dict[str, float]]:
-    """:func:`share_egress`'s fixed point: (each job's iteration, each job's ``busy_j``,
-    the chance that a job in its class or a more urgent one is sending)."""
+    """:func:`share_egress`'s fixed point: (each job's iteration, each job's ``wait_j``,
+    what one of its message rounds waits in the queue of its class)."""
     c = c or default_constants()
     jobs = list(jobs)
     if not capacity > 0 or buffer_bytes < 0:
@@ -347,7 +347,7 @@ def egress_state(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
     alone = {j.name: j.alone_s(c) for j in jobs}
     it = dict(alone)
     rate = {j.name: min(j.path) if j.path else math.inf for j in jobs}
-    busy_of = {j.name: 0.0 for j in jobs}
+    wait_of = {j.name: 0.0 for j in jobs}
     for _ in range(iterations):
         # per direction: a job moves B (not the key-time-ordered bytes) each way per batch
         rho = {j.name: min(1.0, _one_way_s(j, c, rate[j.name]) / it[j.name]) for j in jobs}
@@ -361,27 +361,28 @@ def egress_state(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
             r = min(min(j.path) if j.path else math.inf, left / (1.0 + same))
             ahead = [rho[i.name] for i in jobs if i is not j and rank[i.cls] <= k]
             busy = 1.0 - math.prod(1.0 - p for p in ahead)
-            wait = busy * c.queue_fill * buffer_bytes / left
+            fill = min(1.0, c.queue_fill + c.queue_fill_per_sender * max(0.0, sum(ahead) - 1))
+            wait = busy * fill * buffer_bytes / left
             x = transfer_s(j.bytes_per_batch, j.keys, j.path, j.window, c)
             t = (alone[j.name] - x + rounds(j.keys, j.window) * wait
                  + transfer_s(j.bytes_per_batch, j.keys, j.path, j.window, c, r, 1.0 - busy))
             new[j.name] = t
             rate[j.name] = r
-            busy_of[j.name] = busy
+            wait_of[j.name] = wait
         delta = max(abs(new[n] - it[n]) / it[n] for n in it)
         it = {n: 0.5 * it[n] + 0.5 * new[n] for n in it}      # damped: the map may oscillate
         if delta < 1e-6:
             break
-    return it, busy_of
+    return it, wait_of
 
 
-def startup_time(busy: float, buffer_bytes: float, c: ExchangeConstants | None = None) -> float:
-    """A job's start-up and closing (module doc):
-    ``startup_s + busy * startup_queue_s * buffer_bytes / startup_buffer_bytes``."""
+def startup_time(wait_s: float, c: ExchangeConstants | None = None) -> float:
+    """A job's start-up and closing beyond its ``kv.init`` batch (module doc):
+    ``startup_s + startup_rounds * wait_s``."""
     c = c or default_constants()
-    if not 0 <= busy <= 1 or buffer_bytes < 0:
-        raise ValueError(f"need 0 <= busy <= 1 and buffer_bytes >= 0, got {busy}, {buffer_bytes}")
-    return c.startup_s + busy * c.startup_queue_s * buffer_bytes / c.startup_buffer_bytes
+    if wait_s < 0:
+        raise ValueError(f"wait must be >= 0 seconds, got {wait_s}")
+    return c.startup_s + c.startup_rounds * wait_s
 
 
 def with_fit(c: ExchangeConstants, values: Mapping[str, float],

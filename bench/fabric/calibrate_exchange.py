@@ -11,9 +11,10 @@ cross-rack (h3 -> h1: four hops, the uplinks the bottleneck), each at a few
 after the second) is fitted by least squares (non-negative) to
 ``overhead_s + K per_key_s + 2 R hops hop_s + wire / (efficiency min(path)) + wire_local /
 local_Bps`` (the model's linear terms); then two equal cross-rack jobs at once (one FIFO
-class, no controller) fit ``queue_fill`` of the sharing model by bisection; last, small
-probe jobs started while two bulk jobs fill the FIFO give the start-up constants
-(``startup_s`` from the jobs alone, ``startup_queue_s`` from the probes). Prints every
+class, no controller) fit ``queue_fill`` of the sharing model by bisection; last, six
+bulk jobs at once fit ``queue_fill_per_sender`` and small probe jobs started among them
+give the start-up constants (``startup_s`` from the jobs alone, ``startup_rounds`` from
+the probes). Prints every
 point's measured and fitted time and residual, the run-queue delay of the job's processes
 (CPU wait: the machine is shared) and the load average before and after; ``--write``
 replaces ``sluice_common/data/exchange_constants.yaml`` with the fit and its provenance;
@@ -42,12 +43,14 @@ POINTS = ((20_000, 1, 0), (160_000, 4, 0), (400_000, 8, 3))
 UPLINK_MBPS = 12.0
 BATCHES = 10
 SKIP = 2                      # the first batches carry connection set-up
+RUN_TIMEOUT_S = 300           # one run_jobs call, start to the last exit
 SHARED = (300_000, 4, 0)      # the contention point: two such cross-rack jobs at once
-# Start-up under a busy FIFO: two bulk cross-rack jobs (BULK, BULK_BATCHES each) fill the
-# push uplink; PROBES small jobs start one after another PROBE_GAP_S apart from
-# PROBE_FIRST_S on, over the same uplink; each one's start-up beyond startup_s, over the
-# model's busy for it, is startup_queue_s
-BULK, BULK_BATCHES = (400_000, 4, 0), 40
+# Many senders and start-up under a busy FIFO: BULK_JOBS cross-rack jobs (BULK each,
+# BULK_BATCHES) share the uplinks (their median batch fits queue_fill_per_sender); PROBES
+# small jobs start one after another PROBE_GAP_S apart from PROBE_FIRST_S on, over the
+# same uplinks; each one's start-up beyond startup_s, over the model's queue wait for it,
+# is startup_rounds
+BULK, BULK_JOBS, BULK_BATCHES = SHARED, 6, 15
 PROBE, PROBE_BATCHES, PROBES = (20_000, 1, 0), 3, 4
 PROBE_FIRST_S, PROBE_GAP_S = 4.0, 4.0
 
@@ -108,8 +111,8 @@ def run_jobs(fabric, runner, out: Path, specs: list[tuple[str, str, str, int, in
                                            if p.popen is not None and p.popen.poll() is None])
                 if j.poll():
                     done[j.spec.name] = j.result()
-            if time.monotonic() - t0 > 120:
-                raise RuntimeError(f"calibration jobs {list(done)} of {len(jobs)} done after 120 s")
+            if time.monotonic() - t0 > RUN_TIMEOUT_S:
+                raise RuntimeError(f"calibration jobs {list(done)} of {len(jobs)} done after {RUN_TIMEOUT_S} s")
             time.sleep(0.05)
     finally:
         for j in jobs:
@@ -226,51 +229,85 @@ def measure_fabric() -> dict:
             "load_after": loadavg(), "wall_s": round(time.monotonic() - t_start, 1)}
 
 
+def bulk_specs() -> list[tuple]:
+    """The BULK_JOBS jobs: servers on h1/h2 and workers on h3/h4 in turn (cross-rack)."""
+    return [(f"cal-bulk-{k}", ("h1", "h2")[k % 2], ("h3", "h4")[k % 2], *BULK)
+            for k in range(BULK_JOBS)]
+
+
 def measure_busy_startup(fabric, out: Path, port: int) -> dict[str, dict]:
-    """The start-up of PROBES small jobs arriving while two bulk jobs fill the push
-    uplink's FIFO (one class), with a warm pool sized for them (nothing refills it)."""
+    """BULK_JOBS bulk jobs sharing the uplinks (one FIFO class), and the start-up of
+    PROBES small jobs arriving among them, with a warm pool sized for them (nothing
+    refills it)."""
     from ps_runtime.runners import MininetRunner
     from ps_runtime.warm import WarmRunner
 
-    # scheduler + server per job on its server host, one worker on its worker host
-    runner = WarmRunner(MininetRunner(fabric), ["h1", "h2", "h3", "h4"],
-                        per_host={"h1": 2 + 2 * PROBES, "h2": 2, "h3": 2, "h4": PROBES},
+    specs = bulk_specs() + [(f"cal-probe-{k}", "h1", "h4", *PROBE) for k in range(PROBES)]
+    sizes = {h: 0 for h in ("h1", "h2", "h3", "h4")}
+    for _, server, worker, *_ in specs:        # scheduler + server; one worker
+        sizes[server] += 2
+        sizes[worker] += 1
+    runner = WarmRunner(MininetRunner(fabric), list(sizes), per_host=sizes,
                         preload=("mxnet",), refill=False)
     try:
-        runner.wait_ready()
-        specs = [("cal-bulk-a", "h1", "h3", *BULK), ("cal-bulk-b", "h2", "h3", *BULK)]
-        specs += [(f"cal-probe-{k}", "h1", "h4", *PROBE) for k in range(PROBES)]
-        batches = {n: BULK_BATCHES for n, *_ in specs[:2]} | {n: PROBE_BATCHES for n, *_ in specs[2:]}
-        delays = {n: PROBE_FIRST_S + k * PROBE_GAP_S for k, (n, *_) in enumerate(specs[2:])}
+        runner.wait_ready(timeout=600)
+        bulk = [n for n, *_ in specs[:BULK_JOBS]]
+        batches = {n: BULK_BATCHES for n in bulk} | {n: PROBE_BATCHES for n, *_ in specs[BULK_JOBS:]}
+        delays = {n: PROBE_FIRST_S + k * PROBE_GAP_S
+                  for k, (n, *_) in enumerate(specs[BULK_JOBS:])}
         got = run_jobs(fabric, runner, out, specs, port, batches, delays)
     finally:
         runner.close()
     last = max(delays.values())
     for name, v in got.items():            # a probe must start while the bulk jobs still run
-        if name.startswith("cal-bulk") and v["wall_s"] < last:
+        if name.startswith("cal-bulk") and v["overhead_s"] + BULK_BATCHES * v["batch_s"] < last:
             raise RuntimeError(f"{name} ended before the last probe started")
     return got
+
+
+def fit_many(c, probes: dict[str, dict], topology, capacity: float,
+             buffer_bytes: float) -> float:
+    """``queue_fill_per_sender`` in [0, 1] for which the model's mean iteration of the
+    BULK_JOBS jobs matches their measured median batch (``queue_fill`` already fitted)."""
+    from sluice_common.exchange import Sharer, share_egress
+
+    cross = path_rates(topology, "h1", "h3")
+    jobs = [Sharer(n, BULK[0], BULK[1], cross, 0.0, BULK[2]) for n, *_ in bulk_specs()]
+    measured = statistics.mean(probes[n]["batch_s"] for n, *_ in bulk_specs())
+
+    def model(q):
+        return statistics.mean(share_egress(jobs, capacity, buffer_bytes,
+                                            replace(c, queue_fill_per_sender=q)).values())
+    lo, hi = 0.0, 1.0
+    if model(lo) >= measured:
+        return 0.0
+    if model(hi) <= measured:
+        return 1.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if model(mid) < measured else (lo, mid)
+    return (lo + hi) / 2
 
 
 def fit_startup(c, rows: list[dict], probes: dict[str, dict], topology, capacity: float,
                 buffer_bytes: float) -> dict[str, float]:
     """``startup_s``: the median over the alone network points of launch-to-exit less the
     batches, less one batch more (the model runs ``kv.init``'s push and pull as an extra
-    batch); ``startup_queue_s``: the probes' median start-up beyond that, over the
-    model's ``busy`` for a probe beside the two bulk jobs (one FIFO class)."""
+    batch); ``startup_rounds``: the probes' median start-up beyond that, over the model's
+    queue wait for a probe among the bulk jobs (one FIFO class)."""
     from sluice_common.exchange import Sharer, batch_exchange_s, egress_state
 
     alone = [r["overhead_s"] - batch_exchange_s(r["bytes"], r["keys"], r["path"], r["window"], c)
              for r in rows if r["path"]]
     base = max(0.0, statistics.median(alone))
     cross = path_rates(topology, "h1", "h3")
-    bulk = [Sharer(n, BULK[0], BULK[1], cross, 0.0, BULK[2]) for n in ("a", "b")]
+    bulk = [Sharer(n, BULK[0], BULK[1], cross, 0.0, BULK[2]) for n, *_ in bulk_specs()]
     probe = Sharer("probe", PROBE[0], PROBE[1], cross, 0.0, PROBE[2])
-    busy = egress_state(bulk + [probe], capacity, buffer_bytes, c)[1]["probe"]
+    wait = egress_state(bulk + [probe], capacity, buffer_bytes, c)[1]["probe"]
     probe_alone = batch_exchange_s(PROBE[0], PROBE[1], cross, PROBE[2], c)
     extra = [v["overhead_s"] - probe_alone - base for n, v in probes.items() if "probe" in n]
-    queue = max(0.0, statistics.median(extra)) / busy if busy > 0 else 0.0
-    return {"startup_s": base, "startup_queue_s": queue, "startup_busy": busy,
+    rounds_ = max(0.0, statistics.median(extra)) / wait if wait > 0 else 0.0
+    return {"startup_s": base, "startup_rounds": rounds_, "startup_wait_s": wait,
             "startup_alone_samples": [round(x, 3) for x in alone],
             "startup_probe_extra": [round(x, 3) for x in extra]}
 
@@ -309,12 +346,14 @@ def main() -> int:
     buffer_bytes = LEAF_QUEUE_PACKETS * MTU_BYTES
     qf = fit_queue_fill(c, sharers, capacity, buffer_bytes, measured_shared)
     c = replace(c, queue_fill=round(float(qf), 4))
-    start = None
-    if m.get("probes") and all("overhead_s" in r for r in rows):
+    start = many = None
+    if m.get("probes") and all("overhead_s" in r for r in rows) and \
+            all(n in m["probes"] for n, *_ in bulk_specs()):
+        many = fit_many(c, m["probes"], topology, capacity, buffer_bytes)
+        c = replace(c, queue_fill_per_sender=round(float(many), 4))
         start = fit_startup(c, rows, m["probes"], topology, capacity, buffer_bytes)
         c = replace(c, startup_s=round(start["startup_s"], 4),
-                    startup_queue_s=round(start["startup_queue_s"], 4),
-                    startup_buffer_bytes=float(buffer_bytes))
+                    startup_rounds=round(start["startup_rounds"], 2))
 
     figures = []
     print("| point | path | bytes | keys | window | measured ms | model ms | residual ms | "
@@ -331,14 +370,18 @@ def main() -> int:
           f"measured {1000 * measured_shared:.1f} ms per batch (model alone {1000 * alone:.1f} ms), "
           f"CPU wait {[v['cpu_wait_s'] for v in shared.values()]} s -> queue_fill {qf:.3f}")
     if start:
+        bulk = [m["probes"][n]["batch_s"] for n, *_ in bulk_specs()]
+        print(f"{BULK_JOBS} cross-rack jobs at once: median batch "
+              f"{1000 * statistics.median(bulk):.1f} ms -> queue_fill_per_sender {many:.3f}")
         print(f"start-up: alone {start['startup_s']:.3f} s beyond one batch (samples "
               f"{start['startup_alone_samples']}); {len(start['startup_probe_extra'])} probes "
-              f"behind two bulk jobs: {start['startup_probe_extra']} s more, model busy "
-              f"{start['startup_busy']:.2f} -> startup_queue_s {start['startup_queue_s']:.3f}")
+              f"among {BULK_JOBS} bulk jobs: {start['startup_probe_extra']} s more, model "
+              f"wait {1000 * start['startup_wait_s']:.1f} ms a round -> startup_rounds "
+              f"{start['startup_rounds']:.2f}")
     else:
-        print("start-up: not measured in this input (no probes); startup constants unchanged")
+        print("start-up: not measured in this input (no probes); those constants unchanged")
     for k in ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps", "startup_s",
-              "startup_queue_s"):
+              "startup_rounds", "queue_fill_per_sender"):
         figures.append(harness.figure(f"exchange {k}", getattr(c, k)))
     figures.append(harness.figure("exchange queue_fill", c.queue_fill))
     rel = [abs(r["measured_s"] - r["model_s"]) / r["measured_s"] for r in rows]
@@ -359,7 +402,9 @@ def main() -> int:
     if start:
         provenance.update(startup_alone_samples_s=start["startup_alone_samples"],
                           startup_probe_extra_s=start["startup_probe_extra"],
-                          startup_probe_busy=round(start["startup_busy"], 3))
+                          startup_probe_wait_s=round(start["startup_wait_s"], 4),
+                          many_jobs=BULK_JOBS, many_median_batch_s=round(statistics.median(
+                              m["probes"][n]["batch_s"] for n, *_ in bulk_specs()), 4))
     if args.from_json:
         provenance["refit_from"] = args.from_json
     c = replace(c, provenance=provenance)
@@ -372,7 +417,8 @@ def main() -> int:
                                    "constants": {k: getattr(c, k) for k in
                                                  ("overhead_s", "per_key_s", "hop_s",
                                                   "efficiency", "local_Bps", "queue_fill",
-                                                  "startup_s", "startup_queue_s")},
+                                                  "queue_fill_per_sender", "startup_s",
+                                                  "startup_rounds")},
                                    "provenance": provenance})
     return 0
 
