@@ -184,32 +184,35 @@ def test_startup_grows_with_the_queue_it_meets_and_priority_shortens_it():
 
 
 def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
-    from bench.fabric.calibrate_exchange import (BULK, PROBE, bulk_specs, fit_many,
-                                                 fit_startup, path_rates)
-    from mininet_tests.experiment_heavy_tail import experiment_topology
-    from sluice_common.exchange import egress_state, share_egress
+    """The run-loop points, made by the model itself at known constants, give them back."""
     from dataclasses import replace
 
-    topology, capacity = experiment_topology(12.0)
-    cross = path_rates(topology, "h1", "h3")
-    rows = [{"bytes": b, "keys": k, "window": w, "path": cross,
-             "overhead_s": batch_exchange_s(b, k, cross, w, C) + 0.7}
-            for b, k, w in ((20_000, 1, 0), (160_000, 4, 0))]
-    rows.append({"bytes": 20_000, "keys": 1, "window": 0, "path": (), "overhead_s": 9.0})
-    bulk = [Sharer(n, BULK[0], BULK[1], cross, 0.0, BULK[2]) for n, *_ in bulk_specs()]
-    # the many-jobs point made by the model itself at queue_fill_per_sender 0.15: found again
-    truth = share_egress(bulk, capacity, 3e5, replace(C, queue_fill=0.1, queue_fill_per_sender=0.15))
-    probes = {n: {"batch_s": truth[n]} for n, *_ in bulk_specs()}
-    c = replace(C, queue_fill=0.1)
-    many = fit_many(c, probes, topology, capacity, 3e5)
+    from bench.fabric.calibrate_exchange import (BULK, PROBE, _sharers, driver_mix, fit_many,
+                                                 fit_startup)
+    from mininet_tests.experiment_heavy_tail import SLOT_S, experiment_topology
+    from sluice_common.exchange import egress_state, share_egress
+
+    _, capacity = experiment_topology(12.0)
+    names = [j.name for j in driver_mix()]
+    bulk = [n for n in names if n.startswith("cal-bulk")]
+    assert len(bulk) == 6 and sum(n.startswith("cal-probe") for n in names) == 3
+    truth = replace(C, queue_fill=0.1, queue_fill_per_sender=0.15, startup_s=0.7,
+                    startup_rounds=12.0)
+    shared = share_egress(_sharers(capacity, bulk, BULK[0]), capacity, 3e5, truth)
+    (probe,) = _sharers(capacity, ["probe"], PROBE[0])
+    its, waits = egress_state(_sharers(capacity, bulk, BULK[0]) + [probe], capacity, 3e5, truth)
+    need = PROBE[1] + 1
+    driver = {n: {"iteration_s": shared[n], "jct_s": 0.0} for n in bulk}
+    for n in names:
+        if n.startswith("cal-alone"):
+            driver[n] = {"jct_s": SLOT_S / 2 + 0.7 + need * probe.alone_s(truth), "iteration_s": 0}
+        elif n.startswith("cal-probe"):
+            driver[n] = {"jct_s": SLOT_S / 2 + 0.7 + 12 * waits["probe"] + need * its["probe"],
+                         "iteration_s": 0}
+    c = replace(truth, queue_fill_per_sender=0.0, startup_s=0.0, startup_rounds=0.0)
+    many = fit_many(c, driver, capacity, 3e5)
     assert many == pytest.approx(0.15, abs=1e-3)
-    c = replace(c, queue_fill_per_sender=many)
-    probe_alone = batch_exchange_s(PROBE[0], PROBE[1], cross, PROBE[2], c)
-    wait = egress_state(bulk + [Sharer("probe", PROBE[0], PROBE[1], cross, 0.0, PROBE[2])],
-                        capacity, 3e5, c)[1]["probe"]
-    probes |= {"cal-probe-0": {"overhead_s": probe_alone + 0.7 + 12 * wait},
-               "cal-probe-1": {"overhead_s": probe_alone + 0.7 + 12 * wait}}
-    got = fit_startup(c, rows, probes, topology, capacity, 3e5)
-    assert got["startup_s"] == pytest.approx(0.7)            # the in-host row does not count
-    assert got["startup_wait_s"] == pytest.approx(wait) and wait > 0
-    assert got["startup_rounds"] == pytest.approx(12.0)
+    got = fit_startup(replace(c, queue_fill_per_sender=many), driver, capacity, 3e5)
+    assert got["startup_s"] == pytest.approx(0.7, abs=1e-3)
+    assert got["startup_wait_s"] == pytest.approx(waits["probe"], rel=1e-2) and waits["probe"] > 0
+    assert got["startup_rounds"] == pytest.approx(12.0, rel=1e-2)

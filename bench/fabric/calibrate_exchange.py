@@ -11,15 +11,15 @@ cross-rack (h3 -> h1: four hops, the uplinks the bottleneck), each at a few
 after the second) is fitted by least squares (non-negative) to
 ``overhead_s + K per_key_s + 2 R hops hop_s + wire / (efficiency min(path)) + wire_local /
 local_Bps`` (the model's linear terms); then two equal cross-rack jobs at once (one FIFO
-class, no controller) fit ``queue_fill`` of the sharing model by bisection; last, six
-bulk jobs at once fit ``queue_fill_per_sender`` and small probe jobs started among them
-give the start-up constants (``startup_s`` from the jobs alone, ``startup_rounds`` from
-the probes). Prints every
+class, no controller) fit ``queue_fill`` of the sharing model by bisection; last, through
+the run loop the experiments and ``sluice run`` use (controller process, warm PS
+processes, one FIFO class), small jobs alone give ``startup_s``, six bulk jobs at once
+``queue_fill_per_sender`` and small jobs arriving among them ``startup_rounds``. Prints every
 point's measured and fitted time and residual, the run-queue delay of the job's processes
 (CPU wait: the machine is shared) and the load average before and after; ``--write``
 replaces ``sluice_common/data/exchange_constants.yaml`` with the fit and its provenance;
 ``--from JSON`` fits the measurements an earlier ``--json`` output holds (no fabric).
-About 3-4 minutes. Needs root (the fabric) and takes the fabric lock.
+About 5 minutes. Needs root (the fabric) and takes the fabric lock.
 """
 
 from __future__ import annotations
@@ -45,14 +45,14 @@ BATCHES = 10
 SKIP = 2                      # the first batches carry connection set-up
 RUN_TIMEOUT_S = 300           # one run_jobs call, start to the last exit
 SHARED = (300_000, 4, 0)      # the contention point: two such cross-rack jobs at once
-# Many senders and start-up under a busy FIFO: BULK_JOBS cross-rack jobs (BULK each,
-# BULK_BATCHES) share the uplinks (their median batch fits queue_fill_per_sender); PROBES
-# small jobs start one after another PROBE_GAP_S apart from PROBE_FIRST_S on, over the
-# same uplinks; each one's start-up beyond startup_s, over the model's queue wait for it,
-# is startup_rounds
-BULK, BULK_JOBS, BULK_BATCHES = SHARED, 6, 15
-PROBE, PROBE_BATCHES, PROBES = (20_000, 1, 0), 3, 4
-PROBE_FIRST_S, PROBE_GAP_S = 4.0, 4.0
+# Start-up and many senders, through the run loop every experiment and `sluice run` use
+# (controller process, one FIFO class): PROBES small jobs (PROBE: bytes, batches) arrive
+# alone PROBE_GAP_S apart (their JCT beyond their batches fits startup_s); then BULK_JOBS
+# cross-rack jobs (BULK) arrive at once (their median iteration fits
+# queue_fill_per_sender) and PROBES more small jobs arrive among them (their JCT beyond
+# startup_s and their batches, over the model's queue wait, fits startup_rounds)
+PROBE, PROBES, PROBE_GAP_S = (20_000, 3), 3, 4.0
+BULK, BULK_JOBS = (300_000, 12), 6
 
 
 def loadavg() -> str:
@@ -221,59 +221,78 @@ def measure_fabric() -> dict:
                                    ("cal-shared-b", "h2", "h3", nbytes, keys, window)], port)
             finally:
                 runner.close()
-            probes = measure_busy_startup(fabric, out, port + 200)
+
+        driver = measure_driver_points(out)
     finally:
         subprocess.run(["rm", "-rf", str(out)], check=False)
-    return {"rows": rows, "shared": shared, "probes": probes, "started": started,
+    return {"rows": rows, "shared": shared, "driver": driver, "started": started,
             "load_before": load_before,
             "load_after": loadavg(), "wall_s": round(time.monotonic() - t_start, 1)}
 
 
-def bulk_specs() -> list[tuple]:
-    """The BULK_JOBS jobs: servers on h1/h2 and workers on h3/h4 in turn (cross-rack)."""
-    return [(f"cal-bulk-{k}", ("h1", "h2")[k % 2], ("h3", "h4")[k % 2], *BULK)
-            for k in range(BULK_JOBS)]
+def driver_mix() -> list:
+    """The run-loop points' jobs (``mininet_tests.heavy_tail.MixJob``): PS on h1/h2,
+    workers on h3/h4 (the experiment's fixed placement), no compute."""
+    from mininet_tests.heavy_tail import MixJob
+
+    alone = [MixJob(f"cal-alone-{k}", k * PROBE_GAP_S, PROBE[1], PROBE[0], 1.0, 0.0)
+             for k in range(PROBES)]
+    t_bulk = PROBES * PROBE_GAP_S + 2.0
+    bulk = [MixJob(f"cal-bulk-{k}", t_bulk, BULK[1], BULK[0], 1.0, 0.0) for k in range(BULK_JOBS)]
+    among = [MixJob(f"cal-probe-{k}", t_bulk + (k + 1) * PROBE_GAP_S, PROBE[1], PROBE[0], 1.0, 0.0)
+             for k in range(PROBES)]
+    return alone + bulk + among
 
 
-def measure_busy_startup(fabric, out: Path, port: int) -> dict[str, dict]:
-    """BULK_JOBS bulk jobs sharing the uplinks (one FIFO class), and the start-up of
-    PROBES small jobs arriving among them, with a warm pool sized for them (nothing
-    refills it)."""
-    from ps_runtime.runners import MininetRunner
-    from ps_runtime.warm import WarmRunner
+def measure_driver_points(out: Path) -> dict[str, dict]:
+    """Run :func:`driver_mix` once through the experiments' run loop (controller process,
+    priority off, warm PS processes); per job its JCT and its median iteration after SKIP
+    batches."""
+    from end_to_end.run import environment
+    from end_to_end.runloop import RunOptions
+    from job_scheduler.core.estimator import Estimator, nominal_bandwidth
+    from mininet_tests.experiment_heavy_tail import (SLOT_S, MeasuredRun, _processes,
+                                                     experiment_topology, machine_cc,
+                                                     placement_step, specs_and_overrides,
+                                                     topology_arg)
 
-    specs = bulk_specs() + [(f"cal-probe-{k}", "h1", "h4", *PROBE) for k in range(PROBES)]
-    sizes = {h: 0 for h in ("h1", "h2", "h3", "h4")}
-    for _, server, worker, *_ in specs:        # scheduler + server; one worker
-        sizes[server] += 2
-        sizes[worker] += 1
-    runner = WarmRunner(MininetRunner(fabric), list(sizes), per_host=sizes,
-                        preload=("mxnet",), refill=False)
-    try:
-        runner.wait_ready(timeout=600)
-        bulk = [n for n, *_ in specs[:BULK_JOBS]]
-        batches = {n: BULK_BATCHES for n in bulk} | {n: PROBE_BATCHES for n, *_ in specs[BULK_JOBS:]}
-        delays = {n: PROBE_FIRST_S + k * PROBE_GAP_S
-                  for k, (n, *_) in enumerate(specs[BULK_JOBS:])}
-        got = run_jobs(fabric, runner, out, specs, port, batches, delays)
-    finally:
-        runner.close()
-    last = max(delays.values())
-    for name, v in got.items():            # a probe must start while the bulk jobs still run
-        if name.startswith("cal-bulk") and v["overhead_s"] + BULK_BATCHES * v["batch_s"] < last:
-            raise RuntimeError(f"{name} ended before the last probe started")
+    topology, _ = experiment_topology(UPLINK_MBPS)
+    mix = driver_mix()
+    specs, overrides = specs_and_overrides(mix)
+    with environment(topology, topology_arg(topology, out), out,
+                     tcp_congestion=machine_cc()) as (fabric, client), \
+            _processes(topology, fabric, out, "warm", per_host=len(mix) + 1) as runner:
+        options = RunOptions(priority=False, slot_s=SLOT_S, port_base=20000,
+                             worker_overrides=overrides, job_timeout_s=RUN_TIMEOUT_S)
+        result = MeasuredRun(topology, specs, placement_step(mix),
+                             Estimator(nominal_bw_mbps=nominal_bandwidth(topology)), fabric,
+                             client, out / "driver", options, policy_name="fixed",
+                             runner=runner).run()
+    got = {}
+    for job in result["jobs"]:
+        if job.get("status") != "finished":
+            raise RuntimeError(f"calibration job {job['name']} did not finish: {job.get('status')}")
+        its = sorted(job.get("iterations") or [], key=lambda it: it[2])
+        times = [it[3] for it in its if it[1] == 0][SKIP:] or [it[3] for it in its]
+        got[job["name"]] = {"jct_s": job["turnaround"], "iteration_s": statistics.median(times)}
     return got
 
 
-def fit_many(c, probes: dict[str, dict], topology, capacity: float,
-             buffer_bytes: float) -> float:
-    """``queue_fill_per_sender`` in [0, 1] for which the model's mean iteration of the
-    BULK_JOBS jobs matches their measured median batch (``queue_fill`` already fitted)."""
-    from sluice_common.exchange import Sharer, share_egress
+def _sharers(capacity: float, names, nbytes: int):
+    from mininet_tests.experiment_heavy_tail import KEYS, PIPELINE_KEYS, cross_path
+    from sluice_common.exchange import Sharer
 
-    cross = path_rates(topology, "h1", "h3")
-    jobs = [Sharer(n, BULK[0], BULK[1], cross, 0.0, BULK[2]) for n, *_ in bulk_specs()]
-    measured = statistics.mean(probes[n]["batch_s"] for n, *_ in bulk_specs())
+    return [Sharer(n, nbytes, KEYS, cross_path(capacity), 0.0, PIPELINE_KEYS) for n in names]
+
+
+def fit_many(c, driver: dict[str, dict], capacity: float, buffer_bytes: float) -> float:
+    """``queue_fill_per_sender`` in [0, 1] for which the model's mean iteration of the
+    BULK_JOBS jobs matches their measured median iterations (``queue_fill`` fitted)."""
+    from sluice_common.exchange import share_egress
+
+    names = [n for n in driver if n.startswith("cal-bulk")]
+    jobs = _sharers(capacity, names, BULK[0])
+    measured = statistics.mean(driver[n]["iteration_s"] for n in names)
 
     def model(q):
         return statistics.mean(share_egress(jobs, capacity, buffer_bytes,
@@ -289,23 +308,24 @@ def fit_many(c, probes: dict[str, dict], topology, capacity: float,
     return (lo + hi) / 2
 
 
-def fit_startup(c, rows: list[dict], probes: dict[str, dict], topology, capacity: float,
-                buffer_bytes: float) -> dict[str, float]:
-    """``startup_s``: the median over the alone network points of launch-to-exit less the
-    batches, less one batch more (the model runs ``kv.init``'s push and pull as an extra
-    batch); ``startup_rounds``: the probes' median start-up beyond that, over the model's
+def fit_startup(c, driver: dict[str, dict], capacity: float, buffer_bytes: float) -> dict:
+    """``startup_s``: the alone jobs' median JCT less half a slot and their batches (one
+    more for ``kv.init``) at the model's time alone; ``startup_rounds``: the probes' median
+    JCT beyond that and their batches at the model's shared iteration, over the model's
     queue wait for a probe among the bulk jobs (one FIFO class)."""
-    from sluice_common.exchange import Sharer, batch_exchange_s, egress_state
+    from mininet_tests.experiment_heavy_tail import SLOT_S
+    from sluice_common.exchange import egress_state
 
-    alone = [r["overhead_s"] - batch_exchange_s(r["bytes"], r["keys"], r["path"], r["window"], c)
-             for r in rows if r["path"]]
+    (probe,) = _sharers(capacity, ["probe"], PROBE[0])
+    need = PROBE[1] + 1
+    alone = [v["jct_s"] - SLOT_S / 2 - need * probe.alone_s(c)
+             for n, v in driver.items() if n.startswith("cal-alone")]
     base = max(0.0, statistics.median(alone))
-    cross = path_rates(topology, "h1", "h3")
-    bulk = [Sharer(n, BULK[0], BULK[1], cross, 0.0, BULK[2]) for n, *_ in bulk_specs()]
-    probe = Sharer("probe", PROBE[0], PROBE[1], cross, 0.0, PROBE[2])
-    wait = egress_state(bulk + [probe], capacity, buffer_bytes, c)[1]["probe"]
-    probe_alone = batch_exchange_s(PROBE[0], PROBE[1], cross, PROBE[2], c)
-    extra = [v["overhead_s"] - probe_alone - base for n, v in probes.items() if "probe" in n]
+    bulk = _sharers(capacity, [n for n in driver if n.startswith("cal-bulk")], BULK[0])
+    its, waits = egress_state(bulk + [probe], capacity, buffer_bytes, c)
+    extra = [v["jct_s"] - SLOT_S / 2 - base - need * its["probe"]
+             for n, v in driver.items() if n.startswith("cal-probe")]
+    wait = waits["probe"]
     rounds_ = max(0.0, statistics.median(extra)) / wait if wait > 0 else 0.0
     return {"startup_s": base, "startup_rounds": rounds_, "startup_wait_s": wait,
             "startup_alone_samples": [round(x, 3) for x in alone],
@@ -347,11 +367,10 @@ def main() -> int:
     qf = fit_queue_fill(c, sharers, capacity, buffer_bytes, measured_shared)
     c = replace(c, queue_fill=round(float(qf), 4))
     start = many = None
-    if m.get("probes") and all("overhead_s" in r for r in rows) and \
-            all(n in m["probes"] for n, *_ in bulk_specs()):
-        many = fit_many(c, m["probes"], topology, capacity, buffer_bytes)
+    if m.get("driver"):
+        many = fit_many(c, m["driver"], capacity, buffer_bytes)
         c = replace(c, queue_fill_per_sender=round(float(many), 4))
-        start = fit_startup(c, rows, m["probes"], topology, capacity, buffer_bytes)
+        start = fit_startup(c, m["driver"], capacity, buffer_bytes)
         c = replace(c, startup_s=round(start["startup_s"], 4),
                     startup_rounds=round(start["startup_rounds"], 2))
 
@@ -370,8 +389,8 @@ def main() -> int:
           f"measured {1000 * measured_shared:.1f} ms per batch (model alone {1000 * alone:.1f} ms), "
           f"CPU wait {[v['cpu_wait_s'] for v in shared.values()]} s -> queue_fill {qf:.3f}")
     if start:
-        bulk = [m["probes"][n]["batch_s"] for n, *_ in bulk_specs()]
-        print(f"{BULK_JOBS} cross-rack jobs at once: median batch "
+        bulk = [v["iteration_s"] for n, v in m["driver"].items() if n.startswith("cal-bulk")]
+        print(f"{BULK_JOBS} cross-rack jobs at once (run loop): median iteration "
               f"{1000 * statistics.median(bulk):.1f} ms -> queue_fill_per_sender {many:.3f}")
         print(f"start-up: alone {start['startup_s']:.3f} s beyond one batch (samples "
               f"{start['startup_alone_samples']}); {len(start['startup_probe_extra'])} probes "
@@ -379,7 +398,7 @@ def main() -> int:
               f"wait {1000 * start['startup_wait_s']:.1f} ms a round -> startup_rounds "
               f"{start['startup_rounds']:.2f}")
     else:
-        print("start-up: not measured in this input (no probes); those constants unchanged")
+        print("start-up: not measured in this input (no run-loop points); those constants unchanged")
     for k in ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps", "startup_s",
               "startup_rounds", "queue_fill_per_sender"):
         figures.append(harness.figure(f"exchange {k}", getattr(c, k)))
@@ -403,8 +422,9 @@ def main() -> int:
         provenance.update(startup_alone_samples_s=start["startup_alone_samples"],
                           startup_probe_extra_s=start["startup_probe_extra"],
                           startup_probe_wait_s=round(start["startup_wait_s"], 4),
-                          many_jobs=BULK_JOBS, many_median_batch_s=round(statistics.median(
-                              m["probes"][n]["batch_s"] for n, *_ in bulk_specs()), 4))
+                          many_jobs=BULK_JOBS, many_median_iteration_s=round(statistics.median(
+                              v["iteration_s"] for n, v in m["driver"].items()
+                              if n.startswith("cal-bulk")), 4))
     if args.from_json:
         provenance["refit_from"] = args.from_json
     c = replace(c, provenance=provenance)
