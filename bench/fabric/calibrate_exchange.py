@@ -158,12 +158,14 @@ def fit(rows: list[dict], burst_bytes: float):
             [float(p) for p in pred])
 
 
-def fit_queue_fill(c, jobs, capacity: float, buffer_bytes: float, measured: float) -> float:
-    """queue_fill in [0, 1] for which the sharing model's mean iteration matches."""
+def fit_queue_fill(c, jobs, capacity: float, buffer_bytes: float, measured: float,
+                   name: str = "queue_fill") -> float:
+    """The constant ``name`` (``queue_fill``, ``queue_fill_per_sender``) in [0, 1] for which
+    the sharing model's mean iteration of ``jobs`` matches ``measured`` (bisection)."""
     from sluice_common.exchange import share_egress
 
     def model(q):
-        got = share_egress(jobs, capacity, buffer_bytes, replace(c, queue_fill=q))
+        got = share_egress(jobs, capacity, buffer_bytes, replace(c, **{name: q}))
         return statistics.mean(got.values())
     lo, hi = 0.0, 1.0
     if model(lo) >= measured:
@@ -286,26 +288,12 @@ def _sharers(capacity: float, names, nbytes: int):
 
 
 def fit_many(c, driver: dict[str, dict], capacity: float, buffer_bytes: float) -> float:
-    """``queue_fill_per_sender`` in [0, 1] for which the model's mean iteration of the
-    BULK_JOBS jobs matches their measured median iterations (``queue_fill`` fitted)."""
-    from sluice_common.exchange import share_egress
-
+    """``queue_fill_per_sender`` for which the model's mean iteration of the BULK_JOBS jobs
+    matches their measured median iterations (``queue_fill`` already fitted)."""
     names = [n for n in driver if n.startswith("cal-bulk")]
-    jobs = _sharers(capacity, names, BULK[0])
-    measured = statistics.mean(driver[n]["iteration_s"] for n in names)
-
-    def model(q):
-        return statistics.mean(share_egress(jobs, capacity, buffer_bytes,
-                                            replace(c, queue_fill_per_sender=q)).values())
-    lo, hi = 0.0, 1.0
-    if model(lo) >= measured:
-        return 0.0
-    if model(hi) <= measured:
-        return 1.0
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if model(mid) < measured else (lo, mid)
-    return (lo + hi) / 2
+    return fit_queue_fill(c, _sharers(capacity, names, BULK[0]), capacity, buffer_bytes,
+                          statistics.mean(driver[n]["iteration_s"] for n in names),
+                          "queue_fill_per_sender")
 
 
 def fit_startup(c, driver: dict[str, dict], capacity: float, buffer_bytes: float) -> dict:
