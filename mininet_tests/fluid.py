@@ -201,7 +201,7 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
                     continue
                 cls = classes(running + [j])
                 wait = egress_state(sharers(running + [j], cls), capacity, buffer_bytes, c)[1]
-                ready[j.name] = j.arrival + startup_time(wait[j.name], c)
+                ready[j.name] = j.arrival + startup_time(wait[j.name], c, mode != "off")
         active = [j for j in jobs if j.name in ready and ready[j.name] <= t and j.name not in jct]
         later = [ready.get(j.name, j.arrival) for j in jobs
                  if j.name not in jct and ready.get(j.name, j.arrival) > t]

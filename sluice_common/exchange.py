@@ -72,12 +72,14 @@ every key) plus its closing barrier. Alone it takes ``startup_s`` and one batch 
 (``kv.init``'s exchange, which shares the egress as a batch does); its rendezvous
 messages wait behind the standing queue as a batch's rounds do::
 
-    S = startup_s + startup_rounds * wait_j
+    S = startup_s + startup_rounds * wait_j (+ startup_priority_s with priority on)
 
 ``wait_j`` is the job's queue wait per round (:func:`egress_state`) when it arrives, in
 its class, so priority shortens an urgent job's start-up as it shortens its batches.
-``startup_s`` is measured on jobs alone, ``startup_rounds`` on small jobs arriving while
-six bulk jobs fill the FIFO (the calibration).
+With priority on, a job is registered with the controller, its rules in place, before it
+starts: ``startup_priority_s`` more. ``startup_s`` and ``startup_priority_s`` are measured
+on jobs alone, ``startup_rounds`` on small jobs arriving while six bulk jobs fill the FIFO
+(the calibration).
 """
 
 from __future__ import annotations
@@ -113,11 +115,12 @@ class ExchangeConstants:
     burst_bytes: float = 15360.0
     startup_s: float = 0.5
     startup_rounds: float = 0.0
+    startup_priority_s: float = 0.0
     provenance: Mapping[str, object] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         for name in ("overhead_s", "per_key_s", "hop_s", "rto_min_s", "startup_s",
-                     "startup_rounds", "queue_fill_per_sender"):
+                     "startup_rounds", "startup_priority_s", "queue_fill_per_sender"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 < self.efficiency <= 1:
@@ -376,13 +379,14 @@ def egress_state(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
     return it, wait_of
 
 
-def startup_time(wait_s: float, c: ExchangeConstants | None = None) -> float:
+def startup_time(wait_s: float, c: ExchangeConstants | None = None,
+                 priority: bool = False) -> float:
     """A job's start-up and closing beyond its ``kv.init`` batch (module doc):
-    ``startup_s + startup_rounds * wait_s``."""
+    ``startup_s + startup_rounds * wait_s`` (+ ``startup_priority_s`` with priority on)."""
     c = c or default_constants()
     if wait_s < 0:
         raise ValueError(f"wait must be >= 0 seconds, got {wait_s}")
-    return c.startup_s + c.startup_rounds * wait_s
+    return c.startup_s + c.startup_rounds * wait_s + (c.startup_priority_s if priority else 0.0)
 
 
 def with_fit(c: ExchangeConstants, values: Mapping[str, float],

@@ -155,6 +155,8 @@ def test_startup_grows_with_the_queue_it_meets_and_priority_shortens_it():
     c = replace(C, startup_s=0.4, startup_rounds=10.0)
     assert startup_time(0.0, c) == pytest.approx(0.4)
     assert startup_time(0.2, c) == pytest.approx(2.4)
+    assert startup_time(0.2, replace(c, startup_priority_s=0.3), priority=True) == \
+        pytest.approx(2.7)
     with pytest.raises(ValueError):
         startup_time(-1.0, c)
     # the queue wait: nobody else sending -> 0; a bulk job in the same class -> most of
@@ -206,6 +208,9 @@ def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
     for n in names:
         if n.startswith("cal-alone"):
             driver[n] = {"jct_s": SLOT_S / 2 + 0.7 + need * probe.alone_s(truth), "iteration_s": 0}
+            # the same job alone with priority on: 0.4 s more (its registration)
+            driver[n.replace("cal-alone", "cal-on")] = {
+                "jct_s": SLOT_S / 2 + 0.7 + 0.4 + need * probe.alone_s(truth), "iteration_s": 0}
         elif n.startswith("cal-probe"):
             driver[n] = {"jct_s": SLOT_S / 2 + 0.7 + 12 * waits["probe"] + need * its["probe"],
                          "iteration_s": 0}
@@ -216,3 +221,4 @@ def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
     assert got["startup_s"] == pytest.approx(0.7, abs=1e-3)
     assert got["startup_wait_s"] == pytest.approx(waits["probe"], rel=1e-2) and waits["probe"] > 0
     assert got["startup_rounds"] == pytest.approx(12.0, rel=1e-2)
+    assert got["startup_priority_s"] == pytest.approx(0.4, abs=1e-3)

@@ -247,9 +247,12 @@ def driver_mix() -> list:
 
 
 def measure_driver_points(out: Path) -> dict[str, dict]:
-    """Run :func:`driver_mix` once through the experiments' run loop (controller process,
-    priority off, warm PS processes); per job its JCT and its median iteration after SKIP
-    batches."""
+    """Run :func:`driver_mix` through the experiments' run loop (controller process,
+    priority off, warm PS processes), then its jobs alone again with priority on (each
+    registered with the controller, its rules in place, before it starts: ``cal-on-*``);
+    per job its JCT and its median iteration after SKIP batches."""
+    from dataclasses import replace as copy
+
     from end_to_end.run import environment
     from end_to_end.runloop import RunOptions
     from job_scheduler.core.estimator import Estimator, nominal_bandwidth
@@ -257,26 +260,34 @@ def measure_driver_points(out: Path) -> dict[str, dict]:
                                                      experiment_topology, machine_cc,
                                                      placement_step, specs_and_overrides,
                                                      topology_arg)
+    from sluice_common.job_rank import DEFAULT_RULE
 
     topology, _ = experiment_topology(UPLINK_MBPS)
-    mix = driver_mix()
-    specs, overrides = specs_and_overrides(mix)
-    with environment(topology, topology_arg(topology, out), out,
-                     tcp_congestion=machine_cc()) as (fabric, client), \
-            _processes(topology, fabric, out, "warm", per_host=len(mix) + 1) as runner:
-        options = RunOptions(priority=False, slot_s=SLOT_S, port_base=20000,
-                             worker_overrides=overrides, job_timeout_s=RUN_TIMEOUT_S)
-        result = MeasuredRun(topology, specs, placement_step(mix),
-                             Estimator(nominal_bw_mbps=nominal_bandwidth(topology)), fabric,
-                             client, out / "driver", options, policy_name="fixed",
-                             runner=runner).run()
+    mixes = {"off": driver_mix()}
+    mixes["on"] = [copy(j, name=j.name.replace("cal-alone", "cal-on"))
+                   for j in mixes["off"] if j.name.startswith("cal-alone")]
     got = {}
-    for job in result["jobs"]:
-        if job.get("status") != "finished":
-            raise RuntimeError(f"calibration job {job['name']} did not finish: {job.get('status')}")
-        its = sorted(job.get("iterations") or [], key=lambda it: it[2])
-        times = [it[3] for it in its if it[1] == 0][SKIP:] or [it[3] for it in its]
-        got[job["name"]] = {"jct_s": job["turnaround"], "iteration_s": statistics.median(times)}
+    with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
+                     tcp_congestion=machine_cc()) as (fabric, client), \
+            _processes(topology, fabric, out, "warm", per_host=len(mixes["off"]) + 1) as runner:
+        for k, (mode, mix) in enumerate(mixes.items()):
+            runner.fill()
+            runner.wait_ready(timeout=900)
+            specs, overrides = specs_and_overrides(mix)
+            options = RunOptions(priority=mode == "on", slot_s=SLOT_S, port_base=20000 + 2000 * k,
+                                 worker_overrides=overrides, job_timeout_s=RUN_TIMEOUT_S)
+            result = MeasuredRun(topology, specs, placement_step(mix),
+                                 Estimator(nominal_bw_mbps=nominal_bandwidth(topology)), fabric,
+                                 client, out / f"driver-{mode}", options, policy_name="fixed",
+                                 runner=runner).run()
+            for job in result["jobs"]:
+                if job.get("status") != "finished":
+                    raise RuntimeError(f"calibration job {job['name']} did not finish: "
+                                       f"{job.get('status')}")
+                its = sorted(job.get("iterations") or [], key=lambda it: it[2])
+                times = [it[3] for it in its if it[1] == 0][SKIP:] or [it[3] for it in its]
+                got[job["name"]] = {"jct_s": job["turnaround"],
+                                    "iteration_s": statistics.median(times)}
     return got
 
 
@@ -300,7 +311,9 @@ def fit_startup(c, driver: dict[str, dict], capacity: float, buffer_bytes: float
     """``startup_s``: the alone jobs' median JCT less half a slot and their batches (one
     more for ``kv.init``) at the model's time alone; ``startup_rounds``: the probes' median
     JCT beyond that and their batches at the model's shared iteration, over the model's
-    queue wait for a probe among the bulk jobs (one FIFO class)."""
+    queue wait for a probe among the bulk jobs (one FIFO class); ``startup_priority_s``:
+    the same jobs alone with priority on, their median JCT beyond ``startup_s`` (the
+    registration with the controller, whose rules are in place before a job starts)."""
     from mininet_tests.experiment_heavy_tail import SLOT_S
     from sluice_common.exchange import egress_state
 
@@ -315,9 +328,13 @@ def fit_startup(c, driver: dict[str, dict], capacity: float, buffer_bytes: float
              for n, v in driver.items() if n.startswith("cal-probe")]
     wait = waits["probe"]
     rounds_ = max(0.0, statistics.median(extra)) / wait if wait > 0 else 0.0
+    on = [v["jct_s"] - SLOT_S / 2 - need * probe.alone_s(c) - base
+          for n, v in driver.items() if n.startswith("cal-on")]
     return {"startup_s": base, "startup_rounds": rounds_, "startup_wait_s": wait,
+            "startup_priority_s": max(0.0, statistics.median(on)) if on else 0.0,
             "startup_alone_samples": [round(x, 3) for x in alone],
-            "startup_probe_extra": [round(x, 3) for x in extra]}
+            "startup_probe_extra": [round(x, 3) for x in extra],
+            "startup_priority_samples": [round(x, 3) for x in on]}
 
 
 def main() -> int:
@@ -360,7 +377,8 @@ def main() -> int:
         c = replace(c, queue_fill_per_sender=round(float(many), 4))
         start = fit_startup(c, m["driver"], capacity, buffer_bytes)
         c = replace(c, startup_s=round(start["startup_s"], 4),
-                    startup_rounds=round(start["startup_rounds"], 2))
+                    startup_rounds=round(start["startup_rounds"], 2),
+                    startup_priority_s=round(start["startup_priority_s"], 4))
 
     figures = []
     print("| point | path | bytes | keys | window | measured ms | model ms | residual ms | "
@@ -384,11 +402,13 @@ def main() -> int:
               f"{start['startup_alone_samples']}); {len(start['startup_probe_extra'])} probes "
               f"among {BULK_JOBS} bulk jobs: {start['startup_probe_extra']} s more, model "
               f"wait {1000 * start['startup_wait_s']:.1f} ms a round -> startup_rounds "
-              f"{start['startup_rounds']:.2f}")
+              f"{start['startup_rounds']:.2f}; priority on, alone: "
+              f"{start['startup_priority_samples']} s more -> startup_priority_s "
+              f"{start['startup_priority_s']:.3f}")
     else:
         print("start-up: not measured in this input (no run-loop points); those constants unchanged")
     for k in ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps", "startup_s",
-              "startup_rounds", "queue_fill_per_sender"):
+              "startup_rounds", "startup_priority_s", "queue_fill_per_sender"):
         figures.append(harness.figure(f"exchange {k}", getattr(c, k)))
     figures.append(harness.figure("exchange queue_fill", c.queue_fill))
     rel = [abs(r["measured_s"] - r["model_s"]) / r["measured_s"] for r in rows]
@@ -410,6 +430,7 @@ def main() -> int:
         provenance.update(startup_alone_samples_s=start["startup_alone_samples"],
                           startup_probe_extra_s=start["startup_probe_extra"],
                           startup_probe_wait_s=round(start["startup_wait_s"], 4),
+                          startup_priority_samples_s=start["startup_priority_samples"],
                           many_jobs=BULK_JOBS, many_median_iteration_s=round(statistics.median(
                               v["iteration_s"] for n, v in m["driver"].items()
                               if n.startswith("cal-bulk")), 4))
@@ -426,7 +447,7 @@ def main() -> int:
                                                  ("overhead_s", "per_key_s", "hop_s",
                                                   "efficiency", "local_Bps", "queue_fill",
                                                   "queue_fill_per_sender", "startup_s",
-                                                  "startup_rounds")},
+                                                  "startup_rounds", "startup_priority_s")},
                                    "provenance": provenance})
     return 0
 
