@@ -280,8 +280,6 @@ class Simulator(Pricing):
             affected |= self.uplink_jobs[r]
         if self.priority:          # the levels of every job on an uplink may have moved
             affected = set().union(*self.uplink_jobs) - {j}
-            for k in affected:
-                self._advance(self.running[k])
         return affected
 
     def _levels(self, jobs: Sequence[int]) -> dict[int, int]:
