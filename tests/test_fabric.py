@@ -146,9 +146,13 @@ def test_loop_topologies_build_and_tear_down(name):
 # The test holds the global fabric lock throughout, so nobody else can build or clean in
 # between; the crashing child uses a private lock file instead (SLUICE_FABRIC_LOCK).
 
+# "up" only once the sleeper has exec'd inside h3: until then it is mnexec, which dies
+# without attaching if the host's shell is killed first (a race seen under CI load).
 _HOLD = ("import sys, time; from mininet_fabric.fabric import Fabric\n"
          "with Fabric('two-rack', progress=False) as fab:\n"
-         "    fab.popen('h3', 'sleep', '3117')\n"
+         "    p = fab.popen('h3', 'sleep', '3117')\n"
+         "    while open(f'/proc/{p.pid}/cmdline').read() != 'sleep\\x003117\\x00':\n"
+         "        time.sleep(0.01)\n"
          "    print('up', flush=True); time.sleep(120)\n")
 
 

@@ -79,6 +79,12 @@ def test_sinfo_json_nodes():
         parse_sinfo_json("not json")
 
 
+def test_a_node_backfill_planned_for_a_pending_job_is_still_usable():
+    idle_planned = NodeInfo("n3", "127.0.0.1", "n3", "IDLE", frozenset({"PLANNED"}), gpus=4)
+    assert idle_planned.usable
+    assert not NodeInfo("n4", "127.0.0.1", "n4", "IDLE", frozenset({"DRAIN"}), gpus=4).usable
+
+
 def test_scontrol_nodes_agree_with_sinfo():
     by_scontrol = {n.name: n for n in parse_scontrol_nodes(read("scontrol_d_show_node.txt"))}
     by_sinfo = {n.name: n for n in parse_sinfo_json(read("sinfo.json"))}
