@@ -187,6 +187,39 @@ def comparison(off: RunResult, on: RunResult, lagging: str | None = None) -> dic
             "jobs": jobs}
 
 
+def plot_comparison(cmp: dict):
+    """``sluice demo``'s picture: each job's measured JCT with priority off and on (bars)
+    and the exchange model's prediction for each pass, made before it (markers)."""
+    names = list(cmp["jobs"])
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(names) + 2), 4))
+    width = 0.38
+    for k, (mode, color) in enumerate((("off", "#bbbbbb"), ("on", "#3b75af"))):
+        xs = [i + (k - 0.5) * width for i in range(len(names))]
+        measured = [cmp["jobs"][n][f"jct_{mode}_s"] for n in names]
+        ax.bar(xs, [m if m is not None else 0.0 for m in measured], width, color=color,
+               label=f"measured, priority {mode}")
+        pred = [(x, cmp["jobs"][n].get(f"predicted_jct_{mode}_s")) for x, n in zip(xs, names)]
+        pred = [(x, y) for x, y in pred if y is not None]
+        if pred:
+            ax.scatter(*zip(*pred), marker="_", s=400, linewidths=2.5, color="#d62728",
+                       zorder=3, label="model" if k == 0 else None)
+    ax.set_xticks(range(len(names)), [f"{n}\n{cmp['jobs'][n].get('racks') or '?'} rack(s)"
+                                      for n in names])
+    ax.set_ylabel("JCT (s)")
+    ax.set_title(f"JCT per job, priority off vs on: average {_fmt(cmp['avg_jct_off_s'])} -> "
+                 f"{_fmt(cmp['avg_jct_on_s'])} s ({_fmt(cmp['avg_jct_change_pct'])} %)")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def write_comparison_plot(cmp: dict, path: str | Path) -> Path:
+    fig = plot_comparison(cmp)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
 def predicted_jct(job: dict) -> float | None:
     """The scheduler's view of a job's JCT: its wait + start-up + C(n) at the decision."""
     if job.get("predicted_run_s") is None or job.get("wait") is None:

@@ -313,7 +313,8 @@ def demo(config: RunConfig) -> int:
     """``sluice demo``: the demo jobs twice on one fabric, priority off then on."""
     import json
 
-    from end_to_end.report import comparison, comparison_markdown, demo_summary, write_report
+    from end_to_end.report import (comparison, comparison_markdown, demo_summary,
+                                   write_comparison_plot, write_report)
 
     from mininet_fabric.lock import FabricLock
 
@@ -360,13 +361,17 @@ def demo(config: RunConfig) -> int:
     cmp.update(config.compute_info, wall_time_s=round(wall, 1), topology=topology.name,
                fabric_lock_wait_s=round(lock_wait, 1))
     (out / "comparison.json").write_text(json.dumps(cmp, indent=1))
+    write_comparison_plot(cmp, out / "comparison.png")
     text = (f"# sluice demo: {topology.name}, {len(jobs)} jobs, policy {config.policy}, "
             f"{cmp['compute']} compute, priority off vs on\n\n"
-            + comparison_markdown(cmp) + f"\n\n{demo_summary(cmp)}\n\nwall time {wall:.0f} s"
+            + comparison_markdown(cmp) + f"\n\n{demo_summary(cmp)}\n\n"
+            + "Plot: comparison.png (measured JCT off and on, the model's prediction of each)\n\n"
+            + f"wall time {wall:.0f} s"
             + (f" (after {lock_wait:.0f} s waiting for the fabric lock)" if lock_wait >= 1 else "")
             + "\n")
     (out / "comparison.md").write_text(text)
     print(text)
-    print(f"reports: {out}/priority-off/report.md, {out}/priority-on/report.md, {out}/comparison.md")
+    print(f"reports: {out}/priority-off/report.md, {out}/priority-on/report.md, "
+          f"{out}/comparison.md, {out}/comparison.png")
     ok = all(r["summary"]["finished"] == len(jobs) for r in results.values())
     return 0 if ok else 1
