@@ -1,0 +1,129 @@
+"""The pull path under contention (issue 27 item 3): an urgent job's per-batch time with
+its pulls held behind its pushes (window 0) and with a window of keys in flight.
+
+    sudo .venv/bin/python -m bench.fabric.pull_path [--reps N] [--json [OUT]]
+
+ps-lite sends a key's pull request on the worker's one connection to the server, behind
+every push already queued there, and the server answers it once that key's push is in.
+With every key pushed at once (window 0) no pull starts before the last push has left:
+push and pull use the two directions of the path one after the other. With a window of
+``w`` keys in flight (``--pipeline-keys``, ``ps_runtime.emulated_worker``) each pull
+request leaves behind at most ``w`` pushes, so pulls overlap later pushes.
+
+On the heavy-tail experiment's fabric (two-rack, uplinks 12 Mbit/s, host links 24
+Mbit/s, the HTB priority tree) and through its run loop (controller process, warm PS
+processes, the experiment's fixed placement: PS in rack 1, worker in rack 2), the urgent
+job U (400 kB in 8 keys, no compute, 12 batches) runs alone, and 2 s after a bulk job B
+(900 kB in 8 keys, window 0, 25 batches: it covers U's run) with priority off (one FIFO
+class) and on (the `remaining` rule: U, with less left, in the higher class), each with
+window 0 and with the heavy-tail experiment's 3 keys, ``--reps`` times, in alternating
+order. Prints U's median iteration per case and the window's ratio to window 0 in each
+case (the baseline, measured in the same run). Needs root (the fabric) and takes the
+fabric lock; about 6 minutes with 2 reps.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import harness
+from bench.fabric.calibrate_exchange import SKIP, UPLINK_MBPS, loadavg
+
+URGENT = ("pp-urgent", 400_000, 12)          # name, bytes per batch, batches
+BULK = ("pp-bulk", 900_000, 25)
+WINDOWS = (0, 3)
+CASES = ("alone", "off", "on")               # U alone; beside B, priority off / on
+
+
+def mix(case: str, window: int, rep: int):
+    """The run's jobs (MixJob: no compute) and their worker overrides (the window)."""
+    from mininet_tests.experiment_heavy_tail import specs_and_overrides
+    from mininet_tests.heavy_tail import MixJob
+
+    tag = f"-{case}-w{window}-{rep}"
+    jobs = [MixJob(URGENT[0] + tag, 2.0 if case != "alone" else 0.0, URGENT[2], URGENT[1],
+                   1.0, 0.0)]
+    if case != "alone":
+        jobs.insert(0, MixJob(BULK[0] + tag, 0.0, BULK[2], BULK[1], 1.0, 0.0))
+    specs, overrides = specs_and_overrides(jobs)
+    for name in overrides:
+        overrides[name]["pipeline_keys"] = window if name.startswith(URGENT[0]) else 0
+    return jobs, specs, overrides
+
+
+def measure(reps: int) -> dict[tuple[str, int], list[float]]:
+    """(case, window) -> U's median iteration (s, after SKIP batches) of each repetition."""
+    from end_to_end.run import environment
+    from end_to_end.runloop import RunOptions
+    from job_scheduler.core.estimator import Estimator, nominal_bandwidth
+    from mininet_tests.experiment_heavy_tail import (SLOT_S, MeasuredRun, _processes,
+                                                     experiment_topology, machine_cc,
+                                                     placement_step, topology_arg)
+    from sluice_common.job_rank import DEFAULT_RULE
+
+    topology, _ = experiment_topology(UPLINK_MBPS)
+    out = Path(tempfile.mkdtemp(prefix="sluice-pullpath-"))
+    got: dict[tuple[str, int], list[float]] = {}
+    k = 0
+    with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
+                     tcp_congestion=machine_cc()) as (fabric, client), \
+            _processes(topology, fabric, out, "warm", per_host=4) as runner:
+        for rep in range(reps):
+            for case in CASES:
+                for window in (WINDOWS if rep % 2 == 0 else WINDOWS[::-1]):
+                    runner.fill()
+                    runner.wait_ready(timeout=900)
+                    jobs, specs, overrides = mix(case, window, rep)
+                    options = RunOptions(priority=case == "on", slot_s=SLOT_S,
+                                         port_base=20000 + 400 * k, worker_overrides=overrides,
+                                         job_timeout_s=300)
+                    k += 1
+                    result = MeasuredRun(topology, specs, placement_step(jobs),
+                                         Estimator(nominal_bw_mbps=nominal_bandwidth(topology)),
+                                         fabric, client, out / f"{case}-w{window}-{rep}",
+                                         options, policy_name="fixed", runner=runner).run()
+                    job = next(j for j in result["jobs"] if j["name"].startswith(URGENT[0]))
+                    if job.get("status") != "finished":
+                        raise RuntimeError(f"{job['name']} did not finish: {job.get('status')}")
+                    its = sorted(job.get("iterations") or [], key=lambda it: it[2])
+                    times = [it[3] for it in its if it[1] == 0][SKIP:]
+                    got.setdefault((case, window), []).append(statistics.median(times))
+                    print(f"pull path: {case}, window {window}, rep {rep + 1}: "
+                          f"{1000 * got[case, window][-1]:.1f} ms per batch (load {loadavg()})",
+                          file=sys.stderr, flush=True)
+    subprocess.run(["rm", "-rf", str(out)], check=False)
+    return got
+
+
+def main() -> int:
+    ap = harness.parser(__doc__)
+    ap.add_argument("--reps", type=int, default=2, help="repetitions of each case (default 2)")
+    args = ap.parse_args()
+    if args.reps < 1:
+        ap.error("argument --reps: must be >= 1")
+    started, load_before = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), loadavg()
+    got = measure(args.reps)
+    med = {k: statistics.median(v) for k, v in got.items()}
+    print("| U | window | U ms per batch (median of reps) | reps ms |")
+    print("|---|---:|---:|---|")
+    for (case, window), v in sorted(got.items()):
+        print(f"| {case} | {window} | {1000 * med[case, window]:.1f} | "
+              f"{', '.join(f'{1000 * x:.0f}' for x in v)} |")
+    figures = [harness.figure(f"urgent batch, {case if case == 'alone' else 'beside bulk, priority ' + case}, window {WINDOWS[1]}",
+                              1000 * med[case, WINDOWS[1]], "ms",
+                              baseline=1000 * med[case, WINDOWS[0]],
+                              note=f"(baseline: window {WINDOWS[0]}, same run)")
+               for case in CASES]
+    print(f"{started}; load average before {load_before}, after {loadavg()}", flush=True)
+    harness.write_json(args.json, {"figures": figures, "started": started,
+                                   "cases": {f"{c}-w{w}": v for (c, w), v in got.items()}})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
