@@ -24,11 +24,12 @@ fabric lock; about 6 minutes with 2 reps.
 
 from __future__ import annotations
 
+import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench import harness
@@ -70,8 +71,9 @@ def measure(reps: int) -> dict[tuple[str, int], list[float]]:
     out = Path(tempfile.mkdtemp(prefix="sluice-pullpath-"))
     got: dict[tuple[str, int], list[float]] = {}
     k = 0
-    with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
-                     tcp_congestion=machine_cc()) as (fabric, client), \
+    with _removed(out), \
+            environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
+                        tcp_congestion=machine_cc()) as (fabric, client), \
             _processes(topology, fabric, out, "warm", per_host=4) as runner:
         for rep in range(reps):
             for case in CASES:
@@ -96,8 +98,16 @@ def measure(reps: int) -> dict[tuple[str, int], list[float]]:
                     print(f"pull path: {case}, window {window}, rep {rep + 1}: "
                           f"{1000 * got[case, window][-1]:.1f} ms per batch (load {loadavg()})",
                           file=sys.stderr, flush=True)
-    subprocess.run(["rm", "-rf", str(out)], check=False)
     return got
+
+
+@contextmanager
+def _removed(path: Path):
+    """The runs' directory (job logs), removed on the way out, also on failure."""
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def main() -> int:
@@ -114,7 +124,9 @@ def main() -> int:
     for (case, window), v in sorted(got.items()):
         print(f"| {case} | {window} | {1000 * med[case, window]:.1f} | "
               f"{', '.join(f'{1000 * x:.0f}' for x in v)} |")
-    figures = [harness.figure(f"urgent batch, {case if case == 'alone' else 'beside bulk, priority ' + case}, window {WINDOWS[1]}",
+    label = {"alone": "alone", "off": "beside bulk, priority off",
+             "on": "beside bulk, priority on"}
+    figures = [harness.figure(f"urgent batch, {label[case]}, window {WINDOWS[1]}",
                               1000 * med[case, WINDOWS[1]], "ms",
                               baseline=1000 * med[case, WINDOWS[0]],
                               note=f"(baseline: window {WINDOWS[0]}, same run)")
