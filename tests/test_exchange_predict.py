@@ -74,7 +74,7 @@ def test_demo_comparison_carries_both_passes_predictions_and_racks(tmp_path):
     assert f"({pred_off['a']:.1f})" in comparison_markdown(cmp)
     png = write_comparison_plot(cmp, tmp_path / "comparison.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
-    # a job the model did not annotate (None) is drawn without its marker, not dropped
+    # a pass the model did not predict for a job (None): the plot is still drawn
     cmp["jobs"]["a"]["predicted_jct_on_s"] = None
     assert write_comparison_plot(cmp, tmp_path / "partial.png").stat().st_size > 5000
 
