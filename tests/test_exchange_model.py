@@ -222,3 +222,32 @@ def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
     assert got["startup_wait_s"] == pytest.approx(waits["probe"], rel=1e-2) and waits["probe"] > 0
     assert got["startup_rounds"] == pytest.approx(12.0, rel=1e-2)
     assert got["startup_priority_s"] == pytest.approx(0.4, abs=1e-3)
+
+
+def test_short_queue_check_compares_the_model_with_bulk_jobs_per_baseline():
+    """The check reports, per short-queue baseline, the measured iteration, the model's
+    (one FIFO class, that baseline's buffer) and the resent share from the counters."""
+    from bench.fabric.calibrate_exchange import (BULK, SHORT_QUEUES, _sharers,
+                                                 check_short_queue, driver_parts,
+                                                 short_queue_mix)
+    from mininet_tests.experiment_heavy_tail import buffer_bytes, experiment_topology
+
+    _, capacity = experiment_topology(12.0)
+    short = {"rtt_s": 0.002}
+    jobs = {}
+    for b, slower in zip(SHORT_QUEUES, (1.0, 1.25)):
+        names = [j.name for j in short_queue_mix(b)]
+        assert len(names) == 6 and len(set(names)) == 6
+        model = share_egress(_sharers(capacity, names, BULK[0]), capacity,
+                             buffer_bytes(b, capacity, 0.002), C)
+        jobs.update({n: {"iteration_s": model[n] * slower, "jct_s": 0.0} for n in names})
+        short[b] = {"tcp": {"retrans_segs": 1000, "timeouts": 3}, "sent_bytes": 1448 * 4000}
+    got = check_short_queue(C, jobs, short, capacity)
+    assert got["off-shallow"]["error_pct"] == pytest.approx(0.0, abs=0.1)
+    assert got["off-fair"]["error_pct"] == pytest.approx(-20.0, abs=0.1)   # 1 / 1.25 - 1
+    assert got["off-fair"]["resent_share"] == pytest.approx(0.25)
+    assert got["off-fair"]["timeouts"] == 3
+    assert check_short_queue(C, jobs, {}, capacity) == {}        # no counters: no check
+    # a measurement from before the short-queue points: the jobs by name, nothing short
+    assert driver_parts({"driver": {"cal-bulk-0": {}}}) == ({"cal-bulk-0": {}}, {})
+    assert driver_parts({"driver": {"jobs": jobs, "short": short}}) == (jobs, short)
