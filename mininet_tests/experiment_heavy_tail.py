@@ -135,17 +135,23 @@ def buffer_bytes(baseline: str, capacity: float, rtt_s: float | None) -> float:
     return LEAF_QUEUE_PACKETS * MTU_BYTES
 
 
-def model_mean_jct(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | None) -> float:
+def model_prediction(mix: list[MixJob], capacity: float, mode: str,
+                     rtt_s: float | None) -> dict[str, float]:
     """The exchange model's mean JCT of ``mix`` under an experiment mode (rule and
     baseline): its start-up for the queue each job meets on arrival (calibrated, never
     this experiment's measurements), its batches and half a scheduling slot
-    (fluid.simulate_batches)."""
+    (fluid.simulate_batches); and the mean of its start-ups as the experiment measures
+    them (arrival to the first batch after ``kv.init``'s, the slot included), so that
+    the model's error splits into start-up and the rest."""
     rule, baseline = bl.split_mode(mode, RANK_RULES)
     jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s, KEYS,
                            PIPELINE_KEYS, cross_path(capacity)) for j in mix]
-    return fluid.mean(fluid.simulate_batches(jobs, rule or "off", capacity,
-                                             buffer_bytes(baseline, capacity, rtt_s),
-                                             overhead_s=SLOT_S / 2).values())
+    started: dict[str, float] = {}
+    jct = fluid.simulate_batches(jobs, rule or "off", capacity,
+                                 buffer_bytes(baseline, capacity, rtt_s),
+                                 overhead_s=SLOT_S / 2, started=started)
+    return {"predicted_mean_jct_s": round(fluid.mean(jct.values()), 3),
+            "predicted_mean_startup_s": round(fluid.mean(started.values()), 3)}
 
 
 def fluid_jobs(mix: list[MixJob], capacity: float) -> list[fluid.FluidJob]:
@@ -393,6 +399,7 @@ def measure(result: dict, mix: list[MixJob], capacity: float, edges) -> dict:
             "bucket_sizes": {b: len(v) for b, v in sorted(buckets.items())},
             "bottleneck": bottleneck_mbps(result, capacity * 8 / 1e6),
             "startup_s": round(statistics.median(starts), 3) if starts else 0.0,
+            "mean_startup_s": round(statistics.mean(starts), 3) if starts else 0.0,
             "jct_s": jct}
 
 
@@ -458,7 +465,7 @@ def run(args) -> int:
                                 for j in mix], "modes": {}}
             # the model's prediction, made before the runs
             fjobs = fluid_jobs(mix, capacity)
-            predicted = {m: round(model_mean_jct(mix, capacity, m, args.rtt_s), 3) for m in modes}
+            predicted = {m: model_prediction(mix, capacity, m, args.rtt_s) for m in modes}
             for mode in order:
                 rule, baseline = bl.split_mode(mode, RANK_RULES)
                 fabric.install_priority_tree(partial(bl.egress_tree, baseline, rtt_s=args.rtt_s))
@@ -490,7 +497,7 @@ def run(args) -> int:
                 seed_out["modes"][mode] = measure(result, mix, capacity, edges)
                 seed_out["modes"][mode].update(
                     loadavg=[round(load_before, 1), round(os.getloadavg()[0], 1)],
-                    predicted_mean_jct_s=predicted[mode],
+                    **predicted[mode],
                     queue_delay_ms=run.queue_delay_ms(),
                     tcp={k: tcp_after[k] - tcp_before[k] for k in tcp_after},
                     # the userspace datapath's threads' run-queue delay per second of run:
@@ -575,13 +582,14 @@ def resummarize(out: Path, args, merge: list[Path] = (), repredict: bool = False
             if not report.exists():
                 continue
             kept = {k: v for k, v in seed["modes"][mode].items()
-                    if k in ("loadavg", "predicted_mean_jct_s", "predicted_startup_s",
+                    if k in ("loadavg", "predicted_mean_jct_s", "predicted_mean_startup_s",
                              "queue_delay_ms", "tcp", "datapath_cpu_wait_per_s")}
             seed["modes"][mode] = measure(json.loads(report.read_text()), mix, capacity, edges) | kept
         if repredict:
             for mode in seed["modes"]:
-                seed["modes"][mode]["predicted_mean_jct_s"] = round(
-                    model_mean_jct(mix, capacity, mode, old.get("rtt_s")), 3)
+                seed["modes"][mode].pop("predicted_startup_s", None)   # an older model's
+                seed["modes"][mode].update(model_prediction(mix, capacity, mode,
+                                                            old.get("rtt_s")))
         fjobs = fluid_jobs(mix, capacity)
         for mode in seed["modes"]:
             pred = fluid.simulate(fjobs, bl.split_mode(mode, RANK_RULES)[0] or "off", capacity,
@@ -631,6 +639,17 @@ def _mean_split(ms: list[dict]) -> dict[str, dict[str, float]]:
             for b, parts in sorted(out.items())}
 
 
+def _mean_startup(m: dict) -> float:
+    """A mode's mean start-up over its jobs (older records: JCT less network JCT)."""
+    if m.get("mean_startup_s") is not None:
+        return m["mean_startup_s"]
+    return m["mean_jct_s"] - m["mean_network_jct_s"]
+
+
+def _error_pct(predicted: float | None, measured: float) -> float | None:
+    return None if predicted is None else 100 * (predicted / measured - 1)
+
+
 def _range(pairs):
     values = [v for pair in pairs if pair for v in pair]
     return [min(values), max(values)] if values else None
@@ -663,6 +682,19 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
             "startup_s": _median(m["startup_s"] for m in ms),
             "fluid_mean_jct_s": _median(m["fluid_mean_jct_s"] for m in ms),
             "predicted_mean_jct_s": _median(m.get("predicted_mean_jct_s") for m in ms),
+            # the model's error, median over seeds, on the whole JCT and split into the
+            # start-up (arrival to the first batch after kv.init's) and the rest
+            "model_error_pct": _median(digits=1, values=(
+                _error_pct(m.get("predicted_mean_jct_s"), m["mean_jct_s"]) for m in ms)),
+            "predicted_mean_startup_s": _median(m.get("predicted_mean_startup_s") for m in ms),
+            "mean_startup_s": _median(_mean_startup(m) for m in ms),
+            "model_startup_error_s": _median(values=(
+                m["predicted_mean_startup_s"] - _mean_startup(m) for m in ms
+                if m.get("predicted_mean_startup_s") is not None)),
+            "model_rest_error_s": _median(values=(
+                (m["predicted_mean_jct_s"] - m["predicted_mean_startup_s"])
+                - (m["mean_jct_s"] - _mean_startup(m)) for m in ms
+                if m.get("predicted_mean_startup_s") is not None)),
             "cpu_wait_share": _median(digits=4, values=(m.get("cpu_wait_share") for m in ms)),
             "queue_delay_ms": {d: _median(digits=2, values=(
                 (m.get("queue_delay_ms") or {}).get(d) for m in ms)) for d in ("push", "pull")},
@@ -761,6 +793,16 @@ def markdown(summary: dict, args) -> str:
                      f"{q.get('push')}/{q.get('pull')} | "
                      f"{x.get('tcp_retrans_segs')} / {x.get('tcp_timeouts')} | "
                      f"{x.get('mean_jct_vs_best_baseline_pct')} % |")
+    lines += ["", "Where the model misses (median over seeds): its mean JCT's error, and "
+              "that error split into the start-up (arrival to the first batch after kv.init's, "
+              "the scheduling slot included) and the rest:", "",
+              "| mode | model error | mean start-up predicted / measured (s) | start-up error (s) "
+              "| rest error (s) |", "|---|---|---|---|---|"]
+    for mode in m:
+        x = m[mode]
+        lines.append(f"| {mode} | {x.get('model_error_pct')} % | "
+                     f"{x.get('predicted_mean_startup_s')} / {x.get('mean_startup_s')} | "
+                     f"{x.get('model_startup_error_s')} | {x.get('model_rest_error_s')} |")
     parts = ("startup_s", "compute_s", "transfer_s", "cpu_wait_s", "tcp_rto_s", "network_wait_s",
              "jct_s")
     lines += ["", "Time split (s), mean job of each size bucket:", "",

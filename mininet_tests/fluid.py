@@ -157,7 +157,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
                      constants: ExchangeConstants | None = None, dt: float = 0.05,
                      startup_s: float | None = None, attained_base: float = ATTAINED_BASE_BYTES,
                      attained_factor: float = ATTAINED_FACTOR, levels: int = 8,
-                     overhead_s: float = 0.0) -> dict[str, float]:
+                     overhead_s: float = 0.0, started: dict[str, float] | None = None
+                     ) -> dict[str, float]:
     """Job name -> JCT with the exchange model (:mod:`sluice_common.exchange`) in place of
     the fluid shares: in each step the active jobs share the egress per batch
     (``share_egress``: rounds, queueing, compute gaps), ``off`` in one class, a rule with
@@ -169,7 +170,9 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
     arrival (its class among the jobs then active) followed by one batch more, the
     exchange of ``kv.init``'s push and first pull, which shares the egress as a batch
     does. ``overhead_s`` is added to every JCT
-    (what the driver around the jobs adds: a scheduling slot, noticing the end)."""
+    (what the driver around the jobs adds: a scheduling slot, noticing the end).
+    ``started``, when given, receives each job's start-up as the experiments measure it:
+    arrival to its first batch (after ``kv.init``'s), ``overhead_s`` included."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     c = constants or default_constants()
@@ -218,6 +221,12 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
         for n in it:
             done[n] += step / it[n]
         t += step
+        if started is not None:
+            first = 0 if startup_s is not None else 1       # the kv.init batch
+            for n in it:
+                if n not in started and done[n] >= first:
+                    at = t - (done[n] - first) * it[n] if first else ready[n]
+                    started[n] = at - by_name[n].arrival + overhead_s
         for n in it:
             if done[n] >= need[n] * (1 - 1e-9):
                 jct[n] = t - by_name[n].arrival + overhead_s

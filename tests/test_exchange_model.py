@@ -183,6 +183,18 @@ def test_startup_grows_with_the_queue_it_meets_and_priority_shortens_it():
     assert on["small"] < off["small"] - 0.5
     fixed = simulate_batches(jobs, "off", 1.5e6, 3e5, c, startup_s=0.4, overhead_s=0.1)
     assert fixed["small"] < off["small"] and fixed["bulk"] > 0.1
+    # the start-up as the experiments measure it: arrival to the first batch after
+    # kv.init's, the driver's overhead included; the JCT is that and the batches
+    started: dict = {}
+    alone = simulate_batches(jobs[1:], "off", 1.5e6, 3e5, c, overhead_s=0.1, started=started)
+    assert started["small"] == pytest.approx(0.1 + 0.4 + small.alone_s(c), rel=1e-3)
+    assert alone["small"] == pytest.approx(started["small"] + 2 * small.alone_s(c), rel=1e-3)
+    started = {}
+    simulate_batches(jobs, "off", 1.5e6, 3e5, c, startup_s=0.4, started=started)
+    assert started == {"bulk": pytest.approx(0.4), "small": pytest.approx(0.4)}
+    started = {}
+    simulate_batches(jobs, "off", 1.5e6, 3e5, c, started=started)
+    assert started["small"] > 0.4 + small.alone_s(c) + 0.5         # behind the bulk job
 
 
 def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():

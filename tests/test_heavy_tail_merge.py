@@ -56,3 +56,14 @@ def test_repredict_recomputes_from_the_mix_and_says_so(tmp_path):
     # the rule the model favours is still a gain over priority off
     assert again["modes"]["remaining"]["predicted_mean_jct_s"] < \
         again["modes"]["off"]["predicted_mean_jct_s"]
+    # the model's error splits into the start-up and the rest
+    seeds = json.loads((a / "per_seed.json").read_text())
+    for seed in seeds:
+        for m in seed["modes"].values():
+            assert 0 < m["predicted_mean_startup_s"] < m["predicted_mean_jct_s"]
+            assert "predicted_startup_s" not in m            # the older model's field
+    off = again["modes"]["off"]
+    assert off["model_error_pct"] == pytest.approx(
+        100 * (off["predicted_mean_jct_s"] / off["mean_jct_s"] - 1), abs=15)
+    assert off["model_startup_error_s"] is not None and off["model_rest_error_s"] is not None
+    assert "Where the model misses" in (a / "experiment.md").read_text()
