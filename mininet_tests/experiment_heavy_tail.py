@@ -614,9 +614,11 @@ def resummarize(out: Path, args, merge: list[Path] = (), repredict: bool = False
 def _model_provenance() -> str:
     from sluice_common.exchange import default_constants
 
-    date = default_constants().provenance.get("date", "?")
+    prov = default_constants().provenance
+    refit = f", refitted from {prov['refit_from']}" if prov.get("refit_from") else ""
     return (f"predicted_mean_jct_s recomputed after the runs from each seed's mix with the "
-            f"exchange model's constants calibrated {date} (not fitted to these runs)")
+            f"exchange model's constants calibrated {prov.get('date', '?')}{refit} (not "
+            f"fitted to these runs)")
 
 
 def _median(values, digits: int = 3):

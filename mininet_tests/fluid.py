@@ -169,7 +169,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
     model's :func:`~sluice_common.exchange.startup_time` for the queue wait it meets on
     arrival (its class among the jobs then active) followed by one batch more, the
     exchange of ``kv.init``'s push and first pull, which shares the egress as a batch
-    does. ``overhead_s`` is added to every JCT
+    does, with every key at once (window 0) and no compute. ``overhead_s`` is added to
+    every JCT
     (what the driver around the jobs adds: a scheduling slot, noticing the end).
     ``started``, when given, receives each job's start-up as the experiments measure it:
     arrival to its first batch (after ``kv.init``'s), ``overhead_s`` included."""
@@ -190,8 +191,16 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
         groups = rank_groups(active, mode, moved, attained_base, attained_factor, levels)
         return {n: k for k, g in enumerate(groups) for n in g}
 
+    init = 0 if startup_s is not None else 1          # batches of kv.init still to model
+
+    def in_init(name: str) -> bool:
+        return done[name] < init * (1 - 1e-9)
+
     def sharers(active: list[BatchJob], cls) -> list[Sharer]:
-        return [Sharer(j.name, j.bytes_per_batch, j.keys, j.path, j.compute_s, j.window,
+        # kv.init pushes every key at once and then pulls them (window 0), no compute
+        return [Sharer(j.name, j.bytes_per_batch, j.keys, j.path, 0.0, 0, cls[j.name])
+                if in_init(j.name) else
+                Sharer(j.name, j.bytes_per_batch, j.keys, j.path, j.compute_s, j.window,
                        cls[j.name]) for j in active]
 
     t = min(j.arrival for j in jobs) if jobs else 0.0
@@ -212,11 +221,12 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
             t = min(later)
             continue
         cls = classes(active)
-        key = tuple(sorted((n, cls[n] if cls[n] is not None else -1) for n in cls))
+        key = tuple(sorted((n, cls[n] if cls[n] is not None else -1, in_init(n)) for n in cls))
         if key not in cache:
             cache[key] = share_egress(sharers(active, cls), capacity, buffer_bytes, c)
         it = cache[key]
         step = min([dt] + [max((need[n] - done[n]) * it[n], 1e-6) for n in it]
+                   + [max((init - done[n]) * it[n], 1e-6) for n in it if in_init(n)]
                    + [x - t for x in later])
         for n in it:
             done[n] += step / it[n]

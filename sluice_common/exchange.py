@@ -69,7 +69,9 @@ class sees only its own class's queue and rate; the last sees what the others le
 **Start-up** (:func:`startup_time`): a job's launch until its first batch (process
 hand-over, ps-lite's rendezvous and start barrier, ``kv.init``'s push and first pull of
 every key) plus its closing barrier. Alone it takes ``startup_s`` and one batch more
-(``kv.init``'s exchange, which shares the egress as a batch does); its rendezvous
+(``kv.init``'s exchange, which shares the egress as a batch does, but with every key
+pushed at once and then pulled, window 0, and no compute: the emulated worker's
+``kv.init`` and first ``kv.pull``); its rendezvous
 messages wait behind the standing queue as a batch's rounds do::
 
     S = startup_s + startup_rounds * wait_j (+ startup_priority_s with priority on)

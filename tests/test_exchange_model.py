@@ -187,8 +187,18 @@ def test_startup_grows_with_the_queue_it_meets_and_priority_shortens_it():
     # kv.init's, the driver's overhead included; the JCT is that and the batches
     started: dict = {}
     alone = simulate_batches(jobs[1:], "off", 1.5e6, 3e5, c, overhead_s=0.1, started=started)
-    assert started["small"] == pytest.approx(0.1 + 0.4 + small.alone_s(c), rel=1e-3)
+    init = replace(small, compute_s=0.0)          # kv.init: no compute
+    assert started["small"] == pytest.approx(0.1 + 0.4 + init.alone_s(c), rel=1e-3)
     assert alone["small"] == pytest.approx(started["small"] + 2 * small.alone_s(c), rel=1e-3)
+    # kv.init pushes every key at once, then pulls (window 0), whatever the job's window
+    piped = BatchJob("piped", 0.0, 3, 1e6, 0.01, 8, 3, CROSS)
+    started = {}
+    jct = simulate_batches([piped], "off", 1.5e6, 3e5, c, started=started)
+    unpiped = Sharer("piped", 1e6, 8, CROSS, 0.0, 0).alone_s(c)
+    windowed = Sharer("piped", 1e6, 8, CROSS, 0.01, 3).alone_s(c)
+    assert unpiped > windowed
+    assert started["piped"] == pytest.approx(0.4 + unpiped, rel=1e-3)
+    assert jct["piped"] == pytest.approx(0.4 + unpiped + 3 * windowed, rel=1e-3)
     started = {}
     simulate_batches(jobs, "off", 1.5e6, 3e5, c, startup_s=0.4, started=started)
     assert started == {"bulk": pytest.approx(0.4), "small": pytest.approx(0.4)}
@@ -214,18 +224,20 @@ def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
                     startup_rounds=12.0)
     shared = share_egress(_sharers(capacity, bulk, BULK[0]), capacity, 3e5, truth)
     (probe,) = _sharers(capacity, ["probe"], PROBE[0])
+    init = replace(probe, compute_s=0.0, window=0)     # kv.init: every key at once
     its, waits = egress_state(_sharers(capacity, bulk, BULK[0]) + [probe], capacity, 3e5, truth)
-    need = PROBE[1] + 1
+    init_its = egress_state(_sharers(capacity, bulk, BULK[0]) + [init], capacity, 3e5, truth)[0]
+    run_alone = PROBE[1] * probe.alone_s(truth) + init.alone_s(truth)
     driver = {n: {"iteration_s": shared[n], "jct_s": 0.0} for n in bulk}
     for n in names:
         if n.startswith("cal-alone"):
-            driver[n] = {"jct_s": SLOT_S / 2 + 0.7 + need * probe.alone_s(truth), "iteration_s": 0}
+            driver[n] = {"jct_s": SLOT_S / 2 + 0.7 + run_alone, "iteration_s": 0}
             # the same job alone with priority on: 0.4 s more (its registration)
             driver[n.replace("cal-alone", "cal-on")] = {
-                "jct_s": SLOT_S / 2 + 0.7 + 0.4 + need * probe.alone_s(truth), "iteration_s": 0}
+                "jct_s": SLOT_S / 2 + 0.7 + 0.4 + run_alone, "iteration_s": 0}
         elif n.startswith("cal-probe"):
-            driver[n] = {"jct_s": SLOT_S / 2 + 0.7 + 12 * waits["probe"] + need * its["probe"],
-                         "iteration_s": 0}
+            driver[n] = {"jct_s": SLOT_S / 2 + 0.7 + 12 * waits["probe"]
+                         + PROBE[1] * its["probe"] + init_its["probe"], "iteration_s": 0}
     c = replace(truth, queue_fill_per_sender=0.0, startup_s=0.0, startup_rounds=0.0)
     many = fit_many(c, driver, capacity, 3e5)
     assert many == pytest.approx(0.15, abs=1e-3)

@@ -384,8 +384,9 @@ def check_short_queue(c, driver: dict[str, dict], short: dict, capacity: float) 
 
 
 def fit_startup(c, driver: dict[str, dict], capacity: float, buffer_bytes: float) -> dict:
-    """``startup_s``: the alone jobs' median JCT less half a slot and their batches (one
-    more for ``kv.init``) at the model's time alone; ``startup_rounds``: the probes' median
+    """``startup_s``: the alone jobs' median JCT less half a slot, their batches and
+    ``kv.init``'s exchange (every key at once, window 0, no compute) at the model's time
+    alone; ``startup_rounds``: the probes' median
     JCT beyond that and their batches at the model's shared iteration, over the model's
     queue wait for a probe among the bulk jobs (one FIFO class); ``startup_priority_s``:
     the same jobs alone with priority on, their median JCT beyond ``startup_s`` (the
@@ -394,17 +395,20 @@ def fit_startup(c, driver: dict[str, dict], capacity: float, buffer_bytes: float
     from sluice_common.exchange import egress_state
 
     (probe,) = _sharers(capacity, ["probe"], PROBE[0])
-    need = PROBE[1] + 1
-    alone = [v["jct_s"] - SLOT_S / 2 - need * probe.alone_s(c)
+    init = replace(probe, compute_s=0.0, window=0)          # kv.init's exchange
+    batches = PROBE[1]
+    run_alone = batches * probe.alone_s(c) + init.alone_s(c)
+    alone = [v["jct_s"] - SLOT_S / 2 - run_alone
              for n, v in driver.items() if n.startswith("cal-alone")]
     base = max(0.0, statistics.median(alone))
     bulk = _sharers(capacity, [n for n in driver if n.startswith("cal-bulk")], BULK[0])
     its, waits = egress_state(bulk + [probe], capacity, buffer_bytes, c)
-    extra = [v["jct_s"] - SLOT_S / 2 - base - need * its["probe"]
+    init_shared = egress_state(bulk + [init], capacity, buffer_bytes, c)[0]["probe"]
+    extra = [v["jct_s"] - SLOT_S / 2 - base - batches * its["probe"] - init_shared
              for n, v in driver.items() if n.startswith("cal-probe")]
     wait = waits["probe"]
     rounds_ = max(0.0, statistics.median(extra)) / wait if wait > 0 else 0.0
-    on = [v["jct_s"] - SLOT_S / 2 - need * probe.alone_s(c) - base
+    on = [v["jct_s"] - SLOT_S / 2 - run_alone - base
           for n, v in driver.items() if n.startswith("cal-on")]
     return {"startup_s": base, "startup_rounds": rounds_, "startup_wait_s": wait,
             "startup_priority_s": max(0.0, statistics.median(on)) if on else 0.0,
