@@ -248,30 +248,38 @@ def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
     assert got["startup_priority_s"] == pytest.approx(0.4, abs=1e-3)
 
 
-def test_short_queue_check_compares_the_model_with_bulk_jobs_per_baseline():
-    """The check reports, per short-queue baseline, the measured iteration, the model's
-    (one FIFO class, that baseline's buffer) and the resent share from the counters."""
-    from bench.fabric.calibrate_exchange import (BULK, SHORT_QUEUES, _sharers,
-                                                 check_short_queue, driver_parts,
-                                                 short_queue_mix)
+def test_the_check_compares_each_scenario_with_the_model_per_discipline():
+    """Measurements made by the model itself give 0 % error; a scenario measured 25 %
+    slower gives -20 %; the resent share comes from the counters over the bytes sent."""
+    from bench.fabric.check_exchange import (DISCIPLINES, compare, measured_figure,
+                                             model_figure, scenarios, sent_bytes)
     from mininet_tests.experiment_heavy_tail import buffer_bytes, experiment_topology
 
     _, capacity = experiment_topology(12.0)
-    short = {"rtt_s": 0.002}
-    jobs = {}
-    for b, slower in zip(SHORT_QUEUES, (1.0, 1.25)):
-        names = [j.name for j in short_queue_mix(b)]
-        assert len(names) == 6 and len(set(names)) == 6
-        model = share_egress(_sharers(capacity, names, BULK[0]), capacity,
-                             buffer_bytes(b, capacity, 0.002), C)
-        jobs.update({n: {"iteration_s": model[n] * slower, "jct_s": 0.0} for n in names})
-        short[b] = {"tcp": {"retrans_segs": 1000, "timeouts": 3}, "sent_bytes": 1448 * 4000}
-    got = check_short_queue(C, jobs, short, capacity)
-    assert got["off-shallow"]["error_pct"] == pytest.approx(0.0, abs=0.1)
-    assert got["off-fair"]["error_pct"] == pytest.approx(-20.0, abs=0.1)   # 1 / 1.25 - 1
-    assert got["off-fair"]["resent_share"] == pytest.approx(0.25)
-    assert got["off-fair"]["timeouts"] == 3
-    assert check_short_queue(C, jobs, {}, capacity) == {}        # no counters: no check
-    # a measurement from before the short-queue points: the jobs by name, nothing short
-    assert driver_parts({"driver": {"cal-bulk-0": {}}}) == ({"cal-bulk-0": {}}, {})
-    assert driver_parts({"driver": {"jobs": jobs, "short": short}}) == (jobs, short)
+    mixes = scenarios()
+    assert [len(m) for m in mixes.values()] == [1, 2, 6, 5]
+    runs = {}
+    for disc in DISCIPLINES:
+        buf = buffer_bytes(disc, capacity, 0.001)
+        for name, mix in mixes.items():
+            figure = model_figure(name, mix, capacity, buf, C)
+            slower = 1.25 if (disc, name) == ("off-fair", "two") else 1.0
+            key = "jct_s" if name == "probes" else "iteration_s"
+            jobs = {j.name: {"jct_s": 0.0, "iteration_s": 0.0} for j in mix}
+            for j in mix:
+                if (name == "probes") == ("-probe-" in j.name):
+                    jobs[j.name][key] = figure * slower
+            assert measured_figure(name, jobs) == pytest.approx(figure * slower)
+            runs[f"{disc}/{name}"] = {"jobs": jobs, "load": 1.0, "tcp": {
+                "retrans_segs": 100, "timeouts": 2}}
+    rows = compare({"runs": runs, "rtt_s": 0.001}, C)
+    assert len(rows) == 12
+    by = {(r["discipline"], r["scenario"]): r for r in rows}
+    assert by["off-fair", "two"]["error_pct"] == pytest.approx(-20.0, abs=0.1)
+    assert all(r["error_pct"] == pytest.approx(0.0, abs=0.1) for k, r in by.items()
+               if k != ("off-fair", "two"))
+    assert by["off", "six"]["resent_share"] == pytest.approx(100 * 1448 / sent_bytes(mixes["six"]),
+                                                             abs=1e-4)
+    # the deep FIFO's standing queue makes the model's two senders slower than the short ones'
+    assert by["off", "two"]["model_s"] > by["off-shallow", "two"]["model_s"]
+    assert compare({"runs": {}, "rtt_s": 0.001}, C) == []

@@ -14,12 +14,7 @@ local_Bps`` (the model's linear terms); then two equal cross-rack jobs at once (
 class, no controller) fit ``queue_fill`` of the sharing model by bisection; last, through
 the run loop the experiments and ``sluice run`` use (controller process, warm PS
 processes, one FIFO class), small jobs alone give ``startup_s``, six bulk jobs at once
-``queue_fill_per_sender`` and small jobs arriving among them ``startup_rounds``. A check
-follows, not a fit: the six bulk jobs again under each short-queue baseline
-(``off-shallow``, ``off-fair``: the heavy-tail experiment's trees), their iteration
-against the model's (which has no loss term) and the share of their bytes the hosts
-resent (``--only short-queue``: the check alone, against the shipped constants, 2
-minutes). Prints every
+``queue_fill_per_sender`` and small jobs arriving among them ``startup_rounds``. Prints every
 point's measured and fitted time and residual, the run-queue delay of the job's processes
 (CPU wait: the machine is shared) and the load average before and after; ``--write``
 replaces ``sluice_common/data/exchange_constants.yaml`` with the fit and its provenance;
@@ -58,12 +53,6 @@ SHARED = (300_000, 4, 0)      # the contention point: two such cross-rack jobs a
 # startup_s and their batches, over the model's queue wait, fits startup_rounds)
 PROBE, PROBES, PROBE_GAP_S = (20_000, 3), 3, 4.0
 BULK, BULK_JOBS = (300_000, 12), 6
-# A check, not a fit: the BULK_JOBS bulk jobs again under each short-queue baseline of
-# the heavy-tail experiment (its egress tree at every switch port); their median
-# iteration against the model's (it has no loss term) and the share of their bytes the
-# hosts resent
-SHORT_QUEUES = ("off-shallow", "off-fair")
-MSS_BYTES = 1448
 
 
 def loadavg() -> str:
@@ -257,87 +246,68 @@ def driver_mix() -> list:
     return alone + bulk + among
 
 
-def short_queue_mix(baseline: str) -> list:
-    """The BULK_JOBS bulk jobs, all at once, named after ``baseline``."""
-    from mininet_tests.heavy_tail import MixJob
-
-    tag = baseline.removeprefix("off-")
-    return [MixJob(f"cal-{tag}-{k}", 0.0, BULK[1], BULK[0], 1.0, 0.0) for k in range(BULK_JOBS)]
-
-
-def measure_driver_points(out: Path, parts: tuple[str, ...] = ("driver", "short")) -> dict:
-    """Through the experiments' run loop (controller process, warm PS processes):
-    ``driver``: :func:`driver_mix` with priority off, then its alone jobs again with
-    priority on (each registered with the controller, its rules in place, before it
-    starts: ``cal-on-*``); ``short``: :func:`short_queue_mix` under each of SHORT_QUEUES,
-    that baseline's tree at every switch port (the deep FIFO put back after), with the
-    hosts' TCP counters. Returns ``{"jobs": {name: {jct_s, iteration_s}}, "short":
-    {baseline: {tcp, sent_bytes}, "rtt_s": idle RTT}}``."""
-    from dataclasses import replace as copy
-    from functools import partial
-
-    from end_to_end.run import environment
+def run_mix(topology, fabric, client, runner, out: Path, mix: list, priority: bool,
+            port_base: int) -> dict:
+    """Run ``mix`` (``mininet_tests.heavy_tail.MixJob``: PS on h1/h2, workers on h3/h4, the
+    experiments' fixed placement) through the experiments' run loop on a full, idle warm
+    pool; per job its JCT, its median iteration after SKIP batches and its start-up
+    (arrival to its first batch, after ``kv.init``'s); and the hosts' TCP counters over
+    the run (``tcp``: retransmitted segments, timeouts)."""
     from end_to_end.runloop import RunOptions
     from job_scheduler.core.estimator import Estimator, nominal_bandwidth
-    from mininet_fabric import baselines as bl
     from mininet_tests.experiment_heavy_tail import (PS_HOSTS, SLOT_S, WORKER_HOSTS,
-                                                     MeasuredRun, _processes,
-                                                     experiment_topology, machine_cc,
-                                                     measure_rtt, placement_step,
-                                                     specs_and_overrides, tcp_counters,
-                                                     topology_arg)
+                                                     MeasuredRun, placement_step,
+                                                     specs_and_overrides, startup_s,
+                                                     tcp_counters)
+
+    runner.fill()
+    runner.wait_ready(timeout=900)
+    specs, overrides = specs_and_overrides(mix)
+    options = RunOptions(priority=priority, slot_s=SLOT_S, port_base=port_base,
+                         worker_overrides=overrides, job_timeout_s=RUN_TIMEOUT_S)
+    hosts = list(PS_HOSTS + WORKER_HOSTS)
+    before = tcp_counters(fabric, hosts)
+    result = MeasuredRun(topology, specs, placement_step(mix),
+                         Estimator(nominal_bw_mbps=nominal_bandwidth(topology)), fabric,
+                         client, out, options, policy_name="fixed", runner=runner).run()
+    after = tcp_counters(fabric, hosts)
+    jobs = {}
+    for job in result["jobs"]:
+        if job.get("status") != "finished":
+            raise RuntimeError(f"calibration job {job['name']} did not finish: "
+                               f"{job.get('status')}")
+        its = sorted(job.get("iterations") or [], key=lambda it: it[2])
+        times = [it[3] for it in its if it[1] == 0][SKIP:] or [it[3] for it in its]
+        jobs[job["name"]] = {"jct_s": job["turnaround"], "iteration_s": statistics.median(times),
+                             "startup_s": startup_s(job)}
+    return {"jobs": jobs, "tcp": {k: after[k] - before[k] for k in after}}
+
+
+def measure_driver_points(out: Path) -> dict[str, dict]:
+    """Run :func:`driver_mix` through the experiments' run loop (controller process,
+    priority off, warm PS processes), then its jobs alone again with priority on (each
+    registered with the controller, its rules in place, before it starts: ``cal-on-*``);
+    per job its JCT and its median iteration after SKIP batches."""
+    from dataclasses import replace as copy
+
+    from end_to_end.run import environment
+    from mininet_tests.experiment_heavy_tail import (_processes, experiment_topology,
+                                                     machine_cc, topology_arg)
     from sluice_common.job_rank import DEFAULT_RULE
 
     topology, _ = experiment_topology(UPLINK_MBPS)
-    mixes: dict[str, list] = {}
-    if "driver" in parts:
-        mixes["off"] = driver_mix()
-        mixes["on"] = [copy(j, name=j.name.replace("cal-alone", "cal-on"))
-                       for j in mixes["off"] if j.name.startswith("cal-alone")]
-    if "short" in parts:
-        mixes.update({b: short_queue_mix(b) for b in SHORT_QUEUES})
-    got: dict = {"jobs": {}, "short": {}}
-    per_host = max(len(mix) for mix in mixes.values()) + 1
+    mixes = {"off": driver_mix()}
+    mixes["on"] = [copy(j, name=j.name.replace("cal-alone", "cal-on"))
+                   for j in mixes["off"] if j.name.startswith("cal-alone")]
+    got = {}
     with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
                      tcp_congestion=machine_cc()) as (fabric, client), \
-            _processes(topology, fabric, out, "warm", per_host=per_host) as runner:
-        rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
-        got["short"]["rtt_s"] = round(rtt_s, 6)
-        hosts = list(PS_HOSTS + WORKER_HOSTS)
-        try:
-            for k, (mode, mix) in enumerate(mixes.items()):
-                short = mode in SHORT_QUEUES
-                fabric.install_priority_tree(partial(bl.egress_tree, mode if short else "off",
-                                                     rtt_s=rtt_s))
-                runner.fill()
-                runner.wait_ready(timeout=900)
-                print(f"calibrate: run loop, {mode}: {len(mix)} jobs (load {loadavg()})",
-                      file=sys.stderr, flush=True)
-                specs, overrides = specs_and_overrides(mix)
-                options = RunOptions(priority=mode == "on", slot_s=SLOT_S,
-                                     port_base=20000 + 2000 * k, worker_overrides=overrides,
-                                     job_timeout_s=RUN_TIMEOUT_S)
-                before = tcp_counters(fabric, hosts)
-                result = MeasuredRun(topology, specs, placement_step(mix),
-                                     Estimator(nominal_bw_mbps=nominal_bandwidth(topology)),
-                                     fabric, client, out / f"driver-{mode}", options,
-                                     policy_name="fixed", runner=runner).run()
-                after = tcp_counters(fabric, hosts)
-                for job in result["jobs"]:
-                    if job.get("status") != "finished":
-                        raise RuntimeError(f"calibration job {job['name']} did not finish: "
-                                           f"{job.get('status')}")
-                    its = sorted(job.get("iterations") or [], key=lambda it: it[2])
-                    times = [it[3] for it in its if it[1] == 0][SKIP:] or [it[3] for it in its]
-                    got["jobs"][job["name"]] = {"jct_s": job["turnaround"],
-                                                "iteration_s": statistics.median(times)}
-                if short:
-                    # every batch (and kv.init's) moves its bytes each way once
-                    sent = sum(2 * (j.batches + 1) * j.bytes_per_batch for j in mix)
-                    got["short"][mode] = {"tcp": {n: after[n] - before[n] for n in after},
-                                          "sent_bytes": sent}
-        finally:
-            fabric.install_priority_tree()          # the deep FIFO, as every run expects
+            _processes(topology, fabric, out, "warm", per_host=len(mixes["off"]) + 1) as runner:
+        for k, (mode, mix) in enumerate(mixes.items()):
+            ran = run_mix(topology, fabric, client, runner, out / f"driver-{mode}", mix,
+                          mode == "on", 20000 + 2000 * k)
+            got.update({n: {"jct_s": v["jct_s"], "iteration_s": v["iteration_s"]}
+                        for n, v in ran["jobs"].items()})
     return got
 
 
@@ -355,32 +325,6 @@ def fit_many(c, driver: dict[str, dict], capacity: float, buffer_bytes: float) -
     return fit_queue_fill(c, _sharers(capacity, names, BULK[0]), capacity, buffer_bytes,
                           statistics.mean(driver[n]["iteration_s"] for n in names),
                           "queue_fill_per_sender")
-
-
-def check_short_queue(c, driver: dict[str, dict], short: dict, capacity: float) -> dict:
-    """Per short-queue baseline: the bulk jobs' measured mean iteration, the model's (one
-    class, that baseline's buffer: :func:`~sluice_common.exchange.share_egress`), the
-    model's error, and the share of the bytes the hosts resent (retransmitted segments x
-    MSS over the bytes the jobs sent)."""
-    from mininet_tests.experiment_heavy_tail import buffer_bytes
-    from sluice_common.exchange import share_egress
-
-    out = {}
-    for b in SHORT_QUEUES:
-        tag = f"cal-{b.removeprefix('off-')}-"
-        names = [n for n in driver if n.startswith(tag)]
-        if not names or b not in short:
-            continue
-        measured = statistics.mean(driver[n]["iteration_s"] for n in names)
-        model = statistics.mean(share_egress(_sharers(capacity, names, BULK[0]), capacity,
-                                             buffer_bytes(b, capacity, short.get("rtt_s")),
-                                             c).values())
-        out[b] = {"measured_s": round(measured, 4), "model_s": round(model, 4),
-                  "error_pct": round(100 * (model / measured - 1), 1),
-                  "resent_share": round(short[b]["tcp"]["retrans_segs"] * MSS_BYTES
-                                        / short[b]["sent_bytes"], 4),
-                  "timeouts": short[b]["tcp"]["timeouts"]}
-    return out
 
 
 def fit_startup(c, driver: dict[str, dict], capacity: float, buffer_bytes: float) -> dict:
@@ -417,49 +361,13 @@ def fit_startup(c, driver: dict[str, dict], capacity: float, buffer_bytes: float
             "startup_priority_samples": [round(x, 3) for x in on]}
 
 
-def measure_short_queue() -> dict:
-    """Only the short-queue points (``--only short-queue``), through the run loop."""
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    load_before, t_start = loadavg(), time.monotonic()
-    out = Path(tempfile.mkdtemp(prefix="sluice-calib-"))
-    try:
-        driver = measure_driver_points(out, ("short",))
-    finally:
-        subprocess.run(["rm", "-rf", str(out)], check=False)
-    return {"driver": driver, "started": started, "load_before": load_before,
-            "load_after": loadavg(), "wall_s": round(time.monotonic() - t_start, 1)}
-
-
-def driver_parts(m: dict) -> tuple[dict, dict]:
-    """(run-loop jobs by name, short-queue runs) of a measurement, also one written before
-    the short-queue points existed (its ``driver`` is the jobs by name)."""
-    driver = m.get("driver") or {}
-    if "jobs" in driver:
-        return driver["jobs"], driver.get("short", {})
-    return driver, {}
-
-
-def report_short_queue(check: dict) -> None:
-    for b, v in check.items():
-        print(f"check, {BULK_JOBS} cross-rack jobs at once under {b} (run loop): iteration "
-              f"{1000 * v['measured_s']:.0f} ms, model {1000 * v['model_s']:.0f} ms "
-              f"({v['error_pct']:+.1f} %); resent {100 * v['resent_share']:.1f} % of the bytes, "
-              f"{v['timeouts']} timeouts")
-
-
 def main() -> int:
     ap = harness.parser(__doc__)
     ap.add_argument("--write", action="store_true",
                     help="write the fit to sluice_common/data/exchange_constants.yaml")
     ap.add_argument("--from", dest="from_json", default=None, metavar="JSON",
                     help="fit the measurements of an earlier run's --json output (no fabric)")
-    ap.add_argument("--only", choices=("short-queue",), default=None,
-                    help="only the short-queue check: the model (shipped constants) against "
-                         "bulk jobs under each short-queue baseline; writes nothing (2 minutes)")
     args = ap.parse_args()
-    if args.only:
-        return check_only(args)
-
 
     import json
 
@@ -487,16 +395,14 @@ def main() -> int:
     buffer_bytes = LEAF_QUEUE_PACKETS * MTU_BYTES
     qf = fit_queue_fill(c, sharers, capacity, buffer_bytes, measured_shared)
     c = replace(c, queue_fill=round(float(qf), 4))
-    start = many = loss = None
-    jobs, short = driver_parts(m)
-    if jobs:
-        many = fit_many(c, jobs, capacity, buffer_bytes)
+    start = many = None
+    if m.get("driver"):
+        many = fit_many(c, m["driver"], capacity, buffer_bytes)
         c = replace(c, queue_fill_per_sender=round(float(many), 4))
-        start = fit_startup(c, jobs, capacity, buffer_bytes)
+        start = fit_startup(c, m["driver"], capacity, buffer_bytes)
         c = replace(c, startup_s=round(start["startup_s"], 4),
                     startup_rounds=round(start["startup_rounds"], 2),
                     startup_priority_s=round(start["startup_priority_s"], 4))
-        loss = check_short_queue(c, jobs, short, capacity)
 
     figures = []
     print("| point | path | bytes | keys | window | measured ms | model ms | residual ms | "
@@ -513,7 +419,7 @@ def main() -> int:
           f"measured {1000 * measured_shared:.1f} ms per batch (model alone {1000 * alone:.1f} ms), "
           f"CPU wait {[v['cpu_wait_s'] for v in shared.values()]} s -> queue_fill {qf:.3f}")
     if start:
-        bulk = [v["iteration_s"] for n, v in jobs.items() if n.startswith("cal-bulk")]
+        bulk = [v["iteration_s"] for n, v in m["driver"].items() if n.startswith("cal-bulk")]
         print(f"{BULK_JOBS} cross-rack jobs at once (run loop): median iteration "
               f"{1000 * statistics.median(bulk):.1f} ms -> queue_fill_per_sender {many:.3f}")
         print(f"start-up: alone {start['startup_s']:.3f} s beyond one batch (samples "
@@ -523,7 +429,6 @@ def main() -> int:
               f"{start['startup_rounds']:.2f}; priority on, alone: "
               f"{start['startup_priority_samples']} s more -> startup_priority_s "
               f"{start['startup_priority_s']:.3f}")
-        report_short_queue(loss)
     else:
         print("start-up: not measured in this input (no run-loop points); those constants unchanged")
     for k in ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps", "startup_s",
@@ -551,10 +456,8 @@ def main() -> int:
                           startup_probe_wait_s=round(start["startup_wait_s"], 4),
                           startup_priority_samples_s=start["startup_priority_samples"],
                           many_jobs=BULK_JOBS, many_median_iteration_s=round(statistics.median(
-                              v["iteration_s"] for n, v in jobs.items()
+                              v["iteration_s"] for n, v in m["driver"].items()
                               if n.startswith("cal-bulk")), 4))
-        if loss:
-            provenance["short_queue_check"] = loss
     if args.from_json:
         provenance["refit_from"] = args.from_json
     c = replace(c, provenance=provenance)
@@ -570,31 +473,6 @@ def main() -> int:
                                                   "queue_fill_per_sender", "startup_s",
                                                   "startup_rounds", "startup_priority_s")},
                                    "provenance": provenance})
-    return 0
-
-
-def check_only(args) -> int:
-    """``--only short-queue``: the short-queue check alone, against the shipped constants."""
-    import json
-
-    from mininet_tests.experiment_heavy_tail import experiment_topology
-    from sluice_common.exchange import default_constants
-
-    m = json.loads(Path(args.from_json).read_text())["measured"] if args.from_json \
-        else measure_short_queue()
-    jobs, short = driver_parts(m)
-    _, capacity = experiment_topology(UPLINK_MBPS)
-    check = check_short_queue(default_constants(), jobs, short, capacity)
-    if not check:
-        raise SystemExit("calibrate: no short-queue points in this input")
-    report_short_queue(check)
-    print(f"load average before {m['load_before']}, after {m['load_after']}; "
-          f"{m['wall_s']:.0f} s", flush=True)
-    figures = []
-    for b, v in check.items():
-        figures += [harness.figure(f"{b} model error", v["error_pct"], "%"),
-                    harness.figure(f"{b} resent share", 100 * v["resent_share"], "%")]
-    harness.write_json(args.json, {"figures": figures, "measured": m, "check": check})
     return 0
 
 

@@ -1,0 +1,180 @@
+"""Check the exchange model against one, two and six senders under each egress discipline.
+
+    sudo .venv/bin/python -m bench.fabric.check_exchange [--json [OUT]] [--from JSON]
+
+On the heavy-tail experiment's fabric and run loop (controller process, warm PS
+processes, priority off), under each of the experiment's baselines at every switch port
+(``off``: the 200-packet FIFO; ``off-shallow``: an 11-packet FIFO; ``off-fair``: per-flow
+DRR over 11-packet buckets), runs four scenarios (:func:`scenarios`): one bulk job alone,
+two bulk jobs at once, six at once, and three small probes arriving one by one among two
+bulk jobs. Per scenario it prints the measured figure against the model's with the
+shipped constants (the bulk jobs' mean iteration against
+:func:`sluice_common.exchange.share_egress`, the probes' mean JCT against
+:func:`mininet_tests.fluid.simulate_batches`), and per discipline the share of the bytes
+the hosts resent and their retransmission timeouts, with the load average: the model's
+FIFO queue term was calibrated under the load the experiments run at. A check, not a
+fit: it writes no constants. ``--from JSON`` compares the measurements of an earlier
+``--json`` output again (no fabric). About 6 minutes; needs root and takes the fabric
+lock.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+
+from bench import harness
+from bench.fabric.calibrate_exchange import BULK, UPLINK_MBPS, _sharers, loadavg, run_mix
+
+DISCIPLINES = ("off", "off-shallow", "off-fair")
+PROBE = (150_000, 2)            # bytes per batch, batches
+PROBE_AT_S = (2.0, 4.5, 7.0)    # the probes' arrivals among two bulk jobs
+MSS_BYTES = 1448
+# every batch, and kv.init's exchange, moves its bytes once each way
+KV_INIT_BATCHES = 1
+
+
+def scenarios() -> dict[str, list]:
+    """Scenario -> its jobs (``mininet_tests.heavy_tail.MixJob``, no compute); bulk jobs
+    are named ``*-bulk-*``, probes ``*-probe-*``."""
+    from mininet_tests.heavy_tail import MixJob
+
+    def bulk(tag: str, n: int, batches: int = BULK[1]) -> list:
+        return [MixJob(f"{tag}-bulk-{k}", 0.0, batches, BULK[0], 1.0, 0.0) for k in range(n)]
+
+    probes = [MixJob(f"probes-probe-{k}", at, PROBE[1], PROBE[0], 1.0, 0.0)
+              for k, at in enumerate(PROBE_AT_S)]
+    return {"alone": bulk("alone", 1), "two": bulk("two", 2), "six": bulk("six", 6),
+            "probes": bulk("probes", 2, 16) + probes}
+
+
+def sent_bytes(mix: list) -> float:
+    return sum(2 * (j.batches + KV_INIT_BATCHES) * j.bytes_per_batch for j in mix)
+
+
+def model_figure(name: str, mix: list, capacity: float, buffer_bytes: float, c) -> float:
+    """The model's figure for a scenario: the probes' mean JCT (``probes``), else the bulk
+    jobs' mean iteration."""
+    from mininet_tests import fluid
+    from mininet_tests.experiment_heavy_tail import KEYS, PIPELINE_KEYS, SLOT_S, cross_path
+    from sluice_common.exchange import share_egress
+
+    if name == "probes":
+        jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s,
+                               KEYS, PIPELINE_KEYS, cross_path(capacity)) for j in mix]
+        jct = fluid.simulate_batches(jobs, "off", capacity, buffer_bytes, c,
+                                     overhead_s=SLOT_S / 2)
+        return statistics.mean(v for n, v in jct.items() if "-probe-" in n)
+    its = share_egress(_sharers(capacity, [j.name for j in mix], BULK[0]), capacity,
+                       buffer_bytes, c)
+    return statistics.mean(its.values())
+
+
+def measured_figure(name: str, jobs: dict[str, dict]) -> float:
+    if name == "probes":
+        return statistics.mean(v["jct_s"] for n, v in jobs.items() if "-probe-" in n)
+    return statistics.mean(v["iteration_s"] for n, v in jobs.items() if "-bulk-" in n)
+
+
+def compare(measured: dict, c=None) -> list[dict]:
+    """One row per (discipline, scenario) measured: figure, measured, model, error %, and
+    the run's resent share and timeouts (pure: ``measured`` as :func:`measure` returns)."""
+    from mininet_tests.experiment_heavy_tail import buffer_bytes, experiment_topology
+    from sluice_common.exchange import default_constants
+
+    c = c or default_constants()
+    _, capacity = experiment_topology(UPLINK_MBPS)
+    mixes = scenarios()
+    rows = []
+    for disc in DISCIPLINES:
+        buffer = buffer_bytes(disc, capacity, measured.get("rtt_s"))
+        for name, mix in mixes.items():
+            run = measured.get("runs", {}).get(f"{disc}/{name}")
+            if run is None:
+                continue
+            got = measured_figure(name, run["jobs"])
+            model = model_figure(name, mix, capacity, buffer, c)
+            rows.append({"discipline": disc, "scenario": name,
+                         "figure": "mean JCT" if name == "probes" else "mean iteration",
+                         "measured_s": round(got, 4), "model_s": round(model, 4),
+                         "error_pct": round(100 * (model / got - 1), 1),
+                         "resent_share": round(run["tcp"]["retrans_segs"] * MSS_BYTES
+                                               / sent_bytes(mix), 4),
+                         "timeouts": run["tcp"]["timeouts"], "load": run.get("load")})
+    return rows
+
+
+def measure() -> dict:
+    """Every scenario under every discipline on the fabric (the deep FIFO put back after)."""
+    from end_to_end.run import environment
+    from mininet_fabric import baselines as bl
+    from mininet_tests.experiment_heavy_tail import (PS_HOSTS, WORKER_HOSTS, _processes,
+                                                     experiment_topology, machine_cc,
+                                                     measure_rtt, topology_arg)
+    from sluice_common.job_rank import DEFAULT_RULE
+
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    load_before, t0 = loadavg(), time.monotonic()
+    topology, _ = experiment_topology(UPLINK_MBPS)
+    mixes = scenarios()
+    out = Path(tempfile.mkdtemp(prefix="sluice-check-"))
+    runs: dict[str, dict] = {}
+    try:
+        with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
+                         tcp_congestion=machine_cc()) as (fabric, client), \
+                _processes(topology, fabric, out, "warm",
+                           per_host=max(len(m) for m in mixes.values()) + 1) as runner:
+            rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
+            try:
+                k = 0
+                for disc in DISCIPLINES:
+                    fabric.install_priority_tree(partial(bl.egress_tree, disc, rtt_s=rtt_s))
+                    for name, mix in mixes.items():
+                        run = run_mix(topology, fabric, client, runner, out / f"{disc}-{name}",
+                                      mix, False, 20000 + 1000 * k)
+                        k += 1
+                        run["load"] = round(os.getloadavg()[0], 1)
+                        runs[f"{disc}/{name}"] = run
+                        print(f"check: {disc}, {name}: {measured_figure(name, run['jobs']):.3f} s, "
+                              f"TCP {run['tcp']} (load {loadavg()})", file=sys.stderr, flush=True)
+            finally:
+                fabric.install_priority_tree()       # the deep FIFO, as every run expects
+    finally:
+        subprocess.run(["rm", "-rf", str(out)], check=False)
+    return {"runs": runs, "rtt_s": round(rtt_s, 6), "started": started,
+            "load_before": load_before, "load_after": loadavg(),
+            "wall_s": round(time.monotonic() - t0, 1)}
+
+
+def main() -> int:
+    ap = harness.parser(__doc__)
+    ap.add_argument("--from", dest="from_json", default=None, metavar="JSON",
+                    help="compare the measurements of an earlier run's --json output (no fabric)")
+    args = ap.parse_args()
+    import json
+
+    m = json.loads(Path(args.from_json).read_text())["measured"] if args.from_json else measure()
+    rows = compare(m)
+    print("| discipline | scenario | figure | measured s | model s | model error | resent | "
+          "timeouts | load |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['discipline']} | {r['scenario']} | {r['figure']} | {r['measured_s']:.3f} | "
+              f"{r['model_s']:.3f} | {r['error_pct']:+.1f} % | {100 * r['resent_share']:.1f} % | "
+              f"{r['timeouts']} | {r['load']} |")
+    print(f"\nstarted {m['started']}; load average before {m['load_before']}, after "
+          f"{m['load_after']}; {m['wall_s']:.0f} s", flush=True)
+    figures = [harness.figure(f"{r['discipline']} {r['scenario']} model error", r["error_pct"], "%")
+               for r in rows]
+    harness.write_json(args.json, {"figures": figures, "rows": rows, "measured": m})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
