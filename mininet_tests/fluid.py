@@ -170,8 +170,7 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
     arrival (its class among the jobs then active) followed by one batch more, the
     exchange of ``kv.init``'s push and first pull, which shares the egress as a batch
     does, with every key at once (window 0) and no compute. ``overhead_s`` is added to
-    every JCT
-    (what the driver around the jobs adds: a scheduling slot, noticing the end).
+    every JCT (what the driver around the jobs adds: a scheduling slot, noticing the end).
     ``started``, when given, receives each job's start-up as the experiments measure it:
     arrival to its first batch (after ``kv.init``'s), ``overhead_s`` included."""
     if mode not in MODES:
@@ -231,11 +230,10 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
         for n in it:
             done[n] += step / it[n]
         t += step
-        if started is not None:
-            first = 0 if startup_s is not None else 1       # the kv.init batch
+        if started is not None:             # the first batch after kv.init's has begun
             for n in it:
-                if n not in started and done[n] >= first:
-                    at = t - (done[n] - first) * it[n] if first else ready[n]
+                if n not in started and done[n] >= init:
+                    at = t - (done[n] - init) * it[n] if init else ready[n]
                     started[n] = at - by_name[n].arrival + overhead_s
         for n in it:
             if done[n] >= need[n] * (1 - 1e-9):
