@@ -182,6 +182,22 @@ def resolve_cc(cc: str) -> str:
     return machine_cc() if cc == "machine" else cc
 
 
+# Each run's ps-lite ports: a block of 100 per job (and 100 spare) after the last run's,
+# cycling within this range; a long experiment (5 seeds x 8 modes x 16 jobs needs 68,000)
+# reuses a block only many runs later, long after its sockets have closed
+PORTS_FROM, PORTS_TO = 20000, 60000
+
+
+def run_ports(run: int, jobs: int) -> int:
+    """The port base of an experiment's ``run``-th run (0, 1, ...) of ``jobs`` jobs."""
+    step = 100 * jobs + 100
+    slots = (PORTS_TO - PORTS_FROM) // step
+    if slots < 2:
+        raise ValueError(f"{jobs} jobs need {step} ports a run: too many for "
+                         f"{PORTS_FROM}..{PORTS_TO}")
+    return PORTS_FROM + (run % slots) * step
+
+
 def measure_rtt(fabric, src: str, dst: str, count: int = 10) -> float:
     """Mean round trip (s) of ``count`` pings from ``src`` to ``dst`` on the idle fabric."""
     out = fabric.cmd(src, f"ping -q -c {count} -i 0.2 -W 2 {fabric.ip(dst)}")
@@ -444,7 +460,7 @@ def run(args) -> int:
                      host_sysctls=HOST_TCP[args.host_tcp], tcp_congestion=args.cc) as (fabric, client), \
             _processes(topology, fabric, out, getattr(args, "start", "cold"),
                        per_host=(3 if args.mix == "same-start" else args.jobs) + 1) as runner:
-        port = 20000
+        runs = 0                                  # runs so far: picks each run's ports
         args.rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
         egress = {"push": (fabric.intf("tor2", "spine1"), capacity),
                   "pull": (fabric.intf("tor1", "spine1"), capacity)}
@@ -481,9 +497,10 @@ def run(args) -> int:
                 if rule is not None:
                     client.set_rank(rule, wait=True)
                 run_dir = out / f"seed{seed}-{mode}"
-                options = RunOptions(priority=rule is not None, slot_s=SLOT_S, port_base=port,
+                options = RunOptions(priority=rule is not None, slot_s=SLOT_S,
+                                     port_base=run_ports(runs, len(mix)),
                                      worker_overrides=overrides, job_timeout_s=args.job_timeout)
-                port += 100 * len(mix) + 100
+                runs += 1
                 tcp_before = tcp_counters(fabric, PS_HOSTS + WORKER_HOSTS)
                 ovs_before, ovs_t0 = _datapath_wait_ns(), time.monotonic()
                 run = MeasuredRun(topology, specs, placement_step(mix), estimator, fabric,

@@ -67,3 +67,17 @@ def test_repredict_recomputes_from_the_mix_and_says_so(tmp_path):
         100 * (off["predicted_mean_jct_s"] / off["mean_jct_s"] - 1), abs=15)
     assert off["model_startup_error_s"] is not None and off["model_rest_error_s"] is not None
     assert "Where the model misses" in (a / "experiment.md").read_text()
+
+
+def test_a_long_experiment_never_runs_out_of_ports():
+    """5 seeds x 8 modes of 16 jobs once ran past port 65,535 at the 32nd run; the port
+    blocks now cycle, and consecutive runs never share a port."""
+    from mininet_tests.experiment_heavy_tail import PORTS_FROM, PORTS_TO, run_ports
+    from ps_runtime.plan import BLOCK
+
+    bases = [run_ports(k, 16) for k in range(5 * 8 * 2)]
+    assert all(PORTS_FROM <= b and b + 16 * BLOCK <= PORTS_TO for b in bases)
+    assert all(abs(a - b) >= 16 * BLOCK for a, b in zip(bases, bases[1:]))
+    assert len(set(bases[:20])) == 20            # a block comes back only 20+ runs later
+    with pytest.raises(ValueError):
+        run_ports(0, 1000)
