@@ -247,12 +247,13 @@ def driver_mix() -> list:
 
 
 def run_mix(topology, fabric, client, runner, out: Path, mix: list, priority: bool,
-            port_base: int) -> dict:
+            port_base: int, overrides: dict | None = None) -> dict:
     """Run ``mix`` (``mininet_tests.heavy_tail.MixJob``: PS on h1/h2, workers on h3/h4, the
     experiments' fixed placement) through the experiments' run loop on a full, idle warm
-    pool; per job its JCT, its median iteration after SKIP batches and its start-up
-    (arrival to its first batch, after ``kv.init``'s); and the hosts' TCP counters over
-    the run (``tcp``: retransmitted segments, timeouts)."""
+    pool (``overrides``: the workers' options, default the experiments'); per job its
+    JCT, its median iteration after SKIP batches and its start-up (arrival to its first
+    batch, after ``kv.init``'s); and the hosts' TCP counters over the run (``tcp``:
+    retransmitted segments, timeouts)."""
     from end_to_end.runloop import RunOptions
     from job_scheduler.core.estimator import Estimator, nominal_bandwidth
     from mininet_tests.experiment_heavy_tail import (PS_HOSTS, SLOT_S, WORKER_HOSTS,
@@ -262,9 +263,9 @@ def run_mix(topology, fabric, client, runner, out: Path, mix: list, priority: bo
 
     runner.fill()
     runner.wait_ready(timeout=900)
-    specs, overrides = specs_and_overrides(mix)
+    specs, default = specs_and_overrides(mix)
     options = RunOptions(priority=priority, slot_s=SLOT_S, port_base=port_base,
-                         worker_overrides=overrides, job_timeout_s=RUN_TIMEOUT_S)
+                         worker_overrides=overrides or default, job_timeout_s=RUN_TIMEOUT_S)
     hosts = list(PS_HOSTS + WORKER_HOSTS)
     before = tcp_counters(fabric, hosts)
     result = MeasuredRun(topology, specs, placement_step(mix),

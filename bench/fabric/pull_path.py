@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench import harness
-from bench.fabric.calibrate_exchange import SKIP, UPLINK_MBPS, loadavg
+from bench.fabric.calibrate_exchange import UPLINK_MBPS, loadavg, run_mix
 
 URGENT = ("pp-urgent", 400_000, 12)          # name, bytes per batch, batches
 BULK = ("pp-bulk", 900_000, 25)
@@ -60,11 +60,8 @@ def mix(case: str, window: int, rep: int):
 def measure(reps: int) -> dict[tuple[str, int], list[float]]:
     """(case, window) -> U's median iteration (s, after SKIP batches) of each repetition."""
     from end_to_end.run import environment
-    from end_to_end.runloop import RunOptions
-    from job_scheduler.core.estimator import Estimator, nominal_bandwidth
-    from mininet_tests.experiment_heavy_tail import (SLOT_S, MeasuredRun, _processes,
-                                                     experiment_topology, machine_cc,
-                                                     placement_step, topology_arg)
+    from mininet_tests.experiment_heavy_tail import (_processes, experiment_topology,
+                                                     machine_cc, topology_arg)
     from sluice_common.job_rank import DEFAULT_RULE
 
     topology, _ = experiment_topology(UPLINK_MBPS)
@@ -78,23 +75,13 @@ def measure(reps: int) -> dict[tuple[str, int], list[float]]:
         for rep in range(reps):
             for case in CASES:
                 for window in (WINDOWS if rep % 2 == 0 else WINDOWS[::-1]):
-                    runner.fill()
-                    runner.wait_ready(timeout=900)
-                    jobs, specs, overrides = mix(case, window, rep)
-                    options = RunOptions(priority=case == "on", slot_s=SLOT_S,
-                                         port_base=20000 + 400 * k, worker_overrides=overrides,
-                                         job_timeout_s=300)
+                    jobs, _, overrides = mix(case, window, rep)
+                    ran = run_mix(topology, fabric, client, runner,
+                                  out / f"{case}-w{window}-{rep}", jobs, case == "on",
+                                  20000 + 400 * k, overrides)
                     k += 1
-                    result = MeasuredRun(topology, specs, placement_step(jobs),
-                                         Estimator(nominal_bw_mbps=nominal_bandwidth(topology)),
-                                         fabric, client, out / f"{case}-w{window}-{rep}",
-                                         options, policy_name="fixed", runner=runner).run()
-                    job = next(j for j in result["jobs"] if j["name"].startswith(URGENT[0]))
-                    if job.get("status") != "finished":
-                        raise RuntimeError(f"{job['name']} did not finish: {job.get('status')}")
-                    its = sorted(job.get("iterations") or [], key=lambda it: it[2])
-                    times = [it[3] for it in its if it[1] == 0][SKIP:]
-                    got.setdefault((case, window), []).append(statistics.median(times))
+                    urgent = next(v for n, v in ran["jobs"].items() if n.startswith(URGENT[0]))
+                    got.setdefault((case, window), []).append(urgent["iteration_s"])
                     print(f"pull path: {case}, window {window}, rep {rep + 1}: "
                           f"{1000 * got[case, window][-1]:.1f} ms per batch (load {loadavg()})",
                           file=sys.stderr, flush=True)
