@@ -22,7 +22,7 @@ import math
 from collections import Counter
 from itertools import pairwise
 
-from sluice_common.job_rank import JobLoad, attained_levels, remaining_levels
+from sluice_common.job_rank import PROGRESS, JobLoad, job_levels
 from sluice_common.models import BYTES_PER_PARAM
 from sluice_common.exchange import (LinkJob, MTU_BYTES, ExchangeConstants, batch_exchange_s,
                                     default_constants, share_links)
@@ -76,16 +76,15 @@ def _classes(jobs: list[dict], done: dict[str, float], rule: str | None) -> dict
     """Each job's priority level under ``rule`` on its predicted progress: the controller's
     own job rules (sluice_common.job_rank) over the fabric's levels; ``progress`` ranks by
     batch number as the flow rule does; None (priority off): one class."""
-    if rule == "progress":
-        return {j["name"]: math.floor(done[j["name"]]) for j in jobs}
-    loads = [JobLoad(j["name"], k, done[j["name"]] * len(j["worker_hosts"]),
+    if rule is None:
+        return {j["name"]: None for j in jobs}
+    # progress ranks by batch number (each worker's), the job rules by the job's batches
+    # done summed over its workers
+    loads = [JobLoad(j["name"], k, math.floor(done[j["name"]]) if rule == PROGRESS
+                     else done[j["name"]] * len(j["worker_hosts"]),
                      j["batches"] * len(j["worker_hosts"]), j["bytes_per_batch"])
              for k, j in enumerate(jobs)]
-    if rule == "remaining":
-        return remaining_levels(loads, LEVELS)
-    if rule == "attained":
-        return attained_levels(loads, LEVELS)
-    return {j["name"]: None for j in jobs}
+    return job_levels(rule, loads, LEVELS)
 
 
 def predict_pass(topology, records: list[dict], rule: str | None, startup_s: float,

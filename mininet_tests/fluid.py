@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from sluice_common.exchange import (ExchangeConstants, Sharer, default_constants, egress_state,
                                     share_egress, startup_time)
-from sluice_common.job_rank import ATTAINED_BASE_BYTES, ATTAINED_FACTOR, attained_level
+from sluice_common.job_rank import (ATTAINED_BASE_BYTES, ATTAINED_FACTOR, PROGRESS, JobLoad,
+                                    job_levels)
 
 MODES = ("off", "progress", "remaining", "attained")
 
@@ -80,23 +81,20 @@ def _by_groups(groups: list[list[str]], caps: dict[str, float], capacity: float)
 def rank_groups(active: list, mode: str, done_bytes: dict[str, float],
                 attained_base: float = ATTAINED_BASE_BYTES,
                 attained_factor: float = ATTAINED_FACTOR, levels: int = 8) -> list[list[str]]:
-    """The active jobs (each with ``name``, ``arrival``, ``size``, ``bytes_per_batch``)
-    in the rule's priority groups, most urgent first (``done_bytes``: bytes moved so far)."""
-    if mode == "remaining":
-        key = {j.name: (j.size - done_bytes[j.name], j.arrival) for j in active}
-    elif mode == "progress":
-        # batches done (whole batches: the rule sees batch numbers)
-        key = {j.name: (math.floor(done_bytes[j.name] / (2 * j.bytes_per_batch)),)
-               for j in active}
-    else:
-        key = {j.name: (attained_level(done_bytes[j.name] / 2, levels, attained_base,
-                                       attained_factor),) for j in active}
-    groups: dict[tuple, list[str]] = {}
-    for name in sorted(key, key=lambda n: key[n]):
-        # remaining: one job per level (7 levels, then the rest share the last)
-        k = key[name] if mode != "remaining" else (len(groups) if len(groups) < levels - 1
-                                                   else levels - 1,)
-        groups.setdefault(k, []).append(name)
+    """The active jobs (each with ``name``, ``arrival``, ``batches``, ``bytes_per_batch``)
+    in the rule's priority groups, most urgent first (``done_bytes``: bytes moved so far,
+    push and pull): the controller's levels (:func:`sluice_common.job_rank.job_levels`),
+    on fractional progress; ties go to the earlier arrival."""
+    order = sorted(active, key=lambda j: (j.arrival, j.name))
+    loads = [JobLoad(j.name, k,
+                     # progress sees whole batch numbers; the job rules see bytes
+                     math.floor(done_bytes[j.name] / (2 * j.bytes_per_batch)) if mode == PROGRESS
+                     else done_bytes[j.name] / (2 * j.bytes_per_batch),
+                     j.batches, j.bytes_per_batch) for k, j in enumerate(order)]
+    level = job_levels(mode, loads, levels, attained_base, attained_factor)
+    groups: dict[int, list[str]] = {}
+    for j in order:
+        groups.setdefault(level[j.name], []).append(j.name)
     return [groups[k] for k in sorted(groups)]
 
 

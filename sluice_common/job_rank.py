@@ -28,7 +28,7 @@ one of the same size).
 from __future__ import annotations
 
 import math
-from typing import Iterable, NamedTuple
+from typing import Iterable, Mapping, NamedTuple
 
 PROGRESS, REMAINING, ATTAINED = "progress", "remaining", "attained"
 RANK_RULES = (PROGRESS, REMAINING, ATTAINED)
@@ -95,6 +95,35 @@ def attained_levels(jobs: Iterable[JobLoad], levels: int, base: float = ATTAINED
     if not base > 0 or not factor > 1:
         raise ValueError("attained thresholds need base > 0 and factor > 1")
     return {j.job: attained_level(attained_bytes(j), levels, base, factor) for j in jobs}
+
+
+def progress_levels(batch_of: Mapping[str, float], levels: int) -> dict[str, int]:
+    """The ``progress`` rule at job level, for the models: fewer batches done first. It is
+    :func:`controller.ranking.assign_levels` with every flow of a job at the job's batch
+    (the models do not split a batch's push and pull): each distinct batch number takes a
+    level, bucketed in proportion, order kept, when there are more than ``levels``."""
+    _check(levels)
+    keys = sorted(set(batch_of.values()))
+    n = len(keys)
+    level = {b: (i if n <= levels else (i * levels) // n) for i, b in enumerate(keys)}
+    return {job: level[b] for job, b in batch_of.items()}
+
+
+def job_levels(rule: str, jobs: Iterable[JobLoad], levels: int,
+               base: float = ATTAINED_BASE_BYTES, factor: float = ATTAINED_FACTOR
+               ) -> dict[str, int]:
+    """Each job's level under ``rule`` (one of ``RANK_RULES``), for the models that price
+    the fabric's priority (the simulator, the exchange model's predictions, the fluid
+    model): ``remaining`` and ``attained`` as the controller ranks jobs; ``progress`` by
+    :func:`progress_levels` on each job's ``done_batches`` (there: its batch number)."""
+    jobs = list(jobs)
+    if rule == REMAINING:
+        return remaining_levels(jobs, levels)
+    if rule == ATTAINED:
+        return attained_levels(jobs, levels, base, factor)
+    if rule == PROGRESS:
+        return progress_levels({j.job: j.done_batches for j in jobs}, levels)
+    raise ValueError(f"rule must be one of {RANK_RULES}, got {rule!r}")
 
 
 def bottleneck_share(flows_on_busiest_link: int, workers: int, servers: int) -> float:

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from sluice_common.job_rank import (JobLoad, attained_bytes, attained_level, attained_levels,
-                                 bottleneck_share, remaining_bytes, remaining_levels)
+                                 bottleneck_share, job_levels, progress_levels,
+                                 remaining_bytes, remaining_levels)
 
 MB = 1 << 20
 
@@ -109,3 +110,25 @@ def test_attained_levels_are_monotone_in_attained_bytes(dones, n):
         for y in jobs:
             if attained_bytes(x) <= attained_bytes(y):
                 assert levels[x.job] <= levels[y.job]
+
+
+@given(st.dictionaries(st.sampled_from("abcdefghijklmnop"), st.integers(0, 30), min_size=1),
+       st.integers(1, 8))
+def test_progress_levels_are_the_controllers_flow_levels_at_job_level(batches, n):
+    """One flow per job at the job's batch: the models' progress levels are exactly the
+    levels the controller gives those flows (same order, same proportional buckets)."""
+    from controller.ranking import PUSH, FlowKey, assign_levels
+
+    flows = [(FlowKey(job, PUSH, "w0", "s0", "10.0.0.1", "10.0.0.2", 9000 + k), b)
+             for k, (job, b) in enumerate(sorted(batches.items()))]
+    want = {f.job: level for f, level in assign_levels(flows, n).items()}
+    assert progress_levels(batches, n) == want
+
+
+def test_job_levels_dispatches_each_rule_and_refuses_others():
+    loads = [load("a", 0, 100, MB, order=1), load("b", 90, 100, MB, order=2)]
+    assert job_levels("remaining", loads, 8) == remaining_levels(loads, 8) == {"b": 0, "a": 1}
+    assert job_levels("attained", loads, 8) == attained_levels(loads, 8)
+    assert job_levels("progress", loads, 8) == {"a": 0, "b": 1}    # fewer batches done first
+    with pytest.raises(ValueError, match="rule must be one of"):
+        job_levels("fifo", loads, 8)

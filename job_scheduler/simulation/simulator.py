@@ -49,8 +49,7 @@ from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecis
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.core.mechanisms import stopped
-from sluice_common.job_rank import (ATTAINED, RANK_RULES, REMAINING, JobLoad, attained_levels,
-                                    remaining_levels)
+from sluice_common.job_rank import RANK_RULES, JobLoad, job_levels
 from sluice_common.models import BYTES_PER_PARAM
 from topologies.priority_classes import LEVELS
 from sluice_common.jobspec import JobSpec
@@ -292,13 +291,7 @@ class Simulator(Pricing):
             done = round((1.0 - self.remaining(j)) * total)
             loads.append(JobLoad(str(j), j, done, total,
                                int(self.estimator.params(spec) * BYTES_PER_PARAM)))
-        if self.priority == REMAINING:
-            got = remaining_levels(loads, LEVELS)
-        elif self.priority == ATTAINED:
-            got = attained_levels(loads, LEVELS)
-        else:                                  # progress: fewest batches done first
-            order = sorted({l.done_batches for l in loads})
-            got = {l.job: min(order.index(l.done_batches), LEVELS - 1) for l in loads}
+        got = job_levels(self.priority, loads, LEVELS)
         return {int(k): v for k, v in got.items()}
 
     def _priority_bandwidth(self, run: Run) -> float:
