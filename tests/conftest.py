@@ -46,6 +46,31 @@ def free_tcp_port() -> int:
         return s.getsockname()[1]
 
 
+def _all_free(base: int, count: int) -> bool:
+    for port in range(base, base + count):
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                return False
+    return True
+
+
+@pytest.fixture
+def free_port_base():
+    """A function ``(count) -> base``: ``count`` consecutive TCP ports, all free now, below
+    the kernel's ephemeral range (so no outgoing connection takes one later), for tests
+    that start real ps-lite processes on loopback ports from a base."""
+    low_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+
+    def pick(count: int) -> int:
+        for base in range(20000, low_ephemeral - count, count):
+            if _all_free(base, count):
+                return base
+        pytest.fail(f"no {count} free consecutive TCP ports below {low_ephemeral}", pytrace=False)
+    return pick
+
+
 @pytest.fixture
 def normal_controller():
     """The stand-in OpenFlow 1.3 controller (``actions=NORMAL``) on a free loopback port;

@@ -17,6 +17,7 @@ from job_scheduler.core.decisions import StartDecision, Suspend, decide_slot
 from job_scheduler.core.mechanisms import Migration
 from job_scheduler.core.policies import make_policy
 from job_scheduler.core.preemption import CostRow, PreemptionCosts
+from ps_runtime.plan import BLOCK
 from ps_runtime.runners import LocalRunner
 from end_to_end.preemption_report import preemption_lines
 from job_scheduler.core.live_view import LiveView
@@ -46,9 +47,12 @@ def loopback_topology(tmp_path: Path, gpus: tuple[int, int]):
     return load_topology(str(path))
 
 
-def _run(tmp_path, topology, jobs, policy, **kw):
+PORTS = 20 * BLOCK      # ps-lite ports for every launch of a test (relaunches included)
+
+
+def _run(tmp_path, topology, jobs, policy, port_base, **kw):
     options = RunOptions(priority=False, slot_s=0.5, compute="emulated",
-                         worker_overrides=EMULATED, job_timeout_s=240, port_base=32000)
+                         worker_overrides=EMULATED, job_timeout_s=240, port_base=port_base)
     loop = RealTimeRun(topology, jobs, policy, Estimator(), None, NoController(),
                        tmp_path / "run", options, policy_name="test", runner=LocalRunner(), **kw)
     return loop.run()
@@ -110,7 +114,8 @@ def test_report_lists_each_preemption():
 # ---- real jobs ---------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_las_run_with_more_demand_than_gpus_preempts_and_finishes_every_job(tmp_path):
+def test_las_run_with_more_demand_than_gpus_preempts_and_finishes_every_job(tmp_path,
+                                                                            free_port_base):
     """Two GPUs; a 2-GPU job runs past the threshold, then a 1-GPU job arrives and
     outranks it: the first is suspended at a batch boundary, the second runs, the first
     resumes from its checkpoint and finishes every batch exactly once."""
@@ -122,7 +127,7 @@ def test_las_run_with_more_demand_than_gpus_preempts_and_finishes_every_job(tmp_
     # GPU-s from each run's first batch (start-up is not attained service, on_training):
     # long crosses it, short never does
     las = make_policy("las", las_thresholds=(4.0,))
-    result = _run(tmp_path, topo, jobs, las, can_suspend=True)
+    result = _run(tmp_path, topo, jobs, las, can_suspend=True, port_base=free_port_base(PORTS))
     by = {j["name"]: j for j in result["jobs"]}
     assert result["summary"]["finished"] == 2, result["jobs"]
     pre = result["preemptions"]
@@ -139,7 +144,7 @@ def test_las_run_with_more_demand_than_gpus_preempts_and_finishes_every_job(tmp_
 
 
 @pytest.mark.slow
-def test_a_cross_rack_job_migrates_when_its_rack_frees_up(tmp_path):
+def test_a_cross_rack_job_migrates_when_its_rack_frees_up(tmp_path, free_port_base):
     """A fixed first placement puts 'moved' across the racks; once 'filler' ends, two
     GPUs on h2 are free and the estimator says one host beats staying: it is suspended
     and resumed there, and still runs every batch once."""
@@ -154,7 +159,8 @@ def test_a_cross_rack_job_migrates_when_its_rack_frees_up(tmp_path):
         return [StartDecision(q.id, Placement(q.spec.name, *fixed[q.spec.name])) for q in queued]
 
     costs = PreemptionCosts([CostRow("vgg16", "emulated", 2, 1.0, 2.0)])
-    result = _run(tmp_path, topo, jobs, policy, mechanisms=(Migration(),), costs=costs)
+    result = _run(tmp_path, topo, jobs, policy, mechanisms=(Migration(),), costs=costs,
+                  port_base=free_port_base(PORTS))
     assert result["summary"]["finished"] == 2, result["jobs"]
     mig = [p for p in result["preemptions"] if p["why"] == "migrate"]
     assert len(mig) == 1 and result["summary"]["migrations"] == 1

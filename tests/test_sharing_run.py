@@ -18,6 +18,7 @@ from job_scheduler.core.estimator import Estimator
 from job_scheduler.core.placement import FirstFitPlacement
 from job_scheduler.core.decisions import StartDecision
 from job_scheduler.core.mechanisms import PACK_SLOWDOWN
+from ps_runtime.plan import BLOCK
 from ps_runtime.runners import LocalRunner
 from sluice_common.jobspec import JobSpec
 from topologies import load_topology
@@ -53,10 +54,13 @@ def all_free(queued, state, now):
     return out
 
 
-def _run(tmp_path, topology, jobs, **kw):
+PORTS = 20 * BLOCK      # ps-lite ports for every launch of a test (relaunches included)
+
+
+def _run(tmp_path, topology, jobs, port_base, **kw):
     options = RunOptions(priority=False, slot_s=0.5, compute="emulated",
                          worker_overrides={k: dict(v) for k, v in EMULATED.items()},
-                         job_timeout_s=240, port_base=33000)
+                         job_timeout_s=240, port_base=port_base)
     loop = RealTimeRun(topology, jobs, all_free, Estimator(), None, NoController(),
                        tmp_path / "run", options, policy_name="test", runner=LocalRunner(),
                        mechanisms=MechanismOptions(**kw).build())
@@ -77,7 +81,8 @@ def test_a_resize_keeps_the_samples_left():
 
 
 @pytest.mark.slow
-def test_time_slice_suspends_then_resumes_the_job_on_the_gpus_left_a_shrink(tmp_path):
+def test_time_slice_suspends_then_resumes_the_job_on_the_gpus_left_a_shrink(tmp_path,
+                                                                            free_port_base):
     """Two GPUs: `long` takes both; `short` (1 GPU) arrives; after a quantum `long`
     yields at a batch boundary; `short` takes one GPU and `long` resumes on the other
     from its checkpoint (2 -> 1 worker) and still runs every batch once."""
@@ -85,7 +90,8 @@ def test_time_slice_suspends_then_resumes_the_job_on_the_gpus_left_a_shrink(tmp_
                     batch_size=4, max_gpus=2, arrival=0.0),
             JobSpec(name="short", model="resnet18", dataset_size=4 * 30, epochs=1,
                     batch_size=4, max_gpus=1, arrival=3.0)]
-    result = _run(tmp_path, one_host(tmp_path, 2), jobs, time_slice=2.0)
+    result = _run(tmp_path, one_host(tmp_path, 2), jobs, time_slice=2.0,
+                  port_base=free_port_base(PORTS))
     assert result["summary"]["finished"] == 2, result["jobs"]
     sliced = [p for p in result["preemptions"] if p["why"] == "time-slice"]
     assert [p["job"] for p in sliced] == ["long"]
@@ -104,10 +110,11 @@ def test_time_slice_suspends_then_resumes_the_job_on_the_gpus_left_a_shrink(tmp_
 
 
 @pytest.mark.slow
-def test_pack_runs_two_jobs_on_one_gpu_the_packed_one_slowed(tmp_path):
+def test_pack_runs_two_jobs_on_one_gpu_the_packed_one_slowed(tmp_path, free_port_base):
     jobs = [JobSpec(name=f"p{i}", model="resnet18", dataset_size=4 * 60, epochs=1,
                     batch_size=4, max_gpus=1, arrival=float(i)) for i in range(2)]
-    result = _run(tmp_path, one_host(tmp_path, 1), jobs, pack=True)
+    result = _run(tmp_path, one_host(tmp_path, 1), jobs, pack=True,
+                  port_base=free_port_base(PORTS))
     assert result["summary"]["finished"] == 2, result["jobs"]
     assert result["summary"]["packed"] == 1
     assert result["packings"][0]["job"] == "p1" and result["packings"][0]["with"] == "p0"
