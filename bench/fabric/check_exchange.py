@@ -1,6 +1,6 @@
 """Check the exchange model against one, two and six senders under each egress discipline.
 
-    sudo .venv/bin/python -m bench.fabric.check_exchange [--json [OUT]] [--from JSON]
+    sudo .venv/bin/python -m bench.fabric.check_exchange [--json [OUT]] [--from JSON] [--pool N]
 
 On the heavy-tail experiment's fabric and run loop (controller process, warm PS
 processes, priority off), under each of the experiment's baselines at every switch port
@@ -14,8 +14,10 @@ shipped constants (the bulk jobs' mean iteration against
 the hosts resent and their retransmission timeouts, with the load average: the model's
 FIFO queue term was calibrated under the load the experiments run at. A check, not a
 fit: it writes no constants. ``--from JSON`` compares the measurements of an earlier
-``--json`` output again (no fabric). About 6 minutes; needs root and takes the fabric
-lock.
+``--json`` output again (no fabric). ``--pool N``: N warm PS processes per host instead of
+one more than the largest scenario needs (the heavy-tail experiment keeps 17: its 16 jobs
+and one), to see whether the idle pool's size changes the figures. About 6 minutes; needs
+root and takes the fabric lock.
 """
 
 from __future__ import annotations
@@ -110,8 +112,9 @@ def compare(measured: dict, c=None) -> list[dict]:
     return rows
 
 
-def measure() -> dict:
-    """Every scenario under every discipline on the fabric (the deep FIFO put back after)."""
+def measure(pool: int | None = None) -> dict:
+    """Every scenario under every discipline on the fabric (the deep FIFO put back after),
+    with ``pool`` warm PS processes per host (default: one more than the largest scenario)."""
     from end_to_end.run import environment
     from mininet_fabric import baselines as bl
     from mininet_tests.experiment_heavy_tail import (PS_HOSTS, WORKER_HOSTS, _processes,
@@ -129,7 +132,7 @@ def measure() -> dict:
         with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
                          tcp_congestion=machine_cc()) as (fabric, client), \
                 _processes(topology, fabric, out, "warm",
-                           per_host=max(len(m) for m in mixes.values()) + 1) as runner:
+                           per_host=pool or max(len(m) for m in mixes.values()) + 1) as runner:
             rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
             try:
                 k = 0
@@ -148,6 +151,7 @@ def measure() -> dict:
     finally:
         subprocess.run(["rm", "-rf", str(out)], check=False)
     return {"runs": runs, "rtt_s": round(rtt_s, 6), "started": started,
+            "pool_per_host": pool or max(len(m) for m in mixes.values()) + 1,
             "load_before": load_before, "load_after": loadavg(),
             "wall_s": round(time.monotonic() - t0, 1)}
 
@@ -156,10 +160,14 @@ def main() -> int:
     ap = harness.parser(__doc__)
     ap.add_argument("--from", dest="from_json", default=None, metavar="JSON",
                     help="compare the measurements of an earlier run's --json output (no fabric)")
+    ap.add_argument("--pool", type=int, default=None, metavar="N",
+                    help="warm PS processes per host (default: one more than the largest "
+                         "scenario needs)")
     args = ap.parse_args()
     import json
 
-    m = json.loads(Path(args.from_json).read_text())["measured"] if args.from_json else measure()
+    m = (json.loads(Path(args.from_json).read_text())["measured"] if args.from_json
+         else measure(args.pool))
     rows = compare(m)
     print("| discipline | scenario | figure | measured s | model s | model error | resent | "
           "timeouts | load |")
@@ -168,8 +176,9 @@ def main() -> int:
         print(f"| {r['discipline']} | {r['scenario']} | {r['figure']} | {r['measured_s']:.3f} | "
               f"{r['model_s']:.3f} | {r['error_pct']:+.1f} % | {100 * r['resent_share']:.1f} % | "
               f"{r['timeouts']} | {r['load']} |")
-    print(f"\nstarted {m['started']}; load average before {m['load_before']}, after "
-          f"{m['load_after']}; {m['wall_s']:.0f} s", flush=True)
+    print(f"\nstarted {m['started']}; warm pool {m.get('pool_per_host', '?')} per host; load "
+          f"average before {m['load_before']}, after {m['load_after']}; {m['wall_s']:.0f} s",
+          flush=True)
     figures = [harness.figure(f"{r['discipline']} {r['scenario']} model error", r["error_pct"], "%")
                for r in rows]
     harness.write_json(args.json, {"figures": figures, "rows": rows, "measured": m})
