@@ -126,13 +126,14 @@ def measure(pool: int | None = None) -> dict:
     load_before, t0 = loadavg(), time.monotonic()
     topology, _ = experiment_topology(UPLINK_MBPS)
     mixes = scenarios()
+    per_host = pool or max(len(m) for m in mixes.values()) + 1
     out = Path(tempfile.mkdtemp(prefix="sluice-check-"))
     runs: dict[str, dict] = {}
     try:
         with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
                          tcp_congestion=machine_cc()) as (fabric, client), \
                 _processes(topology, fabric, out, "warm",
-                           per_host=pool or max(len(m) for m in mixes.values()) + 1) as runner:
+                           per_host=per_host) as runner:
             rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
             try:
                 k = 0
@@ -151,7 +152,7 @@ def measure(pool: int | None = None) -> dict:
     finally:
         subprocess.run(["rm", "-rf", str(out)], check=False)
     return {"runs": runs, "rtt_s": round(rtt_s, 6), "started": started,
-            "pool_per_host": pool or max(len(m) for m in mixes.values()) + 1,
+            "pool_per_host": per_host,
             "load_before": load_before, "load_after": loadavg(),
             "wall_s": round(time.monotonic() - t0, 1)}
 
