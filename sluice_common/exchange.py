@@ -273,9 +273,16 @@ def batch_exchange_s(bytes_per_batch: float, keys: int, path: Sequence[float],
         raise ValueError(f"bytes per batch must be >= 0, got {bytes_per_batch}")
     if any(not rate > 0 for rate in path):
         raise ValueError(f"link rates must be > 0, got {list(path)}")
+    return fixed_batch_s(keys, path, window, c) + transfer_s(bytes_per_batch, keys, path, window, c)
+
+
+def fixed_batch_s(keys: int, path: Sequence[float], window: int = 0,
+                  c: ExchangeConstants | None = None) -> float:
+    """The part of a batch's time alone that does not grow with its bytes: ``overhead_s +
+    K * per_key_s + R * rtt(path) + F(path)`` (the scheduler's per-batch exchange term)."""
+    c = c or default_constants()
     fill = 2.0 * (sum(MTU_BYTES / rate for rate in path) - MTU_BYTES / min(path)) if path else 0.0
-    return (c.overhead_s + keys * c.per_key_s + rounds(keys, window) * path_rtt_s(path, c)
-            + fill + transfer_s(bytes_per_batch, keys, path, window, c))
+    return c.overhead_s + keys * c.per_key_s + rounds(keys, window) * path_rtt_s(path, c) + fill
 
 
 def idle_restart_s(bytes_per_batch: float, keys: int, path: Sequence[float], gap_s: float,
@@ -365,9 +372,8 @@ def egress_state(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
             same = sum(rho[i.name] for i in jobs if i is not j and rank[i.cls] == k)
             r = min(min(j.path) if j.path else math.inf, left / (1.0 + same))
             ahead = [rho[i.name] for i in jobs if i is not j and rank[i.cls] <= k]
-            busy = 1.0 - math.prod(1.0 - p for p in ahead)
-            fill = min(1.0, c.queue_fill + c.queue_fill_per_sender * max(0.0, sum(ahead) - 1))
-            wait = busy * fill * buffer_bytes / left
+            busy = busy_share(ahead)
+            wait = queue_wait_s(ahead, left, buffer_bytes, c)
             x = transfer_s(j.bytes_per_batch, j.keys, j.path, j.window, c)
             t = (alone[j.name] - x + rounds(j.keys, j.window) * wait
                  + transfer_s(j.bytes_per_batch, j.keys, j.path, j.window, c, r, 1.0 - busy))
@@ -379,6 +385,25 @@ def egress_state(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
         if delta < 1e-6:
             break
     return it, wait_of
+
+
+def busy_share(ahead: Iterable[float]) -> float:
+    """``busy_j = 1 - prod(1 - rho_i)``: the chance that one of the jobs ``ahead`` (each
+    sending a share ``rho_i`` of its iteration) is sending when a message of job j comes."""
+    return 1.0 - math.prod(1.0 - min(1.0, max(0.0, p)) for p in ahead)
+
+
+def queue_wait_s(ahead: Sequence[float], left: float, buffer_bytes: float,
+                 c: ExchangeConstants | None = None) -> float:
+    """What one message round of a job waits at a shared egress (module doc): ``busy_j *
+    fill(m_j) * Q / C_k``. ``ahead``: the send shares ``rho_i`` of the other jobs in its
+    class and the more urgent ones; ``left``: the rate its class has, bytes/s; ``Q``: the
+    FIFO's bytes per class."""
+    c = c or default_constants()
+    if not left > 0 or buffer_bytes < 0:
+        raise ValueError("the class's rate must be > 0 and buffer_bytes >= 0")
+    fill = min(1.0, c.queue_fill + c.queue_fill_per_sender * max(0.0, sum(ahead) - 1))
+    return busy_share(ahead) * fill * buffer_bytes / left
 
 
 def startup_time(wait_s: float, c: ExchangeConstants | None = None,

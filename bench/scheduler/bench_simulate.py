@@ -2,9 +2,12 @@
 
 Runs the `fifo` baseline and `lyapunov` (Proteus + Liquid + group GA) in the same
 process and prints wall time, jobs/s, decisions/s, the ratio against fifo, the peak
-RSS (resource.getrusage) and the headline metrics.
+RSS (resource.getrusage) and the headline metrics. ``--exchange cluster|emulated`` runs
+every policy a second time with the exchange model's pricing
+(job_scheduler.core.exchange_pricing) and prints its time and JCT against the plain run.
 
-    .venv/bin/python -m bench.scheduler.bench_simulate [--jobs N] [--slot 60] [--quick] [--json [OUT]]
+    .venv/bin/python -m bench.scheduler.bench_simulate [--jobs N] [--slot 60] [--quick]
+        [--exchange off|cluster|emulated] [--priority RULE] [--json [OUT]]
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import os
 import resource
 import time
 
+from job_scheduler.core.estimator import Estimator
+from job_scheduler.core.exchange_pricing import ExchangePricing
 from job_scheduler.core.policies import make_policy
 from job_scheduler.simulation.simulator import Simulator, stderr_progress
 from job_scheduler.simulation.workloads import SHARED_WORKLOADS, load_workload
@@ -38,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slot", type=float, default=60.0)
     ap.add_argument("--topology", default="cluster-2k")
     ap.add_argument("--policies", default="fifo,lyapunov")
+    ap.add_argument("--exchange", choices=("off", "cluster", "emulated"), default="off")
+    ap.add_argument("--priority", default=None, help="the fabric's rule on the uplinks")
     args = ap.parse_args(argv)
     if args.quick and args.jobs is None:
         args.jobs = 2000
@@ -48,13 +55,29 @@ def main(argv: list[str] | None = None) -> int:
     print(f"loaded {len(jobs)} Philly jobs, {topo.name} ({topo.total_gpus} GPUs) in "
           f"{time.perf_counter() - t0:.1f} s; peak RSS {peak_rss_mb():.0f} MB", flush=True)
     walls, figs = {}, []
-    for name in args.policies.split(","):
+    worlds = {"plain": Estimator()}
+    if args.exchange != "off":
+        worlds[args.exchange] = Estimator(exchange=ExchangePricing.for_topology(
+            topo, emulated=args.exchange == "emulated"))
+    runs = [(name, world) for name in args.policies.split(",") for world in worlds]
+    plain: dict[str, tuple[float, float]] = {}
+    for name, world in runs:
+        label = name if world == "plain" else f"{name}+{world}"
         t, cpu = time.perf_counter(), time.process_time()
-        sim = Simulator(topo, jobs, make_policy(name), slot=args.slot,
-                        progress=stderr_progress(name))
+        sim = Simulator(topo, jobs, make_policy(name), slot=args.slot, estimator=worlds[world],
+                        progress=stderr_progress(label), priority=args.priority)
         res = sim.run()
         wall = time.perf_counter() - t
         cpu = time.process_time() - cpu
+        if world != "plain":
+            base_cpu, base_jct = plain[name]
+            print(f"{label:<9} cpu {cpu:7.1f} s ({cpu / base_cpu:.2f}x plain)  avg JCT "
+                  f"{res.avg_jct:10.0f} s ({res.avg_jct / base_jct - 1:+.1%} vs plain)  "
+                  f"p95 {res.p95_jct:10.0f} s", flush=True)
+            figs.append(harness.figure(f"{label} simulation cpu", cpu, "s", baseline=base_cpu,
+                                       note=f"(avg JCT {res.avg_jct:.0f} s vs {base_jct:.0f} s)"))
+            continue
+        plain[name] = (cpu, res.avg_jct)
         walls[name] = wall
         # CPU time too: on this shared 2-core machine wall time depends on the neighbours
         print(f"{name:<9} wall {wall:7.1f} s  cpu {cpu:7.1f} s  {len(jobs) / wall:9.0f} jobs/s  "

@@ -13,6 +13,11 @@ Units: seconds, Mbit/s (1 Mbit = 10^6 bit), parameters as counts.
   key, 100 Mbit/s: 3.2 s per push+pull; 2x predicts 2.56 s, 1x 1.28 s) supports it.
   ``comm(job, 1, .) = 0`` (a single GPU holds the model itself), and an infinite
   bandwidth (everything on one host) costs no time either.
+- With an ``exchange`` pricing (:mod:`job_scheduler.core.exchange_pricing`, the exchange
+  model of issue 27) a job on n > 1 GPUs also pays, per batch, the exchange's fixed time
+  (ps-lite's per-key messages and round trips over a cross-rack path), counted with the
+  compute so that Comm stays proportional to 1/bw, and its bytes move at the model's
+  calibrated ``efficiency``; the queueing at shared uplinks is the simulator's to add.
 - ``C(job, n, bw) = cost + comm``; ``cost1(job) = cost(job, 1)`` is Cost_i(1), the work
   that the Lyapunov queues count.
 
@@ -50,7 +55,7 @@ DEFAULT_NOMINAL_BW_MBPS = 10_000.0
 class Estimator:
     def __init__(self, profile: Profile | str | Path | None = None, device: str | None = None,
                  nominal_bw_mbps: float = DEFAULT_NOMINAL_BW_MBPS, startup_s: float = 0.0,
-                 sync_s: float = 0.0, link_efficiency: float = 1.0):
+                 sync_s: float = 0.0, link_efficiency: float = 1.0, exchange=None):
         if not isinstance(profile, Profile):
             profile = load_profile(profile)
         if not nominal_bw_mbps > 0:
@@ -68,6 +73,12 @@ class Estimator:
         # of a link's rate that the push/pull payload gets (TCP/IP headers, ACKs, shaping).
         self.sync_s = float(sync_s)
         self.link_efficiency = float(link_efficiency)
+        # the exchange model's pricing (module doc), or None: eq. 5 alone
+        self.exchange = exchange
+        if exchange is not None:
+            if exchange.window != 0:        # eq. 5's 2 directions are window 0's key-times
+                raise ValueError("the estimator prices window 0 (every key pushed at once)")
+            self.link_efficiency = exchange.constants.efficiency
         self._scale: dict[JobSpec, float] = {}
 
     @property
@@ -92,10 +103,21 @@ class Estimator:
     def _iterations_per_worker(self, job: JobSpec, n: int) -> float:
         return job.epochs * job.dataset_size / (job.batch_size * n)
 
+    def iterations(self, job: JobSpec, n: int) -> float:
+        """Batches each of n workers trains (the work scale of a trace job included)."""
+        _check_n(n)
+        return self._iterations_per_worker(job, n) * self.work_scale(job)
+
+    def batch_bytes(self, job: JobSpec) -> float:
+        """Bytes one batch pushes (and pulls): the model's float32 parameters."""
+        return float(self.params(job) * BYTES_PER_PARAM)
+
     def _raw_cost(self, job: JobSpec, n: int) -> float:
-        # sync_s is paid per iteration whatever the bandwidth: it sits with the compute, so
-        # that Comm stays exactly proportional to 1/bw (the simulator relies on that).
-        return (self.cost_bat(job) + self.sync_s) * self._iterations_per_worker(job, n)
+        # sync_s and the exchange's fixed time are paid per iteration whatever the
+        # bandwidth: they sit with the compute, so that Comm stays exactly proportional to
+        # 1/bw (the simulator relies on that).
+        fixed = self.exchange.fixed_s(self.batch_bytes(job)) if self.exchange and n > 1 else 0.0
+        return (self.cost_bat(job) + self.sync_s + fixed) * self._iterations_per_worker(job, n)
 
     def _raw_comm(self, job: JobSpec, n: int, bw_mbps: float) -> float:
         if n <= 1 or math.isinf(bw_mbps):

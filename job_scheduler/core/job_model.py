@@ -25,7 +25,7 @@ class JobModel:
     cluster (``reference_bw``, best fit) equals the trace duration; a fixed-count policy
     on an idle fabric then reproduces the trace, and sharing or another n rescales it."""
 
-    __slots__ = ("spec", "cost1", "_cost", "_comm_unit", "_est", "_factor")
+    __slots__ = ("spec", "cost1", "_cost", "_comm_unit", "_est", "_factor", "_round_unit")
 
     def __init__(self, spec: JobSpec, estimator: Estimator,
                  reference_bw: Callable[[int], float] | None = None):
@@ -33,6 +33,7 @@ class JobModel:
         self._est = estimator
         self._cost: dict[int, float] = {}
         self._comm_unit: dict[int, float] = {}
+        self._round_unit: dict[int, float] = {}
         self._factor = 1.0
         g = spec.trace_gpus
         if g and spec.trace_duration and reference_bw is not None:
@@ -58,17 +59,31 @@ class JobModel:
     def C(self, n: int, bw: float) -> float:
         return self.cost(n) + self.comm(n, bw)
 
+    def queueing(self, n: int, round_wait_s: float) -> float:
+        """Seconds the whole job waits in shared queues when each of its message rounds
+        waits ``round_wait_s`` (the estimator's exchange pricing: rounds per batch times
+        batches; 0 without one, or on one GPU)."""
+        if n <= 1 or not round_wait_s or self._est.exchange is None:
+            return 0.0
+        u = self._round_unit.get(n)
+        if u is None:
+            rounds = self._est.exchange.rounds(self._est.batch_bytes(self.spec))
+            u = self._round_unit[n] = self._est.iterations(self.spec, n) * rounds * self._factor
+        return u * round_wait_s
+
 
 class Run:
     """A job while it holds GPUs: what a policy or mechanism reads of it (``n``,
     ``placement``, ``bw``, ``rate`` = work per second, ``t_last`` = when its progress was
     last brought up to date, after a restore: when it trains again), in every loop."""
-    __slots__ = ("j", "n", "placement", "flows", "base_bw", "bw", "work_left", "rate", "t_last")
+    __slots__ = ("j", "n", "placement", "flows", "base_bw", "bw", "work_left", "rate", "t_last",
+                 "round_wait")
 
     def __init__(self, j, n, placement, flows, base_bw, work_left):
         self.j, self.n, self.placement, self.flows = j, n, placement, flows
         self.base_bw, self.work_left = base_bw, work_left
         self.bw = base_bw
+        self.round_wait = 0.0        # seconds a message round queues (exchange pricing)
         self.rate = 0.0
         self.t_last = 0.0
 

@@ -17,7 +17,7 @@ from job_scheduler.core.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, POLI
                                          parse_policy_names, policy_table)
 from job_scheduler.core.mechanisms import PACK_SLOWDOWN, MechanismOptions
 from job_scheduler.core.proteus import K_READINGS
-from job_scheduler.simulation.compare import SimulateConfig
+from job_scheduler.simulation.compare import EXCHANGE_WORLDS, SimulateConfig
 from job_scheduler.simulation.workloads import SCENARIO_CAPS, TRACE_CAPS
 from sluice_common.errors import InputError, flag_error
 from sluice_common.job_rank import RANK_RULES
@@ -118,6 +118,12 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--priority", choices=("off",) + RANK_RULES, default="off",
                         help="the fabric's job priority rule on the rack uplinks (strict "
                              "priority by the controller's rule; off: flows share fairly)")
+    parser.add_argument("--exchange", choices=EXCHANGE_WORLDS, default="off",
+                        help="price every batch with the exchange model: ps-lite's per-key "
+                             "messages and round trips, and each round's wait in the queues "
+                             "of the shared uplinks by priority class; on the cluster as "
+                             "described (hardware switches) or on its emulated fabric (the "
+                             "rates sluice run uses, the calibrated userspace datapath)")
     parser.add_argument("--profile", default=None, metavar="FILE|NAME",
                         help="device profile for Cost_bat (a `sluice profile` YAML, or h100 "
                              "(default, measured) or p100 (derived))")

@@ -27,6 +27,11 @@ from sluice_common.errors import InputError
 PROGRESS_FROM_JOBS = 2000
 
 
+# how ``sluice simulate`` prices the exchange (job_scheduler.core.exchange_pricing): not
+# beyond eq. 5, on the cluster as described, or on its emulated fabric (sluice run's)
+EXCHANGE_WORLDS = ("off", "cluster", "emulated")
+
+
 @dataclass(frozen=True)
 class SimulateConfig:
     """What ``sluice simulate`` is asked, as one frozen value."""
@@ -48,6 +53,7 @@ class SimulateConfig:
     placement: str | None = None         # one placement for every policy
     network: bool = True                 # False: ideal fabric, no communication time
     priority: str | None = None          # the fabric's job rule on the uplinks (None: off)
+    exchange: str = "off"                # off | cluster | emulated: the exchange model's pricing
     profile: str | None = None           # device profile for Cost_bat
     json: bool = False                   # one JSON object on stdout instead of a table
     plot: str | None = None              # directory for PNG plots
@@ -67,7 +73,11 @@ class SimulateConfig:
             ("priority", self.priority is None or self.priority in RANK_RULES,
              f"must be one of {', '.join(RANK_RULES)} or None, got {self.priority!r}"),
             ("migrate", not self.mechanisms.migrate or self.preemption_cost is not None,
-             "needs a preemption cost (measured or zero)")]
+             "needs a preemption cost (measured or zero)"),
+            ("exchange", self.exchange in EXCHANGE_WORLDS,
+             f"must be one of {', '.join(EXCHANGE_WORLDS)}, got {self.exchange!r}"),
+            ("exchange", self.exchange == "off" or self.network,
+             "prices the network; the ideal fabric (no network) has none")]
         for name, ok, message in checks:
             if not ok:
                 raise ValueError(f"{name}: {message}")
@@ -96,6 +106,7 @@ class SimulateConfig:
 def simulate(config: SimulateConfig) -> int:
     """Run every policy of ``config`` on its workload; print the table (or JSON)."""
     from job_scheduler.core.estimator import Estimator
+    from job_scheduler.core.exchange_pricing import ExchangePricing
     from job_scheduler.core.mechanisms import summary
     from job_scheduler.core.preemption import load_costs
     from job_scheduler.simulation.simulator import Simulator, stderr_progress
@@ -117,7 +128,9 @@ def simulate(config: SimulateConfig) -> int:
                              f"'{topo.name}' has {topo.total_gpus}",
                              element=f"job '{job.name}'", field="max_gpus")
 
-    estimator = Estimator(config.profile)
+    pricing = (None if config.exchange == "off" else
+               ExchangePricing.for_topology(topo, emulated=config.exchange == "emulated"))
+    estimator = Estimator(config.profile, exchange=pricing)
     results = {}
     extra: dict[str, dict] = {}
     cost_mode = config.cost_mode
@@ -144,7 +157,9 @@ def simulate(config: SimulateConfig) -> int:
                                        for n, r in results.items()},
                           "workload": str(config.workload), "topology": topo.name,
                           "seed": config.seed, **({"priority": config.priority}
-                                                  if config.priority else {})}))
+                                                  if config.priority else {}),
+                          **({"exchange": config.exchange} if config.exchange != "off"
+                             else {})}))
     else:
         _print_table(results, config, topo.name, len(jobs))
         for n, e in extra.items():
@@ -158,7 +173,9 @@ def simulate(config: SimulateConfig) -> int:
 def _print_table(results, config: SimulateConfig, topo_name: str, n_jobs: int) -> None:
     print(f"workload {config.workload} ({n_jobs} jobs) on {topo_name}, slot {config.slot:g} s, "
           f"seed {config.seed}" + (f", uplink priority {config.priority}" if config.priority
-                                   else ""))
+                                   else "")
+          + (f", exchange model ({config.exchange} fabric)" if config.exchange != "off"
+             else ""))
     head = (f"{'policy':<10} {'avg JCT s':>11} {'median s':>10} {'p95 s':>10} {'avg wait s':>11} "
             f"{'makespan s':>11} {'GPU util':>9} {'jobs':>6}")
     print(head)

@@ -24,6 +24,13 @@ and level by level each gets, per flow, an equal share of what the levels before
 times the share of its iteration spent communicating. Levels are recomputed whenever a job
 starts or stops (not as jobs progress between those events). A policy's look at a
 placement it has not started (``live_bandwidth``) stays the fair share.
+With the estimator's exchange pricing (``Estimator(exchange=...)``,
+:mod:`job_scheduler.core.exchange_pricing`) each batch also pays the exchange's fixed
+time (in the estimator) and, at every rack uplink the job crosses, each message round
+waits the queue that the jobs of its priority class and the more urgent ones keep there
+(:func:`sluice_common.exchange.queue_wait_s`; all of them with priority off): the same
+formula as the exchange model's fixed point, fed with the simulator's own shares
+(``_round_wait``), and recomputed when the job is re-timed.
 Exchange between a PS and workers on one host is charged at the host's ``intra_bw``
 (shared by the job's flows on that host; ``in_host=False`` makes it free, the model
 before issue 19). ``network=False`` is the ideal fabric: no communication time at all.
@@ -320,6 +327,34 @@ class Simulator(Pricing):
                 left = max(left, 1e-9 * self.uplink_cap[r])
         return bw
 
+    def _round_wait(self, run: Run) -> float:
+        """What one message round of the job waits in the rack uplinks' queues, summed
+        over the uplinks it crosses (a cross-rack pair crosses its worker's and its
+        server's): behind the other jobs there of its priority level and the more urgent
+        ones, in what the more urgent levels leave (module doc). A job's share of one
+        direction is half its communicating time (push one way, pull the other)."""
+        pricing = self.estimator.exchange
+        total = 0.0
+        for r in run.flows:
+            on = [i for i in self.uplink_jobs[r] if i in self.running]
+            level = self._levels(sorted(on)) if self.priority else {i: 0 for i in on}
+            ahead, used = [], 0.0
+            for i in on:
+                if i == run.j or level[i] > level[run.j]:
+                    continue
+                other = self.running[i]
+                if other.rate <= 0:
+                    continue        # not yet timed (starting in this very event)
+                rho = min(1.0, 0.5 * self.models[i].comm(other.n, other.bw) * other.rate)
+                ahead.append(rho)
+                if level[i] < level[run.j]:
+                    nps = max(len(other.placement.ps_hosts), 1)
+                    used += other.flows[r] * other.bw / nps * rho
+            cap = self.uplink_cap[r]
+            left = max(cap - used, pricing.constants.min_share * cap)
+            total += pricing.round_wait_s(ahead, left)
+        return total
+
     def _advance(self, run: Run) -> None:
         dt = self.now - run.t_last
         if dt > 0:
@@ -333,12 +368,14 @@ class Simulator(Pricing):
         self._advance(run)
         bw = (self._priority_bandwidth(run) if self.priority and not math.isinf(run.base_bw)
               else self.live_bandwidth(run.placement, run.flows, run.base_bw, joining=False))
-        if run.rate and bw == run.bw and not force:
+        wait = self._round_wait(run) if self.estimator.exchange else 0.0
+        if run.rate and bw == run.bw and wait == run.round_wait and not force:
             return
-        run.bw = bw
+        run.bw, run.round_wait = bw, wait
         # a mechanism may slow it (packing: two jobs on one GPU)
         slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms)
-        run.rate = 1.0 / (self.models[run.j].C(run.n, bw) * slowdown)
+        model = self.models[run.j]
+        run.rate = 1.0 / ((model.C(run.n, bw) + model.queueing(run.n, wait)) * slowdown)
         self._version[run.j] += 1
         heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
                                     self._version[run.j], run.j))

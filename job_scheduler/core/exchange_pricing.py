@@ -1,0 +1,110 @@
+"""The exchange model (:mod:`sluice_common.exchange`) as the scheduler prices a job, on a
+topology the scheduler plans for (issue 27 item 1: one model for the estimator, the
+simulator, the fluid model and the policies).
+
+With an :class:`ExchangePricing`, a job on ``n > 1`` GPUs pays per batch, beyond its
+bytes over its bandwidth (eq. 5 at the model's ``efficiency``):
+
+- the batch's fixed exchange time over a cross-rack path of the topology,
+  :func:`~sluice_common.exchange.fixed_batch_s`: the batch's overhead, each key's ps-lite
+  messages, ``R`` message rounds of one round trip each and the store-and-forward fill;
+- at every shared rack uplink, each message round's wait behind the queue the jobs in its
+  priority class and the more urgent ones keep there
+  (:func:`~sluice_common.exchange.queue_wait_s`), which the simulator works out from the
+  jobs sharing each uplink (``Simulator``; a policy's look at an unstarted placement
+  leaves it out, as it leaves out the sharing).
+
+The host-software constants (``overhead_s``, ``per_key_s``, ``queue_fill``,
+``efficiency``) are the calibrated ones. The per-hop forwarding time ``hop_s`` is a
+property of the fabric: the calibrated value (0.33 ms) is the emulated fabric's
+userspace Open vSwitch and veth pairs, so a topology described at its real rates (what
+``sluice simulate`` plans for) gets a hardware switch's instead, ``HARDWARE_HOP_S`` (an
+assumption: cut-through data-centre switches forward in well under 1 us, store and
+forward adds the frame's serialisation, which the model counts apart).
+
+On the emulated fabric (``emulated=True``: what ``sluice run`` and the Mininet experiments
+run on) every link runs at ``bw * emulation_bw_scale`` and the emulated workers move
+their bytes times the same scale, so eq. 5's Comm is the same as on the described
+cluster; what differs is the fixed terms (the userspace datapath's hops, the keys of the
+scaled bytes) and the queues (a 200-packet FIFO at the scaled rate waits far longer).
+``scale`` carries that: the pricing's keys and queue rates are the scaled ones.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from sluice_common.exchange import (MTU_BYTES, ExchangeConstants, default_constants,
+                                    fixed_batch_s, queue_wait_s, rounds)
+
+HARDWARE_HOP_S = 1e-6              # forwarding per hop in a real switch (module doc)
+KEY_BYTES = 4 * 2 ** 20            # the worker's bucket: ps_runtime's default bucket_mb, 4
+BUFFER_PACKETS = 200               # per-port FIFO per class, as on the emulated fabric
+
+
+@dataclass(frozen=True)
+class ExchangePricing:
+    """The exchange model's terms on one fabric: ``constants`` (hop_s set for it),
+    ``path`` the link rates (bytes/s) of a worker-to-PS path across racks, ``buffer_bytes``
+    each shared egress's FIFO per class; every key pushed at once (``window`` 0, as
+    MXNet's workers send them)."""
+    constants: ExchangeConstants
+    path: tuple[float, ...]
+    buffer_bytes: float = BUFFER_PACKETS * MTU_BYTES
+    window: int = 0
+    scale: float = 1.0         # the fabric's rates and a batch's bytes over the described ones
+
+    def __post_init__(self):
+        if any(not r > 0 for r in self.path) or self.buffer_bytes < 0 or self.window < 0:
+            raise ValueError("need link rates > 0, buffer_bytes >= 0 and window >= 0")
+        if not self.scale > 0:
+            raise ValueError(f"scale must be > 0, got {self.scale}")
+
+    @classmethod
+    def for_topology(cls, topology, emulated: bool = False,
+                     constants: ExchangeConstants | None = None) -> "ExchangePricing":
+        """The pricing on ``topology``: at its described rates with ``HARDWARE_HOP_S``
+        (``emulated=False``), or at its emulated rates (``bw * emulation_bw_scale``) with
+        the calibrated ``hop_s``."""
+        c = constants or default_constants()
+        scale = topology.emulation_bw_scale if emulated else 1.0
+        if not emulated:
+            c = replace(c, hop_s=HARDWARE_HOP_S)
+        return cls(c, tuple(mbps * scale * 1e6 / 8 for mbps in cross_rack_rates(topology)),
+                   scale=scale)
+
+    def keys(self, bytes_per_batch: float) -> int:
+        """The batch's keys: its bytes (as the fabric carries them, times ``scale``) in
+        buckets of ``KEY_BYTES``."""
+        return max(1, math.ceil(bytes_per_batch * self.scale / KEY_BYTES))
+
+    def rounds(self, bytes_per_batch: float) -> int:
+        """Message rounds on the batch's critical path."""
+        return rounds(self.keys(bytes_per_batch), self.window)
+
+    def fixed_s(self, bytes_per_batch: float) -> float:
+        """The batch's fixed exchange time over the cross-rack path (module doc)."""
+        return fixed_batch_s(self.keys(bytes_per_batch), self.path, self.window, self.constants)
+
+    def round_wait_s(self, ahead: list[float], class_rate_mbps: float) -> float:
+        """One message round's wait at a shared egress whose class gets
+        ``class_rate_mbps`` (described, times ``scale`` on the fabric), behind jobs sending
+        shares ``ahead`` of their iterations."""
+        return queue_wait_s(ahead, class_rate_mbps * self.scale * 1e6 / 8, self.buffer_bytes,
+                            self.constants)
+
+
+def cross_rack_rates(topology) -> list[float]:
+    """Link rates (Mbit/s) of the path from the first host of the first rack to the first
+    host of the last rack (one rack: to its second host; one host: no links)."""
+    hosts = [topology.hosts_by_rack[r.name][0].name for r in topology.racks
+             if topology.hosts_by_rack[r.name]]
+    a, b = hosts[0], hosts[-1]
+    if a == b:
+        rack = topology.hosts_by_rack[topology.racks[0].name]
+        if len(rack) < 2:
+            return []
+        b = rack[1].name
+    p = topology.path(a, b)
+    return [float(topology.graph.edges[u, v]["bw"]) for u, v in zip(p, p[1:])]
