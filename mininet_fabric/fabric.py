@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -189,7 +190,7 @@ class Fabric:
                 if out.strip():
                     raise FabricError(f"setting TCP congestion control on {h.name}: {out.strip()}")
             if self.host_sysctls:
-                out = h.cmd("sysctl -qw " + " ".join(f"{k}={v}" for k, v in
+                out = h.cmd("sysctl -qw " + " ".join(shlex.quote(f"{k}={v}") for k, v in
                                                     sorted(self.host_sysctls.items())) + " 2>&1")
                 if out.strip():
                     raise FabricError(f"setting {self.host_sysctls} on {h.name}: {out.strip()}")

@@ -186,6 +186,17 @@ def resolve_cc(cc: str) -> str:
 # cycling within this range; a long experiment (5 seeds x 8 modes x 16 jobs needs 68,000)
 # reuses a block only many runs later, long after its sockets have closed
 PORTS_FROM, PORTS_TO = 20000, 60000
+# ...and each host's ephemeral ports (its outgoing connections) above it, so that no
+# connection of one run holds a port a later run's ps-lite listens on (set in each host's
+# own network namespace: the machine's range stays as it is)
+EPHEMERAL_PORTS = (61000, 65535)
+
+
+def host_sysctls(host_tcp: str) -> dict[str, str]:
+    """The sysctls of every emulated host: the ``--host-tcp`` tuning and the ephemeral
+    ports above the experiment's blocks."""
+    low, high = EPHEMERAL_PORTS
+    return HOST_TCP[host_tcp] | {"net.ipv4.ip_local_port_range": f"{low} {high}"}
 
 
 def run_ports(run: int, jobs: int) -> int:
@@ -457,7 +468,7 @@ def run(args) -> int:
     cc_before = machine_cc()
     started = time.monotonic()
     with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
-                     host_sysctls=HOST_TCP[args.host_tcp], tcp_congestion=args.cc) as (fabric, client), \
+                     host_sysctls=host_sysctls(args.host_tcp), tcp_congestion=args.cc) as (fabric, client), \
             _processes(topology, fabric, out, getattr(args, "start", "cold"),
                        per_host=(3 if args.mix == "same-start" else args.jobs) + 1) as runner:
         runs = 0                                  # runs so far: picks each run's ports

@@ -81,3 +81,16 @@ def test_a_long_experiment_never_runs_out_of_ports():
     assert len(set(bases[:20])) == 20            # a block comes back only 20+ runs later
     with pytest.raises(ValueError):
         run_ports(0, 1000)
+
+
+def test_the_hosts_ephemeral_ports_stay_clear_of_the_port_blocks():
+    """A host's outgoing connections take ports from its own ephemeral range: it lies
+    above every block a run's ps-lite may listen on, whatever --host-tcp says."""
+    from mininet_tests.experiment_heavy_tail import (EPHEMERAL_PORTS, HOST_TCP, PORTS_TO,
+                                                     host_sysctls)
+
+    for tuning in HOST_TCP:
+        got = host_sysctls(tuning)
+        low, high = map(int, got["net.ipv4.ip_local_port_range"].split())
+        assert (low, high) == EPHEMERAL_PORTS and PORTS_TO < low < high <= 65535
+        assert HOST_TCP[tuning].items() <= got.items()
