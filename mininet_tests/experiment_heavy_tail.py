@@ -143,6 +143,14 @@ def model_prediction(mix: list[MixJob], capacity: float, mode: str,
     (fluid.simulate_batches); and the mean of its start-ups as the experiment measures
     them (arrival to the first batch after ``kv.init``'s, the slot included), so that
     the model's error splits into start-up and the rest."""
+    jct, started = model_jobs(mix, capacity, mode, rtt_s)
+    return {"predicted_mean_jct_s": round(fluid.mean(jct.values()), 3),
+            "predicted_mean_startup_s": round(fluid.mean(started.values()), 3)}
+
+
+def model_jobs(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | None
+               ) -> tuple[dict[str, float], dict[str, float]]:
+    """:func:`model_prediction` per job: each job's predicted JCT and start-up."""
     rule, baseline = bl.split_mode(mode, RANK_RULES)
     jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s, KEYS,
                            PIPELINE_KEYS, cross_path(capacity)) for j in mix]
@@ -150,8 +158,7 @@ def model_prediction(mix: list[MixJob], capacity: float, mode: str,
     jct = fluid.simulate_batches(jobs, rule or "off", capacity,
                                  buffer_bytes(baseline, capacity, rtt_s),
                                  overhead_s=SLOT_S / 2, started=started)
-    return {"predicted_mean_jct_s": round(fluid.mean(jct.values()), 3),
-            "predicted_mean_startup_s": round(fluid.mean(started.values()), 3)}
+    return jct, started
 
 
 def fluid_jobs(mix: list[MixJob], capacity: float) -> list[fluid.FluidJob]:

@@ -94,3 +94,30 @@ def test_the_hosts_ephemeral_ports_stay_clear_of_the_port_blocks():
         low, high = map(int, got["net.ipv4.ip_local_port_range"].split())
         assert (low, high) == EPHEMERAL_PORTS and PORTS_TO < low < high <= 65535
         assert HOST_TCP[tuning].items() <= got.items()
+
+
+def test_model_by_bucket_reads_a_stored_run_job_by_job():
+    """bench.fabric.model_by_bucket: every job of the stored seed counted once in its
+    bucket, the measured sums those of the run, the model's per-job JCTs averaging to the
+    mean the experiment predicts."""
+    import json
+    from pathlib import Path
+
+    from bench.fabric.model_by_bucket import by_bucket, table
+    from mininet_tests.experiment_heavy_tail import experiment_topology, model_prediction
+    from mininet_tests.heavy_tail import MixJob
+
+    stored = Path(__file__).parents[1] / "bench/results/priority-rules"
+    per_seed = json.loads((stored / "heavy-tail-0.7-baselines-per-seed.json").read_text())[:1]
+    summary = json.loads((stored / "heavy-tail-0.7-baselines-summary.json").read_text())
+    out = by_bucket(per_seed, summary, ["off-fair"])
+    run = per_seed[0]["modes"]["off-fair"]
+    assert {b: a["n"] for b, a in out["off-fair"].items()} == run["bucket_sizes"]
+    assert sum(a["measured"] for a in out["off-fair"].values()) == pytest.approx(
+        sum(run["jct_s"].values()))
+    mix = [MixJob(**{k: v for k, v in j.items() if k != "alone_s"}) for j in per_seed[0]["mix"]]
+    _, capacity = experiment_topology(summary.get("uplink_mbps"))
+    mean = model_prediction(mix, capacity, "off-fair", summary.get("rtt_s"))["predicted_mean_jct_s"]
+    assert sum(a["predicted"] for a in out["off-fair"].values()) / len(mix) == pytest.approx(
+        mean, abs=1e-3)
+    assert len(table(out)) == 2 + len(run["bucket_sizes"])
