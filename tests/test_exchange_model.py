@@ -251,29 +251,29 @@ def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
 def test_the_check_compares_each_scenario_with_the_model_per_discipline():
     """Measurements made by the model itself give 0 % error; a scenario measured 25 %
     slower gives -20 %; the resent share comes from the counters over the bytes sent."""
-    from bench.fabric.check_exchange import (DISCIPLINES, compare, measured_figure,
+    from bench.fabric.check_exchange import (ARRIVING, DISCIPLINES, compare, measured_figure,
                                              model_figure, scenarios, sent_bytes)
     from mininet_tests.experiment_heavy_tail import buffer_bytes, experiment_topology
 
     _, capacity = experiment_topology(12.0)
     mixes = scenarios()
-    assert [len(m) for m in mixes.values()] == [1, 2, 6, 5]
+    assert [len(m) for m in mixes.values()] == [1, 2, 6, 5, 8]
     runs = {}
     for disc in DISCIPLINES:
         buf = buffer_bytes(disc, capacity, 0.001)
         for name, mix in mixes.items():
             figure = model_figure(name, mix, capacity, buf, C)
             slower = 1.25 if (disc, name) == ("off-fair", "two") else 1.0
-            key = "jct_s" if name == "probes" else "iteration_s"
+            key = "jct_s" if name in ARRIVING else "iteration_s"
             jobs = {j.name: {"jct_s": 0.0, "iteration_s": 0.0} for j in mix}
             for j in mix:
-                if (name == "probes") == ("-probe-" in j.name):
+                if (name in ARRIVING) == ("-probe-" in j.name):
                     jobs[j.name][key] = figure * slower
             assert measured_figure(name, jobs) == pytest.approx(figure * slower)
             runs[f"{disc}/{name}"] = {"jobs": jobs, "load": 1.0, "tcp": {
                 "retrans_segs": 100, "timeouts": 2}}
     rows = compare({"runs": runs, "rtt_s": 0.001}, C)
-    assert len(rows) == 12
+    assert len(rows) == 15
     by = {(r["discipline"], r["scenario"]): r for r in rows}
     assert by["off-fair", "two"]["error_pct"] == pytest.approx(-20.0, abs=0.1)
     assert all(r["error_pct"] == pytest.approx(0.0, abs=0.1) for k, r in by.items()

@@ -5,18 +5,19 @@
 On the heavy-tail experiment's fabric and run loop (controller process, warm PS
 processes, priority off), under each of the experiment's baselines at every switch port
 (``off``: the 200-packet FIFO; ``off-shallow``: an 11-packet FIFO; ``off-fair``: per-flow
-DRR over 11-packet buckets), runs four scenarios (:func:`scenarios`): one bulk job alone,
-two bulk jobs at once, six at once, and three small probes arriving one by one among two
-bulk jobs. Per scenario it prints the measured figure against the model's with the
+DRR over 11-packet buckets), runs five scenarios (:func:`scenarios`): one bulk job alone,
+two bulk jobs at once, six at once, three small probes arriving one by one among two
+bulk jobs, and six newcomers of the heavy-tail's medium size arriving one by one among
+two bulk jobs. Per scenario it prints the measured figure against the model's with the
 shipped constants (the bulk jobs' mean iteration against
-:func:`sluice_common.exchange.share_egress`, the probes' mean JCT against
+:func:`sluice_common.exchange.share_egress`, the arriving jobs' mean JCT against
 :func:`mininet_tests.fluid.simulate_batches`), and per discipline the share of the bytes
 the hosts resent and their retransmission timeouts, with the load average: the model's
 FIFO queue term was calibrated under the load the experiments run at. A check, not a
 fit: it writes no constants. ``--from JSON`` compares the measurements of an earlier
 ``--json`` output again (no fabric). ``--pool N``: N warm PS processes per host instead of
 one more than the largest scenario needs (the heavy-tail experiment keeps 17: its 16 jobs
-and one), to see whether the idle pool's size changes the figures. About 6 minutes; needs
+and one), to see whether the idle pool's size changes the figures. About 8 minutes; needs
 root and takes the fabric lock.
 """
 
@@ -37,6 +38,11 @@ from bench.fabric.calibrate_exchange import BULK, UPLINK_MBPS, _sharers, loadavg
 DISCIPLINES = ("off", "off-shallow", "off-fair")
 PROBE = (150_000, 2)            # bytes per batch, batches
 PROBE_AT_S = (2.0, 4.5, 7.0)    # the probes' arrivals among two bulk jobs
+# newcomers: jobs of the heavy-tail's medium size (bytes per batch, batches) arriving
+# NEWCOMER_GAP_S apart among two bulk jobs of NEWCOMER_BULK_BATCHES batches
+NEWCOMER, NEWCOMERS, NEWCOMER_GAP_S, NEWCOMER_BULK_BATCHES = (600_000, 4), 6, 3.0, 40
+# the scenarios whose figure is the arriving jobs' (``*-probe-*``) mean JCT
+ARRIVING = ("probes", "newcomers")
 MSS_BYTES = 1448
 # every batch, and kv.init's exchange, moves its bytes once each way
 KV_INIT_BATCHES = 1
@@ -44,7 +50,7 @@ KV_INIT_BATCHES = 1
 
 def scenarios() -> dict[str, list]:
     """Scenario -> its jobs (``mininet_tests.heavy_tail.MixJob``, no compute); bulk jobs
-    are named ``*-bulk-*``, probes ``*-probe-*``."""
+    are named ``*-bulk-*``, arriving ones (probes, newcomers) ``*-probe-*``."""
     from mininet_tests.heavy_tail import MixJob
 
     def bulk(tag: str, n: int, batches: int = BULK[1]) -> list:
@@ -52,8 +58,11 @@ def scenarios() -> dict[str, list]:
 
     probes = [MixJob(f"probes-probe-{k}", at, PROBE[1], PROBE[0], 1.0, 0.0)
               for k, at in enumerate(PROBE_AT_S)]
+    newcomers = [MixJob(f"newcomers-probe-{k}", 3.0 + k * NEWCOMER_GAP_S, NEWCOMER[1],
+                        NEWCOMER[0], 1.0, 0.0) for k in range(NEWCOMERS)]
     return {"alone": bulk("alone", 1), "two": bulk("two", 2), "six": bulk("six", 6),
-            "probes": bulk("probes", 2, 16) + probes}
+            "probes": bulk("probes", 2, 16) + probes,
+            "newcomers": bulk("newcomers", 2, NEWCOMER_BULK_BATCHES) + newcomers}
 
 
 def sent_bytes(mix: list) -> float:
@@ -61,13 +70,13 @@ def sent_bytes(mix: list) -> float:
 
 
 def model_figure(name: str, mix: list, capacity: float, buffer_bytes: float, c) -> float:
-    """The model's figure for a scenario: the probes' mean JCT (``probes``), else the bulk
+    """The model's figure for a scenario: the arriving jobs' mean JCT (``ARRIVING``), else the bulk
     jobs' mean iteration."""
     from mininet_tests import fluid
     from mininet_tests.experiment_heavy_tail import KEYS, PIPELINE_KEYS, SLOT_S, cross_path
     from sluice_common.exchange import share_egress
 
-    if name == "probes":
+    if name in ARRIVING:
         jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s,
                                KEYS, PIPELINE_KEYS, cross_path(capacity)) for j in mix]
         jct = fluid.simulate_batches(jobs, "off", capacity, buffer_bytes, c,
@@ -79,7 +88,7 @@ def model_figure(name: str, mix: list, capacity: float, buffer_bytes: float, c) 
 
 
 def measured_figure(name: str, jobs: dict[str, dict]) -> float:
-    if name == "probes":
+    if name in ARRIVING:
         return statistics.mean(v["jct_s"] for n, v in jobs.items() if "-probe-" in n)
     return statistics.mean(v["iteration_s"] for n, v in jobs.items() if "-bulk-" in n)
 
@@ -103,7 +112,7 @@ def compare(measured: dict, c=None) -> list[dict]:
             got = measured_figure(name, run["jobs"])
             model = model_figure(name, mix, capacity, buffer, c)
             rows.append({"discipline": disc, "scenario": name,
-                         "figure": "mean JCT" if name == "probes" else "mean iteration",
+                         "figure": "mean JCT" if name in ARRIVING else "mean iteration",
                          "measured_s": round(got, 4), "model_s": round(model, 4),
                          "error_pct": round(100 * (model / got - 1), 1),
                          "resent_share": round(run["tcp"]["retrans_segs"] * MSS_BYTES
