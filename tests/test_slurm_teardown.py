@@ -44,6 +44,11 @@ def _netns_in_use(born_before: float) -> set[str]:
     return out
 
 
+# the job's command: a duration nobody else types, so that a ``sleep`` of someone else's on
+# the machine is not taken for a job process left behind
+JOB_CMD = "sleep 293.17"
+
+
 def test_nothing_is_left_after_stop(tmp_path):
     """A whole environment of its own (controller, fabric, Slurm, one running job), then
     nothing of it remains: no daemon, no job process, no namespace, no head port, no state."""
@@ -51,10 +56,10 @@ def test_nothing_is_left_after_stop(tmp_path):
 
     with slurm_environment("single-rack", tmp_path, progress=False) as env:
         workdir = env.cluster.workdir
-        subprocess.run(["sbatch", "-w", "h2", "-o", "/dev/null", "--wrap", "sleep 300"], check=True,
+        subprocess.run(["sbatch", "-w", "h2", "-o", "/dev/null", "--wrap", JOB_CMD], check=True,
                        capture_output=True, env={**os.environ, **env.cluster.env})
         deadline = time.monotonic() + 20
-        while "sleep 300" not in " ".join(_processes().values()):
+        while JOB_CMD not in " ".join(_processes().values()):
             assert time.monotonic() < deadline
             time.sleep(0.2)
         namespaces = {os.readlink(f"/proc/{env.fabric.host(h).pid}/ns/net") for h in env.cluster.hosts}
@@ -67,7 +72,7 @@ def test_nothing_is_left_after_stop(tmp_path):
     deadline = time.monotonic() + 10   # a killed orphan is reaped by init a moment later
     while True:
         left = {pid: cmd for pid, cmd in _processes().items()
-                if pid in ours or str(workdir) in cmd or "sleep 300" in cmd}
+                if pid in ours or str(workdir) in cmd or JOB_CMD in cmd}
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.2)
