@@ -81,6 +81,14 @@ def test_estimator_with_pricing_adds_the_fixed_term_and_keeps_comm_proportional(
         Estimator(exchange=replace(pricing, window=2))
 
 
+def _start_all(sim: Simulator, pins: Pinned) -> Simulator:
+    """Start every job of ``sim`` now on its pinned placement (no run loop)."""
+    for j in range(len(sim.jobs)):
+        sim.waiting[j] = None
+        sim.start(j, pins.placements[sim.jobs[j].name])
+    return sim
+
+
 def _slow_fabric_pricing() -> ExchangePricing:
     """The two-rack fabric's path with a deep buffer, so that queueing shows."""
     return replace(ExchangePricing.for_topology(TWO_RACK, constants=C), buffer_bytes=50e6)
@@ -90,17 +98,11 @@ def test_sharing_an_uplink_queues_each_round_and_priority_spares_the_urgent_job(
     jobs = [job("a", m=80000), job("b", m=10000)]
     pins = Pinned({"a": CROSS_A, "b": CROSS_B})
     est = Estimator(exchange=_slow_fabric_pricing())
-    off = Simulator(TWO_RACK, jobs, pins, slot=1.0, estimator=est)
-    off.now = 0.0
-    for j in (0, 1):
-        off.waiting[j] = None
-        off.start(j, pins.placements[off.jobs[j].name])
+    off = _start_all(Simulator(TWO_RACK, jobs, pins, slot=1.0, estimator=est), pins)
     a, b = off.running[0], off.running[1]
     assert a.round_wait > 0 and b.round_wait > 0                # each waits behind the other
-    on = Simulator(TWO_RACK, jobs, pins, slot=1.0, estimator=est, priority="remaining")
-    for j in (0, 1):
-        on.waiting[j] = None
-        on.start(j, pins.placements[on.jobs[j].name])
+    on = _start_all(Simulator(TWO_RACK, jobs, pins, slot=1.0, estimator=est,
+                              priority="remaining"), pins)
     # b, the shorter job, is alone in its class: no queue ahead of it; a waits behind b
     assert on.running[1].round_wait == 0.0
     assert on.running[0].round_wait > 0.0
@@ -118,10 +120,7 @@ def test_in_rack_jobs_pay_no_uplink_queue():
     est = Estimator(exchange=_slow_fabric_pricing())
     jobs = [job("c", m=20000), job("d", m=20000)]
     pins = Pinned({"c": inside, "d": CROSS_B})
-    sim = Simulator(TWO_RACK, jobs, pins, slot=1.0, estimator=est)
-    for j in (0, 1):
-        sim.waiting[j] = None
-        sim.start(j, pins.placements[sim.jobs[j].name])
+    sim = _start_all(Simulator(TWO_RACK, jobs, pins, slot=1.0, estimator=est), pins)
     assert sim.running[0].round_wait == 0.0
 
 
@@ -130,12 +129,13 @@ def test_simulate_cli_exchange_option(capsys):
 
     args = ["simulate", "--workload", "end_to_end/data/demo_jobs.yaml", "--topology",
             "two-rack-100g", "--policies", "lyapunov", "--slot", "1", "--json"]
-    assert main(args) == 0
-    plain = json.loads(capsys.readouterr().out)
-    assert main(args + ["--exchange", "cluster"]) == 0
-    priced = json.loads(capsys.readouterr().out)
-    assert main(args + ["--exchange", "emulated"]) == 0
-    emulated = json.loads(capsys.readouterr().out)
+
+    def simulate(*extra: str) -> dict:
+        assert main(args + list(extra)) == 0
+        return json.loads(capsys.readouterr().out)
+
+    plain, priced, emulated = (simulate(), simulate("--exchange", "cluster"),
+                               simulate("--exchange", "emulated"))
     assert "exchange" not in plain and priced["exchange"] == "cluster"
     # the exchange's rounds and queues only add time, the emulated datapath's most
     jct = [r["policies"]["lyapunov"]["avg_jct"] for r in (plain, priced, emulated)]

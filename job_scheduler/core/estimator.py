@@ -42,11 +42,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from sluice_common.jobspec import JobSpec
 from sluice_common.models import BYTES_PER_PARAM, params_of
 from sluice_common.profile import DeviceProfile, Profile, load_profile
+
+if TYPE_CHECKING:
+    from job_scheduler.core.exchange_pricing import ExchangePricing
 
 COMM_DIRECTIONS = 2            # push + pull per iteration, see the module docstring
 DEFAULT_NOMINAL_BW_MBPS = 10_000.0
@@ -55,7 +58,8 @@ DEFAULT_NOMINAL_BW_MBPS = 10_000.0
 class Estimator:
     def __init__(self, profile: Profile | str | Path | None = None, device: str | None = None,
                  nominal_bw_mbps: float = DEFAULT_NOMINAL_BW_MBPS, startup_s: float = 0.0,
-                 sync_s: float = 0.0, link_efficiency: float = 1.0, exchange=None):
+                 sync_s: float = 0.0, link_efficiency: float = 1.0,
+                 exchange: "ExchangePricing | None" = None):
         if not isinstance(profile, Profile):
             profile = load_profile(profile)
         if not nominal_bw_mbps > 0:
