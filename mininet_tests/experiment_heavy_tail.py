@@ -589,6 +589,11 @@ def _processes(topology, fabric, out: Path, start: str, per_host: int):
         runner.close()
 
 
+def stored_mix(seed: dict) -> list[MixJob]:
+    """A stored seed's mix (``per_seed.json``) as MixJobs (its ``alone_s`` left out)."""
+    return [MixJob(**{k: v for k, v in j.items() if k != "alone_s"}) for j in seed["mix"]]
+
+
 def resummarize(out: Path, args, merge: list[Path] = (), repredict: bool = False) -> dict:
     """Rebuild the measurements, the fluid predictions and the summary of a finished
     experiment directory from its per-run ``report.json`` files (no fabric).
@@ -611,7 +616,7 @@ def resummarize(out: Path, args, merge: list[Path] = (), repredict: bool = False
         raise ValueError(f"a seed appears twice in {out} and {list(merge)}: {sorted(seen)}")
     per_seed = []
     for where, seed in sorted(sources, key=lambda x: x[1]["seed"]):
-        mix = [MixJob(**{k: v for k, v in j.items() if k != "alone_s"}) for j in seed["mix"]]
+        mix = stored_mix(seed)
         for mode in seed["modes"]:
             report = where / f"seed{seed['seed']}-{mode}" / "report.json"
             if not report.exists():

@@ -104,8 +104,8 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
     from pathlib import Path
 
     from bench.fabric.model_by_bucket import by_bucket, table
-    from mininet_tests.experiment_heavy_tail import experiment_topology, model_prediction
-    from mininet_tests.heavy_tail import MixJob
+    from mininet_tests.experiment_heavy_tail import (experiment_topology, model_prediction,
+                                                     stored_mix)
 
     stored = Path(__file__).parents[1] / "bench/results/priority-rules"
     per_seed = json.loads((stored / "heavy-tail-0.7-baselines-per-seed.json").read_text())[:1]
@@ -115,7 +115,7 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
     assert {b: a["n"] for b, a in out["off-fair"].items()} == run["bucket_sizes"]
     assert sum(a["measured"] for a in out["off-fair"].values()) == pytest.approx(
         sum(run["jct_s"].values()))
-    mix = [MixJob(**{k: v for k, v in j.items() if k != "alone_s"}) for j in per_seed[0]["mix"]]
+    mix = stored_mix(per_seed[0])
     _, capacity = experiment_topology(summary.get("uplink_mbps"))
     mean = model_prediction(mix, capacity, "off-fair", summary.get("rtt_s"))["predicted_mean_jct_s"]
     assert sum(a["predicted"] for a in out["off-fair"].values()) / len(mix) == pytest.approx(

@@ -20,7 +20,9 @@ import json
 from pathlib import Path
 
 from mininet_tests import experiment_heavy_tail as ht
-from mininet_tests.heavy_tail import MixJob
+
+
+BUCKET_ORDER = {"small": 0, "medium": 1, "large": 2}
 
 
 def sources(path: str) -> tuple[list[dict], dict]:
@@ -39,7 +41,7 @@ def by_bucket(per_seed: list[dict], summary: dict, modes: list[str] | None = Non
     _, capacity = ht.experiment_topology(summary.get("uplink_mbps"))
     out: dict[str, dict[str, dict[str, float]]] = {}
     for seed in per_seed:
-        mix = [MixJob(**{k: v for k, v in j.items() if k != "alone_s"}) for j in seed["mix"]]
+        mix = ht.stored_mix(seed)
         for mode, m in seed["modes"].items():
             if modes and mode not in modes:
                 continue
@@ -63,8 +65,7 @@ def table(out: dict) -> list[str]:
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for mode, buckets in out.items():
         total = sum(a["predicted"] - a["measured"] for a in buckets.values())
-        for bucket, a in sorted(buckets.items(), key=lambda x: ("small", "medium", "large").index(x[0])
-                                if x[0] in ("small", "medium", "large") else 9):
+        for bucket, a in sorted(buckets.items(), key=lambda x: BUCKET_ORDER.get(x[0], 9)):
             n = a["n"]
             err = a["predicted"] - a["measured"]
             lines.append(f"| {mode} | {bucket} | {n:.0f} | {a['measured'] / n:.2f} | "
