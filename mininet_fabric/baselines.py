@@ -12,11 +12,15 @@ priority levels, and each level's queue is the baseline's):
   ``priority.BURST`` at once, so a queue shorter than that drops inside a burst).
 - ``off-fair``: per-flow fair queueing, built from what this kernel has (HTB, pfifo and
   the u32 filter; no fq_codel, no sfq): each level is an inner HTB class whose children
-  are ``buckets`` leaf classes at the level's HTB priority, one short FIFO each, behind a
-  u32 hash table on the transport ports. HTB serves same-priority leaves by deficit round
+  are ``buckets`` leaf classes at the level's HTB priority, one FIFO each, behind a u32
+  hash table on the transport ports. HTB serves same-priority leaves by deficit round
   robin with a 1514-byte quantum, so backlogged buckets share the link packet by packet
-  (DRR, Shreedhar & Varghese 1995), and each bucket's FIFO is short, as fq_codel keeps a
-  flow's queue short.
+  (DRR, Shreedhar & Varghese 1995). Each bucket holds ``FAIR_BUCKET_PACKETS`` (100), the
+  per-flow limit of Linux's ``fq`` (``flow_limit``): a deep bucket delays only its own
+  flow, and a bucket of one HTB burst (11 packets, the first version) dropped so often
+  (14,809 retransmissions a heavy-tail run, 794-841 with 100) that it was a weaker
+  baseline than the deep FIFO (bench/HISTORY.md, "Issue 27 — a fair queue that does not
+  drop").
 
 The hash: u32 can only take masked bits of one 32-bit word (no real hash function). The
 word at offset 20 of an option-less IPv4 header is ``source port << 16 | destination
@@ -38,6 +42,7 @@ from topologies import priority_classes as pc
 BASELINES = ("off", "off-shallow", "off-fair")
 MTU_BYTES = 1514
 FAIR_BUCKETS = 64
+FAIR_BUCKET_PACKETS = 100        # a bucket's FIFO: Linux fq's default per-flow limit
 # u32 hashkey: bits 3-8 of the destination port in the ports word (offset 20)
 FAIR_HASH_MASK = 0x000001F8
 FAIR_HASH_AT = 20
@@ -94,14 +99,14 @@ def fair_tree(intf: str, rate_mbit: float, levels: int = pc.LEVELS,
               buckets: int = FAIR_BUCKETS, bucket_limit: int | None = None) -> list[str]:
     """tc batch lines: the priority tree whose every level is fair-queued over
     ``buckets`` HTB leaf classes (DRR) behind a u32 hash table on the ports; each bucket a
-    FIFO of ``bucket_limit`` packets (default: one HTB burst). Unhashable packets (not
+    FIFO of ``bucket_limit`` packets (default ``FAIR_BUCKET_PACKETS``). Unhashable packets (not
     IPv4: ARP) go to the least urgent level's bucket 0 (the HTB default must be a leaf)."""
     if not 1 <= levels <= pc.LEVELS:
         raise ValueError(f"priority levels must be 1..{pc.LEVELS}, got {levels}")
     if not rate_mbit > 0:
         raise ValueError(f"link rate must be > 0 Mbit/s, got {rate_mbit}")
     fair_hash_mask(buckets)
-    limit = burst_packets() if bucket_limit is None else bucket_limit
+    limit = FAIR_BUCKET_PACKETS if bucket_limit is None else bucket_limit
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"bucket queue limit must be an integer >= 1, got {limit!r}")
     used = list(range(levels - 1)) + [pc.LEAST_URGENT]

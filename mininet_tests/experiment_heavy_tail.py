@@ -130,7 +130,9 @@ def buffer_bytes(baseline: str, capacity: float, rtt_s: float | None) -> float:
     """Bytes a message may wait behind at the egress, per class, under ``baseline``."""
     if baseline == "off-shallow":
         return bl.shallow_limit_packets(capacity * 8 / 1e6, rtt_s or 0.001) * MTU_BYTES
-    if baseline == "off-fair":        # a flow's own short bucket
+    if baseline == "off-fair":
+        # DRR: a message waits behind its own flow's bytes in its bucket, which paced or
+        # window-limited senders keep to about a burst (not the bucket's 100 packets)
         return bl.burst_packets() * MTU_BYTES
     return LEAF_QUEUE_PACKETS * MTU_BYTES
 
@@ -172,11 +174,21 @@ def fluid_jobs(mix: list[MixJob], capacity: float) -> list[fluid.FluidJob]:
     return out
 
 
-def modes_for(baselines: str) -> tuple[str, ...]:
-    """The experiment's modes: ``none`` -> off and the rules; ``all`` -> ALL_MODES."""
+def modes_for(baselines: str, only: str | None = None) -> tuple[str, ...]:
+    """The experiment's modes: ``none`` -> off and the rules; ``all`` -> ALL_MODES.
+    ``only`` (--modes, comma-separated) keeps those of them, ``off`` always (every
+    figure is paired against it), in the usual order."""
     if baselines not in ("none", "all"):
         raise ValueError(f"baselines must be none or all, got {baselines!r}")
-    return ALL_MODES if baselines == "all" else MODES
+    modes = ALL_MODES if baselines == "all" else MODES
+    if only is None:
+        return modes
+    wanted = {m.strip() for m in only.split(",") if m.strip()} | {"off"}
+    unknown = sorted(wanted - set(modes))
+    if unknown:
+        raise ValueError(f"--modes: {', '.join(unknown)} not among this run's modes "
+                         f"({', '.join(modes)}; --baselines all for the baselines)")
+    return tuple(m for m in modes if m in wanted)
 
 
 def machine_cc() -> str:
@@ -470,7 +482,7 @@ def run(args) -> int:
     edges = bucket_edges(lo_bytes)
     per_seed: list[dict] = []
     compute_s = profile_compute_s() if getattr(args, "compute", "share") == "profile" else None
-    modes = modes_for(getattr(args, "baselines", "none"))
+    modes = modes_for(getattr(args, "baselines", "none"), getattr(args, "modes", None))
     args.cc = resolve_cc(getattr(args, "cc", "machine"))
     cc_before = machine_cc()
     started = time.monotonic()
@@ -758,7 +770,7 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
     baselines_run = [b for b in bl.BASELINES if b in modes]
     best = min(baselines_run, key=lambda b: modes[b]["mean_jct_s"] or math.inf)
     combo = f"{DEFAULT_RULE}+{best}"
-    if best == "off":                     # the default rule on the deep FIFO is the rule's mode
+    if best == "off" and DEFAULT_RULE in modes:  # the rule on the deep FIFO is the rule's mode
         modes[combo] = modes[DEFAULT_RULE]
     for mode, x in modes.items():         # paired per seed against the best baseline
         x["mean_jct_vs_best_baseline_pct"] = _median(digits=1, values=(
@@ -767,6 +779,7 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
     best_mode = min(modes, key=lambda m: modes[m]["mean_jct_s"] or math.inf)
     return {"default_rule": DEFAULT_RULE, "best_baseline": best,
             "default_rule_on_best_baseline": combo, "best_mode": best_mode,
+            "bounds": bounds(modes, combo, best) if combo in modes else None,
             "host_cc": getattr(args, "cc", None), "rtt_s": getattr(args, "rtt_s", None),
             "shallow_limit_packets": (bl.shallow_limit_packets(
                 args.uplink_mbps or 50.0, args.rtt_s) if getattr(args, "rtt_s", None) else None),
@@ -782,6 +795,46 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
             "load_definition": "offered bytes/s over the bottleneck uplink (per direction) "
                                "/ its capacity",
             "bucket_edges_bytes": list(edges), "wall_time_s": round(wall, 1), "modes": modes}
+
+
+# What the default rule on the best baseline must show (issue 27): mean JCT at least 30 %
+# below off and 20 % below the best baseline (paired per seed), p95 and every size
+# bucket's mean slowdown at most 10 % above the baseline's, its bottleneck throughput at
+# least 95 % of the baseline's (medians over seeds)
+BOUNDS = {"mean_jct_vs_off_pct": -30.0, "mean_jct_pct": -20.0, "p95_jct_pct": 10.0,
+          "slowdown_pct": 10.0, "bottleneck_pct": 95.0}
+
+
+def bounds(modes: dict, combo: str, best: str) -> dict:
+    """The default rule on the best baseline (``combo``) against that baseline (``best``)
+    and off, from the summary's modes, with which of ``BOUNDS`` it meets."""
+    rule, base = modes[combo], modes[best]
+
+    def pct(a, b):
+        return None if a is None or not b else round(100 * (a / b - 1), 1)
+
+    slowdown = {b: pct(rule["slowdown_by_bucket"].get(b), v)
+                for b, v in base["slowdown_by_bucket"].items()}
+    out = {"mode": combo, "against": best,
+           "mean_jct_vs_off_pct": rule["mean_jct_change_pct"],
+           "mean_jct_pct": rule["mean_jct_vs_best_baseline_pct"],
+           "p95_jct_pct": pct(rule["p95_jct_s"], base["p95_jct_s"]),
+           "slowdown_pct": slowdown,
+           "bottleneck_pct": (None if not base["bottleneck_mbps"] or rule["bottleneck_mbps"] is None
+                              else round(100 * rule["bottleneck_mbps"] / base["bottleneck_mbps"], 1))}
+    worst = max((v for v in slowdown.values() if v is not None), default=None)
+    out["met"] = {
+        "mean_jct_vs_off_pct": _at_most(out["mean_jct_vs_off_pct"], BOUNDS["mean_jct_vs_off_pct"]),
+        "mean_jct_pct": _at_most(out["mean_jct_pct"], BOUNDS["mean_jct_pct"]),
+        "p95_jct_pct": _at_most(out["p95_jct_pct"], BOUNDS["p95_jct_pct"]),
+        "slowdown_pct": _at_most(worst, BOUNDS["slowdown_pct"]),
+        "bottleneck_pct": (None if out["bottleneck_pct"] is None
+                           else out["bottleneck_pct"] >= BOUNDS["bottleneck_pct"])}
+    return out
+
+
+def _at_most(value, bound):
+    return None if value is None else value <= bound
 
 
 def markdown(summary: dict, args) -> str:
@@ -856,6 +909,17 @@ def markdown(summary: dict, args) -> str:
               f"{summary.get('best_baseline')}; best mode: {summary.get('best_mode')}; host TCP "
               f"{summary.get('host_cc')}; idle RTT {summary.get('rtt_s')} s; wall time "
               f"{summary['wall_time_s']:.0f} s", ""]
+    b = summary.get("bounds")
+    if b:
+        def mark(key):
+            return {True: "met", False: "NOT met", None: "n/a"}[b["met"][key]]
+        slow = ", ".join(f"{k} {v:+.1f} %" for k, v in b["slowdown_pct"].items() if v is not None)
+        lines += [f"Bounds, {b['mode']} against {b['against']} (issue 27): mean JCT vs off "
+                  f"{b['mean_jct_vs_off_pct']} % ({mark('mean_jct_vs_off_pct')}, <= -30 %), vs "
+                  f"{b['against']} {b['mean_jct_pct']} % ({mark('mean_jct_pct')}, <= -20 %); p95 "
+                  f"{b['p95_jct_pct']} % ({mark('p95_jct_pct')}, <= +10 %); slowdown {slow} "
+                  f"({mark('slowdown_pct')}, <= +10 %); bottleneck {b['bottleneck_pct']} % "
+                  f"({mark('bottleneck_pct')}, >= 95 %)", ""]
     return "\n".join(lines)
 
 

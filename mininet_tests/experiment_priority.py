@@ -132,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
                          "at the switch egresses, and the default rule on each "
                          "(RULE+BASELINE); the summary names the best baseline "
                          "(mininet_fabric/baselines.py)")
+    ap.add_argument("--modes", default=None, metavar="MODE[,MODE...]",
+                    help="heavy-tail/same-start: run only these modes (off always), e.g. "
+                         "off-fair,remaining+off-fair with --baselines all")
     ap.add_argument("--cc", default="machine", choices=("machine", "bbr", "cubic"),
                     help="heavy-tail/same-start: the hosts' TCP congestion control, set in "
                          "each host's network namespace (default: this machine's)")

@@ -60,7 +60,10 @@ def test_fair_tree_structure():
     assert all(int(minor, 16) // 0x100 - 0x10 == int(prio) for minor, _, prio in leaves)
     # the buckets' guarantees together stay within the level's
     assert sum(int(rate) for _, rate, _ in leaves) <= 8 * priority.MIN_GUARANTEED_KBIT
-    assert sum("pfifo limit 11" in l for l in lines) == 8 * 64
+    # each bucket as deep as Linux fq's per-flow limit (a short one dropped all the time)
+    assert sum(f"pfifo limit {baselines.FAIR_BUCKET_PACKETS}" in l for l in lines) == 8 * 64
+    assert sum("pfifo limit 11" in l for l in baselines.fair_tree("s1-eth1", 12, bucket_limit=11)
+               ) == 8 * 64
     for level in range(8):
         cid, ht = pc.htb_classid(level), f"{0x100 + level:x}"
         assert (f"filter add dev s1-eth1 parent 1: protocol ip prio 1 u32 match ip tos "

@@ -11,8 +11,8 @@ import pytest
 
 from sluice_common.job_rank import DEFAULT_RULE
 from mininet_tests import time_split
-from mininet_tests.experiment_heavy_tail import (ALL_MODES, MODES, bucket_edges, measure,
-                                                 modes_for, resolve_cc, summarize)
+from mininet_tests.experiment_heavy_tail import (ALL_MODES, MODES, bounds, bucket_edges,
+                                                 measure, modes_for, resolve_cc, summarize)
 from mininet_tests.heavy_tail import MixJob
 
 SNMP = """Ip: Forwarding DefaultTTL
@@ -77,6 +77,11 @@ def test_modes_and_cc():
             f"{DEFAULT_RULE}+off-shallow", f"{DEFAULT_RULE}+off-fair"} == set(ALL_MODES)
     with pytest.raises(ValueError):
         modes_for("some")
+    # --modes keeps a subset in the usual order, off always (the pairing's reference)
+    assert modes_for("all", "remaining+off-fair,off-fair") == (
+        "off", "off-fair", f"{DEFAULT_RULE}+off-fair")
+    with pytest.raises(ValueError, match="off-fair"):
+        modes_for("none", "off-fair")          # a baseline needs --baselines all
     assert resolve_cc("cubic") == "cubic"
     assert resolve_cc("machine") == open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
 
@@ -130,3 +135,27 @@ def test_summary_has_every_key_the_checks_read(fair_jct, shallow_jct, best):
     assert summary["modes"][f"{DEFAULT_RULE}+off-fair"]["mean_jct_vs_best_baseline_pct"] == \
         pytest.approx(100 * (5.0 / min(base[b] for b in ("off", "off-shallow", "off-fair")) - 1),
                       abs=0.1)
+    # the bounds the issue asks of the default rule on the best baseline, each checked
+    b = summary["bounds"]
+    assert (b["mode"], b["against"]) == (combo, best)
+    rule = base.get(combo, base[DEFAULT_RULE])
+    assert b["mean_jct_vs_off_pct"] == pytest.approx(100 * (rule / 10.0 - 1), abs=0.1)
+    assert b["met"]["mean_jct_vs_off_pct"] is (rule <= 7.0)
+    assert b["met"]["mean_jct_pct"] is (100 * (rule / base[best] - 1) <= -20.0)
+    # every job scales with its mode's JCT, so p95 and each bucket move alike
+    assert b["p95_jct_pct"] == pytest.approx(b["mean_jct_pct"], abs=0.2)
+    assert set(b["slowdown_pct"]) == set(summary["modes"][best]["slowdown_by_bucket"])
+    assert b["met"]["p95_jct_pct"] is True and b["met"]["slowdown_pct"] is True
+
+
+def test_bounds_say_which_fail():
+    base = {"mean_jct_change_pct": -25.0, "mean_jct_vs_best_baseline_pct": -22.0,
+            "p95_jct_s": 11.5, "slowdown_by_bucket": {"small": 2.0, "large": 2.3},
+            "bottleneck_mbps": 9.0}
+    modes = {"off-fair": {**base, "p95_jct_s": 10.0, "slowdown_by_bucket":
+                          {"small": 4.0, "large": 2.0}, "bottleneck_mbps": 10.0},
+             "remaining+off-fair": base}
+    b = bounds(modes, "remaining+off-fair", "off-fair")
+    assert b["slowdown_pct"] == {"small": -50.0, "large": 15.0}
+    assert b["met"] == {"mean_jct_vs_off_pct": False, "mean_jct_pct": True,
+                        "p95_jct_pct": False, "slowdown_pct": False, "bottleneck_pct": False}

@@ -51,10 +51,10 @@ def mix(case: str, window: int, rep: int):
                    1.0, 0.0)]
     if case != "alone":
         jobs.insert(0, MixJob(BULK[0] + tag, 0.0, BULK[2], BULK[1], 1.0, 0.0))
-    specs, overrides = specs_and_overrides(jobs)
+    _, overrides = specs_and_overrides(jobs)
     for name in overrides:
         overrides[name]["pipeline_keys"] = window if name.startswith(URGENT[0]) else 0
-    return jobs, specs, overrides
+    return jobs, overrides
 
 
 def measure(reps: int) -> dict[tuple[str, int], list[float]]:
@@ -75,7 +75,7 @@ def measure(reps: int) -> dict[tuple[str, int], list[float]]:
         for rep in range(reps):
             for case in CASES:
                 for window in (WINDOWS if rep % 2 == 0 else WINDOWS[::-1]):
-                    jobs, _, overrides = mix(case, window, rep)
+                    jobs, overrides = mix(case, window, rep)
                     ran = run_mix(topology, fabric, client, runner,
                                   out / f"{case}-w{window}-{rep}", jobs, case == "on",
                                   20000 + 400 * k, overrides)
