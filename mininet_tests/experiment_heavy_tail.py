@@ -909,18 +909,25 @@ def markdown(summary: dict, args) -> str:
               f"{summary.get('best_baseline')}; best mode: {summary.get('best_mode')}; host TCP "
               f"{summary.get('host_cc')}; idle RTT {summary.get('rtt_s')} s; wall time "
               f"{summary['wall_time_s']:.0f} s", ""]
-    b = summary.get("bounds")
-    if b:
-        def mark(key):
-            return {True: "met", False: "NOT met", None: "n/a"}[b["met"][key]]
-        slow = ", ".join(f"{k} {v:+.1f} %" for k, v in b["slowdown_pct"].items() if v is not None)
-        lines += [f"Bounds, {b['mode']} against {b['against']} (issue 27): mean JCT vs off "
-                  f"{b['mean_jct_vs_off_pct']} % ({mark('mean_jct_vs_off_pct')}, <= -30 %), vs "
-                  f"{b['against']} {b['mean_jct_pct']} % ({mark('mean_jct_pct')}, <= -20 %); p95 "
-                  f"{b['p95_jct_pct']} % ({mark('p95_jct_pct')}, <= +10 %); slowdown {slow} "
-                  f"({mark('slowdown_pct')}, <= +10 %); bottleneck {b['bottleneck_pct']} % "
-                  f"({mark('bottleneck_pct')}, >= 95 %)", ""]
+    if summary.get("bounds"):
+        lines += [_bounds_text(summary["bounds"]), ""]
     return "\n".join(lines)
+
+
+def _bounds_text(b: dict) -> str:
+    """One line: each bound of :data:`BOUNDS`, its value and whether it is met."""
+    def part(key, label, value):
+        met = {True: "met", False: "NOT met", None: "n/a"}[b["met"][key]]
+        bound = (f">= {BOUNDS[key]:g}" if key == "bottleneck_pct" else f"<= {BOUNDS[key]:+g}")
+        return f"{label} {value} ({met}, {bound} %)"
+
+    slow = ", ".join(f"{k} {v:+.1f} %" for k, v in b["slowdown_pct"].items() if v is not None)
+    return (f"Bounds, {b['mode']} against {b['against']} (issue 27): "
+            + "; ".join((part("mean_jct_vs_off_pct", "mean JCT vs off", f"{b['mean_jct_vs_off_pct']} %"),
+                         part("mean_jct_pct", f"vs {b['against']}", f"{b['mean_jct_pct']} %"),
+                         part("p95_jct_pct", "p95", f"{b['p95_jct_pct']} %"),
+                         part("slowdown_pct", "slowdown", slow),
+                         part("bottleneck_pct", "bottleneck", f"{b['bottleneck_pct']} %"))))
 
 
 def _compute_text(summary: dict) -> str:

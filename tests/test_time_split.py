@@ -11,8 +11,9 @@ import pytest
 
 from sluice_common.job_rank import DEFAULT_RULE
 from mininet_tests import time_split
-from mininet_tests.experiment_heavy_tail import (ALL_MODES, MODES, bounds, bucket_edges,
-                                                 measure, modes_for, resolve_cc, summarize)
+from mininet_tests.experiment_heavy_tail import (ALL_MODES, MODES, _bounds_text, bounds,
+                                                 bucket_edges, measure, modes_for, resolve_cc,
+                                                 summarize)
 from mininet_tests.heavy_tail import MixJob
 
 SNMP = """Ip: Forwarding DefaultTTL
@@ -159,3 +160,6 @@ def test_bounds_say_which_fail():
     assert b["slowdown_pct"] == {"small": -50.0, "large": 15.0}
     assert b["met"] == {"mean_jct_vs_off_pct": False, "mean_jct_pct": True,
                         "p95_jct_pct": False, "slowdown_pct": False, "bottleneck_pct": False}
+    # the markdown line names each bound's verdict
+    text = _bounds_text(b)
+    assert text.count("NOT met") == 4 and "vs off-fair -22.0 % (met, <= -20 %)" in text
