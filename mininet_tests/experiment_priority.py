@@ -155,7 +155,12 @@ def main(argv: list[str] | None = None) -> int:
             args.uplink_mbps = None          # the topology's own rate
         if args.uplink_mbps is not None and args.uplink_mbps <= 0:
             ap.error(f"--uplink-mbps must be > 0 (or 0: the topology's), got {args.uplink_mbps}")
-        from mininet_tests.experiment_heavy_tail import markdown, resummarize, run as run_heavy_tail
+        from mininet_tests.experiment_heavy_tail import (markdown, modes_for, resummarize,
+                                                         run as run_heavy_tail)
+        try:          # a bad --modes is refused here, before any fabric is built
+            modes_for(args.baselines, args.modes)
+        except ValueError as e:
+            ap.error(str(e))
         if args.resummarize:
             merge = [Path(d) for d in args.merge.split(",")] if args.merge else []
             print(markdown(resummarize(Path(args.resummarize), args, merge, args.repredict), args))

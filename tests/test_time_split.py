@@ -163,3 +163,12 @@ def test_bounds_say_which_fail():
     # the markdown line names each bound's verdict
     text = _bounds_text(b)
     assert text.count("NOT met") == 4 and "vs off-fair -22.0 % (met, <= -20 %)" in text
+
+
+def test_a_bad_modes_list_exits_2_before_any_fabric(capsys):
+    from mininet_tests.experiment_priority import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--mix", "heavy-tail", "--modes", "off-fair,bogus"])
+    assert e.value.code == 2
+    assert "bogus" in capsys.readouterr().err

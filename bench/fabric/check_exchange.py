@@ -5,7 +5,7 @@
 On the heavy-tail experiment's fabric and run loop (controller process, warm PS
 processes, priority off), under each of the experiment's baselines at every switch port
 (``off``: the 200-packet FIFO; ``off-shallow``: an 11-packet FIFO; ``off-fair``: per-flow
-DRR over 11-packet buckets), runs five scenarios (:func:`scenarios`): one bulk job alone,
+DRR over 100-packet buckets), runs five scenarios (:func:`scenarios`): one bulk job alone,
 two bulk jobs at once, six at once, three small probes arriving one by one among two
 bulk jobs, and six newcomers of the heavy-tail's medium size arriving one by one among
 two bulk jobs. Per scenario it prints the measured figure against the model's with the
