@@ -125,7 +125,12 @@ def tiny(name: str, gpus: int) -> dict:
 
 
 def run_dir(sched: Scheduler, job: dict) -> Path:
-    return sched.db.parent / (sched.db.name + ".slurm-runs") / f"job-{job['id']}-attempt-{job['attempts']}"
+    """The job's run directory for its attempt. A directory left by a scheduler killed
+    before its sbatch is never reused: the executor then takes ``...-attempt-N.K``, so
+    the one in use is the latest that holds a plan."""
+    base = sched.db.parent / (sched.db.name + ".slurm-runs") / f"job-{job['id']}-attempt-{job['attempts']}"
+    used = [d for d in (base, *base.parent.glob(base.name + ".*")) if (d / "plan.json").exists()]
+    return max(used, key=lambda d: int(d.suffix[1:]) if d.suffix else 0, default=base)
 
 
 def ran_on(sched: Scheduler, job: dict) -> dict[str, dict]:
