@@ -137,6 +137,13 @@ def buffer_bytes(baseline: str, capacity: float, rtt_s: float | None) -> float:
     return LEAF_QUEUE_PACKETS * MTU_BYTES
 
 
+def urgent_bytes(baseline: str) -> float | None:
+    """With fair-queued leaves, the queue a message waits behind in the more urgent classes:
+    what their senders keep, as in a FIFO leaf (sluice_common.exchange, "fair-queued
+    leaves"); None for FIFO leaves, whose one queue is :func:`buffer_bytes`."""
+    return LEAF_QUEUE_PACKETS * MTU_BYTES if baseline == "off-fair" else None
+
+
 def model_prediction(mix: list[MixJob], capacity: float, mode: str,
                      rtt_s: float | None) -> dict[str, float]:
     """The exchange model's mean JCT of ``mix`` under an experiment mode (rule and
@@ -159,7 +166,8 @@ def model_jobs(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | Non
     started: dict[str, float] = {}
     jct = fluid.simulate_batches(jobs, rule or "off", capacity,
                                  buffer_bytes(baseline, capacity, rtt_s),
-                                 overhead_s=SLOT_S / 2, started=started)
+                                 overhead_s=SLOT_S / 2, started=started,
+                                 urgent_bytes=urgent_bytes(baseline))
     return jct, started
 
 

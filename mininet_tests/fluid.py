@@ -155,8 +155,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
                      constants: ExchangeConstants | None = None, dt: float = 0.05,
                      startup_s: float | None = None, attained_base: float = ATTAINED_BASE_BYTES,
                      attained_factor: float = ATTAINED_FACTOR, levels: int = 8,
-                     overhead_s: float = 0.0, started: dict[str, float] | None = None
-                     ) -> dict[str, float]:
+                     overhead_s: float = 0.0, started: dict[str, float] | None = None,
+                     urgent_bytes: float | None = None) -> dict[str, float]:
     """Job name -> JCT with the exchange model (:mod:`sluice_common.exchange`) in place of
     the fluid shares: in each step the active jobs share the egress per batch
     (``share_egress``: rounds, queueing, compute gaps), ``off`` in one class, a rule with
@@ -170,7 +170,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
     does, with every key at once (window 0) and no compute. ``overhead_s`` is added to
     every JCT (what the driver around the jobs adds: a scheduling slot, noticing the end).
     ``started``, when given, receives each job's start-up as the experiments measure it:
-    arrival to its first batch (after ``kv.init``'s), ``overhead_s`` included."""
+    arrival to its first batch (after ``kv.init``'s), ``overhead_s`` included.
+    ``urgent_bytes``: the leaves are fair-queued (:func:`~sluice_common.exchange.share_egress`)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     c = constants or default_constants()
@@ -209,7 +210,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
                     ready[j.name] = j.arrival + startup_s
                     continue
                 cls = classes(running + [j])
-                wait = egress_state(sharers(running + [j], cls), capacity, buffer_bytes, c)[1]
+                wait = egress_state(sharers(running + [j], cls), capacity, buffer_bytes, c,
+                                    urgent_bytes=urgent_bytes)[1]
                 ready[j.name] = j.arrival + startup_time(wait[j.name], c, mode != "off")
         active = [j for j in jobs if j.name in ready and ready[j.name] <= t and j.name not in jct]
         later = [ready.get(j.name, j.arrival) for j in jobs
@@ -220,7 +222,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
         cls = classes(active)
         key = tuple(sorted((n, cls[n] if cls[n] is not None else -1, in_init(n)) for n in cls))
         if key not in cache:
-            cache[key] = share_egress(sharers(active, cls), capacity, buffer_bytes, c)
+            cache[key] = share_egress(sharers(active, cls), capacity, buffer_bytes, c,
+                                      urgent_bytes=urgent_bytes)
         it = cache[key]
         step = min([dt] + [max((need[n] - done[n]) * it[n], 1e-6) for n in it]
                    + [max((init - done[n]) * it[n], 1e-6) for n in it if in_init(n)]

@@ -104,6 +104,30 @@ def test_strict_priority_first_class_as_alone_last_class_waits():
     assert on["j0"] < on["j1"] < on["j2"]
 
 
+def test_fair_leaves_spare_a_message_its_own_class_but_not_the_urgent_classes_queue():
+    """With fair-queued leaves (``urgent_bytes`` given) a message waits a DRR round in its
+    own class (``buffer_bytes``) and the urgent classes' queue (``urgent_bytes``) above it:
+    one class is the FIFO model with the round as its buffer; the most urgent class never
+    waits the urgent term; a lower class waits more the deeper the urgent queue."""
+    from dataclasses import replace
+    from sluice_common.exchange import egress_state
+    bulk = Sharer("bulk", 1e6, 4, CROSS, 0.0, 0)
+    small = Sharer("small", 2e4, 4, CROSS, 0.01, 0)
+    one_class = [bulk, small]
+    assert egress_state(one_class, 1.5e6, 2e4, C, urgent_bytes=3e5)[1] == \
+        pytest.approx(egress_state(one_class, 1.5e6, 2e4, C)[1])
+    ranked = [replace(bulk, cls=0), replace(small, cls=1)]
+    shallow = egress_state(ranked, 1.5e6, 2e4, C, urgent_bytes=0.0)[1]
+    deep = egress_state(ranked, 1.5e6, 2e4, C, urgent_bytes=3e5)[1]
+    assert deep["bulk"] == shallow["bulk"] == 0.0
+    assert deep["small"] > shallow["small"] + 0.5 * 0.5 * 3e5 / 1.5e6
+    # the FIFO leaves' one queue of 3e5 bytes costs the lower class about as much
+    fifo = egress_state(ranked, 1.5e6, 3e5, C)[1]
+    assert deep["small"] == pytest.approx(fifo["small"], rel=0.05)
+    with pytest.raises(ValueError):
+        egress_state(ranked, 1.5e6, 2e4, C, urgent_bytes=-1.0)
+
+
 def test_shared_link_never_carries_more_than_its_capacity():
     jobs = [Sharer(f"j{i}", 5e5 * (i + 1), 4, CROSS, 0.02 * i, 0) for i in range(4)]
     for cls in (None, 0):
