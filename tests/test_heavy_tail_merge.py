@@ -103,7 +103,7 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
     import json
     from pathlib import Path
 
-    from bench.fabric.model_by_bucket import by_bucket, table
+    from bench.fabric.model_by_bucket import by_bucket, by_mode, mode_table, table
     from mininet_tests.experiment_heavy_tail import (experiment_topology, model_prediction,
                                                      stored_mix)
 
@@ -121,6 +121,15 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
     assert sum(a["predicted"] for a in out["off-fair"].values()) / len(mix) == pytest.approx(
         mean, abs=1e-3)
     assert len(table(out)) == 2 + len(run["bucket_sizes"])
+    # per mode, as the experiment's summary reads it, with the model's bound
+    rows = by_mode(per_seed, summary, ["off", "off-fair", "remaining", "remaining+off-fair"])
+    assert rows["off-fair"]["predicted_mean_jct_s"] == pytest.approx(mean, abs=1e-3)
+    assert rows["off-fair"]["model_error_pct"] == pytest.approx(
+        100 * (mean / run["mean_jct_s"] - 1), abs=0.1)
+    best = summary["best_baseline"]
+    assert rows[best]["predicted_vs_best_baseline_pct"] == 0.0
+    lines = mode_table(rows, best)
+    assert len(lines) == 2 + 4 + 2 and "The model's bound on `remaining`" in lines[-1]
 
 
 def test_the_rule_on_fair_leaves_waits_behind_the_urgent_classes_queue(monkeypatch):

@@ -10,13 +10,18 @@ A reading of stored results: no fabric, a few seconds. A directory is an experim
 ``*-per-seed.json`` beside its ``*-summary.json``. Prints, per mode and bucket, the mean
 measured and predicted JCT and their difference, the measured start-up, the wait for the
 link (``network_wait_s``) and retransmission timeouts, and each bucket's share of the
-mode's total error (which jobs the mean's error comes from).
+mode's total error (which jobs the mean's error comes from). Then, per mode, the
+measured and predicted mean JCT and the model's error as the experiment's summary
+gives them (medians over seeds), and the model's bound on the default rule against the
+best baseline (``experiment_heavy_tail.model_bound``), all from the current model: how a
+model change reads on runs made before it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 
 from mininet_tests import experiment_heavy_tail as ht
@@ -59,6 +64,48 @@ def by_bucket(per_seed: list[dict], summary: dict, modes: list[str] | None = Non
     return out
 
 
+def by_mode(per_seed: list[dict], summary: dict, modes: list[str] | None = None) -> dict:
+    """mode -> medians over seeds of the measured and the (current) model's mean JCT, the
+    model's error, and the model's change against the best baseline (paired per seed)."""
+    _, capacity = ht.experiment_topology(summary.get("uplink_mbps"))
+    best = summary.get("best_baseline", "off")
+    rows: dict[str, dict[str, list[float]]] = {}
+    for seed in per_seed:
+        mix = ht.stored_mix(seed)
+        predicted = {mode: ht.model_prediction(mix, capacity, mode, summary.get("rtt_s"))[
+            "predicted_mean_jct_s"] for mode in seed["modes"]}
+        for mode, m in seed["modes"].items():
+            if modes and mode not in modes:
+                continue
+            r = rows.setdefault(mode, {"measured": [], "predicted": [], "error": [], "vs_best": []})
+            r["measured"].append(m["mean_jct_s"])
+            r["predicted"].append(predicted[mode])
+            r["error"].append(100 * (predicted[mode] / m["mean_jct_s"] - 1))
+            if best in predicted:
+                r["vs_best"].append(100 * (predicted[mode] / predicted[best] - 1))
+    return {mode: {"mean_jct_s": statistics.median(r["measured"]),
+                   "predicted_mean_jct_s": statistics.median(r["predicted"]),
+                   "model_error_pct": round(statistics.median(r["error"]), 1),
+                   "predicted_vs_best_baseline_pct": (round(statistics.median(r["vs_best"]), 1)
+                                                      if r["vs_best"] else None)}
+            for mode, r in rows.items()}
+
+
+def mode_table(rows: dict, best: str) -> list[str]:
+    lines = ["| mode | measured mean JCT (s) | predicted (s) | model error | model vs "
+             f"{best} |", "|---|---:|---:|---:|---:|"]
+    for mode, x in rows.items():
+        vs = x["predicted_vs_best_baseline_pct"]
+        lines.append(f"| {mode} | {x['mean_jct_s']:.2f} | {x['predicted_mean_jct_s']:.2f} | "
+                     f"{x['model_error_pct']:+.1f} % | "
+                     f"{'' if vs is None else f'{vs:+.1f} %'} |")
+    bound = ht.model_bound(rows)
+    if bound is not None:
+        lines += ["", f"The model's bound on `{ht.DEFAULT_RULE}` against {best}: {bound:+.1f} % "
+                      f"(target {ht.mean_jct_target(bound):+g} %)"]
+    return lines
+
+
 def table(out: dict) -> list[str]:
     lines = ["| mode | bucket | jobs | measured (s) | predicted (s) | error | share of the "
              "mode's error | start-up (s) | wait for the link (s) | TCP timeouts (s) |",
@@ -86,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{path} (load {summary.get('load')}, {len(per_seed)} seeds, host TCP "
               f"{summary.get('host_cc') or summary.get('host_tcp')})\n")
         print("\n".join(table(by_bucket(per_seed, summary, modes))))
+        print()
+        print("\n".join(mode_table(by_mode(per_seed, summary, modes),
+                                    summary.get("best_baseline", "off"))))
     return 0
 
 
