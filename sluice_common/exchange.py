@@ -72,7 +72,7 @@ not the others' queue; but behind the more urgent classes it waits what they kee
 queued, ``busy_urgent * fill * urgent_bytes / C_k``, plus the own-class term. That queue
 is set by the urgent senders, not by how their leaf orders them: the egress backlog
 measured in the heavy-tail experiment is the same with the rule on 100-packet fair
-leaves as on the 200-packet FIFO leaves (25-38 ms median either way), so the caller
+leaves as on the 200-packet FIFO leaves (28-52 and 29-47 ms, six runs), so the caller
 passes the FIFO leaf's depth.
 
 **Start-up** (:func:`startup_time`): a job's launch until its first batch (process
