@@ -140,36 +140,34 @@ def test_summary_has_every_key_the_checks_read(fair_jct, shallow_jct, best):
     b = summary["bounds"]
     assert (b["mode"], b["against"]) == (combo, best)
     rule = base.get(combo, base[DEFAULT_RULE])
-    rules = [base.get(m, base[DEFAULT_RULE]) for m in summary["modes"]
-             if m.startswith(DEFAULT_RULE)]
     assert b["mean_jct_vs_off_pct"] == pytest.approx(100 * (rule / 10.0 - 1), abs=0.1)
     assert b["met"]["mean_jct_vs_off_pct"] is (rule <= 7.0)
-    # (the model's predictions are the measurements' 0.9, so its bound is the best rule's)
-    target = -20.0 if 100 * (min(rules) / base[best] - 1) <= -20.0 else \
-        round(100 * (min(rules) / base[best] - 1) + 5.0, 1)
+    # (the model's predictions are the measurements' 0.9, so its bound is the rule's change)
+    change = 100 * (rule / base[best] - 1)
+    target = -20.0 if change <= -20.0 else round(change + 5.0, 1)
     assert b["mean_jct_target_pct"] == pytest.approx(target, abs=0.1)
     assert b["met"]["mean_jct_pct"] is (100 * (rule / base[best] - 1) <= b["mean_jct_target_pct"])
     # every job scales with its mode's JCT, so p95 and each bucket move alike
     assert b["p95_jct_pct"] == pytest.approx(b["mean_jct_pct"], abs=0.2)
     assert set(b["slowdown_pct"]) == set(summary["modes"][best]["slowdown_by_bucket"])
     assert b["met"]["p95_jct_pct"] is True and b["met"]["slowdown_pct"] is True
-    # the model's bound: the most the model says the rule gains on any leaves
-    assert b["model_bound_pct"] == pytest.approx(100 * (min(rules) / base[best] - 1), abs=0.1)
+    # the model's bound: what the model says the rule on the best baseline gains over it
+    assert b["model_bound_pct"] == pytest.approx(100 * (rule / base[best] - 1), abs=0.1)
 
 
 def test_a_model_bound_short_of_the_target_lowers_it_by_its_slack():
-    """Where the model says the rule can gain less than 20 % over the best baseline, the
-    rule must come within 5 points of the model's figure (issue 27); where it says more,
-    the 20 % stands."""
+    """Where the model says the rule on the best baseline can gain less than 20 % over it,
+    the rule must come within 5 points of the model's figure (issue 27); where it says
+    more, the 20 % stands. Only that combination counts: not the rule on other leaves."""
     from mininet_tests.experiment_heavy_tail import MODEL_BOUND_SLACK_PTS, mean_jct_target
 
     base = {"mean_jct_change_pct": -31.0, "p95_jct_s": 10.0, "slowdown_by_bucket": {"small": 2.0},
             "bottleneck_mbps": 10.0, "mean_jct_vs_best_baseline_pct": 0.0,
             "predicted_vs_best_baseline_pct": 0.0}
     modes = {"off-fair": base,
-             "remaining": {**base, "predicted_vs_best_baseline_pct": -15.0},
+             "remaining+off-shallow": {**base, "predicted_vs_best_baseline_pct": -31.0},
              "remaining+off-fair": {**base, "mean_jct_vs_best_baseline_pct": -14.5,
-                                    "predicted_vs_best_baseline_pct": -12.0}}
+                                    "predicted_vs_best_baseline_pct": -15.0}}
     b = bounds(modes, "remaining+off-fair", "off-fair")
     assert b["model_bound_pct"] == -15.0
     assert b["mean_jct_target_pct"] == -15.0 + MODEL_BOUND_SLACK_PTS
@@ -178,7 +176,7 @@ def test_a_model_bound_short_of_the_target_lowers_it_by_its_slack():
     modes["remaining+off-fair"]["mean_jct_vs_best_baseline_pct"] = -9.0
     assert bounds(modes, "remaining+off-fair", "off-fair")["met"]["mean_jct_pct"] is False
     # the model says more is possible: the issue's -20 % holds
-    modes["remaining"]["predicted_vs_best_baseline_pct"] = -25.0
+    modes["remaining+off-fair"]["predicted_vs_best_baseline_pct"] = -25.0
     modes["remaining+off-fair"]["mean_jct_vs_best_baseline_pct"] = -18.0
     b = bounds(modes, "remaining+off-fair", "off-fair")
     assert b["mean_jct_target_pct"] == -20.0 and b["met"]["mean_jct_pct"] is False
