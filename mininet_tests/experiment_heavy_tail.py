@@ -954,11 +954,11 @@ def _bounds_text(b: dict) -> str:
 
     def part(key, label, value):
         met = {True: "met", False: "NOT met", None: "n/a"}[b["met"][key]]
-        bound = (f">= {BOUNDS[key]:g}" if key == "bottleneck_pct" else f"<= {BOUNDS[key]:+g}")
+        bound = (f">= {BOUNDS[key]:g} %" if key == "bottleneck_pct" else f"<= {BOUNDS[key]:+g} %")
         if key == "mean_jct_pct" and target != BOUNDS[key]:
-            bound = (f"<= {target:+g}: the model's bound {b['model_bound_pct']:+g} % + "
+            bound = (f"<= {target:+g} %: the model's bound {b['model_bound_pct']:+g} % + "
                      f"{MODEL_BOUND_SLACK_PTS:g} points")
-        return f"{label} {value} ({met}, {bound} %)"
+        return f"{label} {value} ({met}, {bound})"
 
     slow = ", ".join(f"{k} {v:+.1f} %" for k, v in b["slowdown_pct"].items() if v is not None)
     return (f"Bounds, {b['mode']} against {b['against']} (issue 27): "
