@@ -40,40 +40,50 @@ def sources(path: str) -> tuple[list[dict], dict]:
     return json.loads(p.read_text()), json.loads(summary.read_text())
 
 
-def by_bucket(per_seed: list[dict], summary: dict, modes: list[str] | None = None) -> dict:
-    """mode -> bucket -> sums over every job of every seed (``n``, measured and predicted
-    JCT, start-up, network wait, TCP timeouts)."""
+def predict(per_seed: list[dict], summary: dict) -> list[dict[str, dict[str, float]]]:
+    """Per seed, mode -> job -> the current model's JCT (``experiment_heavy_tail.model_jobs``
+    from the seed's mix alone): computed once for both tables."""
     _, capacity = ht.experiment_topology(summary.get("uplink_mbps"))
-    out: dict[str, dict[str, dict[str, float]]] = {}
+    out = []
     for seed in per_seed:
         mix = ht.stored_mix(seed)
+        out.append({mode: ht.model_jobs(mix, capacity, mode, summary.get("rtt_s"))[0]
+                    for mode in seed["modes"]})
+    return out
+
+
+def by_bucket(per_seed: list[dict], summary: dict, modes: list[str] | None = None,
+              predicted: list[dict] | None = None) -> dict:
+    """mode -> bucket -> sums over every job of every seed (``n``, measured and predicted
+    JCT, start-up, network wait, TCP timeouts). ``predicted``: :func:`predict`'s, if made."""
+    predicted = predicted or predict(per_seed, summary)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for seed, jobs in zip(per_seed, predicted):
         for mode, m in seed["modes"].items():
             if modes and mode not in modes:
                 continue
-            predicted, _ = ht.model_jobs(mix, capacity, mode, summary.get("rtt_s"))
             for name, bucket in m["bucket_of"].items():
                 split = m["time_split"][name]
                 a = out.setdefault(mode, {}).setdefault(bucket, dict.fromkeys(
                     ("n", "measured", "predicted", "startup", "network_wait", "tcp_rto"), 0.0))
                 a["n"] += 1
                 a["measured"] += m["jct_s"][name]
-                a["predicted"] += predicted[name]
+                a["predicted"] += jobs[mode][name]
                 a["startup"] += split["startup_s"]
                 a["network_wait"] += split["network_wait_s"]
                 a["tcp_rto"] += split["tcp_rto_s"]
     return out
 
 
-def by_mode(per_seed: list[dict], summary: dict, modes: list[str] | None = None) -> dict:
+def by_mode(per_seed: list[dict], summary: dict, modes: list[str] | None = None,
+            predicted: list[dict] | None = None) -> dict:
     """mode -> medians over seeds of the measured and the (current) model's mean JCT, the
     model's error, and the model's change against the best baseline (paired per seed)."""
-    _, capacity = ht.experiment_topology(summary.get("uplink_mbps"))
     best = summary.get("best_baseline", "off")
     rows: dict[str, dict[str, list[float]]] = {}
-    for seed in per_seed:
-        mix = ht.stored_mix(seed)
-        predicted = {mode: ht.model_prediction(mix, capacity, mode, summary.get("rtt_s"))[
-            "predicted_mean_jct_s"] for mode in seed["modes"]}
+    for seed, jobs in zip(per_seed, predicted or predict(per_seed, summary)):
+        # the mean as the experiment's summary rounds it (model_prediction)
+        predicted = {mode: round(statistics.fmean(jct.values()), 3) for mode, jct in jobs.items()}
         for mode, m in seed["modes"].items():
             if modes and mode not in modes:
                 continue
@@ -133,9 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         per_seed, summary = sources(path)
         print(f"\n{path} (load {summary.get('load')}, {len(per_seed)} seeds, host TCP "
               f"{summary.get('host_cc') or summary.get('host_tcp')})\n")
-        print("\n".join(table(by_bucket(per_seed, summary, modes))))
+        predicted = predict(per_seed, summary)
+        print("\n".join(table(by_bucket(per_seed, summary, modes, predicted))))
         print()
-        print("\n".join(mode_table(by_mode(per_seed, summary, modes),
+        print("\n".join(mode_table(by_mode(per_seed, summary, modes, predicted),
                                     summary.get("best_baseline", "off"))))
     return 0
 
