@@ -1,7 +1,7 @@
 """``sluice fabric check|up|clean``.
 
 - ``check --topology NAME|PATH [--controller HOST:PORT [--controller-api URL]] [--json]
-  [--seconds S] [--single-flow]``: bring the fabric up, ping all pairs, run the priority
+  [--seconds S] [--single-flow] [--bottleneck-mbit M]``: bring the fabric up, ping all pairs, run the priority
   check, tear down. Exit 0 when loss is 0 % and high/low >= ``--min-ratio`` (5), else 1.
   Standalone the senders mark their flows; with ``--controller`` the two flows are
   registered as two jobs through the controller's REST API (``--controller-api``, admin
@@ -22,6 +22,7 @@ import sys
 import time
 
 from mininet_fabric.lock import FabricError
+from mininet_tests.priority_check import DEFAULT_BOTTLENECK_MBIT
 from sluice_common.errors import InputError, as_flags
 
 MIN_RATIO = 5.0
@@ -54,6 +55,12 @@ def configure_fabric(parser) -> None:
                        help=f"pass threshold for high/low throughput (default {MIN_RATIO:g})")
     check.add_argument("--single-flow", action="store_true",
                        help="also measure one flow alone against the nominal bandwidth")
+    check.add_argument("--bottleneck-mbit", type=float, default=DEFAULT_BOTTLENECK_MBIT,
+                       metavar="M", help="run the contended port at no more than M Mbit/s, "
+                       "every link scaled by one factor (default "
+                       f"{DEFAULT_BOTTLENECK_MBIT:g}: Open vSwitch's software datapath, one "
+                       "core, must not be the bottleneck, or no queue builds at the port "
+                       "whose priority is checked); 0: the topology's own rates")
     sub.add_parser("clean", help="remove leftovers of a crashed fabric run")
 
 
@@ -77,6 +84,9 @@ def _validate(args) -> None:
     if args.action == "check":
         if not 1 <= args.seconds <= 300:
             raise InputError("--seconds", f"must be 1..300, got {args.seconds:g}")
+        if not (args.bottleneck_mbit == 0 or 1 <= args.bottleneck_mbit <= 10_000):
+            raise InputError("--bottleneck-mbit", f"must be 0 or 1..10000, got "
+                             f"{args.bottleneck_mbit:g}")
         if len(topology.hosts) < 3:
             raise InputError(topology.source, "the priority check needs at least 3 hosts",
                              element=f"topology '{topology.name}'", field="hosts")
@@ -136,11 +146,13 @@ def _clean() -> int:
 
 def _check(args, topology) -> int:
     from mininet_fabric.fabric import Fabric
-    from mininet_tests.priority_check import (controller_priority_check, priority_check,
-                                              single_flow)
+    from mininet_tests.priority_check import (capped_for_check, controller_priority_check,
+                                              priority_check, single_flow)
 
     started = time.monotonic()
-    result: dict = {"topology": topology.name, "controller": args.controller}
+    topology = capped_for_check(topology, args.bottleneck_mbit)
+    result: dict = {"topology": topology.name, "controller": args.controller,
+                    "bw_scale": topology.emulation_bw_scale}
     with Fabric(topology, controller=args.controller, priority_levels=args.levels,
                 wait_connected_s=args.wait_connected) as fab:
         result["up_s"] = round(time.monotonic() - started, 2)

@@ -13,7 +13,7 @@ from mininet_fabric import priority
 from mininet_tests.cli import MIN_RATIO
 from mininet_fabric.fabric import has_loops, parse_controller
 from mininet_fabric.lock import FabricError, FabricLock
-from mininet_tests.priority_check import pick_contended_pair, receiver_mbps
+from mininet_tests.priority_check import capped_for_check, pick_contended_pair, receiver_mbps
 from sluice.cli import main as sluice_main
 from sluice_common.errors import InputError
 from topologies import load_topology
@@ -164,6 +164,26 @@ def test_equal_links_pick_the_last_hop():
     assert pair.towards == pair.dst
 
 
+@pytest.mark.parametrize("name", ["fat-tree", "leaf-spine", "single-rack"])
+def test_the_check_caps_its_contended_port_and_keeps_the_pair(name):
+    topo = load_topology(name)
+    capped = capped_for_check(topo, 50)
+    assert pick_contended_pair(topo).bw_mbit == 100            # the description's own rate
+    assert pick_contended_pair(capped).bw_mbit == pytest.approx(50)
+    assert capped.emulation_bw_scale == pytest.approx(topo.emulation_bw_scale / 2)
+    same = lambda p: (p.high_src, p.low_src, p.dst, p.switch, p.towards)  # noqa: E731
+    assert same(pick_contended_pair(capped)) == same(pick_contended_pair(topo))
+
+
+def test_the_cap_leaves_slower_ports_and_zero_alone():
+    two_rack = load_topology("two-rack")                         # 50 Mbit/s uplink
+    assert capped_for_check(two_rack, 50) is two_rack
+    assert capped_for_check(two_rack, 20).emulation_bw_scale == pytest.approx(
+        two_rack.emulation_bw_scale * 20 / 50)
+    fat_tree = load_topology("fat-tree")
+    assert capped_for_check(fat_tree, 0) is fat_tree
+
+
 def test_receiver_mbps_parses_and_reports_errors():
     assert receiver_mbps('{"end": {"sum_received": {"bits_per_second": 4.5e7}}}') == 45.0
     with pytest.raises(FabricError, match="unable to connect"):
@@ -212,6 +232,7 @@ def test_bad_controller_argument(bad):
     (["fabric", "check", "--topology", "fat-tree"], "has loops"),
     (["fabric", "check", "--controller", "1.2.3.4:99999"], "port"),
     (["fabric", "check", "--levels", "9"], "--levels"),
+    (["fabric", "check", "--bottleneck-mbit", "-5"], "--bottleneck-mbit"),
     (["fabric", "up", "--topology", "cluster-2k"], "too big"),
 ])
 def test_cli_bad_input_exits_2_with_a_reason(argv, words, capsys):
