@@ -199,6 +199,7 @@ def test_fabric_check_registers_its_flows_with_the_controller(topology):
         result = json.loads(proc.stdout)
         print(f"\n{topology} through the controller: {result}", file=sys.stderr)
         assert result["marked_by"] == "controller"
+        assert result["bottleneck_mbit"] == pytest.approx(50)   # the default cap, not 100
         assert result["high_level"] < result["low_level"]
         assert result["class_bytes"]["high"] > result["class_bytes"]["low"] > 0, result
         assert result["loss"] == 0 and result["priority_ratio"] >= 5, result

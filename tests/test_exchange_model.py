@@ -307,3 +307,21 @@ def test_the_check_compares_each_scenario_with_the_model_per_discipline():
     # the deep FIFO's standing queue makes the model's two senders slower than the short ones'
     assert by["off", "two"]["model_s"] > by["off-shallow", "two"]["model_s"]
     assert compare({"runs": {}, "rtt_s": 0.001}, C) == []
+
+
+def test_shallow_loss_bench_counts_resent_bytes_over_all_sent():
+    """bench.fabric.shallow_loss: the share is resent bytes over all bytes sent (the jobs'
+    own, both directions, kv.init's exchange included), and the model's iteration it
+    prints beside the measured one is a shared one (slower than a job alone)."""
+    from bench.fabric.shallow_loss import (MSS_BYTES, bulk_mix, model_iteration_s,
+                                           retrans_share, sent_bytes)
+    mix = bulk_mix()
+    assert sent_bytes(mix) == sum(2 * j.bytes_per_batch * (j.batches + 1) for j in mix) > 0
+    assert retrans_share(0, 1e6) == 0.0
+    assert retrans_share(1000, 1000 * MSS_BYTES) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        retrans_share(-1, 1e6)
+    from bench.fabric.calibrate_exchange import BULK, UPLINK_MBPS
+    from mininet_tests.experiment_heavy_tail import experiment_topology, model_exchange_s
+    _, capacity = experiment_topology(UPLINK_MBPS)
+    assert model_iteration_s(0.001) > 1.5 * model_exchange_s(BULK[0], capacity)
