@@ -1,8 +1,10 @@
 """``sluice fabric check|up|clean``.
 
 - ``check --topology NAME|PATH [--controller HOST:PORT [--controller-api URL]] [--json]
-  [--seconds S] [--single-flow] [--bottleneck-mbit M]``: bring the fabric up, ping all pairs, run the priority
-  check, tear down. Exit 0 when loss is 0 % and high/low >= ``--min-ratio`` (5), else 1.
+  [--seconds S] [--single-flow] [--bottleneck-mbit M]``: bring the fabric up, ping all
+  pairs, run the priority check (the contended port at no more than M Mbit/s, default 50,
+  every link scaled alike), tear down. Exit 0 when loss is 0 % and high/low >=
+  ``--min-ratio`` (5), else 1.
   Standalone the senders mark their flows; with ``--controller`` the two flows are
   registered as two jobs through the controller's REST API (``--controller-api``, admin
   token from env SLUICE_ADMIN_TOKEN) and unregistered afterwards, so the controller's
