@@ -65,7 +65,6 @@ def model_iteration_s(rtt_s: float) -> float:
     """The exchange model's iteration of one of the bulk jobs beside the others in the
     shallow FIFO (``share_egress``, the shipped constants, no loss term)."""
     from bench.fabric.calibrate_exchange import UPLINK_MBPS, _sharers
-    from mininet_fabric import baselines as bl
     from mininet_tests.experiment_heavy_tail import buffer_bytes, experiment_topology
     from sluice_common.exchange import share_egress
 
