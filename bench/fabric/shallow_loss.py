@@ -24,7 +24,6 @@ run. Needs root.
 
 from __future__ import annotations
 
-import shutil
 import statistics
 import sys
 import tempfile
@@ -129,11 +128,9 @@ def main() -> int:
         for cc in ccs:
             print(f"shallow_loss: {BULK_JOBS} bulk jobs through the shallow FIFO, TCP {cc}, "
                   f"run {k + 1}/{args.runs} (load {loadavg()})", file=sys.stderr, flush=True)
-            out = Path(tempfile.mkdtemp(prefix=f"sluice-loss-{cc}-"))
-            try:
-                g = measure(cc, out)
-            finally:                    # the run's logs are not kept (as calibrate_exchange)
-                shutil.rmtree(out, ignore_errors=True)
+            # the run's logs are not kept (as calibrate_exchange)
+            with tempfile.TemporaryDirectory(prefix=f"sluice-loss-{cc}-") as out:
+                g = measure(cc, Path(out))
             runs[cc].append(g)
             print(f"shallow_loss: {cc}: {g['shallow_limit_packets']}-packet FIFO (idle RTT "
                   f"{1000 * g['rtt_s']:.2f} ms): {g['retrans_segs']} segments retransmitted, "
