@@ -93,3 +93,18 @@ def test_warm_runner_fills_and_refills_each_host_to_its_own_size(tmp_path):
     assert len(runner.idle["h1"]) == 2 and runner.cold == 0
     plain = WarmRunner(_Base(), ["h1", "h2"], per_host=3)
     assert {h: len(p) for h, p in plain.idle.items()} == {"h1": 3, "h2": 3}
+
+
+def test_warm_runner_without_refill_tops_up_only_when_asked(tmp_path):
+    # sluice demo and the experiments measure passes: a refill importing MXNet during one
+    # doubled the demo's cross-rack batches, so they refill between passes
+    base = _Base()
+    runner = WarmRunner(base, ["h1", "h2"], per_host={"h1": 2, "h2": 3}, refill=False)
+    with open(tmp_path / "w.log", "w") as log:
+        runner.start("h2", ["python", "-m", "ps_runtime.server"], {}, log)
+        runner.start("h2", ["python", "-m", "ps_runtime.worker"], {}, log)
+    assert len(runner.idle["h2"]) == 1 and base.spawned.count("h2") == 3   # nothing spawned
+    assert runner.taken == 2 and runner.cold == 0
+    runner.fill()
+    assert len(runner.idle["h2"]) == 3 and base.spawned.count("h2") == 5
+    assert len(runner.idle["h1"]) == 2 and base.spawned.count("h1") == 2
