@@ -92,9 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     rows, results = [], []
     started = time.monotonic()
     with environment(topology, args.topology, out) as (fabric, client), \
-            warm_processes(topology, fabric, args.compute, refill=False) as runner:
+            warm_processes(topology, fabric, args.compute) as runner:
         for k, name in enumerate(policies):
-            runner.fill()                 # between policies: no MXNet import in a measured run
             runner.wait_ready()
             print(f"experiment: policy {name} ({k + 1}/{len(policies)})", file=sys.stderr, flush=True)
             estimator = run_estimator(topology, args.compute, args.profile)
