@@ -87,7 +87,7 @@ class SluiceController(app_manager.OSKenApp):
             with self.send_lock:
                 dp.send_msg(req)
         self._send_lldp(dp)
-        self._send_packet_outs(self.service_probes(dp.id))
+        self.packet_out(self.service_probes(dp.id))
 
     @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
     def _port_status(self, ev):
@@ -132,7 +132,7 @@ class SluiceController(app_manager.OSKenApp):
         if isinstance(pkt, packets.LldpIn):
             self.service.link_seen((pkt.src_dpid, pkt.src_port), (dp.id, in_port))
         elif isinstance(pkt, packets.ArpIn):
-            self._send_packet_outs(self.service.on_arp(dp.id, in_port, pkt))
+            self.service.on_arp(dp.id, in_port, pkt)    # answers through packet_out
         elif isinstance(pkt, packets.Malformed):
             self.service.metrics.inc("sluice_malformed_packets_total")
             LOG.debug("malformed packet-in from %016x port %s: %s", dp.id, in_port, pkt.reason)
@@ -186,7 +186,8 @@ class SluiceController(app_manager.OSKenApp):
         if last and group["on_done"]:
             group["on_done"]()
 
-    def _send_packet_outs(self, outs) -> None:
+    def packet_out(self, outs) -> None:
+        """The sink's packet-outs: (dpid, port, frame) each, out of that switch port."""
         with self.send_lock:
             for dpid, port, data in outs:
                 dp = self.datapaths.get(dpid)
@@ -200,7 +201,7 @@ class SluiceController(app_manager.OSKenApp):
     def _send_lldp(self, dp) -> None:
         outs = [(dp.id, port, packets.lldp_frame(dp.id, port, mac))
                 for port, mac in sorted(self.port_macs.get(dp.id, {}).items())]
-        self._send_packet_outs(outs)
+        self.packet_out(outs)
 
     def service_probes(self, dpid: int):
         return [o for ip, tor in self.service.unlocated_hosts() if tor == dpid
@@ -227,7 +228,7 @@ class SluiceController(app_manager.OSKenApp):
                     for dp in list(self.datapaths.values()):
                         self._send_lldp(dp)
                 for ip, _tor in self.service.unlocated_hosts():
-                    self._send_packet_outs(self.service.probes_for(ip))
+                    self.packet_out(self.service.probes_for(ip))
             except Exception:   # keep polling whatever one switch did
                 LOG.exception("poll loop")
 

@@ -3,11 +3,19 @@ down, links (LLDP) and hosts (ARP) found, port counters; and proxy ARP.
 
 Each event updates the fabric view under the shared lock and reconciles; a link or host
 found is saved at once, so that a restarted controller routes without rediscovery.
+
+Proxy ARP answers only once the switches hold the routes the answer invites traffic on:
+a path both ways between asker and target through connected switches, and every route
+change sent so far confirmed by the switches' barrier replies. Unknown IPv4 is dropped
+(controller/rules.py), so an answer sent while a route was still in flight cost the
+asker's first packet: a `ping -c1` in a fresh fabric lost it under CPU load.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+from typing import NamedTuple
 
 from controller import rules as R
 from controller.packets import ArpIn, arp_probe, arp_reply
@@ -17,8 +25,20 @@ from controller.settling import Settling
 from controller.state import Shared
 
 ARP_REQUEST = 1
+# Route changes unconfirmed for this long (a switch that went away before its barrier
+# reply) no longer hold proxy-ARP answers back: the answer is the host's only way in.
+ROUTES_ACK_TIMEOUT_S = 2.0
+MAX_ASKS_PER_TARGET = 64
 
 LOG = logging.getLogger("sluice.controller")
+
+
+class ArpAsk(NamedTuple):
+    """A host's ARP request the controller has not answered yet."""
+    dpid: int
+    port: int
+    mac: str
+    ip: str
 
 
 class FabricEvents:
@@ -28,8 +48,11 @@ class FabricEvents:
         # What keeps state per switch, forgotten when the switch goes (FAUCET-style: the
         # managers of one event, looped over)
         self._per_switch = (settling, reconciler, shared.linkstats)
-        # target ip -> [(dpid, port, asker mac, asker ip)] waiting for the target's reply
-        self._pending_arp: dict[str, list[tuple[int, int, str, str]]] = {}
+        # target ip -> asks waiting for the target to be located and routed
+        self._pending_arp: dict[str, list[ArpAsk]] = {}
+        # route changes sent and not yet confirmed: token -> when sent (clock)
+        self._unconfirmed: dict[int, float] = {}
+        self._tokens = itertools.count()
 
     def switch_up(self, dpid: int, ports: dict[int, str],
                   table: list[R.Rule] | None = None) -> None:
@@ -46,12 +69,11 @@ class FabricEvents:
             self.reconciler.forget_switch(dpid)
             s.fabric.connected.add(dpid)
             if table is None:
-                clear = R.FlowMod("clear", R.Rule(dpid, 0, (), (), 0))
-                self.reconciler.full(prefix=[clear])
+                self._reconcile_routes(prefix=[R.FlowMod("clear", R.Rule(dpid, 0, (), (), 0))])
                 return
             s.installed.apply(R.FlowMod("add", r) for r in table if r.dpid == dpid)
             self.settling.start(dpid)
-            self.reconciler.full()
+            self._reconcile_routes()
 
     def tick(self) -> None:
         """Periodic: once a reconnected switch's settling time is over, delete what it
@@ -59,13 +81,21 @@ class FabricEvents:
         with self.s.lock:
             if self.settling.expire():
                 self.reconciler.full()
+            now = self.s.clock()
+            late = [t for t, sent in self._unconfirmed.items() if now - sent > ROUTES_ACK_TIMEOUT_S]
+            if late:
+                LOG.warning("%d route change(s) unconfirmed after %.0f s; answering ARP anyway",
+                            len(late), ROUTES_ACK_TIMEOUT_S)
+                for t in late:
+                    del self._unconfirmed[t]
+                self._answer_ready()
 
     def update_ports(self, dpid: int, ports: dict[int, str]) -> None:
         """The port list of a connected switch changed: drop links/hosts on lost ports."""
         with self.s.lock:
             self.s.fabric.prune_ports(dpid, ports)
             self.reconciler.fabric_dirty = True
-            self.reconciler.full()
+            self._reconcile_routes()
 
     def switch_down(self, dpid: int) -> None:
         s = self.s
@@ -73,7 +103,7 @@ class FabricEvents:
             s.fabric.switch_down(dpid)
             for manager in self._per_switch:
                 manager.forget_switch(dpid)
-            self.reconciler.full()
+            self._reconcile_routes()
 
     def link_seen(self, src: tuple[int, int], dst: tuple[int, int]) -> None:
         s = self.s
@@ -82,7 +112,7 @@ class FabricEvents:
                 LOG.info("link %s:%d <-> %s:%d", s.switch_name(src[0]), src[1],
                          s.switch_name(dst[0]), dst[1])
                 self.reconciler.fabric_dirty = True
-                self.reconciler.full()
+                self._reconcile_routes()
                 self.store.save()   # a restart then routes at once (no rediscovery wait)
 
     def host_seen(self, ip: str, dpid: int, port: int, mac: str) -> bool:
@@ -91,7 +121,7 @@ class FabricEvents:
             if s.fabric.learn_host(ip, dpid, port, mac):
                 LOG.info("host %s (%s) at %s port %d", ip, mac, s.switch_name(dpid), port)
                 self.reconciler.fabric_dirty = True
-                self.reconciler.full()
+                self._reconcile_routes()
                 self.store.save()
                 return True
             return False
@@ -101,34 +131,71 @@ class FabricEvents:
             loc = self.s.fabric.hosts.get(ip)
             return loc.mac if loc else None
 
-    def on_arp(self, dpid: int, in_port: int, a: ArpIn) -> list[tuple[int, int, bytes]]:
-        """Proxy ARP. Returns packet-outs (dpid, port, frame): the answer to the asker when
-        the target is located, else ARP probes towards the target (the asker is answered
-        as soon as the target replies). Nothing is ever flooded."""
+    def on_arp(self, dpid: int, in_port: int, a: ArpIn) -> None:
+        """Proxy ARP: learn the sender; probe for an unknown target out of its ToR's edge
+        ports; answer the asker (through the sink's packet-outs) once the target is located
+        and routed both ways, and the switches confirmed the routes. Nothing is flooded."""
         if a.from_controller:
-            return []          # our own probe came back through a switch link
-        s, outs = self.s, []
+            return             # our own probe came back through a switch link
+        s = self.s
         with s.lock:
             s.metrics.inc("sluice_arp_packets_total")
-            if a.src_ip in s.known_ips:
-                self.host_seen(a.src_ip, dpid, in_port, a.src_mac)
-                here = s.fabric.hosts.get(a.src_ip)
-                if here is not None and (here.dpid, here.port) == (dpid, in_port):
-                    for ask in self._pending_arp.pop(a.src_ip, []):
-                        outs.append((ask[0], ask[1], arp_reply(here.mac, a.src_ip, ask[2], ask[3])))
-            if a.opcode != ARP_REQUEST or a.src_ip not in s.known_ips \
-                    or a.dst_ip not in s.known_ips or a.dst_ip == a.src_ip:
-                return outs
-            target = s.fabric.hosts.get(a.dst_ip)
-            if target is not None:
-                outs.append((dpid, in_port, arp_reply(target.mac, a.dst_ip, a.src_mac, a.src_ip)))
-                return outs
-            pending = self._pending_arp.setdefault(a.dst_ip, [])
-            ask = (dpid, in_port, a.src_mac, a.src_ip)
-            if ask not in pending and len(pending) < 64:
-                pending.append(ask)
-            outs += self.probes_for(a.dst_ip)
-        return outs
+            if a.src_ip not in s.known_ips:
+                return
+            self.host_seen(a.src_ip, dpid, in_port, a.src_mac)
+            here = s.fabric.hosts.get(a.src_ip)
+            # Only a host where it was learned is answered: admission passes its IPv4 only
+            # from there (a misplaced or spoofed asker would get an answer it cannot use).
+            if a.opcode == ARP_REQUEST and here is not None and (here.dpid, here.port) == \
+                    (dpid, in_port) and a.dst_ip in s.known_ips and a.dst_ip != a.src_ip:
+                pending = self._pending_arp.setdefault(a.dst_ip, [])
+                ask = ArpAsk(dpid, in_port, a.src_mac, a.src_ip)
+                if ask not in pending and len(pending) < MAX_ASKS_PER_TARGET:
+                    pending.append(ask)
+                if a.dst_ip not in s.fabric.hosts:
+                    s.sink.packet_out(self.probes_for(a.dst_ip))
+            # Now when nothing is in flight; else when the switches confirm (a host just
+            # learned sent its routes)
+            self._answer_ready()
+
+    def _reconcile_routes(self, prefix: list[R.FlowMod] | None = None) -> None:
+        """Reconcile after a fabric change; ARP answers wait for the barrier replies."""
+        token = next(self._tokens)
+        self._unconfirmed[token] = self.s.clock()
+        self.reconciler.full(prefix=prefix, on_done=lambda: self._routes_confirmed(token))
+
+    def _routes_confirmed(self, token: int) -> None:
+        # from the barrier reply's thread, or at once (no switch touched, TableSink)
+        with self.s.lock:
+            self._unconfirmed.pop(token, None)
+            self._answer_ready()
+
+    def _answer_ready(self) -> None:
+        """Answer every waiting ask whose target is located and routed both ways through
+        connected switches, unless route changes are still unconfirmed."""
+        s = self.s
+        if self._unconfirmed or not any(t in s.fabric.hosts for t in self._pending_arp):
+            return
+        next_ports = s.fabric.next_ports()
+
+        def routed(src: str, dst: str) -> bool:
+            hops = s.fabric.path(src, dst, next_ports)
+            return bool(hops) and all(d in s.fabric.connected for d, _ in hops)
+
+        outs = []
+        for target, asks in list(self._pending_arp.items()):
+            here = s.fabric.hosts.get(target)
+            if here is None:
+                continue
+            left = [ask for ask in asks if not (routed(ask.ip, target) and routed(target, ask.ip))]
+            outs += [(ask.dpid, ask.port, arp_reply(here.mac, target, ask.mac, ask.ip))
+                     for ask in asks if ask not in left]
+            if left:
+                self._pending_arp[target] = left
+            else:
+                del self._pending_arp[target]
+        if outs:
+            s.sink.packet_out(outs)
 
     def probes_for(self, ip: str) -> list[tuple[int, int, bytes]]:
         """ARP probes for ``ip`` out of its ToR's edge ports (never a switch link)."""

@@ -117,8 +117,9 @@ class ControllerService:
     def host_mac(self, ip: str) -> str | None:
         return self.fabric_events.host_mac(ip)
 
-    def on_arp(self, dpid: int, in_port: int, a: ArpIn) -> list[tuple[int, int, bytes]]:
-        return self.fabric_events.on_arp(dpid, in_port, a)
+    def on_arp(self, dpid: int, in_port: int, a: ArpIn) -> None:
+        """Proxy ARP; probes and answers leave through the sink's ``packet_out``."""
+        self.fabric_events.on_arp(dpid, in_port, a)
 
     def probes_for(self, ip: str) -> list[tuple[int, int, bytes]]:
         return self.fabric_events.probes_for(ip)

@@ -112,6 +112,7 @@ class Fabric:
         self._lock: FabricLock | None = None
         self._procs: list[subprocess.Popen] = []
         self._old_handlers: dict[int, Any] = {}
+        self.lost_pairs: list[str] = []     # the last ping_all's pairs short of replies
 
     # ---- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> "Fabric":
@@ -391,6 +392,7 @@ class Fabric:
         once on a loaded 2-core CI machine (a late reply, counted as a lost one)."""
         hosts = [h.name for h in self.topology.hosts]
         sent = received = 0
+        self.lost_pairs = []
         for a in hosts:
             for b in hosts:
                 if a == b:
@@ -398,5 +400,8 @@ class Fabric:
                 out = self.cmd(a, f"ping -c{count} -W{timeout_s} -i0.2 {self.ip(b)}")
                 m = _PING_RE.search(out)
                 sent += count
-                received += int(m.group(2)) if m else 0
+                got = int(m.group(2)) if m else 0
+                received += got
+                if got < count:
+                    self.lost_pairs.append(f"{a}->{b}")
         return 100.0 * (sent - received) / sent if sent else 0.0

@@ -160,6 +160,8 @@ def _check(args, topology) -> int:
         result["up_s"] = round(time.monotonic() - started, 2)
         print("fabric: ping all pairs", file=sys.stderr, flush=True)
         result["loss"] = fab.ping_all()
+        if fab.lost_pairs:
+            result["lost_pairs"] = fab.lost_pairs
         if args.single_flow:
             print("fabric: single-flow throughput", file=sys.stderr, flush=True)
             pair = fab.topology.hosts[0].name, _farthest(fab.topology)
@@ -202,7 +204,8 @@ def _print_human(r: dict, min_ratio: float) -> None:
     mark = lambda ok: "ok  " if ok else "FAIL"  # noqa: E731
     print(f"fabric check: {r['topology']}" + (f" (controller {r['controller']})"
                                               if r["controller"] else " (standalone)"))
-    print(f"  {mark(r['loss'] == 0)} all-pairs ping loss {r['loss']:.1f} %")
+    print(f"  {mark(r['loss'] == 0)} all-pairs ping loss {r['loss']:.1f} %"
+          + (f" (no reply: {', '.join(r['lost_pairs'])})" if r.get("lost_pairs") else ""))
     if "single_flow" in r:
         s = r["single_flow"]
         print(f"       single flow {s['flow']}: {s['mbps']:.1f} of {s['nominal_mbps']:g} Mbit/s "

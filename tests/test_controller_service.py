@@ -9,6 +9,8 @@ from scapy.layers.l2 import ARP, Ether
 from controller import packets
 from controller.api import status_of
 from controller.errors import Refused
+from controller.fabric_events import ROUTES_ACK_TIMEOUT_S
+from controller.service import TableSink
 from controller_fakes import ADMIN, bring_up, make_service, northbound, walk
 from topologies.mininet_topo import mac_of
 from topologies.priority_classes import dscp_of_level
@@ -240,10 +242,17 @@ def arp_in(op, src_mac, src_ip, dst_ip):
     return packets.classify(frame)
 
 
+def arp_out(svc, dpid, port, frame) -> list:
+    """The packet-outs the service sends for one ARP packet-in."""
+    before = len(svc.sink.frames)
+    svc.on_arp(dpid, port, frame)
+    return svc.sink.frames[before:]
+
+
 def test_proxy_arp_answers_from_what_it_learned():
     svc = bring_up(make_service("two-rack"))
     h1_mac, h4_mac = mac_of("10.0.0.1"), mac_of("10.0.0.4")
-    outs = svc.on_arp(1, 1, arp_in(1, h1_mac, "10.0.0.1", "10.0.0.4"))
+    outs = arp_out(svc, 1, 1, arp_in(1, h1_mac, "10.0.0.1", "10.0.0.4"))
     assert len(outs) == 1
     dpid, port, frame = outs[0]
     assert (dpid, port) == (1, 1)               # back out of the asking port only
@@ -255,17 +264,85 @@ def test_proxy_arp_answers_from_what_it_learned():
 def test_unknown_target_is_probed_then_asker_answered():
     svc = bring_up(make_service("two-rack"), hosts=False)
     h1_mac, h4_mac = mac_of("10.0.0.1"), mac_of("10.0.0.4")
-    outs = svc.on_arp(1, 1, arp_in(1, h1_mac, "10.0.0.1", "10.0.0.4"))
+    outs = arp_out(svc, 1, 1, arp_in(1, h1_mac, "10.0.0.1", "10.0.0.4"))
     tor2 = svc.fabric.dpid_of_name["tor2"]
     assert outs and all(d == tor2 for d, _, _ in outs)     # probes only at h4's ToR...
     assert all(not svc.fabric.is_link_port(d, p) for d, p, _ in outs)   # ...edge ports
     probe = Ether(outs[0][2])
     assert probe[ARP].pdst == "10.0.0.4" and probe[ARP].psrc == "0.0.0.0"
     # h4 answers the probe on tor2 port 2 -> learned, and h1 gets its answer
-    outs = svc.on_arp(tor2, 2, arp_in(2, h4_mac, "10.0.0.4", "0.0.0.0"))
+    outs = arp_out(svc, tor2, 2, arp_in(2, h4_mac, "10.0.0.4", "0.0.0.0"))
     assert [(d, p) for d, p, _ in outs] == [(1, 1)]
     assert Ether(outs[0][2])[ARP].hwsrc == h4_mac
     assert svc.fabric.hosts["10.0.0.4"].port == 2
+
+
+class BarrierHeldSink(TableSink):
+    """Switches that apply flow mods but answer barriers only when told to; they hold
+    what ``before`` (the service's sink so far) was sent."""
+
+    def __init__(self, before: TableSink) -> None:
+        super().__init__()
+        self.table, self.sent, self.frames = before.table, before.sent, before.frames
+        self.unanswered: list = []
+
+    def send(self, mods, on_done=None) -> None:
+        super().send(mods)
+        if on_done:
+            self.unanswered.append(on_done)
+
+    def answer_barriers(self) -> None:
+        done, self.unanswered = self.unanswered, []
+        for on_done in done:
+            on_done()
+
+
+def test_arp_is_answered_only_once_the_switches_confirmed_the_routes():
+    """The answer invites the asker's first packet; unknown IPv4 is dropped, so the
+    answer waits for the barrier replies after the target's routes."""
+    svc = bring_up(make_service("two-rack"), hosts=False)
+    sink = svc.sink = BarrierHeldSink(svc.sink)
+    tor2 = svc.fabric.dpid_of_name["tor2"]
+    svc.on_arp(1, 1, arp_in(1, mac_of("10.0.0.1"), "10.0.0.1", "10.0.0.4"))
+    sink.answer_barriers()                    # h1's own routes
+    sent = len(sink.frames)
+    svc.on_arp(tor2, 2, arp_in(2, mac_of("10.0.0.4"), "10.0.0.4", "0.0.0.0"))
+    assert sink.frames[sent:] == [] and sink.unanswered       # h4's routes in flight
+    sink.answer_barriers()
+    answers = sink.frames[sent:]
+    assert [(d, p) for d, p, _ in answers] == [(1, 1)]
+    assert walk(svc, "h1", "10.0.0.4")[0] == "h4"           # the path it invites exists
+    assert walk(svc, "h4", "10.0.0.1")[0] == "h1"
+
+
+def test_arp_waits_for_a_path_both_ways():
+    """Hosts located before the links between their racks are found: no answer until the
+    fabric connects them (the asker's ARP retries are not needed, the answer follows)."""
+    svc = bring_up(make_service("two-rack"), links=False)
+    outs = arp_out(svc, 1, 1, arp_in(1, mac_of("10.0.0.1"), "10.0.0.1", "10.0.0.4"))
+    assert outs == []
+    bring_up(svc, hosts=False)                 # LLDP finds the links
+    answers = svc.sink.frames[-1:]
+    assert [(d, p) for d, p, _ in answers] == [(1, 1)]
+    assert Ether(answers[0][2])[ARP].psrc == "10.0.0.4"
+
+
+def test_unconfirmed_routes_hold_answers_back_only_for_a_while():
+    """A switch that never answers its barrier (gone mid-change) must not silence proxy
+    ARP for good: after ROUTES_ACK_TIMEOUT_S the next tick answers."""
+    now = [0.0]
+    svc = bring_up(make_service("two-rack"), hosts=False)
+    svc.clock = lambda: now[0]
+    sink = svc.sink = BarrierHeldSink(svc.sink)
+    svc.host_seen("10.0.0.4", svc.fabric.dpid_of_name["tor2"], 2, mac_of("10.0.0.4"))
+    outs = arp_out(svc, 1, 1, arp_in(1, mac_of("10.0.0.1"), "10.0.0.1", "10.0.0.4"))
+    assert outs == [] and sink.unanswered
+    now[0] += ROUTES_ACK_TIMEOUT_S / 2
+    svc.tick()
+    assert len(sink.frames) == 0
+    now[0] += ROUTES_ACK_TIMEOUT_S
+    svc.tick()
+    assert [(d, p) for d, p, _ in sink.frames] == [(1, 1)]
 
 
 def test_spoofed_or_misplaced_arp_is_not_learned():
@@ -273,8 +350,11 @@ def test_spoofed_or_misplaced_arp_is_not_learned():
     # 10.0.0.4 lives in rack2; an ARP claiming it from tor1 is ignored
     svc.on_arp(1, 1, arp_in(1, "02:00:00:00:00:99", "10.0.0.4", "10.0.0.1"))
     assert "10.0.0.4" not in svc.fabric.hosts
+    # ... and never answered, even once both hosts are located
+    bring_up(svc)
+    assert [(d, p) for d, p, _ in svc.sink.frames if Ether(_)[ARP].op == 2] == []
     # our own probe looping back is ignored
-    assert svc.on_arp(1, 3, packets.classify(packets.arp_probe("10.0.0.2"))) == []
+    assert arp_out(svc, 1, 3, packets.classify(packets.arp_probe("10.0.0.2"))) == []
 
 
 def test_malformed_frames_are_classified_not_raised():
