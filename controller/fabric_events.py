@@ -174,12 +174,12 @@ class FabricEvents:
         """Answer every waiting ask whose target is located and routed both ways through
         connected switches, unless route changes are still unconfirmed."""
         s = self.s
-        if self._unconfirmed or not any(t in s.fabric.hosts for t in self._pending_arp):
-            return
-        next_ports = s.fabric.next_ports()
+        if self._unconfirmed or self.reconciler.fabric_dirty or \
+                not any(t in s.fabric.hosts for t in self._pending_arp):
+            return    # (a dirty fabric is reconciled next, and answers then)
 
         def routed(src: str, dst: str) -> bool:
-            hops = s.fabric.path(src, dst, next_ports)
+            hops = self.reconciler.hops(src, dst)      # the routes the switches hold
             return bool(hops) and all(d in s.fabric.connected for d, _ in hops)
 
         outs = []

@@ -166,13 +166,15 @@ class Reconciler:
         enforce, out = s.config.enforce, []
         for f in (flow,) if control is None else (flow, control):
             src, dst = s.fabric.hosts.get(f.src_ip), s.fabric.hosts.get(f.dst_ip)
-            out += R.job_flow_rules(f, level, self._hops(f.src_ip, f.dst_ip), cookie,
+            out += R.job_flow_rules(f, level, self.hops(f.src_ip, f.dst_ip), cookie,
                                     enforce, src.port if src else None)
-            out += R.job_ack_rules(f, level, self._hops(f.dst_ip, f.src_ip), cookie,
+            out += R.job_ack_rules(f, level, self.hops(f.dst_ip, f.src_ip), cookie,
                                    enforce, dst.port if dst else None)
         return out
 
-    def _hops(self, src: str, dst: str) -> list[tuple[int, int]]:
+    def hops(self, src: str, dst: str) -> list[tuple[int, int]]:
+        """[(dpid, out_port), ...] from host ``src`` to ``dst`` over the routes of the last
+        full reconcile ([] when none joins them); cached until the fabric changes."""
         hops = self._paths.get((src, dst))
         if hops is None:
             hops = self.s.fabric.path(src, dst, self._next_ports)
@@ -185,7 +187,7 @@ class Reconciler:
             # Busiest link of the job: most of its flows on one (switch, out port).
             on_link: dict[tuple[int, int], int] = {}
             for f in job.flows():
-                for hop in self._hops(f.src_ip, f.dst_ip):
+                for hop in self.hops(f.src_ip, f.dst_ip):
                     on_link[hop] = on_link.get(hop, 0) + 1
             share = job_rank.bottleneck_share(max(on_link.values(), default=0),
                                               len(job.workers), len(job.servers))
