@@ -352,7 +352,7 @@ def test_spoofed_or_misplaced_arp_is_not_learned():
     assert "10.0.0.4" not in svc.fabric.hosts
     # ... and never answered, even once both hosts are located
     bring_up(svc)
-    assert [(d, p) for d, p, _ in svc.sink.frames if Ether(_)[ARP].op == 2] == []
+    assert [(d, p) for d, p, frame in svc.sink.frames if Ether(frame)[ARP].op == 2] == []
     # our own probe looping back is ignored
     assert arp_out(svc, 1, 3, packets.classify(packets.arp_probe("10.0.0.2"))) == []
 
