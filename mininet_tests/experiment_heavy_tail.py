@@ -49,7 +49,7 @@ from sluice_common.jobspec import JobSpec
 from job_scheduler.core.decisions import StartDecision
 from sluice_common.placement import Placement
 from mininet_fabric import baselines as bl
-from mininet_tests import fluid, time_split
+from mininet_tests import check_bounds, fluid, time_split
 from mininet_tests.exchange_model import key_times
 from mininet_fabric.priority import LEAF_QUEUE_PACKETS
 from sluice_common.exchange import MTU_BYTES, batch_exchange_s
@@ -726,6 +726,7 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
         buckets = sorted({b for m in ms for b in m["slowdown_by_bucket"]})
         modes[mode] = {
             "mean_jct_s": _median(m["mean_jct_s"] for m in ms),
+            "per_seed": {str(s["seed"]): m["mean_jct_s"] for s, m in zip(per_seed, ms)},
             "p95_jct_s": _median(m["p95_jct_s"] for m in ms),
             "bottleneck_mbps": _median(m["bottleneck"]["mean"] for m in ms),
             "bottleneck_utilisation_pct": _median(digits=1, values=(
@@ -791,7 +792,7 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
     best_mode = min(modes, key=lambda m: modes[m]["mean_jct_s"] or math.inf)
     return {"default_rule": DEFAULT_RULE, "best_baseline": best,
             "default_rule_on_best_baseline": combo, "best_mode": best_mode,
-            "bounds": bounds(modes, combo, best) if combo in modes else None,
+            "bounds": bounds(per_seed),
             "host_cc": getattr(args, "cc", None), "rtt_s": getattr(args, "rtt_s", None),
             "shallow_limit_packets": (bl.shallow_limit_packets(
                 args.uplink_mbps or 50.0, args.rtt_s) if getattr(args, "rtt_s", None) else None),
@@ -809,66 +810,14 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
             "bucket_edges_bytes": list(edges), "wall_time_s": round(wall, 1), "modes": modes}
 
 
-# What the default rule on the best baseline must show (issue 27): mean JCT at least 30 %
-# below off and 20 % below the best baseline (paired per seed), p95 and every size
-# bucket's mean slowdown at most 10 % above the baseline's, its bottleneck throughput at
-# least 95 % of the baseline's (medians over seeds)
-BOUNDS = {"mean_jct_vs_off_pct": -30.0, "mean_jct_pct": -20.0, "p95_jct_pct": 10.0,
-          "slowdown_pct": 10.0, "bottleneck_pct": 95.0}
-# ... unless the model says less is possible against the best baseline: then the rule
-# must come within this many points of the model's bound
-MODEL_BOUND_SLACK_PTS = 5.0
-
-
-def model_bound(modes: dict, combo: str) -> float | None:
-    """What the model says the default rule on the best baseline (``combo``) gains over that
-    baseline, its ``predicted_vs_best_baseline_pct``: the rule orders jobs by bytes left
-    (SRPT, the order that minimises mean JCT on one link), so on those leaves no ranking
-    does better in the model's world. Only the combination the bounds check: the model
-    has no loss term, so its figures for the short FIFO (27-29 % fast) bound nothing."""
-    return modes.get(combo, {}).get("predicted_vs_best_baseline_pct")
-
-
-def mean_jct_target(bound: float | None) -> float:
-    """The mean-JCT bound against the best baseline: ``BOUNDS['mean_jct_pct']``, or the
-    model's bound plus the slack where the model says less than that is possible."""
-    if bound is None or bound <= BOUNDS["mean_jct_pct"]:
-        return BOUNDS["mean_jct_pct"]
-    return round(bound + MODEL_BOUND_SLACK_PTS, 1)
-
-
-def bounds(modes: dict, combo: str, best: str) -> dict:
-    """The default rule on the best baseline (``combo``) against that baseline (``best``)
-    and off, from the summary's modes, with which of ``BOUNDS`` it meets."""
-    rule, base = modes[combo], modes[best]
-
-    def pct(a, b):
-        return None if a is None or not b else round(100 * (a / b - 1), 1)
-
-    slowdown = {b: pct(rule["slowdown_by_bucket"].get(b), v)
-                for b, v in base["slowdown_by_bucket"].items()}
-    out = {"mode": combo, "against": best,
-           "mean_jct_vs_off_pct": rule["mean_jct_change_pct"],
-           "mean_jct_pct": rule["mean_jct_vs_best_baseline_pct"],
-           "p95_jct_pct": pct(rule["p95_jct_s"], base["p95_jct_s"]),
-           "slowdown_pct": slowdown,
-           "bottleneck_pct": (None if not base["bottleneck_mbps"] or rule["bottleneck_mbps"] is None
-                              else round(100 * rule["bottleneck_mbps"] / base["bottleneck_mbps"], 1))}
-    out["model_bound_pct"] = model_bound(modes, combo)
-    out["mean_jct_target_pct"] = mean_jct_target(out["model_bound_pct"])
-    worst = max((v for v in slowdown.values() if v is not None), default=None)
-    out["met"] = {
-        "mean_jct_vs_off_pct": _at_most(out["mean_jct_vs_off_pct"], BOUNDS["mean_jct_vs_off_pct"]),
-        "mean_jct_pct": _at_most(out["mean_jct_pct"], out["mean_jct_target_pct"]),
-        "p95_jct_pct": _at_most(out["p95_jct_pct"], BOUNDS["p95_jct_pct"]),
-        "slowdown_pct": _at_most(worst, BOUNDS["slowdown_pct"]),
-        "bottleneck_pct": (None if out["bottleneck_pct"] is None
-                           else out["bottleneck_pct"] >= BOUNDS["bottleneck_pct"])}
-    return out
-
-
-def _at_most(value, bound):
-    return None if value is None else value <= bound
+def bounds(per_seed: list[dict]) -> dict | None:
+    """The committed checker's verdicts (:mod:`mininet_tests.check_bounds`, issue 47's
+    bounds) on this run's per-seed figures; None where the run lacks the modes they need."""
+    try:
+        what, found = check_bounds.verdicts(per_seed)
+    except ValueError:
+        return None
+    return {**what, "verdicts": [asdict(v) for v in found], "met": all(v.met for v in found)}
 
 
 def markdown(summary: dict, args) -> str:
@@ -949,24 +898,10 @@ def markdown(summary: dict, args) -> str:
 
 
 def _bounds_text(b: dict) -> str:
-    """One line: each bound of :data:`BOUNDS`, its value and whether it is met."""
-    target = b.get("mean_jct_target_pct", BOUNDS["mean_jct_pct"])
-
-    def part(key, label, value):
-        met = {True: "met", False: "NOT met", None: "n/a"}[b["met"][key]]
-        bound = (f">= {BOUNDS[key]:g} %" if key == "bottleneck_pct" else f"<= {BOUNDS[key]:+g} %")
-        if key == "mean_jct_pct" and target != BOUNDS[key]:
-            bound = (f"<= {target:+g} %: the model's bound {b['model_bound_pct']:+g} % + "
-                     f"{MODEL_BOUND_SLACK_PTS:g} points")
-        return f"{label} {value} ({met}, {bound})"
-
-    slow = ", ".join(f"{k} {v:+.1f} %" for k, v in b["slowdown_pct"].items() if v is not None)
-    return (f"Bounds, {b['mode']} against {b['against']} (issue 27): "
-            + "; ".join((part("mean_jct_vs_off_pct", "mean JCT vs off", f"{b['mean_jct_vs_off_pct']} %"),
-                         part("mean_jct_pct", f"vs {b['against']}", f"{b['mean_jct_pct']} %"),
-                         part("p95_jct_pct", "p95", f"{b['p95_jct_pct']} %"),
-                         part("slowdown_pct", "slowdown", slow),
-                         part("bottleneck_pct", "bottleneck", f"{b['bottleneck_pct']} %"))))
+    """The checker's verdicts, one line each."""
+    lines = [f"Bounds (mininet_tests.check_bounds), {b['rule']} against {b['best_baseline']}:"]
+    lines += [f"- {check_bounds.Verdict(**v).line()}" for v in b["verdicts"]]
+    return "\n".join(lines)
 
 
 def _compute_text(summary: dict) -> str:

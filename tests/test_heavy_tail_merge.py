@@ -129,7 +129,7 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
     best = summary["best_baseline"]
     assert rows[best]["predicted_vs_best_baseline_pct"] == 0.0
     lines = mode_table(rows, best)
-    assert len(lines) == 2 + 4 + 2 and "The model's bound on `remaining`" in lines[-1]
+    assert len(lines) == 2 + 4 + 2 and "The model's figure for `remaining`" in lines[-1]
 
 
 def test_the_rule_on_fair_leaves_waits_behind_the_urgent_classes_queue(monkeypatch):
