@@ -35,11 +35,12 @@ All functions return ``tc -batch`` lines (without the leading ``tc``), like prio
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 from mininet_fabric import priority
 from topologies import priority_classes as pc
 
-BASELINES = ("off", "off-shallow", "off-fair")
 MTU_BYTES = 1514
 FAIR_BUCKETS = 64
 FAIR_BUCKET_PACKETS = 100        # a bucket's FIFO: Linux fq's default per-flow limit
@@ -52,11 +53,11 @@ def split_mode(mode: str, rules: tuple[str, ...]) -> tuple[str | None, str]:
     """An experiment mode -> (ranking rule or None, baseline): ``off-fair`` ->
     (None, ``off-fair``); ``remaining`` -> (``remaining``, ``off``);
     ``remaining+off-shallow`` -> (``remaining``, ``off-shallow``)."""
-    if mode in BASELINES:
+    if mode in _REGISTRY:
         return None, mode
     rule, sep, baseline = mode.partition("+")
-    if rule not in rules or (sep and baseline not in BASELINES):
-        raise ValueError(f"mode must be one of {BASELINES}, a rule ({', '.join(rules)}) or "
+    if rule not in rules or (sep and baseline not in _REGISTRY):
+        raise ValueError(f"mode must be one of {names()}, a rule ({', '.join(rules)}) or "
                          f"RULE+BASELINE, got {mode!r}")
     return rule, baseline if sep else "off"
 
@@ -155,14 +156,85 @@ def fair_tree(intf: str, rate_mbit: float, levels: int = pc.LEVELS,
     return lines
 
 
-def egress_tree(baseline: str, intf: str, rate_mbit: float, levels: int = pc.LEVELS,
+@dataclass(frozen=True)
+class Baseline:
+    """One switch-egress queue discipline: how to build it and what the exchange model
+    needs to know of it. Register a new one with :func:`register` (one entry here, or in
+    its own module): the experiments' modes, their help, the model's predictions and the
+    verdict's list of baselines all read this registry."""
+
+    name: str
+    summary: str                                   # one line, for help texts
+    tree: Callable[[str, float, int, float], list[str]]   # (intf, rate_mbit, levels, rtt_s)
+    # the model: packets a message may wait behind in its own class (rate_mbit, rtt_s) ...
+    queue_packets: Callable[[float, float], int]
+    # ... and, for fair-queued leaves, the FIFO depth ahead of it in the more urgent
+    # classes (sluice_common.exchange, "fair-queued leaves"); None: FIFO leaves
+    urgent_packets: int | None = None
+
+
+_REGISTRY: dict[str, Baseline] = {}
+
+
+def register(baseline: Baseline) -> Baseline:
+    if "+" in baseline.name or not baseline.name:
+        raise ValueError(f"a baseline's name has no '+': {baseline.name!r}")
+    _REGISTRY[baseline.name] = baseline
+    return baseline
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+def names() -> tuple[str, ...]:
+    """Every registered baseline, in registration order (``off`` first)."""
+    return tuple(_REGISTRY)
+
+
+def baseline(name: str) -> Baseline:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"baseline must be one of {names()}, got {name!r}") from None
+
+
+def help_text() -> str:
+    """The baselines, one clause each, for a command line's help."""
+    return "; ".join(f"{b.name}: {b.summary}" for b in _REGISTRY.values())
+
+
+def egress_tree(baseline_name: str, intf: str, rate_mbit: float, levels: int = pc.LEVELS,
                 rtt_s: float = 0.0) -> list[str]:
-    """The switch-egress tree of ``baseline`` (one of :data:`BASELINES`)."""
-    if baseline == "off":
-        return priority.priority_tree(intf, rate_mbit, levels)
-    if baseline == "off-shallow":
-        return priority.priority_tree(intf, rate_mbit, levels,
-                                      leaf_limit=shallow_limit_packets(rate_mbit, rtt_s))
-    if baseline == "off-fair":
-        return fair_tree(intf, rate_mbit, levels)
-    raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
+    """The switch-egress tree of a registered baseline."""
+    return baseline(baseline_name).tree(intf, rate_mbit, levels, rtt_s)
+
+
+def queue_bytes(baseline_name: str, rate_mbit: float, rtt_s: float | None) -> float:
+    """Bytes a message may wait behind at the egress, per class (the model's view)."""
+    return baseline(baseline_name).queue_packets(rate_mbit, rtt_s or 0.001) * MTU_BYTES
+
+
+def urgent_bytes(baseline_name: str) -> float | None:
+    packets = baseline(baseline_name).urgent_packets
+    return None if packets is None else packets * MTU_BYTES
+
+
+register(Baseline(
+    "off", f"one deep FIFO of {priority.LEAF_QUEUE_PACKETS} packets per level (no job "
+    "registered: every packet in the least urgent level)",
+    tree=lambda intf, rate, levels, rtt: priority.priority_tree(intf, rate, levels),
+    queue_packets=lambda rate, rtt: priority.LEAF_QUEUE_PACKETS))
+register(Baseline(
+    "off-shallow", "a FIFO of twice the bandwidth-delay product (at least one HTB burst)",
+    tree=lambda intf, rate, levels, rtt: priority.priority_tree(
+        intf, rate, levels, leaf_limit=shallow_limit_packets(rate, rtt)),
+    queue_packets=lambda rate, rtt: shallow_limit_packets(rate, rtt)))
+register(Baseline(
+    "off-fair", f"per-flow fair queueing ({FAIR_BUCKETS} DRR buckets of "
+    f"{FAIR_BUCKET_PACKETS} packets per level)",
+    tree=lambda intf, rate, levels, rtt: fair_tree(intf, rate, levels),
+    # DRR: a message waits behind its own flow's bytes in its bucket, which paced or
+    # window-limited senders keep to about a burst (not the bucket's 100 packets)
+    queue_packets=lambda rate, rtt: burst_packets(),
+    urgent_packets=priority.LEAF_QUEUE_PACKETS))

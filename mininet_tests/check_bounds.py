@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from mininet_fabric.baselines import BASELINES
+from mininet_fabric import baselines as bl
 from sluice_common.job_rank import DEFAULT_RULE
 
 MEAN_JCT_VS_OFF_PCT = -30.0
@@ -127,7 +127,7 @@ def _every_mode(per_seed: list[dict], figure) -> tuple[float | None, str]:
 
 def verdicts(per_seed: list[dict], rule: str = DEFAULT_RULE) -> tuple[dict, list[Verdict]]:
     """Which modes are compared, and each bound's verdict."""
-    baselines = [b for b in BASELINES if any(b in s["modes"] for s in per_seed)]
+    baselines = [b for b in bl.names() if any(b in s["modes"] for s in per_seed)]
     best = best_of(per_seed, baselines)
     on_best_queue = best_of(per_seed, [rule_mode(b, rule) for b in baselines])
     if best is None or on_best_queue is None or "off" not in per_seed[0]["modes"]:
@@ -162,8 +162,8 @@ def verdicts(per_seed: list[dict], rule: str = DEFAULT_RULE) -> tuple[dict, list
                 err is not None and err <= PREDICTION_ERROR_PCT, err_detail, signed=False),
     ]
     # the best baseline is the best of them all: a run that left one out has no verdict
-    missing = [b for b in BASELINES if not all(b in s["modes"] for s in per_seed)]
-    out.insert(0, Verdict("every baseline run in every seed", None, ", ".join(BASELINES),
+    missing = [b for b in bl.names() if not all(b in s["modes"] for s in per_seed)]
+    out.insert(0, Verdict("every baseline run in every seed", None, ", ".join(bl.names()),
                           not missing, f"missing {', '.join(missing)}" if missing else ""))
     seeds = [s.get("seed") for s in per_seed]
     return {"rule": r, "best_baseline": best, "seeds": seeds}, out

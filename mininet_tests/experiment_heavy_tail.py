@@ -51,8 +51,7 @@ from sluice_common.placement import Placement
 from mininet_fabric import baselines as bl
 from mininet_tests import check_bounds, fluid, time_split
 from mininet_tests.exchange_model import key_times
-from mininet_fabric.priority import LEAF_QUEUE_PACKETS
-from sluice_common.exchange import MTU_BYTES, batch_exchange_s
+from sluice_common.exchange import batch_exchange_s
 from mininet_tests.heavy_tail import MixJob, heavy_tail_mix
 from end_to_end.report import write_report
 from end_to_end.run import environment
@@ -60,11 +59,15 @@ from end_to_end.runloop import RealTimeRun, RunOptions
 from ps_runtime.plan import BLOCK
 from topologies import load_topology
 
-MODES = ("off", "progress", "remaining", "attained")
-# --baselines all: the baselines (switch-egress queue disciplines, mininet_fabric/baselines.py)
-# as modes too, and the default rule on each non-FIFO baseline ("<rule>+<baseline>")
-ALL_MODES = ("off", "off-shallow", "off-fair", "progress", "remaining", "attained",
-             f"{DEFAULT_RULE}+off-shallow", f"{DEFAULT_RULE}+off-fair")
+MODES = ("off",) + RANK_RULES
+
+
+def all_modes() -> tuple[str, ...]:
+    """--baselines all: every registered baseline (switch-egress queue discipline,
+    mininet_fabric/baselines.py) as a mode too, and the default rule on each one but the
+    deep FIFO ("<rule>+<baseline>"; the rule on ``off`` is the rule's own mode)."""
+    others = [b for b in bl.names() if b != "off"]
+    return ("off", *others, *RANK_RULES, *(f"{DEFAULT_RULE}+{b}" for b in others))
 # The run's scheduling slot: a job arriving waits half of one on average before it
 # starts (part of its JCT, and of the model's prediction)
 SLOT_S = 0.25
@@ -128,20 +131,7 @@ def model_exchange_s(nbytes: float, capacity: float, pipeline_keys: int = PIPELI
 
 def buffer_bytes(baseline: str, capacity: float, rtt_s: float | None) -> float:
     """Bytes a message may wait behind at the egress, per class, under ``baseline``."""
-    if baseline == "off-shallow":
-        return bl.shallow_limit_packets(capacity * 8 / 1e6, rtt_s or 0.001) * MTU_BYTES
-    if baseline == "off-fair":
-        # DRR: a message waits behind its own flow's bytes in its bucket, which paced or
-        # window-limited senders keep to about a burst (not the bucket's 100 packets)
-        return bl.burst_packets() * MTU_BYTES
-    return LEAF_QUEUE_PACKETS * MTU_BYTES
-
-
-def urgent_bytes(baseline: str) -> float | None:
-    """With fair-queued leaves, the queue a message waits behind in the more urgent classes:
-    what their senders keep, as in a FIFO leaf (sluice_common.exchange, "fair-queued
-    leaves"); None for FIFO leaves, whose one queue is :func:`buffer_bytes`."""
-    return LEAF_QUEUE_PACKETS * MTU_BYTES if baseline == "off-fair" else None
+    return bl.queue_bytes(baseline, capacity * 8 / 1e6, rtt_s)
 
 
 def model_prediction(mix: list[MixJob], capacity: float, mode: str,
@@ -167,7 +157,7 @@ def model_jobs(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | Non
     jct = fluid.simulate_batches(jobs, rule or "off", capacity,
                                  buffer_bytes(baseline, capacity, rtt_s),
                                  overhead_s=SLOT_S / 2, started=started,
-                                 urgent_bytes=urgent_bytes(baseline))
+                                 urgent_bytes=bl.urgent_bytes(baseline))
     return jct, started
 
 
@@ -183,12 +173,12 @@ def fluid_jobs(mix: list[MixJob], capacity: float) -> list[fluid.FluidJob]:
 
 
 def modes_for(baselines: str, only: str | None = None) -> tuple[str, ...]:
-    """The experiment's modes: ``none`` -> off and the rules; ``all`` -> ALL_MODES.
+    """The experiment's modes: ``none`` -> off and the rules; ``all`` -> :func:`all_modes`.
     ``only`` (--modes, comma-separated) keeps those of them, ``off`` always (every
     figure is paired against it), in the usual order."""
     if baselines not in ("none", "all"):
         raise ValueError(f"baselines must be none or all, got {baselines!r}")
-    modes = ALL_MODES if baselines == "all" else MODES
+    modes = all_modes() if baselines == "all" else MODES
     if only is None:
         return modes
     wanted = {m.strip() for m in only.split(",") if m.strip()} | {"off"}
@@ -719,7 +709,7 @@ def _range(pairs):
 
 def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
     modes = {}
-    present = [m for m in ALL_MODES if m in per_seed[0]["modes"]]
+    present = [m for m in all_modes() if m in per_seed[0]["modes"]]
     for mode in present:
         ms = [s["modes"][mode] for s in per_seed]
         offs = [s["modes"]["off"] for s in per_seed]
@@ -776,7 +766,7 @@ def summarize(per_seed: list[dict], args, wall: float, edges) -> dict:
                 100 * m["bottleneck"]["mean"] / o["bottleneck"]["mean"]
                 for m, o in zip(ms, offs) if m["bottleneck"]["mean"] and o["bottleneck"]["mean"])),
         }
-    baselines_run = [b for b in bl.BASELINES if b in modes]
+    baselines_run = [b for b in bl.names() if b in modes]
     best = min(baselines_run, key=lambda b: modes[b]["mean_jct_s"] or math.inf)
     combo = f"{DEFAULT_RULE}+{best}"
     if best == "off" and DEFAULT_RULE in modes:  # the rule on the deep FIFO is the rule's mode

@@ -36,6 +36,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sluice_common.job_rank import RANK_RULES  # noqa: E402
+from mininet_fabric import baselines as bl  # noqa: E402
 from job_scheduler.core.estimator import Estimator, nominal_bandwidth  # noqa: E402
 from sluice_common.jobspec import JobSpec  # noqa: E402
 from job_scheduler.core.decisions import StartDecision  # noqa: E402
@@ -127,14 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host-tcp", default="kernel", choices=("kernel", "starved-ok"),
                     help="heavy-tail/same-start: host TCP settings (experiment_heavy_tail.HOST_TCP)")
     ap.add_argument("--baselines", default="none", choices=("none", "all"),
-                    help="heavy-tail/same-start: all: also the baselines off-shallow (FIFO of "
-                         "2x the bandwidth-delay product) and off-fair (per-flow fair queueing) "
-                         "at the switch egresses, and the default rule on each "
-                         "(RULE+BASELINE); the summary names the best baseline "
+                    help="heavy-tail/same-start: all: also every registered baseline at "
+                         f"the switch egresses ({bl.help_text()}), and the default rule on "
+                         "each (RULE+BASELINE); the summary names the best baseline "
                          "(mininet_fabric/baselines.py)")
     ap.add_argument("--modes", default=None, metavar="MODE[,MODE...]",
                     help="heavy-tail/same-start: run only these modes (off always), e.g. "
-                         "off-fair,remaining+off-fair with --baselines all")
+                         "BASELINE,RULE+BASELINE with --baselines all")
     ap.add_argument("--cc", default="machine", choices=("machine", "bbr", "cubic"),
                     help="heavy-tail/same-start: the hosts' TCP congestion control, set in "
                          "each host's network namespace (default: this machine's)")

@@ -275,15 +275,16 @@ def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
 def test_the_check_compares_each_scenario_with_the_model_per_discipline():
     """Measurements made by the model itself give 0 % error; a scenario measured 25 %
     slower gives -20 %; the resent share comes from the counters over the bytes sent."""
-    from bench.fabric.check_exchange import (ARRIVING, DISCIPLINES, compare, measured_figure,
-                                             model_figure, scenarios, sent_bytes)
+    from bench.fabric.check_exchange import (ARRIVING, compare, measured_figure, model_figure,
+                                             scenarios, sent_bytes)
+    from mininet_fabric.baselines import names
     from mininet_tests.experiment_heavy_tail import buffer_bytes, experiment_topology
 
     _, capacity = experiment_topology(12.0)
     mixes = scenarios()
     assert [len(m) for m in mixes.values()] == [1, 2, 6, 5, 8]
     runs = {}
-    for disc in DISCIPLINES:
+    for disc in names():
         buf = buffer_bytes(disc, capacity, 0.001)
         for name, mix in mixes.items():
             figure = model_figure(name, mix, capacity, buf, C)

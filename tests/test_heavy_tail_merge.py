@@ -140,12 +140,13 @@ def test_the_rule_on_fair_leaves_waits_behind_the_urgent_classes_queue(monkeypat
     import json
     from pathlib import Path
 
+    from mininet_fabric import baselines as bl
     from mininet_fabric.priority import LEAF_QUEUE_PACKETS
     from mininet_tests import experiment_heavy_tail as ht
     from sluice_common.exchange import MTU_BYTES
 
-    assert ht.urgent_bytes("off-fair") == LEAF_QUEUE_PACKETS * MTU_BYTES
-    assert ht.urgent_bytes("off") is None and ht.urgent_bytes("off-shallow") is None
+    assert bl.urgent_bytes("off-fair") == LEAF_QUEUE_PACKETS * MTU_BYTES
+    assert bl.urgent_bytes("off") is None and bl.urgent_bytes("off-shallow") is None
     stored = Path(__file__).parents[1] / "bench/results/priority-rules"
     seed = json.loads((stored / "heavy-tail-0.7-fq100-per-seed.json").read_text())[0]
     mix = ht.stored_mix(seed)
@@ -153,6 +154,6 @@ def test_the_rule_on_fair_leaves_waits_behind_the_urgent_classes_queue(monkeypat
     mean = {m: ht.model_prediction(mix, capacity, m, 0.001)["predicted_mean_jct_s"]
             for m in ("remaining", "remaining+off-fair")}
     assert mean["remaining+off-fair"] == pytest.approx(mean["remaining"], rel=0.10)
-    monkeypatch.setattr(ht, "urgent_bytes", lambda baseline: None)
+    monkeypatch.setattr(bl, "urgent_bytes", lambda baseline: None)
     drr_only = ht.model_prediction(mix, capacity, "remaining+off-fair", 0.001)
     assert mean["remaining+off-fair"] > drr_only["predicted_mean_jct_s"]

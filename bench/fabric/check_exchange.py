@@ -3,9 +3,9 @@
     sudo .venv/bin/python -m bench.fabric.check_exchange [--json [OUT]] [--from JSON] [--pool N]
 
 On the heavy-tail experiment's fabric and run loop (controller process, warm PS
-processes, priority off), under each of the experiment's baselines at every switch port
-(``off``: the 200-packet FIFO; ``off-shallow``: an 11-packet FIFO; ``off-fair``: per-flow
-DRR over 100-packet buckets), runs five scenarios (:func:`scenarios`): one bulk job alone,
+processes, priority off), under each registered baseline at every switch port
+(``mininet_fabric.baselines``: the deep FIFO, the short FIFO, per-flow DRR, ...), runs five
+scenarios (:func:`scenarios`): one bulk job alone,
 two bulk jobs at once, six at once, three small probes arriving one by one among two
 bulk jobs, and six newcomers of the heavy-tail's medium size arriving one by one among
 two bulk jobs. Per scenario it prints the measured figure against the model's with the
@@ -33,9 +33,9 @@ from functools import partial
 from pathlib import Path
 
 from bench import harness
+from mininet_fabric import baselines as bl
 from bench.fabric.calibrate_exchange import BULK, UPLINK_MBPS, _sharers, loadavg, run_mix
 
-DISCIPLINES = ("off", "off-shallow", "off-fair")
 PROBE = (150_000, 2)            # bytes per batch, batches
 PROBE_AT_S = (2.0, 4.5, 7.0)    # the probes' arrivals among two bulk jobs
 # newcomers: jobs of the heavy-tail's medium size (bytes per batch, batches) arriving
@@ -103,7 +103,7 @@ def compare(measured: dict, c=None) -> list[dict]:
     _, capacity = experiment_topology(UPLINK_MBPS)
     mixes = scenarios()
     rows = []
-    for disc in DISCIPLINES:
+    for disc in bl.names():
         buffer = buffer_bytes(disc, capacity, measured.get("rtt_s"))
         for name, mix in mixes.items():
             run = measured.get("runs", {}).get(f"{disc}/{name}")
@@ -146,7 +146,7 @@ def measure(pool: int | None = None) -> dict:
             rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
             try:
                 k = 0
-                for disc in DISCIPLINES:
+                for disc in bl.names():
                     fabric.install_priority_tree(partial(bl.egress_tree, disc, rtt_s=rtt_s))
                     for name, mix in mixes.items():
                         run = run_mix(topology, fabric, client, runner, out / f"{disc}-{name}",
