@@ -187,9 +187,10 @@ def warm_pool_sizes(topology, planned: list[dict] | None) -> dict[str, int] | in
 
 @contextmanager
 def warm_processes(topology, fabric, compute: str, planned: list[dict] | None = None,
-                   refill: bool = True):
+                   refill: bool = True, per_host: int | None = None, timeout_s: float = 90.0):
     """A pool of pre-started PS processes per host (ps_runtime.warm) for the whole run,
-    sized by ``planned`` (:func:`warm_pool_sizes`). ``refill`` False: a process handed to
+    sized by ``planned`` (:func:`warm_pool_sizes`), or ``per_host`` processes on every host
+    (an experiment that knows its largest pass). ``refill`` False: a process handed to
     a job is replaced only by ``runner.fill()``, which a caller that measures passes runs
     between them. Refilling during a pass imports MXNet in ~30 processes at once; even at
     nice 19 that kept the 2-core machine at 0 % idle and doubled the demo's cross-rack
@@ -199,10 +200,10 @@ def warm_processes(topology, fabric, compute: str, planned: list[dict] | None = 
 
     preload = ("mxnet",) if compute == "emulated" else ("mxnet", "torch")
     runner = WarmRunner(MininetRunner(fabric), [h.name for h in topology.hosts],
-                        per_host=warm_pool_sizes(topology, planned), preload=preload,
-                        refill=refill)
+                        per_host=per_host or warm_pool_sizes(topology, planned),
+                        preload=preload, refill=refill)
     t0 = time.monotonic()
-    ready = runner.wait_ready()
+    ready = runner.wait_ready(timeout=timeout_s)
     print(f"sluice: {ready} PS processes pre-started on {len(topology.hosts)} hosts "
           f"({', '.join(preload)} imported) in {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
     try:

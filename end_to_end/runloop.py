@@ -33,7 +33,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from job_scheduler.core.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
 from job_scheduler.core.estimator import Estimator, batches_for, effective_bandwidth
@@ -87,12 +87,24 @@ class _Running:
     first_batch: dict[int, float] = field(default_factory=dict)   # worker -> t of batch 1 done
 
 
+class RunSampler(Protocol):
+    """What an experiment measures as a run goes, without subclassing the loop."""
+
+    def on_turn(self, now: float, running: Mapping[str, _Running]) -> None:
+        """Each loop turn, after the running jobs were watched."""
+
+    def on_job_end(self, name: str, job: _Running) -> dict:
+        """A job has ended, its processes not yet stopped: fields for its record."""
+
+
 class RealTimeRun:
     def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy: Policy | Callable,
                  estimator: Estimator, fabric, client, out_dir: Path,
                  options: RunOptions = RunOptions(), *, policy_name: str = "?",
-                 runner=None, mechanisms: Sequence = (), costs=None, can_suspend: bool = False):
+                 runner=None, mechanisms: Sequence = (), costs=None, can_suspend: bool = False,
+                 sampler: "RunSampler | None" = None):
         self.topology = topology
+        self.sampler = sampler           # an experiment's measurements taken as the run goes
         self.jobs = sorted(jobs, key=lambda j: (j.arrival, j.name))
         # a plain (queued, state, now) function: an experiment's fixed placement
         self.policy = policy if isinstance(policy, Policy) else FunctionPolicy(policy)
@@ -193,7 +205,8 @@ class RealTimeRun:
                 if ended:                    # GPUs freed: e.g. migration onto them
                     self._carry_out(self._plan(lambda: [m.after_complete(view)
                                                         for m in self.mechanisms]))
-                self._after_watch()
+                if self.sampler is not None:
+                    self.sampler.on_turn(self.now(), self.running)
                 self._launch_ready()
                 if now >= next_sample:
                     self.sample_links()
@@ -222,9 +235,6 @@ class RealTimeRun:
                 self.records[r.qjob.spec.name].update(status="stopped", iterations=r.iterations)
         self.sample_links()
         return self.result()
-
-    def _after_watch(self) -> None:
-        """Each loop turn after the jobs were watched (experiment_heavy_tail samples)."""
 
     # ---- deciding ------------------------------------------------------------------
     def _plan(self, decide) -> SlotPlan:
@@ -425,6 +435,8 @@ class RealTimeRun:
             self.suspensions.first_batches(r.qjob.spec.name, r, self.say)
 
     def _finish(self, r: _Running) -> None:
+        # the sampler's last look, while the job's processes still exist
+        extra = self.sampler.on_job_end(r.qjob.spec.name, r) if self.sampler else {}
         self._watch_tail(r)
         r.psjob.stop()                     # every process has exited: closes the logs
         self._forget(r)
@@ -444,7 +456,7 @@ class RealTimeRun:
                    turnaround=round(finish - spec.arrival, 3),
                    wait=round(r.started - spec.arrival, 3),
                    mean_iteration_s=round(sum(times) / len(times), 4) if times else None,
-                   iterations=r.iterations)
+                   iterations=r.iterations, **extra)
         self.say(f"{'finish' if ok else 'FAILED'} {spec.name}: turnaround {finish - spec.arrival:.1f} s, "
                  f"mean iteration {rec['mean_iteration_s']} s; {self.state.total_free} GPUs free"
                  + ("" if ok else f"\n{rec['error']}"))

@@ -4,7 +4,7 @@
         [--rank progress] [--out DIR]
     .venv/bin/python -m mininet_tests.experiment_priority --mix heavy-tail|same-start
         [--load 0.7] [--seeds 5] [--baselines none|all] [--cc machine|bbr|cubic] [--out DIR]
-        # see mininet_tests/experiment_heavy_tail.py
+        # the heavy-tail experiment's own command line: mininet_tests/heavy_tail/
 
 Three smallcnn jobs (0.42M parameters, 1.7 MB pushed and pulled per worker per batch,
 ~0.1 s of compute: communication-bound on the emulated fabric) have their parameter
@@ -36,7 +36,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sluice_common.job_rank import RANK_RULES  # noqa: E402
-from mininet_fabric import baselines as bl  # noqa: E402
 from job_scheduler.core.estimator import Estimator, nominal_bandwidth  # noqa: E402
 from sluice_common.jobspec import JobSpec  # noqa: E402
 from job_scheduler.core.decisions import StartDecision  # noqa: E402
@@ -47,17 +46,8 @@ from end_to_end.runloop import RealTimeRun, RunOptions  # noqa: E402
 from topologies import load_topology  # noqa: E402
 
 LAGGING = "job-c"
-# heavy-tail: batches 10..1000 x 0.1 = 1..100, bytes per batch 150 kB..1.5 MB, 16 jobs,
-# rack uplinks shaped at 12 Mbit/s, so that one seed (four modes) fits in 8 minutes here.
-# Why 12 Mbit/s and not the topology's 50: on 2 cores the jobs' ps-lite processes and the
-# userspace datapath carry only ~12 Mbit/s in all, so at 50 the CPU, not the link, is the
-# bottleneck and no ranking rule can change anything (bench/HISTORY.md, round 5: 11.9 of
-# 50 Mbit/s used, every rule within 5 % of off). At 12 Mbit/s the link is the bottleneck
-# the experiment is about. Every link is scaled alike (experiment_heavy_tail).
-HEAVY_TAIL_SCALE = 0.1
-HEAVY_TAIL_BYTES_LO = 150_000
-HEAVY_TAIL_JOBS = 16
-HEAVY_TAIL_UPLINK_MBPS = 12.0
+# the mixes the heavy-tail experiment's own command line takes (mininet_tests/heavy_tail/)
+HEAVY_TAIL_MIXES = ("heavy-tail", "same-start")
 
 
 def jobs(batches_long: int, batches_short: int, mix: str = "one-late") -> list[JobSpec]:
@@ -92,80 +82,25 @@ def median(values):
 
 
 def main(argv: list[str] | None = None) -> int:
+    which = argparse.ArgumentParser(add_help=False)
+    which.add_argument("--mix", default="one-late")
+    if which.parse_known_args(argv)[0].mix in HEAVY_TAIL_MIXES:
+        from mininet_tests.heavy_tail.cli import main as heavy_tail_main
+        return heavy_tail_main(argv)
     ap = argparse.ArgumentParser(prog="python -m mininet_tests.experiment_priority",
-                                 description=__doc__.split("\n")[0])
+                                 description=__doc__.split("\n")[0],
+                                 epilog="--mix heavy-tail|same-start: the heavy-tail "
+                                        "experiment's options (--mix heavy-tail --help)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--batches", type=int, default=40, help="batches of job-a and job-b")
     ap.add_argument("--short-batches", type=int, default=15, help="batches of job-c")
-    ap.add_argument("--mix", default="one-late",
-                    choices=("one-late", "two-late", "heavy-tail", "same-start"),
+    ap.add_argument("--mix", default="one-late", choices=("one-late", "two-late") + HEAVY_TAIL_MIXES,
                     help="arrival pattern (see jobs()); heavy-tail and same-start: "
-                         "mininet_tests/experiment_heavy_tail.py")
+                         "mininet_tests/heavy_tail/")
     ap.add_argument("--rank", default="progress", choices=RANK_RULES,
-                    help="one-late/two-late: the rule of the priority-on runs (default progress)")
-    ap.add_argument("--load", type=float, default=0.7, help="heavy-tail: offered bottleneck load")
-    ap.add_argument("--seeds", type=int, default=5, help="heavy-tail/same-start: seeds 1..N")
-    ap.add_argument("--seed-list", type=lambda t: [int(x) for x in t.split(",")], default=None,
-                    help="heavy-tail: explicit seeds, e.g. 6,7")
-    ap.add_argument("--jobs", type=int, default=HEAVY_TAIL_JOBS,
-                    help="heavy-tail: jobs per seed (>= 10)")
-    ap.add_argument("--scale", type=float, default=HEAVY_TAIL_SCALE,
-                    help="heavy-tail: batches per job are 10..1000 times this")
-    ap.add_argument("--bytes-lo", type=int, default=HEAVY_TAIL_BYTES_LO,
-                    help="heavy-tail: bytes per batch are log-uniform on [this, 10x this]")
-    ap.add_argument("--compute", default="profile", choices=("profile", "share"),
-                    help="heavy-tail: compute per batch from the H100 profile (alexnet, "
-                         "b=32: communication-dominated) or a 30-70 %% communication share")
-    ap.add_argument("--start", default="warm", choices=("warm", "cold"),
-                    help="heavy-tail/same-start: PS processes pre-started with MXNet "
-                         "imported (warm) or started per job (cold: ~25 s each here)")
-    ap.add_argument("--uplink-mbps", type=float, default=None,
-                    help="heavy-tail/same-start: shape the rack uplinks at this rate (every "
-                         f"link scaled alike; default: {HEAVY_TAIL_UPLINK_MBPS:g} for "
-                         "heavy-tail, the topology's 50 Mbit/s for same-start; 0: the "
-                         "topology's for both)")
-    ap.add_argument("--job-timeout", type=float, default=400.0)
-    ap.add_argument("--host-tcp", default="kernel", choices=("kernel", "starved-ok"),
-                    help="heavy-tail/same-start: host TCP settings (experiment_heavy_tail.HOST_TCP)")
-    ap.add_argument("--baselines", default="none", choices=("none", "all"),
-                    help="heavy-tail/same-start: all: also every registered baseline at "
-                         f"the switch egresses ({bl.help_text()}), and the default rule on "
-                         "each (RULE+BASELINE); the summary names the best baseline "
-                         "(mininet_fabric/baselines.py)")
-    ap.add_argument("--modes", default=None, metavar="MODE[,MODE...]",
-                    help="heavy-tail/same-start: run only these modes (off always), e.g. "
-                         "BASELINE,RULE+BASELINE with --baselines all")
-    ap.add_argument("--cc", default="machine", choices=("machine", "bbr", "cubic"),
-                    help="heavy-tail/same-start: the hosts' TCP congestion control, set in "
-                         "each host's network namespace (default: this machine's)")
-    ap.add_argument("--resummarize", default=None, metavar="DIR",
-                    help="heavy-tail/same-start: recompute DIR's summary from its run reports")
-    ap.add_argument("--merge", default=None, metavar="DIR[,DIR...]",
-                    help="with --resummarize: add these experiment directories' seeds")
-    ap.add_argument("--repredict", action="store_true",
-                    help="with --resummarize: the model's predictions again, current constants")
+                    help="the rule of the priority-on runs (default progress)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    if args.mix in ("heavy-tail", "same-start"):
-        if not 0 < args.load < 1 or args.seeds < 1 or args.jobs < 1:
-            ap.error("--load must be in (0, 1); --seeds and --jobs must be >= 1")
-        if args.uplink_mbps is None and args.mix == "heavy-tail":
-            args.uplink_mbps = HEAVY_TAIL_UPLINK_MBPS
-        elif args.uplink_mbps == 0:
-            args.uplink_mbps = None          # the topology's own rate
-        if args.uplink_mbps is not None and args.uplink_mbps <= 0:
-            ap.error(f"--uplink-mbps must be > 0 (or 0: the topology's), got {args.uplink_mbps}")
-        from mininet_tests.experiment_heavy_tail import (markdown, modes_for, resummarize,
-                                                         run as run_heavy_tail)
-        try:          # a bad --modes is refused here, before any fabric is built
-            modes_for(args.baselines, args.modes)
-        except ValueError as e:
-            ap.error(str(e))
-        if args.resummarize:
-            merge = [Path(d) for d in args.merge.split(",")] if args.merge else []
-            print(markdown(resummarize(Path(args.resummarize), args, merge, args.repredict), args))
-            return 0
-        return run_heavy_tail(args)
     if args.reps < 1 or args.batches < 1 or args.short_batches < 1:
         ap.error("--reps, --batches and --short-batches must be >= 1")
     out = Path(args.out or f"runs/experiment-priority-{time.strftime('%Y%m%d-%H%M%S')}")

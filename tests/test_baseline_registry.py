@@ -35,7 +35,7 @@ def test_the_builtin_baselines_come_from_the_registry():
 
 
 def test_a_registered_baseline_reaches_the_modes_and_the_tree(tiny):
-    from mininet_tests.experiment_heavy_tail import modes_for
+    from mininet_tests.heavy_tail.summary import modes_for
     from sluice_common.job_rank import DEFAULT_RULE, RANK_RULES
 
     modes = modes_for("all")
@@ -47,8 +47,8 @@ def test_a_registered_baseline_reaches_the_modes_and_the_tree(tiny):
 
 
 def test_a_registered_baseline_reaches_the_exchange_model(tiny):
-    from mininet_tests.experiment_heavy_tail import buffer_bytes, model_jobs
-    from mininet_tests.heavy_tail import MixJob
+    from mininet_tests.heavy_tail.predict import buffer_bytes, model_jobs
+    from mininet_tests.heavy_tail.mix import MixJob
 
     capacity = 1.5e6
     assert buffer_bytes("tiny-fifo", capacity, 0.001) == 5 * bl.MTU_BYTES
@@ -78,5 +78,5 @@ def test_a_registered_baseline_reaches_the_checks_and_the_help(tiny):
     assert not first.met and "tiny-fifo" in first.detail
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
-        experiment_priority.main(["--help"])
+        experiment_priority.main(["--mix", "heavy-tail", "--help"])
     assert "tiny-fifo: a FIFO of 5 packets per level (test)" in " ".join(out.getvalue().split())

@@ -237,7 +237,8 @@ def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
 
     from bench.fabric.calibrate_exchange import (BULK, PROBE, _sharers, driver_mix, fit_many,
                                                  fit_startup)
-    from mininet_tests.experiment_heavy_tail import SLOT_S, experiment_topology
+    from mininet_tests.heavy_tail.predict import SLOT_S
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from sluice_common.exchange import egress_state, share_egress
 
     _, capacity = experiment_topology(12.0)
@@ -278,7 +279,8 @@ def test_the_check_compares_each_scenario_with_the_model_per_discipline():
     from bench.fabric.check_exchange import (ARRIVING, compare, measured_figure, model_figure,
                                              scenarios, sent_bytes)
     from mininet_fabric.baselines import names
-    from mininet_tests.experiment_heavy_tail import buffer_bytes, experiment_topology
+    from mininet_tests.heavy_tail.predict import buffer_bytes
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology
 
     _, capacity = experiment_topology(12.0)
     mixes = scenarios()
@@ -323,6 +325,7 @@ def test_shallow_loss_bench_counts_resent_bytes_over_all_sent():
     with pytest.raises(ValueError):
         retrans_share(-1, 1e6)
     from bench.fabric.calibrate_exchange import BULK, UPLINK_MBPS
-    from mininet_tests.experiment_heavy_tail import experiment_topology, model_exchange_s
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology
+    from mininet_tests.heavy_tail.predict import model_exchange_s
     _, capacity = experiment_topology(UPLINK_MBPS)
     assert model_iteration_s(0.001) > 1.5 * model_exchange_s(BULK[0], capacity)

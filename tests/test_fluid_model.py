@@ -4,11 +4,11 @@ import statistics
 
 import pytest
 
-from mininet_tests.experiment_heavy_tail import (alone_s, bottleneck_mbps, bucket_of,
-                                                 experiment_topology,
-                                                 fluid_jobs, p95, same_start_mix)
+from mininet_tests.heavy_tail.predict import alone_s, fluid_jobs, same_start_mix
+from mininet_tests.heavy_tail.measure import bottleneck_mbps, bucket_of, p95
+from mininet_tests.heavy_tail.fabric_setup import experiment_topology
 from mininet_tests.fluid import FluidJob, mean, simulate
-from mininet_tests.heavy_tail import bounded_pareto, heavy_tail_mix, offered_load
+from mininet_tests.heavy_tail.mix import bounded_pareto, heavy_tail_mix, offered_load
 
 C = 50e6 / 8
 
@@ -80,7 +80,7 @@ def test_heavy_tail_mix_is_seeded_and_offers_the_load():
 
 
 def test_profile_compute_mix_keeps_the_sizes_and_is_communication_dominated():
-    from mininet_tests.experiment_heavy_tail import profile_compute_s
+    from mininet_tests.heavy_tail.predict import profile_compute_s
 
     compute = profile_compute_s()           # AlexNet, batch 32, on the H100 profile
     assert 0 < compute < 0.02
@@ -119,7 +119,7 @@ def test_experiment_topology_rescales_every_link_to_the_uplink_rate():
     # the host links keep their ratio to the uplink (the queue stays at the ToR egress)
     host = {h.name: h.bw for h in slow.hosts}["h1"] * slow.emulation_bw_scale
     assert host == pytest.approx(24.0)
-    with pytest.raises(ValueError, match="uplink-mbps"):
+    with pytest.raises(ValueError, match="uplinks. rate must be > 0"):
         experiment_topology(0)
 
 

@@ -2,19 +2,19 @@
 the model's predictions recomputed from each seed's mix (no fabric)."""
 
 import json
-from argparse import Namespace
 from pathlib import Path
 
 import pytest
 
-from mininet_tests.experiment_heavy_tail import resummarize
+from mininet_tests.heavy_tail.config import HeavyTailConfig
+from mininet_tests.heavy_tail.run import resummarize
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "priority-rules"
 
 
-def _args():
-    return Namespace(mix="heavy-tail", load=0.7, scale=0.15, bytes_lo=1_000_000, jobs=16,
-                     host_tcp="kernel", baselines="all")
+def _config(original: dict) -> HeavyTailConfig:
+    return HeavyTailConfig(load=0.7, scale=original["scale"], bytes_lo=original["bytes_lo"],
+                           baselines="all")
 
 
 def _split(tmp_path) -> tuple[Path, Path, dict]:
@@ -30,9 +30,8 @@ def _split(tmp_path) -> tuple[Path, Path, dict]:
 
 def test_merged_seeds_give_the_summary_of_the_run_that_had_them_all(tmp_path):
     a, b, original = _split(tmp_path)
-    args = _args()
-    args.scale, args.bytes_lo = original["scale"], original["bytes_lo"]
-    merged = resummarize(a, args, [b])
+    config = _config(original)
+    merged = resummarize(a, config, [b])
     assert merged["seeds"] == original["seeds"]
     for mode, x in original["modes"].items():
         assert merged["modes"][mode]["mean_jct_s"] == pytest.approx(x["mean_jct_s"])
@@ -41,14 +40,12 @@ def test_merged_seeds_give_the_summary_of_the_run_that_had_them_all(tmp_path):
     assert merged["best_baseline"] == original["best_baseline"]
     assert merged.get("predictions") == original.get("predictions")    # carried, not redone
     with pytest.raises(ValueError, match="twice"):
-        resummarize(a, args, [b])             # a now holds both seeds already
+        resummarize(a, config, [b])             # a now holds both seeds already
 
 
 def test_repredict_recomputes_from_the_mix_and_says_so(tmp_path):
     a, b, original = _split(tmp_path)
-    args = _args()
-    args.scale, args.bytes_lo = original["scale"], original["bytes_lo"]
-    again = resummarize(a, args, [b], repredict=True)
+    again = resummarize(a, _config(original), [b], repredict=True)
     assert "recomputed after the runs" in again["predictions"]
     for mode, x in again["modes"].items():       # measurements untouched
         assert x["mean_jct_s"] == pytest.approx(original["modes"][mode]["mean_jct_s"])
@@ -72,7 +69,7 @@ def test_repredict_recomputes_from_the_mix_and_says_so(tmp_path):
 def test_a_long_experiment_never_runs_out_of_ports():
     """5 seeds x 8 modes of 16 jobs once ran past port 65,535 at the 32nd run; the port
     blocks now cycle, and consecutive runs never share a port."""
-    from mininet_tests.experiment_heavy_tail import PORTS_FROM, PORTS_TO, run_ports
+    from mininet_tests.heavy_tail.fabric_setup import PORTS_FROM, PORTS_TO, run_ports
     from ps_runtime.plan import BLOCK
 
     bases = [run_ports(k, 16) for k in range(5 * 8 * 2)]
@@ -86,8 +83,8 @@ def test_a_long_experiment_never_runs_out_of_ports():
 def test_the_hosts_ephemeral_ports_stay_clear_of_the_port_blocks():
     """A host's outgoing connections take ports from its own ephemeral range: it lies
     above every block a run's ps-lite may listen on, whatever --host-tcp says."""
-    from mininet_tests.experiment_heavy_tail import (EPHEMERAL_PORTS, HOST_TCP, PORTS_TO,
-                                                     host_sysctls)
+    from mininet_tests.heavy_tail.fabric_setup import EPHEMERAL_PORTS, PORTS_TO, host_sysctls
+    from mininet_tests.heavy_tail.config import HOST_TCP
 
     for tuning in HOST_TCP:
         got = host_sysctls(tuning)
@@ -104,8 +101,9 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
     from pathlib import Path
 
     from bench.fabric.model_by_bucket import by_bucket, by_mode, mode_table, table
-    from mininet_tests.experiment_heavy_tail import (experiment_topology, model_prediction,
-                                                     stored_mix)
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology
+    from mininet_tests.heavy_tail.predict import model_prediction
+    from mininet_tests.heavy_tail.run import stored_mix
 
     stored = Path(__file__).parents[1] / "bench/results/priority-rules"
     per_seed = json.loads((stored / "heavy-tail-0.7-baselines-per-seed.json").read_text())[:1]
@@ -142,18 +140,20 @@ def test_the_rule_on_fair_leaves_waits_behind_the_urgent_classes_queue(monkeypat
 
     from mininet_fabric import baselines as bl
     from mininet_fabric.priority import LEAF_QUEUE_PACKETS
-    from mininet_tests import experiment_heavy_tail as ht
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology
+    from mininet_tests.heavy_tail.predict import model_prediction
+    from mininet_tests.heavy_tail.run import stored_mix
     from sluice_common.exchange import MTU_BYTES
 
     assert bl.urgent_bytes("off-fair") == LEAF_QUEUE_PACKETS * MTU_BYTES
     assert bl.urgent_bytes("off") is None and bl.urgent_bytes("off-shallow") is None
     stored = Path(__file__).parents[1] / "bench/results/priority-rules"
     seed = json.loads((stored / "heavy-tail-0.7-fq100-per-seed.json").read_text())[0]
-    mix = ht.stored_mix(seed)
-    _, capacity = ht.experiment_topology(12.0)
-    mean = {m: ht.model_prediction(mix, capacity, m, 0.001)["predicted_mean_jct_s"]
+    mix = stored_mix(seed)
+    _, capacity = experiment_topology(12.0)
+    mean = {m: model_prediction(mix, capacity, m, 0.001)["predicted_mean_jct_s"]
             for m in ("remaining", "remaining+off-fair")}
     assert mean["remaining+off-fair"] == pytest.approx(mean["remaining"], rel=0.10)
     monkeypatch.setattr(bl, "urgent_bytes", lambda baseline: None)
-    drr_only = ht.model_prediction(mix, capacity, "remaining+off-fair", 0.001)
+    drr_only = model_prediction(mix, capacity, "remaining+off-fair", 0.001)
     assert mean["remaining+off-fair"] > drr_only["predicted_mean_jct_s"]

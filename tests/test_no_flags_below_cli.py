@@ -4,7 +4,9 @@ adds arguments to a parser, reads an ``args`` namespace, or names a flag in an e
 a default (the CLI that owns the parser turns a field into its flag). A process entry
 point (a worker's ``python -m`` module) is a command line of its own: the allow-list
 names each one and why. Command lines built for other programs (sbatch, srun, ovs,
-``python -m`` workers) are data, not errors, and are not looked at."""
+``python -m`` workers) are data, not errors, and are not looked at. An experiment script
+(mininet_tests: a module run as ``python -m``) is a command line too: only the function
+that parses its options may read the namespace."""
 
 from __future__ import annotations
 
@@ -75,13 +77,40 @@ def problems_in(rel: str, source: str) -> list[str]:
     return list(dict.fromkeys(out))        # a raised error call is seen twice
 
 
+# packages of experiment scripts: each module run as ``python -m`` is a command line of its
+# own; below it (the functions that do not build its parser) the same rules hold
+SCRIPT_PACKAGES = ("mininet_tests",)
+
+
+def is_script(source: str) -> bool:
+    return '__name__ == "__main__"' in source
+
+
+def script_problems(rel: str, source: str) -> list[str]:
+    """An experiment script: only the function that parses its command line may read the
+    namespace; every other function is below the command line."""
+    out = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if any(isinstance(n, ast.Call) and _callee(n) in ("parse_args", "parse_known_args")
+               for n in ast.walk(fn)):
+            continue
+        found = problems_in(rel, "\n" * (fn.lineno - 1) + ast.unparse(fn))
+        out += [p for p in found if "reads args." in p]
+    return out
+
+
 def problems(root: Path = ROOT) -> list[str]:
     out = []
-    for package in PACKAGES:
+    for package in PACKAGES + SCRIPT_PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             rel = path.relative_to(root).as_posix()
-            if not is_cli(rel):
-                out += problems_in(rel, path.read_text(encoding="utf-8"))
+            source = path.read_text(encoding="utf-8")
+            if package in SCRIPT_PACKAGES and is_script(source):
+                out += script_problems(rel, source)
+            elif not is_cli(rel):
+                out += problems_in(rel, source)
     return sorted(set(out))
 
 
@@ -111,3 +140,19 @@ def ok():
     assert not any("--parsable" in p for p in found)
     assert is_cli("job_scheduler/simulation/cli.py") and is_cli("job_scheduler/service/cli.py")
     assert not is_cli("job_scheduler/service/app.py")
+
+
+def test_an_experiment_script_may_read_its_namespace_only_where_it_parses_it():
+    script = '''
+import argparse
+def helper(args):
+    return args.seconds
+def main(argv=None):
+    args = argparse.ArgumentParser().parse_args(argv)
+    return helper(args) + args.rate
+if __name__ == "__main__":
+    main()
+'''
+    assert is_script(script)
+    found = script_problems("mininet_tests/x.py", script)
+    assert found == ["mininet_tests/x.py:4: reads args.seconds"], found

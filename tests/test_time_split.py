@@ -5,15 +5,17 @@ checks read (best baseline, the default rule on it, CPU wait share, prediction).
 from __future__ import annotations
 
 import os
-from types import SimpleNamespace
 
 import pytest
 
 from sluice_common.job_rank import DEFAULT_RULE
 from mininet_tests import time_split
-from mininet_tests.experiment_heavy_tail import (MODES, _bounds_text, all_modes, bucket_edges,
-                                                 measure, modes_for, resolve_cc, summarize)
-from mininet_tests.heavy_tail import MixJob
+from mininet_tests.heavy_tail.summary import MODES, all_modes, modes_for, summarize
+from mininet_tests.heavy_tail.render import _bounds_text
+from mininet_tests.heavy_tail.measure import bucket_edges, measure
+from mininet_tests.heavy_tail.fabric_setup import resolve_cc
+from mininet_tests.heavy_tail.config import HeavyTailConfig, RunFacts
+from mininet_tests.heavy_tail.mix import MixJob
 
 SNMP = """Ip: Forwarding DefaultTTL
 Ip: 1 64
@@ -78,10 +80,16 @@ def test_modes_and_cc():
     with pytest.raises(ValueError):
         modes_for("some")
     # --modes keeps a subset in the usual order, off always (the pairing's reference)
-    assert modes_for("all", "remaining+off-fair,off-fair") == (
+    assert modes_for("all", ("remaining+off-fair", "off-fair")) == (
         "off", "off-fair", f"{DEFAULT_RULE}+off-fair")
     with pytest.raises(ValueError, match="off-fair"):
-        modes_for("none", "off-fair")          # a baseline needs --baselines all
+        modes_for("none", ("off-fair",))          # a baseline needs --baselines all
+    # the command line turns --modes into that tuple, once
+    from mininet_tests.heavy_tail.cli import config_of, parser
+    config = config_of(parser().parse_args(["--baselines", "all",
+                                            "--modes", "remaining+off-fair, off-fair"]))
+    assert config.only_modes == ("remaining+off-fair", "off-fair")
+    assert config.uplink_mbps == 12.0 and config.seeds == (1, 2, 3, 4, 5)
     assert resolve_cc("cubic") == "cubic"
     assert resolve_cc("machine") == open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
 
@@ -112,11 +120,10 @@ def test_summary_has_every_key_the_checks_read(fair_jct, shallow_jct, best):
         modes[mode].update(predicted_mean_jct_s=jct * 0.9, fluid_mean_jct_s=jct * 0.8,
                            queue_delay_ms={"push": 12.0, "pull": 3.0},
                            tcp={"retrans_segs": 5, "timeouts": 1})
-    args = SimpleNamespace(mix="heavy-tail", load=0.7, scale=0.1, bytes_lo=150_000,
-                           host_tcp="kernel", uplink_mbps=12.0, compute="profile",
-                           start="warm", cc="bbr", rtt_s=0.001)
+    config = HeavyTailConfig(load=0.7, compute="profile", start="warm", cc="bbr")
     summary = summarize([{"seed": 1, "order": list(base), "mix": [], "modes": modes}],
-                        args, 1.0, edges)
+                        config, RunFacts(cc="bbr", rtt_s=0.001, wall_s=1.0), edges)
+    assert (summary["host_cc"], summary["rtt_s"], summary["uplink_mbps"]) == ("bbr", 0.001, 12.0)
     assert summary["default_rule"] == DEFAULT_RULE
     assert summary["best_baseline"] == best
     combo = f"{DEFAULT_RULE}+{best}"

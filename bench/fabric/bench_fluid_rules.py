@@ -17,10 +17,10 @@ import statistics
 from dataclasses import replace
 
 from mininet_tests import fluid
-from mininet_tests.experiment_heavy_tail import (
-    PROFILE, PROFILE_MODEL, fluid_jobs, profile_compute_s, same_start_mix)
-from mininet_tests.experiment_priority import HEAVY_TAIL_BYTES_LO, HEAVY_TAIL_SCALE
-from mininet_tests.heavy_tail import heavy_tail_mix
+from mininet_tests.heavy_tail.predict import (PROFILE, PROFILE_MODEL, fluid_jobs,
+                                              profile_compute_s, same_start_mix)
+from mininet_tests.heavy_tail.config import BYTES_LO, SCALE
+from mininet_tests.heavy_tail.mix import heavy_tail_mix
 
 from bench import harness
 
@@ -38,7 +38,7 @@ def main() -> int:
     ap = harness.parser(__doc__, json_out=False)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=12)
-    ap.add_argument("--scale", type=float, default=HEAVY_TAIL_SCALE)
+    ap.add_argument("--scale", type=float, default=SCALE)
     ap.add_argument("--model", default=PROFILE_MODEL,
                     help="the profiled model whose compute per batch the jobs take")
     args = ap.parse_args()
@@ -54,7 +54,7 @@ def main() -> int:
             per_seed = []
             for seed in range(1, args.seeds + 1):
                 mix = heavy_tail_mix(seed, load, CAPACITY, jobs=args.jobs,
-                                     scale=args.scale, bytes_lo=HEAVY_TAIL_BYTES_LO,
+                                     scale=args.scale, bytes_lo=BYTES_LO,
                                      compute_s=compute_s)
                 jobs = fluid_jobs(mix, CAPACITY)
                 if link_bound:

@@ -181,7 +181,7 @@ def fit_queue_fill(c, jobs, capacity: float, buffer_bytes: float, measured: floa
 def measure_fabric() -> dict:
     """Run every point and the contention point on the fabric (takes the fabric lock)."""
     from mininet_fabric.fabric import Fabric
-    from mininet_tests.experiment_heavy_tail import experiment_topology
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from ps_runtime.runners import MininetRunner
     from ps_runtime.warm import WarmRunner
 
@@ -233,9 +233,9 @@ def measure_fabric() -> dict:
 
 
 def driver_mix() -> list:
-    """The run-loop points' jobs (``mininet_tests.heavy_tail.MixJob``): PS on h1/h2,
+    """The run-loop points' jobs (``mininet_tests.heavy_tail.mix.MixJob``): PS on h1/h2,
     workers on h3/h4 (the experiment's fixed placement), no compute."""
-    from mininet_tests.heavy_tail import MixJob
+    from mininet_tests.heavy_tail.mix import MixJob
 
     alone = [MixJob(f"cal-alone-{k}", k * PROBE_GAP_S, PROBE[1], PROBE[0], 1.0, 0.0)
              for k in range(PROBES)]
@@ -248,18 +248,18 @@ def driver_mix() -> list:
 
 def run_mix(topology, fabric, client, runner, out: Path, mix: list, priority: bool,
             port_base: int, overrides: dict | None = None) -> dict:
-    """Run ``mix`` (``mininet_tests.heavy_tail.MixJob``: PS on h1/h2, workers on h3/h4, the
+    """Run ``mix`` (``mininet_tests.heavy_tail.mix.MixJob``: PS on h1/h2, workers on h3/h4, the
     experiments' fixed placement) through the experiments' run loop on a full, idle warm
     pool (``overrides``: the workers' options, default the experiments'); per job its
     JCT, its median iteration after SKIP batches and its start-up (arrival to its first
     batch, after ``kv.init``'s); and the hosts' TCP counters over the run (``tcp``:
     retransmitted segments, timeouts)."""
-    from end_to_end.runloop import RunOptions
+    from end_to_end.runloop import RealTimeRun, RunOptions
     from job_scheduler.core.estimator import Estimator, nominal_bandwidth
-    from mininet_tests.experiment_heavy_tail import (PS_HOSTS, SLOT_S, WORKER_HOSTS,
-                                                     MeasuredRun, placement_step,
-                                                     specs_and_overrides, startup_s,
-                                                     tcp_counters)
+    from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, placement_step,
+                                                       specs_and_overrides, tcp_counters)
+    from mininet_tests.heavy_tail.measure import Sampler, startup_s
+    from mininet_tests.heavy_tail.predict import SLOT_S
 
     runner.fill()
     runner.wait_ready(timeout=900)
@@ -268,9 +268,10 @@ def run_mix(topology, fabric, client, runner, out: Path, mix: list, priority: bo
                          worker_overrides=overrides or default, job_timeout_s=RUN_TIMEOUT_S)
     hosts = list(PS_HOSTS + WORKER_HOSTS)
     before = tcp_counters(fabric, hosts)
-    result = MeasuredRun(topology, specs, placement_step(mix),
+    result = RealTimeRun(topology, specs, placement_step(mix),
                          Estimator(nominal_bw_mbps=nominal_bandwidth(topology)), fabric,
-                         client, out, options, policy_name="fixed", runner=runner).run()
+                         client, out, options, policy_name="fixed", runner=runner,
+                         sampler=Sampler({}, [])).run()
     after = tcp_counters(fabric, hosts)
     jobs = {}
     for job in result["jobs"]:
@@ -291,9 +292,8 @@ def measure_driver_points(out: Path) -> dict[str, dict]:
     per job its JCT and its median iteration after SKIP batches."""
     from dataclasses import replace as copy
 
-    from end_to_end.run import environment
-    from mininet_tests.experiment_heavy_tail import (_processes, experiment_topology,
-                                                     machine_cc, topology_arg)
+    from end_to_end.run import environment, warm_processes
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology, machine_cc, topology_arg
     from sluice_common.job_rank import DEFAULT_RULE
 
     topology, _ = experiment_topology(UPLINK_MBPS)
@@ -303,7 +303,8 @@ def measure_driver_points(out: Path) -> dict[str, dict]:
     got = {}
     with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
                      tcp_congestion=machine_cc()) as (fabric, client), \
-            _processes(topology, fabric, out, "warm", per_host=len(mixes["off"]) + 1) as runner:
+            warm_processes(topology, fabric, "emulated", refill=False, timeout_s=900,
+                           per_host=len(mixes["off"]) + 1) as runner:
         for k, (mode, mix) in enumerate(mixes.items()):
             ran = run_mix(topology, fabric, client, runner, out / f"driver-{mode}", mix,
                           mode == "on", 20000 + 2000 * k)
@@ -313,7 +314,7 @@ def measure_driver_points(out: Path) -> dict[str, dict]:
 
 
 def _sharers(capacity: float, names, nbytes: int):
-    from mininet_tests.experiment_heavy_tail import KEYS, PIPELINE_KEYS, cross_path
+    from mininet_tests.heavy_tail.predict import KEYS, PIPELINE_KEYS, cross_path
     from sluice_common.exchange import Sharer
 
     return [Sharer(n, nbytes, KEYS, cross_path(capacity), 0.0, PIPELINE_KEYS) for n in names]
@@ -336,7 +337,7 @@ def fit_startup(c, driver: dict[str, dict], capacity: float, buffer_bytes: float
     queue wait for a probe among the bulk jobs (one FIFO class); ``startup_priority_s``:
     the same jobs alone with priority on, their median JCT beyond ``startup_s`` (the
     registration with the controller, whose rules are in place before a job starts)."""
-    from mininet_tests.experiment_heavy_tail import SLOT_S
+    from mininet_tests.heavy_tail.predict import SLOT_S
     from sluice_common.exchange import egress_state
 
     (probe,) = _sharers(capacity, ["probe"], PROBE[0])
@@ -374,7 +375,7 @@ def main() -> int:
 
     from mininet_fabric.baselines import burst_packets
     from mininet_fabric.priority import LEAF_QUEUE_PACKETS
-    from mininet_tests.experiment_heavy_tail import experiment_topology, machine_cc
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology, machine_cc
     from sluice_common.exchange import (DATA_FILE, MTU_BYTES, Sharer, batch_exchange_s,
                                         default_constants, save_constants, with_fit)
 

@@ -49,9 +49,9 @@ KV_INIT_BATCHES = 1
 
 
 def scenarios() -> dict[str, list]:
-    """Scenario -> its jobs (``mininet_tests.heavy_tail.MixJob``, no compute); bulk jobs
+    """Scenario -> its jobs (``mininet_tests.heavy_tail.mix.MixJob``, no compute); bulk jobs
     are named ``*-bulk-*``, arriving ones (probes, newcomers) ``*-probe-*``."""
-    from mininet_tests.heavy_tail import MixJob
+    from mininet_tests.heavy_tail.mix import MixJob
 
     def bulk(tag: str, n: int, batches: int = BULK[1]) -> list:
         return [MixJob(f"{tag}-bulk-{k}", 0.0, batches, BULK[0], 1.0, 0.0) for k in range(n)]
@@ -73,7 +73,7 @@ def model_figure(name: str, mix: list, capacity: float, buffer_bytes: float, c) 
     """The model's figure for a scenario: the arriving jobs' mean JCT (``ARRIVING``), else the bulk
     jobs' mean iteration."""
     from mininet_tests import fluid
-    from mininet_tests.experiment_heavy_tail import KEYS, PIPELINE_KEYS, SLOT_S, cross_path
+    from mininet_tests.heavy_tail.predict import KEYS, PIPELINE_KEYS, SLOT_S, cross_path
     from sluice_common.exchange import share_egress
 
     if name in ARRIVING:
@@ -96,7 +96,8 @@ def measured_figure(name: str, jobs: dict[str, dict]) -> float:
 def compare(measured: dict, c=None) -> list[dict]:
     """One row per (discipline, scenario) measured: figure, measured, model, error %, and
     the run's resent share and timeouts (pure: ``measured`` as :func:`measure` returns)."""
-    from mininet_tests.experiment_heavy_tail import buffer_bytes, experiment_topology
+    from mininet_tests.heavy_tail.predict import buffer_bytes
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from sluice_common.exchange import default_constants
 
     c = c or default_constants()
@@ -124,11 +125,10 @@ def compare(measured: dict, c=None) -> list[dict]:
 def measure(pool: int | None = None) -> dict:
     """Every scenario under every discipline on the fabric (the deep FIFO put back after),
     with ``pool`` warm PS processes per host (default: one more than the largest scenario)."""
-    from end_to_end.run import environment
+    from end_to_end.run import environment, warm_processes
     from mininet_fabric import baselines as bl
-    from mininet_tests.experiment_heavy_tail import (PS_HOSTS, WORKER_HOSTS, _processes,
-                                                     experiment_topology, machine_cc,
-                                                     measure_rtt, topology_arg)
+    from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, experiment_topology,
+                                                       machine_cc, measure_rtt, topology_arg)
     from sluice_common.job_rank import DEFAULT_RULE
 
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
@@ -141,8 +141,8 @@ def measure(pool: int | None = None) -> dict:
     try:
         with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
                          tcp_congestion=machine_cc()) as (fabric, client), \
-                _processes(topology, fabric, out, "warm",
-                           per_host=per_host) as runner:
+                warm_processes(topology, fabric, "emulated", refill=False, timeout_s=900,
+                               per_host=per_host) as runner:
             rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
             try:
                 k = 0

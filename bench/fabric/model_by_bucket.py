@@ -1,5 +1,5 @@
 """Where the exchange model misses, by job size: each stored heavy-tail run's jobs
-predicted one by one (the model of ``mininet_tests.experiment_heavy_tail``, the shipped
+predicted one by one (the model of ``mininet_tests.heavy_tail.predict``, the shipped
 constants, from each seed's mix alone) against their measured JCT, start-up and time
 split, per mode and size bucket, over every seed.
 
@@ -24,7 +24,9 @@ import json
 import statistics
 from pathlib import Path
 
-from mininet_tests import experiment_heavy_tail as ht
+from mininet_tests.heavy_tail.fabric_setup import experiment_topology
+from mininet_tests.heavy_tail.predict import model_jobs
+from mininet_tests.heavy_tail.run import stored_mix
 from mininet_tests.check_bounds import rule_mode
 
 
@@ -42,13 +44,13 @@ def sources(path: str) -> tuple[list[dict], dict]:
 
 
 def predict(per_seed: list[dict], summary: dict) -> list[dict[str, dict[str, float]]]:
-    """Per seed, mode -> job -> the current model's JCT (``experiment_heavy_tail.model_jobs``
+    """Per seed, mode -> job -> the current model's JCT (``heavy_tail.predict.model_jobs``
     from the seed's mix alone): computed once for both tables."""
-    _, capacity = ht.experiment_topology(summary.get("uplink_mbps"))
+    _, capacity = experiment_topology(summary.get("uplink_mbps"))
     out = []
     for seed in per_seed:
-        mix = ht.stored_mix(seed)
-        out.append({mode: ht.model_jobs(mix, capacity, mode, summary.get("rtt_s"))[0]
+        mix = stored_mix(seed)
+        out.append({mode: model_jobs(mix, capacity, mode, summary.get("rtt_s"))[0]
                     for mode in seed["modes"]})
     return out
 

@@ -43,8 +43,8 @@ CASES = ("alone", "off", "on")               # U alone; beside B, priority off /
 
 def mix(case: str, window: int, rep: int):
     """The run's jobs (MixJob: no compute) and their worker overrides (the window)."""
-    from mininet_tests.experiment_heavy_tail import specs_and_overrides
-    from mininet_tests.heavy_tail import MixJob
+    from mininet_tests.heavy_tail.fabric_setup import specs_and_overrides
+    from mininet_tests.heavy_tail.mix import MixJob
 
     tag = f"-{case}-w{window}-{rep}"
     jobs = [MixJob(URGENT[0] + tag, 2.0 if case != "alone" else 0.0, URGENT[2], URGENT[1],
@@ -59,9 +59,8 @@ def mix(case: str, window: int, rep: int):
 
 def measure(reps: int) -> dict[tuple[str, int], list[float]]:
     """(case, window) -> U's median iteration (s, after SKIP batches) of each repetition."""
-    from end_to_end.run import environment
-    from mininet_tests.experiment_heavy_tail import (_processes, experiment_topology,
-                                                     machine_cc, topology_arg)
+    from end_to_end.run import environment, warm_processes
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology, machine_cc, topology_arg
     from sluice_common.job_rank import DEFAULT_RULE
 
     topology, _ = experiment_topology(UPLINK_MBPS)
@@ -71,7 +70,8 @@ def measure(reps: int) -> dict[tuple[str, int], list[float]]:
     with _removed(out), \
             environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
                         tcp_congestion=machine_cc()) as (fabric, client), \
-            _processes(topology, fabric, out, "warm", per_host=4) as runner:
+            warm_processes(topology, fabric, "emulated", refill=False, timeout_s=900,
+                           per_host=4) as runner:
         for rep in range(reps):
             for case in CASES:
                 for window in (WINDOWS if rep % 2 == 0 else WINDOWS[::-1]):

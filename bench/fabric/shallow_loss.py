@@ -41,7 +41,7 @@ ARRIVAL_S = 1.0
 
 def bulk_mix() -> list:
     """BULK_JOBS cross-rack jobs of BULK (bytes, batches) arriving at once, no compute."""
-    from mininet_tests.heavy_tail import MixJob
+    from mininet_tests.heavy_tail.mix import MixJob
 
     return [MixJob(f"cal-loss-{k}", ARRIVAL_S, BULK[1], BULK[0], 1.0, 0.0)
             for k in range(BULK_JOBS)]
@@ -65,7 +65,8 @@ def model_iteration_s(rtt_s: float) -> float:
     """The exchange model's iteration of one of the bulk jobs beside the others in the
     shallow FIFO (``share_egress``, the shipped constants, no loss term)."""
     from bench.fabric.calibrate_exchange import UPLINK_MBPS, _sharers
-    from mininet_tests.experiment_heavy_tail import buffer_bytes, experiment_topology
+    from mininet_tests.heavy_tail.predict import buffer_bytes
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from sluice_common.exchange import share_egress
 
     _, capacity = experiment_topology(UPLINK_MBPS)
@@ -76,11 +77,10 @@ def model_iteration_s(rtt_s: float) -> float:
 
 def measure(cc: str, out: Path) -> dict:
     """One congestion control: the bulk mix through the shallow FIFO; its TCP counters."""
-    from end_to_end.run import environment
+    from end_to_end.run import environment, warm_processes
     from mininet_fabric import baselines as bl
-    from mininet_tests.experiment_heavy_tail import (PS_HOSTS, WORKER_HOSTS, _processes,
-                                                     experiment_topology, measure_rtt,
-                                                     topology_arg)
+    from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, experiment_topology,
+                                                       measure_rtt, topology_arg)
     from bench.fabric.calibrate_exchange import UPLINK_MBPS
     from sluice_common.job_rank import DEFAULT_RULE
 
@@ -88,7 +88,8 @@ def measure(cc: str, out: Path) -> dict:
     mix = bulk_mix()
     with environment(topology, topology_arg(topology, out), out, rank=DEFAULT_RULE,
                      tcp_congestion=cc) as (fabric, client), \
-            _processes(topology, fabric, out, "warm", per_host=len(mix) + 1) as runner:
+            warm_processes(topology, fabric, "emulated", refill=False, timeout_s=900,
+                           per_host=len(mix) + 1) as runner:
         rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
         limit = bl.shallow_limit_packets(capacity * 8 / 1e6, rtt_s)
         fabric.install_priority_tree(partial(bl.egress_tree, "off-shallow", rtt_s=rtt_s))
