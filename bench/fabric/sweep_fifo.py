@@ -1,0 +1,90 @@
+"""The short FIFO's depth, chosen by a sweep: the heavy-tail mix with priority off on FIFOs
+of a few packets up to the deep FIFO's 200 (``off``), at one load and congestion control;
+the depth with the lowest mean JCT (median over seeds) is the best a FIFO can do there,
+and so the depth the ``off-shallow`` baseline should have.
+
+    sudo .venv/bin/python -m bench.fabric.sweep_fifo --depths 5,11,25,50,100 --load 0.7 \\
+        --seed-list 1,2,3,4,5 [--cc machine|bbr|cubic] --out DIR [--json OUT]
+
+Each depth is registered as a baseline ``fifo-N`` for the run (mininet_fabric.baselines:
+the deep FIFO's tree with N packets a level), so the heavy-tail experiment runs it as a
+mode like any other, paired per seed with ``off``. Takes the fabric lock; about 100 s a
+mode and seed on this machine. Use tuning seeds, never a verdict's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import harness
+from mininet_fabric import baselines as bl
+from mininet_fabric import priority
+
+DEEP = priority.LEAF_QUEUE_PACKETS
+
+
+def register_depth(packets: int) -> str:
+    """Register a FIFO of ``packets`` a level as the baseline ``fifo-N``; its name."""
+    bl.register(bl.Baseline(
+        f"fifo-{packets}", f"a FIFO of {packets} packets per level (sweep)",
+        tree=lambda intf, rate, levels, rtt, n=packets: priority.priority_tree(
+            intf, rate, levels, leaf_limit=n),
+        queue_packets=lambda rate, rtt, n=packets: n))
+    return f"fifo-{packets}"
+
+
+def mode_of(depth: int) -> str:
+    return "off" if depth == DEEP else f"fifo-{depth}"
+
+
+def table(summary: dict, depths: list[int]) -> list[dict]:
+    """Per depth: mean JCT (median over seeds), its change against the deep FIFO paired per
+    seed, p95 and the hosts' retransmissions (median over seeds)."""
+    rows = []
+    for depth in sorted(set(depths) | {DEEP}):
+        m = summary["modes"].get(mode_of(depth))
+        if m is None:
+            raise ValueError(f"the run has no mode {mode_of(depth)!r}")
+        rows.append({"depth_packets": depth, "mean_jct_s": m["mean_jct_s"],
+                     "vs_deep_pct": m["mean_jct_change_pct"], "p95_jct_s": m["p95_jct_s"],
+                     "tcp_retrans_segs": m.get("tcp_retrans_segs")})
+    return rows
+
+
+def best_depth(rows: list[dict]) -> int:
+    """The depth with the lowest mean JCT (the deeper one on a tie: less loss)."""
+    return min(rows, key=lambda r: (r["mean_jct_s"], -r["depth_packets"]))["depth_packets"]
+
+
+def main() -> int:
+    from mininet_tests.heavy_tail.config import HeavyTailConfig
+    from mininet_tests.heavy_tail.run import run
+
+    ap = harness.parser(__doc__)
+    ap.add_argument("--depths", default="5,11,25,50,100",
+                    help="FIFO depths in packets per level (the deep FIFO's is always run)")
+    ap.add_argument("--load", type=float, default=0.7)
+    ap.add_argument("--seed-list", default="1,2,3,4,5")
+    ap.add_argument("--cc", default="machine", choices=("machine", "bbr", "cubic"))
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    depths = sorted({int(d) for d in args.depths.split(",")} - {DEEP})
+    modes = tuple(register_depth(d) for d in depths)
+    out = Path(args.out)
+    config = HeavyTailConfig(load=args.load, seeds=tuple(int(s) for s in args.seed_list.split(",")),
+                             baselines="all", only_modes=modes, cc=args.cc, out=out)
+    rc = run(config)
+    rows = table(json.loads((out / "summary.json").read_text()), depths)
+    best = best_depth(rows)
+    figures = [harness.figure(f"mean JCT, FIFO of {r['depth_packets']} packets", r["mean_jct_s"],
+                              "s", note=f"({r['vs_deep_pct']:+.1f} % vs {DEEP}, paired)")
+               for r in rows]
+    print(f"best FIFO depth at load {args.load}, cc {args.cc}: {best} packets")
+    harness.write_json(args.json, {"rows": rows, "best_depth_packets": best, "figures": figures,
+                                   "load": args.load, "cc": args.cc, "seeds": config.seeds})
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
