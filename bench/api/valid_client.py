@@ -32,8 +32,11 @@ CONTROLLER_JOB = {"id": "valid-job", "servers": [{"id": "s0", "ip": "10.0.0.3", 
 
 @dataclass
 class Tally:
-    """What the client saw: latencies of answered requests (ms), failures by kind."""
+    """What the client saw: latencies of answered requests and times to a failure (ms;
+    each with whether it went to the scheduler), failures by kind."""
     latencies_ms: list[float] = field(default_factory=list)
+    to_scheduler: list[bool] = field(default_factory=list)
+    failed_ms: list[float] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)
     accepted_jobs: set[int] = field(default_factory=set)
     acked_batch: dict[str, int] = field(default_factory=dict)
@@ -71,12 +74,14 @@ class ValidClient:
         except (Unreachable, OSError, http.client.HTTPException) as err:
             self.tally.fail(f"unreachable ({type(err).__name__})")
             self.controller.close()        # a kept-alive connection in an unknown state
-            return False
         except (ServiceError, ControllerError) as err:
             self.tally.fail(f"HTTP {err.status}")
-            return False
-        self.tally.latencies_ms.append((time.perf_counter() - t0) * 1000)
-        return True
+        else:
+            self.tally.latencies_ms.append((time.perf_counter() - t0) * 1000)
+            self.tally.to_scheduler.append(call == self._submit)
+            return True
+        self.tally.failed_ms.append((time.perf_counter() - t0) * 1000)
+        return False
 
     def _submit(self) -> None:
         answer = self.scheduler.submit(JOB_FILE.format(n=self._n), key=f"valid-submission-{self._n}")
