@@ -21,6 +21,7 @@ The limits are the same for both services and for job files read from disk
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import asdict, dataclass
@@ -89,36 +90,38 @@ def _too_many(bounds: Bounds) -> BoundsError:
 
 # ---- JSON ------------------------------------------------------------------------------
 
-_JSON_TOKEN = re.compile(
-    rb'"(?:[^"\\]|\\.)*"'                       # a string
-    rb'|[\[{]|[\]}]'                            # open / close
-    rb'|-?(?:[0-9]|Infinity)[0-9A-Za-z.+-]*'    # a number (or what a parser reads as one)
-    rb'|NaN|Infinity|true|false|null'
-    rb'|[\s,:]+|.', re.S)
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_NOT_A_BRACKET = re.compile(rb"[^\[\]{}]+")
+_JSON_LONG_NUMBER = rb"[-+0-9.eE]{%d,}"
+# what may stand for a non-finite number: Python's json reads NaN and Infinity, and
+# 1e999 is a float too large to be finite
+_JSON_NONFINITE = re.compile(rb"NaN|Infinity|[-0-9.]+[eE][-+]?[0-9]{3,}")
+_NESTING = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
 
 
 def check_json(body: bytes, bounds: Bounds = LIMITS) -> None:
     """BoundsError when the JSON text ``body`` passes a bound. Text that is not JSON is
-    let through: the parser refuses it (this scanner only keeps it from recursing)."""
-    depth = values = 0
-    for m in _JSON_TOKEN.finditer(body):
-        first = body[m.start()]
-        if first in b" \t\r\n,:":
-            continue
-        if first in b"]}":
-            depth -= 1
-            continue
-        values += 1
-        if values > bounds.values:
-            raise _too_many(bounds)
-        if first in b"[{":
-            depth += 1
-            if depth > bounds.depth:
-                raise _too_deep(bounds)
-        elif first == 0x22:                     # '"'
-            _string(m.end() - m.start() - 2, bounds)
-        elif first in b"-0123456789NI":
-            _number(m.group().decode("latin-1"), bounds)
+    let through: the parser refuses it (this scan only keeps it from recursing). Every
+    step is one pass of a regular expression or a C-level loop: a 64 KB body costs
+    at most ~10 ms of the event loop, however it is made (a progress report: 10 us)."""
+    strings = _JSON_STRING.findall(body)
+    if strings and max(map(len, strings)) - 2 > bounds.string_chars:
+        _string(max(map(len, strings)) - 2, bounds)
+    rest = _JSON_STRING.sub(b'""', body)
+    brackets = _NOT_A_BRACKET.sub(b"", rest)
+    if len(brackets) > 2 * bounds.depth:
+        levels = itertools.accumulate(map(int.__sub__, brackets.translate(_NESTING),
+                                          itertools.repeat(1)))
+        if max(levels) > bounds.depth:
+            raise _too_deep(bounds)
+    # every value but the first is after a comma or opens a collection
+    if rest.count(b",") + rest.count(b"[") + rest.count(b"{") + 1 > bounds.values:
+        raise _too_many(bounds)
+    long = re.search(_JSON_LONG_NUMBER % (bounds.number_chars + 1), rest)
+    if long:
+        _number(long.group().decode("latin-1"), bounds)
+    for m in _JSON_NONFINITE.finditer(rest):
+        _number(m.group().decode("latin-1"), bounds)
 
 
 # ---- YAML ------------------------------------------------------------------------------

@@ -222,7 +222,8 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
         except Exception as err:
             raise _unexpected(err)
 
-    document_400_for_bad_requests(app, extra_schemas=[Error, Submitted, JobFile])
+    document_400_for_bad_requests(app, extra_schemas=[Error, Submitted, JobFile],
+                                  max_body=server.max_body)
     return app
 
 
