@@ -24,7 +24,8 @@ trap 'kill $SPID $CPID 2>/dev/null || true' EXIT
 for url in http://127.0.0.1:$SP http://127.0.0.1:$CP; do
     i=0; until curl -sf "$url/health" >/dev/null; do i=$((i+1)); [ $i -lt 300 ]; sleep 0.1; done
 done
-run() {  # service url token
+cd "$OUT"      # schemathesis keeps its cache (.schemathesis/) in the working directory
+run() {  # service url token pid
     set -x
     "$ST" --config-file "$HERE/tests/api_schemathesis_$1.toml" run "$2/openapi.json" \
         --checks all --phases examples,coverage,fuzzing,stateful -n "$N" --seed "$SEED" \
