@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from ps_runtime.ports import free_port
+from live_services import live_services
 
 pytestmark = pytest.mark.slow        # about two minutes for both services (`make test` runs it)
 
@@ -36,49 +36,10 @@ SCHEDULER_TOKEN = "schemathesis-scheduler-token"
 CONTROLLER_TOKEN = "schemathesis-controller-token"
 
 
-def _start(args: list[str], env: dict, log: Path, url: str) -> subprocess.Popen:
-    with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "sluice", *args], cwd=ROOT, env=env,
-                                stdout=out, stderr=out)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=2) as resp:
-                if resp.status == 200:
-                    return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError(f"{args[0]} did not come up: {log.read_text()}")
-
-
 @pytest.fixture
 def services(tmp_path):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SLUICE_SCHEDULER_TOKEN", "SLUICE_ADMIN_TOKEN")}
-    sched_port, ctl_port, ofp_port = free_port(), free_port(), free_port()
-    urls = {"scheduler": f"http://127.0.0.1:{sched_port}",
-            "controller": f"http://127.0.0.1:{ctl_port}"}
-    procs = []
-    try:
-        procs.append(_start(["scheduler", "--listen", f"127.0.0.1:{sched_port}",
-                             "--db", str(tmp_path / "jobs.db"), "--slot", "0.2"],
-                            {**env, "SLUICE_SCHEDULER_TOKEN": SCHEDULER_TOKEN},
-                            tmp_path / "scheduler.log", urls["scheduler"]))
-        procs.append(_start(["controller", "--api", f"127.0.0.1:{ctl_port}",
-                             "--ofp-port", str(ofp_port),
-                             "--state-file", str(tmp_path / "controller.json")],
-                            {**env, "SLUICE_ADMIN_TOKEN": CONTROLLER_TOKEN},
-                            tmp_path / "controller.log", urls["controller"]))
+    with live_services(tmp_path, SCHEDULER_TOKEN, CONTROLLER_TOKEN) as urls:
         yield urls
-    finally:
-        for proc in procs:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 def run_schemathesis(url: str, token: str, workdir: Path, config: Path | None, *options: str

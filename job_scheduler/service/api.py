@@ -34,6 +34,7 @@ from starlette.concurrency import run_in_threadpool
 from job_scheduler.service.scheduler import Conflict, NotFound, SchedulerService
 from job_scheduler.service.metrics import metrics_text
 from job_scheduler.service.store import MAX_ID, STATES, KeyReused
+from job_scheduler.service.submission_check import CheckBusy
 from sluice_common.errors import InputError
 from sluice_common.job_schema import JobFile
 from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_token,
@@ -79,8 +80,9 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
               404: documented("no such job"),
               409: documented("the job is no longer queued or running"),
               413: documented("body over the size limit"),
-              503: documented("not stored (disk full, database locked); retry with the "
-                              "same Idempotency-Key")}
+              503: documented("not stored (disk full, database locked), or every slot "
+                              "for checking a large job file taken (Retry-After); retry "
+                              "with the same Idempotency-Key")}
 
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, err: ApiError):
@@ -199,6 +201,8 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
                            **_bounded_errors([e.to_dict() for e in err.errors]))
         except KeyReused as err:
             raise ApiError(422, str(err), field="Idempotency-Key")
+        except CheckBusy as err:       # not refused: every slot for a large file is taken
+            raise ApiError(503, str(err), {"Retry-After": str(err.retry_after)})
         except Exception as err:
             raise _unexpected(err)
         return JSONResponse({"submission": result.submission_id, "jobs": result.job_ids,
@@ -218,7 +222,8 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
         except Exception as err:
             raise _unexpected(err)
 
-    document_400_for_bad_requests(app, extra_schemas=[Error, Submitted, JobFile])
+    document_400_for_bad_requests(app, extra_schemas=[Error, Submitted, JobFile],
+                                  max_body=server.max_body)
     return app
 
 
