@@ -14,6 +14,8 @@ import math
 import subprocess
 import sys
 
+import pytest
+
 from bench.api.hostile_bodies import controller_kinds, deep_json, deep_yaml, scheduler_kinds
 from bench.api.verdicts import answer_summary, verdicts
 from bench.harness import ROOT
@@ -30,11 +32,6 @@ def figures(p99=20.0, before=80.0, after=90.0, crashes=(), lost=(), answers=None
             "rss_after_mib": {"scheduler": after}, "crashes": {"scheduler": list(crashes)},
             "lost": {"jobs": list(lost), "batches": []},
             "answers": answers or answer_summary(stats(a=({400: 5}, 200, 30.0, 0)))}
-
-
-def met(fig) -> dict[str, bool]:
-    return {v["bound"].split(" ")[0] + " " + v["bound"].split(" ")[1]: v["met"]
-            for v in verdicts(fig)}
 
 
 def test_every_bound_met_on_good_figures():
@@ -71,6 +68,7 @@ def test_the_hostile_bodies_are_what_they_say():
     assert {r[1] for r in ctl.values()} == {"/jobs", "/jobs/j/progress", "/rank"}
 
 
+@pytest.mark.slow          # 26 s on the 2-core development machine
 def test_quick_run_reaches_its_verdicts_with_no_crash_and_nothing_lost(tmp_path):
     out = tmp_path / "hostile.json"
     res = subprocess.run([sys.executable, "-m", "bench.api.bench_hostile", "--quick",
@@ -79,7 +77,8 @@ def test_quick_run_reaches_its_verdicts_with_no_crash_and_nothing_lost(tmp_path)
                          timeout=300)
     assert res.returncode in (0, 1), res.stdout[-3000:] + res.stderr[-3000:]
     fig = json.loads(out.read_text())
-    assert len(fig["verdicts"]) == 7 and res.stdout.count("VERDICT ") == 7
+    # p99, RSS of each service, crashes, lost, the hostile answers
+    assert len(fig["verdicts"]) == 6 and res.stdout.count("VERDICT ") == 6
     assert all(s["count"] > 0 for s in fig["kinds"].values()), fig["kinds"]
     assert fig["crashes"] == {"scheduler": [], "controller": []}
     assert fig["lost"] == {"jobs": [], "batches": []} and fig["accepted_jobs"] > 10
