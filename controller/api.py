@@ -316,18 +316,8 @@ def _body(model: BaseModel) -> dict[str, Any]:
     return body
 
 
-def build_app(service: ControllerService) -> FastAPI:
-    # tokens and rate limits, the service behind it (no service: only the OpenAPI
-    # document is wanted, sluice/reference.py)
-    guard = Northbound(service) if service is not None else None
-    # one batch of reports at a time in the service (it serialises them anyway)
-    reporters = ProgressBatcher(guard, ThreadPoolExecutor(
-        max_workers=1, thread_name_prefix="sluice-progress"))
-    app = FastAPI(title="sluice controller", version="1",
-                  description="Northbound API of the sluice OpenFlow controller: the "
-                  "scheduler registers PS jobs, workers report progress, anyone reads "
-                  "jobs, flows, rules, links and metrics.")
-    app.state.guard, app.state.reporters = guard, reporters     # for serve_app
+def _refusals(app: FastAPI) -> None:
+    """The body limits and the answers of every refusal (Error: error, status, errors)."""
     # (the last added runs first: the size limit, then the shape's bounds)
     app.add_middleware(JsonBodyBounds, error_body=_error_body)
     app.add_middleware(BodyLimit, max_body=MAX_BODY, default_content_type=b"application/json",
@@ -350,10 +340,10 @@ def build_app(service: ControllerService) -> FastAPI:
         return JSONResponse({"error": reason, "status": err.status_code}, err.status_code,
                             headers=headers)
 
-    def admin(token: str | None = Depends(bearer_token)) -> str:
-        guard.check_admin(token)
-        return token
 
+def _read_routes(app: FastAPI, service: ControllerService) -> None:
+    """What anyone may read: health, jobs, flows, rules, links, metrics, the live page,
+    the ranking rule."""
     @app.get("/health")
     def health() -> dict:
         """Liveness: 200 {ok: true}."""
@@ -398,6 +388,31 @@ def build_app(service: ControllerService) -> FastAPI:
         return live.live_state(service.config.topology, service.jobs(),
                                service.flows()["flows"], service.links()["ports"])
 
+    @app.get("/rank")
+    def rank() -> dict:
+        """The active ranking rule and the rules there are."""
+        return service.rank()
+
+
+def build_app(service: ControllerService) -> FastAPI:
+    # tokens and rate limits, the service behind it (no service: only the OpenAPI
+    # document is wanted, sluice/reference.py)
+    guard = Northbound(service) if service is not None else None
+    # one batch of reports at a time in the service (it serialises them anyway)
+    reporters = ProgressBatcher(guard, ThreadPoolExecutor(
+        max_workers=1, thread_name_prefix="sluice-progress"))
+    app = FastAPI(title="sluice controller", version="1",
+                  description="Northbound API of the sluice OpenFlow controller: the "
+                  "scheduler registers PS jobs, workers report progress, anyone reads "
+                  "jobs, flows, rules, links and metrics.")
+    app.state.guard, app.state.reporters = guard, reporters     # for serve_app
+    _refusals(app)
+
+    def admin(token: str | None = Depends(bearer_token)) -> str:
+        guard.check_admin(token)
+        return token
+
+    _read_routes(app, service)
     @app.post("/jobs", status_code=201, responses=REGISTER_ERRORS)
     def register(body: JobRegistration, token: str = Depends(admin), wait: Wait = None) -> dict:
         """Register a PS job (admin token); answers with the job's own progress token."""
@@ -421,11 +436,6 @@ def build_app(service: ControllerService) -> FastAPI:
         """Remove a job and its rules (admin token)."""
         t0, done = time.monotonic(), threading.Event()
         return _wait(wait, guard.remove_job(token, job_id, done), done, t0)
-
-    @app.get("/rank")
-    def rank() -> dict:
-        """The active ranking rule and the rules there are."""
-        return service.rank()
 
     @app.post("/rank", responses=ERRORS)
     def set_rank(body: RankRule, token: str = Depends(admin), wait: Wait = None) -> dict:
