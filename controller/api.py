@@ -51,7 +51,7 @@ from controller.registry import MAX_ENDPOINTS
 from controller.service import ControllerService
 from sluice_common.http_service import (BodyLimit, JsonBodyBounds, ThreadedServer, bearer_of,
                                         bearer_token, document_400_for_bad_requests,
-                                        http_error_reason, json_bounds_refusal, page_of,
+                                        http_error_reason, json_bounds_refusal, page_of, read_body,
                                         validation_messages)
 
 LOG = logging.getLogger("sluice.controller.api")
@@ -280,13 +280,9 @@ class ProgressFastPath:
         return await self.app(scope, receive, send)
 
     async def _progress(self, scope, receive, send):
-        chunks, more = [], True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
+        body = await read_body(receive)
+        if body is None:
+            return
         auth = wait = None
         for name, value in scope["headers"]:
             if name == b"authorization":
@@ -295,7 +291,7 @@ class ProgressFastPath:
             wait = parse_qs(scope["query_string"].decode("latin-1")).get("wait", [None])[0]
         try:
             status, answer = await handle_progress(
-                self.service, scope["sluice.job"], b"".join(chunks), auth, wait, self.batcher)
+                self.service, scope["sluice.job"], body, auth, wait, self.batcher)
         except Exception:                 # a bug must not drop the connection silently
             LOG.exception("API POST %s", scope["path"])
             status, answer = 500, {"error": "internal error (see controller log)",
