@@ -443,7 +443,22 @@ def build_app(service: ControllerService) -> FastAPI:
     # into a float: minimum 1.0, exclusiveMaximum 4.611686018427388e+18)
     document_400_for_bad_requests(app, extra_schemas=[ProgressReport, JobRegistration,
                                                       RankRule], max_body=MAX_BODY)
+    if service is not None:
+        _document_hosts(app, sorted(service.known_ips))
     return app
+
+
+def _document_hosts(app: FastAPI, ips: list[str]) -> None:
+    """A registration's IPs must be hosts of the controller's topology (400 otherwise):
+    the served document says which (``enum``), so that a client, and schemathesis'
+    stateful phase, can write a registration the controller takes."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        doc = build()
+        doc["components"]["schemas"]["Endpoint"]["properties"]["ip"]["enum"] = ips
+        return doc
+    app.openapi = openapi
 
 
 def serve_app(service: ControllerService):
