@@ -51,7 +51,7 @@ from controller.registry import MAX_ENDPOINTS
 from controller.service import ControllerService
 from sluice_common.http_service import (BodyLimit, JsonBodyBounds, ThreadedServer, bearer_of,
                                         bearer_token, document_400_for_bad_requests,
-                                        http_error_reason, json_bounds_refusal, page_of,
+                                        http_error_reason, json_bounds_refusal, page_of, read_body,
                                         validation_messages)
 
 LOG = logging.getLogger("sluice.controller.api")
@@ -280,13 +280,9 @@ class ProgressFastPath:
         return await self.app(scope, receive, send)
 
     async def _progress(self, scope, receive, send):
-        chunks, more = [], True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
+        body = await read_body(receive)
+        if body is None:
+            return
         auth = wait = None
         for name, value in scope["headers"]:
             if name == b"authorization":
@@ -295,7 +291,7 @@ class ProgressFastPath:
             wait = parse_qs(scope["query_string"].decode("latin-1")).get("wait", [None])[0]
         try:
             status, answer = await handle_progress(
-                self.service, scope["sluice.job"], b"".join(chunks), auth, wait, self.batcher)
+                self.service, scope["sluice.job"], body, auth, wait, self.batcher)
         except Exception:                 # a bug must not drop the connection silently
             LOG.exception("API POST %s", scope["path"])
             status, answer = 500, {"error": "internal error (see controller log)",
@@ -316,18 +312,8 @@ def _body(model: BaseModel) -> dict[str, Any]:
     return body
 
 
-def build_app(service: ControllerService) -> FastAPI:
-    # tokens and rate limits, the service behind it (no service: only the OpenAPI
-    # document is wanted, sluice/reference.py)
-    guard = Northbound(service) if service is not None else None
-    # one batch of reports at a time in the service (it serialises them anyway)
-    reporters = ProgressBatcher(guard, ThreadPoolExecutor(
-        max_workers=1, thread_name_prefix="sluice-progress"))
-    app = FastAPI(title="sluice controller", version="1",
-                  description="Northbound API of the sluice OpenFlow controller: the "
-                  "scheduler registers PS jobs, workers report progress, anyone reads "
-                  "jobs, flows, rules, links and metrics.")
-    app.state.guard, app.state.reporters = guard, reporters     # for serve_app
+def _refusals(app: FastAPI) -> None:
+    """The body limits and the answers of every refusal (Error: error, status, errors)."""
     # (the last added runs first: the size limit, then the shape's bounds)
     app.add_middleware(JsonBodyBounds, error_body=_error_body)
     app.add_middleware(BodyLimit, max_body=MAX_BODY, default_content_type=b"application/json",
@@ -350,10 +336,10 @@ def build_app(service: ControllerService) -> FastAPI:
         return JSONResponse({"error": reason, "status": err.status_code}, err.status_code,
                             headers=headers)
 
-    def admin(token: str | None = Depends(bearer_token)) -> str:
-        guard.check_admin(token)
-        return token
 
+def _read_routes(app: FastAPI, service: ControllerService) -> None:
+    """What anyone may read: health, jobs, flows, rules, links, metrics, the live page,
+    the ranking rule."""
     @app.get("/health")
     def health() -> dict:
         """Liveness: 200 {ok: true}."""
@@ -398,6 +384,31 @@ def build_app(service: ControllerService) -> FastAPI:
         return live.live_state(service.config.topology, service.jobs(),
                                service.flows()["flows"], service.links()["ports"])
 
+    @app.get("/rank")
+    def rank() -> dict:
+        """The active ranking rule and the rules there are."""
+        return service.rank()
+
+
+def build_app(service: ControllerService) -> FastAPI:
+    # tokens and rate limits, the service behind it (no service: only the OpenAPI
+    # document is wanted, sluice/reference.py)
+    guard = Northbound(service) if service is not None else None
+    # one batch of reports at a time in the service (it serialises them anyway)
+    reporters = ProgressBatcher(guard, ThreadPoolExecutor(
+        max_workers=1, thread_name_prefix="sluice-progress"))
+    app = FastAPI(title="sluice controller", version="1",
+                  description="Northbound API of the sluice OpenFlow controller: the "
+                  "scheduler registers PS jobs, workers report progress, anyone reads "
+                  "jobs, flows, rules, links and metrics.")
+    app.state.guard, app.state.reporters = guard, reporters     # for serve_app
+    _refusals(app)
+
+    def admin(token: str | None = Depends(bearer_token)) -> str:
+        guard.check_admin(token)
+        return token
+
+    _read_routes(app, service)
     @app.post("/jobs", status_code=201, responses=REGISTER_ERRORS)
     def register(body: JobRegistration, token: str = Depends(admin), wait: Wait = None) -> dict:
         """Register a PS job (admin token); answers with the job's own progress token."""
@@ -422,11 +433,6 @@ def build_app(service: ControllerService) -> FastAPI:
         t0, done = time.monotonic(), threading.Event()
         return _wait(wait, guard.remove_job(token, job_id, done), done, t0)
 
-    @app.get("/rank")
-    def rank() -> dict:
-        """The active ranking rule and the rules there are."""
-        return service.rank()
-
     @app.post("/rank", responses=ERRORS)
     def set_rank(body: RankRule, token: str = Depends(admin), wait: Wait = None) -> dict:
         """Switch the ranking rule at run time (admin token); flows are re-ranked at once."""
@@ -437,7 +443,22 @@ def build_app(service: ControllerService) -> FastAPI:
     # into a float: minimum 1.0, exclusiveMaximum 4.611686018427388e+18)
     document_400_for_bad_requests(app, extra_schemas=[ProgressReport, JobRegistration,
                                                       RankRule], max_body=MAX_BODY)
+    if service is not None:
+        _document_hosts(app, sorted(service.known_ips))
     return app
+
+
+def _document_hosts(app: FastAPI, ips: list[str]) -> None:
+    """A registration's IPs must be hosts of the controller's topology (400 otherwise):
+    the served document says which (``enum``), so that a client, and schemathesis'
+    stateful phase, can write a registration the controller takes."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        doc = build()
+        doc["components"]["schemas"]["Endpoint"]["properties"]["ip"]["enum"] = ips
+        return doc
+    app.openapi = openapi
 
 
 def serve_app(service: ControllerService):

@@ -120,14 +120,9 @@ class JsonBodyBounds:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["method"] not in BodyLimit.METHODS:
             return await self.app(scope, receive, send)
-        chunks, more = [], True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
+        body = await read_body(receive)
+        if body is None:                          # the client went away
+            return
         refused = json_bounds_refusal(body)
         if refused:
             data = (json.dumps({**self.error_body(400, refused), "errors": [refused]})
@@ -146,6 +141,18 @@ class JsonBodyBounds:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
         await self.app(scope, replay, send)
+
+
+async def read_body(receive) -> bytes | None:
+    """The whole body of an ASGI request (None: the client disconnected first)."""
+    chunks, more = [], True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    return b"".join(chunks)
 
 
 def json_bounds_refusal(body: bytes) -> str | None:

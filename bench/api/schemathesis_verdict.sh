@@ -4,11 +4,13 @@
 # fuzzing, stateful), with the widening of tests/api_schemathesis_<service>.toml (a
 # schema-valid body may be refused for what a schema cannot say: 400/422).
 #
-#   bench/api/schemathesis_verdict.sh SEED MAX_EXAMPLES MAX_TIME OUTDIR
+#   bench/api/schemathesis_verdict.sh SEED MAX_EXAMPLES MAX_TIME OUTDIR [SERVICES]
 #
+# SERVICES: "scheduler controller" (the default) or one of them.
 # prints each service's summary; the full output is OUTDIR/<service>.txt.
 set -eu
 SEED=${1:-7}; N=${2:-50}; MAX_TIME=${3:-600}; OUT=${4:-/tmp/sluice-schemathesis}
+SERVICES=${5:-scheduler controller}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PYTHON:-$HERE/.venv/bin/python}
 ST=$(dirname "$PY")/st
@@ -35,5 +37,5 @@ run() {  # service url token pid
     echo "== $1: $(grep -E 'generated|Operations:|failure|error' "$OUT/$1.txt" | tr '\n' ' ')"
     kill -0 "$4" && echo "   $1 still running: $(curl -s "$2/health" | head -c 80)"
 }
-run scheduler http://127.0.0.1:$SP $SCHED_TOKEN $SPID
-run controller http://127.0.0.1:$CP $CTL_TOKEN $CPID
+case " $SERVICES " in *" scheduler "*) run scheduler http://127.0.0.1:$SP $SCHED_TOKEN $SPID;; esac
+case " $SERVICES " in *" controller "*) run controller http://127.0.0.1:$CP $CTL_TOKEN $CPID;; esac
