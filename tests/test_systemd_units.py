@@ -119,7 +119,10 @@ def sandbox_preconditions() -> None:
     assert os.geteuid() == 0, "the systemd kill test needs root (make test runs as root)"
     assert SYSTEMD.exists() and shutil.which("systemd-sysusers"), \
         "systemd is not installed: `make system` installs Debian's package"
-    # the service user must be able to read the checkout and its venv (not under /root)
+    # the service user must be able to read the checkout and its venv, and the units'
+    # ProtectHome=yes hides /home, /root and /run/user from the services
+    assert not any(str(ROOT).startswith(p) for p in ("/home/", "/root/", "/run/user/")), \
+        f"the checkout {ROOT} is under a home directory, which the units hide (ProtectHome)"
     for part in [ROOT, *ROOT.parents]:
         assert part.stat().st_mode & 0o005 == 0o005, \
             f"{part} is not readable by other users: the service user cannot run sluice"
