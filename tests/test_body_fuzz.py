@@ -41,6 +41,19 @@ def test_the_job_file_parser_refuses_with_an_input_error_only(text):
         assert err.source == "fuzz.yaml" and len(str(err)) < 100_000
 
 
+# what the fuzz found on f05a1b5: a ValueError escaped the parser (the service answered
+# 503 "retry later" to a bad file, `sluice run` printed a traceback)
+@pytest.mark.parametrize("text", [
+    "jobs: [{name: !!timestamp 2020-13-45}]",
+    "jobs: [{name: a, dataset_size: " + "9" * 4400 + "}]",
+    "jobs: [{name: a, dataset_size: !!int '" + "9" * 4200 + "'}]",
+    "jobs: [{name: a, arrival: !!float '1e999'}]"],
+    ids=["bad-timestamp", "4400-digits", "tagged-4200-digits", "tagged-infinity"])
+def test_what_the_fuzz_found_is_an_input_error(text):
+    with pytest.raises(InputError):
+        parse_jobs_text(text, "fuzz.yaml", max_jobs=10)
+
+
 @FUZZ
 @given(json_bodies())
 def test_a_json_body_within_the_bounds_never_reaches_a_parser_limit(body):
