@@ -9,11 +9,15 @@ environment files and the unit files go there, so nothing on the host changes). 
 network namespace is the host's: the services listen on loopback ports the test reaches.
 
 The unit files are installed unchanged into /etc/systemd/system; /opt/sluice (their
-ExecStart prefix) is the checkout's virtual environment, bind-mounted. Only two things
+ExecStart prefix) is the checkout's virtual environment, bind-mounted. Only three things
 are added: empty stand-ins for the boot targets the units order against
 (sysinit.target, network-online.target, ...: the manager boots only ``sluice.target``,
 nothing of the host's), and a drop-in per service that appends its output to a log file
-(there is no journald).
+(there is no journald) and names the checkout's sources, bind-mounted at /opt/sluice-src,
+in PYTHONPATH, and the venv's ``sluice`` script is replaced by a copy whose interpreter
+is /opt/sluice/bin/python: the venv's editable install and its scripts name the
+checkout's own path, which may be under a home directory that the units' ProtectHome
+hides (CI clones anywhere).
 """
 
 from __future__ import annotations
@@ -41,8 +45,10 @@ mkdir -p {work}/ovl/up {work}/ovl/work
 mount -t overlay overlay -o lowerdir=/etc,upperdir={work}/ovl/up,workdir={work}/ovl/work /etc
 mount -t tmpfs tmpfs /var/lib
 mount -t tmpfs tmpfs /opt
-mkdir /opt/sluice
+mkdir /opt/sluice /opt/sluice-src
 mount --bind {venv} /opt/sluice
+mount --bind {repo} /opt/sluice-src
+mount --bind {work}/sluice-entry /opt/sluice/bin/sluice
 systemd-sysusers {sysusers}
 mkdir -p /etc/sluice /etc/systemd/system
 cp {work}/etc-sluice/* /etc/sluice/
@@ -72,7 +78,7 @@ def write_stubs(stubs: Path, services: list[str], logs: Path) -> None:
         drop.mkdir(exist_ok=True)
         (drop / "log.conf").write_text(
             f"[Service]\nStandardOutput=append:{logs / (service + '.log')}\n"
-            "StandardError=inherit\n")
+            "StandardError=inherit\nEnvironment=PYTHONPATH=/opt/sluice-src\n")
 
 
 class SystemdSandbox:
@@ -81,8 +87,9 @@ class SystemdSandbox:
     ends every process of its PID namespace with it)."""
 
     def __init__(self, work: Path, units: list[Path], sysusers: Path, venv: Path,
-                 env_files: dict[str, str]):
+                 env_files: dict[str, str], repo: Path):
         self.work, self.units, self.sysusers, self.venv = work, units, sysusers, venv
+        self.repo = repo
         self.env_files = env_files
         self.logs = work / "logs"
         self.proc: subprocess.Popen | None = None
@@ -96,9 +103,13 @@ class SystemdSandbox:
         for name, text in self.env_files.items():
             (etc / name).write_text(text)
         write_stubs(self.work / "stubs", [u.name for u in self.units], self.logs)
+        entry = (self.venv / "bin" / "sluice").read_text().split("\n", 1)[1]
+        (self.work / "sluice-entry").write_text("#!/opt/sluice/bin/python\n" + entry)
+        (self.work / "sluice-entry").chmod(0o755)
         script = self.work / "setup.sh"
         script.write_text(SETUP.format(
-            work=self.work, venv=self.venv, sysusers=self.sysusers, systemd=SYSTEMD,
+            work=self.work, venv=self.venv, repo=self.repo, sysusers=self.sysusers,
+            systemd=SYSTEMD,
             units=" ".join(str(u) for u in self.units)))
         return script
 
