@@ -104,7 +104,7 @@ def bounds_markdown() -> list[str]:
             "", "A job file over "
             f"{check.LARGE_BODY // 1024} KiB is checked in a child process limited to "
             f"{check.CHILD_CPU_S} s of CPU and {check.CHILD_MEMORY >> 20} MiB of address "
-            f"space, {check.MAX_CHECKS_AT_ONCE} at a time (503 with `Retry-After` when all "
+            f"space, {check.MAX_CHECKS_AT_ONCE} at a time (429 with `Retry-After` when all "
             "are busy). A check that dies (a signal, a limit, "
             f"{check.CHILD_TIMEOUT_S:g} s of wall clock) refuses the file with 400 naming "
             "why: the file is never parsed in the service after that."]

@@ -92,9 +92,10 @@ ERRORS = {400: _documented("bad request: every problem listed"),
           404: _documented("no such job"),
           409: _documented("the job is no longer queued or running"),
           413: _documented("body over the size limit"),
-          503: _documented("not stored (disk full, database locked), or every slot "
-                           "for checking a large job file taken (Retry-After); retry "
-                           "with the same Idempotency-Key")}
+          429: _documented("every slot for checking a large job file is taken: retry "
+                           "after Retry-After seconds with the same Idempotency-Key"),
+          503: _documented("not stored (disk full, database locked); retry with the "
+                           "same Idempotency-Key")}
 
 
 def _error_handlers(app: FastAPI) -> None:
@@ -178,7 +179,7 @@ def _submit_route(app: FastAPI, server: "SchedulerHTTPServer", admin) -> None:
         except KeyReused as err:
             raise ApiError(422, str(err), field="Idempotency-Key")
         except CheckBusy as err:       # not refused: every slot for a large file is taken
-            raise ApiError(503, str(err), {"Retry-After": str(err.retry_after)})
+            raise ApiError(429, str(err), {"Retry-After": str(err.retry_after)})
         except Exception as err:
             raise _unexpected(err)
         return JSONResponse({"submission": result.submission_id, "jobs": result.job_ids,
