@@ -4,8 +4,10 @@
 SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
-APT_PACKAGES := mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 python3-venv chromium
+APT_PACKAGES := mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 python3-venv chromium systemd
 # chromium: the headless browser of the live-page test (tests/test_live_browser.py)
+# systemd: systemd-analyze checks deploy/systemd/'s units, and the kill test runs them under
+# a real systemd in namespaces of its own (tests/test_systemd_units.py)
 # The venv is made from Debian's python3 so that it sees Debian's `mininet` module.
 SYSTEM_PYTHON := /usr/bin/python3
 PYTEST_ARGS ?=

@@ -49,9 +49,10 @@ from sluice_common.job_rank import RANK_RULES
 from controller.progress_batch import ProgressBatcher
 from controller.registry import MAX_ENDPOINTS
 from controller.service import ControllerService
-from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_of, bearer_token,
-                                 document_400_for_bad_requests, http_error_reason, page_of,
-                                 validation_messages)
+from sluice_common.http_service import (BodyLimit, JsonBodyBounds, ThreadedServer, bearer_of,
+                                        bearer_token, document_400_for_bad_requests,
+                                        http_error_reason, json_bounds_refusal, page_of, read_body,
+                                        validation_messages)
 
 LOG = logging.getLogger("sluice.controller.api")
 MAX_BODY = 64 * 1024
@@ -98,13 +99,21 @@ def _no_default(schema: dict) -> None:
 JsonInt = Annotated[StrictInt, BeforeValidator(_whole)]
 
 
+def json_int(**bounds: int) -> Any:
+    """JsonInt within ``bounds`` (ge, le, lt): the bounds go on the integer itself, so
+    the schema says ``minimum``/``maximum``; put after the BeforeValidator (as in
+    ``Annotated[JsonInt, Field(ge=1)]``) they reached the OpenAPI document as the
+    non-standard keys ``ge``/``le`` that no client or validator reads (issue 44)."""
+    return Annotated[int, Field(strict=True, **bounds), BeforeValidator(_whole)]
+
+
 class Endpoint(_Body):
     # (optional fields are left out, never null: the OpenAPI types carry no null)
     id: Annotated[str, Field(pattern=JOB_ID)] = Field(
         None, json_schema_extra=_no_default, description="default: s0, s1, ... / w0, w1, ...")
     ip: str = Field(pattern=IPV4, json_schema_extra={"format": "ipv4"},
                     description="IPv4 address of a host of the topology (dotted quad)")
-    port: Annotated[JsonInt, Field(ge=1, le=65535)]
+    port: json_int(ge=1, le=65535)
 
 
 class JobRegistration(_Body):
@@ -115,14 +124,14 @@ class JobRegistration(_Body):
         None, json_schema_extra=_no_default, description="the ps-lite scheduler: workers' control messages to it travel "
                           "at the level of their pull from the first server")
     # sizes for the ranking rules of issue 14 (the service decides whether it takes them)
-    total_batches: Annotated[JsonInt, Field(ge=1, lt=2**62)] = Field(
+    total_batches: json_int(ge=1, lt=2**62) = Field(
         None, json_schema_extra=_no_default)
-    bytes_per_batch: Annotated[JsonInt, Field(ge=1, lt=2**62)] = Field(
+    bytes_per_batch: json_int(ge=1, lt=2**62) = Field(
         None, json_schema_extra=_no_default)
 
 
 class ProgressReport(_Body):
-    worker: str = Field(description="a worker id of the job")
+    worker: str = Field(pattern=JOB_ID, description="a worker id of the job")
     batch: JsonInt = Field(ge=0, lt=2**62, description="the batch the worker is at")
 
 
@@ -222,6 +231,9 @@ async def handle_progress(service: Northbound, job_id: str, raw: bytes,
     wait for the service's lock while a registration reconciles every flow); reports
     arriving together are handed over together, one reconcile for all (bench/reliability/soak.py)."""
     t0 = time.monotonic()
+    refused = json_bounds_refusal(raw)
+    if refused:
+        return 400, {"error": refused, "status": 400, "errors": [refused]}
     try:
         body = ProgressReport.model_validate_json(raw)
     except ValidationError as err:
@@ -268,13 +280,9 @@ class ProgressFastPath:
         return await self.app(scope, receive, send)
 
     async def _progress(self, scope, receive, send):
-        chunks, more = [], True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
+        body = await read_body(receive)
+        if body is None:
+            return
         auth = wait = None
         for name, value in scope["headers"]:
             if name == b"authorization":
@@ -283,7 +291,7 @@ class ProgressFastPath:
             wait = parse_qs(scope["query_string"].decode("latin-1")).get("wait", [None])[0]
         try:
             status, answer = await handle_progress(
-                self.service, scope["sluice.job"], b"".join(chunks), auth, wait, self.batcher)
+                self.service, scope["sluice.job"], body, auth, wait, self.batcher)
         except Exception:                 # a bug must not drop the connection silently
             LOG.exception("API POST %s", scope["path"])
             status, answer = 500, {"error": "internal error (see controller log)",
@@ -304,18 +312,10 @@ def _body(model: BaseModel) -> dict[str, Any]:
     return body
 
 
-def build_app(service: ControllerService) -> FastAPI:
-    # tokens and rate limits, the service behind it (no service: only the OpenAPI
-    # document is wanted, sluice/reference.py)
-    guard = Northbound(service) if service is not None else None
-    # one batch of reports at a time in the service (it serialises them anyway)
-    reporters = ProgressBatcher(guard, ThreadPoolExecutor(
-        max_workers=1, thread_name_prefix="sluice-progress"))
-    app = FastAPI(title="sluice controller", version="1",
-                  description="Northbound API of the sluice OpenFlow controller: the "
-                  "scheduler registers PS jobs, workers report progress, anyone reads "
-                  "jobs, flows, rules, links and metrics.")
-    app.state.guard, app.state.reporters = guard, reporters     # for serve_app
+def _refusals(app: FastAPI) -> None:
+    """The body limits and the answers of every refusal (Error: error, status, errors)."""
+    # (the last added runs first: the size limit, then the shape's bounds)
+    app.add_middleware(JsonBodyBounds, error_body=_error_body)
     app.add_middleware(BodyLimit, max_body=MAX_BODY, default_content_type=b"application/json",
                        error_body=_error_body, content_types=JSON_TYPES)
 
@@ -336,10 +336,10 @@ def build_app(service: ControllerService) -> FastAPI:
         return JSONResponse({"error": reason, "status": err.status_code}, err.status_code,
                             headers=headers)
 
-    def admin(token: str | None = Depends(bearer_token)) -> str:
-        guard.check_admin(token)
-        return token
 
+def _read_routes(app: FastAPI, service: ControllerService) -> None:
+    """What anyone may read: health, jobs, flows, rules, links, metrics, the live page,
+    the ranking rule."""
     @app.get("/health")
     def health() -> dict:
         """Liveness: 200 {ok: true}."""
@@ -384,6 +384,31 @@ def build_app(service: ControllerService) -> FastAPI:
         return live.live_state(service.config.topology, service.jobs(),
                                service.flows()["flows"], service.links()["ports"])
 
+    @app.get("/rank")
+    def rank() -> dict:
+        """The active ranking rule and the rules there are."""
+        return service.rank()
+
+
+def build_app(service: ControllerService) -> FastAPI:
+    # tokens and rate limits, the service behind it (no service: only the OpenAPI
+    # document is wanted, sluice/reference.py)
+    guard = Northbound(service) if service is not None else None
+    # one batch of reports at a time in the service (it serialises them anyway)
+    reporters = ProgressBatcher(guard, ThreadPoolExecutor(
+        max_workers=1, thread_name_prefix="sluice-progress"))
+    app = FastAPI(title="sluice controller", version="1",
+                  description="Northbound API of the sluice OpenFlow controller: the "
+                  "scheduler registers PS jobs, workers report progress, anyone reads "
+                  "jobs, flows, rules, links and metrics.")
+    app.state.guard, app.state.reporters = guard, reporters     # for serve_app
+    _refusals(app)
+
+    def admin(token: str | None = Depends(bearer_token)) -> str:
+        guard.check_admin(token)
+        return token
+
+    _read_routes(app, service)
     @app.post("/jobs", status_code=201, responses=REGISTER_ERRORS)
     def register(body: JobRegistration, token: str = Depends(admin), wait: Wait = None) -> dict:
         """Register a PS job (admin token); answers with the job's own progress token."""
@@ -408,19 +433,32 @@ def build_app(service: ControllerService) -> FastAPI:
         t0, done = time.monotonic(), threading.Event()
         return _wait(wait, guard.remove_job(token, job_id, done), done, t0)
 
-    @app.get("/rank")
-    def rank() -> dict:
-        """The active ranking rule and the rules there are."""
-        return service.rank()
-
     @app.post("/rank", responses=ERRORS)
     def set_rank(body: RankRule, token: str = Depends(admin), wait: Wait = None) -> dict:
         """Switch the ranking rule at run time (admin token); flows are re-ranked at once."""
         t0, done = time.monotonic(), threading.Event()
         return _wait(wait, guard.set_rank(token, _body(body), done), done, t0)
 
-    document_400_for_bad_requests(app, extra_schemas=[ProgressReport])
+    # the request models as pydantic writes them (FastAPI's own copy turns every bound
+    # into a float: minimum 1.0, exclusiveMaximum 4.611686018427388e+18)
+    document_400_for_bad_requests(app, extra_schemas=[ProgressReport, JobRegistration,
+                                                      RankRule], max_body=MAX_BODY)
+    if service is not None:
+        _document_hosts(app, sorted(service.known_ips))
     return app
+
+
+def _document_hosts(app: FastAPI, ips: list[str]) -> None:
+    """A registration's IPs must be hosts of the controller's topology (400 otherwise):
+    the served document says which (``enum``), so that a client, and schemathesis'
+    stateful phase, can write a registration the controller takes."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        doc = build()
+        doc["components"]["schemas"]["Endpoint"]["properties"]["ip"]["enum"] = ips
+        return doc
+    app.openapi = openapi
 
 
 def serve_app(service: ControllerService):

@@ -42,7 +42,7 @@ def api_markdown() -> str:
              "errors, idempotency, paging), then the tables from the services' OpenAPI "
              "documents; each service serves its own at `/openapi.json` (browsable at "
              "`/docs`). Tokens travel as `Authorization: Bearer <token>`.", "",
-             GUIDE.read_text().rstrip(), "", "## Reference", ""]
+             GUIDE.read_text().rstrip(), "", *bounds_markdown(), "", "## Reference", ""]
     for name, doc in openapi_documents().items():
         lines += [f"### {doc['info']['title']}", "", doc["info"].get("description", ""), "",
                   "| method | path | body | answers | what it does |",
@@ -66,13 +66,48 @@ def api_markdown() -> str:
                 kind = spec.get("type") or " or ".join(
                     s.get("type", s.get("$ref", "").rsplit("/", 1)[-1])
                     for s in spec.get("anyOf", [])) or spec.get("$ref", "").rsplit("/", 1)[-1]
-                limits = ", ".join(f"{k} {spec[k]}" for k in ("minimum", "maximum", "pattern",
-                                                              "minItems", "maxItems") if k in spec)
+                limits = ", ".join(f"{k} {spec[k]}" for k in (
+                    "minimum", "maximum", "exclusiveMaximum", "pattern", "minItems",
+                    "maxItems") if k in spec)
                 notes = "; ".join(x for x in (spec.get("description", ""), limits) if x)
                 lines.append(f"| `{field}` | {kind} | {'yes' if field in required else 'no'} "
                              f"| {notes} |")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def bounds_markdown() -> list[str]:
+    """The bounds every request body is held to (sluice_common.body_bounds, the size
+    limits of both services), as the OpenAPI documents state them."""
+    from controller.api import MAX_BODY as CONTROLLER_MAX
+    from job_scheduler.service.api import DEFAULT_MAX_BODY as SCHEDULER_MAX
+    from job_scheduler.service import submission_check as check
+    from job_scheduler.service.scheduler import MAX_JOBS_PER_SUBMISSION
+    from sluice_common.body_bounds import LIMITS
+
+    return ["### Bounds on every request body", "",
+            "Both services check a body's shape before any parser builds it, with a "
+            "scanner that never recurses (sluice_common/body_bounds.py), and refuse a body "
+            "over a bound with 400 naming it; job files read from disk (`sluice run`, "
+            "`sluice simulate`) are held to the same bounds. Each operation's request "
+            "body states them in the OpenAPI documents (`x-sluice-body-bounds`).", "",
+            "| bound | value |", "| --- | --- |",
+            f"| body size | {SCHEDULER_MAX:,} bytes (scheduler), "
+            f"{CONTROLLER_MAX:,} bytes (controller): 413 |",
+            f"| nesting depth | {LIMITS.depth} levels of lists/mappings (a YAML alias counts "
+            "as the depth of what it names) |",
+            f"| values | {LIMITS.values:,}, YAML aliases expanded (billion laughs) |",
+            f"| string | {LIMITS.string_chars:,} characters |",
+            f"| number | {LIMITS.number_chars} characters; finite only (no NaN, Infinity, "
+            "`.inf`, 1e999) |",
+            f"| jobs per submission | {MAX_JOBS_PER_SUBMISSION:,} |",
+            "", "A job file over "
+            f"{check.LARGE_BODY // 1024} KiB is checked in a child process limited to "
+            f"{check.CHILD_CPU_S} s of CPU and {check.CHILD_MEMORY >> 20} MiB of address "
+            f"space, {check.MAX_CHECKS_AT_ONCE} at a time (429 with `Retry-After` when all "
+            "are busy). A check that dies (a signal, a limit, "
+            f"{check.CHILD_TIMEOUT_S:g} s of wall clock) refuses the file with 400 naming "
+            "why: the file is never parsed in the service after that."]
 
 
 def metrics_markdown() -> str:

@@ -108,6 +108,64 @@ class BodyLimit:
         await self.app(scope, receive, send)
 
 
+class JsonBodyBounds:
+    """ASGI middleware: a JSON body over one of the bounds of
+    :mod:`sluice_common.body_bounds` (depth, values, string and number sizes) is refused
+    with 400 before the route's parser (``json.loads``, pydantic) sees it. It runs inside
+    :class:`BodyLimit`, so the body it reads is at most that limit."""
+
+    def __init__(self, app, error_body: Callable[[int, str], dict]):
+        self.app, self.error_body = app, error_body
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] not in BodyLimit.METHODS:
+            return await self.app(scope, receive, send)
+        body = await read_body(receive)
+        if body is None:                          # the client went away
+            return
+        refused = json_bounds_refusal(body)
+        if refused:
+            data = (json.dumps({**self.error_body(400, refused), "errors": [refused]})
+                    + "\n").encode()
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(data)).encode())]})
+            await send({"type": "http.response.body", "body": data})
+            return
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+        await self.app(scope, replay, send)
+
+
+async def read_body(receive) -> bytes | None:
+    """The whole body of an ASGI request (None: the client disconnected first)."""
+    chunks, more = [], True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+def json_bounds_refusal(body: bytes) -> str | None:
+    """Why the JSON ``body`` is refused before parsing (None: within the bounds)."""
+    from sluice_common.body_bounds import BoundsError, check_json
+
+    try:
+        check_json(body)
+    except BoundsError as err:
+        return f"body refused before parsing: {err.reason}"
+    return None
+
+
 def allowed_methods(app, path: str) -> str:
     """The ``Allow`` header of a 405: every method of every route of ``path`` (starlette
     names only the first route that matches the path, e.g. GET of GET+POST /jobs)."""
@@ -222,10 +280,13 @@ def check_tls_files(cert: str | None, key: str | None) -> tuple[str, str] | None
     return cert, key
 
 
-def document_400_for_bad_requests(app, extra_schemas: list = ()) -> None:
+def document_400_for_bad_requests(app, extra_schemas: list = (), max_body: int | None = None
+                                  ) -> None:
     """The services answer a refused body with 400 (every problem listed), not FastAPI's
     default 422: say so in the OpenAPI document. ``extra_schemas``: models that routes
-    reading their own body refer to."""
+    reading their own body refer to. Every request body states the bounds it is held to
+    (``max_body`` bytes and sluice_common.body_bounds.LIMITS) in its description and as
+    ``x-sluice-body-bounds``."""
     build = app.openapi
 
     def openapi() -> dict:
@@ -238,6 +299,8 @@ def document_400_for_bad_requests(app, extra_schemas: list = ()) -> None:
                 schemas[model.__name__] = schema
             for ops in doc.get("paths", {}).values():
                 for op in ops.values():
+                    if "requestBody" in op:
+                        _document_bounds(op["requestBody"], max_body)
                     responses = op.get("responses", {})
                     if responses.get("422", {}).get("description") == "Validation Error":
                         moved = responses.pop("422")      # FastAPI's own, not the route's
@@ -252,3 +315,14 @@ def document_400_for_bad_requests(app, extra_schemas: list = ()) -> None:
             app.openapi_schema = doc
         return app.openapi_schema
     app.openapi = openapi
+
+
+def _document_bounds(body: dict, max_body: int | None) -> None:
+    from sluice_common.body_bounds import LIMITS
+
+    said = f"at most {max_body:,} bytes, " if max_body else ""
+    body["description"] = (body.get("description", "") + f" Bounds: {said}"
+                           f"{LIMITS.describe()}; a body over one is refused with 400 "
+                           "before it is parsed.").strip()
+    body["x-sluice-body-bounds"] = {**({"max_bytes": max_body} if max_body else {}),
+                                    **LIMITS.openapi_extension()}

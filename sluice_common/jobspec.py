@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from sluice_common.body_bounds import LIMITS, BoundsError, YamlEventBounds
 from sluice_common.errors import InputError, raise_all
 from sluice_common.models import Layer  # noqa: F401 (part of the job description)
 
@@ -91,88 +92,79 @@ def load_jobs(path: str | Path) -> list[JobSpec]:
 # libyaml's parser when PyYAML has it (7x faster on a 10,000-job file)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-# A job file with aliases is read as the document they expand to; its size is capped
-# before anything is built (a few KB of nested aliases can stand for billions of values).
-MAX_YAML_NODES = 1_000_000
+# A job file is walked on its parser's events before anything is built: its depth, its
+# size with aliases expanded (a few KB of nested aliases can stand for billions of
+# values), its strings and numbers are bounded (sluice_common.body_bounds), and so is its
+# number of jobs.
+MAX_YAML_NODES = LIMITS.values
 
 
-def _check_events(loader, limit: int, max_jobs: int | None, source: str) -> None:
+def _check_events(loader, max_jobs: int | None, source: str) -> None:
     """One pass over the parser's events, before any node is built: InputError once the
-    document, aliases expanded, passes ``limit`` values, or once the top-level ``jobs``
-    list passes ``max_jobs`` items (a refused 1 MiB file costs its events, not the ~60
-    MiB of its node graph). An anchor's values count once per alias to it; an alias to
-    a node still open (recursive) counts once."""
-    anchors: dict[str, tuple[int, int]] = {}   # anchor -> (values, direct items)
-    stack: list[list] = []      # open collections: [values, items, anchor, is_jobs]
-    expanded = 0                # values so far, aliases expanded
-    in_root_map = False         # the document is a mapping (its entries: key, value, ...)
-    root_entries = 0
+    document passes a bound of :data:`LIMITS` (a refused 1 MiB file costs its events,
+    not the ~60 MiB of its node graph, and a 50,000-deep one never reaches the
+    recursive composer), or once the top-level ``jobs`` list passes ``max_jobs`` items."""
+    walker = YamlEventBounds(loader, LIMITS)
+    root_entries = 0            # entries of the root mapping so far (key, value, ...)
     jobs_next = False           # the root mapping's last key was `jobs`
+    jobs_list = None            # the open `jobs:` sequence (the walker's stack entry)
+    jobs_depth = 0
+    try:
+        while not loader.check_event(yaml.StreamEndEvent):
+            event = loader.get_event()
+            at_root = (len(walker.stack) == 1 and walker.stack[0][4]
+                       and isinstance(event, _NODE_EVENTS))
+            ended = walker.event(event)
+            if at_root:
+                is_jobs_value = root_entries % 2 == 1 and jobs_next
+                jobs_next = (root_entries % 2 == 0 and isinstance(event, yaml.ScalarEvent)
+                             and event.value == "jobs")
+                root_entries += 1
+                if is_jobs_value and isinstance(event, yaml.SequenceStartEvent):
+                    jobs_list, jobs_depth = walker.stack[-1], len(walker.stack)
+                elif is_jobs_value and ended is not None:
+                    _at_most(max_jobs, ended[1], source)        # an alias to a list
+            if jobs_list is not None:
+                _at_most(max_jobs, jobs_list[1], source)
+                if len(walker.stack) < jobs_depth:          # the list ended
+                    jobs_list = None
+    except BoundsError as err:
+        raise InputError(source, f"refused before parsing: {err.reason}")
 
-    def too_many_jobs(got: str) -> InputError:
-        return InputError(source, f"at most {max_jobs} jobs per file, got {got}",
-                          field="jobs")
 
-    def add(values: int, new: int) -> None:
-        """A closed node of ``values`` values (``new`` of them not counted yet)."""
-        nonlocal expanded
-        expanded += new
-        if expanded > limit:
-            raise InputError(source, f"the document expands (YAML aliases) to more than "
-                             f"{limit} values; write the jobs out")
-        if stack:
-            stack[-1][0] += values
-            stack[-1][1] += 1
-            if stack[-1][3] and max_jobs is not None and stack[-1][1] > max_jobs:
-                raise too_many_jobs("more")
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)
 
-    while not loader.check_event(yaml.StreamEndEvent):
-        event = loader.get_event()
-        root_entry = in_root_map and len(stack) == 1 and isinstance(
-            event, (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent))
-        is_value_of_jobs = root_entry and root_entries % 2 == 1 and jobs_next
-        if root_entry:
-            jobs_next = (root_entries % 2 == 0 and isinstance(event, yaml.ScalarEvent)
-                         and event.value == "jobs")
-            root_entries += 1
-        if isinstance(event, yaml.CollectionStartEvent):
-            if not stack:
-                in_root_map, root_entries = isinstance(event, yaml.MappingStartEvent), 0
-            stack.append([1, 0, event.anchor,
-                          is_value_of_jobs and isinstance(event, yaml.SequenceStartEvent)])
-        elif isinstance(event, yaml.CollectionEndEvent):
-            values, items, anchor, _ = stack.pop()
-            if anchor:
-                anchors[anchor] = (values, items)
-            add(values, 1)              # its contents were counted as they came
-        elif isinstance(event, yaml.ScalarEvent):
-            if event.anchor:
-                anchors[event.anchor] = (1, 0)
-            add(1, 1)
-        elif isinstance(event, yaml.AliasEvent):
-            values, items = anchors.get(event.anchor, (1, 0))
-            if is_value_of_jobs and max_jobs is not None and items > max_jobs:
-                raise too_many_jobs(str(items))
-            add(values, values)
+
+def _at_most(max_jobs: int | None, items: int, source: str) -> None:
+    if max_jobs is not None and items > max_jobs:
+        raise InputError(source, f"at most {max_jobs} jobs per file, got {items}",
+                         field="jobs")
 
 
 def parse_jobs_text(text: str, source: str = "<jobs>", max_jobs: int | None = None
                     ) -> list[JobSpec]:
-    """Parse YAML text (a file's content or an API body) into jobs. Aliases may expand
-    to at most MAX_YAML_NODES values and the file to at most ``max_jobs`` jobs, both
-    checked on the parser's events (a first, cheap pass) before any node is built."""
+    """Parse YAML text (a file's content or an API body) into jobs. The document's shape
+    (depth, values with aliases expanded, strings, numbers: body_bounds.LIMITS) and its
+    number of jobs (``max_jobs``) are checked on the parser's events (a first, cheap
+    pass that never recurses) before any node is built."""
     loader = None
     try:
         loader = _Loader(text)
-        _check_events(loader, MAX_YAML_NODES, max_jobs, source)
+        _check_events(loader, max_jobs, source)
         loader.dispose()
         loader = _Loader(text)
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
+    except InputError:
+        raise
     except yaml.YAMLError as err:
         raise InputError(source, f"not valid YAML: {' '.join(str(err).split())}")
     except RecursionError:
         raise InputError(source, "not valid YAML: nested too deeply")
+    except (ValueError, TypeError, OverflowError) as err:
+        # a tagged scalar the constructor cannot make (`!!timestamp 2020-13-45`,
+        # `!!binary` that is not base64) or a mapping key it cannot hash
+        raise InputError(source, f"not valid YAML: {' '.join(str(err).split())[:300]}")
     finally:
         if loader is not None and hasattr(loader, "dispose"):
             loader.dispose()

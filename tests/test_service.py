@@ -661,3 +661,36 @@ def test_any_interleaving_keeps_jobs_and_gpus_consistent(tmp_path_factory, ops):
     assert all(j.state in ("finished", "cancelled") for j in svc.store.jobs())
     assert svc.health()["free_gpus"] == TOPO.total_gpus
     svc.store.close()
+
+
+def test_a_large_file_with_every_check_slot_taken_gets_429_and_the_client_retries(
+        tmp_path, monkeypatch):
+    """Every slot for checking a large job file taken: 429 with Retry-After (a 4xx: the
+    client sends too much at once, nothing is wrong with the service), nothing queued;
+    the client's retry with the same key gets it in once a slot is free."""
+    from job_scheduler.service import submission_check
+    from job_scheduler.service.api import SchedulerHTTPServer
+
+    monkeypatch.setattr(submission_check, "SLOT_WAIT_S", 0.05)
+    svc = make_service(tmp_path)
+    server = SchedulerHTTPServer(("127.0.0.1", 0), svc)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    big = job_file("big") + "#" + "x" * submission_check.LARGE_BODY + "\n"
+    taken = [submission_check._slots.acquire(blocking=False)
+             for _ in range(submission_check.MAX_CHECKS_AT_ONCE)]
+    try:
+        assert all(taken)
+        client = SchedulerClient(f"http://127.0.0.1:{server.server_address[1]}")
+        with pytest.raises(ServiceError) as err:
+            client.submit(big, "big.yaml")
+        assert err.value.status == 429 and "retry" in err.value.body["error"]
+        assert svc.store.jobs() == []
+        held, taken = taken, []
+        threading.Timer(0.5, lambda: [submission_check._slots.release() for _ in held]).start()
+        answer = client.submit(big, "big.yaml", retry_seconds=10)        # 429, then ok
+        assert [j.name for j in svc.store.jobs()] == ["big"] and len(answer["jobs"]) == 1
+    finally:
+        for _ in taken:
+            submission_check._slots.release()
+        server.shutdown()
+        server.server_close()

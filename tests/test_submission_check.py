@@ -1,6 +1,7 @@
 """A large job file is checked in a child process (job_scheduler.service.submission_check): the
-service answers exactly as its in-process parse would, and a file the child cannot check
-falls back to the in-process parse."""
+service answers exactly as its in-process parse would; a child that dies, overruns its
+limits or cannot be started refuses the file (fail closed, never an in-process parse),
+and only a few files are checked at once."""
 
 from __future__ import annotations
 
@@ -30,10 +31,10 @@ def child_error(text: str, max_jobs: int) -> list[dict]:
     return [e.to_dict() for e in err.value.errors]
 
 
-def test_a_valid_file_passes():
-    text = yaml.safe_dump({"jobs": [{"name": f"j{i}", **JOB} for i in range(2000)]})
+def test_a_valid_10000_job_file_passes():
+    text = yaml.safe_dump({"jobs": [{"name": f"j{i}", **JOB} for i in range(10_000)]})
     assert len(text) > submission_check.LARGE_BODY
-    check_in_child(text, "big.yaml", 10_000)          # raises nothing
+    check_in_child(text, "big.yaml", 10_000)          # raises nothing: under the limits
 
 
 @pytest.mark.parametrize("case", ["duplicate-names", "too-many", "bad-field"])
@@ -60,11 +61,58 @@ def test_many_problems_come_back_bounded():
     assert got[:-1] == in_process_error(text, 10_000)[:submission_check.MAX_REPORTED]
 
 
-def test_a_child_that_fails_leaves_the_decision_to_the_service(monkeypatch):
-    def broken(*a, **kw):
+def test_a_child_that_times_out_refuses_the_file(monkeypatch):
+    def slow(*a, **kw):
         raise subprocess.TimeoutExpired("child", 1)
-    monkeypatch.setattr(submission_check.subprocess, "run", broken)
-    check_in_child("jobs: [", "big.yaml", 10)          # no verdict, no exception
+    monkeypatch.setattr(submission_check.subprocess, "run", slow)
+    with pytest.raises(InputError, match="refused: checking it took more than"):
+        check_in_child("jobs: [", "big.yaml", 10)
+
+
+def test_a_child_that_crashes_refuses_the_file_and_nothing_parses_it_again(monkeypatch):
+    """The regression of issue 44: the child died on a body and the service then parsed
+    it itself, and died the same way."""
+    crashed = subprocess.CompletedProcess([], -11, b"", b"")
+    monkeypatch.setattr(submission_check.subprocess, "run", lambda *a, **kw: crashed)
+    with pytest.raises(InputError, match=r"died \(SIGSEGV\)"):
+        check_in_child("jobs: []", "big.yaml", 10)
+
+
+@pytest.mark.parametrize("limit,reason", [
+    ("CHILD_CPU_S", "needed more than 1 s of CPU"),
+    ("CHILD_MEMORY", "needs more than 100 MiB")])
+def test_the_child_runs_under_cpu_and_memory_limits(monkeypatch, limit, reason):
+    # (a valid 10,000-job file needs 1.3 s of CPU and 100-150 MiB; the real limits are
+    # CHILD_CPU_S and CHILD_MEMORY, several times that: test_a_valid_10000_job_file_passes)
+    monkeypatch.setattr(submission_check, limit, 1 if limit == "CHILD_CPU_S" else 100 << 20)
+    text = yaml.safe_dump({"jobs": [{"name": f"j{i}", **JOB} for i in range(10_000)]})
+    text = text * 12 if limit == "CHILD_CPU_S" else text
+    with pytest.raises(InputError, match=reason):
+        check_in_child(text, "big.yaml", 200_000)
+
+
+def test_a_child_that_cannot_start_is_busy_not_accepted(monkeypatch):
+    def no_fork(*a, **kw):
+        raise OSError(11, "Resource temporarily unavailable")
+    monkeypatch.setattr(submission_check.subprocess, "run", no_fork)
+    with pytest.raises(submission_check.CheckBusy, match="cannot check"):
+        check_in_child("jobs: []", "big.yaml", 10)
+
+
+def test_only_a_few_files_are_checked_at_once(monkeypatch):
+    monkeypatch.setattr(submission_check, "SLOT_WAIT_S", 0.05)
+    taken = [submission_check._slots.acquire(blocking=False)
+             for _ in range(submission_check.MAX_CHECKS_AT_ONCE)]
+    try:
+        assert all(taken)
+        with pytest.raises(submission_check.CheckBusy) as busy:
+            check_in_child("jobs: []", "big.yaml", 10)
+        assert busy.value.retry_after > 0
+    finally:
+        for _ in taken:
+            submission_check._slots.release()
+    with pytest.raises(InputError):             # the slots are back
+        check_in_child("jobs: []", "big.yaml", 10)
 
 
 def test_the_services_malloc_settings_apply_on_glibc():

@@ -167,11 +167,14 @@ ROWS = [
 ]
 
 
-def start(tree: Path, args: list[str], env: dict, port: int, log: Path) -> subprocess.Popen:
+def start(tree: Path, args: list[str], env: dict, port: int, log: Path,
+          new_session: bool = False) -> subprocess.Popen:
+    """``sluice ARGS`` from ``tree``, once it answers /health; ``new_session``: in a
+    process group of its own (with the children it starts, ended by ``os.killpg``)."""
     with open(log, "ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "sluice", *args], cwd=tree,
                                 env={**env, "PYTHONPATH": str(tree)},
-                                stdout=out, stderr=out)
+                                stdout=out, stderr=out, start_new_session=new_session)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:

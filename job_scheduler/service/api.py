@@ -34,6 +34,7 @@ from starlette.concurrency import run_in_threadpool
 from job_scheduler.service.scheduler import Conflict, NotFound, SchedulerService
 from job_scheduler.service.metrics import metrics_text
 from job_scheduler.service.store import MAX_ID, STATES, KeyReused
+from job_scheduler.service.submission_check import CheckBusy
 from sluice_common.errors import InputError
 from sluice_common.job_schema import JobFile
 from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_token,
@@ -65,23 +66,40 @@ def _unexpected(err: Exception) -> ApiError:
     return ApiError(503, f"not done ({type(err).__name__}: {err}); retry later")
 
 
-def build_app(server: "SchedulerHTTPServer") -> FastAPI:
-    app = FastAPI(title="sluice scheduler", version="1",
-                  description="The sluice job scheduler as a durable service: submit job "
-                  "files, list and cancel jobs, read its metrics.")
-    app.add_middleware(BodyLimit, max_body=server.max_body,
-                       error_body=lambda status, reason: {"error": reason})
-    def documented(description: str, schema: str = "Error") -> dict:
-        return {"description": description, "content": {"application/json": {"schema": {
-            "$ref": f"#/components/schemas/{schema}"}}}}
-    errors = {400: documented("bad request: every problem listed"),
-              401: documented("missing or wrong admin token"),
-              404: documented("no such job"),
-              409: documented("the job is no longer queued or running"),
-              413: documented("body over the size limit"),
-              503: documented("not stored (disk full, database locked); retry with the "
-                              "same Idempotency-Key")}
+async def _in_thread_no_traceback(fn, *args):
+    """``run_in_threadpool(fn, *args)``; an exception comes back without the frames it
+    passed through. Why: re-raised from anyio's future, the exception and those frames
+    form a reference cycle (the future is a local of one of them) that keeps every frame's
+    locals - a refused job file, its text, the request - until a full garbage collection,
+    which an idle service may not run for a long time: twenty clients sending large bad
+    files left the scheduler at 2.4-2.7x its resident memory, back to 1.03x after
+    ``gc.collect()`` (bench/api/bench_hostile.py, bench/HISTORY.md). The answer needs only
+    the exception's own fields."""
+    try:
+        return await run_in_threadpool(fn, *args)
+    except Exception as err:
+        raise err.with_traceback(None)
 
+
+def _documented(description: str, schema: str = "Error") -> dict:
+    """An answer of the OpenAPI document: a JSON body of the component ``schema``."""
+    return {"description": description, "content": {"application/json": {"schema": {
+        "$ref": f"#/components/schemas/{schema}"}}}}
+
+
+ERRORS = {400: _documented("bad request: every problem listed"),
+          401: _documented("missing or wrong admin token"),
+          404: _documented("no such job"),
+          409: _documented("the job is no longer queued or running"),
+          413: _documented("body over the size limit"),
+          429: _documented("every slot for checking a large job file is taken: retry "
+                           "after Retry-After seconds with the same Idempotency-Key"),
+          503: _documented("not stored (disk full, database locked); retry with the "
+                           "same Idempotency-Key")}
+
+
+def _error_handlers(app: FastAPI) -> None:
+    """Every refusal as an Error (``error``; a refused job file its problems too)."""
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, err: ApiError):
         return AsciiJSONResponse({"error": err.message, **err.extra}, err.status,
@@ -97,61 +115,22 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
         messages = validation_messages(err)
         return JSONResponse({"error": "; ".join(messages), "errors": messages}, 400)
 
-    def admin(token: str | None = Depends(bearer_token)) -> None:
-        if server.token and not (token and hmac.compare_digest(token.encode(),
-                                                               server.token.encode())):
-            raise ApiError(401, "missing or wrong admin token",
-                           {"WWW-Authenticate": 'Bearer realm="sluice-scheduler"'})
 
-    @app.get("/health")
-    def health() -> dict:
-        """Liveness, job counts per state, free GPUs."""
-        return server.service.health()
-
-    @app.get("/jobs", responses={400: errors[400]})
-    def jobs(state: Annotated[list[Literal[STATES]], Query(  # type: ignore[valid-type]
-                 description="only jobs in these states (repeat for several)")] = None,
-             limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="jobs per page")
-                              ] = DEFAULT_PAGE,
-             cursor: Annotated[str, Query(
-                 pattern=r"^[0-9]{1,19}$",
-                 description="the `next` of the previous page")] = None) -> JobPage:
-        """The jobs by id, a page at a time: `next` is the cursor of the next page (null
-        on the last), `total` the number of jobs in the given states."""
-        after = min(int(cursor), MAX_ID) if cursor else 0
-        page, total, more = server.service.store.page(state, after, limit)
-        return {"jobs": [j.to_public() for j in page], "total": total,
-                "next": str(page[-1].id) if more and page else None}
-
-    @app.get("/jobs/{job_id}", responses={404: errors[404]})
-    def job(job_id: int) -> dict:
-        """One job with its event log."""
-        service = server.service
-        record = service.store.get(job_id)
-        if record is None:
-            raise ApiError(404, f"no job {job_id}")
-        events = [{"at": at, "kind": k, "detail": d} for at, k, d in service.store.events(job_id)]
-        return {**record.to_public(), "events": events}
-
-    @app.get("/metrics", response_class=PlainTextResponse)
-    def metrics():
-        """Prometheus series (see docs/metrics.md)."""
-        return PlainTextResponse(metrics_text(lambda: server.service),
-                                 media_type=CONTENT_TYPE_LATEST)
-
+def _submit_route(app: FastAPI, server: "SchedulerHTTPServer", admin) -> None:
+    """POST /submissions: a job file in, every job queued durably or none."""
     submit_responses = {
-        200: documented("the Idempotency-Key was seen before with this same body: the "
-                        "jobs of that first submission, nothing queued again", "Submitted"),
-        201: {**documented("every job queued, durably", "Submitted"),
+        200: _documented("the Idempotency-Key was seen before with this same body: the "
+                         "jobs of that first submission, nothing queued again", "Submitted"),
+        201: {**_documented("every job queued, durably", "Submitted"),
               # what a client (and schemathesis' stateful phase) does next with a job
               "links": {"GetJob": {"operationId": "job_jobs__job_id__get",
                                    "parameters": {"job_id": "$response.body#/jobs/0"}},
                         "CancelJob": {"operationId": "cancel_jobs__job_id__cancel_post",
                                       "parameters": {"job_id": "$response.body#/jobs/0"}}}},
-        **{k: v for k, v in errors.items() if k != 404},
-        411: documented("a chunked body (no Content-Length)"),
-        415: documented("the body's Content-Type is not a job file's (application/yaml)"),
-        422: documented("the Idempotency-Key was used before with a different body")}
+        **{k: v for k, v in ERRORS.items() if k != 404},
+        411: _documented("a chunked body (no Content-Length)"),
+        415: _documented("the body's Content-Type is not a job file's (application/yaml)"),
+        422: _documented("the Idempotency-Key was used before with a different body")}
 
     @app.post("/submissions", status_code=201, dependencies=[Depends(admin)],
               responses=submit_responses, response_model=None,
@@ -189,8 +168,8 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
         except UnicodeDecodeError as err:
             raise ApiError(400, str(InputError(source, f"not UTF-8 text: {err.reason}")))
         try:
-            result = await run_in_threadpool(server.service.submit, text, source,
-                                             idempotency_key)
+            result = await _in_thread_no_traceback(server.service.submit, text, source,
+                                                   idempotency_key)
         except InputError as err:
             # The whole file is rejected: nothing of it was queued. The answer stays a
             # few KB: the first problems in full, then how many more there were.
@@ -199,14 +178,69 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
                            **_bounded_errors([e.to_dict() for e in err.errors]))
         except KeyReused as err:
             raise ApiError(422, str(err), field="Idempotency-Key")
+        except CheckBusy as err:       # not refused: every slot for a large file is taken
+            raise ApiError(429, str(err), {"Retry-After": str(err.retry_after)})
         except Exception as err:
             raise _unexpected(err)
         return JSONResponse({"submission": result.submission_id, "jobs": result.job_ids,
                              "duplicate": result.duplicate, "schedule": result.schedule},
                             status_code=200 if result.duplicate else 201)
 
+
+def build_app(server: "SchedulerHTTPServer") -> FastAPI:
+    app = FastAPI(title="sluice scheduler", version="1",
+                  description="The sluice job scheduler as a durable service: submit job "
+                  "files, list and cancel jobs, read its metrics.")
+    app.add_middleware(BodyLimit, max_body=server.max_body,
+                       error_body=lambda status, reason: {"error": reason})
+    _error_handlers(app)
+
+    def admin(token: str | None = Depends(bearer_token)) -> None:
+        if server.token and not (token and hmac.compare_digest(token.encode(),
+                                                               server.token.encode())):
+            raise ApiError(401, "missing or wrong admin token",
+                           {"WWW-Authenticate": 'Bearer realm="sluice-scheduler"'})
+
+    @app.get("/health")
+    def health() -> dict:
+        """Liveness, job counts per state, free GPUs."""
+        return server.service.health()
+
+    @app.get("/jobs", responses={400: ERRORS[400]})
+    def jobs(state: Annotated[list[Literal[STATES]], Query(  # type: ignore[valid-type]
+                 description="only jobs in these states (repeat for several)")] = None,
+             limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="jobs per page")
+                              ] = DEFAULT_PAGE,
+             cursor: Annotated[str, Query(
+                 pattern=r"^[0-9]{1,19}$",
+                 description="the `next` of the previous page")] = None) -> JobPage:
+        """The jobs by id, a page at a time: `next` is the cursor of the next page (null
+        on the last), `total` the number of jobs in the given states."""
+        after = min(int(cursor), MAX_ID) if cursor else 0
+        page, total, more = server.service.store.page(state, after, limit)
+        return {"jobs": [j.to_public() for j in page], "total": total,
+                "next": str(page[-1].id) if more and page else None}
+
+    @app.get("/jobs/{job_id}", responses={404: ERRORS[404]})
+    def job(job_id: int) -> dict:
+        """One job with its event log."""
+        service = server.service
+        record = service.store.get(job_id)
+        if record is None:
+            raise ApiError(404, f"no job {job_id}")
+        events = [{"at": at, "kind": k, "detail": d} for at, k, d in service.store.events(job_id)]
+        return {**record.to_public(), "events": events}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    def metrics():
+        """Prometheus series (see docs/metrics.md)."""
+        return PlainTextResponse(metrics_text(lambda: server.service),
+                                 media_type=CONTENT_TYPE_LATEST)
+
+    _submit_route(app, server, admin)
+
     @app.post("/jobs/{job_id}/cancel", dependencies=[Depends(admin)],
-              responses={k: errors[k] for k in (401, 404, 409, 503)})
+              responses={k: ERRORS[k] for k in (401, 404, 409, 503)})
     def cancel(job_id: int) -> dict:
         """Cancel a queued or running job."""
         try:
@@ -218,7 +252,8 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
         except Exception as err:
             raise _unexpected(err)
 
-    document_400_for_bad_requests(app, extra_schemas=[Error, Submitted, JobFile])
+    document_400_for_bad_requests(app, extra_schemas=[Error, Submitted, JobFile],
+                                  max_body=server.max_body)
     return app
 
 

@@ -105,8 +105,9 @@ class SchedulerClient:
     def submit(self, text: str, source: str = "API body", key: str | None = None,
                retry_seconds: float = 0.0) -> dict:
         """POST one job file; returns {submission, jobs, duplicate}. Retries on a broken
-        connection or a 503 (not stored; never on other HTTP errors) with the same
-        idempotency key, so a retry can never queue the file twice."""
+        connection, a 503 (not stored) or a 429 (every check slot busy; never on other
+        HTTP errors) with the same idempotency key, so a retry can never queue the file
+        twice."""
         key = key or uuid.uuid4().hex
         headers = {"Content-Type": "application/yaml", "Idempotency-Key": key,
                    "X-Sluice-Source": source}
@@ -115,7 +116,7 @@ class SchedulerClient:
             try:
                 return self._request("POST", "/submissions", text.encode("utf-8"), headers)[1]
             except (Unreachable, ServiceError) as err:
-                if isinstance(err, ServiceError) and err.status != 503:
+                if isinstance(err, ServiceError) and err.status not in (429, 503):
                     raise
                 if time.monotonic() >= deadline:
                     raise
