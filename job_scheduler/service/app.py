@@ -201,7 +201,7 @@ def _slurm_executor(topology: Topology, db_path: Path, options, check: bool):
     know every host of the topology at its address, else exit 2 naming the command that
     failed or the hosts."""
     from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions, store_tag
-    from slurm_client import SlurmClient, SlurmError
+    from slurm_client import SlurmClient, SlurmError, UnsupportedSlurm
 
     executor = SlurmExecutor(SlurmClient(), topology,
                              db_path.with_name(db_path.name + ".slurm-runs"),
@@ -209,7 +209,7 @@ def _slurm_executor(topology: Topology, db_path: Path, options, check: bool):
     if check:
         try:
             nodes = executor.check()
-        except SlurmError as err:
+        except (SlurmError, UnsupportedSlurm) as err:
             raise option_error("executor", f"Slurm is not usable: {err}")
         log.info("Slurm: %d node(s), %d GPU(s) configured, %d allocated", len(nodes),
                  sum(n.gpus for n in nodes), sum(n.gpus_used for n in nodes))

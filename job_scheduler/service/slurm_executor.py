@@ -229,8 +229,10 @@ class SlurmExecutor:
 
     # ---- start-up ----------------------------------------------------------------------
     def check(self) -> list[NodeInfo]:
-        """At service start: Slurm answers, and knows every host of the topology at its
-        address. SlurmUnavailable / InputError (exit 2) otherwise."""
+        """At service start: Slurm's release is one sluice reads (UnsupportedSlurm),
+        Slurm answers, and knows every host of the topology at its address.
+        SlurmUnavailable / InputError (exit 2) otherwise."""
+        self.client.version()
         self.client.ping()
         nodes = self.client.nodes()
         problems = check_topology(self.topology, nodes)
