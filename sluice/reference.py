@@ -69,6 +69,7 @@ def api_markdown() -> str:
                 limits = ", ".join(f"{k} {spec[k]}" for k in ("minimum", "maximum", "pattern",
                                                               "minItems", "maxItems") if k in spec)
                 notes = "; ".join(x for x in (spec.get("description", ""), limits) if x)
+                notes = notes.replace("|", "\\|")      # a pattern's | would end the cell
                 lines.append(f"| `{field}` | {kind} | {'yes' if field in required else 'no'} "
                              f"| {notes} |")
         lines.append("")

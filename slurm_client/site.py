@@ -52,7 +52,7 @@ class SiteOptions:
     sbatch_flags: tuple[str, ...] = () # further flags, each one argv word: --reservation=x
 
     def __post_init__(self):
-        problems = site_problems(self)
+        problems = site_problems(vars(self))
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -88,8 +88,8 @@ def _flag_name(word: str) -> str:
     return word.split("=", 1)[0] if word.startswith("--") else word[:2]
 
 
-def site_problems(o: SiteOptions) -> list[str]:
-    """Every bad value of ``o``, each as ``field: reason``."""
+def site_problems(values: Mapping[str, Any]) -> list[str]:
+    """Every bad value of SiteOptions' ``values`` (field -> value), each as ``field: reason``."""
     out = []
     checks = [("account", _NAME, "letters, digits, _ . -"), ("qos", _NAME, "letters, digits, _ . -"),
               ("partition", _NAME, "letters, digits, _ . -"),
@@ -98,19 +98,20 @@ def site_problems(o: SiteOptions) -> list[str]:
               ("time", _TIME, "Slurm's time format: MINUTES, H:MM:SS, D-HH:MM:SS or "
                "UNLIMITED"), ("mem_per_gpu", _MEMORY, "a size like 16G or 16000 (MB)")]
     for name, pattern, rule in checks:
-        value = getattr(o, name)
+        value = values.get(name)
         if value is not None and (not isinstance(value, str) or not pattern.fullmatch(value)):
             out.append(f"{name}: {value!r} is not {rule}")
-    if o.cpus_per_gpu is not None and (isinstance(o.cpus_per_gpu, bool)
-                                       or not isinstance(o.cpus_per_gpu, int)
-                                       or not 1 <= o.cpus_per_gpu <= 4096):
-        out.append(f"cpus_per_gpu: must be a whole number 1..4096, got {o.cpus_per_gpu!r}")
-    for word in o.sbatch_flags:
+    cpus = values.get("cpus_per_gpu")
+    if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, int)
+                             or not 1 <= cpus <= 4096):
+        out.append(f"cpus_per_gpu: must be a whole number 1..4096, got {cpus!r}")
+    for word in values.get("sbatch_flags") or ():
         if not isinstance(word, str) or not word.startswith("-") or any(
                 c.isspace() or not c.isprintable() for c in word):
             out.append(f"sbatch_flags: {word!r} is not one sbatch flag (--name or --name=value, "
                        "no spaces)")
         elif _flag_name(word) in RESERVED_FLAGS:
-            out.append(f"sbatch_flags: {_flag_name(word)} is set by sluice itself or by its own "
-                       "option; pass-through flags may not change it")
+            out.append(f"sbatch_flags: {_flag_name(word)} is sluice's to set (the decided "
+                       "nodes, the job's name and output, a --slurm-* option, or who runs "
+                       "the job); a pass-through flag may not change it")
     return out

@@ -48,6 +48,16 @@ class ServiceConfig:
     slurm_batches: int | None = None
     slurm_compute_s: float | None = None
     slurm_bytes_per_batch: int | None = None
+    # site policy (slurm_client.site.SiteOptions): every job's, a job's `slurm:` overrides
+    slurm_account: str | None = None
+    slurm_qos: str | None = None
+    slurm_time: str | None = None
+    slurm_constraint: str | None = None
+    slurm_gpu_type: str | None = None
+    slurm_cpus_per_gpu: int | None = None
+    slurm_mem_per_gpu: str | None = None
+    slurm_sbatch_flag: tuple[str, ...] = ()
+    slurm_fabric_addresses: str | None = None     # YAML {node: data-fabric address}
     time_factor: float = 1.0             # simulated executor: wall s per estimated s
     local_command: str | None = None     # local executor: shell command per job
     max_retries: int = 0
@@ -82,6 +92,23 @@ class ServiceConfig:
         for name, ok, message in checks:
             if not ok:
                 raise ValueError(f"{name}: {message}")
+        self.slurm_site()
+
+    def slurm_site(self):
+        """The site policy of ``--executor slurm`` (ValueError naming the first bad field)."""
+        from slurm_client.site import SiteOptions, site_problems
+
+        values = dict(account=self.slurm_account, qos=self.slurm_qos, time=self.slurm_time,
+                      partition=self.slurm_partition, constraint=self.slurm_constraint,
+                      gpu_type=self.slurm_gpu_type, cpus_per_gpu=self.slurm_cpus_per_gpu,
+                      mem_per_gpu=self.slurm_mem_per_gpu,
+                      sbatch_flags=tuple(self.slurm_sbatch_flag))
+        problems = site_problems(values)
+        if problems:
+            field, _, message = problems[0].partition(": ")
+            field = "sbatch_flag" if field == "sbatch_flags" else field
+            raise ValueError(f"slurm_{field}: {message}")
+        return SiteOptions(**values)
 
 
 def start(config: ServiceConfig, notice: str | None = None) -> int:
@@ -105,11 +132,13 @@ def start(config: ServiceConfig, notice: str | None = None) -> int:
     slurm_options = None
     if config.executor == "slurm":
         from job_scheduler.service.slurm_executor import SlurmJobOptions
+        from job_scheduler.service.slurm_addresses import load_fabric_addresses
         slurm_options = SlurmJobOptions(
             compute=config.slurm_compute, batches=config.slurm_batches,
             compute_s=config.slurm_compute_s, bytes_per_batch=config.slurm_bytes_per_batch,
             bw_scale=topology.emulation_bw_scale, profile=config.profile,
-            partition=config.slurm_partition)
+            partition=config.slurm_partition, site=config.slurm_site(),
+            fabric_addresses=load_fabric_addresses(config.slurm_fabric_addresses))
 
     logging.basicConfig(level=logging.DEBUG if config.verbose else logging.INFO,
                         stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")

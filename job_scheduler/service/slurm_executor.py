@@ -31,6 +31,7 @@ no free GPU at all: jobs started outside sluice are seen, their GPUs never doubl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -44,11 +45,15 @@ from typing import Mapping, Sequence
 
 from job_scheduler.core.estimator import batches_for
 from job_scheduler.service.executors import ADMIN_TOKEN_ENVS, Outcome
+from job_scheduler.service.progress_relay import ProgressRelay
+from job_scheduler.service.slurm_ports import PortBook
+from job_scheduler.service.run_files import (EXIT_FILE, error_text as _error_text, mtime as _mtime,
+                                             read_exit as _read_exit, read_json as _read_json)
 from job_scheduler.core.placement import ClusterState, Placement
 from job_scheduler.core.decisions import StartDecision
 from job_scheduler.service.store import JobRecord
-from slurm_client import (Component, JobInfo, NodeInfo, SlurmClient, SlurmError,
-                          SlurmUnavailable, Submission, job_outcome)
+from slurm_client import (Component, JobInfo, NodeInfo, ParseError, SiteOptions, SlurmClient,
+                          SlurmError, SlurmUnavailable, Submission, job_outcome)
 from sluice_common.errors import InputError
 from sluice_common.jobspec import job_to_dict
 from topologies import Topology
@@ -56,8 +61,7 @@ from topologies import Topology
 log = logging.getLogger("sluice.scheduler.slurm")
 
 NAME_PREFIX = "sluice-"
-EXIT_FILE = "exit_status"            # ps_runtime.slurm_job writes these
-STARTED_FILE = "batch.started"
+STARTED_FILE = "batch.started"       # ps_runtime.slurm_job writes it (and EXIT_FILE)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DUPLICATE_JOBID = "Duplicate jobid"  # slurmd's drain reason after a job ran twice
 
@@ -91,19 +95,23 @@ def components(decision_ps: Sequence[str], decision_workers: Sequence[str]
     return [Component(h, gpus[h]) for h in order]
 
 
-def foreign_gpus(nodes: Mapping[str, NodeInfo], own_running: Mapping[str, int]
-                 ) -> dict[str, int]:
-    """GPUs that Slurm says are allocated on each node and that are not sluice's own
-    running jobs' (another user's job, or one started outside sluice)."""
-    return {name: max(0, n.gpus_used - own_running.get(name, 0)) for name, n in nodes.items()}
+def foreign_gpus(nodes: Mapping[str, NodeInfo], own_running: Mapping[str, int],
+                 gpu_type: str | None = None) -> dict[str, int]:
+    """GPUs (of ``gpu_type``; None: whole GPUs of any type) that Slurm says are allocated
+    on each node and that are not sluice's own running jobs' (another user's job, or one
+    started outside sluice)."""
+    return {name: max(0, n.gpus_of(gpu_type)[1] - own_running.get(name, 0))
+            for name, n in nodes.items()}
 
 
 def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
-                   own_running: Mapping[str, int]) -> dict[str, str]:
+                   own_running: Mapping[str, int], gpu_type: str | None = None
+                   ) -> dict[str, str]:
     """Take from ``state`` (already less sluice's recorded jobs) every GPU sluice may not
     use: all of a node Slurm does not know or that takes no work, and the GPUs other
-    jobs hold. Returns {host: why} for the hosts it took something from."""
-    foreign = foreign_gpus(nodes, own_running)
+    jobs hold. Only GPUs of ``gpu_type`` count when it is given (MIG slices never count
+    as whole GPUs). Returns {host: why} for the hosts it took something from."""
+    foreign = foreign_gpus(nodes, own_running, gpu_type)
     why: dict[str, str] = {}
     for host in state.names:
         free = state.free[state.index[host]]
@@ -115,7 +123,7 @@ def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
                 f" ({node.reason})" if node.reason else "")
         else:
             # Slurm may know fewer GPUs than the topology: never more than it has.
-            missing = max(0, state.capacity[state.index[host]] - node.gpus)
+            missing = max(0, state.capacity[state.index[host]] - node.gpus_of(gpu_type)[0])
             take = min(free, max(foreign.get(host, 0), 0) + missing)
             reason = f"{foreign.get(host, 0)} GPU(s) held by other Slurm jobs"
         if take > 0:
@@ -126,9 +134,13 @@ def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
     return why
 
 
-def check_topology(topology: Topology, nodes: Sequence[NodeInfo]) -> list[str]:
+def check_topology(topology: Topology, nodes: Sequence[NodeInfo],
+                   fabric_addresses: Mapping[str, str] | None = None,
+                   gpu_type: str | None = None) -> list[str]:
     """Problems of ``topology`` against Slurm's nodes: a host Slurm does not know, an
-    address other than the node's NodeAddr, more GPUs than Slurm configures."""
+    address other than the node's data-fabric address (``fabric_addresses[node]``, else
+    its NodeAddr), more GPUs (of ``gpu_type``) than Slurm configures."""
+    fabric = fabric_addresses or {}
     by_name = {n.name: n for n in nodes}
     problems = []
     unknown = [h.name for h in topology.hosts if h.name not in by_name]
@@ -139,10 +151,17 @@ def check_topology(topology: Topology, nodes: Sequence[NodeInfo]) -> list[str]:
         n = by_name.get(h.name)
         if n is None:
             continue
-        if n.address != h.ip:
-            problems.append(f"host {h.name}: ip {h.ip} but Slurm's NodeAddr is {n.address}")
-        if h.gpus > n.gpus:
-            problems.append(f"host {h.name}: {h.gpus} GPUs but Slurm configures {n.gpus}")
+        if h.name in fabric and fabric[h.name] != h.ip:
+            problems.append(f"host {h.name}: ip {h.ip} but its data-fabric address is "
+                            f"{fabric[h.name]}")
+        elif h.name not in fabric and n.address != h.ip:
+            problems.append(f"host {h.name}: ip {h.ip} but Slurm's NodeAddr is {n.address} "
+                            "(a data fabric apart from NodeAddr: --slurm-fabric-addresses)")
+        configured = n.gpus_of(gpu_type)[0]
+        if h.gpus > configured:
+            kind = f" {gpu_type}" if gpu_type else ""
+            problems.append(f"host {h.name}: {h.gpus} GPUs but Slurm configures "
+                            f"{configured}{kind}")
     return problems
 
 
@@ -157,48 +176,14 @@ class SlurmJobOptions:
     profile: str | None = None
     partition: str | None = None
     timeout: float = 3600.0
+    site: SiteOptions = SiteOptions()     # account, QOS, time, GPU type ... (site policy)
+    fabric_addresses: Mapping[str, str] | None = None   # node -> data-fabric address
 
-
-class ProgressRelay:
-    """Relays a running job's progress (the last batch each worker logged in the shared
-    run directory) to the controller from the scheduler's host, with the job's token.
-
-    The workers report themselves when the controller's URL is reachable from the
-    nodes; where it is not (a controller API on the scheduler's loopback, as on the
-    emulated fabric) this keeps the controller's progress ranking fed. Latest batch
-    wins at the controller, so reports from both are harmless. In memory only (the
-    token is never stored): after a restart of the service the workers' own reports
-    remain."""
-
-    def __init__(self, url: str, token: str, job_id: str, run_dir: Path, workers: int):
-        from controller.client import ControllerClient
-        from ps_runtime.launcher import LineFollower
-
-        self.client = ControllerClient(url, None, timeout=1.0)
-        self.token = token
-        self.job_id = job_id
-        self.followers = {j: LineFollower(run_dir / "ps" / f"worker{j}.log")
-                          for j in range(workers)}
-        self.sent: dict[int, int] = {}
-        self.failed_once = False
-
-    def step(self) -> int:
-        from ps_runtime.launcher import parse_batches
-        from ps_runtime.plan import worker_id
-
-        sent = 0
-        for j, follower in self.followers.items():
-            batches = [r.batch for r in parse_batches(follower.new_lines())]
-            if batches and batches[-1] != self.sent.get(j):
-                try:
-                    self.client.progress(self.job_id, worker_id(j), batches[-1], self.token)
-                    self.sent[j] = batches[-1]
-                    sent += 1
-                except Exception as err:      # the controller being down stops nothing
-                    if not self.failed_once:
-                        log.warning("progress relay for %s: %s", self.job_id, err)
-                        self.failed_once = True
-        return sent
+    def job_site(self, job: JobRecord) -> SiteOptions:
+        """The site policy with this job's own ``slurm:`` settings in place."""
+        site = self.site if self.site.partition or not self.partition else \
+            dataclasses.replace(self.site, partition=self.partition)
+        return site.overridden(dict(job.spec.slurm))
 
 
 # ---- the executor ----------------------------------------------------------------------
@@ -209,7 +194,7 @@ class SlurmExecutor:
     def __init__(self, client: SlurmClient, topology: Topology, run_root: str | Path,
                  options: SlurmJobOptions = SlurmJobOptions(), *, python: str = sys.executable,
                  launch_grace: float = 15.0, resume_duplicate_drains: bool = True,
-                 tag: str = "", lost_grace: float = 30.0):
+                 tag: str = "", lost_grace: float = 30.0, error_grace: float = 300.0):
         self.client = client
         self.topology = topology
         self.run_root = Path(run_root)
@@ -225,6 +210,9 @@ class SlurmExecutor:
         self._unknown_since: dict[int, float] = {}   # sluice job id -> first seen unknown
         self._relays: dict[int, ProgressRelay] = {}
         self.lost_grace = lost_grace
+        self.error_grace = error_grace
+        self._erring_since: dict[int, float] = {}    # sluice job id -> first Slurm error
+        self.ports = PortBook()
         self.last_capacity: dict[str, str] = {}
 
     # ---- start-up ----------------------------------------------------------------------
@@ -235,7 +223,8 @@ class SlurmExecutor:
         self.client.version()
         self.client.ping()
         nodes = self.client.nodes()
-        problems = check_topology(self.topology, nodes)
+        problems = check_topology(self.topology, nodes, self.options.fabric_addresses,
+                                  self.options.site.gpu_type)
         if problems:
             raise InputError(self.topology.source, "; ".join(problems), field="hosts")
         return nodes
@@ -271,6 +260,9 @@ class SlurmExecutor:
             "bytes_per_batch": o.bytes_per_batch, "bw_scale": o.bw_scale,
             "profile": o.profile, "timeout": o.timeout,
             "decided_hosts": sorted({*decision.ps_hosts, *decision.worker_hosts}),
+            # a port block no other running job holds on these hosts (ps_runtime.plan)
+            "base_port": self.ports.reserve(job.id, job.name,
+                                            {*decision.ps_hosts, *decision.worker_hosts}),
         }
         (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
         script = run_dir / "job.sh"
@@ -286,7 +278,7 @@ class SlurmExecutor:
                    **(extra_env or {}))
         sub = Submission(name=slurm_job_name(job, tag=self.tag), components=tuple(parts),
                          script=str(script), output=str(run_dir / "slurm-%j.out"),
-                         partition=o.partition)
+                         site=o.job_site(job))
         # an sbatch rejection raises SlurmCommandError with Slurm's words: the service
         # marks the job failed with them ("launch failed: ...")
         slurm_id = self.client.submit(sub, env=env, unset=ADMIN_TOKEN_ENVS)
@@ -332,6 +324,7 @@ class SlurmExecutor:
             relay.step()
         try:
             outcome = self._poll(job, now)
+            self._erring_since.pop(job.id, None)
             if outcome is not None:
                 self._relays.pop(job.id, None)
             return outcome
@@ -340,6 +333,25 @@ class SlurmExecutor:
                 log.warning("Slurm unreachable (%s): job %d taken as still running", err, job.id)
                 self._warned_unavailable = now
             return None
+        except (SlurmError, ParseError) as err:
+            return self._poll_error(job, now, err)
+
+    def _poll_error(self, job: JobRecord, now: float, err: Exception) -> Outcome | None:
+        """A Slurm command failing for this one job (an answer Slurm gave, or output
+        sluice cannot read) stays this job's: it is taken as still running, and after
+        ``error_grace`` seconds of nothing but errors it is cancelled in Slurm and
+        failed with the error. The slot's other jobs and decisions go on."""
+        first = self._erring_since.setdefault(job.id, now)
+        log.warning("job %d (%s): Slurm error %s (for %.0f s; taken as still running)",
+                    job.id, job.name, err, now - first)
+        if now - first < self.error_grace:
+            return None
+        self._erring_since.pop(job.id, None)
+        slurm_id = job.slurm_job_id or self._ids.get(job.id)
+        if slurm_id is not None:
+            self._cancel(slurm_id)
+        self._relays.pop(job.id, None)
+        return Outcome("failed", now, None, f"Slurm errors for {now - first:.0f} s: {err}")
 
     def _poll(self, job: JobRecord, now: float) -> Outcome | None:
         run_dir = Path(job.run_dir or "/nonexistent")
@@ -435,13 +447,15 @@ class SlurmExecutor:
         (no decision without the truth)."""
         try:
             nodes = {n.name: n for n in self.client.nodes()}
-        except SlurmUnavailable as err:
+        except (SlurmError, ValueError) as err:   # unreachable, refused or unreadable
             now = time.time()
             if now - self._warned_unavailable > 30:
-                log.warning("Slurm unreachable (%s): no job starts until it answers", err)
+                log.warning("Slurm's nodes unknown (%s): no job starts until it answers", err)
                 self._warned_unavailable = now
             nodes = {}
-        self.last_capacity = apply_capacity(state, nodes, self.own_running(running))
+        self.last_capacity = apply_capacity(state, nodes, self.own_running(running),
+                                            self.options.site.gpu_type)
+        self.ports.sync(running, self.kind)
         if self.resume_duplicate_drains:
             self._resume_duplicate_drains(nodes.values(), running)
 
@@ -458,34 +472,3 @@ class SlurmExecutor:
                                 "jobs by Slurm id)", n.name, n.reason)
                 except SlurmError as err:
                     log.warning("could not resume node %s: %s", n.name, err)
-
-
-# ---- helpers ---------------------------------------------------------------------------
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _read_exit(run_dir: Path) -> int | None:
-    try:
-        return int((run_dir / EXIT_FILE).read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _mtime(path: Path, default: float) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return default
-
-
-def _error_text(run_dir: Path, code: int | None) -> str:
-    try:
-        text = (run_dir / "error").read_text().strip()
-    except OSError:
-        text = ""
-    return text or f"batch script exited with status {code}"
