@@ -125,7 +125,8 @@ def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
             # Slurm may know fewer GPUs than the topology: never more than it has.
             missing = max(0, state.capacity[state.index[host]] - node.gpus_of(gpu_type)[0])
             take = min(free, max(foreign.get(host, 0), 0) + missing)
-            reason = f"{foreign.get(host, 0)} GPU(s) held by other Slurm jobs"
+            reason = f"{foreign.get(host, 0)} GPU(s) held by other Slurm jobs" + (
+                f", {missing} not {gpu_type or 'known to Slurm'}" if missing else "")
         if take > 0:
             state.allocate(Placement(f"slurm:{host}", (), (host,) * take))
             why[host] = reason
@@ -135,11 +136,11 @@ def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
 
 
 def check_topology(topology: Topology, nodes: Sequence[NodeInfo],
-                   fabric_addresses: Mapping[str, str] | None = None,
-                   gpu_type: str | None = None) -> list[str]:
+                   fabric_addresses: Mapping[str, str] | None = None) -> list[str]:
     """Problems of ``topology`` against Slurm's nodes: a host Slurm does not know, an
     address other than the node's data-fabric address (``fabric_addresses[node]``, else
-    its NodeAddr), more GPUs (of ``gpu_type``) than Slurm configures."""
+    its NodeAddr), more GPUs than Slurm configures (whole GPUs of any type: with a GPU
+    type, a node's GPUs of other types are taken away by :func:`apply_capacity`)."""
     fabric = fabric_addresses or {}
     by_name = {n.name: n for n in nodes}
     problems = []
@@ -157,11 +158,8 @@ def check_topology(topology: Topology, nodes: Sequence[NodeInfo],
         elif h.name not in fabric and n.address != h.ip:
             problems.append(f"host {h.name}: ip {h.ip} but Slurm's NodeAddr is {n.address} "
                             "(a data fabric apart from NodeAddr: --slurm-fabric-addresses)")
-        configured = n.gpus_of(gpu_type)[0]
-        if h.gpus > configured:
-            kind = f" {gpu_type}" if gpu_type else ""
-            problems.append(f"host {h.name}: {h.gpus} GPUs but Slurm configures "
-                            f"{configured}{kind}")
+        if h.gpus > n.gpus:
+            problems.append(f"host {h.name}: {h.gpus} GPUs but Slurm configures {n.gpus}")
     return problems
 
 
@@ -223,8 +221,7 @@ class SlurmExecutor:
         self.client.version()
         self.client.ping()
         nodes = self.client.nodes()
-        problems = check_topology(self.topology, nodes, self.options.fabric_addresses,
-                                  self.options.site.gpu_type)
+        problems = check_topology(self.topology, nodes, self.options.fabric_addresses)
         if problems:
             raise InputError(self.topology.source, "; ".join(problems), field="hosts")
         return nodes
