@@ -283,3 +283,15 @@ def test_unreadable_node_list_means_no_capacity_not_a_crash(tmp_path):
     svc.submit(jobs_yaml("a"), "t.yaml")
     assert svc.tick() == {"ended": 0, "started": 0}
     assert {j.name: j.state for j in svc.store.jobs()} == {"a": "queued"}
+
+
+def test_topology_from_slurm_takes_the_data_fabric_addresses():
+    from job_scheduler.service.slurm_topology import topology_from_slurm
+
+    nodes = [node(f"g{k}", "gpu:a100:8,gpu:1g.5gb:7", "gpu:a100:0", addr=f"192.168.0.{k}")
+             for k in (1, 2)]
+    data = topology_from_slurm(nodes, [], host_link_gbps=100, uplink_gbps=400,
+                               fabric_addresses={"g1": "10.100.0.1", "g2": "10.100.0.2"})
+    assert [(h["ip"], h["gpus"]) for h in data["hosts"]] == [("10.100.0.1", 8), ("10.100.0.2", 8)]
+    plain = topology_from_slurm(nodes, [], host_link_gbps=100, uplink_gbps=400)
+    assert [h["ip"] for h in plain["hosts"]] == ["192.168.0.1", "192.168.0.2"]
