@@ -295,3 +295,68 @@ def test_topology_from_slurm_takes_the_data_fabric_addresses():
     assert [(h["ip"], h["gpus"]) for h in data["hosts"]] == [("10.100.0.1", 8), ("10.100.0.2", 8)]
     plain = topology_from_slurm(nodes, [], host_link_gbps=100, uplink_gbps=400)
     assert [h["ip"] for h in plain["hosts"]] == ["192.168.0.1", "192.168.0.2"]
+
+
+# ---- a job Slurm keeps pending ----------------------------------------------------------
+
+class PendingSlurm(ScriptedSlurm):
+    """Every job PENDING (Slurm's reason ``reason``) until ``running`` names it."""
+
+    def __init__(self):
+        super().__init__()
+        self.reason = "PartitionDown"
+        self.running: set[int] = set()
+
+    def jobs(self, ids=(), name=None):
+        return [JobInfo(i, "RUNNING" if i in self.running else "PENDING",
+                        reason="None" if i in self.running else self.reason,
+                        het_job_id=i, het_offset=0) for i in set(ids)]
+
+
+def test_a_job_pending_past_the_timeout_shows_why_and_goes_back_to_the_queue(tmp_path):
+    now = [1000.0]
+    fake = PendingSlurm()
+    options = SlurmJobOptions(batches=3, pending_timeout=30)
+    ex = SlurmExecutor(fake, TOPO, tmp_path / "runs", options, tag="t")
+    svc = SchedulerService(JobStore(tmp_path / "jobs.db"), TOPO,
+                           make_policy_step("fifo", TOPO, Estimator()), {"slurm": ex}, "slurm",
+                           clock=lambda: now[0], capacity=ex.capacity)
+    svc.submit(jobs_yaml("p", "r"), "t.yaml")
+    svc.tick()
+    ids = {j.name: j.slurm_job_id for j in svc.store.jobs()}
+    fake.running.add(ids["r"])
+    now[0] += 1
+    svc.tick()
+    jobs = {j.name: j for j in svc.store.jobs()}
+    assert jobs["p"].state == "running" and jobs["p"].reason == "pending in Slurm (PartitionDown)"
+    assert jobs["r"].reason is None
+    now[0] += 30                               # past the timeout: cancelled and re-queued
+    svc.tick()
+    p = {j.name: j for j in svc.store.jobs()}["p"]
+    assert fake.cancelled == [ids["p"]]
+    requeued = [d for _, kind, d in svc.store.events(p.id) if kind == "requeued"]
+    assert requeued and requeued[0].startswith("pending in Slurm for 30 s (PartitionDown)")
+    # back in the queue without counting an attempt, and decided again in the same slot
+    assert (p.state, p.attempts, len(fake.submitted)) == ("running", 1, 3)
+    assert p.slurm_job_id == 103 and p.reason is None
+    now[0] += 1
+    svc.tick()                                 # pending again: Slurm's reason shown again
+    p = {j.name: j for j in svc.store.jobs()}["p"]
+    assert p.reason == "pending in Slurm (PartitionDown)"
+    fake.running.add(103)
+    now[0] += 1
+    svc.tick()
+    p = {j.name: j for j in svc.store.jobs()}["p"]
+    assert (p.state, p.slurm_job_id, p.reason) == ("running", 103, None)
+
+
+def test_pending_timeout_zero_waits_for_ever(tmp_path):
+    fake = PendingSlurm()
+    ex = SlurmExecutor(fake, TOPO, tmp_path / "runs", SlurmJobOptions(pending_timeout=0))
+    from job_scheduler.service.store import JobRecord
+    spec = parse_jobs_text(jobs_yaml("p"), "t.yaml")[0]
+    job = JobRecord(1, 1, "p", spec, "running", 0.0, executor="slurm", started_at=0.0,
+                    run_dir=str(tmp_path / "r"), slurm_job_id=5, attempts=1)
+    assert ex.poll(job, 10.0) is None and ex.poll(job, 1e6) is None
+    assert ex.learned(job) == {"reason": "pending in Slurm (PartitionDown)"}
+    assert fake.cancelled == []

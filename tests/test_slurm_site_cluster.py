@@ -8,6 +8,9 @@ the way an administrator sets it: slurm.conf lines and ``scontrol reconfigure``.
   account, time and partition, a job's ``slurm:`` block overrides them, and a job asking
   for a partition Slurm does not have or a time over the partition's limit fails with
   Slurm's message at submission while the others run on.
+- A job Slurm keeps pending (its partition DOWN): ``sluice jobs`` shows Slurm's reason,
+  and past ``--slurm-pending-timeout`` it is cancelled in Slurm and re-queued; once the
+  partition is up it runs.
 - A typed-GPU node (h4: ``gpu:a100:4``): ``--slurm-gpu-type a100`` counts and requests
   only those GPUs.
 
@@ -113,6 +116,38 @@ def wait_no_jobs(env, timeout: float = 60) -> None:
         time.sleep(0.5)
 
 
+def test_a_job_slurm_keeps_pending_is_requeued_with_slurms_reason(slurm_fabric, tmp_path):
+    env = slurm_fabric
+    r = cli(env, "scontrol", "create", "PartitionName=held", "Nodes=ALL", "State=DOWN")
+    assert r.returncode == 0, r.stderr
+    sched = Scheduler(env, tmp_path, batches=3)
+    sched.args += ["--slurm-partition", "held", "--slurm-pending-timeout", "6"]
+    sched.start()
+    try:
+        job_id = sched.submit([tiny("held", 2)])["held"]
+        deadline = time.monotonic() + 60
+        while "pending in Slurm (PartitionDown)" not in (sched.job(job_id)["reason"] or ""):
+            assert time.monotonic() < deadline, sched.job(job_id)
+            time.sleep(0.3)
+        first = sched.job(job_id)["slurm_job_id"]
+        while not any(e["kind"] == "requeued" for e in sched.job(job_id)["events"]):
+            assert time.monotonic() < deadline, sched.job(job_id)
+            time.sleep(0.3)
+        job = sched.job(job_id)
+        detail = [e["detail"] for e in job["events"] if e["kind"] == "requeued"][0]
+        assert detail.startswith("pending in Slurm for ") and "(PartitionDown)" in detail
+        assert f"Slurm job {first} cancelled" in detail
+        assert scontrol_job(env, first)["JobState"] == "CANCELLED"
+        assert job["attempts"] <= 1                 # waiting in Slurm is not an attempt
+        r = cli(env, "scontrol", "update", "PartitionName=held", "State=UP")
+        assert r.returncode == 0, r.stderr
+        done = sched.wait(["held"], timeout=120)["held"]
+        assert done["slurm_job_id"] != first
+    finally:
+        sched.stop()
+        cli(env, "scontrol", "delete", "PartitionName=held")
+
+
 def make_h4_a100(env) -> None:
     """h4's four GPUs become ``gpu:a100:4`` (slurm.conf and gres.conf); GRES types are
     read at start, so slurmctld and h4's slurmd restart (slurmctld keeps its state)."""
@@ -122,8 +157,15 @@ def make_h4_a100(env) -> None:
                                    t, flags=re.M))
     rewrite(conf.with_name("gres.conf"), lambda t: re.sub(
         r"^(NodeName=h4 Name=gpu) ", r"\1 Type=a100 ", t, flags=re.M))
+    env.cluster.wait_idle(env.cluster.hosts, 60)
     env.cluster.kill_slurmd("h4")
-    env.cluster.kill_slurmctld()
+    # a graceful stop: slurmctld saves its state (a kill -9 just after a job ended can
+    # bring the job's allocation back on restart, its node 'mixed' for minutes)
+    assert cli(env, "scontrol", "shutdown", "slurmctld").returncode == 0
+    deadline = time.monotonic() + 30
+    while cli(env, "scontrol", "ping").returncode == 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    env.cluster.kill_slurmctld()                 # its helpers, if any are left
     env.cluster.start_slurmctld()
     env.cluster.start_slurmd("h4")
     env.cluster.wait_idle(env.cluster.hosts, 60)

@@ -58,6 +58,7 @@ class ServiceConfig:
     slurm_mem_per_gpu: str | None = None
     slurm_sbatch_flag: tuple[str, ...] = ()
     slurm_fabric_addresses: str | None = None     # YAML {node: data-fabric address}
+    slurm_pending_timeout: float = 600.0  # s a job may stay PENDING in Slurm (0: for ever)
     time_factor: float = 1.0             # simulated executor: wall s per estimated s
     local_command: str | None = None     # local executor: shell command per job
     max_retries: int = 0
@@ -88,7 +89,9 @@ class ServiceConfig:
              self.slurm_bytes_per_batch is None or self.slurm_bytes_per_batch >= 1,
              "must be >= 1"),
             ("slurm_compute_s", self.slurm_compute_s is None or self.slurm_compute_s >= 0,
-             "must be >= 0")]
+             "must be >= 0"),
+            ("slurm_pending_timeout", self.slurm_pending_timeout >= 0,
+             "must be >= 0 (0: a job may wait in Slurm for ever)")]
         for name, ok, message in checks:
             if not ok:
                 raise ValueError(f"{name}: {message}")
@@ -138,7 +141,8 @@ def start(config: ServiceConfig, notice: str | None = None) -> int:
             compute_s=config.slurm_compute_s, bytes_per_batch=config.slurm_bytes_per_batch,
             bw_scale=topology.emulation_bw_scale, profile=config.profile,
             partition=config.slurm_partition, site=config.slurm_site(),
-            fabric_addresses=load_fabric_addresses(config.slurm_fabric_addresses))
+            fabric_addresses=load_fabric_addresses(config.slurm_fabric_addresses),
+            pending_timeout=config.slurm_pending_timeout)
 
     logging.basicConfig(level=logging.DEBUG if config.verbose else logging.INFO,
                         stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")

@@ -99,6 +99,10 @@ def _configure_slurm(parser: argparse.ArgumentParser) -> None:
                         help="slurm executor, emulated compute: seconds per batch")
     parser.add_argument("--slurm-bytes-per-batch", type=int, default=None,
                         help="slurm executor, emulated compute: bytes on the wire per batch")
+    parser.add_argument("--slurm-pending-timeout", type=float, default=600.0, metavar="S",
+                        help="slurm executor: a job Slurm keeps pending longer (its reason "
+                        "shown in `sluice jobs` meanwhile) is cancelled in Slurm and goes "
+                        "back to sluice's queue (default 600; 0: it waits for ever)")
     site = parser.add_argument_group(
         "Slurm site policy (--executor slurm; a job file's `slurm:` block overrides each "
         "for its job; Slurm judges the values at submission: one it refuses fails that job "

@@ -38,7 +38,6 @@ import os
 import shlex
 import sys
 import time
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -46,6 +45,7 @@ from typing import Mapping, Sequence
 from job_scheduler.core.estimator import batches_for
 from job_scheduler.service.executors import ADMIN_TOKEN_ENVS, Outcome
 from job_scheduler.service.progress_relay import ProgressRelay
+from job_scheduler.service.slurm_names import NAME_PREFIX, slurm_job_name, store_tag  # noqa: F401
 from job_scheduler.service.slurm_ports import PortBook
 from job_scheduler.service.run_files import (EXIT_FILE, error_text as _error_text, mtime as _mtime,
                                              read_exit as _read_exit, read_json as _read_json)
@@ -60,23 +60,10 @@ from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler.slurm")
 
-NAME_PREFIX = "sluice-"
 STARTED_FILE = "batch.started"       # ps_runtime.slurm_job writes it (and EXIT_FILE)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DUPLICATE_JOBID = "Duplicate jobid"  # slurmd's drain reason after a job ran twice
-
-
-def slurm_job_name(job: JobRecord, tag: str = "") -> str:
-    """``sluice-<tag>-<run dir>`` (``sluice-1a2b3c4d-job-7-attempt-1``): one name per
-    submission. ``tag`` names the job store (two stores, or a store made afresh, number
-    their jobs from 1 again, and Slurm remembers jobs for MinJobAge: a name must never
-    mean another store's job); the run directory is recorded before the submission."""
-    return f"{NAME_PREFIX}{tag + '-' if tag else ''}{Path(job.run_dir).name}"
-
-
-def store_tag(db_path: str | Path) -> str:
-    """A short stable name of a job store (its absolute path)."""
-    return f"{zlib.crc32(str(Path(db_path).resolve()).encode()):08x}"
+PENDING_NOTE = "pending in Slurm"    # a running job's reason while Slurm keeps it pending
 
 
 # ---- pure pieces -----------------------------------------------------------------------
@@ -175,6 +162,7 @@ class SlurmJobOptions:
     partition: str | None = None
     timeout: float = 3600.0
     site: SiteOptions = SiteOptions()     # account, QOS, time, GPU type ... (site policy)
+    pending_timeout: float = 600.0        # s a job may wait PENDING in Slurm (0: for ever)
     fabric_addresses: Mapping[str, str] | None = None   # node -> data-fabric address
 
     def job_site(self, job: JobRecord) -> SiteOptions:
@@ -211,6 +199,8 @@ class SlurmExecutor:
         self.error_grace = error_grace
         self._erring_since: dict[int, float] = {}    # sluice job id -> first Slurm error
         self.ports = PortBook()
+        self._pending_since: dict[int, float] = {}   # sluice job id -> first seen PENDING
+        self._notes: dict[int, str | None] = {}      # sluice job id -> reason to show
         self.last_capacity: dict[str, str] = {}
 
     # ---- start-up ----------------------------------------------------------------------
@@ -386,7 +376,7 @@ class SlurmExecutor:
         self._unknown_since.pop(job.id, None)
         verdict, words = job_outcome(parts)
         if verdict == "active":
-            return None
+            return self._pending_check(job, slurm_id, parts, now)
         if verdict == "failing":          # a part failed, others still winding down
             self._cancel(slurm_id)
             return None
@@ -400,6 +390,30 @@ class SlurmExecutor:
         if code not in (None, 0) or (run_dir / "error").exists():
             reason += f"; {_error_text(run_dir, code)}"
         return Outcome("failed", now, code, reason)
+
+    def _pending_check(self, job: JobRecord, slurm_id: int, parts: Sequence[JobInfo],
+                       now: float) -> Outcome | None:
+        """A job Slurm keeps PENDING shows Slurm's reason (``sluice jobs``: "pending in
+        Slurm (Resources)"); after ``pending_timeout`` it is cancelled in Slurm and goes
+        back to sluice's queue (not an attempt: the job never ran), the reason kept."""
+        pending = [p for p in parts if p.state == "PENDING"]
+        if not pending:
+            self._pending_since.pop(job.id, None)
+            self._notes[job.id] = None
+            return None
+        first = self._pending_since.setdefault(job.id, now)
+        why = ", ".join(sorted({p.reason for p in pending
+                                if p.reason and p.reason != "None"})) or "no reason given"
+        timeout = self.options.pending_timeout
+        if not timeout or now - first < timeout:
+            self._notes[job.id] = f"{PENDING_NOTE} ({why})"
+            return None
+        self._pending_since.pop(job.id, None)
+        self._cancel(slurm_id)
+        text = (f"{PENDING_NOTE} for {now - first:.0f} s ({why}): Slurm job {slurm_id} "
+                "cancelled, the job re-queued")
+        self._notes[job.id] = text
+        return Outcome("failed", now, None, text, never_started=True)
 
     def _details(self, slurm_id: int) -> str:
         try:
@@ -415,11 +429,17 @@ class SlurmExecutor:
             log.warning("scancel %d: %s", slurm_id, err)
 
     def learned(self, job: JobRecord) -> dict:
-        """The Slurm job id ``_slurm_id`` found (batch.started, or by name) for a job
-        whose record has none: the service was killed between sbatch and recording it."""
+        """What the last poll learned for the job's record: the Slurm job id
+        ``_slurm_id`` found (batch.started, or by name) for a job whose record has none
+        (the service was killed between sbatch and recording it); Slurm's pending reason
+        (and none once the job runs)."""
+        out = {}
         if job.slurm_job_id is None and job.id in self._ids:
-            return {"slurm_job_id": self._ids[job.id]}
-        return {}
+            out["slurm_job_id"] = self._ids[job.id]
+        note = self._notes.pop(job.id, None)
+        if note != job.reason and (note or (job.reason or "").startswith(PENDING_NOTE)):
+            out["reason"] = note
+        return out
 
     def stop(self, job: JobRecord) -> None:
         slurm_id = self._slurm_id(job)
