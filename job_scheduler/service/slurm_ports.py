@@ -1,4 +1,5 @@
-"""PS port blocks held per host by the Slurm executor's running jobs.
+"""PS port blocks held per host by an executor's running jobs (Slurm's; the local
+executor's, all on one host).
 
 Each job's ps-lite scheduler, servers and workers listen on a block of ports
 (:mod:`ps_runtime.plan`); two jobs sharing a host must not share a block, whatever their
@@ -36,6 +37,16 @@ class PortBook:
         base = reserve_base_port(hosts, self.taken(), default_base_port(job_name))
         self._held[job_id] = (base, hosts)
         return base
+
+    def hold(self, job_id: int, base: int, hosts: Iterable[str]) -> None:
+        """Job ``job_id`` holds ``base`` on ``hosts`` (learned after a restart)."""
+        self._held[job_id] = (base, frozenset(hosts))
+
+    def release(self, job_id: int) -> None:
+        self._held.pop(job_id, None)
+
+    def holds(self, job_id: int) -> bool:
+        return job_id in self._held
 
     def sync(self, running: Sequence[JobRecord], kind: str = "slurm") -> None:
         """Forget the blocks of jobs no longer running; learn those of running jobs of
