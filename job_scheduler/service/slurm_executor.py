@@ -23,6 +23,11 @@ remembers (``MinJobAge``) is judged by the exit status the batch script wrote.
 ``--no-requeue``: Slurm does not requeue a job by itself; the service's ``--max-retries``
 does (a new attempt, a new decision, on nodes that are up).
 
+Every component carries the site's policy (``SlurmJobOptions.site``: account, QOS, time,
+GPU type, ...; a job's ``slurm:`` block overrides it). A job Slurm keeps PENDING shows
+Slurm's reason and, past ``pending_timeout``, is cancelled and re-queued; a Slurm error
+for one job stays that job's (:meth:`SlurmExecutor._poll_error`).
+
 Capacity (:meth:`SlurmExecutor.capacity`): before each decision the GPUs Slurm says are
 allocated on each node, less those of sluice's own jobs Slurm is running, are taken
 away, and a node that is down, drained, failed, not responding or unknown to Slurm has
