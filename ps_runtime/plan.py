@@ -7,18 +7,23 @@ the endpoints it hands to the controller are exact before a single packet flows:
     server i   base + 1 + i
     worker j   base + 1 + num_servers + j
 
-``base`` is either given (a launcher running many jobs hands out disjoint blocks) or a
-stable function of the job name. Everything here is pure.
+``base`` is either given (a launcher running many jobs hands out disjoint blocks:
+:func:`reserve_base_port` finds a block free on every host of a job) or a stable
+function of the job name. Every block lies below Linux's ephemeral range (32768-60999
+by default, ``net.ipv4.ip_local_port_range``): a PS port inside it can be taken by any
+outgoing connection of the host before the PS binds it. Everything here is pure.
 """
 
 from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import Iterable, Mapping
 
-PORT_LOW = 20000          # above the usual ephemeral-free service range
+PORT_LOW = 20000          # above the well-known and registered services
+EPHEMERAL_LOW = 32768     # Linux's default ip_local_port_range is 32768-60999
 BLOCK = 40                # ports reserved per job: scheduler + servers + workers
-BLOCKS = 1000             # hashed bases fall in [PORT_LOW, PORT_LOW + BLOCKS * BLOCK)
+BLOCKS = (EPHEMERAL_LOW - PORT_LOW) // BLOCK     # 319 blocks in [PORT_LOW, 32768)
 LOOPBACK = "127.0.0.1"
 
 
@@ -75,6 +80,23 @@ def placement_from_scheduler(topology, placement) -> HostPlan:
 def default_base_port(job_name: str) -> int:
     """A stable per-job base port (crc32 of the name; not Python's salted hash)."""
     return PORT_LOW + (zlib.crc32(job_name.encode()) % BLOCKS) * BLOCK
+
+
+def reserve_base_port(hosts: Iterable[str], taken: Mapping[str, Iterable[int]],
+                      preferred: int | None = None) -> int:
+    """A block base free on every one of ``hosts``, given the bases other jobs hold on
+    each host (``taken``): the first free block from ``preferred`` (e.g. the job name's
+    :func:`default_base_port`, so that jobs spread), wrapping round. Two jobs share a
+    block only on hosts they do not share. ValueError when every block is held."""
+    held = {b for h in set(hosts) for b in taken.get(h, ())}
+    start = 0 if preferred is None else max(0, (preferred - PORT_LOW) // BLOCK) % BLOCKS
+    for k in range(BLOCKS):
+        base = PORT_LOW + ((start + k) % BLOCKS) * BLOCK
+        if base not in held:
+            return base
+    raise ValueError(f"no free PS port block on {', '.join(sorted(set(hosts)))}: all "
+                     f"{BLOCKS} blocks of {BLOCK} ports in {PORT_LOW}-{EPHEMERAL_LOW - 1} "
+                     "are held by running jobs")
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,7 @@ def run_plan(plan_path: Path) -> int:
     batches = int(plan["batches"])
     runner = SrunRunner(plan["groups"], run_dir / RAN_ON_DIR)
     job = PSJob(spec, hosts, runner, run_dir / "ps", batches=batches, options=options,
+                base_port=plan.get("base_port"),     # reserved per host by the scheduler
                 controller_url=os.environ.get("SLUICE_CONTROLLER_URL") or None,
                 token=os.environ.get("SLUICE_CONTROLLER_JOB_TOKEN") or None)
     old = signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))

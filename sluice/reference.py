@@ -70,6 +70,7 @@ def api_markdown() -> str:
                     "minimum", "maximum", "exclusiveMaximum", "pattern", "minItems",
                     "maxItems") if k in spec)
                 notes = "; ".join(x for x in (spec.get("description", ""), limits) if x)
+                notes = notes.replace("|", "\\|")      # a pattern's | would end the cell
                 lines.append(f"| `{field}` | {kind} | {'yes' if field in required else 'no'} "
                              f"| {notes} |")
         lines.append("")

@@ -1,7 +1,8 @@
 """Typed model of the job file (pydantic): every problem in one run, and a JSON Schema.
 
 Modelled fields, per job: name, model | layers (conv: c_in, c_out, k; fc: h, w, c_in,
-c_out), dataset_size, epochs, batch_size, max_gpus, arrival, num_ps. Adding a field is
+c_out), dataset_size, epochs, batch_size, max_gpus, arrival, num_ps, slurm (account, qos,
+time, partition, constraint, gpu_type, cpus_per_gpu, mem_per_gpu). Adding a field is
 one line in :class:`JobModel` (and one in ``JobSpec`` for the code that uses it).
 ``sluice schema jobs`` prints :func:`json_schema`; ``schemas/jobs.schema.json`` is the
 shipped copy editors read (a test keeps it equal to this model).
@@ -9,6 +10,7 @@ shipped copy editors read (a test keeps it equal to this model).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
@@ -32,6 +34,19 @@ MAX_ARRIVAL = 31_536_000.0       # one year, in seconds
 MAX_CHANNELS = 1_000_000         # a layer's c_in / c_out
 MAX_KERNEL = 1_024               # a convolution's K
 MAX_FC_SIDE = 100_000            # a fully connected layer's H / W
+# Slurm values a job may set (the same rules as slurm_client.site, which the scheduler's
+# own options go through)
+SLURM_NAME = r"^[A-Za-z0-9_.\-]+$"
+SLURM_TIME = r"^(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$"
+SLURM_MEMORY = r"^\d+[KMGTkmgt]?$"
+SLURM_CONSTRAINT = r"^[A-Za-z0-9_.\-&|,\[\]()*:]+$"
+_WORD = "a Slurm name (letters, digits, _ . -)"
+SLURM_RULES = {"account": (_WORD, SLURM_NAME), "qos": (_WORD, SLURM_NAME),
+               "partition": (_WORD, SLURM_NAME), "gpu_type": (_WORD, SLURM_NAME),
+               "time": ("Slurm's time format (MINUTES, H:MM:SS, D-HH:MM:SS or UNLIMITED)",
+                        SLURM_TIME),
+               "constraint": ("node features joined by & | , [ ] ( ) *", SLURM_CONSTRAINT),
+               "mem_per_gpu": ("a size like 16G or 16000 (MB)", SLURM_MEMORY)}
 
 
 def _no_default(schema: dict) -> None:
@@ -74,6 +89,39 @@ def _known_models() -> list[str]:
     return list(known_models())
 
 
+class SlurmModel(_Strict):
+    """Per-job Slurm settings (``--executor slurm``): each replaces the scheduler's own
+    ``--slurm-*`` option for this job; Slurm itself judges them at submission (a value
+    Slurm refuses fails the job with Slurm's message)."""
+    account: str = Field(None, json_schema_extra=_no_default, pattern=SLURM_NAME,
+                         max_length=64, description="sbatch --account")
+    qos: str = Field(None, json_schema_extra=_no_default, pattern=SLURM_NAME, max_length=64,
+                     description="sbatch --qos")
+    time: str = Field(None, json_schema_extra=_no_default, pattern=SLURM_TIME, max_length=32,
+                      description="sbatch --time: MINUTES, H:MM:SS, D-HH:MM:SS or UNLIMITED")
+    partition: str = Field(None, json_schema_extra=_no_default, pattern=SLURM_NAME,
+                           max_length=64, description="sbatch --partition")
+    constraint: str = Field(None, json_schema_extra=_no_default, pattern=SLURM_CONSTRAINT,
+                            max_length=256, description="sbatch --constraint: node features")
+    gpu_type: str = Field(None, json_schema_extra=_no_default, pattern=SLURM_NAME,
+                          max_length=64, description="GPUs requested and counted as "
+                          "gpu:TYPE:N (a100, h100, ...)")
+    cpus_per_gpu: StrictInt = Field(None, json_schema_extra=_no_default, ge=1, le=4096,
+                                    description="sbatch --cpus-per-gpu")
+    mem_per_gpu: str = Field(None, json_schema_extra=_no_default, pattern=SLURM_MEMORY,
+                             max_length=16, description="sbatch --mem-per-gpu: 16G, 16000 (MB)")
+
+    @field_validator("account", "qos", "partition", "gpu_type", "time", "constraint",
+                     "mem_per_gpu", mode="before")
+    @classmethod
+    def _slurm_words(cls, value: Any, info) -> Any:
+        # Before the pattern constraint, so that the message states the rule in words.
+        rule, pattern = SLURM_RULES[info.field_name]
+        if isinstance(value, str) and not re.fullmatch(pattern, value):
+            raise ValueError(f"{value!r} is not {rule}")
+        return value
+
+
 class JobModel(_Strict):
     """One PS training job."""
     model_config = ConfigDict(json_schema_extra={
@@ -99,6 +147,8 @@ class JobModel(_Strict):
                            "service): the job is not started, nor seen by the policy, "
                            "before")
     num_ps: _count(MAX_NUM_PS) = Field(1, description="parameter servers")
+    slurm: SlurmModel = Field(None, json_schema_extra=_no_default,
+                              description="Slurm settings of this job (--executor slurm)")
 
     @field_validator("name", mode="before")
     @classmethod
@@ -147,7 +197,8 @@ def _locate(loc: tuple, data: Any) -> tuple[str | None, tuple]:
 def _allowed(prefix: tuple) -> str | None:
     if not prefix:
         return "jobs"
-    model = LAYER_MODELS.get(prefix[-1]) if isinstance(prefix[-1], str) else None
+    nested = {**LAYER_MODELS, "slurm": SlurmModel}
+    model = nested.get(prefix[-1]) if isinstance(prefix[-1], str) else None
     fields = model.model_fields if model else JobModel.model_fields
     return ", ".join(sorted(fields))
 

@@ -9,6 +9,9 @@
         max_gpus: 4
         arrival: 0               # optional, seconds
         num_ps: 1                # optional
+        slurm:                   # optional, --executor slurm: this job's own settings
+          account: physics       #   (also qos, time, partition, constraint, gpu_type,
+          time: "2:00:00"        #    cpus_per_gpu, mem_per_gpu)
 
 (Loading and validation: see ``load_jobs`` / ``parse_jobs`` in this module.)
 """
@@ -42,6 +45,13 @@ class JobSpec:
     trace_gpus: int | None = None
     trace_duration: float | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    # the job's `slurm:` settings as sorted (field, value) pairs (hashable; a mapping or
+    # the JSON store's [[field, value], ...] is turned into them)
+    slurm: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self):
+        pairs = self.slurm.items() if isinstance(self.slurm, dict) else (self.slurm or ())
+        object.__setattr__(self, "slurm", tuple(sorted((str(k), v) for k, v in pairs)))
 
 
 # ---- loading and validation ------------------------------------------------------------
@@ -57,7 +67,8 @@ def _to_spec(job) -> JobSpec:
                        for l in job.layers)
     return JobSpec(name=job.name, model=job.model or "custom", dataset_size=job.dataset_size,
                    epochs=job.epochs, batch_size=job.batch_size, max_gpus=job.max_gpus,
-                   arrival=float(job.arrival), num_ps=job.num_ps, layers=layers)
+                   arrival=float(job.arrival), num_ps=job.num_ps, layers=layers,
+                   slurm=job.slurm.model_dump(exclude_none=True) if job.slurm else ())
 
 
 def parse_job(raw: Any, source: str, index: int = 0) -> JobSpec:
@@ -181,4 +192,6 @@ def job_to_dict(job: JobSpec) -> dict[str, Any]:
         out["model"] = job.model
     out.update(dataset_size=job.dataset_size, epochs=job.epochs, batch_size=job.batch_size,
                max_gpus=job.max_gpus, arrival=job.arrival, num_ps=job.num_ps)
+    if job.slurm:
+        out["slurm"] = dict(job.slurm)
     return out

@@ -1,6 +1,8 @@
-"""Thin, typed wrappers around Slurm's command-line tools (22.05; pyslurm has no build for
-it). Every call runs one command with a timeout and parses its output with the pure
-functions of :mod:`slurm_client.parse`.
+"""Thin, typed wrappers around Slurm's command-line tools (22.05 to 24.11; pyslurm has no
+build for 22.05). Every call runs one command with a timeout and parses its output with
+the pure functions of :mod:`slurm_client.parse`. :meth:`SlurmClient.version` reads the
+release once (``sinfo --version``) and refuses one whose JSON sluice cannot read
+(:class:`~slurm_client.versions.UnsupportedSlurm`, naming it).
 
 - :class:`SlurmUnavailable`: the command is missing, timed out, or could not reach
   slurmctld ("Unable to contact slurm controller"); it names the command.
@@ -22,6 +24,7 @@ from slurm_client.parse import (JobInfo, NodeInfo, SQUEUE_FORMAT, Submission, Sw
                                 parse_sbatch_parsable, parse_scontrol_jobs,
                                 parse_sinfo_json, parse_squeue_lines, parse_topology,
                                 sbatch_argv)
+from slurm_client.versions import SlurmVersion, layout_for, parse_version_text, sinfo_argv
 
 # Slurm's words for "could not talk to slurmctld" (as opposed to "slurmctld said no").
 _UNREACHABLE = ("Unable to contact slurm controller", "Socket timed out", " is DOWN",
@@ -50,6 +53,7 @@ class SlurmClient:
     def __init__(self, env: Mapping[str, str] | None = None, timeout: float = 20.0):
         self.env = dict(env or {})
         self.timeout = timeout
+        self._version: SlurmVersion | None = None
 
     def environment(self, extra: Mapping[str, str] | None = None,
                     unset: Iterable[str] = ()) -> dict[str, str]:
@@ -84,8 +88,23 @@ class SlurmClient:
             raise SlurmUnavailable("scontrol ping", out.strip() or "slurmctld is not up")
         return out.strip()
 
+    def version(self) -> SlurmVersion:
+        """The client tools' release (``sinfo --version``: ``slurm 22.05.8``), read once;
+        UnsupportedSlurm (a ValueError) for a release whose JSON layout sluice does not
+        know, naming it."""
+        if self._version is None:
+            text = self.run(["sinfo", "--version"])
+            try:
+                version = parse_version_text(text)
+            except ValueError as err:
+                raise SlurmCommandError("sinfo --version", str(err))
+            layout_for(version)
+            self._version = version
+        return self._version
+
     def nodes(self) -> list[NodeInfo]:
-        return parse_sinfo_json(self.run(["sinfo", "--json"]))
+        """Every node (``sinfo --json`` in the layout of :meth:`version`'s release)."""
+        return parse_sinfo_json(self.run(sinfo_argv(self.version())))
 
     def topology(self) -> list[SwitchInfo]:
         return parse_topology(self.run(["scontrol", "show", "topology"]))

@@ -1,7 +1,9 @@
-"""Pure parsers for the output of Slurm 22.05's commands (no I/O; unit-tested on recorded
-output of the real commands, tests/data/slurm/).
+"""Pure parsers for the output of Slurm's commands (no I/O; unit-tested on recorded
+output of the real 22.05 commands, tests/data/slurm/, and on each later release's
+documented JSON, tests/data/slurm/versions/).
 
-- ``sinfo --json``                -> :class:`NodeInfo` (state, GPUs configured and used)
+- ``sinfo --json``                -> :class:`NodeInfo` (:mod:`slurm_client.nodes`: every
+                                     layout of :mod:`slurm_client.versions`)
 - ``scontrol -d show node -o``    -> :class:`NodeInfo` (the same facts, one line per node)
 - ``scontrol show job -o ID``     -> :class:`JobInfo` (a heterogeneous job: one line per part)
 - ``squeue -h -t all -o FORMAT``  -> :class:`JobInfo` (``SQUEUE_FORMAT``)
@@ -17,18 +19,14 @@ separate ``JobId=`` lines with ``HetJobId=``/``HetJobOffset=`` in scontrol.
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-# Node states in which a node takes no new work (base state or flag, upper case).
-# Not PLANNED: backfill's mark for a node it holds for a pending job. 22.05 can leave it on
-# idle nodes after that job has gone (seen in CI: a retry found no capacity for 90 s), and a
-# node truly held is refused by slurmctld itself, which keeps the job pending with a reason.
-UNUSABLE = frozenset({"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "MAINT",
-                      "NOT_RESPONDING", "POWER_DOWN", "POWERED_DOWN", "POWERING_DOWN",
-                      "REBOOT_REQUESTED", "REBOOT_ISSUED", "RESERVED", "FUTURE", "UNKNOWN",
-                      "INVALID_REG", "NO_RESPOND"})
+from slurm_client.gres import gres_gpus, split_top  # noqa: F401 (gres_gpus: re-exported)
+from slurm_client.nodes import (UNUSABLE, NodeInfo, ParseError, gres_fields,  # noqa: F401
+                                node_state, parse_sinfo_json)
+from slurm_client.site import SiteOptions
+
 # Job states of a job that is over (Slurm's names).
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
                       "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT",
@@ -38,31 +36,6 @@ ACTIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDE
                     "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD"})
 # squeue -o: id|state|reason|nodes|user|name (name last: it may hold anything)
 SQUEUE_FORMAT = "%i|%T|%r|%N|%u|%j"
-
-
-class ParseError(ValueError):
-    """Output of a Slurm command that does not look like what 22.05 prints."""
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    name: str
-    address: str
-    hostname: str
-    state: str                      # base state, upper case: IDLE, MIXED, ALLOCATED, DOWN ...
-    flags: frozenset[str] = frozenset()     # DRAIN, NOT_RESPONDING, ...
-    gpus: int = 0                   # configured (Gres=gpu:N)
-    gpus_used: int = 0              # allocated to any job, sluice's or another user's
-    reason: str = ""
-
-    @property
-    def usable(self) -> bool:
-        """Takes new work: not down, drained, failed, in maintenance or not responding."""
-        return self.state not in UNUSABLE and not (self.flags & UNUSABLE)
-
-    @property
-    def state_text(self) -> str:
-        return "+".join([self.state, *sorted(self.flags)])
 
 
 @dataclass(frozen=True)
@@ -105,7 +78,7 @@ def expand_hostlist(text: str) -> list[str]:
     if not text or text in ("(null)", "None", "N/A"):
         return []
     out: list[str] = []
-    for part in _split_top(text):
+    for part in split_top(text):
         m = re.fullmatch(r"([^\[\]]*)\[([^\]]+)\](.*)", part)
         if not m:
             if "[" in part or "]" in part:
@@ -122,53 +95,6 @@ def expand_hostlist(text: str) -> list[str]:
             for k in range(int(lo), int(hi if sep else lo) + 1):
                 out.extend(f"{prefix}{k:0{width}d}{t}" for t in tails)
     return out
-
-
-def _split_top(text: str) -> list[str]:
-    """Split at commas outside brackets."""
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return [p for p in parts if p]
-
-
-def gres_gpus(text: str | None) -> int:
-    """GPUs in a GRES string: ``gpu:4``, ``gpu:a100:2(S:0-1)``, ``gpu:2(IDX:0-1),nic:1``,
-    ``gres/gpu=2``; 0 for none/``(null)``."""
-    total = 0
-    for item in _split_top((text or "").replace("gres/", "")):
-        item = re.sub(r"\(.*?\)", "", item).strip()
-        if item.startswith("gpu="):
-            item = "gpu:" + item[4:]
-        bits = item.split(":")
-        if bits[0] != "gpu":
-            continue
-        if len(bits) == 1:
-            total += 1            # "gpu" alone means one
-        elif bits[-1].isdigit():
-            total += int(bits[-1])
-    return total
-
-
-def _state(text: str) -> tuple[str, frozenset[str]]:
-    """``MIXED+DRAIN`` / ``IDLE*`` (not responding) -> ("MIXED", {"DRAIN"})."""
-    text = (text or "").strip().upper()
-    flags = set()
-    if text.endswith("*"):
-        flags.add("NOT_RESPONDING")
-        text = text.rstrip("*")
-    base, *rest = text.split("+")
-    flags.update(f for f in rest if f)
-    return base, frozenset(flags)
 
 
 _KV = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
@@ -198,26 +124,6 @@ def _int(text: str | None, default: int = 0) -> int:
 
 # ---- nodes -----------------------------------------------------------------------------
 
-def parse_sinfo_json(text: str) -> list[NodeInfo]:
-    """``sinfo --json`` (22.05: {"nodes": [{name, address, hostname, state, state_flags,
-    gres, gres_used, reason}]})."""
-    try:
-        data = json.loads(text)
-        nodes = data["nodes"]
-    except (ValueError, KeyError, TypeError) as err:
-        raise ParseError(f"sinfo --json: unexpected output ({err})")
-    out = []
-    for n in nodes:
-        flags = frozenset(str(f).upper() for f in n.get("state_flags") or ())
-        base, more = _state(str(n.get("state", "")))
-        out.append(NodeInfo(name=n["name"], address=n.get("address") or n["name"],
-                            hostname=n.get("hostname") or n["name"], state=base,
-                            flags=flags | more, gpus=gres_gpus(n.get("gres")),
-                            gpus_used=gres_gpus(n.get("gres_used")),
-                            reason=n.get("reason") or ""))
-    return out
-
-
 def parse_scontrol_nodes(text: str) -> list[NodeInfo]:
     """``scontrol -d show node -o`` (GresUsed only with -d)."""
     out = []
@@ -227,12 +133,11 @@ def parse_scontrol_nodes(text: str) -> list[NodeInfo]:
         kv = parse_kv_line(line)
         if "NodeName" not in kv:
             raise ParseError(f"scontrol show node: no NodeName in {line[:80]!r}")
-        base, flags = _state(kv.get("State", ""))
+        base, flags = node_state(kv.get("State", ""))
         out.append(NodeInfo(name=kv["NodeName"], address=kv.get("NodeAddr", kv["NodeName"]),
                             hostname=kv.get("NodeHostName", kv["NodeName"]), state=base,
-                            flags=flags, gpus=gres_gpus(kv.get("Gres")),
-                            gpus_used=gres_gpus(kv.get("GresUsed")),
-                            reason=kv.get("Reason", "")))
+                            flags=flags, reason=kv.get("Reason", ""),
+                            **gres_fields(kv.get("Gres"), kv.get("GresUsed"))))
     return out
 
 
@@ -342,29 +247,28 @@ class Submission:
     components: tuple[Component, ...]
     script: str                     # path of the batch script
     output: str                     # the batch script's stdout/stderr file
-    partition: str | None = None
-    extra: tuple[str, ...] = field(default=())
+    partition: str | None = None    # (site.partition, when given, is the same thing)
+    extra: tuple[str, ...] = field(default=())     # flags for the whole job, before part 0
+    site: SiteOptions = SiteOptions()   # account, QOS, time, GPU type, ... of every part
 
 
 def sbatch_argv(sub: Submission) -> list[str]:
     """``sbatch --parsable`` for a heterogeneous job, one component per node (``:``
     between them). 22.05 excludes each component's nodes from the others (``ExcNodeList``),
     so a node appears in one component only. ``--no-requeue``: the client decides retries
-    (a job Slurm requeued itself after a node failure waits ~121 s and keeps its nodelist)."""
+    (a job Slurm requeued itself after a node failure waits ~121 s and keeps its nodelist).
+    Every component carries the site's flags (:meth:`SiteOptions.component_flags`)."""
     if not sub.components:
         raise ValueError("a submission needs at least one component")
     nodes = [c.node for c in sub.components]
     if len(set(nodes)) != len(nodes):
         raise ValueError(f"one component per node, got {nodes}")
+    site = replace(sub.site, partition=sub.partition) if sub.partition else sub.site
     argv = ["sbatch", "--parsable", f"--job-name={sub.name}", f"--output={sub.output}",
             *sub.extra]
     for k, c in enumerate(sub.components):
         if k:
             argv.append(":")
         argv += [f"--nodelist={c.node}", "--nodes=1", f"--ntasks={max(1, c.tasks)}",
-                 "--no-requeue"]
-        if c.gpus:
-            argv.append(f"--gres=gpu:{c.gpus}")
-        if sub.partition:
-            argv.append(f"--partition={sub.partition}")
+                 "--no-requeue", *site.component_flags(c.gpus)]
     return argv + [sub.script]

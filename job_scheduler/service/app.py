@@ -48,6 +48,17 @@ class ServiceConfig:
     slurm_batches: int | None = None
     slurm_compute_s: float | None = None
     slurm_bytes_per_batch: int | None = None
+    # site policy (slurm_client.site.SiteOptions): every job's, a job's `slurm:` overrides
+    slurm_account: str | None = None
+    slurm_qos: str | None = None
+    slurm_time: str | None = None
+    slurm_constraint: str | None = None
+    slurm_gpu_type: str | None = None
+    slurm_cpus_per_gpu: int | None = None
+    slurm_mem_per_gpu: str | None = None
+    slurm_sbatch_flag: tuple[str, ...] = ()
+    slurm_fabric_addresses: str | None = None     # YAML {node: data-fabric address}
+    slurm_pending_timeout: float = 600.0  # s a job may stay PENDING in Slurm (0: for ever)
     time_factor: float = 1.0             # simulated executor: wall s per estimated s
     local_command: str | None = None     # local executor: shell command per job
     max_retries: int = 0
@@ -78,10 +89,29 @@ class ServiceConfig:
              self.slurm_bytes_per_batch is None or self.slurm_bytes_per_batch >= 1,
              "must be >= 1"),
             ("slurm_compute_s", self.slurm_compute_s is None or self.slurm_compute_s >= 0,
-             "must be >= 0")]
+             "must be >= 0"),
+            ("slurm_pending_timeout", self.slurm_pending_timeout >= 0,
+             "must be >= 0 (0: a job may wait in Slurm for ever)")]
         for name, ok, message in checks:
             if not ok:
                 raise ValueError(f"{name}: {message}")
+        self.slurm_site()
+
+    def slurm_site(self):
+        """The site policy of ``--executor slurm`` (ValueError naming the first bad field)."""
+        from slurm_client.site import SiteOptions, site_problems
+
+        values = dict(account=self.slurm_account, qos=self.slurm_qos, time=self.slurm_time,
+                      partition=self.slurm_partition, constraint=self.slurm_constraint,
+                      gpu_type=self.slurm_gpu_type, cpus_per_gpu=self.slurm_cpus_per_gpu,
+                      mem_per_gpu=self.slurm_mem_per_gpu,
+                      sbatch_flags=tuple(self.slurm_sbatch_flag))
+        problems = site_problems(values)
+        if problems:
+            field, _, message = problems[0].partition(": ")
+            field = "sbatch_flag" if field == "sbatch_flags" else field
+            raise ValueError(f"slurm_{field}: {message}")
+        return SiteOptions(**values)
 
 
 def start(config: ServiceConfig, notice: str | None = None) -> int:
@@ -105,11 +135,14 @@ def start(config: ServiceConfig, notice: str | None = None) -> int:
     slurm_options = None
     if config.executor == "slurm":
         from job_scheduler.service.slurm_executor import SlurmJobOptions
+        from job_scheduler.service.slurm_addresses import load_fabric_addresses
         slurm_options = SlurmJobOptions(
             compute=config.slurm_compute, batches=config.slurm_batches,
             compute_s=config.slurm_compute_s, bytes_per_batch=config.slurm_bytes_per_batch,
             bw_scale=topology.emulation_bw_scale, profile=config.profile,
-            partition=config.slurm_partition)
+            partition=config.slurm_partition, site=config.slurm_site(),
+            fabric_addresses=load_fabric_addresses(config.slurm_fabric_addresses),
+            pending_timeout=config.slurm_pending_timeout)
 
     logging.basicConfig(level=logging.DEBUG if config.verbose else logging.INFO,
                         stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -201,7 +234,7 @@ def _slurm_executor(topology: Topology, db_path: Path, options, check: bool):
     know every host of the topology at its address, else exit 2 naming the command that
     failed or the hosts."""
     from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions, store_tag
-    from slurm_client import SlurmClient, SlurmError
+    from slurm_client import SlurmClient, SlurmError, UnsupportedSlurm
 
     executor = SlurmExecutor(SlurmClient(), topology,
                              db_path.with_name(db_path.name + ".slurm-runs"),
@@ -209,7 +242,7 @@ def _slurm_executor(topology: Topology, db_path: Path, options, check: bool):
     if check:
         try:
             nodes = executor.check()
-        except SlurmError as err:
+        except (SlurmError, UnsupportedSlurm) as err:
             raise option_error("executor", f"Slurm is not usable: {err}")
         log.info("Slurm: %d node(s), %d GPU(s) configured, %d allocated", len(nodes),
                  sum(n.gpus for n in nodes), sum(n.gpus_used for n in nodes))

@@ -57,16 +57,7 @@ def configure_scheduler(parser: argparse.ArgumentParser) -> None:
                         "PS jobs (`sluice train`, or --local-command); slurm: each job one "
                         "heterogeneous Slurm job on the decided hosts (Slurm's CLI, SLURM_CONF "
                         "from the environment), Slurm's nodes the truth for capacity")
-    parser.add_argument("--slurm-partition", default=None, help="slurm executor: partition")
-    parser.add_argument("--slurm-compute", default="auto", choices=("auto", "torch", "emulated"),
-                        help="slurm executor: the workers' compute (ps_runtime.compute)")
-    parser.add_argument("--slurm-batches", type=int, default=None,
-                        help="slurm executor: batches per worker (default: dataset_size * "
-                        "epochs / (batch_size * workers))")
-    parser.add_argument("--slurm-compute-s", type=float, default=None,
-                        help="slurm executor, emulated compute: seconds per batch")
-    parser.add_argument("--slurm-bytes-per-batch", type=int, default=None,
-                        help="slurm executor, emulated compute: bytes on the wire per batch")
+    _configure_slurm(parser)
     parser.add_argument("--time-factor", type=float, default=1.0,
                         help="simulated executor: wall-clock seconds a job lasts per second "
                         "of its estimated run time (default 1; 0.001 makes a 1000-s job end "
@@ -93,6 +84,52 @@ def configure_scheduler(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eps", type=float, default=None, help="Lyapunov Z growth per slot (s)")
     parser.add_argument("--profile", default=None, help="device profile YAML for the estimator")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def _configure_slurm(parser: argparse.ArgumentParser) -> None:
+    """``--executor slurm``'s options: how jobs train, and the site's policy (every job's
+    sbatch flags; a job's ``slurm:`` block overrides them field by field)."""
+    parser.add_argument("--slurm-partition", default=None, help="slurm executor: partition")
+    parser.add_argument("--slurm-compute", default="auto", choices=("auto", "torch", "emulated"),
+                        help="slurm executor: the workers' compute (ps_runtime.compute)")
+    parser.add_argument("--slurm-batches", type=int, default=None,
+                        help="slurm executor: batches per worker (default: dataset_size * "
+                        "epochs / (batch_size * workers))")
+    parser.add_argument("--slurm-compute-s", type=float, default=None,
+                        help="slurm executor, emulated compute: seconds per batch")
+    parser.add_argument("--slurm-bytes-per-batch", type=int, default=None,
+                        help="slurm executor, emulated compute: bytes on the wire per batch")
+    parser.add_argument("--slurm-pending-timeout", type=float, default=600.0, metavar="S",
+                        help="slurm executor: a job Slurm keeps pending longer (its reason "
+                        "shown in `sluice jobs` meanwhile) is cancelled in Slurm and goes "
+                        "back to sluice's queue (default 600; 0: it waits for ever)")
+    site = parser.add_argument_group(
+        "Slurm site policy (--executor slurm; a job file's `slurm:` block overrides each "
+        "for its job; Slurm judges the values at submission: one it refuses fails that job "
+        "with Slurm's message)")
+    site.add_argument("--slurm-account", default=None, metavar="NAME",
+                      help="sbatch --account of every job")
+    site.add_argument("--slurm-qos", default=None, metavar="NAME",
+                      help="sbatch --qos of every job")
+    site.add_argument("--slurm-time", default=None, metavar="TIME",
+                      help="sbatch --time of every job (time limit: MINUTES, H:MM:SS, "
+                      "D-HH:MM:SS; sites that require one refuse jobs without it)")
+    site.add_argument("--slurm-constraint", default=None, metavar="FEATURES",
+                      help="sbatch --constraint: node features every job needs (a100&ib)")
+    site.add_argument("--slurm-gpu-type", default=None, metavar="TYPE",
+                      help="GPUs requested as gpu:TYPE:N and only GPUs of TYPE counted as "
+                      "capacity (default: any whole GPU; MIG slices never count)")
+    site.add_argument("--slurm-cpus-per-gpu", type=int, default=None, metavar="N",
+                      help="sbatch --cpus-per-gpu (default: Slurm's, one CPU per task)")
+    site.add_argument("--slurm-mem-per-gpu", default=None, metavar="SIZE",
+                      help="sbatch --mem-per-gpu (16G, 16000 in MB)")
+    site.add_argument("--slurm-sbatch-flag", action="append", default=None, metavar="FLAG",
+                      help="one more sbatch flag for every job, as one word, e.g. "
+                      "--slurm-sbatch-flag=--reservation=maint (repeatable; flags sluice "
+                      "sets itself are refused)")
+    site.add_argument("--slurm-fabric-addresses", default=None, metavar="FILE",
+                      help="YAML {node: address}: each node's data-fabric address (the "
+                      "topology's) where it differs from Slurm's NodeAddr")
 
 
 # ServiceConfig's fields (and the errors below it) -> the flags that set them (the rest:
@@ -141,6 +178,8 @@ def service_config(args: argparse.Namespace):
                          f"address {host!r} without a token (--token or {TOKEN_ENV})")
     given = {f.name: getattr(args, f.name) for f in fields(ServiceConfig)
              if f.name in vars(args)}
+    if "slurm_sbatch_flag" in given:
+        given["slurm_sbatch_flag"] = tuple(given["slurm_sbatch_flag"] or ())
     return ServiceConfig(**{**given, "db": args.db or default_db_path(),
                             "listen": (host, port), "token": token,
                             "tls": check_tls_files(args.tls_cert, args.tls_key)})

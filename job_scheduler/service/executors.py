@@ -16,6 +16,8 @@ Starting is two-phase so that a crash cannot make a job run twice or be forgotte
   the service. A job whose process group is gone without an exit status was killed.
   The command is ``sluice train`` (the PS runtime) unless ``--local-command`` says
   otherwise; the launcher exits non-zero when any of its processes (a worker) dies.
+  Each job gets a PS port block no other running local job holds (``--base-port``, env
+  ``SLUICE_BASE_PORT``, recorded in the run directory for a restarted service).
 """
 
 from __future__ import annotations
@@ -133,7 +135,8 @@ def train_command(job: JobRecord, decision: StartDecision, run_dir: Path) -> str
     return (" ".join(shlex.quote(a) for a in argv)
             # --opt=value: a token may start with '-' (token_urlsafe)
             + ' ${SLUICE_CONTROLLER_URL:+"--controller=$SLUICE_CONTROLLER_URL"}'
-            + ' ${SLUICE_CONTROLLER_JOB_TOKEN:+"--token=$SLUICE_CONTROLLER_JOB_TOKEN"}')
+            + ' ${SLUICE_CONTROLLER_JOB_TOKEN:+"--token=$SLUICE_CONTROLLER_JOB_TOKEN"}'
+            + ' ${SLUICE_BASE_PORT:+"--base-port=$SLUICE_BASE_PORT"}')
 
 
 class LocalExecutor:
@@ -141,12 +144,16 @@ class LocalExecutor:
     EXIT_FILE = "exit_status"
     PID_FILE = "pid"
     STOP_GRACE_S = 3.0         # SIGTERM, then SIGKILL after this long
+    PORT_FILE = "base_port"    # the job's PS port block (env SLUICE_BASE_PORT)
+    HOST = "local"             # every local job runs on this machine
 
     def __init__(self, run_root: str | Path, command_fn: CommandFn | None = None):
         self.run_root = Path(run_root)
         self.command_fn = command_fn or train_command
         self._children: dict[int, subprocess.Popen] = {}   # ours: reap them (no zombies)
         self._pending: dict[int, StartDecision] = {}
+        from job_scheduler.service.slurm_ports import PortBook
+        self.ports = PortBook()    # a PS port block per running job, none shared
 
     def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict:
         run_dir = self.run_root / f"job-{job.id}-attempt-{job.attempts + 1}"
@@ -157,6 +164,8 @@ class LocalExecutor:
         decision = self._pending.pop(job.id)
         run_dir = Path(job.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
+        base = self.ports.reserve(job.id, job.name, {self.HOST})
+        (run_dir / self.PORT_FILE).write_text(f"{base}\n")
         command = self.command_fn(job, decision, run_dir)
         (run_dir / "command").write_text(command + "\n")
         # The wrapper records its own pid first (so a service that dies right after
@@ -169,7 +178,7 @@ class LocalExecutor:
                    SLUICE_WORKER_HOSTS=",".join(decision.worker_hosts),
                    SLUICE_PS_HOSTS=",".join(decision.ps_hosts),
                    SLUICE_RUN_DIR=str(run_dir), SLUICE_PYTHON=sys.executable,
-                   **(extra_env or {}))
+                   SLUICE_BASE_PORT=str(base), **(extra_env or {}))
         for admin_token in ADMIN_TOKEN_ENVS:       # jobs never see an admin token
             env.pop(admin_token, None)
         with open(run_dir / "output.log", "ab") as log:
@@ -195,6 +204,17 @@ class LocalExecutor:
         return now_start is not None and (start is None or now_start == start)
 
     def poll(self, job: JobRecord, now: float) -> Outcome | None:
+        """The job's outcome once it ended (its port block then freed)."""
+        if not self.ports.holds(job.id):       # started by a previous run of the service
+            with suppress(OSError, ValueError, TypeError):
+                base = int((Path(job.run_dir) / self.PORT_FILE).read_text())
+                self.ports.hold(job.id, base, {self.HOST})
+        outcome = self._poll(job, now)
+        if outcome is not None:
+            self.ports.release(job.id)
+        return outcome
+
+    def _poll(self, job: JobRecord, now: float) -> Outcome | None:
         child = self._children.get(job.id)
         if child is not None and child.poll() is not None:
             self._children.pop(job.id, None)

@@ -23,6 +23,11 @@ remembers (``MinJobAge``) is judged by the exit status the batch script wrote.
 ``--no-requeue``: Slurm does not requeue a job by itself; the service's ``--max-retries``
 does (a new attempt, a new decision, on nodes that are up).
 
+Every component carries the site's policy (``SlurmJobOptions.site``: account, QOS, time,
+GPU type, ...; a job's ``slurm:`` block overrides it). A job Slurm keeps PENDING shows
+Slurm's reason and, past ``pending_timeout``, is cancelled and re-queued; a Slurm error
+for one job stays that job's (:meth:`SlurmExecutor._poll_error`).
+
 Capacity (:meth:`SlurmExecutor.capacity`): before each decision the GPUs Slurm says are
 allocated on each node, less those of sluice's own jobs Slurm is running, are taken
 away, and a node that is down, drained, failed, not responding or unknown to Slurm has
@@ -31,48 +36,39 @@ no free GPU at all: jobs started outside sluice are seen, their GPUs never doubl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import shlex
 import sys
 import time
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from job_scheduler.core.estimator import batches_for
 from job_scheduler.service.executors import ADMIN_TOKEN_ENVS, Outcome
+from job_scheduler.service.progress_relay import ProgressRelay
+from job_scheduler.service.slurm_names import NAME_PREFIX, slurm_job_name, store_tag  # noqa: F401
+from job_scheduler.service.slurm_ports import PortBook
+from job_scheduler.service.run_files import (EXIT_FILE, error_text as _error_text, mtime as _mtime,
+                                             read_exit as _read_exit, read_json as _read_json)
 from job_scheduler.core.placement import ClusterState, Placement
 from job_scheduler.core.decisions import StartDecision
 from job_scheduler.service.store import JobRecord
-from slurm_client import (Component, JobInfo, NodeInfo, SlurmClient, SlurmError,
-                          SlurmUnavailable, Submission, job_outcome)
+from slurm_client import (Component, JobInfo, NodeInfo, ParseError, SiteOptions, SlurmClient,
+                          SlurmError, SlurmUnavailable, Submission, job_outcome)
 from sluice_common.errors import InputError
 from sluice_common.jobspec import job_to_dict
 from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler.slurm")
 
-NAME_PREFIX = "sluice-"
-EXIT_FILE = "exit_status"            # ps_runtime.slurm_job writes these
-STARTED_FILE = "batch.started"
+STARTED_FILE = "batch.started"       # ps_runtime.slurm_job writes it (and EXIT_FILE)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DUPLICATE_JOBID = "Duplicate jobid"  # slurmd's drain reason after a job ran twice
-
-
-def slurm_job_name(job: JobRecord, tag: str = "") -> str:
-    """``sluice-<tag>-<run dir>`` (``sluice-1a2b3c4d-job-7-attempt-1``): one name per
-    submission. ``tag`` names the job store (two stores, or a store made afresh, number
-    their jobs from 1 again, and Slurm remembers jobs for MinJobAge: a name must never
-    mean another store's job); the run directory is recorded before the submission."""
-    return f"{NAME_PREFIX}{tag + '-' if tag else ''}{Path(job.run_dir).name}"
-
-
-def store_tag(db_path: str | Path) -> str:
-    """A short stable name of a job store (its absolute path)."""
-    return f"{zlib.crc32(str(Path(db_path).resolve()).encode()):08x}"
+PENDING_NOTE = "pending in Slurm"    # a running job's reason while Slurm keeps it pending
 
 
 # ---- pure pieces -----------------------------------------------------------------------
@@ -91,19 +87,23 @@ def components(decision_ps: Sequence[str], decision_workers: Sequence[str]
     return [Component(h, gpus[h]) for h in order]
 
 
-def foreign_gpus(nodes: Mapping[str, NodeInfo], own_running: Mapping[str, int]
-                 ) -> dict[str, int]:
-    """GPUs that Slurm says are allocated on each node and that are not sluice's own
-    running jobs' (another user's job, or one started outside sluice)."""
-    return {name: max(0, n.gpus_used - own_running.get(name, 0)) for name, n in nodes.items()}
+def foreign_gpus(nodes: Mapping[str, NodeInfo], own_running: Mapping[str, int],
+                 gpu_type: str | None = None) -> dict[str, int]:
+    """GPUs (of ``gpu_type``; None: whole GPUs of any type) that Slurm says are allocated
+    on each node and that are not sluice's own running jobs' (another user's job, or one
+    started outside sluice)."""
+    return {name: max(0, n.gpus_of(gpu_type)[1] - own_running.get(name, 0))
+            for name, n in nodes.items()}
 
 
 def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
-                   own_running: Mapping[str, int]) -> dict[str, str]:
+                   own_running: Mapping[str, int], gpu_type: str | None = None
+                   ) -> dict[str, str]:
     """Take from ``state`` (already less sluice's recorded jobs) every GPU sluice may not
     use: all of a node Slurm does not know or that takes no work, and the GPUs other
-    jobs hold. Returns {host: why} for the hosts it took something from."""
-    foreign = foreign_gpus(nodes, own_running)
+    jobs hold. Only GPUs of ``gpu_type`` count when it is given (MIG slices never count
+    as whole GPUs). Returns {host: why} for the hosts it took something from."""
+    foreign = foreign_gpus(nodes, own_running, gpu_type)
     why: dict[str, str] = {}
     for host in state.names:
         free = state.free[state.index[host]]
@@ -115,9 +115,10 @@ def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
                 f" ({node.reason})" if node.reason else "")
         else:
             # Slurm may know fewer GPUs than the topology: never more than it has.
-            missing = max(0, state.capacity[state.index[host]] - node.gpus)
+            missing = max(0, state.capacity[state.index[host]] - node.gpus_of(gpu_type)[0])
             take = min(free, max(foreign.get(host, 0), 0) + missing)
-            reason = f"{foreign.get(host, 0)} GPU(s) held by other Slurm jobs"
+            reason = f"{foreign.get(host, 0)} GPU(s) held by other Slurm jobs" + (
+                f", {missing} not {gpu_type or 'known to Slurm'}" if missing else "")
         if take > 0:
             state.allocate(Placement(f"slurm:{host}", (), (host,) * take))
             why[host] = reason
@@ -126,9 +127,13 @@ def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
     return why
 
 
-def check_topology(topology: Topology, nodes: Sequence[NodeInfo]) -> list[str]:
+def check_topology(topology: Topology, nodes: Sequence[NodeInfo],
+                   fabric_addresses: Mapping[str, str] | None = None) -> list[str]:
     """Problems of ``topology`` against Slurm's nodes: a host Slurm does not know, an
-    address other than the node's NodeAddr, more GPUs than Slurm configures."""
+    address other than the node's data-fabric address (``fabric_addresses[node]``, else
+    its NodeAddr), more GPUs than Slurm configures (whole GPUs of any type: with a GPU
+    type, a node's GPUs of other types are taken away by :func:`apply_capacity`)."""
+    fabric = fabric_addresses or {}
     by_name = {n.name: n for n in nodes}
     problems = []
     unknown = [h.name for h in topology.hosts if h.name not in by_name]
@@ -139,8 +144,12 @@ def check_topology(topology: Topology, nodes: Sequence[NodeInfo]) -> list[str]:
         n = by_name.get(h.name)
         if n is None:
             continue
-        if n.address != h.ip:
-            problems.append(f"host {h.name}: ip {h.ip} but Slurm's NodeAddr is {n.address}")
+        if h.name in fabric and fabric[h.name] != h.ip:
+            problems.append(f"host {h.name}: ip {h.ip} but its data-fabric address is "
+                            f"{fabric[h.name]}")
+        elif h.name not in fabric and n.address != h.ip:
+            problems.append(f"host {h.name}: ip {h.ip} but Slurm's NodeAddr is {n.address} "
+                            "(a data fabric apart from NodeAddr: --slurm-fabric-addresses)")
         if h.gpus > n.gpus:
             problems.append(f"host {h.name}: {h.gpus} GPUs but Slurm configures {n.gpus}")
     return problems
@@ -157,48 +166,15 @@ class SlurmJobOptions:
     profile: str | None = None
     partition: str | None = None
     timeout: float = 3600.0
+    site: SiteOptions = SiteOptions()     # account, QOS, time, GPU type ... (site policy)
+    pending_timeout: float = 600.0        # s a job may wait PENDING in Slurm (0: for ever)
+    fabric_addresses: Mapping[str, str] | None = None   # node -> data-fabric address
 
-
-class ProgressRelay:
-    """Relays a running job's progress (the last batch each worker logged in the shared
-    run directory) to the controller from the scheduler's host, with the job's token.
-
-    The workers report themselves when the controller's URL is reachable from the
-    nodes; where it is not (a controller API on the scheduler's loopback, as on the
-    emulated fabric) this keeps the controller's progress ranking fed. Latest batch
-    wins at the controller, so reports from both are harmless. In memory only (the
-    token is never stored): after a restart of the service the workers' own reports
-    remain."""
-
-    def __init__(self, url: str, token: str, job_id: str, run_dir: Path, workers: int):
-        from controller.client import ControllerClient
-        from ps_runtime.launcher import LineFollower
-
-        self.client = ControllerClient(url, None, timeout=1.0)
-        self.token = token
-        self.job_id = job_id
-        self.followers = {j: LineFollower(run_dir / "ps" / f"worker{j}.log")
-                          for j in range(workers)}
-        self.sent: dict[int, int] = {}
-        self.failed_once = False
-
-    def step(self) -> int:
-        from ps_runtime.launcher import parse_batches
-        from ps_runtime.plan import worker_id
-
-        sent = 0
-        for j, follower in self.followers.items():
-            batches = [r.batch for r in parse_batches(follower.new_lines())]
-            if batches and batches[-1] != self.sent.get(j):
-                try:
-                    self.client.progress(self.job_id, worker_id(j), batches[-1], self.token)
-                    self.sent[j] = batches[-1]
-                    sent += 1
-                except Exception as err:      # the controller being down stops nothing
-                    if not self.failed_once:
-                        log.warning("progress relay for %s: %s", self.job_id, err)
-                        self.failed_once = True
-        return sent
+    def job_site(self, job: JobRecord) -> SiteOptions:
+        """The site policy with this job's own ``slurm:`` settings in place."""
+        site = self.site if self.site.partition or not self.partition else \
+            dataclasses.replace(self.site, partition=self.partition)
+        return site.overridden(dict(job.spec.slurm))
 
 
 # ---- the executor ----------------------------------------------------------------------
@@ -209,7 +185,7 @@ class SlurmExecutor:
     def __init__(self, client: SlurmClient, topology: Topology, run_root: str | Path,
                  options: SlurmJobOptions = SlurmJobOptions(), *, python: str = sys.executable,
                  launch_grace: float = 15.0, resume_duplicate_drains: bool = True,
-                 tag: str = "", lost_grace: float = 30.0):
+                 tag: str = "", lost_grace: float = 30.0, error_grace: float = 300.0):
         self.client = client
         self.topology = topology
         self.run_root = Path(run_root)
@@ -225,15 +201,22 @@ class SlurmExecutor:
         self._unknown_since: dict[int, float] = {}   # sluice job id -> first seen unknown
         self._relays: dict[int, ProgressRelay] = {}
         self.lost_grace = lost_grace
+        self.error_grace = error_grace
+        self._erring_since: dict[int, float] = {}    # sluice job id -> first Slurm error
+        self.ports = PortBook()
+        self._pending_since: dict[int, float] = {}   # sluice job id -> first seen PENDING
+        self._notes: dict[int, str | None] = {}      # sluice job id -> reason to show
         self.last_capacity: dict[str, str] = {}
 
     # ---- start-up ----------------------------------------------------------------------
     def check(self) -> list[NodeInfo]:
-        """At service start: Slurm answers, and knows every host of the topology at its
-        address. SlurmUnavailable / InputError (exit 2) otherwise."""
+        """At service start: Slurm's release is one sluice reads (UnsupportedSlurm),
+        Slurm answers, and knows every host of the topology at its address.
+        SlurmUnavailable / InputError (exit 2) otherwise."""
+        self.client.version()
         self.client.ping()
         nodes = self.client.nodes()
-        problems = check_topology(self.topology, nodes)
+        problems = check_topology(self.topology, nodes, self.options.fabric_addresses)
         if problems:
             raise InputError(self.topology.source, "; ".join(problems), field="hosts")
         return nodes
@@ -269,6 +252,9 @@ class SlurmExecutor:
             "bytes_per_batch": o.bytes_per_batch, "bw_scale": o.bw_scale,
             "profile": o.profile, "timeout": o.timeout,
             "decided_hosts": sorted({*decision.ps_hosts, *decision.worker_hosts}),
+            # a port block no other running job holds on these hosts (ps_runtime.plan)
+            "base_port": self.ports.reserve(job.id, job.name,
+                                            {*decision.ps_hosts, *decision.worker_hosts}),
         }
         (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
         script = run_dir / "job.sh"
@@ -284,7 +270,7 @@ class SlurmExecutor:
                    **(extra_env or {}))
         sub = Submission(name=slurm_job_name(job, tag=self.tag), components=tuple(parts),
                          script=str(script), output=str(run_dir / "slurm-%j.out"),
-                         partition=o.partition)
+                         site=o.job_site(job))
         # an sbatch rejection raises SlurmCommandError with Slurm's words: the service
         # marks the job failed with them ("launch failed: ...")
         slurm_id = self.client.submit(sub, env=env, unset=ADMIN_TOKEN_ENVS)
@@ -330,6 +316,7 @@ class SlurmExecutor:
             relay.step()
         try:
             outcome = self._poll(job, now)
+            self._erring_since.pop(job.id, None)
             if outcome is not None:
                 self._relays.pop(job.id, None)
             return outcome
@@ -338,6 +325,25 @@ class SlurmExecutor:
                 log.warning("Slurm unreachable (%s): job %d taken as still running", err, job.id)
                 self._warned_unavailable = now
             return None
+        except (SlurmError, ParseError) as err:
+            return self._poll_error(job, now, err)
+
+    def _poll_error(self, job: JobRecord, now: float, err: Exception) -> Outcome | None:
+        """A Slurm command failing for this one job (an answer Slurm gave, or output
+        sluice cannot read) stays this job's: it is taken as still running, and after
+        ``error_grace`` seconds of nothing but errors it is cancelled in Slurm and
+        failed with the error. The slot's other jobs and decisions go on."""
+        first = self._erring_since.setdefault(job.id, now)
+        log.warning("job %d (%s): Slurm error %s (for %.0f s; taken as still running)",
+                    job.id, job.name, err, now - first)
+        if now - first < self.error_grace:
+            return None
+        self._erring_since.pop(job.id, None)
+        slurm_id = job.slurm_job_id or self._ids.get(job.id)
+        if slurm_id is not None:
+            self._cancel(slurm_id)
+        self._relays.pop(job.id, None)
+        return Outcome("failed", now, None, f"Slurm errors for {now - first:.0f} s: {err}")
 
     def _poll(self, job: JobRecord, now: float) -> Outcome | None:
         run_dir = Path(job.run_dir or "/nonexistent")
@@ -375,7 +381,7 @@ class SlurmExecutor:
         self._unknown_since.pop(job.id, None)
         verdict, words = job_outcome(parts)
         if verdict == "active":
-            return None
+            return self._pending_check(job, slurm_id, parts, now)
         if verdict == "failing":          # a part failed, others still winding down
             self._cancel(slurm_id)
             return None
@@ -389,6 +395,30 @@ class SlurmExecutor:
         if code not in (None, 0) or (run_dir / "error").exists():
             reason += f"; {_error_text(run_dir, code)}"
         return Outcome("failed", now, code, reason)
+
+    def _pending_check(self, job: JobRecord, slurm_id: int, parts: Sequence[JobInfo],
+                       now: float) -> Outcome | None:
+        """A job Slurm keeps PENDING shows Slurm's reason (``sluice jobs``: "pending in
+        Slurm (Resources)"); after ``pending_timeout`` it is cancelled in Slurm and goes
+        back to sluice's queue (not an attempt: the job never ran), the reason kept."""
+        pending = [p for p in parts if p.state == "PENDING"]
+        if not pending:
+            self._pending_since.pop(job.id, None)
+            self._notes[job.id] = None
+            return None
+        first = self._pending_since.setdefault(job.id, now)
+        why = ", ".join(sorted({p.reason for p in pending
+                                if p.reason and p.reason != "None"})) or "no reason given"
+        timeout = self.options.pending_timeout
+        if not timeout or now - first < timeout:
+            self._notes[job.id] = f"{PENDING_NOTE} ({why})"
+            return None
+        self._pending_since.pop(job.id, None)
+        self._cancel(slurm_id)
+        text = (f"{PENDING_NOTE} for {now - first:.0f} s ({why}): Slurm job {slurm_id} "
+                "cancelled, the job re-queued")
+        self._notes[job.id] = text
+        return Outcome("failed", now, None, text, never_started=True)
 
     def _details(self, slurm_id: int) -> str:
         try:
@@ -404,11 +434,17 @@ class SlurmExecutor:
             log.warning("scancel %d: %s", slurm_id, err)
 
     def learned(self, job: JobRecord) -> dict:
-        """The Slurm job id ``_slurm_id`` found (batch.started, or by name) for a job
-        whose record has none: the service was killed between sbatch and recording it."""
+        """What the last poll learned for the job's record: the Slurm job id
+        ``_slurm_id`` found (batch.started, or by name) for a job whose record has none
+        (the service was killed between sbatch and recording it); Slurm's pending reason
+        (and none once the job runs)."""
+        out = {}
         if job.slurm_job_id is None and job.id in self._ids:
-            return {"slurm_job_id": self._ids[job.id]}
-        return {}
+            out["slurm_job_id"] = self._ids[job.id]
+        note = self._notes.pop(job.id, None)
+        if note != job.reason and (note or (job.reason or "").startswith(PENDING_NOTE)):
+            out["reason"] = note
+        return out
 
     def stop(self, job: JobRecord) -> None:
         slurm_id = self._slurm_id(job)
@@ -433,13 +469,15 @@ class SlurmExecutor:
         (no decision without the truth)."""
         try:
             nodes = {n.name: n for n in self.client.nodes()}
-        except SlurmUnavailable as err:
+        except (SlurmError, ValueError) as err:   # unreachable, refused or unreadable
             now = time.time()
             if now - self._warned_unavailable > 30:
-                log.warning("Slurm unreachable (%s): no job starts until it answers", err)
+                log.warning("Slurm's nodes unknown (%s): no job starts until it answers", err)
                 self._warned_unavailable = now
             nodes = {}
-        self.last_capacity = apply_capacity(state, nodes, self.own_running(running))
+        self.last_capacity = apply_capacity(state, nodes, self.own_running(running),
+                                            self.options.site.gpu_type)
+        self.ports.sync(running, self.kind)
         if self.resume_duplicate_drains:
             self._resume_duplicate_drains(nodes.values(), running)
 
@@ -456,34 +494,3 @@ class SlurmExecutor:
                                 "jobs by Slurm id)", n.name, n.reason)
                 except SlurmError as err:
                     log.warning("could not resume node %s: %s", n.name, err)
-
-
-# ---- helpers ---------------------------------------------------------------------------
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _read_exit(run_dir: Path) -> int | None:
-    try:
-        return int((run_dir / EXIT_FILE).read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _mtime(path: Path, default: float) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return default
-
-
-def _error_text(run_dir: Path, code: int | None) -> str:
-    try:
-        text = (run_dir / "error").read_text().strip()
-    except OSError:
-        text = ""
-    return text or f"batch script exited with status {code}"

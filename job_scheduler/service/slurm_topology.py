@@ -4,8 +4,10 @@
     sluice validate --slurm cluster.yaml
 
 From Slurm (``sinfo --json`` and ``scontrol show topology``, i.e. topology.conf):
-- every node is a host: its GPUs from its GRES (``gpu:4``), its address from ``NodeAddr``
-  (the address the controller and the PS processes use, so it must be an IPv4 address);
+- every node is a host: its GPUs from its GRES (``gpu:4``, whole GPUs of any type; MIG
+  slices apart), its address from ``NodeAddr`` or, where the data fabric is not the
+  network Slurm uses, from ``--fabric-addresses FILE`` (``{node: address}``); it is the
+  address the controller and the PS processes use, so it must be an IPv4 address;
 - every leaf switch (level 0) is a rack with that switch as its ToR; the switches above
   are the fabric (level 1 under one top: spine; deeper trees: agg below, core on top),
   linked to their children at ``--uplink-gbps``; host links at ``--host-link-gbps``;
@@ -23,22 +25,27 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from job_scheduler.service.slurm_addresses import load_fabric_addresses
 from slurm_client import NodeInfo, SwitchInfo
 from sluice_common.errors import InputError, option_error
 
 
 def topology_from_slurm(nodes: Sequence[NodeInfo], switches: Sequence[SwitchInfo], *,
                         host_link_gbps: float, uplink_gbps: float,
-                        name: str = "slurm-cluster", source: str = "slurm") -> dict[str, Any]:
+                        name: str = "slurm-cluster", source: str = "slurm",
+                        fabric_addresses: dict[str, str] | None = None) -> dict[str, Any]:
     if not nodes:
         raise InputError(source, "Slurm has no nodes")
+    fabric = fabric_addresses or {}
+    address = {n.name: fabric.get(n.name, n.address) for n in nodes}
     problems = []
     for n in nodes:
         try:
-            ipaddress.IPv4Address(n.address)
+            ipaddress.IPv4Address(address[n.name])
         except ValueError:
             problems.append(f"node {n.name}: NodeAddr {n.address!r} is not an IPv4 address "
-                            "(set NodeAddr to the node's fabric address in slurm.conf)")
+                            "(set NodeAddr to the node's fabric address in slurm.conf, or "
+                            "give it in --fabric-addresses)")
     if problems:
         raise InputError(source, "; ".join(problems), field="NodeAddr")
     host_bw, up_bw = host_link_gbps * 1000.0, uplink_gbps * 1000.0
@@ -71,7 +78,7 @@ def topology_from_slurm(nodes: Sequence[NodeInfo], switches: Sequence[SwitchInfo
         raise InputError(source, f"node(s) under no leaf switch of topology.conf: "
                          f"{', '.join(missing)}", field="topology.conf")
     hosts = [{"name": n.name, "rack": rack_of.get(n.name, "rack1"), "gpus": n.gpus,
-              "bw": host_bw, "ip": n.address} for n in nodes]
+              "bw": host_bw, "ip": address[n.name]} for n in nodes]
     return {"name": name,
             "description": f"written by `sluice topology from-slurm` from {len(nodes)} Slurm "
                            f"node(s) and {len(switches)} topology.conf switch(es)",
@@ -85,7 +92,8 @@ def _slurm_error(err) -> InputError:
 
 
 def write_from_slurm(out: Path, *, host_link_gbps: float, uplink_gbps: float,
-                     name: str = "slurm-cluster", bw_scale: float | None = None) -> int:
+                     name: str = "slurm-cluster", bw_scale: float | None = None,
+                     fabric_addresses: str | None = None) -> int:
     """Write the running Slurm cluster's topology to ``out`` (checked by the topology
     loader first); a bad value raises an option error naming its parameter."""
     import yaml
@@ -102,14 +110,15 @@ def write_from_slurm(out: Path, *, host_link_gbps: float, uplink_gbps: float,
     if not out.parent.is_dir():
         raise InputError(str(out), f"directory {str(out.parent)!r} does not exist",
                          field="out")
+    fabric = load_fabric_addresses(fabric_addresses)
     client = SlurmClient()
     try:
         nodes = client.nodes()
         switches = client.topology()
-    except SlurmError as err:
+    except (SlurmError, ValueError) as err:     # ValueError: a release sluice cannot read
         raise _slurm_error(err)
     data = topology_from_slurm(nodes, switches, host_link_gbps=host_link_gbps,
-                               uplink_gbps=uplink_gbps, name=name)
+                               uplink_gbps=uplink_gbps, name=name, fabric_addresses=fabric)
     if bw_scale is not None:
         data["emulation"] = {"bw_scale": bw_scale}
     topo = parse_topology(data, str(out))       # the loader's checks, before writing
@@ -121,19 +130,21 @@ def write_from_slurm(out: Path, *, host_link_gbps: float, uplink_gbps: float,
 
 # ---- sluice validate --slurm ---------------------------------------------------------
 
-def validate_against_slurm(topology_spec: str) -> int:
-    """Every host of the topology is a Slurm node at the same address with at least its
-    GPUs; exit 2 naming the hosts otherwise."""
+def validate_against_slurm(topology_spec: str, fabric_addresses: str | None = None) -> int:
+    """Every host of the topology is a Slurm node at the same address (its NodeAddr, or
+    its data-fabric address from ``fabric_addresses``) with at least its GPUs; exit 2
+    naming the hosts otherwise."""
     from job_scheduler.service.slurm_executor import check_topology
     from slurm_client import SlurmClient, SlurmError
     from topologies import load_topology
 
     topo = load_topology(topology_spec)
+    fabric = load_fabric_addresses(fabric_addresses)
     try:
         nodes = SlurmClient().nodes()
-    except SlurmError as err:
+    except (SlurmError, ValueError) as err:     # ValueError: a release sluice cannot read
         raise _slurm_error(err)
-    problems = check_topology(topo, nodes)
+    problems = check_topology(topo, nodes, fabric)
     if problems:
         raise InputError(topology_spec, "; ".join(problems), field="hosts")
     by_name = {n.name: n for n in nodes}

@@ -25,6 +25,13 @@ def configure_from_slurm(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default="slurm-cluster", help="the topology's name")
     parser.add_argument("--bw-scale", type=float, default=None,
                         help="emulation.bw_scale to record (Mininet runs links at bw * scale)")
+    _fabric_addresses(parser)
+
+
+def _fabric_addresses(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fabric-addresses", default=None, metavar="FILE",
+                        help="YAML {node: address}: each node's data-fabric address where it "
+                        "differs from Slurm's NodeAddr (InfiniBand/RoCE apart from Ethernet)")
 
 
 def run_from_slurm(args: argparse.Namespace) -> int:
@@ -33,7 +40,8 @@ def run_from_slurm(args: argparse.Namespace) -> int:
     try:
         return write_from_slurm(args.out, host_link_gbps=args.host_link_gbps,
                                 uplink_gbps=args.uplink_gbps, name=args.name,
-                                bw_scale=args.bw_scale)
+                                bw_scale=args.bw_scale,
+                                fabric_addresses=args.fabric_addresses)
     except InputError as err:
         raise as_flags(err, FLAGS) from None
 
@@ -44,9 +52,10 @@ def configure_validate_slurm(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slurm", required=True, metavar="TOPOLOGY",
                         help="topology (built-in name or YAML) to check against the running "
                              "Slurm cluster (SLURM_CONF from the environment)")
+    _fabric_addresses(parser)
 
 
 def run_validate_slurm(args: argparse.Namespace) -> int:
     from job_scheduler.service.slurm_topology import validate_against_slurm
 
-    return validate_against_slurm(args.slurm)
+    return validate_against_slurm(args.slurm, getattr(args, "fabric_addresses", None))

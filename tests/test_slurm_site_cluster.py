@@ -1,0 +1,192 @@
+"""Site policy on a real Slurm 22.05 cluster (the ``slurm_fabric`` fixture: the sluice
+controller, the two-rack fabric, munged, slurmctld, one slurmd per Mininet host), set
+the way an administrator sets it: slurm.conf lines and ``scontrol reconfigure``.
+
+- A site that requires a time limit (``JobSubmitPlugins=require_timelimit``) and keeps
+  partition limits (``EnforcePartLimits=ALL``, a partition with ``MaxTime=30``): without
+  ``--slurm-time`` every job fails with Slurm's words; with it, jobs run with the site's
+  account, time and partition, a job's ``slurm:`` block overrides them, and a job asking
+  for a partition Slurm does not have or a time over the partition's limit fails with
+  Slurm's message at submission while the others run on.
+- A job Slurm keeps pending (its partition DOWN): ``sluice jobs`` shows Slurm's reason,
+  and past ``--slurm-pending-timeout`` it is cancelled in Slurm and re-queued; once the
+  partition is up it runs.
+- A typed-GPU node (h4: ``gpu:a100:4``): ``--slurm-gpu-type a100`` counts and requests
+  only those GPUs.
+
+Measured on this Slurm without slurmdbd (accounting_storage/none): an ``--account`` is
+recorded as given but never checked (a partition with ``AllowAccounts`` refuses every
+account, the allowed ones too: "Invalid account or account/partition combination
+specified"), and ``--qos`` is dropped (squeue shows ``(null)``). Refusing an account or a
+QOS needs slurmdbd (``AccountingStorageEnforce``), which this cluster does not run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from test_slurm_executor import Scheduler, run_dir, tiny
+
+pytestmark = pytest.mark.fabric
+SLURM_TOPOLOGY = "two-rack"          # 4 hosts x 4 GPUs, h1 h2 | h3 h4
+SITE_LINES = ["JobSubmitPlugins=require_timelimit", "EnforcePartLimits=ALL",
+              "PartitionName=short Nodes=ALL MaxTime=30 State=UP"]
+
+
+def cli(env, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), env={**os.environ, **env.cluster.env},
+                          capture_output=True, text=True, timeout=60)
+
+
+def rewrite(path: Path, edit) -> None:
+    """``path`` becomes ``edit(its text)`` in one step: a daemon reading it meanwhile (a
+    slurmd still busy with the last reconfigure) never sees it empty."""
+    new = path.with_name(path.name + ".new")
+    new.write_text(edit(path.read_text()))
+    os.replace(new, path)
+
+
+def reconfigure(env, edit) -> None:
+    """Rewrite slurm.conf with ``edit(text)``; slurmctld and every slurmd read it again."""
+    rewrite(Path(env.cluster.env["SLURM_CONF"]), edit)
+    r = cli(env, "scontrol", "reconfigure")
+    assert r.returncode == 0, r.stderr
+    env.cluster.wait_idle(env.cluster.hosts, 30)
+
+
+def scontrol_job(env, slurm_id: int) -> dict[str, str]:
+    text = cli(env, "scontrol", "show", "job", "-o", str(slurm_id)).stdout
+    return dict(re.findall(r"(\w+)=(\S*)", text.splitlines()[0]))
+
+
+@pytest.fixture
+def site(slurm_fabric):
+    reconfigure(slurm_fabric, lambda t: t + "\n".join(SITE_LINES) + "\n")
+    yield slurm_fabric
+    reconfigure(slurm_fabric, lambda t: "\n".join(
+        line for line in t.splitlines() if line not in SITE_LINES) + "\n")
+
+
+def test_a_site_requiring_a_time_limit(site, tmp_path):
+    bare = Scheduler(site, tmp_path / "bare", batches=3)
+    (tmp_path / "bare").mkdir()
+    bare.start()
+    try:
+        bare.submit([tiny("notime", 1)])
+        job = bare.wait(["notime"], states=("failed",), timeout=60)["notime"]
+        assert "Time limit specification required" in job["reason"], job["reason"]
+    finally:
+        bare.stop()
+
+    sched = Scheduler(site, tmp_path, batches=3)
+    sched.args += ["--slurm-time", "10", "--slurm-account", "physics",
+                   "--slurm-partition", "short"]
+    sched.start()
+    try:
+        sched.submit([tiny("plain", 2), {**tiny("chem", 2), "slurm": {"account": "chem"}},
+                      {**tiny("nopart", 1), "slurm": {"partition": "nosuch"}},
+                      {**tiny("toolong", 1), "slurm": {"time": "2:00:00"}}])
+        failed = sched.wait(["nopart", "toolong"], states=("failed",), timeout=90)
+        assert "Invalid partition name specified" in failed["nopart"]["reason"]
+        assert "Requested time limit is invalid" in failed["toolong"]["reason"]
+        assert failed["nopart"]["slurm_job_id"] is None
+        done = sched.wait(["plain", "chem"], timeout=180)
+        for name, account in (("plain", "physics"), ("chem", "chem")):
+            job = scontrol_job(site, done[name]["slurm_job_id"])
+            assert (job["Account"], job["TimeLimit"], job["Partition"]) == \
+                (account, "00:10:00", "short"), job
+        assert sched.proc.poll() is None            # the service goes on
+    finally:
+        sched.stop()
+
+
+def wait_no_jobs(env, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        active = cli(env, "squeue", "-h", "-o", "%i %T %N %j").stdout.strip()
+        if not active:
+            return
+        assert time.monotonic() < deadline, f"Slurm jobs still active: {active}"
+        time.sleep(0.5)
+
+
+def test_a_job_slurm_keeps_pending_is_requeued_with_slurms_reason(slurm_fabric, tmp_path):
+    env = slurm_fabric
+    r = cli(env, "scontrol", "create", "PartitionName=held", "Nodes=ALL", "State=DOWN")
+    assert r.returncode == 0, r.stderr
+    sched = Scheduler(env, tmp_path, batches=3)
+    sched.args += ["--slurm-partition", "held", "--slurm-pending-timeout", "6"]
+    sched.start()
+    try:
+        job_id = sched.submit([tiny("held", 2)])["held"]
+        deadline = time.monotonic() + 60
+        while "pending in Slurm (PartitionDown)" not in (sched.job(job_id)["reason"] or ""):
+            assert time.monotonic() < deadline, sched.job(job_id)
+            time.sleep(0.3)
+        first = sched.job(job_id)["slurm_job_id"]
+        while not any(e["kind"] == "requeued" for e in sched.job(job_id)["events"]):
+            assert time.monotonic() < deadline, sched.job(job_id)
+            time.sleep(0.3)
+        job = sched.job(job_id)
+        detail = [e["detail"] for e in job["events"] if e["kind"] == "requeued"][0]
+        assert detail.startswith("pending in Slurm for ") and "(PartitionDown)" in detail
+        assert f"Slurm job {first} cancelled" in detail
+        assert scontrol_job(env, first)["JobState"] == "CANCELLED"
+        assert job["attempts"] <= 1                 # waiting in Slurm is not an attempt
+        r = cli(env, "scontrol", "update", "PartitionName=held", "State=UP")
+        assert r.returncode == 0, r.stderr
+        done = sched.wait(["held"], timeout=120)["held"]
+        assert done["slurm_job_id"] != first
+    finally:
+        sched.stop()
+        cli(env, "scontrol", "delete", "PartitionName=held")
+
+
+def make_h4_a100(env) -> None:
+    """h4's four GPUs become ``gpu:a100:4`` (slurm.conf and gres.conf); GRES types are
+    read at start, so slurmctld and h4's slurmd restart (slurmctld keeps its state)."""
+    wait_no_jobs(env)
+    conf = Path(env.cluster.env["SLURM_CONF"])
+    rewrite(conf, lambda t: re.sub(r"^(NodeName=h4 .*)Gres=gpu:(\d+)", r"\1Gres=gpu:a100:\2",
+                                   t, flags=re.M))
+    rewrite(conf.with_name("gres.conf"), lambda t: re.sub(
+        r"^(NodeName=h4 Name=gpu) ", r"\1 Type=a100 ", t, flags=re.M))
+    env.cluster.wait_idle(env.cluster.hosts, 60)
+    env.cluster.kill_slurmd("h4")
+    # a graceful stop: slurmctld saves its state (a kill -9 just after a job ended can
+    # bring the job's allocation back on restart, its node 'mixed' for minutes)
+    assert cli(env, "scontrol", "shutdown", "slurmctld").returncode == 0
+    deadline = time.monotonic() + 30
+    while cli(env, "scontrol", "ping").returncode == 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    env.cluster.kill_slurmctld()                 # its helpers, if any are left
+    env.cluster.start_slurmctld()
+    env.cluster.start_slurmd("h4")
+    env.cluster.wait_idle(env.cluster.hosts, 60)
+
+
+def test_a_typed_gpu_node(slurm_fabric, tmp_path):
+    make_h4_a100(slurm_fabric)
+    nodes = cli(slurm_fabric, "sinfo", "-N", "-h", "-o", "%N %G").stdout
+    assert re.search(r"^h4 gpu:a100:4", nodes, re.M), nodes
+    sched = Scheduler(slurm_fabric, tmp_path, batches=3)
+    sched.args += ["--slurm-gpu-type", "a100"]
+    sched.start()
+    try:
+        sched.submit([tiny("typed", 3)])
+        job = sched.wait(["typed"], timeout=180)["typed"]
+        assert set(job["placement"]["worker_hosts"]) == {"h4"}, job["placement"]
+        detail = scontrol_job(slurm_fabric, job["slurm_job_id"])
+        parts = cli(slurm_fabric, "scontrol", "show", "job", "-o",
+                    str(job["slurm_job_id"])).stdout
+        assert "gres:gpu:a100:3" in parts, parts
+        assert detail["JobState"] == "COMPLETED"
+        assert (run_dir(sched, job) / "plan.json").exists()
+    finally:
+        sched.stop()
