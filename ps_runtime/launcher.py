@@ -31,6 +31,7 @@ from typing import Callable, IO
 
 from sluice_common.jobspec import JobSpec
 from ps_runtime.datapath import ps_env
+from ps_runtime.gpu_binding import GPU_ENV, worker_env
 from ps_runtime.plan import Node, HostPlan, PortPlan, endpoints, registration
 from ps_runtime.runners import ProcessRunner, kill_group
 from ps_runtime.watchdog import ENV as WATCHDOG_ENV
@@ -209,6 +210,10 @@ class PSJob:
         }
         if proc.role == "worker" and self.token:
             env[TOKEN_ENV] = self.token    # not on the command line, where `ps` shows it
+        if proc.role == "worker":          # its own GPU, and where it records what it ran on
+            env.update(worker_env(proc.node.gpu, proc.node.host, self.ran_on_dir / f"{proc.name}.json"))
+        elif self.placement.gpu_bound:
+            env[GPU_ENV] = ""              # a PS process computes on the CPU: no GPU of a worker
         return env
 
     def _argv(self, proc: PSProcess) -> list[str]:
@@ -285,6 +290,11 @@ class PSJob:
         if self.controller_url:
             argv += ["--controller", self.controller_url]
         return argv + self._checkpoint_argv()
+
+    @property
+    def ran_on_dir(self) -> Path:
+        """Where each worker records the host and GPU it ran on (``gpu_binding``)."""
+        return self.out_dir / "ran_on"
 
     # ---- lifecycle -----------------------------------------------------------------
     def start(self) -> None:

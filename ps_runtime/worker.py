@@ -39,6 +39,7 @@ from ps_runtime.checkpoint import SuspendVote
 from ps_runtime.checkpoint_args import finish_suspend, load_resume_state, save_worker_state
 from ps_runtime.data import SyntheticImages
 from ps_runtime.datapath import FlatKVStore
+from ps_runtime.gpu_binding import device_uuid, record_worker
 from ps_runtime.numpy_compat import import_mxnet
 from ps_runtime.models import MODEL_NAMES, build_model, input_shape
 from ps_runtime.plan import worker_id
@@ -47,6 +48,8 @@ from ps_runtime.watchdog import start_watchdog
 
 
 def pick_device(choice: str) -> torch.device:
+    """``auto``: this process's CUDA device where it has one (``CUDA_VISIBLE_DEVICES``
+    narrows what it sees to its own GPU: index 0 is that one), else the CPU."""
     if choice == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: CUDA is not available on this machine")
     if choice == "auto":
@@ -281,8 +284,10 @@ def main(argv: list[str] | None = None) -> int:
         # instead of starving the job it shares the GPU with
         torch.cuda.set_per_process_memory_fraction(args.gpu_memory_fraction, device)
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    print(f"worker {args.worker_index} of job {args.job}: computing on {device.type} ({where}), "
-          f"model {args.model}, batch size {args.batch_size}", file=sys.stderr, flush=True)
+    ran = record_worker(args.worker_index, "torch", str(device), device_uuid(device))
+    gpu = f", host GPU {ran['gpu']}" if ran and ran["gpu"] is not None else ""
+    print(f"worker {args.worker_index} of job {args.job}: computing on {device.type} ({where}"
+          f"{gpu}), model {args.model}, batch size {args.batch_size}", file=sys.stderr, flush=True)
 
     torch.manual_seed(args.seed)
     model = build_model(args.model, args.num_classes, args.input_size).to(device)
