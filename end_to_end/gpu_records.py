@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from pathlib import Path
 
 
 def pass_gpu_records(name: str, result: dict) -> list[dict]:
@@ -32,6 +33,27 @@ def pass_gpu_records(name: str, result: dict) -> list[dict]:
 def gpu_records(passes: dict[str, dict]) -> list[dict]:
     """Every pass's entries, passes in the order given."""
     return [e for name, result in passes.items() for e in pass_gpu_records(name, result)]
+
+
+def slurm_gpu_records(jobs: list[dict], run_dirs: dict[int, Path | None],
+                      t0: float) -> list[dict]:
+    """The entries of ``sluice demo --executor slurm`` (one pass, ``slurm``): per job
+    (its last attempt) the GPUs its worker steps recorded (``RUN_DIR/ran_on``: Slurm's
+    binding as each step saw it), its start and end (the service's wall-clock record)
+    less ``t0``, the submission."""
+    from ps_runtime.gpu_binding import gpus_by_host, read_records
+
+    out = []
+    for job in sorted(jobs, key=lambda j: j["id"]):
+        run_dir = run_dirs.get(job["id"])
+        if job.get("started_at") is None or run_dir is None:
+            continue
+        end = job.get("finished_at") or job["started_at"]
+        out.append({"pass": "slurm", "job": job["name"],
+                    "gpus": gpus_by_host(read_records(run_dir / "ran_on")),
+                    "start_s": round(job["started_at"] - t0, 3), "end_s": round(end - t0, 3),
+                    "workers": dict(Counter((job.get("placement") or {}).get("worker_hosts", [])))})
+    return out
 
 
 def check_gpu_records(records: list[dict]) -> list[str]:

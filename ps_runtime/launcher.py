@@ -19,6 +19,7 @@ and the children's watchdog ends them if this process is SIGKILLed.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import re
 import signal
@@ -55,6 +56,7 @@ class WorkerOptions:
     threads: int = 0               # torch threads per worker; 0: torch's default
     report_interval: float = 0.2
     # "torch": real compute (ps_runtime.worker); "emulated": ps_runtime.emulated_worker
+    # "auto": each worker decides on its own device (ps_runtime.auto_worker)
     # waits Cost_bat(b) from ``profile`` and moves the model's bytes x ``bw_scale``.
     compute: str = "torch"
     profile: str | None = None     # device profile YAML for emulated compute (None: shipped)
@@ -73,8 +75,9 @@ class WorkerOptions:
     compute_slowdown: float = 1.0
 
     def __post_init__(self):
-        if self.compute not in COMPUTE_MODES:
-            raise ValueError(f"compute must be one of {', '.join(COMPUTE_MODES)}, got {self.compute!r}")
+        if self.compute not in (*COMPUTE_MODES, "auto"):
+            raise ValueError(f"compute must be one of {', '.join(COMPUTE_MODES)}, auto, "
+                             f"got {self.compute!r}")
 
 
 @dataclass
@@ -219,9 +222,16 @@ class PSJob:
     def _argv(self, proc: PSProcess) -> list[str]:
         if proc.role != "worker":
             return [self.python, "-m", "ps_runtime.server"]
-        o = self.options
-        if o.compute == "emulated":
+        if self.options.compute == "emulated":
             return self._emulated_argv(proc)
+        if self.options.compute == "auto":     # both command lines: the worker chooses
+            return [self.python, "-m", "ps_runtime.auto_worker", "--worker-index", str(proc.rank),
+                    json.dumps(self._torch_argv(proc)[3:]),
+                    json.dumps(self._emulated_argv(proc)[3:])]
+        return self._torch_argv(proc)
+
+    def _torch_argv(self, proc: PSProcess) -> list[str]:
+        o = self.options
         argv = [self.python, "-m", "ps_runtime.worker", "--job", self.spec.name,
                 "--worker-index", str(proc.rank), "--model", self.spec.model,
                 "--batch-size", str(self.spec.batch_size), "--batches", str(self.batches),

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import IO
 
+from ps_runtime.gpu_binding import GPU_ENV, RAN_ON_ENV, visible_gpu
 from ps_runtime.runners import _environment, REPO_ROOT
 from ps_runtime.watchdog import ENV as WATCHDOG_ENV
 
@@ -67,6 +68,8 @@ class SrunRunner:
     def start(self, host: str, argv: list[str], env: dict[str, str], log: IO,
               stdin=subprocess.DEVNULL) -> subprocess.Popen:
         name = _process_name(argv, env)
+        if RAN_ON_ENV in env:       # a worker adds its GPU to the step's own record
+            env = {**env, RAN_ON_ENV: str(self.ran_on_dir / f"{name}.json")}
         return subprocess.Popen(self.argv(host, argv, name), env=_environment(env), stdout=log,
                                 stderr=subprocess.STDOUT, stdin=stdin, cwd=REPO_ROOT,
                                 start_new_session=True)
@@ -101,7 +104,10 @@ def record_and_exec(record: str, host: str, argv: list[str]) -> None:
              "ip": local_ip(env.get("DMLC_PS_ROOT_URI", "127.0.0.1")),
              "intended_ip": env.get("DMLC_NODE_HOST", ""), "role": env.get("DMLC_ROLE", ""),
              "slurm_job_id": env.get("SLURM_JOB_ID", ""), "pid": os.getpid(),
-             "at": time.time()}
+             "at": time.time(),
+             # the GPU binding Slurm gave the step (GRES), as the process sees it
+             "gpu": visible_gpu(env), GPU_ENV: env.get(GPU_ENV),
+             "slurm_step_gpus": env.get("SLURM_STEP_GPUS")}
     path = Path(record)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -148,7 +154,9 @@ def run_plan(plan_path: Path) -> int:
                if s.name == plan["job"]]
     hosts = HostPlan(tuple(Node(h, ip) for h, ip in plan["servers"]),
                      tuple(Node(h, ip) for h, ip in plan["workers"]))
-    compute = resolve_compute(plan.get("compute") or "auto")
+    # auto: each worker decides on its own device (ps_runtime.auto_worker), not this host
+    compute = plan.get("compute") or "auto"
+    compute = compute if compute == "auto" else resolve_compute(compute)
     options = WorkerOptions(compute=compute, bw_scale=float(plan.get("bw_scale") or 1.0),
                             compute_s=plan.get("compute_s"),
                             bytes_per_batch=plan.get("bytes_per_batch"),

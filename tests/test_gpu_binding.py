@@ -234,3 +234,49 @@ def test_gpu_records_checker_finds_shared_gpus_of_overlapping_jobs_and_miscounts
     assert check_main([str(path)]) == 1
     path.write_text(json.dumps({"gpu_records": ok}))
     assert check_main([str(path)]) == 0
+
+
+def test_auto_compute_is_decided_by_each_worker_on_its_own_device(tmp_path):
+    """``compute=auto``: the launcher hands each worker both command lines; the worker,
+    bound to its GPU, chooses (torch on a usable CUDA device, else emulated: here)."""
+    from ps_runtime.compute import cuda_present
+
+    (spec,) = parse_jobs_text(jobs_yaml("auto", dataset=64), "t.yaml")
+    job = PSJob(spec, HostPlan.loopback(1, 2).bound([1, 3]), LocalRunner(), tmp_path,
+                batches=2, options=WorkerOptions(compute="auto", threads=1))
+    argv = job._argv(job._plan()[-1])
+    assert argv[2:5] == ["ps_runtime.auto_worker", "--worker-index", "1"]
+    assert json.loads(argv[5])[0:2] == ["--job", "auto"] and "--compute-s" in json.loads(argv[6])
+    with job:
+        job.start()
+        job.wait(timeout=120)
+    recs = {r["rank"]: r for r in gpu_binding.read_records(tmp_path / "ran_on")}
+    want = "torch" if cuda_present() else "emulated"
+    assert [(recs[k]["gpu"], recs[k]["compute"]) for k in (0, 1)] == [(1, want), (3, want)]
+    assert "decided on its own device (CUDA_VISIBLE_DEVICES=3)" in (tmp_path / "worker1.log").read_text()
+
+
+def test_sluice_train_refuses_worker_gpus_that_do_not_match_its_workers(tmp_path, capsys):
+    from sluice.cli import main as sluice
+
+    f = tmp_path / "j.yaml"
+    f.write_text(jobs_yaml("j"))
+    assert sluice(["train", str(f), "--job", "j", "--workers", "2", "--worker-gpus", "0"]) == 2
+    assert "--worker-gpus" in capsys.readouterr().err
+
+
+def test_slurm_gpu_records_come_from_the_worker_steps_records(tmp_path):
+    from end_to_end.gpu_records import slurm_gpu_records
+
+    run = tmp_path / "job-1-attempt-1"
+    (run / "ran_on").mkdir(parents=True)
+    for name, host, gpu in (("worker0", "h1", 2), ("worker1", "h3", 0)):
+        (run / "ran_on" / f"{name}.json").write_text(json.dumps(
+            {"intended_host": host, "host": host, "role": "worker", "gpu": gpu}))
+    (run / "ran_on" / "server-1.json").write_text(json.dumps({"role": "server", "gpu": None}))
+    job = {"id": 1, "name": "j", "started_at": 110.0, "finished_at": 130.5,
+           "placement": {"worker_hosts": ["h1", "h3"]}}
+    (rec,) = slurm_gpu_records([job], {1: run}, t0=100.0)
+    assert rec == {"pass": "slurm", "job": "j", "gpus": {"h1": [2], "h3": [0]}, "start_s": 10.0,
+                   "end_s": 30.5, "workers": {"h1": 1, "h3": 1}}
+    assert check_gpu_records([rec]) == []
