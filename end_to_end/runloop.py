@@ -358,7 +358,7 @@ class RealTimeRun:
                    predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3),
                    **exchange_facts(self.estimator, spec, worker_options, bytes_per_batch))
         self.say(f"start {spec.name}: {n} GPU(s) on {','.join(d.worker_hosts)} (PS "
-                 f"{','.join(d.ps_hosts)}), {batches} batches/worker, bw estimate "
+                 f"{','.join(d.ps_hosts)}; GPUs {d.gpu_ids.as_dict()}), {batches} batches/worker, bw estimate "
                  f"{_fmt_bw(bw)} (nominal {_fmt_bw(bw_nominal)}), C(n) {c_n:.1f} s")
         self.suspensions.launched(spec.name, n, hosts, r.started, self.say)
         return r
