@@ -41,10 +41,16 @@ def worker_env(gpu: int | None, host: str, record: str | Path) -> dict[str, str]
 
 
 def visible_gpu(env=None) -> int | None:
-    """The host GPU index this process may use: the first entry of
-    ``CUDA_VISIBLE_DEVICES`` when it is an index (None: unset, empty, or a UUID)."""
-    value = (os.environ if env is None else env).get(GPU_ENV, "").split(",")[0].strip()
-    return int(value) if value.isdigit() else None
+    """The host GPU index this process may use: under Slurm the step's GRES index
+    (``SLURM_STEP_GPUS``: the node's numbering, also where cgroups renumber
+    ``CUDA_VISIBLE_DEVICES`` from 0), else the first entry of ``CUDA_VISIBLE_DEVICES``
+    when it is an index (None: unset, empty, or a UUID)."""
+    env = os.environ if env is None else env
+    for name in ("SLURM_STEP_GPUS", GPU_ENV):
+        value = env.get(name, "").split(",")[0].strip()
+        if value.isdigit():
+            return int(value)
+    return None
 
 
 def device_uuid(device) -> str | None:

@@ -58,7 +58,13 @@ class SrunRunner:
         if host not in self.groups:
             raise ValueError(f"host {host!r} has no component in this Slurm job "
                              f"(components: {', '.join(sorted(self.groups))})")
-        srun = ["srun", "--ntasks=1", "--nodes=1", "--overlap", "--quiet", "--kill-on-bad-exit=0"]
+        srun = ["srun", "--ntasks=1", "--nodes=1", "--quiet", "--kill-on-bad-exit=0"]
+        if name.startswith("worker"):
+            # its own GPU, bound by Slurm (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS), and its
+            # own CPU (--exact: a step takes only what it asks, not the whole allocation)
+            srun += ["--exact", "--gres=gpu:1"]
+        else:              # a PS process shares the allocation and sees no GPU
+            srun += ["--overlap", "--gres=none"]
         if self.het:
             srun.append(f"--het-group={self.groups[host]}")
         record = str(self.ran_on_dir / f"{name}.json")

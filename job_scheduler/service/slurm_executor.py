@@ -46,6 +46,7 @@ from job_scheduler.core.estimator import batches_for
 from job_scheduler.service.executors import ADMIN_TOKEN_ENVS, Outcome
 from job_scheduler.core.placement import ClusterState, Placement
 from job_scheduler.core.decisions import StartDecision
+from job_scheduler.service.slurm_gpus import apply_gres_truth, read_truth
 from job_scheduler.service.store import JobRecord
 from slurm_client import (Component, JobInfo, NodeInfo, SlurmClient, SlurmError,
                           SlurmUnavailable, Submission, job_outcome)
@@ -88,7 +89,7 @@ def components(decision_ps: Sequence[str], decision_workers: Sequence[str]
     gpus = {h: 0 for h in order}
     for h in decision_workers:
         gpus[h] += 1
-    return [Component(h, gpus[h]) for h in order]
+    return [Component(h, gpus[h], max(1, gpus[h])) for h in order]   # a CPU per worker step
 
 
 def foreign_gpus(nodes: Mapping[str, NodeInfo], own_running: Mapping[str, int]
@@ -221,6 +222,7 @@ class SlurmExecutor:
         self._pending: dict[int, StartDecision] = {}
         self._ids: dict[int, int] = {}            # sluice job id -> Slurm id (adopted)
         self._seen: dict[int, list[JobInfo]] = {}   # Slurm id -> its parts, last poll
+        self._gres: dict = {}                       # sluice job id -> Slurm's GPU indices
         self._warned_unavailable = 0.0
         self._unknown_since: dict[int, float] = {}   # sluice job id -> first seen unknown
         self._relays: dict[int, ProgressRelay] = {}
@@ -408,6 +410,9 @@ class SlurmExecutor:
         whose record has none: the service was killed between sbatch and recording it."""
         if job.slurm_job_id is None and job.id in self._ids:
             return {"slurm_job_id": self._ids[job.id]}
+        truth = self._gres.get(job.id)          # the GPU indices Slurm gave it
+        if truth is not None and (job.placement or {}).get("gpu_ids") != truth.as_dict():
+            return {"placement": {**job.placement, "gpu_ids": truth.as_dict()}}
         return {}
 
     def stop(self, job: JobRecord) -> None:
@@ -439,7 +444,12 @@ class SlurmExecutor:
                 log.warning("Slurm unreachable (%s): no job starts until it answers", err)
                 self._warned_unavailable = now
             nodes = {}
-        self.last_capacity = apply_capacity(state, nodes, self.own_running(running))
+        own = self.own_running(running)
+        if nodes:       # which GPUs: Slurm's indices of every job (slurm_gpus)
+            ours = {self._slurm_id(j): j for j in running if j.executor == self.kind}
+            taken, self._gres = apply_gres_truth(state, read_truth(self.client), ours)
+            own = {h: own.get(h, 0) + taken.get(h, 0) for h in {*own, *taken}}
+        self.last_capacity = apply_capacity(state, nodes, own)
         if self.resume_duplicate_drains:
             self._resume_duplicate_drains(nodes.values(), running)
 
