@@ -9,10 +9,12 @@ script runs there, as the ps-lite scheduler does). The batch script runs
 which starts the job's processes with the very launcher ``sluice train``/``sluice run``
 use (:class:`ps_runtime.launcher.PSJob`: DMLC_* roles, fixed ports of
 :class:`~ps_runtime.plan.PortPlan`, fail-fast watching, logs under ``RUN_DIR/ps``), only
-through :class:`SrunRunner`: every PS and worker process is one ``srun --het-group=G
---overlap`` step in the component of its host. Each process first records where it
-really runs (``RUN_DIR/ran_on/<role><rank>.json``: hostname, the IP it reaches the
-ps-lite scheduler from, Slurm's node name) and then execs the PS program.
+through :class:`SrunRunner`: every PS and worker process is one ``srun --het-group=G``
+step in the component of its host: a worker ``--exact --gres=gpu:1`` (its own GPU,
+bound by Slurm), a PS process ``--overlap --gres=none``. Each process first records
+where it really runs (``RUN_DIR/ran_on/<role><rank>.json``: hostname, the IP it reaches
+the ps-lite scheduler from, Slurm's node name, the GPU Slurm gave it; a worker adds the
+device it computed on) and then execs the PS program.
 
 Facts of Slurm 22.05 handled here:
 - ``srun`` exits 0 when its node fails: a job counts as finished only when every
