@@ -2,13 +2,15 @@
 slurm`` (``slurm.json``), and the check that each worker had a GPU of its own.
 
 One entry per job run per pass: ``{"pass": NAME, "job": NAME, "gpus": {HOST: [INDEX,
-...]}, "start_s": ..., "end_s": ..., "workers": {HOST: COUNT}}``, where ``gpus`` is what
-the job's worker processes recorded they ran on (``ps_runtime.gpu_binding``), not what was
-decided, ``workers`` the decision's workers per host, and the times are seconds from the
-start of that pass. :func:`check_gpu_records` (also ``python -m end_to_end.gpu_records
-FILE.json``) says what is wrong, if anything: two runs that overlap in time on one host
-holding a GPU in common, or a run whose GPUs on a host are not one per worker there.
-Pure but for the command.
+...]}, "start_s": ..., "end_s": ..., "workers": {HOST: COUNT}, "decided": {HOST: [INDEX,
+...]}}``, where ``gpus`` is what the job's worker processes recorded they ran on
+(``ps_runtime.gpu_binding``), not what was decided, ``workers`` and ``decided`` the
+decision's workers and GPU indices per host (under Slurm: the job's record, Slurm's
+indices once reconciled), and the times are seconds from the start of that pass.
+:func:`check_gpu_records` (also ``python -m end_to_end.gpu_records FILE.json``) says what
+is wrong, if anything: two runs that overlap in time on one host holding a GPU in
+common, a run whose GPUs on a host are not one per worker there, or workers that ran on
+other GPUs than decided. Pure but for the command.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def pass_gpu_records(name: str, result: dict) -> list[dict]:
         workers = dict(Counter(job.get("worker_hosts") or []))
         for run in job.get("gpu_runs", []):
             out.append({"pass": name, "job": job["name"], "gpus": run["gpus"],
-                        "start_s": run["start_s"], "end_s": run["end_s"], "workers": workers})
+                        "start_s": run["start_s"], "end_s": run["end_s"], "workers": workers,
+                        **({"decided": run["decided"]} if "decided" in run else {})})
     return out
 
 
@@ -49,10 +52,13 @@ def slurm_gpu_records(jobs: list[dict], run_dirs: dict[int, Path | None],
         if job.get("started_at") is None or run_dir is None:
             continue
         end = job.get("finished_at") or job["started_at"]
+        ids = (job.get("placement") or {}).get("gpu_ids")
         out.append({"pass": "slurm", "job": job["name"],
                     "gpus": gpus_by_host(read_records(run_dir / "ran_on")),
                     "start_s": round(job["started_at"] - t0, 3), "end_s": round(end - t0, 3),
-                    "workers": dict(Counter((job.get("placement") or {}).get("worker_hosts", [])))})
+                    "workers": dict(Counter((job.get("placement") or {}).get("worker_hosts", []))),
+                    # the job's record: Slurm's indices once reconciled (slurm_gpus)
+                    **({"decided": ids} if ids is not None else {})})
     return out
 
 
@@ -64,6 +70,8 @@ def check_gpu_records(records: list[dict]) -> list[str]:
         want = e.get("workers") or {}
         if not e["gpus"]:
             problems.append(f"{where}: its workers recorded no GPU")
+        if "decided" in e and e["decided"] != e["gpus"]:
+            problems.append(f"{where}: workers ran on {e['gpus']}, decided {e['decided']}")
         for host in sorted(set(want) | set(e["gpus"])):
             got = e["gpus"].get(host, [])
             if len(set(got)) != len(got) or len(got) != want.get(host, 0):

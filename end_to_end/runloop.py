@@ -474,7 +474,7 @@ class RealTimeRun:
         else:                                   # its packed partner keeps the GPUs
             self.state.transfer(name, partner)
         self.records[name].setdefault("gpu_runs", []).append(
-            ran_on_entry(r.started, self.now(), r.psjob.ran_on_dir))
+            ran_on_entry(r.started, self.now(), r.psjob.ran_on_dir, r.decision.gpu_ids))
         if r.token:
             try:
                 # What the controller made of the job, for the report (and as proof that

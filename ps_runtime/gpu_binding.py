@@ -113,8 +113,10 @@ def gpus_by_host(records) -> dict[str, list[int]]:
     return {h: sorted(v) for h, v in sorted(out.items())}
 
 
-def ran_on_entry(start_s: float, end_s: float, directory: str | Path) -> dict:
-    """One run of a job (start to end, seconds) with the GPUs its workers recorded
-    (not the decision's): an entry of ``sluice run``'s per-job ``gpu_runs``."""
+def ran_on_entry(start_s: float, end_s: float, directory: str | Path, decided=None) -> dict:
+    """One run of a job (start to end, seconds) with the GPUs its workers recorded, and
+    beside them the decision's (``decided``, a GpuGrant): an entry of ``sluice run``'s
+    per-job ``gpu_runs``."""
     return {"start_s": round(start_s, 3), "end_s": round(end_s, 3),
-            "gpus": gpus_by_host(read_records(directory))}
+            "gpus": gpus_by_host(read_records(directory)),
+            **({"decided": decided.as_dict()} if decided is not None else {})}

@@ -229,6 +229,9 @@ def test_gpu_records_checker_finds_shared_gpus_of_overlapping_jobs_and_miscounts
     problems = check_gpu_records(bad)
     assert any("share GPU(s) [1]" in p for p in problems)
     assert any("job b: host h1: GPUs [1] for 2 worker(s)" in p for p in problems)
+    moved = gpu_records({"p": _pass(("a", ["h1"], [{"start_s": 0, "end_s": 1, "gpus": {"h1": [2]},
+                                                     "decided": {"h1": [1]}}]))})
+    assert check_gpu_records(moved) == ["pass p, job a: workers ran on {'h1': [2]}, decided {'h1': [1]}"]
     path = tmp_path / "comparison.json"
     path.write_text(json.dumps({"gpu_records": bad}))
     assert check_main([str(path)]) == 1
@@ -275,10 +278,11 @@ def test_slurm_gpu_records_come_from_the_worker_steps_records(tmp_path):
             {"intended_host": host, "host": host, "role": "worker", "gpu": gpu}))
     (run / "ran_on" / "server-1.json").write_text(json.dumps({"role": "server", "gpu": None}))
     job = {"id": 1, "name": "j", "started_at": 110.0, "finished_at": 130.5,
-           "placement": {"worker_hosts": ["h1", "h3"]}}
+           "placement": {"worker_hosts": ["h1", "h3"], "gpu_ids": {"h1": [2], "h3": [0]}}}
     (rec,) = slurm_gpu_records([job], {1: run}, t0=100.0)
     assert rec == {"pass": "slurm", "job": "j", "gpus": {"h1": [2], "h3": [0]}, "start_s": 10.0,
-                   "end_s": 30.5, "workers": {"h1": 1, "h3": 1}}
+                   "end_s": 30.5, "workers": {"h1": 1, "h3": 1},
+                   "decided": {"h1": [2], "h3": [0]}}
     assert check_gpu_records([rec]) == []
 
 
