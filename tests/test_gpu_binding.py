@@ -186,21 +186,36 @@ def test_a_worker_records_its_host_and_gpu_merging_a_slurm_record(tmp_path, monk
     assert gpu_binding.gpus_by_host(gpu_binding.read_records(record.parent)) == {"h3": [3]}
 
 
+def names_with_free_ports(n: int) -> list[str]:
+    """Job names whose port blocks (``sluice train`` hashes the name; 7 ports: scheduler,
+    4 servers, 2 workers) are free on this shared machine now."""
+    from ps_runtime.cli import _port_busy
+    from ps_runtime.plan import default_base_port
+
+    out, k = [], 0
+    while len(out) < n:
+        name, k = f"bind{k}", k + 1
+        if not any(_port_busy(p) for p in range(default_base_port(name), default_base_port(name) + 7)):
+            out.append(name)
+    return out
+
+
 def test_local_executor_two_jobs_on_one_host_each_worker_on_the_decided_gpu(tmp_path):
     """Two real ``sluice train`` jobs (MXNet ps-lite, emulated compute here, torch on a
     GPU machine) on one 4-GPU host: disjoint GPU sets, and every worker process recorded
     the GPU the decision gave it."""
+    left, right = names_with_free_ports(2)
     svc = service(tmp_path, executor="local")
-    svc.submit(jobs_yaml("left", "right", dataset=128), "f.yaml")
+    svc.submit(jobs_yaml(left, right, dataset=128), "f.yaml")
     svc.tick()
     decided = {j.name: j.placement["gpu_ids"] for j in svc.store.jobs(["running"])}
-    assert decided == {"left": {"h1": [0, 1]}, "right": {"h1": [2, 3]}}
+    assert decided == {left: {"h1": [0, 1]}, right: {"h1": [2, 3]}}
     runs = {j.name: Path(j.run_dir) for j in svc.store.jobs(["running"])}
     deadline = time.monotonic() + 180
     while svc.store.jobs(["running"]) and time.monotonic() < deadline:
         time.sleep(0.5)
         svc.tick()
-    assert {j.name: j.state for j in svc.store.jobs()} == {"left": "finished", "right": "finished"}
+    assert {j.name: j.state for j in svc.store.jobs()} == {left: "finished", right: "finished"}
     for name, run_dir in runs.items():
         recs = gpu_binding.read_records(run_dir / "ps" / "ran_on")
         assert len(recs) == 2
@@ -244,12 +259,13 @@ def test_auto_compute_is_decided_by_each_worker_on_its_own_device(tmp_path):
     bound to its GPU, chooses (torch on a usable CUDA device, else emulated: here)."""
     from ps_runtime.compute import cuda_present
 
-    (spec,) = parse_jobs_text(jobs_yaml("auto", dataset=64), "t.yaml")
+    (name,) = names_with_free_ports(1)
+    (spec,) = parse_jobs_text(jobs_yaml(name, dataset=64), "t.yaml")
     job = PSJob(spec, HostPlan.loopback(1, 2).bound([1, 3]), LocalRunner(), tmp_path,
                 batches=2, options=WorkerOptions(compute="auto", threads=1))
     argv = job._argv(job._plan()[-1])
     assert argv[2:5] == ["ps_runtime.auto_worker", "--worker-index", "1"]
-    assert json.loads(argv[5])[0:2] == ["--job", "auto"] and "--compute-s" in json.loads(argv[6])
+    assert json.loads(argv[5])[0:2] == ["--job", name] and "--compute-s" in json.loads(argv[6])
     with job:
         job.start()
         job.wait(timeout=120)
