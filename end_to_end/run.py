@@ -320,6 +320,7 @@ def demo(config: RunConfig) -> int:
     """``sluice demo``: the demo jobs twice on one fabric, priority off then on."""
     import json
 
+    from end_to_end.gpu_records import gpu_records
     from end_to_end.report import (comparison, comparison_markdown, demo_summary,
                                    write_comparison_plot, write_report)
 
@@ -367,7 +368,8 @@ def demo(config: RunConfig) -> int:
             j["predicted_jct_model_s"] = predicted[mode].get(j["name"])
     cmp = comparison(results["off"], results["on"])
     cmp.update(config.compute_info, wall_time_s=round(wall, 1), topology=topology.name,
-               fabric_lock_wait_s=round(lock_wait, 1))
+               fabric_lock_wait_s=round(lock_wait, 1),
+               gpu_records=gpu_records({f"priority-{m}": results[m] for m in ("off", "on")}))
     (out / "comparison.json").write_text(json.dumps(cmp, indent=1))
     write_comparison_plot(cmp, out / "comparison.png")
     text = (f"# sluice demo: {topology.name}, {len(jobs)} jobs, policy {config.policy}, "

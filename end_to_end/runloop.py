@@ -31,7 +31,7 @@ import math
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
@@ -42,11 +42,12 @@ from job_scheduler.core.placement import ClusterState
 from job_scheduler.core.policies import FunctionPolicy, Policy
 from sluice_common.jobspec import JobSpec
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
+from ps_runtime.gpu_binding import ran_on_entry
 from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop, run_status
 from end_to_end.predict import exchange_facts, wire_bytes_of
-from end_to_end.result import RunResult
+from end_to_end.result import RunResult, run_result
 from job_scheduler.core.live_view import LiveView
 from end_to_end.suspend import Suspensions
 from topologies import Topology
@@ -252,7 +253,7 @@ class RealTimeRun:
                 state.release(self.running[name].decision.placement)
         for d in self.deferred:
             if view.holds_gpus(d.job_id):
-                state.allocate(d.placement)
+                state.allocate(d.placement, d.gpu_ids)
         view.state = state
         view.plan = SlotPlan()
         decide()
@@ -292,13 +293,13 @@ class RealTimeRun:
             if name in self.running:          # still stopping: it resumes after
                 continue
             guest = not self.view.holds_gpus(d.job_id)
-            if not guest:
-                try:
-                    self.state.allocate(d.placement)
-                except ValueError:            # held by a job still stopping
-                    continue
+            try:      # the decision's GPU indices (a guest: its partner's)
+                ids = (self.state.holds(self.view.jobs[self.view.partner_of(d.job_id)].name)
+                       if guest else self.state.allocate(d.placement, d.gpu_ids))
+            except ValueError:                # held by a job still stopping
+                continue
             self.deferred.remove(d)
-            self.running[name] = self._launch(d, guest)
+            self.running[name] = self._launch(replace(d, gpu_ids=ids), guest)
 
     def _launch(self, d: StartDecision, guest: bool = False) -> _Running:
         j, n = d.job_id, d.gpus
@@ -320,6 +321,7 @@ class RealTimeRun:
         self.decisions.append({
             "t": round(self.now(), 2), "job": spec.name, "gpus": n,
             "ps_hosts": list(d.ps_hosts), "worker_hosts": list(d.worker_hosts),
+            "gpu_ids": d.gpu_ids.as_dict(),
             "bw_nominal_mbps": _num(bw_nominal), "bw_estimate_mbps": _num(bw),
             "C_n_s": round(c_n, 3), "C_n_nominal_s": round(self.estimator.C(spec, n, bw_nominal), 3),
             "notes": notes})
@@ -340,7 +342,7 @@ class RealTimeRun:
                                           "compute": o.compute, "profile": o.profile,
                                           "bw_scale": self.topology.emulation_bw_scale,
                                           **overrides})
-        psjob = PSJob(spec, placement_from_scheduler(self.topology, d.placement),
+        psjob = PSJob(spec, placement_from_scheduler(self.topology, d.placement, d.gpu_ids),
                       self.runner or MininetRunner(self.fabric), self.out_dir / "jobs" / spec.name,
                       batches=batches, base_port=self._next_port, options=worker_options)
         self._next_port += BLOCK
@@ -361,13 +363,12 @@ class RealTimeRun:
         hosts = set(d.ps_hosts) | set(d.worker_hosts)
         rec.update(status="running", start=round(r.started, 3), gpus=n,
                    ps_hosts=list(d.ps_hosts), worker_hosts=list(d.worker_hosts), batches=batches,
-                   hosts=len(hosts),
-                   racks=len({self.topology.host_by_name[h].rack for h in hosts}),
+                   hosts=len(hosts), racks=len({self.topology.host_by_name[h].rack for h in hosts}),
                    C_n_s=round(c_n, 3), bw_estimate_mbps=_num(bw),
                    predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3),
                    **exchange_facts(self.estimator, spec, worker_options, bytes_per_batch))
         self.say(f"start {spec.name}: {n} GPU(s) on {','.join(d.worker_hosts)} (PS "
-                 f"{','.join(d.ps_hosts)}), {batches} batches/worker, bw estimate "
+                 f"{','.join(d.ps_hosts)}; GPUs {d.gpu_ids.as_dict()}), {batches} batches/worker, bw estimate "
                  f"{_fmt_bw(bw)} (nominal {_fmt_bw(bw_nominal)}), C(n) {c_n:.1f} s")
         self.suspensions.launched(spec.name, n, hosts, r.started, self.say)
         return r
@@ -479,8 +480,13 @@ class RealTimeRun:
 
     def _forget(self, r: _Running) -> None:
         """Release the GPUs and the controller's rules of a job that ended."""
-        if leave_pair(self.partner, self.guests, r.qjob.spec.name) is None:
-            self.state.release(r.decision.placement)   # else its packed partner keeps it
+        name = r.qjob.spec.name
+        if (partner := leave_pair(self.partner, self.guests, name)) is None:
+            self.state.release(r.decision.placement)
+        else:                                   # its packed partner keeps the GPUs
+            self.state.transfer(name, partner)
+        self.records[name].setdefault("gpu_runs", []).append(
+            ran_on_entry(r.started, self.now(), r.psjob.ran_on_dir, r.decision.gpu_ids))
         if r.token:
             try:
                 # What the controller made of the job, for the report (and as proof that
@@ -494,35 +500,8 @@ class RealTimeRun:
             except Exception as err:
                 self.say(f"removing {r.qjob.spec.name} from the controller failed: {err}")
 
-    # ---- result --------------------------------------------------------------------
-    def result(self) -> RunResult:
-        jobs = [self.records.get(j.name, {"name": j.name, "model": j.model,
-                                          "arrival": j.arrival, "status": "not arrived"})
-                for j in self.jobs]
-        done = [j for j in jobs if j.get("status") == "finished"]
-        out: RunResult = {
-            "topology": self.topology.name, "policy": self.policy_name,
-            "interrupted": self.interrupted,
-            **(self.options.compute_info or {"compute": self.options.compute}),
-            "priority": self.options.priority, "slot_s": self.options.slot_s,
-            "emulation_bw_scale": self.topology.emulation_bw_scale,
-            "jobs": jobs, "decisions": self.decisions, "links": self.link_samples,
-            "uplinks": [f"{a}-{b}" for a, b in closed_loop.switch_links(self.topology)],
-            "summary": {
-                "jobs": len(jobs), "finished": len(done),
-                "avg_jct_s": round(sum(j["turnaround"] for j in done) / len(done), 3) if done else None,
-                "makespan_s": round(max((j["finish"] for j in done), default=0.0), 3),
-            },
-        }
-        if self.can_suspend:            # the report's section on suspensions
-            s = self.suspensions.summary()
-            out["preemptions"] = self.suspensions.entries
-            out["summary"].update(preemptions=s["preemptions"], migrations=s["migrations"])
-            if any(m.shares for m in self.mechanisms):
-                out["packings"] = self.packings
-                out["summary"].update(time_slices=s["time_slices"], grows=s["grows"],
-                                      shrinks=s["shrinks"], packed=len(self.packings))
-        return out
+    def result(self) -> RunResult:      # end_to_end.result
+        return run_result(self)
 
 
 def _num(bw: float):

@@ -76,10 +76,16 @@ def reported_processes(run_dir: Path | None) -> list[dict[str, Any]]:
     return out
 
 
-def slurm_report(jobs: list[dict[str, Any]], run_root: Path, **extra: Any) -> dict[str, Any]:
+def slurm_report(jobs: list[dict[str, Any]], run_root: Path, t0: float = 0.0,
+                 **extra: Any) -> dict[str, Any]:
     """``slurm.json``: per job its Slurm job id, decided hosts, the hosts its processes
-    reported, its state (and reason); ``extra`` (bring-up time...) at the top level."""
-    report: dict[str, Any] = {"jobs": {}}
+    reported, its state (and reason); ``gpu_records`` (``end_to_end.gpu_records``: the
+    GPUs its worker steps recorded, times from ``t0``, the submission); ``extra``
+    (bring-up time...) at the top level."""
+    from end_to_end.gpu_records import slurm_gpu_records
+
+    report: dict[str, Any] = {"jobs": {}, "gpu_records": slurm_gpu_records(
+        jobs, {j["id"]: last_run_dir(run_root, j["id"]) for j in jobs}, t0)}
     for job in sorted(jobs, key=lambda j: j["id"]):
         processes = reported_processes(last_run_dir(run_root, job["id"]))
         report["jobs"][job["name"]] = {
@@ -157,6 +163,7 @@ def run_slurm_demo(config) -> int:
             try:
                 client = SchedulerClient(url, token)
                 wait_healthy(client, sched, out / "scheduler.log", 60.0, "the scheduler")
+                submitted = time.time()
                 sub = subprocess.run([sys.executable, "-m", "sluice", "submit", str(config.jobs),
                                       "--server", url], env=senv, capture_output=True, text=True,
                                      timeout=60)
@@ -170,7 +177,7 @@ def run_slurm_demo(config) -> int:
             bringup = env.cluster.bringup_s
             timings = dict(env.timings)
         wall = time.monotonic() - started
-    report = slurm_report(final, run_root, bringup_s=round(bringup, 2), topology=topology.name,
+    report = slurm_report(final, run_root, submitted, bringup_s=round(bringup, 2), topology=topology.name,
                           compute=config.compute, wall_time_s=round(wall, 1),
                           fabric_lock_wait_s=round(started - asked, 1), **timings)
     (out / "slurm.json").write_text(json.dumps(report, indent=1))

@@ -41,7 +41,9 @@ class SlurmFabric:
 
 @contextmanager
 def slurm_environment(topology: Topology | str, out: Path, *, progress: bool = True,
-                      stats_interval: float = 1.0, rank: str | None = None) -> Iterator[SlurmFabric]:
+                      stats_interval: float = 1.0, rank: str | None = None,
+                      confine: bool = False) -> Iterator[SlurmFabric]:
+    """``confine``: each step fenced to its GPUs by cgroups (mininet_fabric.slurm_confine)."""
     from end_to_end.controller_proc import controller_process
     from end_to_end.run import _wait_hosts_located
     from mininet_fabric.fabric import Fabric
@@ -60,6 +62,8 @@ def slurm_environment(topology: Topology | str, out: Path, *, progress: bool = T
             Fabric(topo, controller=ofp, progress=progress) as fabric:
         _wait_hosts_located(fabric, client)
         t_fabric = time.monotonic() - t0
+        if confine:
+            from mininet_fabric.slurm_confine import ConfinedSlurmCluster as SlurmCluster
         with SlurmCluster(fabric, out / "slurm", {h.name: h.gpus for h in topo.hosts},
                           progress=progress, keep_logs=out / "slurm-logs") as cluster:
             env = SlurmFabric(fabric, cluster, topo, client.url, client.admin_token, ofp,

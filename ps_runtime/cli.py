@@ -157,6 +157,9 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("jobs", metavar="JOBS.yaml", help="job description file")
     parser.add_argument("--job", required=True, help="name of the job to run")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--worker-gpus", default=None, metavar="I,J,...",
+                        help="each worker's GPU index on this host (its CUDA_VISIBLE_DEVICES), "
+                             "one per worker (default: no binding)")
     parser.add_argument("--servers", type=int, default=None,
                         help="parameter servers, all on this host (default: the job's "
                              "num_ps, at least 4)")
@@ -201,6 +204,72 @@ def add_compute_arguments(parser, compute: bool = True) -> None:
                              "(default, measured on an H100) or p100 (derived)")
 
 
+def _check_train_numbers(args: argparse.Namespace, servers: int) -> None:
+    from ps_runtime.plan import BLOCK
+
+    for value, flag in ((args.workers, "--workers"), (servers, "--servers"),
+                        (args.batches, "--batches"), (args.threads, "--threads")):
+        _positive(value, flag)
+    _positive(args.timeout, "--timeout", 0.001)
+    _positive(args.input_size, "--input-size", 16)
+    if not (args.lr > 0 and math.isfinite(args.lr)):
+        raise InputError("argument", f"must be a number > 0, got {args.lr}", field="--lr")
+    if 1 + servers + args.workers > BLOCK:
+        raise InputError("argument", f"at most {BLOCK - 1} servers + workers per job",
+                         field="--workers")
+    if args.base_port is not None and not 1024 <= args.base_port <= 65535 - BLOCK:
+        raise InputError("argument", f"must be 1024..{65535 - BLOCK}", field="--base-port")
+    if args.controller and not args.controller.startswith(("http://", "https://")):
+        raise InputError("argument", f"must be an http(s) URL, got {args.controller!r}",
+                         field="--controller")
+
+
+def _worker_gpus(args: argparse.Namespace) -> list[int] | None:
+    """``--worker-gpus 0,1``: worker j's GPU index on this host (its CUDA_VISIBLE_DEVICES),
+    one per worker; the scheduler service's local executor passes its decision's."""
+    if args.worker_gpus is None:
+        return None
+    try:
+        gpus = [int(g) for g in args.worker_gpus.split(",")]
+    except ValueError:
+        gpus = []
+    if len(gpus) != args.workers or any(g < 0 for g in gpus):
+        raise InputError("argument", f"must be {args.workers} GPU indices >= 0 (one per worker), "
+                         f"comma-separated, got {args.worker_gpus!r}", field="--worker-gpus")
+    return gpus
+
+
+def _train_and_report(job, args: argparse.Namespace, spec, batches: int) -> int:
+    from ps_runtime.launcher import JobFailed
+
+    def on_batch(worker: int, rec) -> None:
+        if not args.quiet:
+            print(f"worker {worker} batch {rec.batch}/{batches} loss {rec.loss:.4f} "
+                  f"time_s {rec.time_s:.3f}", flush=True)
+
+    old = signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
+    try:
+        with job:
+            job.start()
+            result = job.wait(timeout=args.timeout, on_batch=on_batch)
+    except JobFailed as err:
+        print(f"sluice train: {err}", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    losses = [r.loss for recs in result.batches.values() for r in recs]
+    first = [recs[0].loss for recs in result.batches.values() if recs]
+    last = [recs[-1].loss for recs in result.batches.values() if recs]
+    steps = [r.time_s for recs in result.batches.values() for r in recs[1:]]
+    print(f"job {spec.name} done in {result.elapsed_s:.1f} s: {len(losses)} worker-batches, "
+          f"loss {statistics.mean(first):.4f} -> {statistics.mean(last):.4f}, median step "
+          f"{statistics.median(steps) * 1000 if steps else float('nan'):.1f} ms")
+    from ps_runtime.train_checkpoint import report_end
+
+    report_end(job, result)
+    return 0
+
+
 def _port_busy(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         # ZMQ binds with SO_REUSEADDR too: ports in TIME-WAIT after a run are fine.
@@ -215,7 +284,7 @@ def _port_busy(port: int) -> bool:
 def run_train(args: argparse.Namespace) -> int:
     from sluice_common.jobspec import load_jobs
     from ps_runtime.models import MODEL_NAMES
-    from ps_runtime.plan import BLOCK, HostPlan
+    from ps_runtime.plan import HostPlan
 
     from sluice_common.models import MODELS
     from ps_runtime.compute import describe, resolve_compute
@@ -244,21 +313,8 @@ def run_train(args: argparse.Namespace) -> int:
     # than one (every bucket is split over all of them), see ps_runtime.datapath.
     servers = (args.servers if args.servers is not None
                else max(spec.num_ps, DEFAULT_LOOPBACK_SERVERS))
-    for value, flag in ((args.workers, "--workers"), (servers, "--servers"),
-                        (args.batches, "--batches"), (args.threads, "--threads")):
-        _positive(value, flag)
-    _positive(args.timeout, "--timeout", 0.001)
-    _positive(args.input_size, "--input-size", 16)
-    if not (args.lr > 0 and math.isfinite(args.lr)):
-        raise InputError("argument", f"must be a number > 0, got {args.lr}", field="--lr")
-    if 1 + servers + args.workers > BLOCK:
-        raise InputError("argument", f"at most {BLOCK - 1} servers + workers per job",
-                         field="--workers")
-    if args.base_port is not None and not 1024 <= args.base_port <= 65535 - BLOCK:
-        raise InputError("argument", f"must be 1024..{65535 - BLOCK}", field="--base-port")
-    if args.controller and not args.controller.startswith(("http://", "https://")):
-        raise InputError("argument", f"must be an http(s) URL, got {args.controller!r}",
-                         field="--controller")
+    _check_train_numbers(args, servers)
+    gpus = _worker_gpus(args)
     batches = args.batches or max(1, math.ceil(spec.dataset_size * spec.epochs
                                                / (spec.batch_size * args.workers)))
     from ps_runtime.train_checkpoint import checkpoint_options
@@ -276,12 +332,13 @@ def run_train(args: argparse.Namespace) -> int:
     print(f"sluice train: compute {info['compute']}, device {info['device']}, profile "
           f"{info['profile']}", file=sys.stderr)
 
-    from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
+    from ps_runtime.launcher import PSJob, WorkerOptions
     from ps_runtime.runners import LocalRunner
 
     out = Path(args.out) if args.out else (Path(args.resume) / "resumed" if args.resume
                                            else DEFAULT_TRAIN_OUT / spec.name)
-    job = PSJob(spec, HostPlan.loopback(servers, args.workers), LocalRunner(), out,
+    hosts = HostPlan.loopback(servers, args.workers)
+    job = PSJob(spec, hosts.bound(gpus) if gpus else hosts, LocalRunner(), out,
                 batches=batches, base_port=args.base_port, controller_url=args.controller,
                 token=args.token, options=WorkerOptions(input_size=args.input_size, lr=args.lr,
                                                         device=args.device, threads=args.threads,
@@ -299,29 +356,4 @@ def run_train(args: argparse.Namespace) -> int:
           file=sys.stderr)
     print(f"endpoints {job.endpoints()}", file=sys.stderr)
 
-    def on_batch(worker: int, rec) -> None:
-        if not args.quiet:
-            print(f"worker {worker} batch {rec.batch}/{batches} loss {rec.loss:.4f} "
-                  f"time_s {rec.time_s:.3f}", flush=True)
-
-    old = signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
-    try:
-        with job:
-            job.start()
-            result = job.wait(timeout=args.timeout, on_batch=on_batch)
-    except JobFailed as err:
-        print(f"sluice train: {err}", file=sys.stderr)
-        return 1
-    finally:
-        signal.signal(signal.SIGTERM, old)
-    losses = [r.loss for recs in result.batches.values() for r in recs]
-    first = [recs[0].loss for recs in result.batches.values() if recs]
-    last = [recs[-1].loss for recs in result.batches.values() if recs]
-    steps = [r.time_s for recs in result.batches.values() for r in recs[1:]]
-    print(f"job {spec.name} done in {result.elapsed_s:.1f} s: {len(losses)} worker-batches, "
-          f"loss {statistics.mean(first):.4f} -> {statistics.mean(last):.4f}, median step "
-          f"{statistics.median(steps) * 1000 if steps else float('nan'):.1f} ms")
-    from ps_runtime.train_checkpoint import report_end
-
-    report_end(job, result)
-    return 0
+    return _train_and_report(job, args, spec, batches)

@@ -207,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
                       args.profile_device, args.compute_s, args.bytes_per_batch)
     print(f"worker {args.worker_index} of job {args.job}: emulated compute, {plan.describe()}",
           file=sys.stderr, flush=True)
+    from ps_runtime.gpu_binding import record_worker
+
+    record_worker(args.worker_index, "emulated", "emulated")   # its GPU index, if bound
     first = 1
     if args.resume:             # the model state a real worker would load
         from ps_runtime.emulated_state import load_state

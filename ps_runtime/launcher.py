@@ -19,6 +19,7 @@ and the children's watchdog ends them if this process is SIGKILLed.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import re
 import signal
@@ -31,6 +32,7 @@ from typing import Callable, IO
 
 from sluice_common.jobspec import JobSpec
 from ps_runtime.datapath import ps_env
+from ps_runtime.gpu_binding import GPU_ENV, worker_env
 from ps_runtime.plan import Node, HostPlan, PortPlan, endpoints, registration
 from ps_runtime.runners import ProcessRunner, kill_group
 from ps_runtime.watchdog import ENV as WATCHDOG_ENV
@@ -54,6 +56,7 @@ class WorkerOptions:
     threads: int = 0               # torch threads per worker; 0: torch's default
     report_interval: float = 0.2
     # "torch": real compute (ps_runtime.worker); "emulated": ps_runtime.emulated_worker
+    # "auto": each worker decides on its own device (ps_runtime.auto_worker)
     # waits Cost_bat(b) from ``profile`` and moves the model's bytes x ``bw_scale``.
     compute: str = "torch"
     profile: str | None = None     # device profile YAML for emulated compute (None: shipped)
@@ -72,8 +75,9 @@ class WorkerOptions:
     compute_slowdown: float = 1.0
 
     def __post_init__(self):
-        if self.compute not in COMPUTE_MODES:
-            raise ValueError(f"compute must be one of {', '.join(COMPUTE_MODES)}, got {self.compute!r}")
+        if self.compute not in (*COMPUTE_MODES, "auto"):
+            raise ValueError(f"compute must be one of {', '.join(COMPUTE_MODES)}, auto, "
+                             f"got {self.compute!r}")
 
 
 @dataclass
@@ -209,14 +213,25 @@ class PSJob:
         }
         if proc.role == "worker" and self.token:
             env[TOKEN_ENV] = self.token    # not on the command line, where `ps` shows it
+        if proc.role == "worker":          # its own GPU, and where it records what it ran on
+            env.update(worker_env(proc.node.gpu, proc.node.host, self.ran_on_dir / f"{proc.name}.json"))
+        elif self.placement.gpu_bound:
+            env[GPU_ENV] = ""              # a PS process computes on the CPU: no GPU of a worker
         return env
 
     def _argv(self, proc: PSProcess) -> list[str]:
         if proc.role != "worker":
             return [self.python, "-m", "ps_runtime.server"]
-        o = self.options
-        if o.compute == "emulated":
+        if self.options.compute == "emulated":
             return self._emulated_argv(proc)
+        if self.options.compute == "auto":     # both command lines: the worker chooses
+            return [self.python, "-m", "ps_runtime.auto_worker", "--worker-index", str(proc.rank),
+                    json.dumps(self._torch_argv(proc)[3:]),
+                    json.dumps(self._emulated_argv(proc)[3:])]
+        return self._torch_argv(proc)
+
+    def _torch_argv(self, proc: PSProcess) -> list[str]:
+        o = self.options
         argv = [self.python, "-m", "ps_runtime.worker", "--job", self.spec.name,
                 "--worker-index", str(proc.rank), "--model", self.spec.model,
                 "--batch-size", str(self.spec.batch_size), "--batches", str(self.batches),
@@ -285,6 +300,11 @@ class PSJob:
         if self.controller_url:
             argv += ["--controller", self.controller_url]
         return argv + self._checkpoint_argv()
+
+    @property
+    def ran_on_dir(self) -> Path:
+        """Where each worker records the host and GPU it ran on (``gpu_binding``)."""
+        return self.out_dir / "ran_on"
 
     # ---- lifecycle -----------------------------------------------------------------
     def start(self) -> None:

@@ -29,9 +29,11 @@ LOOPBACK = "127.0.0.1"
 
 @dataclass(frozen=True)
 class Node:
-    """One process's host: the name the runner knows it by, and its IP."""
+    """One process's host: the name the runner knows it by, its IP, and (a worker's)
+    the GPU index of that host it is bound to (None: no binding)."""
     host: str
     ip: str
+    gpu: int | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,17 @@ class HostPlan:
         (not for Mininet hosts, whose traffic must cross the fabric)."""
         return {n.ip for n in (*self.servers, *self.workers)} == {LOOPBACK}
 
+    def bound(self, gpus) -> "HostPlan":
+        """The same hosts, worker j bound to GPU index ``gpus[j]``."""
+        if len(gpus) != len(self.workers):
+            raise ValueError(f"{len(self.workers)} workers, {len(gpus)} GPU indices")
+        return HostPlan(self.servers, tuple(Node(n.host, n.ip, int(g))
+                                            for n, g in zip(self.workers, gpus)))
+
+    @property
+    def gpu_bound(self) -> bool:
+        return any(n.gpu is not None for n in self.workers)
+
     @classmethod
     def loopback(cls, num_servers: int, num_workers: int) -> "HostPlan":
         """Every process on this machine, all on 127.0.0.1."""
@@ -71,10 +84,13 @@ class HostPlan:
                    tuple(Node(h, by_name[h].ip) for h in workers))
 
 
-def placement_from_scheduler(topology, placement) -> HostPlan:
+def placement_from_scheduler(topology, placement, gpus=None) -> HostPlan:
     """The scheduler's :class:`sluice_common.placement.Placement` (ps_hosts, worker_hosts;
-    a host repeats once per GPU it gives) resolved to the hosts the launcher starts on."""
-    return HostPlan.on_hosts(topology, list(placement.ps_hosts), list(placement.worker_hosts))
+    a host repeats once per GPU it gives) resolved to the hosts the launcher starts on;
+    ``gpus`` (a :class:`sluice_common.placement.GpuGrant`): the k-th worker on a host is
+    bound to the host's k-th GPU index."""
+    plan = HostPlan.on_hosts(topology, list(placement.ps_hosts), list(placement.worker_hosts))
+    return plan if gpus is None else plan.bound(gpus.per_worker(placement.worker_hosts))
 
 
 def default_base_port(job_name: str) -> int:

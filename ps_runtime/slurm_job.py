@@ -9,10 +9,12 @@ script runs there, as the ps-lite scheduler does). The batch script runs
 which starts the job's processes with the very launcher ``sluice train``/``sluice run``
 use (:class:`ps_runtime.launcher.PSJob`: DMLC_* roles, fixed ports of
 :class:`~ps_runtime.plan.PortPlan`, fail-fast watching, logs under ``RUN_DIR/ps``), only
-through :class:`SrunRunner`: every PS and worker process is one ``srun --het-group=G
---overlap`` step in the component of its host. Each process first records where it
-really runs (``RUN_DIR/ran_on/<role><rank>.json``: hostname, the IP it reaches the
-ps-lite scheduler from, Slurm's node name) and then execs the PS program.
+through :class:`SrunRunner`: every PS and worker process is one ``srun --het-group=G``
+step in the component of its host: a worker ``--exact --gres=gpu:1`` (its own GPU,
+bound by Slurm), a PS process ``--overlap --gres=none``. Each process first records
+where it really runs (``RUN_DIR/ran_on/<role><rank>.json``: hostname, the IP it reaches
+the ps-lite scheduler from, Slurm's node name, the GPU Slurm gave it; a worker adds the
+device it computed on) and then execs the PS program.
 
 Facts of Slurm 22.05 handled here:
 - ``srun`` exits 0 when its node fails: a job counts as finished only when every
@@ -35,6 +37,7 @@ import time
 from pathlib import Path
 from typing import IO
 
+from ps_runtime.gpu_binding import GPU_ENV, RAN_ON_ENV, visible_gpu
 from ps_runtime.runners import _environment, REPO_ROOT
 from ps_runtime.watchdog import ENV as WATCHDOG_ENV
 
@@ -57,7 +60,13 @@ class SrunRunner:
         if host not in self.groups:
             raise ValueError(f"host {host!r} has no component in this Slurm job "
                              f"(components: {', '.join(sorted(self.groups))})")
-        srun = ["srun", "--ntasks=1", "--nodes=1", "--overlap", "--quiet", "--kill-on-bad-exit=0"]
+        srun = ["srun", "--ntasks=1", "--nodes=1", "--quiet", "--kill-on-bad-exit=0"]
+        if name.startswith("worker"):
+            # its own GPU, bound by Slurm (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS), and its
+            # own CPU (--exact: a step takes only what it asks, not the whole allocation)
+            srun += ["--exact", "--gres=gpu:1"]
+        else:              # a PS process shares the allocation and sees no GPU
+            srun += ["--overlap", "--gres=none"]
         if self.het:
             srun.append(f"--het-group={self.groups[host]}")
         record = str(self.ran_on_dir / f"{name}.json")
@@ -67,6 +76,8 @@ class SrunRunner:
     def start(self, host: str, argv: list[str], env: dict[str, str], log: IO,
               stdin=subprocess.DEVNULL) -> subprocess.Popen:
         name = _process_name(argv, env)
+        if RAN_ON_ENV in env:       # a worker adds its GPU to the step's own record
+            env = {**env, RAN_ON_ENV: str(self.ran_on_dir / f"{name}.json")}
         return subprocess.Popen(self.argv(host, argv, name), env=_environment(env), stdout=log,
                                 stderr=subprocess.STDOUT, stdin=stdin, cwd=REPO_ROOT,
                                 start_new_session=True)
@@ -101,7 +112,10 @@ def record_and_exec(record: str, host: str, argv: list[str]) -> None:
              "ip": local_ip(env.get("DMLC_PS_ROOT_URI", "127.0.0.1")),
              "intended_ip": env.get("DMLC_NODE_HOST", ""), "role": env.get("DMLC_ROLE", ""),
              "slurm_job_id": env.get("SLURM_JOB_ID", ""), "pid": os.getpid(),
-             "at": time.time()}
+             "at": time.time(),
+             # the GPU binding Slurm gave the step (GRES), as the process sees it
+             "gpu": visible_gpu(env), GPU_ENV: env.get(GPU_ENV),
+             "slurm_step_gpus": env.get("SLURM_STEP_GPUS")}
     path = Path(record)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -148,7 +162,9 @@ def run_plan(plan_path: Path) -> int:
                if s.name == plan["job"]]
     hosts = HostPlan(tuple(Node(h, ip) for h, ip in plan["servers"]),
                      tuple(Node(h, ip) for h, ip in plan["workers"]))
-    compute = resolve_compute(plan.get("compute") or "auto")
+    # auto: each worker decides on its own device (ps_runtime.auto_worker), not this host
+    compute = plan.get("compute") or "auto"
+    compute = compute if compute == "auto" else resolve_compute(compute)
     options = WorkerOptions(compute=compute, bw_scale=float(plan.get("bw_scale") or 1.0),
                             compute_s=plan.get("compute_s"),
                             bytes_per_batch=plan.get("bytes_per_batch"),

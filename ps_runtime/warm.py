@@ -194,6 +194,20 @@ def _is_ready(proc) -> bool:
     return getattr(proc, "_sluice_ready", False)
 
 
+def check_gpu_binding(env: Mapping[str, str]) -> None:
+    """A worker's GPU (``CUDA_VISIBLE_DEVICES``) binds only if CUDA is not initialised
+    in this process yet (the driver reads the variable once): the pool imports MXNet, a
+    CPU build, and never torch's CUDA; a preload that did is refused here, loudly,
+    rather than letting the worker run on whatever GPU it already has."""
+    from ps_runtime.gpu_binding import GPU_ENV
+
+    torch = sys.modules.get("torch")
+    if GPU_ENV in env and torch is not None and torch.cuda.is_initialized():
+        raise SystemExit(f"warm process: CUDA was initialised before its {GPU_ENV}="
+                         f"{env[GPU_ENV]!r} arrived (a preload touched the GPU); "
+                         "start this worker cold")
+
+
 def main(preload: list[str]) -> int:
     """The warm process: import, wait for one command, become it."""
     import importlib
@@ -230,6 +244,7 @@ def main(preload: list[str]) -> int:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+    check_gpu_binding(cmd["env"])
     os.environ.update(cmd["env"])
     sys.argv = [cmd["module"], *cmd["args"]]
     runpy.run_module(cmd["module"], run_name="__main__", alter_sys=True)

@@ -39,6 +39,7 @@ from ps_runtime.checkpoint import SuspendVote
 from ps_runtime.checkpoint_args import finish_suspend, load_resume_state, save_worker_state
 from ps_runtime.data import SyntheticImages
 from ps_runtime.datapath import FlatKVStore
+from ps_runtime.gpu_binding import device_uuid, record_worker
 from ps_runtime.numpy_compat import import_mxnet
 from ps_runtime.models import MODEL_NAMES, build_model, input_shape
 from ps_runtime.plan import worker_id
@@ -47,6 +48,8 @@ from ps_runtime.watchdog import start_watchdog
 
 
 def pick_device(choice: str) -> torch.device:
+    """``auto``: this process's CUDA device where it has one (``CUDA_VISIBLE_DEVICES``
+    narrows what it sees to its own GPU: index 0 is that one), else the CPU."""
     if choice == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: CUDA is not available on this machine")
     if choice == "auto":
@@ -270,20 +273,56 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    start_watchdog()            # no-op if already running (see the top of this module)
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
+def open_device(args) -> torch.device:
+    """This worker's device (its own GPU where it has one), its memory share when packed,
+    and its ran-on record (``ps_runtime.gpu_binding``: host GPU index, device, UUID)."""
     device = pick_device(args.device)
     if args.gpu_memory_fraction is not None and device.type == "cuda":
         # a packed job (job_scheduler.core.mechanisms.Packing): an allocation past its share fails here
         # instead of starving the job it shares the GPU with
         torch.cuda.set_per_process_memory_fraction(args.gpu_memory_fraction, device)
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    print(f"worker {args.worker_index} of job {args.job}: computing on {device.type} ({where}), "
-          f"model {args.model}, batch size {args.batch_size}", file=sys.stderr, flush=True)
+    ran = record_worker(args.worker_index, "torch", str(device), device_uuid(device))
+    gpu = f", host GPU {ran['gpu']}" if ran and ran["gpu"] is not None else ""
+    print(f"worker {args.worker_index} of job {args.job}: computing on {device.type} ({where}"
+          f"{gpu}), model {args.model}, batch size {args.batch_size}", file=sys.stderr, flush=True)
+    return device
 
+
+def finish(args, model, optimizer, params, sync, vote, reporter, suspended: int | None) -> int:
+    """After the last batch (or the one the job was suspended after): the checkpoint, the
+    weights checksum, the KVStore's closing barrier."""
+    if suspended:
+        save_worker_state(args, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                 "rng": torch.get_rng_state(), "batch": suspended})
+    if reporter:
+        reporter.close()
+    # Synchronous training keeps every replica's parameters identical (batch-norm running
+    # statistics are buffers, not synchronised): the tests compare this line across workers.
+    with torch.no_grad():
+        checksum = float(sum(p.double().sum() for p in params))
+    print(f"weights_checksum {checksum:.12e}", flush=True)
+    if vote:
+        vote.release()
+    left = sync.kv.close()      # a barrier: every worker has saved its state after it
+    if suspended:
+        finish_suspend(args, "torch", suspended)
+        return 0
+    print(f"worker {args.worker_index}: done after {args.batches} batches", file=sys.stderr,
+          flush=True)
+    if left:                    # after the closing barrier: skip MXNet's slow teardown
+        from ps_runtime.quick_exit import exit_now
+
+        exit_now(0)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    start_watchdog()            # no-op if already running (see the top of this module)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    device = open_device(args)
     torch.manual_seed(args.seed)
     model = build_model(args.model, args.num_classes, args.input_size).to(device)
     shape = input_shape(args.model, args.input_size)
@@ -347,29 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         if vote and batch < args.batches and vote.decided():
             suspended = batch
             break
-    if suspended:
-        save_worker_state(args, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                                 "rng": torch.get_rng_state(), "batch": suspended})
-    if reporter:
-        reporter.close()
-    # Synchronous training keeps every replica's parameters identical (batch-norm running
-    # statistics are buffers, not synchronised): the tests compare this line across workers.
-    with torch.no_grad():
-        checksum = float(sum(p.double().sum() for p in params))
-    print(f"weights_checksum {checksum:.12e}", flush=True)
-    if vote:
-        vote.release()
-    left = sync.kv.close()      # a barrier: every worker has saved its state after it
-    if suspended:
-        finish_suspend(args, "torch", suspended)
-        return 0
-    print(f"worker {args.worker_index}: done after {args.batches} batches", file=sys.stderr,
-          flush=True)
-    if left:                    # after the closing barrier: skip MXNet's slow teardown
-        from ps_runtime.quick_exit import exit_now
-
-        exit_now(0)
-    return 0
+    return finish(args, model, optimizer, params, sync, vote, reporter, suspended)
 
 
 if __name__ == "__main__":

@@ -136,6 +136,18 @@ class SlurmClient:
                 return []
             raise
 
+    def job_gpu_indices(self) -> dict[int, dict[str, list[int]]]:
+        """The GPU indices Slurm gave every job that holds GPUs now, any user's:
+        ``{job id: {node: [index, ...]}}`` (:mod:`slurm_client.gres_indices`)."""
+        from slurm_client.gres_indices import parse_job_gpu_indices
+
+        try:
+            return parse_job_gpu_indices(self.run(["scontrol", "-d", "show", "job", "-o"]))
+        except SlurmCommandError as err:
+            if "No jobs in the system" in err.message:
+                return {}
+            raise
+
     # ---- changes -----------------------------------------------------------------------
     def submit(self, sub: Submission, env: Mapping[str, str] | None = None,
                unset: Iterable[str] = ()) -> int:

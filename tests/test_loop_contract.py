@@ -1,7 +1,7 @@
 """One scheduling-loop contract (job_scheduler/core/decisions.py): the simulator and the
 scheduler service (simulated executor, a fake clock ticking once per slot) drive the same
 policy objects and, with the same bandwidth model, job file, seed and slot, take the same
-decisions: start times, GPU counts and placements."""
+decisions: start times, GPU counts, placements and the GPU indices of each host."""
 
 from __future__ import annotations
 
@@ -32,12 +32,14 @@ SLOT = 1.0
 
 
 def simulator_decisions(policy: str, seed: int) -> dict[str, tuple]:
+    ids = {}
     sim = Simulator(TOPO, JOBS, make_sim_policy(policy, seed=seed), estimator=EST, slot=SLOT,
-                    bandwidth="idle")
+                    bandwidth="idle", on_plan=lambda t, plan: ids.update(
+                        {d.job_id: d.gpu_ids.as_dict() for d in plan.starts}))
     sim.run()
     assert isinstance(sim, SchedulingContext)
     return {job.name: (sim.first_start[j], sim.placements[j].gpus,
-                       sim.placements[j].ps_hosts, sim.placements[j].worker_hosts)
+                       sim.placements[j].ps_hosts, sim.placements[j].worker_hosts, ids[j])
             for j, job in enumerate(sim.jobs)}
 
 
@@ -69,7 +71,8 @@ def service_decisions(tmp_path, policy: str, seed: int) -> dict[str, tuple]:
     else:
         raise AssertionError("the service did not finish the jobs")
     return {r.name: (r.started_at, r.gpus, tuple(r.placement["ps_hosts"]),
-                     tuple(r.placement["worker_hosts"])) for r in svc.store.jobs()}
+                     tuple(r.placement["worker_hosts"]), r.placement["gpu_ids"])
+            for r in svc.store.jobs()}
 
 
 @pytest.mark.parametrize("policy", ["lyapunov", "fifo", "tetris", "random"])
@@ -78,8 +81,10 @@ def test_simulator_and_service_take_the_same_decisions(tmp_path, policy):
     svc = service_decisions(tmp_path, policy, seed=3)
     assert sorted(sim) == sorted(j.name for j in JOBS)
     assert svc == sim
-    # not a trivial agreement: several GPU counts and hosts
+    # not a trivial agreement: several GPU counts and hosts, and indices other than the first
     assert len({d[1] for d in sim.values()}) > 1 and len({d[3] for d in sim.values()}) > 1
+    if policy == "lyapunov":     # two jobs on one host: the second gets indices past 0
+        assert any(min(ids) > 0 for d in sim.values() for ids in d[4].values())
 
 
 def test_the_policies_decide_differently_so_the_agreement_says_something():

@@ -165,7 +165,8 @@ def test_unreachable_and_rejected_are_told_apart():
 
 def test_components_one_per_host_ps_host_first():
     parts = components(["h3"], ["h1", "h1", "h3", "h2"])
-    assert parts == [Component("h3", 1), Component("h1", 2), Component("h2", 1)]
+    # a CPU per worker: each worker is a step of its own (--exact --gres=gpu:1)
+    assert parts == [Component("h3", 1), Component("h1", 2, 2), Component("h2", 1)]
     # a PS host without workers is a 0-GPU component
     assert components(["h4"], ["h1"]) == [Component("h4", 0), Component("h1", 1)]
 

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from job_scheduler.core.placement import ClusterState
 from sluice_common.jobspec import JobSpec
-from sluice_common.placement import Placement
+from sluice_common.placement import GpuGrant, Placement
 
 BANDWIDTH_MODELS = ("shared", "idle")
 
@@ -43,9 +43,12 @@ class QueuedJob:
 
 @dataclass(frozen=True)
 class StartDecision:
-    """A policy's answer for one queued job: start it now, on this placement."""
+    """A policy's answer for one queued job: start it now, on this placement, on these
+    GPU indices of each host (``gpu_ids``: what the loop's ``start`` allocated; None
+    where a policy answers without a loop, and the driver takes the lowest free)."""
     job_id: int
     placement: Placement
+    gpu_ids: GpuGrant | None = None
     # Extra facts a policy wants recorded with the job (e.g. its C(n)).
     notes: dict = field(default_factory=dict, compare=False)
 
@@ -67,7 +70,9 @@ class StartDecision:
     def placement_record(self) -> dict:
         """The placement as the store keeps it (JSON)."""
         return {"ps_hosts": list(self.ps_hosts), "worker_hosts": list(self.worker_hosts),
-                "gpus_by_host": self.gpus_by_host(), **({"notes": self.notes} if self.notes else {})}
+                "gpus_by_host": self.gpus_by_host(),
+                **({"gpu_ids": self.gpu_ids.as_dict()} if self.gpu_ids is not None else {}),
+                **({"notes": self.notes} if self.notes else {})}
 
 
 @dataclass(frozen=True)
@@ -101,8 +106,10 @@ class SlotPlan:
             if isinstance(s, Suspend):
                 out.append(f"suspend {names[s.job_id]} ({s.why}, cost {s.cost_s:g} s)")
             else:
+                ids = "" if s.gpu_ids is None else " GPUs " + " ".join(
+                    f"{h}:{','.join(map(str, v))}" for h, v in s.gpu_ids.by_host)
                 out.append(f"start {names[s.job_id]}: {s.gpus} GPU(s) on "
-                           f"{','.join(s.worker_hosts)} (PS {','.join(s.ps_hosts)})")
+                           f"{','.join(s.worker_hosts)} (PS {','.join(s.ps_hosts)}){ids}")
         return out
 
 
@@ -117,7 +124,7 @@ class JobFigures(Protocol):
 class SchedulingContext(Protocol):
     now: float                          # seconds, at a slot boundary
     slot: float                         # seconds between decisions
-    state: ClusterState                 # free GPUs per host (a policy allocates on it)
+    state: ClusterState                 # free GPUs (and indices) per host; a policy allocates on it
     jobs: Mapping[int, JobSpec] | list  # job key -> its description
     models: Mapping[int, JobFigures] | list
     waiting: dict[int, None]            # queued job keys, FIFO (arrival) order

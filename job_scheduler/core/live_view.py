@@ -16,7 +16,7 @@ from collections import Counter
 
 from job_scheduler.core.decisions import SlotPlan, StartDecision, Suspend
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
-from job_scheduler.core.mechanisms import stopped
+from job_scheduler.core.mechanisms import shared_gpus, stopped
 from job_scheduler.core.placement import ClusterState, Placement
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from sluice_common.jobspec import JobSpec
@@ -71,14 +71,16 @@ class LiveView(Pricing):
 
     def start(self, j: int, placement: Placement) -> None:
         if self.holds_gpus(j):                  # a packed guest takes none
-            self.state.allocate(placement)
+            ids = self.state.allocate(placement)
+        else:                                   # it shares its partner's
+            ids = shared_gpus(self, j)
         del self.waiting[j]
         bw = self.live_bandwidth(placement)
         run = self.running[j] = Run(j, placement.gpus, placement, {}, bw, 1.0)
         run.rate = 1.0 / self.models[j].C(placement.gpus, bw)
         run.t_last = math.inf               # trains from its first batch (the driver says)
         self.ran_gpus[j] = placement.gpus
-        self.plan.steps.append(StartDecision(j, placement))
+        self.plan.steps.append(StartDecision(j, placement, ids))
 
     def preempt(self, j: int, overhead_s: float = 0.0, why: str = "policy") -> None:
         run = self.running.pop(j)

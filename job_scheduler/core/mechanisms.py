@@ -180,6 +180,13 @@ def stopped(mechanisms, sim, j: int) -> bool:
     return any([m.on_stop(sim, j) for m in mechanisms])   # a list: every one hears of it
 
 
+def shared_gpus(ctx, j: int):
+    """The GPU indices a packed guest ``j`` shares: its partner's."""
+    partner = next((p for m in ctx.mechanisms if (p := m.partner_of(j)) is not None), None)
+    run = ctx.running.get(partner) if partner is not None else None
+    return ctx.state.holds(run.placement.job) if run is not None else None
+
+
 def alone(sim, j: int) -> bool:
     """Job j has its GPUs to itself (no mechanism packed it with another)."""
     return all(m.partner_of(j) is None for m in sim.mechanisms)
@@ -263,6 +270,8 @@ class Packing(Mechanism):
 
     def on_stop(self, sim, j: int) -> bool:
         other = leave_pair(self.partner, self.guests, j)
+        if other is not None:          # it keeps the GPU indices (if j held them)
+            sim.state.transfer(sim.jobs[j].name, sim.jobs[other].name)
         if other is not None and other in sim.running:
             sim.retime(other)          # alone again: back to full speed
         return other is not None

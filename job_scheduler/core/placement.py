@@ -1,8 +1,11 @@
 """Where a job's parameter server (PS) and workers go: pure placement logic, no I/O.
 
-* :class:`ClusterState` — free GPUs per host of a :class:`~topologies.Topology`, with
+* :class:`ClusterState` (job_scheduler/core/cluster_state.py) — free GPUs per host, with
   per-rack / per-domain totals and free-count buckets so that a placement decision costs
-  O(GPUs per host + racks), not O(hosts), on a 2,048-GPU cluster.
+  O(GPUs per host + racks), not O(hosts), on a 2,048-GPU cluster; and which GPU indices
+  of each host each job holds (:class:`~sluice_common.placement.GpuGrant`, the lowest
+  free ones unless a record names them: the same history gives the same indices in the
+  simulator, the service and ``sluice run``).
 * Liquid's rack cost ``Cost(a, b)``: 0 on the same node, the number of nodes in the rack
   for two nodes of one rack, the number of nodes in the domain across racks (and the
   number of nodes in the cluster across domains), and the instance score
@@ -25,110 +28,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+from job_scheduler.core.cluster_state import ClusterState  # noqa: F401 (re-exported)
 from sluice_common.placement import Placement
-from topologies import Topology
 
 DEFAULT_LAMBDA = 0.5
-
-
-class ClusterState:
-    """Free GPUs per host. Hosts are addressed by index internally (fast) and by name in
-    :class:`Placement` (what the launcher and the controller need)."""
-
-    def __init__(self, topology: Topology):
-        self.topology = topology
-        hosts = topology.hosts
-        self.names = [h.name for h in hosts]
-        self.index = {h.name: i for i, h in enumerate(hosts)}
-        self.capacity = [h.gpus for h in hosts]
-        self.free = list(self.capacity)
-        racks = [r.name for r in topology.racks]
-        rack_index = {r: i for i, r in enumerate(racks)}
-        domains = sorted({r.domain for r in topology.racks})
-        domain_index = {d: i for i, d in enumerate(domains)}
-        self.rack_of = [rack_index[h.rack] for h in hosts]
-        self.domain_of = [domain_index[topology.rack_by_name[h.rack].domain] for h in hosts]
-        self.rack_hosts = [[i for i in range(len(hosts)) if self.rack_of[i] == r]
-                           for r in range(len(racks))]
-        self.domain_racks = [[r for r, rack in enumerate(topology.racks) if rack.domain == d]
-                             for d in domains]
-        # Liquid's Cost(a, b) ingredients: node counts of a rack, a domain, the cluster.
-        self.rack_size = [len(h) for h in self.rack_hosts]
-        self.domain_size = [sum(self.rack_size[r] for r in rs) for rs in self.domain_racks]
-        self.cluster_size = len(hosts)
-        self.rack_free = [sum(self.capacity[i] for i in hs) for hs in self.rack_hosts]
-        self.domain_free = [sum(self.rack_free[r] for r in rs) for rs in self.domain_racks]
-        self.total_gpus = sum(self.capacity)
-        self.total_free = self.total_gpus
-        # free-count buckets: free GPUs -> hosts with exactly that many free (best fit)
-        self._host_bucket: dict[int, set[int]] = {}
-        for i, f in enumerate(self.free):
-            self._host_bucket.setdefault(f, set()).add(i)
-        self.version = 0     # bumped on every change: lets callers cache per state
-
-    # ---- changes -----------------------------------------------------------------
-    def _change(self, host: int, delta: int) -> None:
-        old = self.free[host]
-        new = old + delta
-        if new < 0 or new > self.capacity[host]:
-            raise ValueError(f"host {self.names[host]}: free GPUs would become {new}")
-        self._host_bucket[old].discard(host)
-        self._host_bucket.setdefault(new, set()).add(host)
-        self.free[host] = new
-        self.rack_free[self.rack_of[host]] += delta
-        self.domain_free[self.domain_of[host]] += delta
-        self.total_free += delta
-
-    def allocate(self, placement: Placement) -> None:
-        need = Counter(self.index[h] for h in placement.worker_hosts)
-        for i, k in need.items():      # check all before changing anything
-            if self.free[i] < k:
-                raise ValueError(f"{placement.job}: host {self.names[i]} has {self.free[i]} "
-                                 f"free GPUs, {k} needed")
-        for i, k in need.items():
-            self._change(i, -k)
-        self.version += 1
-
-    def release(self, placement: Placement) -> None:
-        for h in placement.worker_hosts:
-            self._change(self.index[h], +1)
-        self.version += 1
-
-    def copy(self) -> "ClusterState":
-        other = ClusterState.__new__(ClusterState)
-        other.__dict__.update(self.__dict__)
-        other.free = list(self.free)
-        other.rack_free = list(self.rack_free)
-        other.domain_free = list(self.domain_free)
-        other._host_bucket = {k: set(v) for k, v in self._host_bucket.items()}
-        return other
-
-    # ---- Liquid's cost and fitness ---------------------------------------------------
-    def cost(self, a: int, b: int) -> int:
-        """Liquid's rack cost between two host indices."""
-        if a == b:
-            return 0
-        if self.rack_of[a] == self.rack_of[b]:
-            return self.rack_size[self.rack_of[a]]
-        if self.domain_of[a] == self.domain_of[b]:
-            return self.domain_size[self.domain_of[a]]
-        return self.cluster_size
-
-    def fitness(self, host: int, req: int = 1, extra_used: int = 0) -> float:
-        """``-(ReqGPU + UsedGPU) / TotalGPU`` of a host (more negative = fuller = better)."""
-        cap = self.capacity[host]
-        if cap == 0:
-            return 0.0
-        used = cap - self.free[host] + extra_used
-        return -(req + used) / cap
-
-    def smallest_host_with(self, n: int) -> int | None:
-        """Best fit at host level: the host with the fewest free GPUs that still has n."""
-        for f in range(n, max(self._host_bucket) + 1):
-            bucket = self._host_bucket.get(f)
-            if bucket:
-                return min(bucket)
-        return None
 
 
 def liquid_score(lam: float, cost: float, fitness: float) -> float:

@@ -282,7 +282,9 @@ def configure_jobs(parser: argparse.ArgumentParser) -> None:
 def _placement_text(placement: dict | None) -> str:
     if not placement:
         return "-"
-    gpus = ",".join(f"{h}:{n}" for h, n in sorted(placement.get("gpus_by_host", {}).items()))
+    ids = placement.get("gpu_ids") or {}       # h1:2 GPUs, as h1:2[0,1] with their indices
+    gpus = ",".join(f"{h}:{n}" + (f"[{','.join(map(str, ids[h]))}]" if h in ids else "")
+                    for h, n in sorted(placement.get("gpus_by_host", {}).items()))
     return f"{gpus} ps={','.join(placement.get('ps_hosts', []))}"
 
 

@@ -22,6 +22,7 @@ Starting is two-phase so that a crash cannot make a job run twice or be forgotte
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -132,6 +133,9 @@ def train_command(job: JobRecord, decision: StartDecision, run_dir: Path) -> str
     argv = [sys.executable, "-m", "sluice", "train", str(run_dir / "job.yaml"),
             "--job", job.name, "--workers", str(decision.gpus),
             "--servers", str(len(decision.ps_hosts)), "--out", str(run_dir / "ps"), "--quiet"]
+    if decision.gpu_ids is not None:    # each worker on its own GPU of the decision
+        argv += ["--worker-gpus",
+                 ",".join(map(str, decision.gpu_ids.per_worker(decision.worker_hosts)))]
     return (" ".join(shlex.quote(a) for a in argv)
             # --opt=value: a token may start with '-' (token_urlsafe)
             + ' ${SLUICE_CONTROLLER_URL:+"--controller=$SLUICE_CONTROLLER_URL"}'
@@ -177,6 +181,8 @@ class LocalExecutor:
                    SLUICE_GPUS=str(decision.gpus),
                    SLUICE_WORKER_HOSTS=",".join(decision.worker_hosts),
                    SLUICE_PS_HOSTS=",".join(decision.ps_hosts),
+                   SLUICE_GPU_IDS=json.dumps(decision.gpu_ids.as_dict()
+                                             if decision.gpu_ids is not None else {}),
                    SLUICE_RUN_DIR=str(run_dir), SLUICE_PYTHON=sys.executable,
                    SLUICE_BASE_PORT=str(base), **(extra_env or {}))
         for admin_token in ADMIN_TOKEN_ENVS:       # jobs never see an admin token

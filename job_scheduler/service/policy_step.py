@@ -95,7 +95,7 @@ class PolicyStep:
         out = []
         for d in decide_slot(view, self.policy).starts:
             bw = view.live_bandwidth(d.placement)
-            out.append(StartDecision(d.job_id, d.placement, notes={
+            out.append(StartDecision(d.job_id, d.placement, d.gpu_ids, notes={
                 "C_n": round(view.models[d.job_id].C(d.gpus, bw), 3)}))
             self._forget(d.job_id)
         return out

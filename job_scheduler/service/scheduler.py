@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Protocol, Sequence
 
 from job_scheduler.service.executors import Outcome
+from job_scheduler.service.gpu_records import gpu_record_problem, recorded_placement
 from sluice_common.jobspec import JobSpec, parse_jobs_text
 from job_scheduler.service.submission_check import LARGE_BODY, check_in_child
-from job_scheduler.core.placement import ClusterState, Placement
+from job_scheduler.core.placement import ClusterState
 from job_scheduler.core.decisions import QueuedJob, StartDecision
 from job_scheduler.service.policy_step import PolicyStep
 from job_scheduler.service.store import DuplicateSubmission, JobRecord, JobStore, JobUpdate
@@ -89,6 +90,7 @@ class SchedulerService:
             raise ValueError(f"executor {executor!r} not in {sorted(executors)}")
         self.store = store
         self.topology = topology
+        self._capacities = {h.name: h.gpus for h in topology.hosts}   # GPUs per host
         self.policy = policy
         self.executors = dict(executors)
         self.executor = executor
@@ -230,12 +232,12 @@ class SchedulerService:
 
     # ---- the loop --------------------------------------------------------------------
     def cluster_state(self, running: Sequence[JobRecord]) -> ClusterState:
-        """Free GPUs = topology minus the recorded placements of running jobs."""
+        """Free GPUs = topology minus the recorded placements (and GPU indices) of
+        running jobs; one whose record is bad holds nothing (``_reap`` fails it)."""
         state = ClusterState(self.topology)
         for job in running:
-            placement = job.placement or {}
-            state.allocate(Placement(str(job.id), tuple(placement.get("ps_hosts", ())),
-                                     tuple(placement.get("worker_hosts", ()))))
+            if gpu_record_problem(job, self._capacities) is None:
+                state.allocate(*recorded_placement(job))
         if self.capacity is not None:
             self.capacity(state, running)
         return state
@@ -289,8 +291,13 @@ class SchedulerService:
         ended: list[tuple[JobRecord, Outcome]] = []
         for job in self.store.jobs(["running"]):
             executor = self.executors.get(job.executor)
+            problem = gpu_record_problem(job, self._capacities)
             if executor is None:
                 outcome = Outcome("failed", now, None, f"unknown executor {job.executor!r}")
+            elif problem is not None:       # bad input: this job fails, nothing else
+                log.error("job %d (%s): %s", job.id, job.name, problem)
+                executor.stop(job)
+                outcome = Outcome("failed", now, None, problem)
             else:
                 outcome = executor.poll(job, now)
                 learned = executor.learned(job)
@@ -351,8 +358,9 @@ class SchedulerService:
             if job is None:
                 log.error("policy chose job %s which is not queued; ignored", decision.job_id)
                 continue
-            try:
-                state.allocate(decision.placement)   # never over-commit a host
+            try:   # never over-commit a host, never hand out a GPU index twice
+                decision = dataclasses.replace(decision, gpu_ids=state.allocate(
+                    decision.placement, decision.gpu_ids))
             except ValueError as err:
                 log.error("policy over-committed for job %d: %s; ignored", job.id, err)
                 self._enqueue(job, in_id_order=True)    # still queued: decided again later

@@ -56,6 +56,7 @@ from job_scheduler.service.run_files import (EXIT_FILE, error_text as _error_tex
                                              read_exit as _read_exit, read_json as _read_json)
 from job_scheduler.core.placement import ClusterState, Placement
 from job_scheduler.core.decisions import StartDecision
+from job_scheduler.service.slurm_gpus import apply_gres_truth, read_truth
 from job_scheduler.service.store import JobRecord
 from slurm_client import (Component, JobInfo, NodeInfo, ParseError, SiteOptions, SlurmClient,
                           SlurmError, SlurmUnavailable, Submission, job_outcome)
@@ -84,7 +85,7 @@ def components(decision_ps: Sequence[str], decision_workers: Sequence[str]
     gpus = {h: 0 for h in order}
     for h in decision_workers:
         gpus[h] += 1
-    return [Component(h, gpus[h]) for h in order]
+    return [Component(h, gpus[h], max(1, gpus[h])) for h in order]   # a CPU per worker step
 
 
 def foreign_gpus(nodes: Mapping[str, NodeInfo], own_running: Mapping[str, int],
@@ -197,6 +198,7 @@ class SlurmExecutor:
         self._pending: dict[int, StartDecision] = {}
         self._ids: dict[int, int] = {}            # sluice job id -> Slurm id (adopted)
         self._seen: dict[int, list[JobInfo]] = {}   # Slurm id -> its parts, last poll
+        self._gres: dict = {}                       # sluice job id -> Slurm's GPU indices
         self._warned_unavailable = 0.0
         self._unknown_since: dict[int, float] = {}   # sluice job id -> first seen unknown
         self._relays: dict[int, ProgressRelay] = {}
@@ -444,6 +446,9 @@ class SlurmExecutor:
         note = self._notes.pop(job.id, None)
         if note != job.reason and (note or (job.reason or "").startswith(PENDING_NOTE)):
             out["reason"] = note
+        truth = self._gres.get(job.id)          # the GPU indices Slurm gave it
+        if truth is not None and (job.placement or {}).get("gpu_ids") != truth.as_dict():
+            out["placement"] = {**job.placement, "gpu_ids": truth.as_dict()}
         return out
 
     def stop(self, job: JobRecord) -> None:
@@ -475,8 +480,12 @@ class SlurmExecutor:
                 log.warning("Slurm's nodes unknown (%s): no job starts until it answers", err)
                 self._warned_unavailable = now
             nodes = {}
-        self.last_capacity = apply_capacity(state, nodes, self.own_running(running),
-                                            self.options.site.gpu_type)
+        own = self.own_running(running)
+        if nodes:       # which GPUs: Slurm's indices of every job (slurm_gpus)
+            ours = {self._slurm_id(j): j for j in running if j.executor == self.kind}
+            taken, self._gres = apply_gres_truth(state, read_truth(self.client), ours)
+            own = {h: own.get(h, 0) + taken.get(h, 0) for h in {*own, *taken}}
+        self.last_capacity = apply_capacity(state, nodes, own, self.options.site.gpu_type)
         self.ports.sync(running, self.kind)
         if self.resume_duplicate_drains:
             self._resume_duplicate_drains(nodes.values(), running)

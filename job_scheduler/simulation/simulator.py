@@ -55,7 +55,7 @@ from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecis
                                           decide_slot)
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
-from job_scheduler.core.mechanisms import stopped
+from job_scheduler.core.mechanisms import shared_gpus, stopped
 from sluice_common.job_rank import RANK_RULES, JobLoad, job_levels
 from sluice_common.models import BYTES_PER_PARAM
 from topologies.priority_classes import LEVELS
@@ -218,8 +218,8 @@ class Simulator(Pricing):
                          - self.costs.suspend_resume(model, prev)[1])
                 self.restart_overhead[j] = max(self.restart_overhead[j] + delta, 0.0)
                 self.charged_s += delta
-        if all(m.holds_gpus(j) for m in self.mechanisms):   # a packed guest takes none
-            self.state.allocate(placement)
+        ids = (self.state.allocate(placement)     # a packed guest takes none
+               if all(m.holds_gpus(j) for m in self.mechanisms) else shared_gpus(self, j))
         del self.waiting[j]
         flows = self.placement_flows(placement)
         run = Run(j, n, placement, flows, self.base_bandwidth(placement), self.work_left[j])
@@ -237,7 +237,7 @@ class Simulator(Pricing):
         for k in affected:
             if k != j:
                 self._retime(self.running[k])
-        self.plan.steps.append(StartDecision(j, placement))
+        self.plan.steps.append(StartDecision(j, placement, ids))
         for m in self.mechanisms:
             m.on_start(self, j)
 

@@ -170,10 +170,10 @@ class SluicePolicy(Policy):
             if math.isinf(left):
                 continue            # a real job still starting: its end is not known yet
             self._tried[k] = state.total_free
-            state.release(run.placement)           # tentatively: what could it have?
+            ids = state.release(run.placement)     # tentatively: what could it have?
             limit = min(sim.jobs[k].max_gpus, state.total_free)
             costs, places = candidate_costs(sim, k, limit, self.placer)
-            state.allocate(run.placement)
+            state.allocate(run.placement, ids)     # the very GPUs it holds
             n = choose_count(costs, 0, state.total_gpus)
             if n <= run.n:
                 continue

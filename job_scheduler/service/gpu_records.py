@@ -1,0 +1,43 @@
+"""The GPU indices of a running job as the service's store records them, read back.
+
+A start records its decision's placement (``StartDecision.placement_record``) with
+``gpu_ids`` ``{host: [index, ...]}``; after a restart the service rebuilds which GPUs
+are free from those records (``Scheduler.cluster_state``), so no index is handed out
+twice. A record that names an index its host does not have (a store carried to
+another topology, or edited by hand) is bad input: that job alone fails with an error
+naming the host and the index, and is requeued by the retry policy; the others keep
+theirs. A record from before indices were stored has none: it gets the lowest free.
+Pure.
+"""
+
+from __future__ import annotations
+
+from job_scheduler.service.store import JobRecord
+from sluice_common.placement import GpuGrant, GpuIndexError, Placement
+
+
+def recorded_placement(job: JobRecord) -> tuple[Placement, GpuGrant | None]:
+    """The placement (named by the job's id) and GPU indices its record holds;
+    ValueError when the indices are not a ``{host: [index, ...]}`` of whole numbers."""
+    record = job.placement or {}
+    placement = Placement(str(job.id), tuple(record.get("ps_hosts", ())),
+                          tuple(record.get("worker_hosts", ())))
+    ids = record.get("gpu_ids")
+    if ids is None:
+        return placement, None
+    if not isinstance(ids, dict) or not all(isinstance(v, list) for v in ids.values()):
+        raise ValueError(f"job {job.id}: gpu_ids must map host -> [index, ...], got {ids!r}")
+    return placement, GpuGrant.of(ids)
+
+
+def gpu_record_problem(job: JobRecord, capacities: dict[str, int]) -> str | None:
+    """Why job's recorded GPU indices cannot be held on this cluster, or None."""
+    try:
+        _, grant = recorded_placement(job)
+        if grant is not None:
+            grant.check(capacities, f"{job.id} ({job.name})")
+    except GpuIndexError as err:
+        return f"recorded GPU index is not on its host: {err}"
+    except ValueError as err:
+        return f"recorded GPU indices unreadable: {err}"
+    return None
