@@ -1,7 +1,6 @@
 """The real-time scheduling loop of ``sluice run``: jobs arrive at their ``arrival``
 second, a policy step decides once per slot, each decision becomes a real PS job on the
-Mininet hosts it names, and (priority on) the controller learns the job's endpoints and
-its workers' progress.
+Mininet hosts it names; with priority on, the controller learns its endpoints and progress.
 
 Progress relay: the workers run inside Mininet host namespaces, where 127.0.0.1 is the
 host's own loopback, so they cannot reach the controller API of the root namespace.
@@ -33,7 +32,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 from job_scheduler.core.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
 from job_scheduler.core.estimator import Estimator, batches_for, effective_bandwidth
@@ -48,6 +47,7 @@ from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop, run_status
 from end_to_end.predict import exchange_facts, wire_bytes_of
 from end_to_end.result import RunResult, run_result
+from end_to_end.sampling import NoSampling, RunSampler
 from job_scheduler.core.live_view import LiveView
 from end_to_end.suspend import Suspensions
 from topologies import Topology
@@ -88,24 +88,14 @@ class _Running:
     first_batch: dict[int, float] = field(default_factory=dict)   # worker -> t of batch 1 done
 
 
-class RunSampler(Protocol):
-    """What an experiment measures as a run goes, without subclassing the loop."""
-
-    def on_turn(self, now: float, running: Mapping[str, _Running]) -> None:
-        """Each loop turn, after the running jobs were watched."""
-
-    def on_job_end(self, name: str, job: _Running) -> dict:
-        """A job has ended, its processes not yet stopped: fields for its record."""
-
-
 class RealTimeRun:
     def __init__(self, topology: Topology, jobs: Sequence[JobSpec], policy: Policy | Callable,
                  estimator: Estimator, fabric, client, out_dir: Path,
                  options: RunOptions = RunOptions(), *, policy_name: str = "?",
                  runner=None, mechanisms: Sequence = (), costs=None, can_suspend: bool = False,
-                 sampler: "RunSampler | None" = None):
+                 sampler: RunSampler | None = None):
         self.topology = topology
-        self.sampler = sampler           # an experiment's measurements taken as the run goes
+        self.sampler = sampler or NoSampling()   # an experiment's measurements as the run goes
         self.jobs = sorted(jobs, key=lambda j: (j.arrival, j.name))
         # a plain (queued, state, now) function: an experiment's fixed placement
         self.policy = policy if isinstance(policy, Policy) else FunctionPolicy(policy)
@@ -206,8 +196,7 @@ class RealTimeRun:
                 if ended:                    # GPUs freed: e.g. migration onto them
                     self._carry_out(self._plan(lambda: [m.after_complete(view)
                                                         for m in self.mechanisms]))
-                if self.sampler is not None:
-                    self.sampler.on_turn(self.now(), self.running)
+                self.sampler.on_turn(self.now(), self.running)
                 self._launch_ready()
                 if now >= next_sample:
                     self.sample_links()
@@ -436,8 +425,7 @@ class RealTimeRun:
             self.suspensions.first_batches(r.qjob.spec.name, r, self.say)
 
     def _finish(self, r: _Running) -> None:
-        # the sampler's last look, while the job's processes still exist
-        extra = self.sampler.on_job_end(r.qjob.spec.name, r) if self.sampler else {}
+        extra = self.sampler.on_job_end(r.qjob.spec.name, r)   # its processes still exist
         self._watch_tail(r)
         r.psjob.stop()                     # every process has exited: closes the logs
         self._forget(r)

@@ -199,6 +199,9 @@ class ScriptedSlurm:
     def nodes(self):
         return [node(h.name, "gpu:4", "gpu:0", addr=h.ip) for h in TOPO.hosts]
 
+    def job_gpu_indices(self):
+        return {}          # no GRES detail: the GPU counts of apply_capacity hold
+
 
 def jobs_yaml(*jobs: str) -> str:
     return "jobs:\n" + "".join(

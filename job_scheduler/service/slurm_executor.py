@@ -52,6 +52,7 @@ from job_scheduler.service.executors import ADMIN_TOKEN_ENVS, Outcome
 from job_scheduler.service.progress_relay import ProgressRelay
 from job_scheduler.service.slurm_names import NAME_PREFIX, slurm_job_name, store_tag  # noqa: F401
 from job_scheduler.service.slurm_ports import PortBook
+from job_scheduler.service.slurm_topology import check_topology  # noqa: F401 (re-exported)
 from job_scheduler.service.run_files import (EXIT_FILE, error_text as _error_text, mtime as _mtime,
                                              read_exit as _read_exit, read_json as _read_json)
 from job_scheduler.core.placement import ClusterState, Placement
@@ -126,34 +127,6 @@ def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
         elif node is not None and not node.usable:
             why[host] = reason
     return why
-
-
-def check_topology(topology: Topology, nodes: Sequence[NodeInfo],
-                   fabric_addresses: Mapping[str, str] | None = None) -> list[str]:
-    """Problems of ``topology`` against Slurm's nodes: a host Slurm does not know, an
-    address other than the node's data-fabric address (``fabric_addresses[node]``, else
-    its NodeAddr), more GPUs than Slurm configures (whole GPUs of any type: with a GPU
-    type, a node's GPUs of other types are taken away by :func:`apply_capacity`)."""
-    fabric = fabric_addresses or {}
-    by_name = {n.name: n for n in nodes}
-    problems = []
-    unknown = [h.name for h in topology.hosts if h.name not in by_name]
-    if unknown:
-        problems.append(f"host(s) not known to Slurm: {', '.join(unknown)} (Slurm's nodes: "
-                        f"{', '.join(sorted(by_name)) or 'none'})")
-    for h in topology.hosts:
-        n = by_name.get(h.name)
-        if n is None:
-            continue
-        if h.name in fabric and fabric[h.name] != h.ip:
-            problems.append(f"host {h.name}: ip {h.ip} but its data-fabric address is "
-                            f"{fabric[h.name]}")
-        elif h.name not in fabric and n.address != h.ip:
-            problems.append(f"host {h.name}: ip {h.ip} but Slurm's NodeAddr is {n.address} "
-                            "(a data fabric apart from NodeAddr: --slurm-fabric-addresses)")
-        if h.gpus > n.gpus:
-            problems.append(f"host {h.name}: {h.gpus} GPUs but Slurm configures {n.gpus}")
-    return problems
 
 
 @dataclass(frozen=True)

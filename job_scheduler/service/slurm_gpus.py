@@ -79,6 +79,6 @@ def read_truth(client) -> dict[int, dict[str, list[int]]]:
 
     try:
         return client.job_gpu_indices()
-    except SlurmError as err:
+    except (SlurmError, ValueError) as err:     # ValueError: output sluice cannot read
         log.warning("Slurm's GPU indices unreadable: %s", err)
         return {}

@@ -23,10 +23,11 @@ from __future__ import annotations
 import ipaddress
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from job_scheduler.service.slurm_addresses import load_fabric_addresses
 from slurm_client import NodeInfo, SwitchInfo
+from topologies import Topology
 from sluice_common.errors import InputError, option_error
 
 
@@ -130,11 +131,39 @@ def write_from_slurm(out: Path, *, host_link_gbps: float, uplink_gbps: float,
 
 # ---- sluice validate --slurm ---------------------------------------------------------
 
+def check_topology(topology: Topology, nodes: Sequence[NodeInfo],
+                   fabric_addresses: Mapping[str, str] | None = None) -> list[str]:
+    """Problems of ``topology`` against Slurm's nodes: a host Slurm does not know, an
+    address other than the node's data-fabric address (``fabric_addresses[node]``, else
+    its NodeAddr), more GPUs than Slurm configures (whole GPUs of any type: with a GPU
+    type, a node's GPUs of other types are taken away by :func:`apply_capacity`)."""
+    fabric = fabric_addresses or {}
+    by_name = {n.name: n for n in nodes}
+    problems = []
+    unknown = [h.name for h in topology.hosts if h.name not in by_name]
+    if unknown:
+        problems.append(f"host(s) not known to Slurm: {', '.join(unknown)} (Slurm's nodes: "
+                        f"{', '.join(sorted(by_name)) or 'none'})")
+    for h in topology.hosts:
+        n = by_name.get(h.name)
+        if n is None:
+            continue
+        if h.name in fabric and fabric[h.name] != h.ip:
+            problems.append(f"host {h.name}: ip {h.ip} but its data-fabric address is "
+                            f"{fabric[h.name]}")
+        elif h.name not in fabric and n.address != h.ip:
+            problems.append(f"host {h.name}: ip {h.ip} but Slurm's NodeAddr is {n.address} "
+                            "(a data fabric apart from NodeAddr: --slurm-fabric-addresses)")
+        if h.gpus > n.gpus:
+            problems.append(f"host {h.name}: {h.gpus} GPUs but Slurm configures {n.gpus}")
+    return problems
+
+
+
 def validate_against_slurm(topology_spec: str, fabric_addresses: str | None = None) -> int:
     """Every host of the topology is a Slurm node at the same address (its NodeAddr, or
     its data-fabric address from ``fabric_addresses``) with at least its GPUs; exit 2
     naming the hosts otherwise."""
-    from job_scheduler.service.slurm_executor import check_topology
     from slurm_client import SlurmClient, SlurmError
     from topologies import load_topology
 
