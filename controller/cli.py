@@ -59,9 +59,9 @@ def configure_controller(parser) -> None:
     parser.add_argument("--report-staleness", type=float, default=1.0,
                         help="seconds: the longest a report may wait under the progress "
                              "rule, and for jobs others are ranked against (default 1)")
-    parser.add_argument("--report-heartbeat", type=float, default=60.0,
+    parser.add_argument("--report-heartbeat", type=float, default=120.0,
                         help="seconds: every other job reports at least this often "
-                             "(default 60)")
+                             "(default 120)")
     parser.add_argument("--state-file", default=None,
                         help="JSON file keeping registered jobs across restarts")
     parser.add_argument("--admin-token", default=None,

@@ -45,7 +45,7 @@ class ControllerConfig:
     # hint, every client reports as often as it likes (as before issue 49)
     report_hints: bool = True
     report_staleness_s: float = 1.0     # progress, and the jobs others are measured against
-    report_heartbeat_s: float = 60.0    # every other job
+    report_heartbeat_s: float = 120.0    # every other job
     # the process around the service (controller/cli.py, controller/app.py)
     ofp_host: str = "127.0.0.1"
     ofp_port: int = 6653

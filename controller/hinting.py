@@ -49,11 +49,13 @@ class Hints:
 def _staleness(position: int, levels: int, cfg) -> float:
     """``remaining``: how stale the job at ``position`` may get. Others' thresholds are
     measured against the jobs with a level of their own and the next in line; a job
-    moves up the order without reporting only when a job ahead of it leaves, so the
-    first ``FRESH * levels`` places keep the staleness bound and the places after it a
-    bound that grows with the distance (the reports of a cluster grow with the log of
-    its jobs, not with their number), never longer than the heartbeat."""
-    scale = max(1.0, (position + 1) / (FRESH * levels))
+    moves up the order without reporting only when a job ahead of it leaves (one place
+    a removal), so the first ``FRESH * levels`` places keep the staleness bound and the
+    places after it a bound that grows with the square of the distance: the reports of
+    the whole tail add up to about as many as those of the first places, however many
+    jobs there are, and a job deep in the order is fresh again long before enough
+    jobs ahead of it have left. Never longer than the heartbeat."""
+    scale = max(1.0, (position + 1) / (FRESH * levels)) ** 2
     return min(cfg.report_heartbeat_s, cfg.report_staleness_s * scale)
 
 

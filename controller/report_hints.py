@@ -14,11 +14,13 @@ by those jobs. So the controller answers each report with a :class:`Hint`:
   that makes the job's done batches reach ``T`` is always sent, at the same batch where
   a client reporting every batch would have sent it (tests/test_report_replay.py).
 - ``within_s``: report at the latest this long after your last report, if your batch
-  moved. Under ``progress`` every batch moves the order, so this bounded staleness is the
-  rule's only bound. Under ``remaining`` the jobs that others' thresholds are measured
-  against (those with a level of their own and the next in line) keep within it, so a
-  threshold is never measured against a value older than that; the others, and every job
-  under ``attained``, get a long heartbeat only.
+  moved (the bounds are the controller's ``--report-staleness``, 1 s, and
+  ``--report-heartbeat``, 120 s). Under ``progress`` every batch moves the order, so
+  the staleness bound is the rule's only bound. Under ``remaining`` the jobs that
+  others' thresholds are measured against (those with a level of their own, the next in
+  line, and as many again behind them) keep within it; deeper jobs get a bound growing
+  with the square of their distance (controller/hinting.py), every job under
+  ``attained`` the heartbeat only.
 
 A client that ignores the hint (any client before this module) keeps working: the
 controller ranks on whatever it is told.
@@ -29,9 +31,6 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from sluice_common import job_rank
-
-STALENESS_S = 1.0       # progress, and the jobs others are measured against (remaining)
-HEARTBEAT_S = 60.0      # everyone else: a report at least this often while training
 
 
 class Hint(NamedTuple):
