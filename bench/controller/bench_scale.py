@@ -224,6 +224,7 @@ def run(args) -> dict:
         "level_changes_not_applied": fig.not_applied,
         "lost": fig.lost + missing + fig.not_applied, "acked_not_held": missing,
         "arrivals": fig.arrivals, "removals": fig.removals, "admin_errors": fig.admin_errors[:5],
+        "admin_p50_ms": pct(fig.admin_ms, 0.5), "admin_max_ms": pct(fig.admin_ms, 1.0),
         "flow_mods_per_s": round((sw1["flow_mods"] - sw0["flow_mods"]) / window, 1),
         "switch_reconnects": sw1["reconnects"] - sw0["reconnects"],
         "rules_total": sw1["rules_total"],

@@ -39,6 +39,7 @@ class Figures:
     arrivals: int = 0
     removals: int = 0
     admin_errors: list[str] = field(default_factory=list)
+    admin_ms: list[float] = field(default_factory=list)   # register/remove, to barrier
     acked: dict = field(default_factory=dict)     # (job, worker) -> batch answered 200
 
 
@@ -203,14 +204,18 @@ class Load:
             self.gates.pop((job.id, w["id"]), None)
         auth = {"Authorization": f"Bearer {self.admin_token}",
                 "Content-Type": "application/json"}
+        t0 = time.monotonic()
         status, data = await self.admin.request("DELETE", f"/jobs/{job.id}?wait=1", auth, b"")
+        self.fig.admin_ms.append((time.monotonic() - t0) * 1000)
         self.fig.removals += 1
         if status != 200:
             self.fig.admin_errors.append(f"DELETE {job.id}: {status} {data[:200]!r}")
         gen = int(job.id.rsplit("-", 1)[1]) + 1
         nxt = new_job(self.topology, self.rng, job.slot, gen, self.per_job, self.now())
+        t0 = time.monotonic()
         status, data = await self.admin.request("POST", "/jobs?wait=1", auth,
                                                 json.dumps(nxt.body).encode())
+        self.fig.admin_ms.append((time.monotonic() - t0) * 1000)
         if status != 201:
             self.fig.admin_errors.append(f"POST {nxt.id}: {status} {data[:200]!r}")
             return
