@@ -90,3 +90,17 @@ def test_gate_follows_the_hint():
     assert g.wait_s(500, 1000.0) is None               # nothing it does matters
     g.sent_at(10, 1.0, None)                           # a failed send: back to the old way
     assert g.wait_s(11, 1.1) == 0.1 or abs(g.wait_s(11, 1.1) - 0.1) < 1e-9
+
+
+def test_config_refuses_bounds_out_of_range_naming_the_field():
+    import pytest
+
+    from controller.config import ControllerConfig
+    from sluice_common.errors import InputError
+    from topologies import load_topology
+
+    topo = load_topology("two-rack")
+    for field in ("report_staleness_s", "report_heartbeat_s"):
+        with pytest.raises(InputError) as err:
+            ControllerConfig(topology=topo, **{field: 0.0})
+        assert err.value.field == field

@@ -5,10 +5,10 @@ progress, and the controller's state file that starts it with all of that known.
 Placement: 8 GPUs a host, 16 hosts a rack; a job's workers fill four GPUs on each of two
 neighbouring hosts, its parameter server sits in the next rack (its flows cross the
 spine: the most rules a job can need). Step times are drawn from 30-300 ms, lengths
-log-uniformly from 10 minutes to 4 hours (a job every ~20 s at 2,048 workers, ~15 times
-the arrival rate of the Philly trace for its ~2,500 GPUs), sizes from the models'
-parameter volumes; a job already running when the bench starts is somewhere in its
-life.
+log-uniformly from 10 minutes to 4 hours, sizes from the models' parameter volumes; a
+job running when the bench starts is at a uniformly drawn point of its life, so jobs
+finish (and new ones arrive in their place) at about 256 x E[1/length] = 0.13 a second
+per 2,048 workers.
 """
 
 from __future__ import annotations
@@ -77,22 +77,21 @@ def job_body(topology, slot: int, job_id: str, per_job: int, total: int, bpb: in
 
 
 def new_job(topology, rng: random.Random, slot: int, gen: int, per_job: int,
-            started: float, running_for: float = 0.0) -> EmulatedJob:
+            started: float, done_share: float = 0.0) -> EmulatedJob:
     step = rng.uniform(0.03, 0.3)
     batches = max(2, int(math.exp(rng.uniform(math.log(600), math.log(4 * 3600))) / step))
     bpb = rng.choice(MODEL_BYTES)
     job_id = f"j{slot}-{gen}"
     body = job_body(topology, slot, job_id, per_job, batches * per_job, bpb)
     return EmulatedJob(job_id, slot, step, batches, bpb,
-                       started - min(running_for, 0.9 * batches * step), body)
+                       started - done_share * batches * step, body)
 
 
 def initial_jobs(topology, workers: int, per_job: int, seed: int) -> list[EmulatedJob]:
     rng = random.Random(seed)
     jobs = []
     for slot in range(workers // per_job):
-        job = new_job(topology, rng, slot, 0, per_job, 0.0,
-                      running_for=rng.uniform(0, 4 * 3600))
+        job = new_job(topology, rng, slot, 0, per_job, 0.0, done_share=rng.random())
         jobs.append(job)
     return jobs
 
