@@ -239,6 +239,43 @@ def run(args) -> dict:
         "load_avg_before": load_avg0, "load_avg_after": os.getloadavg()}
 
 
+def rules_only(args) -> dict:
+    """The rules the controller wants on each switch for this cluster, computed by its
+    own service in this process (one full reconcile with every switch connected, on an
+    in-memory table): the figure for sizes whose fabric one controller does not bring up
+    in the bench's time."""
+    import collections
+
+    from controller.service import ControllerConfig, ControllerService, TableSink
+
+    topo = C.topology_dict(args.workers)
+    topo_obj = C.load(topo)
+    jobs = C.initial_jobs(topo_obj, args.workers, args.per_job, args.seed)
+    work = Path(tempfile.mkdtemp(prefix="sluice-bench-scale-rules-"))
+    (work / "state.json").write_text(json.dumps(C.state_file(topo_obj, jobs, args.rank, 0.0)))
+    t0 = time.process_time()
+    svc = ControllerService(ControllerConfig(topology=topo_obj, state_file=work / "state.json",
+                                             rank=args.rank), sink=TableSink())
+    svc.sink.sent = collections.deque(maxlen=0)
+    with svc.lock:
+        svc.shared.fabric.connected.update(s.dpid for s in topo_obj.switches)
+        svc.reconciler.fabric_dirty = True
+        svc.reconciler.full()
+    cpu = time.process_time() - t0
+    tor = {s.dpid for s in topo_obj.switches if s.role == "tor"}
+    per, jobs_per = collections.Counter(), collections.Counter()
+    for r in svc.installed.rules.values():
+        per[r.dpid] += 1
+        jobs_per[r.dpid] += r.cookie >> 56 == 0x51
+    return {"workers": args.workers, "jobs": len(jobs), "switches": len(topo_obj.switches),
+            "hosts": len(topo_obj.hosts), "rules_only": True,
+            "rules_total": sum(per.values()),
+            "rules_per_edge_switch_max": max(per[d] for d in tor),
+            "job_rules_per_edge_switch_max": max(jobs_per[d] for d in tor),
+            "rules_per_switch_max": max(per.values()),
+            "full_reconcile_cpu_s": round(cpu, 2)}
+
+
 def verdicts(r: dict) -> dict:
     lat = r["level_change_p99_ms"]
     return {"cpu_under_25pct": r["controller_cpu_share"] < CPU_BOUND,
@@ -258,11 +295,21 @@ def main(argv: list[str] | None = None) -> int:
                     help="off: the controller gives no hints (today's reporting)")
     ap.add_argument("--connections", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rules-only", action="store_true",
+                    help="only the rules per switch, from the controller's service in this "
+                         "process (no controller process, switches or load)")
     args = ap.parse_args(argv)
     if not 1 <= args.per_job <= 256 or args.workers < 2 * args.per_job:
         ap.error("--per-job must be 1..256 and --workers at least two jobs' worth")
     if args.seconds <= 0 or args.warmup < 3:
         ap.error("--seconds must be > 0 and --warmup at least 3")
+    if args.rules_only:
+        r = rules_only(args)
+        harness.figure("rules per edge switch (max)", r["rules_per_edge_switch_max"],
+                       "rules", baseline=EDGE_TABLE, note=f"(baseline: a 2,000-entry table; "
+                       f"job rules {r['job_rules_per_edge_switch_max']})")
+        harness.write_json(args.json, r)
+        return 0
     try:
         r = run(args)
     except RuntimeError as err:   # the controller could not bring the fabric up: say so
