@@ -113,7 +113,7 @@ def replay(rule: str, seed: int) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_attained_same_levels_and_rules_as_today_with_a_fortieth_of_the_reports(seed):
+def test_attained_same_levels_and_rules_as_today_with_far_fewer_reports(seed):
     paths = replay("attained", seed)
     today, new = paths["today"], paths["new"]
     assert paths["truth"].sent > 10000 and today.episodes
