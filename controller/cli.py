@@ -52,6 +52,18 @@ def configure_controller(parser) -> None:
                         help="attained: first demotion after this many MB (default 4)")
     parser.add_argument("--attained-factor", type=float, default=4.0,
                         help="attained: each further level after this factor more (default 4)")
+    parser.add_argument("--report-hints", default=os.environ.get("SLUICE_REPORT_HINTS", "on"),
+                        choices=["on", "off"],
+                        help="on (default, or env SLUICE_REPORT_HINTS): each progress "
+                             "answer tells the worker when its next report matters (reports "
+                             "grow with level changes, not batches); off: no hint, workers "
+                             "report every batch they can (at most every 0.2 s)")
+    parser.add_argument("--report-staleness", type=float, default=1.0,
+                        help="seconds: the longest a report may wait under the progress "
+                             "rule, and for jobs others are ranked against (default 1)")
+    parser.add_argument("--report-heartbeat", type=float, default=120.0,
+                        help="seconds: every other job reports at least this often "
+                             "(default 120)")
     parser.add_argument("--state-file", default=None,
                         help="JSON file keeping registered jobs across restarts")
     parser.add_argument("--admin-token", default=None,
@@ -90,6 +102,7 @@ FLAG_OF_FIELD = {
     "ofp_host": "--ofp-host", "ofp_port": "--ofp-port", "api_host": "--api", "api_port": "--api",
     "stats_interval": "--stats-interval", "echo_interval": "--echo-interval",
     "echo_misses": "--echo-misses", "log_level": "--log-level",
+    "report_staleness_s": "--report-staleness", "report_heartbeat_s": "--report-heartbeat",
 }
 
 
@@ -100,6 +113,14 @@ def as_flag_error(err: InputError) -> InputError:
     if err.source != CONFIG_SOURCE or err.field not in FLAG_OF_FIELD:
         return err
     return InputError(f"argument {FLAG_OF_FIELD[err.field]}", err.reason)
+
+
+def _on_off(text: str) -> bool:
+    # argparse does not check a default against choices: the environment's value here
+    if text not in ("on", "off"):
+        raise InputError("argument --report-hints (env SLUICE_REPORT_HINTS)",
+                         f"must be on or off, got {text!r}")
+    return text == "on"
 
 
 def _host_port(text: str, what: str) -> tuple[str, int]:
@@ -175,7 +196,9 @@ def config_of(args) -> ControllerConfig:
             topology=topology, levels=args.levels, enforce=args.enforce, admin_token=token,
             state_file=state_file, rate_per_s=args.rate_limit, rank=args.rank,
             attained_base_bytes=args.attained_base_mb * (1 << 20),
-            attained_factor=args.attained_factor, ofp_host=args.ofp_host,
+            attained_factor=args.attained_factor, report_hints=_on_off(args.report_hints),
+            report_staleness_s=args.report_staleness,
+            report_heartbeat_s=args.report_heartbeat, ofp_host=args.ofp_host,
             ofp_port=args.ofp_port, api_host=api_host, api_port=api_port,
             stats_interval=args.stats_interval, echo_interval=args.echo_interval,
             echo_misses=args.echo_misses, api_tls=api_tls, ofp_tls=ofp_tls,

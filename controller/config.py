@@ -41,6 +41,11 @@ class ControllerConfig:
     rank: str | None = job_rank.DEFAULT_RULE
     attained_base_bytes: float = job_rank.ATTAINED_BASE_BYTES
     attained_factor: float = job_rank.ATTAINED_FACTOR
+    # the hint in each progress report's answer (controller/report_hints.py); off: no
+    # hint, every client reports as often as it likes (as before issue 49)
+    report_hints: bool = True
+    report_staleness_s: float = 1.0     # progress, and the jobs others are measured against
+    report_heartbeat_s: float = 120.0    # every other job
     # the process around the service (controller/cli.py, controller/app.py)
     ofp_host: str = "127.0.0.1"
     ofp_port: int = 6653
@@ -64,6 +69,9 @@ class ControllerConfig:
         if not self.attained_base_bytes > 0 or not self.attained_factor > 1:
             raise _bad("attained_base_bytes/attained_factor",
                        "need a base > 0 and a factor > 1")
+        for field in ("report_staleness_s", "report_heartbeat_s"):
+            if not 0.05 <= getattr(self, field) <= 3600:
+                raise _bad(field, "must be 0.05..3600 seconds")
         if not self.rate_per_s > 0:
             raise _bad("rate_per_s", "must be > 0")
         for field in ("ofp_port", "api_port"):

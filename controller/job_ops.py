@@ -45,10 +45,14 @@ class JobOps:
                 s.credentials[job.id] = credential
             s.metrics.inc("sluice_jobs_registered_total")
             self.reconciler.full(on_done=done.set if done else None)
-            self.store.save()
-            LOG.info("job %s registered: %d servers, %d workers, cookie 0x%x", job.id,
-                     len(job.servers), len(job.workers), job.cookie)
-            return job.to_dict()
+            snapshot = self.store.capture()
+            answer = job.to_dict()
+        # on disk before the answer, but with the lock released: reports go on meanwhile
+        if snapshot is not None:
+            self.store.write_snapshot(*snapshot)
+        LOG.info("job %s registered: %d servers, %d workers, cookie 0x%x", job.id,
+                 len(job.servers), len(job.workers), job.cookie)
+        return answer
 
     def remove_job(self, job_id: str, done: threading.Event | None = None) -> dict[str, Any]:
         s = self.s
@@ -60,10 +64,12 @@ class JobOps:
                 self.reconciler.forget_job(job_id)
                 s.credentials.pop(job_id, None)
             mods = self.reconciler.full(on_done=done.set if done else None)
-            self.store.save()
-            LOG.info("job %s removed", job_id)
-            return {"id": job_id, "removed_rules": sum(
-                1 for m in mods if m.command == "delete" and m.rule.cookie == job.cookie)}
+            snapshot = self.store.capture()
+        if snapshot is not None:
+            self.store.write_snapshot(*snapshot)
+        LOG.info("job %s removed", job_id)
+        return {"id": job_id, "removed_rules": sum(
+            1 for m in mods if m.command == "delete" and m.rule.cookie == job.cookie)}
 
     def rank(self) -> dict[str, Any]:
         with self.s.lock:

@@ -54,6 +54,12 @@ class StateStore:
         if self.s.config.state_file:
             self.write_snapshot(*self._capture())
 
+    def capture(self) -> tuple[int, dict[str, Any]] | None:
+        """Copy the state for a snapshot (caller holds the shared lock); write it with
+        :meth:`write_snapshot` once the lock is released, so that the fsync (up to
+        seconds on a busy disk) holds up no progress report. None: no state file."""
+        return self._capture() if self.s.config.state_file else None
+
     def _capture(self) -> tuple[int, dict[str, Any]]:
         """Copy the state and rotate the journal in one step for the reports (caller
         holds the shared lock: the fabric is read too); (sequence number, data to write)."""

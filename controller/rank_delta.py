@@ -119,6 +119,19 @@ class JobRanker:
         shared last level): only these can differ from 'last level'."""
         return [key[-1] for key in self._sorted[:self.n_levels]]
 
+    def ahead_key(self, job: str) -> tuple | None:
+        """``remaining``: the sort key of the job that ``job`` must overtake for its own
+        progress to change its level (the one just ahead); from deeper in the shared last
+        level, the first job of that level (the next in line: overtaking it changes no
+        level, but once a job with a level of its own leaves, that is the key to pass).
+        None when nothing can (first place)."""
+        target = min(self.position(job), self.n_levels)
+        return self._sorted[target - 1] if target >= 1 else None
+
+    def position(self, job: str) -> int:
+        """``remaining``: the job's place in the order (0: first); KeyError if unknown."""
+        return bisect_left(self._sorted, self._key[job])
+
     def update(self, loads: Iterable[job_rank.JobLoad]) -> dict[str, int]:
         """The jobs that reported, as they are now -> {job: level} for every job whose
         level changed (for ``remaining`` a job can move others by overtaking them)."""

@@ -38,6 +38,11 @@ class Reconciler:
         self._ranker: FlowRanker | JobRanker | None = None
         self._flows_of_key: dict[tuple, list[FlowKey]] = {}
 
+    @property
+    def ranker(self) -> FlowRanker | JobRanker | None:
+        """The active rule's incremental ranker as the last reconcile left it."""
+        return self._ranker
+
     def forget_switch(self, dpid: int) -> None:
         """The switch (re)connected or went: what it was told is no longer known."""
         for key in list(self.s.installed.of_switch(dpid)):

@@ -46,6 +46,8 @@ class Job:
     scheduler: Endpoint | None = None
     total_batches: int | None = None     # epochs * dataset_size / batch_size (all workers)
     bytes_per_batch: int | None = None   # bytes one batch pushes (and pulls): the parameters
+    # worker id -> the batch its last answer said to report at (controller/report_hints.py)
+    report_at: dict[str, int | None] = field(default_factory=dict, repr=False, compare=False)
     _flows: list[FlowKey] | None = field(default=None, init=False, repr=False, compare=False)
     _control: dict[str, FlowKey] | None = field(default=None, init=False, repr=False,
                                                 compare=False)

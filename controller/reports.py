@@ -15,9 +15,11 @@ import threading
 from typing import Any, Callable
 
 from controller.errors import BadRequest, NotFound, Refused, Unauthorized
+from controller.hinting import Hints
 from controller.persistence import StateStore
 from controller.reconcile import Reconciler
 from controller.registry import parse_progress
+from controller.report_hints import Hint
 from controller.state import Shared
 from sluice_common.errors import InputError
 
@@ -36,6 +38,7 @@ class PendingReport:
 class Reports:
     def __init__(self, shared: Shared, reconciler: Reconciler, store: StateStore) -> None:
         self.s, self.reconciler, self.store = shared, reconciler, store
+        self.hints = Hints(shared, reconciler)
         self.reconcile_lock = threading.Lock()     # group commit of progress reports
         self._pending: list[PendingReport] = []
         self._unjournaled: list[tuple[str, str, int]] = []   # recorded, not yet written
@@ -43,32 +46,45 @@ class Reports:
     def progress(self, job_id: str, body: Any, t0: float | None = None,
                  done: threading.Event | None = None, credential: str | None = None,
                  admit: Callable[[str], None] | None = None) -> Answer:
-        mine = self._record(job_id, body, t0, done, credential, admit)
+        mine, who = self._record(job_id, body, t0, done, credential, admit)
         self._write_journal()
         if isinstance(mine, PendingReport):
             self._commit(mine)
-        return self._answer(mine)
+        return self._answer(mine, self._hints([who])[0])
 
     def progress_many(self, reports: list[tuple[str, Any, float, threading.Event | None,
                                                 str | None]],
                       admit: Callable[[str], None] | None = None) -> list[Answer | Refused]:
-        recorded: list[PendingReport | str | Refused] = []
+        recorded: list[tuple[PendingReport | str, tuple[str, str]] | Refused] = []
         for job_id, body, t0, done, credential in reports:
             try:
                 recorded.append(self._record(job_id, body, t0, done, credential, admit))
             except Refused as err:
                 recorded.append(err)
         self._write_journal()
-        last = next((r for r in reversed(recorded) if isinstance(r, PendingReport)), None)
+        last = next((r[0] for r in reversed(recorded)
+                     if not isinstance(r, Refused) and isinstance(r[0], PendingReport)), None)
         if last is not None:        # covers every report recorded before it
             self._commit(last)
-        return [r if isinstance(r, Refused) else self._answer(r) for r in recorded]
+        hints = iter(self._hints([r[1] for r in recorded if not isinstance(r, Refused)]))
+        return [r if isinstance(r, Refused) else self._answer(r[0], next(hints))
+                for r in recorded]
+
+    def _hints(self, who: list[tuple[str, str]]) -> list[Hint | None]:
+        """The hint of each (job, worker) that reported, on the state after the reconcile
+        that covered them (one lock round for all)."""
+        if not self.s.config.report_hints or not who:
+            return [None] * len(who)
+        with self.s.lock:
+            with self.s.report_lock:
+                return [self.hints.of(job_id, worker) for job_id, worker in who]
 
     def _record(self, job_id: str, body: Any, t0: float | None,
                 done: threading.Event | None, credential: str | None = None,
-                admit: Callable[[str], None] | None = None) -> PendingReport | str:
+                admit: Callable[[str], None] | None = None
+                ) -> tuple[PendingReport | str, tuple[str, str]]:
         """Check and record one report: the pending report waiting for its reconcile,
-        or the result of a report that changes nothing (stale)."""
+        or the result of a report that changes nothing (stale); and (job, worker)."""
         s = self.s
         t0 = s.clock() if t0 is None else t0
         # The checks are made under the report lock too: registering or removing a job
@@ -94,10 +110,10 @@ class Reports:
                 # ack loses nothing
                 self._unjournaled.append((job_id, worker, batch))
             if result != "accepted":
-                return result
+                return result, (job_id, worker)
             mine = PendingReport(t0, done, (job_id, worker))
             self._pending.append(mine)
-            return mine
+            return mine, (job_id, worker)
 
     def _write_journal(self) -> None:
         """Journal what was recorded, in one write; returns once the reports this thread
@@ -139,9 +155,11 @@ class Reports:
             s.metrics.inc("sluice_progress_reports_coalesced_total", len(batch) - 1)
 
     @staticmethod
-    def _answer(mine: PendingReport | str) -> Answer:
+    def _answer(mine: PendingReport | str, hint: Hint | None) -> Answer:
+        # "report": when the worker's next report matters (absent with hints off)
+        extra = {} if hint is None else {"report": hint.to_json()}
         if isinstance(mine, str):
-            return {"result": mine, "changed_rules": 0}, None
+            return {"result": mine, "changed_rules": 0, **extra}, None
         if not mine.changed:
-            return {"result": "accepted", "changed_rules": 0}, None
-        return {"result": "accepted", "changed_rules": mine.changed}, mine.done
+            return {"result": "accepted", "changed_rules": 0, **extra}, None
+        return {"result": "accepted", "changed_rules": mine.changed, **extra}, mine.done

@@ -181,7 +181,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="keys in flight per batch (0: push all, then pull all)")
     ap.add_argument("--controller", default=None, help="controller API base URL")
     ap.add_argument("--token", default=os.environ.get("SLUICE_PROGRESS_TOKEN"))
-    ap.add_argument("--report-interval", type=float, default=0.2)
+    ap.add_argument("--report-interval", type=float, default=0.2,
+                    help="seconds between progress reports when the controller gives no "
+                         "hint (with one, reports follow it: ps_runtime/progress.py)")
     from ps_runtime.checkpoint_args import add_checkpoint_arguments
 
     add_checkpoint_arguments(ap)

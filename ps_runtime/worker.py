@@ -266,7 +266,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--token", default=os.environ.get("SLUICE_PROGRESS_TOKEN"),
                     help="job token for progress reports (default: $SLUICE_PROGRESS_TOKEN, "
                          "which the launcher sets)")
-    ap.add_argument("--report-interval", type=float, default=0.2)
+    ap.add_argument("--report-interval", type=float, default=0.2,
+                    help="seconds between progress reports when the controller gives no "
+                         "hint (with one, reports follow it: ps_runtime/progress.py)")
     from ps_runtime.checkpoint_args import add_checkpoint_arguments
 
     add_checkpoint_arguments(ap)

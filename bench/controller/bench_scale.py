@@ -1,0 +1,343 @@
+"""The SDN half at cluster scale: one controller process, N emulated workers, S switches.
+
+    .venv/bin/python -m bench.controller.bench_scale --workers 2048 [--per-job 8]
+        [--seconds 60] [--warmup 15] [--rank remaining] [--hints on|off] [--json OUT]
+
+- the controller: `sluice controller` as its own process (os-ken over TCP, the REST API),
+  started from a state file that holds the fabric and the running jobs (as after a
+  restart: a cluster of this size is not brought up from nothing in a benchmark);
+- the fabric: a leaf-spine of S switches for the N workers (8 GPUs a host, 16 hosts a
+  rack), each switch a fake OpenFlow 1.3 switch over TCP in a process of its own
+  (bench/controller/fake_openflow.py: flow table, barrier replies, LLDP, ARP);
+- the load: N / per-job jobs, steps 30-300 ms, 1-10 minutes long, replaced by a new
+  arrival when done; every worker reports through the real client logic
+  (ps_runtime.progress.ReportGate) following the controller's answers, ``?wait=1``.
+
+Measured from the end of the warm-up: reports arriving per second (and what today's
+client would send: every worker every max(step, 0.2 s)), the controller process's CPU
+(from /proc, a fraction of one core), level change -> barrier reply (the controller's
+own figure in each answer that changed rules; the client's round trip beside it), flow
+mods per second and rules per switch (counted by the switches), reports lost (not
+answered 200, or acknowledged and not held by the controller at the end). The verdicts
+are the bounds of issue 49: CPU < 25 % of a core, level change p99 < 50 ms, 0 lost,
+rules per edge switch against 2,000 entries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing as mp
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from bench import harness
+from bench.controller import scale_cluster as C
+from bench.controller.scale_load import MIN_INTERVAL_S, Figures, Load, Pool
+from bench.harness import ROOT
+from ps_runtime.ports import free_port
+
+SLUICE = str(ROOT / ".venv" / "bin" / "sluice")
+ADMIN = "bench-scale-admin-token-0123"
+CPU_BOUND, P99_BOUND_MS, EDGE_TABLE = 0.25, 50.0, 2000
+
+
+def log(text: str) -> None:
+    print(f"bench_scale: {text}", file=sys.stderr, flush=True)
+
+
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    values = sorted(values)
+    return round(values[min(len(values) - 1, int(q * len(values)))], 3)
+
+
+# ---- the fake switches, in a process of their own ---------------------------------------
+def switches_main(topo: dict, port: int, commands: mp.Queue, answers: mp.Queue) -> None:
+    from bench.controller.fake_openflow import FakeFabric
+
+    async def serve() -> None:
+        fabric = FakeFabric(C.load(topo))
+        await fabric.connect("127.0.0.1", port)
+        loop = asyncio.get_running_loop()
+        while True:
+            command = await loop.run_in_executor(None, commands.get)
+            if command == "stop":
+                return
+            answers.put(fabric.stats())
+
+    asyncio.run(serve())
+
+
+class Switches:
+    def __init__(self, topo: dict, port: int) -> None:
+        self.commands, self.answers = mp.Queue(), mp.Queue()
+        self.proc = mp.Process(target=switches_main, args=(topo, port, self.commands,
+                                                           self.answers), daemon=True)
+        self.proc.start()
+
+    def stats(self) -> dict:
+        self.commands.put("stats")
+        return self.answers.get(timeout=60)
+
+    def settle(self, switches: int, timeout_s: float) -> dict:
+        """Wait until every switch has its rules (flow mods stop coming)."""
+        deadline, last = time.monotonic() + timeout_s, None
+        while time.monotonic() < deadline:
+            time.sleep(2.0)
+            st = self.stats()
+            if last is not None and st["flow_mods"] == last["flow_mods"] \
+                    and st["barriers"] >= switches:
+                return st
+            last = st
+        raise RuntimeError(f"the switches did not settle in {timeout_s:.0f} s: {last}")
+
+    def stop(self) -> None:
+        self.commands.put("stop")
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.terminate()
+
+
+# ---- the controller process ---------------------------------------------------------------
+def start_controller(work: Path, topo: dict, jobs, args) -> tuple[subprocess.Popen, int, int]:
+    (work / "topology.yaml").write_text(yaml.safe_dump(topo))
+    state = C.state_file(C.load(topo), jobs, args.rank, 0.0)
+    (work / "state.json").write_text(json.dumps(state))
+    ofp, api = free_port(), free_port()
+    argv = [SLUICE, "controller", "--topology", str(work / "topology.yaml"),
+            "--ofp-port", str(ofp), "--api", f"127.0.0.1:{api}", "--state-file",
+            str(work / "state.json"), "--rank", args.rank, "--report-hints", args.hints,
+            "--log-level", "info"]
+    proc = subprocess.Popen(argv, env=dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN),
+                            stdout=subprocess.DEVNULL, stderr=open(work / "controller.log", "w"))
+    deadline = time.monotonic() + 600
+    import http.client
+    while True:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", api, timeout=2)
+            c.request("GET", "/health")
+            c.getresponse().read()
+            return proc, ofp, api
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the controller did not start (see {work}/controller.log)")
+            time.sleep(0.5)
+
+
+def held_batches(api: int) -> dict[tuple[str, str], int]:
+    from controller.client import ControllerClient
+
+    client = ControllerClient(f"http://127.0.0.1:{api}", ADMIN, timeout=60)
+    held, cursor = {}, None
+    while True:
+        page = client.request("GET", "/jobs?limit=1000" + (f"&cursor={cursor}" if cursor else ""))
+        for j in page["jobs"]:
+            held.update({(j["id"], w): b for w, b in j["batches"].items()})
+        cursor = page.get("next")
+        if not cursor:
+            return held
+
+
+def today_rate(jobs) -> float:
+    """Reports/s today's client would send: every worker every max(step, 0.2 s)."""
+    return sum(len(j.body["workers"]) / max(j.step_s, MIN_INTERVAL_S) for j in jobs)
+
+
+# ---- one run ---------------------------------------------------------------------------
+async def drive(topo_obj, jobs, api: int, args, proc_pid: int, switches: Switches) -> dict:
+    fig = Figures(window_start=args.warmup)
+    pool, admin = Pool("127.0.0.1", api, args.connections), Pool("127.0.0.1", api, 1)
+    load = Load(topo_obj, jobs, pool, admin, ADMIN, args.per_job, args.seed, fig)
+    marks = {}
+
+    async def mark_window() -> None:
+        await asyncio.sleep(args.warmup)
+        marks["cpu0"], marks["t0"], marks["sw0"] = cpu_s(proc_pid), time.monotonic(), \
+            switches.stats()
+        marks["load_cpu0"] = time.process_time()
+
+    marker = asyncio.ensure_future(mark_window())
+    await load.run(args.warmup + args.seconds)
+    await marker
+    window = time.monotonic() - marks["t0"]
+    cpu = (cpu_s(proc_pid) - marks["cpu0"]) / window
+    load_cpu = (time.process_time() - marks["load_cpu0"]) / window
+    sw1 = switches.stats()
+    return {"fig": fig, "window_s": window, "cpu": cpu, "load_cpu": load_cpu,
+            "sw0": marks["sw0"], "sw1": sw1,
+            "running": list(load.jobs.values())}
+
+
+def run(args) -> dict:
+    topo = C.topology_dict(args.workers)
+    topo_obj = C.load(topo)
+    jobs = C.initial_jobs(topo_obj, args.workers, args.per_job, args.seed)
+    work = Path(tempfile.mkdtemp(prefix="sluice-bench-scale-"))
+    t_start = time.monotonic()
+    proc, ofp, api = start_controller(work, topo, jobs, args)
+    switches = None
+    try:
+        log(f"controller up with {len(jobs)} jobs in {time.monotonic() - t_start:.1f} s; "
+            f"{len(topo_obj.switches)} switches connecting")
+        switches = Switches(topo, ofp)
+        settled = switches.settle(len(topo_obj.switches), 600)
+        log(f"switches hold their rules ({settled['rules_total']} in all) after "
+            f"{time.monotonic() - t_start:.1f} s; load for {args.warmup + args.seconds:.0f} s")
+        load_avg0 = os.getloadavg()
+        out = asyncio.run(drive(topo_obj, jobs, api, args, proc.pid, switches))
+        held = held_batches(api)
+    finally:
+        if switches is not None:
+            switches.stop()
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:     # still saving a large state: no need to
+            proc.kill()
+            proc.wait(5)
+    fig, window = out["fig"], out["window_s"]
+    missing = sum(1 for k, b in fig.acked.items() if k in held and held[k] < b)
+    sw0, sw1 = out["sw0"], out["sw1"]
+    return {
+        "workers": args.workers, "jobs": len(jobs), "per_job": args.per_job,
+        "switches": len(topo_obj.switches), "hosts": len(topo_obj.hosts), "rank": args.rank,
+        "hints": args.hints, "seconds": round(window, 1),
+        "reports_per_s": round(fig.reports / window, 1),
+        "reports_per_s_today_client": round(today_rate(jobs), 1),
+        "controller_cpu_share": round(out["cpu"], 4),
+        "load_generator_cpu_share": round(out["load_cpu"], 4),
+        "switches_cpu_share": round((sw1["cpu_s"] - sw0["cpu_s"]) / window, 4),
+        "level_changes": len(fig.level_changes_ms),
+        "level_change_p50_ms": pct(fig.level_changes_ms, 0.5),
+        "level_change_p99_ms": pct(fig.level_changes_ms, 0.99),
+        "level_change_rtt_p99_ms": pct(fig.level_changes_rtt_ms, 0.99),
+        "level_changes_not_applied": fig.not_applied,
+        "lost": fig.lost + missing + fig.not_applied, "acked_not_held": missing,
+        "arrivals": fig.arrivals, "removals": fig.removals, "admin_errors": fig.admin_errors[:5],
+        "admin_p50_ms": pct(fig.admin_ms, 0.5), "admin_max_ms": pct(fig.admin_ms, 1.0),
+        "flow_mods_per_s": round((sw1["flow_mods"] - sw0["flow_mods"]) / window, 1),
+        "switch_reconnects": sw1["reconnects"] - sw0["reconnects"],
+        "rules_total": sw1["rules_total"],
+        "rules_per_edge_switch_max": sw1["rules_per_edge_switch_max"],
+        "job_rules_per_edge_switch_max": sw1["job_rules_per_edge_switch_max"],
+        "rules_per_switch_max": sw1["rules_per_switch_max"],
+        "setup_s": round(time.monotonic() - t_start - window - args.warmup, 1),
+        "load_avg_before": load_avg0, "load_avg_after": os.getloadavg()}
+
+
+def rules_only(args) -> dict:
+    """The rules the controller wants on each switch for this cluster, computed by its
+    own service in this process (one full reconcile with every switch connected, on an
+    in-memory table): the figure for sizes whose fabric one controller does not bring up
+    in the bench's time."""
+    import collections
+
+    from controller.service import ControllerConfig, ControllerService, TableSink
+
+    topo = C.topology_dict(args.workers)
+    topo_obj = C.load(topo)
+    jobs = C.initial_jobs(topo_obj, args.workers, args.per_job, args.seed)
+    work = Path(tempfile.mkdtemp(prefix="sluice-bench-scale-rules-"))
+    (work / "state.json").write_text(json.dumps(C.state_file(topo_obj, jobs, args.rank, 0.0)))
+    t0 = time.process_time()
+    svc = ControllerService(ControllerConfig(topology=topo_obj, state_file=work / "state.json",
+                                             rank=args.rank), sink=TableSink())
+    svc.sink.sent = collections.deque(maxlen=0)
+    with svc.lock:
+        svc.shared.fabric.connected.update(s.dpid for s in topo_obj.switches)
+        svc.reconciler.fabric_dirty = True
+        svc.reconciler.full()
+    cpu = time.process_time() - t0
+    tor = {s.dpid for s in topo_obj.switches if s.role == "tor"}
+    per, jobs_per = collections.Counter(), collections.Counter()
+    for r in svc.installed.rules.values():
+        per[r.dpid] += 1
+        jobs_per[r.dpid] += r.cookie >> 56 == 0x51
+    return {"workers": args.workers, "jobs": len(jobs), "switches": len(topo_obj.switches),
+            "hosts": len(topo_obj.hosts), "rules_only": True,
+            "rules_total": sum(per.values()),
+            "rules_per_edge_switch_max": max(per[d] for d in tor),
+            "job_rules_per_edge_switch_max": max(jobs_per[d] for d in tor),
+            "rules_per_switch_max": max(per.values()),
+            "full_reconcile_cpu_s": round(cpu, 2)}
+
+
+def verdicts(r: dict) -> dict:
+    lat = r["level_change_p99_ms"]
+    return {"cpu_under_25pct": r["controller_cpu_share"] < CPU_BOUND,
+            "level_change_p99_under_50ms": lat is not None and lat < P99_BOUND_MS,
+            "zero_lost": r["lost"] == 0,
+            "edge_rules_within_2000": r["rules_per_edge_switch_max"] <= EDGE_TABLE}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = harness.parser(__doc__)
+    ap.add_argument("--workers", type=int, default=2048)
+    ap.add_argument("--per-job", type=int, default=8)
+    ap.add_argument("--seconds", type=float, default=60.0, help="measured window")
+    ap.add_argument("--warmup", type=float, default=15.0)
+    ap.add_argument("--rank", default="remaining", choices=["progress", "remaining", "attained"])
+    ap.add_argument("--hints", default="on", choices=["on", "off"],
+                    help="off: the controller gives no hints (today's reporting)")
+    ap.add_argument("--connections", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rules-only", action="store_true",
+                    help="only the rules per switch, from the controller's service in this "
+                         "process (no controller process, switches or load)")
+    args = ap.parse_args(argv)
+    if not 1 <= args.per_job <= 256 or args.workers < 2 * args.per_job:
+        ap.error("--per-job must be 1..256 and --workers at least two jobs' worth")
+    if args.seconds <= 0 or args.warmup < 3:
+        ap.error("--seconds must be > 0 and --warmup at least 3")
+    if args.rules_only:
+        r = rules_only(args)
+        harness.figure("rules per edge switch (max)", r["rules_per_edge_switch_max"],
+                       "rules", baseline=EDGE_TABLE, note=f"(baseline: a 2,000-entry table; "
+                       f"job rules {r['job_rules_per_edge_switch_max']})")
+        harness.write_json(args.json, r)
+        return 0
+    try:
+        r = run(args)
+    except RuntimeError as err:   # the controller could not bring the fabric up: say so
+        print(f"NOT MEASURED: {err}", flush=True)
+        harness.write_json(args.json, {"workers": args.workers, "error": str(err),
+                                       "load_avg": os.getloadavg()})
+        return 1
+    r["verdicts"] = verdicts(r)
+    harness.figure("reports arriving", r["reports_per_s"], "reports/s",
+                   baseline=r["reports_per_s_today_client"],
+                   note="(baseline: today's client, every worker every max(step, 0.2 s))")
+    harness.figure("controller CPU", r["controller_cpu_share"], "of one core",
+                   baseline=CPU_BOUND, note="(baseline: the bound)")
+    if r["level_change_p99_ms"] is not None:
+        harness.figure("level change -> barrier p99", r["level_change_p99_ms"], "ms",
+                       baseline=P99_BOUND_MS, note=f"(baseline: the bound; "
+                       f"{r['level_changes']} changes, client round trip p99 "
+                       f"{r['level_change_rtt_p99_ms']} ms)")
+    harness.figure("reports lost", r["lost"], "")
+    harness.figure("rules per edge switch (max)", r["rules_per_edge_switch_max"], "rules",
+                   baseline=EDGE_TABLE, note=f"(baseline: a 2,000-entry table; job rules "
+                   f"{r['job_rules_per_edge_switch_max']})")
+    harness.figure("flow mods", r["flow_mods_per_s"], "/s")
+    print("VERDICTS " + " ".join(f"{k}={'met' if v else 'NOT met'}"
+                                 for k, v in r["verdicts"].items()), flush=True)
+    harness.write_json(args.json, r)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
