@@ -22,6 +22,7 @@ ENTRY_POINTS = {
     "ps_runtime/worker.py": "python -m ps_runtime.worker",
     "ps_runtime/emulated_worker.py": "python -m ps_runtime.emulated_worker",
     "ps_runtime/slurm_job.py": "python -m ps_runtime.slurm_job",
+    "ps_runtime/auto_worker.py": "python -m ps_runtime.auto_worker (compute decided per worker)",
     "ps_runtime/checkpoint_args.py": "the workers' checkpoint flags and their namespace",
     "ps_runtime/emulated_state.py": "the emulated worker's state, from its namespace",
     "ps_runtime/train_checkpoint.py": "sluice train's checkpoint flags (ps_runtime/cli.py)",
