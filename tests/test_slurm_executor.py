@@ -278,17 +278,24 @@ def test_jobs_run_where_decided_and_the_controller_classifies_their_flows(slurm_
 
 # ---- capacity: foreign jobs and drained nodes ---------------------------------------------
 
-def test_foreign_gpus_and_drained_nodes_are_respected(slurm_fabric, sched_factory):
-    env = slurm_fabric
+def start_foreign_job(env, gpus: int, host: str = "h1") -> int:
+    """Another user's Slurm job holding ``gpus`` GPUs of ``host``, running; its id."""
     cli_env = {**os.environ, **env.cluster.env}
-    foreign = subprocess.run(["sbatch", "--parsable", "-J", "someone-else", "-w", "h1",
-                              "--gres=gpu:4", "-o", "/dev/null", "--wrap", "sleep 300"],
+    foreign = subprocess.run(["sbatch", "--parsable", "-J", "someone-else", "-w", host,
+                              f"--gres=gpu:{gpus}", "-o", "/dev/null", "--wrap", "sleep 300"],
                              env=cli_env, capture_output=True, text=True, check=True)
     foreign_id = int(foreign.stdout.strip())
     deadline = time.monotonic() + 30
     while slurm(env).jobs([foreign_id])[0].state != "RUNNING":
         assert time.monotonic() < deadline
         time.sleep(0.3)
+    return foreign_id
+
+
+def test_foreign_gpus_and_drained_nodes_are_respected(slurm_fabric, sched_factory):
+    env = slurm_fabric
+    cli_env = {**os.environ, **env.cluster.env}
+    foreign_id = start_foreign_job(env, 4)
     env.cluster.drain("h2", "sluice test: maintenance")
     sched = sched_factory(batches=20)
     ids = sched.submit([tiny("f1", 4), tiny("f2", 4), tiny("f3", 4)])

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 
 import pytest
 
@@ -19,7 +18,8 @@ from slurm_client.gres_indices import gres_gpu_indices, parse_job_gpu_indices
 from sluice_common.jobspec import parse_jobs_text
 from sluice_common.placement import Placement
 from topologies import load_topology
-from test_slurm_executor import SLURM_TOPOLOGY, ran_on, sched_factory, slurm, tiny  # noqa: F401
+from test_slurm_executor import (SLURM_TOPOLOGY, ran_on, sched_factory, slurm,  # noqa: F401
+                                 start_foreign_job, tiny)
 
 DETAIL = (
     "JobId=4 HetJobId=3 HetJobOffset=1 JobName=wrap UserId=root(0) JobState=RUNNING "
@@ -64,14 +64,7 @@ def test_two_jobs_on_one_host_disjoint_slurm_gpus_and_a_foreign_jobs_gpu_never_g
         slurm_fabric, sched_factory):
     env = slurm_fabric
     cli_env = {**os.environ, **env.cluster.env}
-    foreign = subprocess.run(["sbatch", "--parsable", "-J", "someone-else", "-w", "h1",
-                              "--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 300"],
-                             env=cli_env, capture_output=True, text=True, check=True)
-    foreign_id = int(foreign.stdout.strip())
-    deadline = time.monotonic() + 30
-    while slurm(env).jobs([foreign_id])[0].state != "RUNNING":
-        assert time.monotonic() < deadline
-        time.sleep(0.3)
+    foreign_id = start_foreign_job(env, 1)
     held = slurm(env).job_gpu_indices()[foreign_id]["h1"]
     sched = sched_factory(batches=60)
     sched.submit([tiny("g1", 2), tiny("g2", 1)])
