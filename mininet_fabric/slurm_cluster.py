@@ -495,8 +495,9 @@ class SlurmCluster:
             if all(states.get(h) == "idle" for h in hosts):
                 return
             if time.monotonic() > deadline:
-                raise FabricError(f"Slurm nodes not idle after {timeout:.0f} s: {states} "
-                                  f"(logs in {self.workdir / 'log'})")
+                jobs = self._cli(["squeue", "-h", "-o", "%i %T %N %j"]).stdout.strip()
+                raise FabricError(f"Slurm nodes not idle after {timeout:.0f} s: {states}; "
+                                  f"jobs: {jobs or 'none'} (logs in {self.workdir / 'log'})")
             dead = [h for h in hosts if self._slurmd.get(h) is not None
                     and self._slurmd[h].poll() is not None]
             if dead:

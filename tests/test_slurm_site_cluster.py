@@ -159,14 +159,16 @@ def make_h4_a100(env) -> None:
         r"^(NodeName=h4 Name=gpu) ", r"\1 Type=a100 ", t, flags=re.M))
     env.cluster.wait_idle(env.cluster.hosts, 60)
     env.cluster.kill_slurmd("h4")
-    # a graceful stop: slurmctld saves its state (a kill -9 just after a job ended can
-    # bring the job's allocation back on restart, its node 'mixed' for minutes)
+    # a graceful stop first (a kill -9 just after a job ended can leave the job's
+    # allocation in the saved state, its node 'mixed' for minutes)
     assert cli(env, "scontrol", "shutdown", "slurmctld").returncode == 0
     deadline = time.monotonic() + 30
     while cli(env, "scontrol", "ping").returncode == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
     env.cluster.kill_slurmctld()                 # its helpers, if any are left
-    env.cluster.start_slurmctld()
+    # no job is active (wait_no_jobs above), so nothing is lost by a cold start; a warm
+    # one (-R) brought back a finished job's allocation in CI once, h1 'mixed' past 60 s
+    env.cluster.start_slurmctld(clear_state=True)
     env.cluster.start_slurmd("h4")
     env.cluster.wait_idle(env.cluster.hosts, 60)
 
