@@ -327,6 +327,7 @@ def test_topology_from_slurm_and_validate_against_it(slurm_fabric, tmp_path):
                         str(out), "--host-link-gbps", "10", "--uplink-gbps", "5"],
                        env=cli_env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+    assert "switch datapath ids numbered 1.." in r.stderr, r.stderr   # no --switch-dpids
     data = yaml.safe_load(out.read_text())
     mine = {h["name"]: (h["ip"], h["gpus"], h["rack"]) for h in data["hosts"]}
     topo = env.topology

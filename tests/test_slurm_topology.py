@@ -59,3 +59,55 @@ def test_routes_and_bad_arguments(capsys, tmp_path):
                "--host-link-gbps", "1", "--uplink-gbps", "1"])
     assert rc == 2 and "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "t.yaml").exists()
+
+
+def _two_racks():
+    n = [NodeInfo(f"g{k}", f"10.1.0.{k}", f"g{k}", "IDLE", gpus=8) for k in range(1, 5)]
+    sw = [SwitchInfo("l1", 0, ("g1", "g2")), SwitchInfo("l2", 0, ("g3", "g4")),
+          SwitchInfo("s1", 1, switches=("l1", "l2"))]
+    return n, sw
+
+
+def test_switch_datapath_ids_come_from_the_file_in_every_spelling():
+    from job_scheduler.service.switch_dpids import parse_switch_dpids
+
+    dpids = parse_switch_dpids({"l1": 7, "l2": "0x1f", "s1": "00:00:00:00:00:00:01:00"}, "d.yaml")
+    assert dpids == {"l1": 7, "l2": 31, "s1": 256}
+    n, sw = _two_racks()
+    topo = load_dict(topology_from_slurm(n, sw, host_link_gbps=1, uplink_gbps=2,
+                                         switch_dpids=dpids), "x")
+    assert {s.name: s.dpid for s in topo.switches} == {"l1": 7, "l2": 31, "s1": 256}
+    # without a file: written out, numbered in the file's switch order
+    plain = topology_from_slurm(n, sw, host_link_gbps=1, uplink_gbps=2)
+    assert [(s["name"], s["dpid"]) for s in plain["switches"]] == [("l1", 1), ("l2", 2),
+                                                                    ("s1", 3)]
+
+
+def test_bad_switch_dpids_name_the_file_and_the_switch():
+    from job_scheduler.service.switch_dpids import parse_switch_dpids
+
+    with pytest.raises(InputError) as err:
+        parse_switch_dpids({"l1": 0, "l2": "0xzz", "s1": True, "s2": "00:01", "s3": 5,
+                            "s4": 5, "s5": 2 ** 64}, "d.yaml")
+    text = str(err.value)
+    for field in ("l1", "l2", "s1", "s2", "s4", "s5"):
+        assert f"d.yaml" in text and field in text, text
+    assert "also s3's" in text
+    with pytest.raises(InputError, match="must be a YAML mapping"):
+        parse_switch_dpids(["l1"], "d.yaml")
+    n, sw = _two_racks()
+    with pytest.raises(InputError) as err:
+        topology_from_slurm(n, sw, host_link_gbps=1, uplink_gbps=2,
+                            switch_dpids={"l1": 1, "s1": 3, "x9": 4}, dpids_source="d.yaml")
+    text = str(err.value)
+    assert "no datapath id for switch(es) l2" in text and "x9 are not in topology.conf" in text
+
+
+def test_from_slurm_refuses_a_bad_dpid_file_before_asking_slurm(capsys, tmp_path):
+    bad = tmp_path / "dpids.yaml"
+    bad.write_text("tor1: nope\n")
+    rc = main(["topology", "from-slurm", "--out", str(tmp_path / "t.yaml"),
+               "--host-link-gbps", "1", "--uplink-gbps", "1", "--switch-dpids", str(bad)])
+    err = capsys.readouterr().err
+    assert rc == 2 and str(bad) in err and "tor1" in err and "not a datapath id" in err, err
+    assert not (tmp_path / "t.yaml").exists()

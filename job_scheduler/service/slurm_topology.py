@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from job_scheduler.service.slurm_addresses import load_fabric_addresses
+from job_scheduler.service.switch_dpids import assign_dpids, load_switch_dpids
 from slurm_client import NodeInfo, SwitchInfo
 from topologies import Topology
 from sluice_common.errors import InputError, option_error
@@ -34,7 +35,11 @@ from sluice_common.errors import InputError, option_error
 def topology_from_slurm(nodes: Sequence[NodeInfo], switches: Sequence[SwitchInfo], *,
                         host_link_gbps: float, uplink_gbps: float,
                         name: str = "slurm-cluster", source: str = "slurm",
-                        fabric_addresses: dict[str, str] | None = None) -> dict[str, Any]:
+                        fabric_addresses: dict[str, str] | None = None,
+                        switch_dpids: dict[str, int] | None = None,
+                        dpids_source: str = "--switch-dpids") -> dict[str, Any]:
+    """The topology mapping; each switch carries its datapath id (``switch_dpids``, which
+    must name every switch, else numbered 1..N: see :mod:`switch_dpids`)."""
     if not nodes:
         raise InputError(source, "Slurm has no nodes")
     fabric = fabric_addresses or {}
@@ -78,6 +83,9 @@ def topology_from_slurm(nodes: Sequence[NodeInfo], switches: Sequence[SwitchInfo
     if missing:
         raise InputError(source, f"node(s) under no leaf switch of topology.conf: "
                          f"{', '.join(missing)}", field="topology.conf")
+    ids, _ = assign_dpids([s["name"] for s in out_switches], switch_dpids, dpids_source)
+    for s in out_switches:
+        s["dpid"] = ids[s["name"]]
     hosts = [{"name": n.name, "rack": rack_of.get(n.name, "rack1"), "gpus": n.gpus,
               "bw": host_bw, "ip": address[n.name]} for n in nodes]
     return {"name": name,
@@ -94,7 +102,8 @@ def _slurm_error(err) -> InputError:
 
 def write_from_slurm(out: Path, *, host_link_gbps: float, uplink_gbps: float,
                      name: str = "slurm-cluster", bw_scale: float | None = None,
-                     fabric_addresses: str | None = None) -> int:
+                     fabric_addresses: str | None = None,
+                     switch_dpids: str | None = None) -> int:
     """Write the running Slurm cluster's topology to ``out`` (checked by the topology
     loader first); a bad value raises an option error naming its parameter."""
     import yaml
@@ -112,6 +121,7 @@ def write_from_slurm(out: Path, *, host_link_gbps: float, uplink_gbps: float,
         raise InputError(str(out), f"directory {str(out.parent)!r} does not exist",
                          field="out")
     fabric = load_fabric_addresses(fabric_addresses)
+    dpids = load_switch_dpids(switch_dpids)
     client = SlurmClient()
     try:
         nodes = client.nodes()
@@ -119,13 +129,20 @@ def write_from_slurm(out: Path, *, host_link_gbps: float, uplink_gbps: float,
     except (SlurmError, ValueError) as err:     # ValueError: a release sluice cannot read
         raise _slurm_error(err)
     data = topology_from_slurm(nodes, switches, host_link_gbps=host_link_gbps,
-                               uplink_gbps=uplink_gbps, name=name, fabric_addresses=fabric)
+                               uplink_gbps=uplink_gbps, name=name, fabric_addresses=fabric,
+                               switch_dpids=dpids, dpids_source=str(switch_dpids))
     if bw_scale is not None:
         data["emulation"] = {"bw_scale": bw_scale}
     topo = parse_topology(data, str(out))       # the loader's checks, before writing
     out.write_text(yaml.safe_dump(data, sort_keys=False))
     print(f"{out}: {len(topo.hosts)} hosts, {topo.total_gpus} GPUs, {len(topo.racks)} "
           f"racks, {len(topo.switches)} switches (from Slurm)")
+    if dpids is None:
+        # Slurm does not know OpenFlow: numbered ids match the emulated fabric only
+        print(f"note: {out}: switch datapath ids numbered 1..{len(topo.switches)}; on real "
+              "switches give --switch-dpids FILE ({switch: dpid}) or edit each switch's "
+              "'dpid:' to the id it announces (ovs-ofctl show), or the controller will not "
+              "recognise them", file=sys.stderr)
     return 0
 
 

@@ -25,6 +25,10 @@ def configure_from_slurm(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default="slurm-cluster", help="the topology's name")
     parser.add_argument("--bw-scale", type=float, default=None,
                         help="emulation.bw_scale to record (Mininet runs links at bw * scale)")
+    parser.add_argument("--switch-dpids", default=None, metavar="FILE",
+                        help="YAML {switch: datapath id}: the OpenFlow id of every "
+                        "topology.conf switch (without it they are numbered 1..N, which "
+                        "only the emulated fabric matches)")
     _fabric_addresses(parser)
 
 
@@ -41,7 +45,8 @@ def run_from_slurm(args: argparse.Namespace) -> int:
         return write_from_slurm(args.out, host_link_gbps=args.host_link_gbps,
                                 uplink_gbps=args.uplink_gbps, name=args.name,
                                 bw_scale=args.bw_scale,
-                                fabric_addresses=args.fabric_addresses)
+                                fabric_addresses=args.fabric_addresses,
+                                switch_dpids=args.switch_dpids)
     except InputError as err:
         raise as_flags(err, FLAGS) from None
 
