@@ -37,7 +37,7 @@ def topology_from_slurm(nodes: Sequence[NodeInfo], switches: Sequence[SwitchInfo
                         name: str = "slurm-cluster", source: str = "slurm",
                         fabric_addresses: dict[str, str] | None = None,
                         switch_dpids: dict[str, int] | None = None,
-                        dpids_source: str = "--switch-dpids") -> dict[str, Any]:
+                        dpids_source: str = "switch datapath ids") -> dict[str, Any]:
     """The topology mapping; each switch carries its datapath id (``switch_dpids``, which
     must name every switch, else numbered 1..N: see :mod:`switch_dpids`)."""
     if not nodes:
