@@ -20,9 +20,11 @@ MODES = ("off",) + RANK_RULES
 def all_modes() -> tuple[str, ...]:
     """``baselines="all"``: every registered baseline (switch-egress queue discipline,
     mininet_fabric/baselines.py) as a mode too, and the default rule on each one but the
-    deep FIFO ("<rule>+<baseline>"; the rule on ``off`` is the rule's own mode)."""
+    deep FIFO ("<rule>+<baseline>"; the rule on ``off`` is the rule's own mode), but not on a
+    baseline that schedules by itself (``pias``: its hosts tag the packets)."""
     others = [b for b in bl.names() if b != "off"]
-    return ("off", *others, *RANK_RULES, *(f"{DEFAULT_RULE}+{b}" for b in others))
+    return ("off", *others, *RANK_RULES,
+            *(f"{DEFAULT_RULE}+{b}" for b in bl.queues() if b != "off"))
 
 
 def modes_for(baselines: str, only: tuple[str, ...] = ()) -> tuple[str, ...]:
