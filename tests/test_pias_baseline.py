@@ -139,3 +139,11 @@ def test_no_rules_no_commands():
     with host_tagging.tagging(fab, ("h1",), None):
         pass
     assert fab.calls == []
+
+
+def test_the_command_line_refuses_pias_without_a_size_distribution(capsys):
+    from mininet_tests.heavy_tail.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--mix", "same-start", "--baselines", "all"])
+    assert exit_.value.code == 2 and "--modes" in capsys.readouterr().err

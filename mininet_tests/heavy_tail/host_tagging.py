@@ -20,8 +20,8 @@ class HostTaggingError(RuntimeError):
 def workload(config: HeavyTailConfig) -> bl.Workload:
     """The heavy-tail mix's per-connection sizes at its offered load."""
     if config.mix != "heavy-tail":
-        raise ValueError(f"a host-tagging baseline needs the heavy-tail mix's size "
-                         f"distribution, not the {config.mix} mix")
+        raise ValueError(f"a host-tagging baseline (pias) needs the heavy-tail mix's size "
+                         f"distribution, not the {config.mix} mix: leave it out with --modes")
     return bl.Workload(connection_sizes(config.scale, config.bytes_lo), config.load)
 
 
@@ -68,6 +68,14 @@ def tagging(fabric, hosts, rules: str | None):
                 if "rc=0" not in out:
                     raise HostTaggingError(f"iptables-restore in {host} failed: {out.strip()[-400:]}")
             yield
-        finally:
+        except BaseException as err:
+            # the run failed: remove what can be removed and raise the run's error, with
+            # any removal that failed noted on it
             for host in applied:
-                remove(fabric, host)
+                try:
+                    remove(fabric, host)
+                except Exception as cleanup:
+                    err.add_note(f"and removing the PIAS rules from {host} failed: {cleanup}")
+            raise
+    for host in applied:
+        remove(fabric, host)
