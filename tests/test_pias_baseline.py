@@ -146,4 +146,4 @@ def test_the_command_line_refuses_pias_without_a_size_distribution(capsys):
 
     with pytest.raises(SystemExit) as exit_:
         main(["--mix", "same-start", "--baselines", "all"])
-    assert exit_.value.code == 2 and "--modes" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "pias" in capsys.readouterr().err

@@ -21,7 +21,7 @@ def workload(config: HeavyTailConfig) -> bl.Workload:
     """The heavy-tail mix's per-connection sizes at its offered load."""
     if config.mix != "heavy-tail":
         raise ValueError(f"a host-tagging baseline (pias) needs the heavy-tail mix's size "
-                         f"distribution, not the {config.mix} mix: leave it out with --modes")
+                         f"distribution, not the {config.mix} mix: run without that mode")
     return bl.Workload(connection_sizes(config.scale, config.bytes_lo), config.load)
 
 
