@@ -30,8 +30,9 @@ The model used here (all times in units of "bytes at link rate", capacity 1):
 With K = 1 this is the M/G/1 (or M/M/1) FIFO queue's mean sojourn, the deep FIFO's; with
 many thresholds it tends to least-attained-service. The minimum is found by coordinate
 descent over a log-spaced grid of candidate thresholds spanning the distribution's
-support (deterministic; restarted from the byte-quantile spacing), not by PIAS's own
-solver: the paper's solver is a means, the objective is what defines the thresholds.
+support (deterministic; started from thresholds evenly spaced on that log grid, one
+threshold moved at a time while the mean FCT falls), not by PIAS's own solver: the
+solver is a means, the objective is what defines the thresholds.
 
 Assumptions worth knowing: one bottleneck link, flows independent, sizes as bytes on
 the wire (connbytes counts whole IP packets, so headers add ~3 % to each flow's count);

@@ -11,6 +11,7 @@ Needs root and OVS (fabric marker; conftest fails loudly otherwise)."""
 from __future__ import annotations
 
 import subprocess
+import time
 from functools import partial
 
 import pytest
@@ -49,7 +50,6 @@ def _send(fab, src: str, dst: str) -> tuple[dict[int, int], dict[int, int]]:
     data_port, ack_port = fab.intf("tor1", "spine1"), fab.intf("tor2", "spine1")
     assert " 0% packet loss" in fab.cmd(src, f"ping -c1 -W2 {fab.ip(dst)}")
     server = fab.popen(dst, "iperf3", "-s", "-1", "-p", str(PORT))
-    import time
     time.sleep(0.5)
     data0, ack0 = _class_bytes(fab, data_port), _class_bytes(fab, ack_port)
     out = fab.cmd(src, f"iperf3 -c {fab.ip(dst)} -p {PORT} -n {SENT} -J >/dev/null; echo rc=$?")
