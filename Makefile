@@ -4,7 +4,9 @@
 SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
-APT_PACKAGES := mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 python3-venv chromium systemd
+APT_PACKAGES := mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 python3-venv chromium systemd iptables
+# iptables: the pias baseline tags packets at the hosts (mangle OUTPUT, connbytes + DSCP;
+# mininet_fabric/pias.py)
 # chromium: the headless browser of the live-page test (tests/test_live_browser.py)
 # systemd: systemd-analyze checks deploy/systemd/'s units, and the kill test runs them under
 # a real systemd in namespaces of its own (tests/test_systemd_units.py)

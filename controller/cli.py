@@ -58,6 +58,11 @@ def configure_controller(parser) -> None:
                              "answer tells the worker when its next report matters (reports "
                              "grow with level changes, not batches); off: no hint, workers "
                              "report every batch they can (at most every 0.2 s)")
+    parser.add_argument("--trust-host-dscp", action="store_true",
+                        help="keep the DSCP each host gives its packets (end-host tagging, "
+                             "e.g. PIAS) instead of re-marking them to the least urgent "
+                             "class; a trade-off: any host can then buy priority, so only "
+                             "where the hosts are trusted (default: off)")
     parser.add_argument("--report-staleness", type=float, default=1.0,
                         help="seconds: the longest a report may wait under the progress "
                              "rule, and for jobs others are ranked against (default 1)")
@@ -197,6 +202,7 @@ def config_of(args) -> ControllerConfig:
             state_file=state_file, rate_per_s=args.rate_limit, rank=args.rank,
             attained_base_bytes=args.attained_base_mb * (1 << 20),
             attained_factor=args.attained_factor, report_hints=_on_off(args.report_hints),
+            trust_host_dscp=args.trust_host_dscp,
             report_staleness_s=args.report_staleness,
             report_heartbeat_s=args.report_heartbeat, ofp_host=args.ofp_host,
             ofp_port=args.ofp_port, api_host=api_host, api_port=api_port,

@@ -44,6 +44,9 @@ class ControllerConfig:
     # the hint in each progress report's answer (controller/report_hints.py); off: no
     # hint, every client reports as often as it likes (as before issue 49)
     report_hints: bool = True
+    # keep the DSCP hosts give their packets instead of re-marking it to 0 (end-host
+    # tagging such as PIAS; any host can then buy priority: controller.rules.admission_rules)
+    trust_host_dscp: bool = False
     report_staleness_s: float = 1.0     # progress, and the jobs others are measured against
     report_heartbeat_s: float = 120.0    # every other job
     # the process around the service (controller/cli.py, controller/app.py)

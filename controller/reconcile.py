@@ -63,7 +63,8 @@ class Reconciler:
         if fabric_changed:
             self._next_ports = s.fabric.next_ports()
             fwd_rules = R.forwarding_rules(self._next_ports) + R.admission_rules(
-                ((l.dpid, l.port, ip) for ip, l in s.fabric.hosts.items()), s.fabric.links)
+                ((l.dpid, l.port, ip) for ip, l in s.fabric.hosts.items()), s.fabric.links,
+                s.config.trust_host_dscp)
             # switches whose control channel is down are routed through, but get no rules
             self._static_rules = [r for dpid in sorted(connected) for r in R.base_rules(dpid)]
             self._static_rules += [r for r in fwd_rules if r.dpid in connected]

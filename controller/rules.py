@@ -100,14 +100,23 @@ def base_rules(dpid: int) -> list[Rule]:
 
 
 def admission_rules(host_ports: Iterable[tuple[int, int, str]],
-                    link_ports: Iterable[tuple[int, int]]) -> list[Rule]:
+                    link_ports: Iterable[tuple[int, int]],
+                    trust_host_dscp: bool = False) -> list[Rule]:
     """Table 0. ``host_ports``: (dpid, port, ip) of each located host: its IPv4 passes
     only from its own port with its own source address, re-marked to DSCP 0 (the least
     urgent class: a host's own marking buys nothing). ``link_ports``: (dpid, port) of
-    switch links: traffic from another switch passes unchanged."""
+    switch links: traffic from another switch passes unchanged.
+
+    ``trust_host_dscp``: a host's packets keep the DSCP the host gave them (the source
+    address is still bound to the port). For end-host tagging schemes such as PIAS
+    (mininet_fabric/pias.py), whose hosts mark their own flows; the price is that any
+    host can then buy priority for anything it sends, so only on a fabric whose hosts
+    are trusted. Registered PS flows are still marked by the controller (their rules
+    take precedence over admission)."""
     goto = ("goto", TABLE_FORWARD)
+    admit = (goto,) if trust_host_dscp else (("set_dscp", 0), goto)
     out = [Rule(dpid, PRIO_ADMIT, make_match(in_port=port, eth_type=ETH_IPV4, ipv4_src=ip),
-                (("set_dscp", 0), goto), COOKIE_ADMISSION)
+                admit, COOKIE_ADMISSION)
            for dpid, port, ip in sorted(host_ports)]
     out += [Rule(dpid, PRIO_TRANSIT, make_match(in_port=port), (goto,), COOKIE_ADMISSION)
             for dpid, port in sorted(link_ports)]

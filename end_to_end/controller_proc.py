@@ -57,7 +57,8 @@ def wait_healthy(client, proc: subprocess.Popen, log_path: Path, timeout: float,
 
 @contextmanager
 def controller_process(topology_arg: str, log_path: Path, *, startup_s: float = 30.0,
-                       stats_interval: float = 1.0, rank: str | None = None) -> Iterator[tuple[str, ControllerClient]]:
+                       stats_interval: float = 1.0, rank: str | None = None,
+                       extra_args: tuple[str, ...] = ()) -> Iterator[tuple[str, ControllerClient]]:
     ofp, api = free_port(), free_port()
     token = secrets.token_urlsafe(18)
     env = dict(os.environ, SLUICE_ADMIN_TOKEN=token)
@@ -66,7 +67,7 @@ def controller_process(topology_arg: str, log_path: Path, *, startup_s: float = 
     proc = subprocess.Popen([sys.executable, "-m", "sluice", "controller", "--topology",
                              topology_arg, "--ofp-port", str(ofp), "--api", f"127.0.0.1:{api}",
                              "--stats-interval", str(stats_interval), "--log-level", "warning"]
-                            + (["--rank", rank] if rank else []),
+                            + (["--rank", rank] if rank else []) + list(extra_args),
                             env=env, stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     client = ControllerClient(f"http://127.0.0.1:{api}", token)

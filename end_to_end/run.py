@@ -130,14 +130,15 @@ def out_dir(config: RunConfig, command: str) -> Path:
 
 @contextmanager
 def environment(topology, topology_arg: str, out: Path, rank: str | None = None,
-                **fabric_options):
-    """Controller process (ranking rule ``rank``), then the fabric connected to it; both
-    stopped on exit."""
+                controller_args: tuple[str, ...] = (), **fabric_options):
+    """Controller process (ranking rule ``rank``, more ``controller_args``), then the
+    fabric connected to it; both stopped on exit."""
     from mininet_fabric.fabric import Fabric
     from end_to_end.controller_proc import controller_process
 
     print(f"sluice: starting the controller for {topology.name}", file=sys.stderr, flush=True)
-    with controller_process(topology_arg, out / "controller.log", rank=rank) as (ofp, client):
+    with controller_process(topology_arg, out / "controller.log", rank=rank,
+                            extra_args=controller_args) as (ofp, client):
         print(f"sluice: live picture at {client.url}/live (metrics: {client.url}/metrics)",
               file=sys.stderr, flush=True)
         with Fabric(topology, controller=ofp, **fabric_options) as fabric:

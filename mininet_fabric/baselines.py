@@ -1,9 +1,9 @@
 """The switch-egress queue disciplines a network engineer compares priority against (pure).
 
-Three baselines, each a mode of the heavy-tail experiment (``off*``: no job registered,
-every packet unmarked, so all of it lands in the least urgent level), and each usable
-under the ranking rules too (``<rule>+<baseline>``: the controller marks jobs into the
-priority levels, and each level's queue is the baseline's):
+Four baselines, each a mode of the heavy-tail experiment (``off*``: no job registered,
+every packet unmarked, so all of it lands in the least urgent level), and the three
+queues usable under the ranking rules too (``<rule>+<baseline>``: the controller marks
+jobs into the priority levels, and each level's queue is the baseline's):
 
 - ``off``: today's tree (``priority.priority_tree``): per level one deep FIFO of
   ``priority.LEAF_QUEUE_PACKETS`` (200) packets, about 200 ms at 12 Mbit/s.
@@ -29,6 +29,15 @@ ports lie in a block of 40 (``ps_runtime.plan.BLOCK``) and consecutive jobs' blo
 40 apart, so the pushes of up to 13 consecutive jobs, and their pulls, fall in different
 buckets; ephemeral ports (ACK streams, connections back) spread uniformly.
 
+- ``pias``: PIAS's multi-level feedback queue (Bai et al., NSDI 2015), application-
+  agnostic: each host tags every TCP packet it sends by the bytes its connection has sent
+  (iptables connbytes -> DSCP, :mod:`mininet_fabric.pias`), with demotion thresholds
+  derived by PIAS's method from the workload's flow-size distribution and load
+  (:mod:`mininet_fabric.pias_thresholds`); the switches trust the hosts' DSCP (the
+  controller's ``--trust-host-dscp``) and serve the levels by strict priority, a deep
+  FIFO each (the ``off`` tree). A scheduler of its own, not a queue: no
+  ``<rule>+pias`` mode.
+
 All functions return ``tc -batch`` lines (without the leading ``tc``), like priority.py.
 """
 
@@ -38,7 +47,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from mininet_fabric import priority
+from mininet_fabric import pias, priority
+from mininet_fabric.pias_thresholds import SizeMixture, derive_thresholds
 from topologies import priority_classes as pc
 
 MTU_BYTES = 1514
@@ -56,9 +66,9 @@ def split_mode(mode: str, rules: tuple[str, ...]) -> tuple[str | None, str]:
     if mode in _REGISTRY:
         return None, mode
     rule, sep, baseline = mode.partition("+")
-    if rule not in rules or (sep and baseline not in _REGISTRY):
+    if rule not in rules or (sep and baseline not in queues()):
         raise ValueError(f"mode must be one of {names()}, a rule ({', '.join(rules)}) or "
-                         f"RULE+BASELINE, got {mode!r}")
+                         f"RULE+BASELINE (BASELINE one of {queues()}), got {mode!r}")
     return rule, baseline if sep else "off"
 
 
@@ -171,6 +181,19 @@ class Baseline:
     # ... and, for fair-queued leaves, the FIFO depth ahead of it in the more urgent
     # classes (sluice_common.exchange, "fair-queued leaves"); None: FIFO leaves
     urgent_packets: int | None = None
+    # hosts that tag their own packets (PIAS): the workload -> an iptables-restore input
+    # every host gets before a run (removed after it); such a baseline schedules by
+    # itself, so the ranking rules are not combined with it. None: the hosts tag nothing
+    host_rules: Callable[["Workload"], str] | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a host-tagging baseline derives its rules from: the flow-size distribution
+    (bytes per connection) and the offered load of the bottleneck, in (0, 1)."""
+
+    sizes: SizeMixture
+    load: float
 
 
 _REGISTRY: dict[str, Baseline] = {}
@@ -190,6 +213,29 @@ def unregister(name: str) -> None:
 def names() -> tuple[str, ...]:
     """Every registered baseline, in registration order (``off`` first)."""
     return tuple(_REGISTRY)
+
+
+def split_mode_baseline(mode: str) -> str:
+    """The baseline (switch queue, host tagging) of an experiment mode, whatever its rule."""
+    return mode if mode in _REGISTRY else (mode.partition("+")[2] or "off")
+
+
+def queues() -> tuple[str, ...]:
+    """The baselines that are switch queues only (no host tagging): the ranking rules
+    run on each of them (``<rule>+<baseline>``)."""
+    return tuple(b.name for b in _REGISTRY.values() if b.host_rules is None)
+
+
+def host_rules(baseline_name: str, workload: Workload) -> str | None:
+    """The iptables-restore input every host gets under ``baseline_name``; None: none."""
+    make = baseline(baseline_name).host_rules
+    return None if make is None else make(workload)
+
+
+def pias_thresholds(workload: Workload, levels: int = pc.LEVELS) -> tuple[int, ...]:
+    """PIAS's demotion thresholds (bytes) for ``workload``: M/M/1 model, ``levels``
+    queues (:func:`mininet_fabric.pias_thresholds.derive_thresholds`)."""
+    return derive_thresholds(workload.sizes, workload.load, levels)
 
 
 def baseline(name: str) -> Baseline:
@@ -238,3 +284,10 @@ register(Baseline(
     # window-limited senders keep to about a burst (not the bucket's 100 packets)
     queue_packets=lambda rate, rtt: burst_packets(),
     urgent_packets=priority.LEAF_QUEUE_PACKETS))
+register(Baseline(
+    "pias", "PIAS: each host tags its connections by the bytes they have sent (thresholds "
+    "by PIAS's method from the mix's size distribution), strict priority with a deep FIFO "
+    "per level at the switches",
+    tree=lambda intf, rate, levels, rtt: priority.priority_tree(intf, rate, levels),
+    queue_packets=lambda rate, rtt: priority.LEAF_QUEUE_PACKETS,
+    host_rules=lambda workload: pias.tagging_rules(pias_thresholds(workload))))

@@ -129,7 +129,9 @@ def verdicts(per_seed: list[dict], rule: str = DEFAULT_RULE) -> tuple[dict, list
     """Which modes are compared, and each bound's verdict."""
     baselines = [b for b in bl.names() if any(b in s["modes"] for s in per_seed)]
     best = best_of(per_seed, baselines)
-    on_best_queue = best_of(per_seed, [rule_mode(b, rule) for b in baselines])
+    # the rule runs on queues (not on pias, which tags at the hosts)
+    on_best_queue = best_of(per_seed, [rule_mode(b, rule) for b in baselines
+                                       if b in bl.queues()])
     if best is None or on_best_queue is None or "off" not in per_seed[0]["modes"]:
         raise ValueError(f"the run needs 'off', a baseline and the rule {rule!r} on one of "
                          f"its queues; it has {sorted(per_seed[0]['modes'])}")

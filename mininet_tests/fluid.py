@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from sluice_common.exchange import (ExchangeConstants, Sharer, default_constants, egress_state,
                                     share_egress, startup_time)
-from sluice_common.job_rank import (ATTAINED_BASE_BYTES, ATTAINED_FACTOR, PROGRESS, JobLoad,
-                                    job_levels)
+from sluice_common.job_rank import (ATTAINED, ATTAINED_BASE_BYTES, ATTAINED_FACTOR, PROGRESS,
+                                    JobLoad, attained_levels_at, job_levels)
 
 MODES = ("off", "progress", "remaining", "attained")
 
@@ -80,18 +80,24 @@ def _by_groups(groups: list[list[str]], caps: dict[str, float], capacity: float)
 
 def rank_groups(active: list, mode: str, done_bytes: dict[str, float],
                 attained_base: float = ATTAINED_BASE_BYTES,
-                attained_factor: float = ATTAINED_FACTOR, levels: int = 8) -> list[list[str]]:
+                attained_factor: float = ATTAINED_FACTOR, levels: int = 8,
+                attained_thresholds: tuple[float, ...] | None = None) -> list[list[str]]:
     """The active jobs (each with ``name``, ``arrival``, ``batches``, ``bytes_per_batch``)
     in the rule's priority groups, most urgent first (``done_bytes``: bytes moved so far,
     push and pull): the controller's levels (:func:`sluice_common.job_rank.job_levels`),
-    on fractional progress; ties go to the earlier arrival."""
+    on fractional progress; ties go to the earlier arrival. ``attained_thresholds``: the
+    ``attained`` rule's demotion points (bytes per direction) instead of base * factor**k
+    (PIAS's, per connection: a job's push and its pull move the same bytes)."""
     order = sorted(active, key=lambda j: (j.arrival, j.name))
     loads = [JobLoad(j.name, k,
                      # progress sees whole batch numbers; the job rules see bytes
                      math.floor(done_bytes[j.name] / (2 * j.bytes_per_batch)) if mode == PROGRESS
                      else done_bytes[j.name] / (2 * j.bytes_per_batch),
                      j.batches, j.bytes_per_batch) for k, j in enumerate(order)]
-    level = job_levels(mode, loads, levels, attained_base, attained_factor)
+    if mode == ATTAINED and attained_thresholds is not None:
+        level = attained_levels_at(loads, attained_thresholds)
+    else:
+        level = job_levels(mode, loads, levels, attained_base, attained_factor)
     groups: dict[int, list[str]] = {}
     for j in order:
         groups.setdefault(level[j.name], []).append(j.name)
@@ -100,8 +106,10 @@ def rank_groups(active: list, mode: str, done_bytes: dict[str, float],
 
 def simulate(jobs: list[FluidJob], mode: str, capacity: float, dt: float = 0.01,
              startup_s: float = 0.0, attained_base: float = ATTAINED_BASE_BYTES,
-             attained_factor: float = ATTAINED_FACTOR, levels: int = 8) -> dict[str, float]:
-    """Job name -> completion time minus arrival (JCT), under ``mode``."""
+             attained_factor: float = ATTAINED_FACTOR, levels: int = 8,
+             attained_thresholds: tuple[float, ...] | None = None) -> dict[str, float]:
+    """Job name -> completion time minus arrival (JCT), under ``mode``
+    (``attained_thresholds``: see :func:`rank_groups`)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     done_bytes = {j.name: 0.0 for j in jobs}
@@ -118,7 +126,8 @@ def simulate(jobs: list[FluidJob], mode: str, capacity: float, dt: float = 0.01,
         if mode == "off":
             rates = _fair(caps, total)
         else:
-            groups = rank_groups(active, mode, done_bytes, attained_base, attained_factor, levels)
+            groups = rank_groups(active, mode, done_bytes, attained_base, attained_factor, levels,
+                                 attained_thresholds)
             rates = _by_groups(groups, caps, total)
         step = dt
         for name, rate in rates.items():
@@ -156,7 +165,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
                      startup_s: float | None = None, attained_base: float = ATTAINED_BASE_BYTES,
                      attained_factor: float = ATTAINED_FACTOR, levels: int = 8,
                      overhead_s: float = 0.0, started: dict[str, float] | None = None,
-                     urgent_bytes: float | None = None) -> dict[str, float]:
+                     urgent_bytes: float | None = None,
+                     attained_thresholds: tuple[float, ...] | None = None) -> dict[str, float]:
     """Job name -> JCT with the exchange model (:mod:`sluice_common.exchange`) in place of
     the fluid shares: in each step the active jobs share the egress per batch
     (``share_egress``: rounds, queueing, compute gaps), ``off`` in one class, a rule with
@@ -171,7 +181,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
     every JCT (what the driver around the jobs adds: a scheduling slot, noticing the end).
     ``started``, when given, receives each job's start-up as the experiments measure it:
     arrival to its first batch (after ``kv.init``'s), ``overhead_s`` included.
-    ``urgent_bytes``: the leaves are fair-queued (:func:`~sluice_common.exchange.share_egress`)."""
+    ``urgent_bytes``: the leaves are fair-queued (:func:`~sluice_common.exchange.share_egress`).
+    ``attained_thresholds``: see :func:`rank_groups`."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     c = constants or default_constants()
@@ -186,7 +197,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
         if mode == "off":
             return {j.name: None for j in active}
         moved = {j.name: 2 * done[j.name] * j.bytes_per_batch for j in active}
-        groups = rank_groups(active, mode, moved, attained_base, attained_factor, levels)
+        groups = rank_groups(active, mode, moved, attained_base, attained_factor, levels,
+                             attained_thresholds)
         return {n: k for k, g in enumerate(groups) for n in g}
 
     init = 0 if startup_s is not None else 1          # batches of kv.init still to model

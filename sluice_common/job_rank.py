@@ -97,6 +97,16 @@ def attained_levels(jobs: Iterable[JobLoad], levels: int, base: float = ATTAINED
     return {j.job: attained_level(attained_bytes(j), levels, base, factor) for j in jobs}
 
 
+def attained_levels_at(jobs: Iterable[JobLoad], thresholds: tuple[float, ...]
+                       ) -> dict[str, int]:
+    """Least attained bytes first with explicit demotion ``thresholds`` (increasing): a
+    job's level is the number of thresholds its attained bytes reached (PIAS's MLFQ with
+    thresholds from the size distribution, mininet_fabric/pias_thresholds.py)."""
+    if list(thresholds) != sorted(thresholds):
+        raise ValueError(f"thresholds must be increasing, got {thresholds}")
+    return {j.job: sum(1 for t in thresholds if attained_bytes(j) >= t) for j in jobs}
+
+
 def progress_levels(batch_of: Mapping[str, float], levels: int) -> dict[str, int]:
     """The ``progress`` rule at job level, for the models: fewer batches done first. It is
     :func:`controller.ranking.assign_levels` with every flow of a job at the job's batch

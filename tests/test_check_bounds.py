@@ -23,13 +23,26 @@ def _run(rule_on_fair=(6.0, 6.0, 6.0), fair=(8.0, 8.0, 8.0)):
     for i, (r, f) in enumerate(zip(rule_on_fair, fair)):
         seeds.append({"seed": i + 1, "modes": {
             "off": _mode(10.0), "off-shallow": _mode(11.0), "off-fair": _mode(f),
-            "remaining": _mode(7.0), "remaining+off-shallow": _mode(9.0),
+            "pias": _mode(9.5), "remaining": _mode(7.0), "remaining+off-shallow": _mode(9.0),
             "remaining+off-fair": _mode(r)}})
     return seeds
 
 
 def _by_name(found):
     return {v.name: v for v in found}
+
+
+def test_pias_can_be_the_best_baseline_and_the_rule_stays_on_a_queue():
+    seeds = _run()
+    for s in seeds:
+        s["modes"]["pias"] = _mode(7.5)
+    what, found = cb.verdicts(seeds)
+    assert what["best_baseline"] == "pias" and what["rule"] == "remaining+off-fair"
+    assert _by_name(found)["mean JCT vs pias"].value == pytest.approx(-20.0)
+    for s in seeds:
+        del s["modes"]["pias"]
+    v = _by_name(cb.verdicts(seeds)[1])["every baseline run in every seed"]
+    assert not v.met and "pias" in v.detail
 
 
 def test_every_bound_met_names_the_rule_on_its_best_queue_and_the_best_baseline():

@@ -278,7 +278,7 @@ def test_the_check_compares_each_scenario_with_the_model_per_discipline():
     slower gives -20 %; the resent share comes from the counters over the bytes sent."""
     from bench.fabric.check_exchange import (ARRIVING, compare, measured_figure, model_figure,
                                              scenarios, sent_bytes)
-    from mininet_fabric.baselines import names
+    from mininet_fabric.baselines import queues
     from mininet_tests.heavy_tail.predict import buffer_bytes
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
 
@@ -286,7 +286,7 @@ def test_the_check_compares_each_scenario_with_the_model_per_discipline():
     mixes = scenarios()
     assert [len(m) for m in mixes.values()] == [1, 2, 6, 5, 8]
     runs = {}
-    for disc in names():
+    for disc in queues():
         buf = buffer_bytes(disc, capacity, 0.001)
         for name, mix in mixes.items():
             figure = model_figure(name, mix, capacity, buf, C)

@@ -75,7 +75,7 @@ def test_process_waits_reads_this_process():
 def test_modes_and_cc():
     assert modes_for("none") == MODES
     assert modes_for("all") == all_modes()
-    assert {"off", "off-shallow", "off-fair", "progress", "remaining", "attained",
+    assert {"off", "off-shallow", "off-fair", "pias", "progress", "remaining", "attained",
             f"{DEFAULT_RULE}+off-shallow", f"{DEFAULT_RULE}+off-fair"} == set(all_modes())
     with pytest.raises(ValueError):
         modes_for("some")

@@ -104,7 +104,7 @@ def compare(measured: dict, c=None) -> list[dict]:
     _, capacity = experiment_topology(UPLINK_MBPS)
     mixes = scenarios()
     rows = []
-    for disc in bl.names():
+    for disc in bl.queues():       # queue disciplines (no host tagging)
         buffer = buffer_bytes(disc, capacity, measured.get("rtt_s"))
         for name, mix in mixes.items():
             run = measured.get("runs", {}).get(f"{disc}/{name}")
@@ -146,7 +146,7 @@ def measure(pool: int | None = None) -> dict:
             rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
             try:
                 k = 0
-                for disc in bl.names():
+                for disc in bl.queues():
                     fabric.install_priority_tree(partial(bl.egress_tree, disc, rtt_s=rtt_s))
                     for name, mix in mixes.items():
                         run = run_mix(topology, fabric, client, runner, out / f"{disc}-{name}",

@@ -89,6 +89,7 @@ def config_of(args: argparse.Namespace) -> HeavyTailConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from mininet_tests.heavy_tail import host_tagging
     from mininet_tests.heavy_tail.render import markdown
     from mininet_tests.heavy_tail.run import resummarize, run
     from mininet_tests.heavy_tail.summary import modes_for
@@ -97,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:          # bad options are refused here, before any fabric is built
         config = config_of(args)
-        modes_for(config.baselines, config.only_modes)
+        if host_tagging.needs_host_trust(modes_for(config.baselines, config.only_modes)):
+            host_tagging.workload(config)    # pias needs the mix's size distribution
     except ValueError as err:
         ap.error(str(err))
     if args.resummarize:

@@ -10,7 +10,7 @@ from mininet_tests import fluid
 from mininet_tests.exchange_model import key_times
 from mininet_tests.heavy_tail.mix import MixJob
 from sluice_common.exchange import batch_exchange_s
-from sluice_common.job_rank import RANK_RULES
+from sluice_common.job_rank import ATTAINED, RANK_RULES
 from sluice_common.jobspec import JobSpec
 
 # The run's scheduling slot: a job arriving waits half of one on average before it
@@ -78,29 +78,41 @@ def buffer_bytes(baseline: str, capacity: float, rtt_s: float | None) -> float:
 
 
 def model_prediction(mix: list[MixJob], capacity: float, mode: str,
-                     rtt_s: float | None) -> dict[str, float]:
+                     rtt_s: float | None, workload: bl.Workload | None = None
+                     ) -> dict[str, float]:
     """The exchange model's mean JCT of ``mix`` under an experiment mode (rule and
     baseline): its start-up for the queue each job meets on arrival (calibrated, never
     this experiment's measurements), its batches and half a scheduling slot
     (fluid.simulate_batches); and the mean of its start-ups as the experiment measures
     them (arrival to the first batch after ``kv.init``'s, the slot included), so that
-    the model's error splits into start-up and the rest."""
-    jct, started = model_jobs(mix, capacity, mode, rtt_s)
+    the model's error splits into start-up and the rest. ``workload``: the size
+    distribution and load a host-tagging baseline (pias) derives its thresholds from."""
+    jct, started = model_jobs(mix, capacity, mode, rtt_s, workload)
     return {"predicted_mean_jct_s": round(fluid.mean(jct.values()), 3),
             "predicted_mean_startup_s": round(fluid.mean(started.values()), 3)}
 
 
-def model_jobs(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | None
+def model_jobs(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | None,
+               workload: bl.Workload | None = None
                ) -> tuple[dict[str, float], dict[str, float]]:
-    """:func:`model_prediction` per job: each job's predicted JCT and start-up."""
+    """:func:`model_prediction` per job: each job's predicted JCT and start-up. ``pias``
+    is modelled as the attained-service rule with PIAS's thresholds on each job's bytes
+    per direction (each of its connections carries one direction, and the push and the
+    pull connections move the same bytes), on the baseline's FIFO leaves."""
     rule, baseline = bl.split_mode(mode, RANK_RULES)
+    thresholds = None
+    if bl.baseline(baseline).host_rules is not None:
+        if workload is None:
+            raise ValueError(f"mode {mode!r} tags at the hosts: its prediction needs the workload")
+        rule, thresholds = ATTAINED, bl.pias_thresholds(workload)
     jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s, KEYS,
                            PIPELINE_KEYS, cross_path(capacity)) for j in mix]
     started: dict[str, float] = {}
     jct = fluid.simulate_batches(jobs, rule or "off", capacity,
                                  buffer_bytes(baseline, capacity, rtt_s),
                                  overhead_s=SLOT_S / 2, started=started,
-                                 urgent_bytes=bl.urgent_bytes(baseline))
+                                 urgent_bytes=bl.urgent_bytes(baseline),
+                                 attained_thresholds=thresholds)
     return jct, started
 
 

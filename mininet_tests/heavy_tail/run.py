@@ -21,6 +21,7 @@ from job_scheduler.core.estimator import Estimator, nominal_bandwidth
 from mininet_fabric import baselines as bl
 from mininet_tests import fluid
 from mininet_tests.heavy_tail import fabric_setup as fs
+from mininet_tests.heavy_tail import host_tagging
 from mininet_tests.heavy_tail.config import HeavyTailConfig, RunFacts
 from mininet_tests.heavy_tail.measure import Sampler, bucket_edges, measure
 from mininet_tests.heavy_tail.mix import MixJob, heavy_tail_mix
@@ -64,8 +65,11 @@ def run(config: HeavyTailConfig) -> int:
     per_host = (3 if config.mix == "same-start" else config.jobs) + 1
     started = time.monotonic()
     per_seed: list[dict] = []
+    # a host-tagging baseline (pias) needs switches that keep the hosts' DSCP; the other
+    # modes' hosts tag nothing (DSCP 0), so for them trust changes nothing
+    trust = ("--trust-host-dscp",) if host_tagging.needs_host_trust(modes) else ()
     with environment(topology, fs.topology_arg(topology, out), out, rank=DEFAULT_RULE,
-                     host_sysctls=fs.host_sysctls(config.host_tcp),
+                     controller_args=trust, host_sysctls=fs.host_sysctls(config.host_tcp),
                      tcp_congestion=cc) as (fabric, client), \
             _pool(topology, fabric, config.start, per_host) as runner:
         rtt_s = fs.measure_rtt(fabric, fs.WORKER_HOSTS[0], fs.PS_HOSTS[0])
@@ -116,14 +120,16 @@ def _run_seed(bench: _Bench, k: int, seed: int) -> dict:
     seed_out = {"seed": seed, "order": list(order),
                 "mix": [asdict(j) | {"alone_s": round(alone_s(j, bench.capacity), 3)}
                         for j in mix], "modes": {}}
-    predicted = {m: model_prediction(mix, bench.capacity, m, bench.rtt_s) for m in modes}
+    workload = host_tagging.workload_of(bench.config)
+    predicted = {m: model_prediction(mix, bench.capacity, m, bench.rtt_s, workload)
+                 for m in modes}
     for mode in order:
         print(f"experiment: seed {seed} ({k + 1}/{len(bench.config.seeds)}), mode {mode}, "
               f"{time.monotonic() - bench.started:.0f} s so far, load average "
               f"{os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
         seed_out["modes"][mode] = _run_mode(bench, mix, f"seed{seed}-{mode}", mode)
         seed_out["modes"][mode].update(predicted[mode])
-    _add_fluid(seed_out, mix, bench.capacity, levels=8)
+    _add_fluid(seed_out, mix, bench.capacity, levels=8, workload=workload)
     return seed_out
 
 
@@ -148,10 +154,13 @@ def _run_mode(bench: _Bench, mix: list[MixJob], name: str, mode: str) -> dict:
     tcp_before = fs.tcp_counters(fabric, HOSTS)
     ovs_before, ovs_t0 = fs.datapath_wait_ns(), time.monotonic()
     sampler = Sampler(bench.egress, [fabric.host(h).pid for h in HOSTS])
-    result = RealTimeRun(bench.topology, specs, fs.placement_step(mix),
-                         Estimator(nominal_bw_mbps=nominal_bandwidth(bench.topology)), fabric,
-                         bench.client, bench.out / name, options, policy_name="fixed",
-                         runner=runner, sampler=sampler).run()
+    host_rules = bl.host_rules(baseline, host_tagging.workload(bench.config)) \
+        if bl.baseline(baseline).host_rules is not None else None
+    with host_tagging.tagging(fabric, HOSTS, host_rules):
+        result = RealTimeRun(bench.topology, specs, fs.placement_step(mix),
+                             Estimator(nominal_bw_mbps=nominal_bandwidth(bench.topology)),
+                             fabric, bench.client, bench.out / name, options,
+                             policy_name="fixed", runner=runner, sampler=sampler).run()
     tcp_after = fs.tcp_counters(fabric, HOSTS)
     ovs_after, ovs_dt = fs.datapath_wait_ns(), time.monotonic() - ovs_t0
     write_report(result, bench.out / name)
@@ -169,14 +178,20 @@ def _run_mode(bench: _Bench, mix: list[MixJob], name: str, mode: str) -> dict:
     return measured
 
 
-def _add_fluid(seed_out: dict, mix: list[MixJob], capacity: float, levels: int | None = None):
-    """The fluid model's mean JCT of every mode run on this seed, with off's start-up."""
+def _add_fluid(seed_out: dict, mix: list[MixJob], capacity: float, levels: int | None = None,
+               workload: bl.Workload | None = None):
+    """The fluid model's mean JCT of every mode run on this seed, with off's start-up
+    (pias: the attained rule with PIAS's thresholds, as the exchange model has it)."""
     fjobs = fluid_jobs(mix, capacity)
     startup = seed_out["modes"]["off"]["startup_s"]
     extra = {} if levels is None else {"levels": levels}
     for mode, figures in seed_out["modes"].items():
-        pred = fluid.simulate(fjobs, bl.split_mode(mode, RANK_RULES)[0] or "off", capacity,
-                              dt=0.02, startup_s=startup, **extra)
+        rule, baseline = bl.split_mode(mode, RANK_RULES)
+        if bl.baseline(baseline).host_rules is not None and workload is not None:
+            rule, extra["attained_thresholds"] = "attained", bl.pias_thresholds(workload)
+        pred = fluid.simulate(fjobs, rule or "off", capacity, dt=0.02, startup_s=startup,
+                              **extra)
+        extra.pop("attained_thresholds", None)
         figures["fluid_mean_jct_s"] = round(fluid.mean(pred.values()), 3)
 
 
@@ -232,8 +247,9 @@ def resummarize(out: Path, config: HeavyTailConfig, merge: list[Path] = (),
                                               edges) | kept
             if repredict:
                 seed["modes"][mode].pop("predicted_startup_s", None)   # an older model's
-                seed["modes"][mode].update(model_prediction(mix, capacity, mode, old.get("rtt_s")))
-        _add_fluid(seed, mix, capacity)
+                seed["modes"][mode].update(model_prediction(
+                    mix, capacity, mode, old.get("rtt_s"), host_tagging.workload_of(config)))
+        _add_fluid(seed, mix, capacity, workload=host_tagging.workload_of(config))
         per_seed.append(seed)
     (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))
     facts = RunFacts(cc=old.get("host_cc"), rtt_s=old.get("rtt_s"),

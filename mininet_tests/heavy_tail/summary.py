@@ -20,9 +20,11 @@ MODES = ("off",) + RANK_RULES
 def all_modes() -> tuple[str, ...]:
     """``baselines="all"``: every registered baseline (switch-egress queue discipline,
     mininet_fabric/baselines.py) as a mode too, and the default rule on each one but the
-    deep FIFO ("<rule>+<baseline>"; the rule on ``off`` is the rule's own mode)."""
+    deep FIFO ("<rule>+<baseline>"; the rule on ``off`` is the rule's own mode), but not on a
+    baseline that schedules by itself (``pias``: its hosts tag the packets)."""
     others = [b for b in bl.names() if b != "off"]
-    return ("off", *others, *RANK_RULES, *(f"{DEFAULT_RULE}+{b}" for b in others))
+    return ("off", *others, *RANK_RULES,
+            *(f"{DEFAULT_RULE}+{b}" for b in bl.queues() if b != "off"))
 
 
 def modes_for(baselines: str, only: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -168,8 +170,11 @@ def _against_best(per_seed: list[dict], modes: dict) -> tuple[str, str]:
     mean JCT and prediction against that baseline, paired per seed (added to ``modes``)."""
     baselines_run = [b for b in bl.names() if b in modes]
     best = min(baselines_run, key=lambda b: modes[b]["mean_jct_s"] or math.inf)
-    combo = f"{DEFAULT_RULE}+{best}"
-    if best == "off" and DEFAULT_RULE in modes:  # the rule on the deep FIFO is the rule's mode
+    # the rule runs on queues only: when pias (host tagging) is best, on the best queue
+    best_queue = min((b for b in baselines_run if b in bl.queues()),
+                     key=lambda b: modes[b]["mean_jct_s"] or math.inf)
+    combo = f"{DEFAULT_RULE}+{best_queue}"
+    if best_queue == "off" and DEFAULT_RULE in modes:  # the rule on the deep FIFO is the rule's mode
         modes[combo] = modes[DEFAULT_RULE]
     for mode, x in modes.items():         # paired per seed against the best baseline
         runs = [(s["modes"][mode if mode in s["modes"] else DEFAULT_RULE], s["modes"][best])
