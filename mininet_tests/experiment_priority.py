@@ -41,6 +41,7 @@ from sluice_common.jobspec import JobSpec  # noqa: E402
 from job_scheduler.core.decisions import StartDecision  # noqa: E402
 from sluice_common.placement import Placement  # noqa: E402
 from end_to_end.report import comparison, write_report  # noqa: E402
+from end_to_end.result import iterations_of  # noqa: E402
 from end_to_end.run import environment  # noqa: E402
 from end_to_end.runloop import RealTimeRun, RunOptions  # noqa: E402
 from topologies import load_topology  # noqa: E402
@@ -183,8 +184,8 @@ def _plot(specs, cmps, runs, out: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for mode, color in (("off", "#999999"), ("on", "#3b75af")):
         job = next(j for j in runs[mode][0]["jobs"] if j["name"] == LAGGING)
-        its = [it for it in job.get("iterations") or [] if it[1] == 0]
-        ax.plot([it[2] for it in its], [it[3] for it in its], marker=".", color=color,
+        its = [it for it in iterations_of(job) if it.worker == 0]
+        ax.plot([it.batch for it in its], [it.time_s for it in its], marker=".", color=color,
                 label=f"priority {mode}")
     ax.set_xlabel(f"{LAGGING} batch")
     ax.set_ylabel("iteration time (s)")

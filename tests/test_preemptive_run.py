@@ -19,13 +19,14 @@ from job_scheduler.core.policies import make_policy
 from job_scheduler.core.preemption import CostRow, PreemptionCosts
 from ps_runtime.plan import BLOCK
 from ps_runtime.runners import LocalRunner
+from ps_runtime.worker_overrides import WorkerOverrides
 from end_to_end.preemption_report import preemption_lines
 from job_scheduler.core.live_view import LiveView
 from sluice_common.placement import Placement
 from end_to_end.runloop import RealTimeRun, RunOptions
 from topologies import load_topology
 
-EMULATED = {"*": {"compute_s": 0.03, "bytes_per_batch": 4096}}
+EMULATED = {"*": WorkerOverrides(compute_s=0.03, bytes_per_batch=4096)}
 
 
 class NoController:

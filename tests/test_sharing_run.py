@@ -20,10 +20,11 @@ from job_scheduler.core.decisions import StartDecision
 from job_scheduler.core.mechanisms import PACK_SLOWDOWN
 from ps_runtime.plan import BLOCK
 from ps_runtime.runners import LocalRunner
+from ps_runtime.worker_overrides import WorkerOverrides
 from sluice_common.jobspec import JobSpec
 from topologies import load_topology
 
-EMULATED = {"*": {"compute_s": 0.03, "bytes_per_batch": 4096}}
+EMULATED = {"*": WorkerOverrides(compute_s=0.03, bytes_per_batch=4096)}
 
 
 class NoController:
@@ -59,7 +60,7 @@ PORTS = 20 * BLOCK      # ps-lite ports for every launch of a test (relaunches i
 
 def _run(tmp_path, topology, jobs, port_base, **kw):
     options = RunOptions(priority=False, slot_s=0.5, compute="emulated",
-                         worker_overrides={k: dict(v) for k, v in EMULATED.items()},
+                         worker_overrides=EMULATED,
                          job_timeout_s=240, port_base=port_base)
     loop = RealTimeRun(topology, jobs, all_free, Estimator(), None, NoController(),
                        tmp_path / "run", options, policy_name="test", runner=LocalRunner(),

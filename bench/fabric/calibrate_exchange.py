@@ -250,10 +250,11 @@ def run_mix(topology, fabric, client, runner, out: Path, mix: list, priority: bo
             port_base: int, overrides: dict | None = None) -> dict:
     """Run ``mix`` (``mininet_tests.heavy_tail.mix.MixJob``: PS on h1/h2, workers on h3/h4, the
     experiments' fixed placement) through the experiments' run loop on a full, idle warm
-    pool (``overrides``: the workers' options, default the experiments'); per job its
+    pool (``overrides``: job -> WorkerOverrides, default the experiments'); per job its
     JCT, its median iteration after SKIP batches and its start-up (arrival to its first
     batch, after ``kv.init``'s); and the hosts' TCP counters over the run (``tcp``:
     retransmitted segments, timeouts)."""
+    from end_to_end.result import iterations_of
     from end_to_end.runloop import RealTimeRun, RunOptions
     from job_scheduler.core.estimator import Estimator, nominal_bandwidth
     from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, placement_step,
@@ -278,8 +279,8 @@ def run_mix(topology, fabric, client, runner, out: Path, mix: list, priority: bo
         if job.get("status") != "finished":
             raise RuntimeError(f"calibration job {job['name']} did not finish: "
                                f"{job.get('status')}")
-        its = sorted(job.get("iterations") or [], key=lambda it: it[2])
-        times = [it[3] for it in its if it[1] == 0][SKIP:] or [it[3] for it in its]
+        its = sorted(iterations_of(job), key=lambda it: it.batch)
+        times = [it.time_s for it in its if it.worker == 0][SKIP:] or [it.time_s for it in its]
         jobs[job["name"]] = {"jct_s": job["turnaround"], "iteration_s": statistics.median(times),
                              "startup_s": startup_s(job)}
     return {"jobs": jobs, "tcp": {k: after[k] - before[k] for k in after}}
