@@ -25,6 +25,7 @@ from job_scheduler.core.live_view import LiveView
 from sluice_common.placement import Placement
 from end_to_end.runloop import RealTimeRun, RunOptions
 from topologies import load_topology
+from end_to_end.result import iterations_of
 
 EMULATED = {"*": WorkerOverrides(compute_s=0.03, bytes_per_batch=4096)}
 
@@ -61,8 +62,8 @@ def _run(tmp_path, topology, jobs, policy, port_base, **kw):
 
 def _batches_done(job: dict) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
-    for _, worker, batch, _ in job["iterations"]:
-        out.setdefault(worker, []).append(batch)
+    for it in iterations_of(job):
+        out.setdefault(it.worker, []).append(it.batch)
     return out
 
 

@@ -23,6 +23,7 @@ from ps_runtime.runners import LocalRunner
 from ps_runtime.worker_overrides import WorkerOverrides
 from sluice_common.jobspec import JobSpec
 from topologies import load_topology
+from end_to_end.result import iterations_of
 
 EMULATED = {"*": WorkerOverrides(compute_s=0.03, bytes_per_batch=4096)}
 
@@ -70,8 +71,8 @@ def _run(tmp_path, topology, jobs, port_base, **kw):
 
 def _batches_done(job: dict) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
-    for _, worker, batch, _ in job["iterations"]:
-        out.setdefault(worker, []).append(batch)
+    for it in iterations_of(job):
+        out.setdefault(it.worker, []).append(it.batch)
     return out
 
 
