@@ -45,6 +45,7 @@ def slurm_gpu_records(jobs: list[dict], run_dirs: dict[int, Path | None],
     binding as each step saw it), its start and end (the service's wall-clock record)
     less ``t0``, the submission."""
     from ps_runtime.gpu_binding import gpus_by_host, read_records
+    from ps_runtime.slurm_plan import RAN_ON_DIR
 
     out = []
     for job in sorted(jobs, key=lambda j: j["id"]):
@@ -54,7 +55,7 @@ def slurm_gpu_records(jobs: list[dict], run_dirs: dict[int, Path | None],
         end = job.get("finished_at") or job["started_at"]
         ids = (job.get("placement") or {}).get("gpu_ids")
         out.append({"pass": "slurm", "job": job["name"],
-                    "gpus": gpus_by_host(read_records(run_dir / "ran_on")),
+                    "gpus": gpus_by_host(read_records(run_dir / RAN_ON_DIR)),
                     "start_s": round(job["started_at"] - t0, 3), "end_s": round(end - t0, 3),
                     "workers": dict(Counter((job.get("placement") or {}).get("worker_hosts", []))),
                     # the job's record: Slurm's indices once reconciled (slurm_gpus)

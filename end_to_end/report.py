@@ -24,7 +24,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from end_to_end.result import RunResult  # noqa: E402
+from end_to_end.result import RunResult, iterations_of  # noqa: E402
 
 PLOTS = ("turnaround.png", "iterations.png", "bottleneck.png")
 
@@ -112,9 +112,10 @@ def plot_turnaround(result: RunResult):
 def plot_iterations(result: RunResult):
     fig, ax = plt.subplots(figsize=(8, 4))
     for j in result["jobs"]:
-        its = [it for it in j.get("iterations") or [] if it[1] == 0]     # worker 0
+        its = [it for it in iterations_of(j) if it.worker == 0]
         if its:
-            ax.plot([it[0] for it in its], [it[3] for it in its], marker=".", lw=1, label=j["name"])
+            ax.plot([it.t_s for it in its], [it.time_s for it in its], marker=".", lw=1,
+                    label=j["name"])
     ax.set_xlabel("time since the run started (s)")
     ax.set_ylabel("iteration time, worker 0 (s)")
     ax.set_title("iteration time per job")

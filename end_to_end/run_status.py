@@ -44,8 +44,8 @@ def status_line(now: float, pending: int, queued: int, running: Sequence[Running
 def slowest_batch(r) -> int | None:
     """The last batch every worker of running job r has done (None: not all have one)."""
     last: dict[int, int] = {}
-    for _, rank, batch, _ in r.iterations:
-        last[rank] = max(last.get(rank, 0), batch)
+    for it in r.iterations:
+        last[it.worker] = max(last.get(it.worker, 0), it.batch)
     return min(last.values()) if len(last) == len(r.followers) else None
 
 
@@ -58,6 +58,6 @@ def update(run, pending, waiting, running) -> None:
     total_gpus = run.state.total_gpus
     waiting = [run.estimator.C(spec, min(spec.max_gpus, total_gpus))
                for spec in list(waiting) + list(pending)]
-    done = sum(1 for r in run.records.values() if r["status"] in ("finished", "failed"))
+    done = sum(1 for r in run.records.values() if r.status in ("finished", "failed"))
     eta = eta_s(now, live, waiting, max(len(running), 1))
     run.status.update(status_line(now, len(pending), len(waiting), live, done, len(run.jobs), eta))

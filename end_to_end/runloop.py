@@ -42,11 +42,13 @@ from job_scheduler.core.policies import FunctionPolicy, Policy
 from sluice_common.jobspec import JobSpec
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
 from ps_runtime.gpu_binding import ran_on_entry
-from ps_runtime.plan import BLOCK, PORT_LOW, placement_from_scheduler, worker_id
+from ps_runtime.worker_overrides import overrides_for
+from ps_runtime.plan import BLOCK, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop, run_status
 from end_to_end.predict import exchange_facts, wire_bytes_of
-from end_to_end.result import RunResult, run_result
+from end_to_end.result import Iteration, JobRunRecord, RunResult, run_result
+from end_to_end.run_options import RunOptions  # noqa: F401 (its home before)
 from end_to_end.sampling import NoSampling, RunSampler
 from job_scheduler.core.live_view import LiveView
 from end_to_end.suspend import Suspensions
@@ -58,22 +60,6 @@ USAGE_WINDOW = 3         # samples averaged for the closed loop (~3 s of bursty 
 
 
 @dataclass
-class RunOptions:
-    priority: bool = True
-    slot_s: float = 1.0
-    batches: int | None = None       # per worker; None: epochs * dataset / (batch * n)
-    input_size: int = 64
-    job_timeout_s: float = 900.0
-    port_base: int = PORT_LOW
-    compute: str = "torch"           # torch | emulated (ps_runtime.compute)
-    profile: str | None = None       # device profile of the estimator and emulated workers
-    compute_info: dict = field(default_factory=dict)   # {compute, device, profile}: reports
-    # Per job name: WorkerOptions fields to override (e.g. emulated compute_s and
-    # bytes_per_batch of a synthetic job mix); "*" applies to every job.
-    worker_overrides: dict[str, dict] = field(default_factory=dict)
-
-
-@dataclass
 class _Running:
     qjob: QueuedJob
     decision: StartDecision
@@ -82,7 +68,7 @@ class _Running:
     token: str | None
     followers: dict[int, Any]
     batches: int
-    iterations: list[list[float]] = field(default_factory=list)   # [t, worker, batch, time_s]
+    iterations: list[Iteration] = field(default_factory=list)
     reported: dict[int, int] = field(default_factory=dict)     # worker -> last batch sent
     reports: int = 0
     first_batch: dict[int, float] = field(default_factory=dict)   # worker -> t of batch 1 done
@@ -126,7 +112,7 @@ class RealTimeRun:
         self.used_at = -math.inf
         self.link_samples: list[dict] = []
         self.decisions: list[dict] = []
-        self.records: dict[str, dict] = {}
+        self.records: dict[str, JobRunRecord] = {}
         self._next_port = options.port_base
         self.interrupted = False
         self.status = None      # a sluice_common.progress.LiveStatus, set by the caller
@@ -186,8 +172,8 @@ class RealTimeRun:
                     spec = pending.pop(0)
                     view.add(self.ids[spec.name], spec)
                     arrived.append(self.ids[spec.name])
-                    self.records[spec.name] = {"name": spec.name, "model": spec.model,
-                                               "arrival": spec.arrival, "status": "queued"}
+                    self.records[spec.name] = JobRunRecord(spec.name, spec.model, spec.arrival,
+                                                           "queued")
                     self.say(f"arrive {spec.name} ({spec.model}, max {spec.max_gpus} GPUs); "
                              f"{len(view.waiting)} queued")
                 ended = [n for n in list(self.running) if self._watch(self.running[n])]
@@ -222,7 +208,7 @@ class RealTimeRun:
             for r in self.running.values():           # Ctrl-C or a crash: stop them all
                 r.psjob.stop()
                 self._forget(r)
-                self.records[r.qjob.spec.name].update(status="stopped", iterations=r.iterations)
+                self._update(r.qjob.spec.name, status="stopped", iterations=tuple(r.iterations))
         self.sample_links()
         return self.result()
 
@@ -317,7 +303,7 @@ class RealTimeRun:
         batches = (self.suspensions.last_batch(spec.name, n)
                    or batches_for(spec, n, self.options.batches))
         o = self.options
-        overrides = {**o.worker_overrides.get("*", {}), **o.worker_overrides.get(spec.name, {})}
+        overrides = overrides_for(o.worker_overrides, spec.name).set_fields()
         if self.can_suspend:            # where to checkpoint, what to resume from
             overrides["checkpoint_dir"] = str(self.out_dir / "jobs" / spec.name / "checkpoint")
             if spec.name in self.suspensions.checkpoint_of:
@@ -348,14 +334,13 @@ class RealTimeRun:
         if token:
             for p in psjob.workers:
                 self._report(r, p.rank, 1)
-        rec = self.records[spec.name]
         hosts = set(d.ps_hosts) | set(d.worker_hosts)
-        rec.update(status="running", start=round(r.started, 3), gpus=n,
-                   ps_hosts=list(d.ps_hosts), worker_hosts=list(d.worker_hosts), batches=batches,
-                   hosts=len(hosts), racks=len({self.topology.host_by_name[h].rack for h in hosts}),
-                   C_n_s=round(c_n, 3), bw_estimate_mbps=_num(bw),
-                   predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3),
-                   **exchange_facts(self.estimator, spec, worker_options, bytes_per_batch))
+        self._update(spec.name, status="running", start=round(r.started, 3), gpus=n,
+                     ps_hosts=tuple(d.ps_hosts), worker_hosts=tuple(d.worker_hosts), batches=batches,
+                     hosts=len(hosts), racks=len({self.topology.host_by_name[h].rack for h in hosts}),
+                     C_n_s=round(c_n, 3), bw_estimate_mbps=_num(bw),
+                     predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3),
+                     **exchange_facts(self.estimator, spec, worker_options, bytes_per_batch))
         self.say(f"start {spec.name}: {n} GPU(s) on {','.join(d.worker_hosts)} (PS "
                  f"{','.join(d.ps_hosts)}; GPUs {d.gpu_ids.as_dict()}), {batches} batches/worker, bw estimate "
                  f"{_fmt_bw(bw)} (nominal {_fmt_bw(bw_nominal)}), C(n) {c_n:.1f} s")
@@ -369,15 +354,15 @@ class RealTimeRun:
         if batch is None:
             self.suspensions.finished(r)
             self._finish(r)
-            self.suspensions.history(name, self.records[name])
+            self.records[name] = self.suspensions.history(name, self.records[name])
             self.view.finished(j, self.policy)
             self.deferred = [d for d in self.deferred if d.job_id != j]   # a resume, if any
             return
         self._watch_tail(r)
         r.psjob.stop()
         self._forget(r)                  # GPUs back, the controller drops its flows
-        entry = self.suspensions.stopped(r, batch, self.now(), self.records[name])
-        self.records[name].update(status="suspended")
+        entry = self.suspensions.stopped(r, batch, self.now(), self.records[name].controller)
+        self._update(name, status="suspended", controller=None)
         self.say(f"suspended {name} after batch {batch}/{r.batches} in {entry['suspend_s']:.2f} s "
                  f"({entry['why']}); {self.state.total_free} GPUs free")
 
@@ -399,11 +384,11 @@ class RealTimeRun:
             if r.psjob.poll():
                 return True
         except JobFailed as err:
-            self.records[r.qjob.spec.name]["error"] = str(err)[-2000:]
+            self._update(r.qjob.spec.name, error=str(err)[-2000:])
             return True
         if self.now() - r.started > self.options.job_timeout_s:
             r.psjob.stop()
-            self.records[r.qjob.spec.name]["error"] = f"timed out after {self.options.job_timeout_s:.0f} s"
+            self._update(r.qjob.spec.name, error=f"timed out after {self.options.job_timeout_s:.0f} s")
             return True
         return False
 
@@ -430,25 +415,25 @@ class RealTimeRun:
         r.psjob.stop()                     # every process has exited: closes the logs
         self._forget(r)
         spec = r.qjob.spec
-        rec = self.records[spec.name]
         finish = self.now()
-        ok = "error" not in rec
-        times = [it[3] for it in r.iterations]
+        ok = self.records[spec.name].error is None
+        times = [it.time_s for it in r.iterations]
+        # launch -> every worker has finished its first batch (start-up included)
+        first = (round(max(r.first_batch.values()) - r.started, 3)
+                 if len(r.first_batch) == len(r.followers) else None)
         # When each process was seen to exit (run time): where a job's end goes (the
         # ps-lite closing barrier, MXNet's teardown) when its last batch is long done.
-        rec["process_exit_s"] = {p.name: round(p.exited_at - self.t0, 3)
-                                 for p in r.psjob.processes if p.exited_at is not None}
-        if len(r.first_batch) == len(r.followers):
-            # launch -> every worker has finished its first batch (start-up included)
-            rec["first_batch_s"] = round(max(r.first_batch.values()) - r.started, 3)
-        rec.update(run_s=round(finish - r.started, 3), status="finished" if ok else "failed", finish=round(finish, 3),
-                   turnaround=round(finish - spec.arrival, 3),
-                   wait=round(r.started - spec.arrival, 3),
-                   mean_iteration_s=round(sum(times) / len(times), 4) if times else None,
-                   iterations=r.iterations, **extra)
+        rec = self._update(spec.name, process_exit_s={p.name: round(p.exited_at - self.t0, 3)
+                                                      for p in r.psjob.processes if p.exited_at is not None},
+                           first_batch_s=first, run_s=round(finish - r.started, 3),
+                           status="finished" if ok else "failed", finish=round(finish, 3),
+                           turnaround=round(finish - spec.arrival, 3),
+                           wait=round(r.started - spec.arrival, 3),
+                           mean_iteration_s=round(sum(times) / len(times), 4) if times else None,
+                           iterations=tuple(r.iterations), **extra)
         self.say(f"{'finish' if ok else 'FAILED'} {spec.name}: turnaround {finish - spec.arrival:.1f} s, "
-                 f"mean iteration {rec['mean_iteration_s']} s; {self.state.total_free} GPUs free"
-                 + ("" if ok else f"\n{rec['error']}"))
+                 f"mean iteration {rec.mean_iteration_s} s; {self.state.total_free} GPUs free"
+                 + ("" if ok else f"\n{rec.error}"))
 
     def _watch_tail(self, r: _Running, relay: bool = False) -> None:
         """Read the workers' new batch lines (``relay``: report batch N+1 to the
@@ -456,7 +441,7 @@ class RealTimeRun:
         for rank, follower in r.followers.items():
             newest = None
             for rec in parse_batches(follower.new_lines()):
-                r.iterations.append([round(self.now(), 3), rank, rec.batch, rec.time_s])
+                r.iterations.append(Iteration(round(self.now(), 3), rank, rec.batch, rec.time_s))
                 r.first_batch.setdefault(rank, self.now())
                 newest = rec.batch
             # One report per worker per turn, for its newest batch: the controller ranks
@@ -473,20 +458,24 @@ class RealTimeRun:
             self.state.release(r.decision.placement)
         else:                                   # its packed partner keeps the GPUs
             self.state.transfer(name, partner)
-        self.records[name].setdefault("gpu_runs", []).append(
-            ran_on_entry(r.started, self.now(), r.psjob.ran_on_dir, r.decision.gpu_ids))
+        self._update(name, gpu_runs=(*(self.records[name].gpu_runs or ()), ran_on_entry(
+            r.started, self.now(), r.psjob.ran_on_dir, r.decision.gpu_ids)))
         if r.token:
             try:
                 # What the controller made of the job, for the report (and as proof that
                 # it saw the job): the push/pull flows it classified, the reports it got.
                 flows = self.client.flows(r.qjob.spec.name)["flows"]
-                self.records[r.qjob.spec.name]["controller"] = {
+                self._update(r.qjob.spec.name, controller={
                     "flows": len(flows), "progress_reports": r.reports,
                     "reported_batch": {str(w): b for w, b in sorted(r.reported.items())},
-                    "levels": sorted({f["level"] for f in flows if f["level"] is not None})}
+                    "levels": sorted({f["level"] for f in flows if f["level"] is not None})})
                 self.client.remove_job(r.qjob.spec.name)
             except Exception as err:
                 self.say(f"removing {r.qjob.spec.name} from the controller failed: {err}")
+
+    def _update(self, name: str, **changes) -> JobRunRecord:
+        self.records[name] = rec = self.records[name].with_(**changes)
+        return rec
 
     def result(self) -> RunResult:      # end_to_end.result
         return run_result(self)

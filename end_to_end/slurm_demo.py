@@ -34,9 +34,9 @@ from typing import Any, Iterable
 
 from end_to_end.controller_proc import stop_process, wait_healthy
 from ps_runtime.ports import free_port
+from ps_runtime.slurm_plan import RAN_ON_DIR
 
 TERMINAL = ("finished", "failed", "cancelled")
-RAN_ON_DIR = "ran_on"
 
 
 # ---- the report (pure, given the files) ------------------------------------------------------

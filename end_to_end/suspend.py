@@ -11,8 +11,10 @@ GPU counts) and a resumed job's record covers its whole run.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
+from end_to_end.result import JobRunRecord
 from ps_runtime import checkpoint
 
 
@@ -61,9 +63,10 @@ class Suspensions:
             + (f": {'grow' if gpus > prev else 'shrink'} to {gpus} GPU(s), had {prev}"
                if gpus != prev else ""))
 
-    def stopped(self, r, batch: int, now: float, record: dict) -> dict:
+    def stopped(self, r, batch: int, now: float, controller_before: dict | None) -> dict:
         """Job r's processes exited after ``batch`` with a checkpoint: keep it and its
-        logs apart from the resumed job's, and the history of its run."""
+        logs apart from the resumed job's, and the history of its run
+        (``controller_before``: what its record said the controller held)."""
         name = r.qjob.spec.name
         why, asked_at = self.asked.pop(name, None) or ("unknown", now)
         past = self.past.setdefault(name, {"first_start": r.started, "iterations": []})
@@ -80,7 +83,7 @@ class Suspensions:
                  "batches": r.batches, "suspend_s": round(now - asked_at, 3),
                  "from_hosts": sorted(set(r.decision.worker_hosts) | set(r.decision.ps_hosts)),
                  # what the controller held for the old placement before it dropped it
-                 "controller_before": record.pop("controller", None)}
+                 "controller_before": controller_before}
         self.entries.append(entry)
         return entry
 
@@ -102,14 +105,14 @@ class Suspensions:
         if past:
             r.iterations[:0] = past["iterations"]
 
-    def history(self, name: str, record: dict) -> None:
+    def history(self, name: str, record: JobRunRecord) -> JobRunRecord:
         """A resumed job's record: its first start (not the resume), its whole run."""
         past = self.past.get(name)
         if past:
-            record.update(start=round(past["first_start"], 3),
-                          wait=round(past["first_start"] - record["arrival"], 3),
-                          run_s=round(record["finish"] - past["first_start"], 3))
-        record["preemptions"] = len([p for p in self.entries if p["job"] == name])
+            record = replace(record, start=round(past["first_start"], 3),
+                             wait=round(past["first_start"] - record.arrival, 3),
+                             run_s=round(record.finish - past["first_start"], 3))
+        return replace(record, preemptions=len([p for p in self.entries if p["job"] == name]))
 
     def summary(self) -> dict:
         whys = [p["why"] for p in self.entries]

@@ -181,10 +181,41 @@ def ovs(*args: str) -> None:
     subprocess.run(list(args), check=True, timeout=30, capture_output=True)
 
 
+def relay_spines(fab, ctl, topology, relays: dict) -> tuple[int, float]:
+    """Put each spine's controller connection through a relay (``relays``: spine -> its
+    :class:`~mininet_tests.of_relay.SilentRelay`, the way to silence it), wait for every
+    switch to reconnect and the fabric to forward: (switches, links discovered)."""
+    from mininet_tests.of_relay import SilentRelay
+
+    spines = [s.name for s in topology.switches if s.name.startswith("spine")]
+    for sp in spines:
+        relays[sp] = SilentRelay(("127.0.0.1", ctl.ofp))
+        ovs("ovs-vsctl", "set-controller", sp, f"tcp:127.0.0.1:{relays[sp].port}")
+    n_sw = len(topology.switches)
+    assert wait_until(lambda: ctl.gauge("sluice_switches_connected") == n_sw, 30) \
+        is not None, "switches did not reconnect through the relays"
+    deadline = time.monotonic() + 30
+    while fab.ping_all() > 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError("fabric does not forward under the controller")
+    return n_sw, ctl.gauge("sluice_links_discovered")
+
+
+def job_facts(result, batches: int, extra: dict) -> bool:
+    """Whether the job under the faults finished every batch; its elapsed, slowest and
+    median batch times into ``extra``."""
+    finished = set(result.returncodes.values()) == {0} and all(
+        len(b) == batches for b in result.batches.values())
+    extra["job_elapsed_s"] = round(result.elapsed_s, 1)
+    times = [r.time_s for b in result.batches.values() for r in b]
+    extra["slowest_batch_s"] = round(max(times), 2)
+    extra["median_batch_s"] = round(sorted(times)[len(times) // 2], 3)
+    return finished
+
+
 def fabric_faults(out: Path, batches: int) -> tuple[list[dict], dict]:
     from sluice_common.jobspec import JobSpec
     from mininet_fabric.fabric import Fabric
-    from mininet_tests.of_relay import SilentRelay
     from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
     from ps_runtime.plan import HostPlan
     from ps_runtime.runners import MininetRunner
@@ -199,18 +230,7 @@ def fabric_faults(out: Path, batches: int) -> tuple[list[dict], dict]:
     relays = {}
     try:
         with Fabric(TOPOLOGY, controller=f"127.0.0.1:{ctl.ofp}", progress=False) as fab:
-            spines = [s.name for s in topology.switches if s.name.startswith("spine")]
-            for sp in spines:            # spines talk to the controller through a relay
-                relays[sp] = SilentRelay(("127.0.0.1", ctl.ofp))
-                ovs("ovs-vsctl", "set-controller", sp, f"tcp:127.0.0.1:{relays[sp].port}")
-            n_sw = len(topology.switches)
-            assert wait_until(lambda: ctl.gauge("sluice_switches_connected") == n_sw, 30) \
-                is not None, "switches did not reconnect through the relays"
-            deadline = time.monotonic() + 30
-            while fab.ping_all() > 0:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("fabric does not forward under the controller")
-            links = ctl.gauge("sluice_links_discovered")
+            n_sw, links = relay_spines(fab, ctl, topology, relays)
             tor = topology.rack_by_name[topology.host_by_name[WORKERS[0]].rack].tor
             server_ip = fab.ip(SERVER)
             port = forwarding_port(fab, tor, server_ip)
@@ -250,13 +270,8 @@ def fabric_faults(out: Path, batches: int) -> tuple[list[dict], dict]:
                 job.start()
                 thread.start()
                 try:
-                    result = job.wait(timeout=600, on_batch=on_batch)
-                    finished = set(result.returncodes.values()) == {0} and all(
-                        len(b) == batches for b in result.batches.values())
-                    extra["job_elapsed_s"] = round(result.elapsed_s, 1)
-                    times = [r.time_s for b in result.batches.values() for r in b]
-                    extra["slowest_batch_s"] = round(max(times), 2)
-                    extra["median_batch_s"] = round(sorted(times)[len(times) // 2], 3)
+                    finished = job_facts(job.wait(timeout=600, on_batch=on_batch), batches,
+                                         extra)
                 except JobFailed as err:
                     why = str(err)[:300]
             thread.join(timeout=120)

@@ -116,8 +116,19 @@ def main(argv: list[str] | None = None) -> int:
     (out / "experiment.json").write_text(json.dumps(
         {"rows": rows, "wall_time_s": round(wall, 1), **info, "topology": topology.name,
          "model_check": overall}, indent=1))
-    lines = [f"# Policies on {topology.name}: {args.jobs}, priority {args.priority}, "
-             f"{info['compute']} compute", "",
+    title = (f"# Policies on {topology.name}: {args.jobs}, priority {args.priority}, "
+             f"{info['compute']} compute")
+    text = markdown(rows, overall, title, f"wall time {wall:.0f} s; runs in {out}")
+    (out / "experiment.md").write_text(text)
+    plot_avg_jct(rows, f"policies on the emulated {topology.name} fabric ({info['compute']})",
+                 out / "avg_jct.png")
+    print(text)
+    return 0 if all(r["finished"] == r["jobs"] for r in rows) else 1
+
+
+def markdown(rows: list[dict], overall: dict, title: str, footer: str) -> str:
+    """The experiment's table: one row per policy, the model check over all runs."""
+    lines = [title, "",
              "| policy | finished | avg JCT s | simulator avg JCT s | makespan s | mean wait s | "
              "mean iteration s | model error median / worst | GPUs per job |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -132,9 +143,12 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["", f"Model check over all {len(overall['jobs'])} job runs: median error "
                   f"{100 * overall['median_rel_error']:.0f} %, worst {100 * overall['worst_rel_error']:.0f} %; "
                   f"launch -> first batch median {overall['first_batch_median_s']} s."]
-    lines += ["", f"wall time {wall:.0f} s; runs in {out}", ""]
-    text = "\n".join(lines)
-    (out / "experiment.md").write_text(text)
+    lines += ["", footer, ""]
+    return "\n".join(lines)
+
+
+def plot_avg_jct(rows: list[dict], title: str, path: Path) -> None:
+    """Measured and simulated average JCT per policy, side by side."""
     fig, ax = plt.subplots(figsize=(6, 3.5))
     xs = range(len(rows))
     ax.bar([x - 0.2 for x in xs], [r["avg_jct_s"] or 0 for r in rows], 0.4, color="#3b75af",
@@ -144,12 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     ax.set_xticks(list(xs), [r["policy"] for r in rows])
     ax.set_ylabel("average JCT (s)")
     ax.legend()
-    ax.set_title(f"policies on the emulated {topology.name} fabric ({info['compute']})")
+    ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(out / "avg_jct.png", dpi=100)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
-    print(text)
-    return 0 if all(r["finished"] == r["jobs"] for r in rows) else 1
 
 
 if __name__ == "__main__":

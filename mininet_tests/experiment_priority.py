@@ -41,6 +41,7 @@ from sluice_common.jobspec import JobSpec  # noqa: E402
 from job_scheduler.core.decisions import StartDecision  # noqa: E402
 from sluice_common.placement import Placement  # noqa: E402
 from end_to_end.report import comparison, write_report  # noqa: E402
+from end_to_end.result import iterations_of  # noqa: E402
 from end_to_end.run import environment  # noqa: E402
 from end_to_end.runloop import RealTimeRun, RunOptions  # noqa: E402
 from topologies import load_topology  # noqa: E402
@@ -125,19 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs[mode].append(result)
     wall = time.monotonic() - started
     cmps = [comparison(off, on, lagging=LAGGING) for off, on in zip(runs["off"], runs["on"])]
-    summary = {
-        "reps": args.reps, "wall_time_s": round(wall, 1),
-        "avg_jct_off_s": median(c["avg_jct_off_s"] for c in cmps),
-        "avg_jct_on_s": median(c["avg_jct_on_s"] for c in cmps),
-        "lagging_iter_off_s": median(c["lagging_iter_off_s"] for c in cmps),
-        "lagging_iter_on_s": median(c["lagging_iter_on_s"] for c in cmps),
-        "per_rep": cmps,
-        "all_finished": all(r["summary"]["finished"] == len(specs) for rs in runs.values() for r in rs),
-    }
-    def change(a, b):
-        return None if not a or b is None else round(100 * (b - a) / a, 1)
-    summary["avg_jct_change_pct"] = change(summary["avg_jct_off_s"], summary["avg_jct_on_s"])
-    summary["lagging_iter_change_pct"] = change(summary["lagging_iter_off_s"], summary["lagging_iter_on_s"])
+    summary = summarize(cmps, runs, len(specs), args.reps, wall)
     (out / "experiment.json").write_text(json.dumps(summary, indent=1))
 
     lines = [f"# Priority off vs on: 3 smallcnn jobs ({args.mix}), PS rack 1, workers rack 2 "
@@ -165,6 +154,28 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if summary["all_finished"] else 1
 
 
+def _change(a, b):
+    return None if not a or b is None else round(100 * (b - a) / a, 1)
+
+
+def summarize(cmps: list[dict], runs: dict[str, list[dict]], jobs: int, reps: int,
+              wall: float) -> dict:
+    """The medians over the repetitions' off/on comparisons, and their changes."""
+    summary = {
+        "reps": reps, "wall_time_s": round(wall, 1),
+        "avg_jct_off_s": median(c["avg_jct_off_s"] for c in cmps),
+        "avg_jct_on_s": median(c["avg_jct_on_s"] for c in cmps),
+        "lagging_iter_off_s": median(c["lagging_iter_off_s"] for c in cmps),
+        "lagging_iter_on_s": median(c["lagging_iter_on_s"] for c in cmps),
+        "per_rep": cmps,
+        "all_finished": all(r["summary"]["finished"] == jobs for rs in runs.values() for r in rs),
+    }
+    summary["avg_jct_change_pct"] = _change(summary["avg_jct_off_s"], summary["avg_jct_on_s"])
+    summary["lagging_iter_change_pct"] = _change(summary["lagging_iter_off_s"],
+                                                 summary["lagging_iter_on_s"])
+    return summary
+
+
 def _plot(specs, cmps, runs, out: Path) -> None:
     names = [s.name for s in specs]
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -183,8 +194,8 @@ def _plot(specs, cmps, runs, out: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for mode, color in (("off", "#999999"), ("on", "#3b75af")):
         job = next(j for j in runs[mode][0]["jobs"] if j["name"] == LAGGING)
-        its = [it for it in job.get("iterations") or [] if it[1] == 0]
-        ax.plot([it[2] for it in its], [it[3] for it in its], marker=".", color=color,
+        its = [it for it in iterations_of(job) if it.worker == 0]
+        ax.plot([it.batch for it in its], [it.time_s for it in its], marker=".", color=color,
                 label=f"priority {mode}")
     ax.set_xlabel(f"{LAGGING} batch")
     ax.set_ylabel("iteration time (s)")

@@ -160,6 +160,26 @@ class BatchJob:
         return 2.0 * self.batches * self.bytes_per_batch
 
 
+def _sharers(active: list[BatchJob], cls, in_init) -> list[Sharer]:
+    """The active jobs as the egress sees them: one in ``kv.init`` pushes every key at
+    once and then pulls them (window 0), no compute."""
+    return [Sharer(j.name, j.bytes_per_batch, j.keys, j.path, 0.0, 0, cls[j.name])
+            if in_init(j.name) else
+            Sharer(j.name, j.bytes_per_batch, j.keys, j.path, j.compute_s, j.window,
+                   cls[j.name]) for j in active]
+
+
+def _note_starts(started: dict[str, float], it: dict[str, float], t: float,
+                 done: dict[str, float], init: int, ready: dict[str, float],
+                 by_name: dict[str, BatchJob], overhead_s: float) -> None:
+    """The jobs whose first batch after ``kv.init``'s has begun by ``t``: their start-up
+    as the experiments measure it (arrival to that batch, ``overhead_s`` included)."""
+    for n in it:
+        if n not in started and done[n] >= init:
+            at = t - (done[n] - init) * it[n] if init else ready[n]
+            started[n] = at - by_name[n].arrival + overhead_s
+
+
 def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_bytes: float,
                      constants: ExchangeConstants | None = None, dt: float = 0.05,
                      startup_s: float | None = None, attained_base: float = ATTAINED_BASE_BYTES,
@@ -206,13 +226,6 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
     def in_init(name: str) -> bool:
         return done[name] < init * (1 - 1e-9)
 
-    def sharers(active: list[BatchJob], cls) -> list[Sharer]:
-        # kv.init pushes every key at once and then pulls them (window 0), no compute
-        return [Sharer(j.name, j.bytes_per_batch, j.keys, j.path, 0.0, 0, cls[j.name])
-                if in_init(j.name) else
-                Sharer(j.name, j.bytes_per_batch, j.keys, j.path, j.compute_s, j.window,
-                       cls[j.name]) for j in active]
-
     t = min(j.arrival for j in jobs) if jobs else 0.0
     while len(jct) < len(jobs):
         running = [j for j in jobs if j.name in ready and ready[j.name] <= t and j.name not in jct]
@@ -222,8 +235,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
                     ready[j.name] = j.arrival + startup_s
                     continue
                 cls = classes(running + [j])
-                wait = egress_state(sharers(running + [j], cls), capacity, buffer_bytes, c,
-                                    urgent_bytes=urgent_bytes)[1]
+                wait = egress_state(_sharers(running + [j], cls, in_init), capacity,
+                                    buffer_bytes, c, urgent_bytes=urgent_bytes)[1]
                 ready[j.name] = j.arrival + startup_time(wait[j.name], c, mode != "off")
         active = [j for j in jobs if j.name in ready and ready[j.name] <= t and j.name not in jct]
         later = [ready.get(j.name, j.arrival) for j in jobs
@@ -234,8 +247,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
         cls = classes(active)
         key = tuple(sorted((n, cls[n] if cls[n] is not None else -1, in_init(n)) for n in cls))
         if key not in cache:
-            cache[key] = share_egress(sharers(active, cls), capacity, buffer_bytes, c,
-                                      urgent_bytes=urgent_bytes)
+            cache[key] = share_egress(_sharers(active, cls, in_init), capacity,
+                                      buffer_bytes, c, urgent_bytes=urgent_bytes)
         it = cache[key]
         step = min([dt] + [max((need[n] - done[n]) * it[n], 1e-6) for n in it]
                    + [max((init - done[n]) * it[n], 1e-6) for n in it if in_init(n)]
@@ -243,11 +256,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
         for n in it:
             done[n] += step / it[n]
         t += step
-        if started is not None:             # the first batch after kv.init's has begun
-            for n in it:
-                if n not in started and done[n] >= init:
-                    at = t - (done[n] - init) * it[n] if init else ready[n]
-                    started[n] = at - by_name[n].arrival + overhead_s
+        if started is not None:
+            _note_starts(started, it, t, done, init, ready, by_name, overhead_s)
         for n in it:
             if done[n] >= need[n] * (1 - 1e-9):
                 jct[n] = t - by_name[n].arrival + overhead_s

@@ -39,11 +39,10 @@ from typing import IO
 
 from ps_runtime.gpu_binding import GPU_ENV, RAN_ON_ENV, visible_gpu
 from ps_runtime.runners import _environment, REPO_ROOT
+from ps_runtime.slurm_plan import (EXIT_FILE, ERROR_FILE, PS_LOG_DIR, RAN_ON_DIR, RESULT_FILE,
+                                  STARTED_FILE, SlurmPlan)
 from ps_runtime.watchdog import ENV as WATCHDOG_ENV
 
-EXIT_FILE = "exit_status"
-STARTED_FILE = "batch.started"
-RAN_ON_DIR = "ran_on"
 
 
 class SrunRunner:
@@ -129,7 +128,7 @@ def _write_exit(run_dir: Path, code: int, message: str = "") -> None:
     tmp.write_text(f"{code}\n")
     os.replace(tmp, run_dir / EXIT_FILE)
     if message:
-        (run_dir / "error").write_text(message + "\n")
+        (run_dir / ERROR_FILE).write_text(message + "\n")
 
 
 def _wait_for_first(run_dir: Path) -> int:
@@ -149,8 +148,8 @@ def run_plan(plan_path: Path) -> int:
     from ps_runtime.plan import HostPlan, Node
     from ps_runtime.compute import resolve_compute
 
-    plan = json.loads(plan_path.read_text())
-    run_dir = Path(plan["run_dir"])
+    plan = SlurmPlan.read(plan_path)
+    run_dir = Path(plan.run_dir)
     try:
         fd = os.open(run_dir / STARTED_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
@@ -158,28 +157,26 @@ def run_plan(plan_path: Path) -> int:
     os.write(fd, json.dumps({"slurm_job_id": os.environ.get("SLURM_JOB_ID"),
                              "host": socket.gethostname(), "at": time.time()}).encode())
     os.close(fd)
-    (spec,) = [s for s in parse_jobs_text(plan["job_yaml"], str(plan_path))
-               if s.name == plan["job"]]
-    hosts = HostPlan(tuple(Node(h, ip) for h, ip in plan["servers"]),
-                     tuple(Node(h, ip) for h, ip in plan["workers"]))
+    (spec,) = [s for s in parse_jobs_text(plan.job_yaml, str(plan_path)) if s.name == plan.job]
+    hosts = HostPlan(tuple(Node(h, ip) for h, ip in plan.servers),
+                     tuple(Node(h, ip) for h, ip in plan.workers))
     # auto: each worker decides on its own device (ps_runtime.auto_worker), not this host
-    compute = plan.get("compute") or "auto"
+    compute = plan.compute or "auto"
     compute = compute if compute == "auto" else resolve_compute(compute)
-    options = WorkerOptions(compute=compute, bw_scale=float(plan.get("bw_scale") or 1.0),
-                            compute_s=plan.get("compute_s"),
-                            bytes_per_batch=plan.get("bytes_per_batch"),
-                            profile=plan.get("profile"), threads=1)
-    batches = int(plan["batches"])
-    runner = SrunRunner(plan["groups"], run_dir / RAN_ON_DIR)
-    job = PSJob(spec, hosts, runner, run_dir / "ps", batches=batches, options=options,
-                base_port=plan.get("base_port"),     # reserved per host by the scheduler
+    options = WorkerOptions(compute=compute, bw_scale=float(plan.bw_scale or 1.0),
+                            compute_s=plan.compute_s, bytes_per_batch=plan.bytes_per_batch,
+                            profile=plan.profile, threads=1)
+    batches = int(plan.batches)
+    runner = SrunRunner(plan.groups, run_dir / RAN_ON_DIR)
+    job = PSJob(spec, hosts, runner, run_dir / PS_LOG_DIR, batches=batches, options=options,
+                base_port=plan.base_port,     # reserved per host by the scheduler
                 controller_url=os.environ.get("SLUICE_CONTROLLER_URL") or None,
                 token=os.environ.get("SLUICE_CONTROLLER_JOB_TOKEN") or None)
     old = signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
     try:
         with job:
             job.start()
-            result = job.wait(timeout=float(plan.get("timeout") or 3600))
+            result = job.wait(timeout=float(plan.timeout or 3600))
     except JobFailed as err:
         print(f"slurm_job: {err}", file=sys.stderr, flush=True)
         _write_exit(run_dir, 1, str(err).splitlines()[0])
@@ -199,7 +196,7 @@ def run_plan(plan_path: Path) -> int:
         print(f"slurm_job: {text}", file=sys.stderr, flush=True)
         _write_exit(run_dir, 1, text)
         return 1
-    (run_dir / "result.json").write_text(json.dumps(
+    (run_dir / RESULT_FILE).write_text(json.dumps(
         {"elapsed_s": result.elapsed_s, "returncodes": result.returncodes,
          "batches": {str(w): len(r) for w, r in result.batches.items()}}))
     _write_exit(run_dir, 0)

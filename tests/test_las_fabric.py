@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from sluice.cli import main
+from end_to_end.result import iterations_of
 
 pytestmark = pytest.mark.fabric
 
@@ -52,8 +53,8 @@ def test_las_run_preempts_at_a_batch_boundary_and_finishes_every_job(tmp_path, c
     # every batch of every job ran exactly once per worker, across its segments
     for job in by.values():
         seen: dict[int, list[int]] = {}
-        for _, worker, batch, _ in job["iterations"]:
-            seen.setdefault(worker, []).append(batch)
+        for it in iterations_of(job):
+            seen.setdefault(it.worker, []).append(it.batch)
         assert seen == {w: list(range(1, job["batches"] + 1)) for w in range(job["gpus"])}
     assert by["big"]["preemptions"] >= 1
     report = (out / "report.md").read_text()

@@ -15,8 +15,17 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("job_scheduler", "end_to_end", "controller", "sluice_common", "topologies",
-            "mininet_fabric", "slurm_client", "ps_runtime")
+
+
+def all_packages(root: Path) -> tuple[str, ...]:
+    """Every top-level directory that holds Python code, but the tests (a package added
+    later is covered without a change here)."""
+    return tuple(sorted(p.name for p in root.iterdir()
+                        if p.is_dir() and not p.name.startswith(".") and p.name != "tests"
+                        and any(p.rglob("*.py"))))
+
+
+PACKAGES = all_packages(ROOT)
 # process entry points with a parser of their own, and the helpers that take their namespace
 ENTRY_POINTS = {
     "ps_runtime/worker.py": "python -m ps_runtime.worker",
@@ -26,6 +35,7 @@ ENTRY_POINTS = {
     "ps_runtime/checkpoint_args.py": "the workers' checkpoint flags and their namespace",
     "ps_runtime/emulated_state.py": "the emulated worker's state, from its namespace",
     "ps_runtime/train_checkpoint.py": "sluice train's checkpoint flags (ps_runtime/cli.py)",
+    "bench/harness.py": "the flags every benchmark's command line shares (--json, --quick)",
 }
 FLAG = re.compile(r"(^|[\s(/'\"`])--[a-zA-Z]")
 # another program's flags in an error about that program are fine ("sbatch --parsable printed")
@@ -68,6 +78,11 @@ def problems_in(rel: str, source: str) -> list[str]:
             out.append(f"{where}: reads args.{node.attr}")
         elif isinstance(node, ast.Call) and _callee(node) in ("add_argument", "ArgumentParser"):
             out.append(f"{where}: builds a parser")
+        elif isinstance(node, ast.Call) and _callee(node) in ("getattr", "vars") and node.args \
+                and isinstance(node.args[0], ast.Name) and node.args[0].id == "args":
+            name = node.args[1].value if len(node.args) > 1 and isinstance(
+                node.args[1], ast.Constant) else "*"
+            out.append(f"{where}: reads args.{name}")
         elif isinstance(node, (ast.Raise, ast.Call)) and (
                 isinstance(node, ast.Raise) or _callee(node) in ERROR_CALLS):
             out += [f"{where}: names a flag in an error: {s!r}" for s in _flags(node)]
@@ -80,7 +95,7 @@ def problems_in(rel: str, source: str) -> list[str]:
 
 # packages of experiment scripts: each module run as ``python -m`` is a command line of its
 # own; below it (the functions that do not build its parser) the same rules hold
-SCRIPT_PACKAGES = ("mininet_tests",)
+SCRIPT_PACKAGES = ("mininet_tests", "bench")
 
 
 def is_script(source: str) -> bool:
@@ -104,7 +119,7 @@ def script_problems(rel: str, source: str) -> list[str]:
 
 def problems(root: Path = ROOT) -> list[str]:
     out = []
-    for package in PACKAGES + SCRIPT_PACKAGES:
+    for package in all_packages(root):
         for path in sorted((root / package).rglob("*.py")):
             rel = path.relative_to(root).as_posix()
             source = path.read_text(encoding="utf-8")
@@ -120,10 +135,18 @@ def test_nothing_below_the_command_lines_names_a_flag_or_reads_a_namespace():
     assert not found, "\n".join(found)
 
 
+def test_the_scan_covers_every_package():
+    assert {"bench", "sluice", "mininet_tests", "job_scheduler", "end_to_end", "controller",
+            "sluice_common", "topologies", "mininet_fabric", "slurm_client",
+            "ps_runtime"} <= set(PACKAGES), PACKAGES
+    assert "tests" not in PACKAGES and set(SCRIPT_PACKAGES) <= set(PACKAGES)
+
+
 def test_the_scan_sees_each_kind_of_leak():
     leaky = '''
 import argparse
 def f(args, text, source="--controller"):
+    rate = getattr(args, "rate", 1.0)
     if args.slot < 0:
         raise InputError("--slot", "must be > 0")
     return InputError(f"argument {text}", f"needs --pack, got {text}")
@@ -135,7 +158,8 @@ def ok():
     found = problems_in("x.py", leaky)
     kinds = {p.split(": ", 2)[1].split(" ")[0] + " " + p.split(": ", 2)[1].split(" ")[1]
              for p in found}
-    assert {"imports argparse", "reads args.slot", "names a", "builds a"} <= kinds, found
+    assert {"imports argparse", "reads args.slot", "reads args.rate", "names a",
+            "builds a"} <= kinds, found
     assert sum("names a flag in an error" in p for p in found) == 2, found
     assert sum("names a flag in a default" in p for p in found) == 1, found
     assert not any("--parsable" in p for p in found)

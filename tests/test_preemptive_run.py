@@ -19,13 +19,15 @@ from job_scheduler.core.policies import make_policy
 from job_scheduler.core.preemption import CostRow, PreemptionCosts
 from ps_runtime.plan import BLOCK
 from ps_runtime.runners import LocalRunner
+from ps_runtime.worker_overrides import WorkerOverrides
 from end_to_end.preemption_report import preemption_lines
 from job_scheduler.core.live_view import LiveView
 from sluice_common.placement import Placement
 from end_to_end.runloop import RealTimeRun, RunOptions
 from topologies import load_topology
+from end_to_end.result import iterations_of
 
-EMULATED = {"*": {"compute_s": 0.03, "bytes_per_batch": 4096}}
+EMULATED = {"*": WorkerOverrides(compute_s=0.03, bytes_per_batch=4096)}
 
 
 class NoController:
@@ -60,8 +62,8 @@ def _run(tmp_path, topology, jobs, policy, port_base, **kw):
 
 def _batches_done(job: dict) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
-    for _, worker, batch, _ in job["iterations"]:
-        out.setdefault(worker, []).append(batch)
+    for it in iterations_of(job):
+        out.setdefault(it.worker, []).append(it.batch)
     return out
 
 

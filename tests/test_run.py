@@ -18,6 +18,7 @@ from end_to_end.report import (PLOTS, bottleneck_link, comparison, comparison_ma
                            lagging_job, write_report)
 from end_to_end.run import DEMO_JOBS
 from end_to_end.runloop import RealTimeRun, RunOptions, batches_for
+from ps_runtime.worker_overrides import WorkerOverrides
 from topologies import load_topology
 
 TWO_RACK = load_topology("two-rack")          # emulation_bw_scale 0.01
@@ -132,7 +133,7 @@ def test_registration_carries_the_job_size(tmp_path):
     est = Estimator(nominal_bw_mbps=nominal_bandwidth(TWO_RACK))
     job = JobSpec(name="j", model="resnet18", dataset_size=640, epochs=2, batch_size=32, max_gpus=2)
     run = RealTimeRun(TWO_RACK, [job], None, est, fabric=None, client=FakeClient([]),
-                      out_dir=tmp_path, options=RunOptions(worker_overrides={"j": {"seed": 3}}))
+                      out_dir=tmp_path, options=RunOptions(worker_overrides={"j": WorkerOverrides(seed=3)}))
     assert wire_bytes_of(run.estimator, job, WorkerOptions()) == est.params(job) * 4
     emulated = WorkerOptions(compute="emulated", bw_scale=0.01)
     assert wire_bytes_of(run.estimator, job, emulated) == int(est.params(job) * 4 * 0.01)

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from sluice.cli import main
+from end_to_end.result import iterations_of
 
 pytestmark = pytest.mark.fabric
 
@@ -38,9 +39,9 @@ def test_sluice_run_two_tiny_jobs_with_priority(tmp_path, capsys):
     for job in jobs_by_name.values():
         assert job["status"] == "finished", job.get("error")
         assert job["turnaround"] >= job["wait"] >= 0
-        workers = {it[1] for it in job["iterations"]}
+        workers = {it.worker for it in iterations_of(job)}
         assert workers == set(range(job["gpus"]))
-        assert len(job["iterations"]) == job["gpus"] * job["batches"]
+        assert len(iterations_of(job)) == job["gpus"] * job["batches"]
         # the controller saw the job: registered, progress relayed from the worker logs
         # (one report per worker per loop turn, for its newest batch: every worker's
         # last report names the job's last batch)

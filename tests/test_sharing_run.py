@@ -20,10 +20,12 @@ from job_scheduler.core.decisions import StartDecision
 from job_scheduler.core.mechanisms import PACK_SLOWDOWN
 from ps_runtime.plan import BLOCK
 from ps_runtime.runners import LocalRunner
+from ps_runtime.worker_overrides import WorkerOverrides
 from sluice_common.jobspec import JobSpec
 from topologies import load_topology
+from end_to_end.result import iterations_of
 
-EMULATED = {"*": {"compute_s": 0.03, "bytes_per_batch": 4096}}
+EMULATED = {"*": WorkerOverrides(compute_s=0.03, bytes_per_batch=4096)}
 
 
 class NoController:
@@ -59,7 +61,7 @@ PORTS = 20 * BLOCK      # ps-lite ports for every launch of a test (relaunches i
 
 def _run(tmp_path, topology, jobs, port_base, **kw):
     options = RunOptions(priority=False, slot_s=0.5, compute="emulated",
-                         worker_overrides={k: dict(v) for k, v in EMULATED.items()},
+                         worker_overrides=EMULATED,
                          job_timeout_s=240, port_base=port_base)
     loop = RealTimeRun(topology, jobs, all_free, Estimator(), None, NoController(),
                        tmp_path / "run", options, policy_name="test", runner=LocalRunner(),
@@ -69,8 +71,8 @@ def _run(tmp_path, topology, jobs, port_base, **kw):
 
 def _batches_done(job: dict) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
-    for _, worker, batch, _ in job["iterations"]:
-        out.setdefault(worker, []).append(batch)
+    for it in iterations_of(job):
+        out.setdefault(it.worker, []).append(it.batch)
     return out
 
 

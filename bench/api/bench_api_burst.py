@@ -148,6 +148,31 @@ def controller_kinds() -> dict:
     }
 
 
+def one_burst(proc, port: int, paths: list[str], kind: str, make, count: int, probes: int,
+              base: dict, rss0: float) -> tuple[bool, float, float]:
+    """``count`` bad requests of one kind, then valid ones again: whether any answer was
+    not 4xx or the service died, and the valid median and p99 as multiples of ``base``.
+    Prints the kind's row."""
+    statuses: Counter = Counter()
+    biggest = 0
+    t0 = time.perf_counter()
+    for i in range(count):
+        method, path, body, headers = make(i)
+        status, size = request(port, method, path, body, headers)
+        statuses[status] += 1
+        biggest = max(biggest, size)
+    burst = time.perf_counter() - t0
+    after = probe(port, paths, probes)
+    mem = memory_kb(proc.pid)
+    bad = [s for s in statuses if not 400 <= s < 500]
+    p50, p99 = after["median_ms"] / base["median_ms"], after["p99_ms"] / base["p99_ms"]
+    print(f"{kind:<30} {','.join(f'{s}x{n}' for s, n in sorted(statuses.items())):<16} "
+          f"{burst:>8.2f} {biggest:>12} {after['median_ms']:>12.2f} {p50:>8.2f} "
+          f"{after['p99_ms']:>8.2f} {p99:>8.2f} {mem['VmRSS'] / 1024:>8.1f} "
+          f"{mem['VmRSS'] / rss0:>8.2f} {mem['VmHWM'] / 1024:>8.1f}", flush=True)
+    return bool(bad) or proc.poll() is not None, p50, p99
+
+
 def main() -> int:
     parser = harness.parser(__doc__, json_out=False)
     parser.add_argument("--count", type=int, default=100, help="bad requests per kind")
@@ -199,25 +224,10 @@ def main() -> int:
             for kind, make in kinds.items():
                 if args.only and args.only not in kind:
                     continue
-                statuses: Counter = Counter()
-                biggest = 0
-                t0 = time.perf_counter()
-                for i in range(args.count):
-                    method, path, body, headers = make(i)
-                    status, size = request(port, method, path, body, headers)
-                    statuses[status] += 1
-                    biggest = max(biggest, size)
-                burst = time.perf_counter() - t0
-                after = probe(port, paths, args.probe)
-                mem = memory_kb(proc.pid)
-                bad = [s for s in statuses if not 400 <= s < 500]
-                failed |= bool(bad) or proc.poll() is not None
-                p50, p99 = after["median_ms"] / base["median_ms"], after["p99_ms"] / base["p99_ms"]
+                bad, p50, p99 = one_burst(proc, port, paths, kind, make, args.count,
+                                          args.probe, base, rss0)
+                failed |= bad
                 worst = {"p50": max(worst["p50"], p50), "p99": max(worst["p99"], p99)}
-                print(f"{kind:<30} {','.join(f'{s}x{n}' for s, n in sorted(statuses.items())):<16} "
-                      f"{burst:>8.2f} {biggest:>12} {after['median_ms']:>12.2f} {p50:>8.2f} "
-                      f"{after['p99_ms']:>8.2f} {p99:>8.2f} {mem['VmRSS'] / 1024:>8.1f} "
-                      f"{mem['VmRSS'] / rss0:>8.2f} {mem['VmHWM'] / 1024:>8.1f}", flush=True)
             end = memory_kb(proc.pid)
             alive = proc.poll() is None
             print(f"{name}: RSS before {rss0 / 1024:.1f} MiB, peak {end['VmHWM'] / 1024:.1f} MiB, "

@@ -31,6 +31,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
+from dataclasses import dataclass
 from pathlib import Path
 
 from controller.client import ControllerClient
@@ -147,29 +148,39 @@ def rss_mib(services: dict[str, Service]) -> dict[str, float]:
     return {n: memory_kb(s.proc.pid)["VmRSS"] / 1024 for n, s in services.items()}
 
 
-def measure(args, services: dict[str, Service]) -> dict:
+@dataclass(frozen=True)
+class StormConfig:
+    """The run's timing and load, built once from its command line."""
+    minutes: float = 5.0          # storm length
+    clients: int = 20             # hostile clients
+    idle_s: float = 30.0          # idle baseline before the storm
+    period: float = 0.1           # seconds between the valid client's rounds
+    settle_s: float = 5.0         # wait after the storm before the RSS is read
+
+
+def measure(cfg: StormConfig, services: dict[str, Service]) -> dict:
     """The run: idle baseline, the storm, the figures (the caller prints verdicts)."""
     sched, ctl = services["scheduler"], services["controller"]
     job_token = ControllerClient(f"http://127.0.0.1:{ctl.port}", CTL_TOKEN).register_job(
         HOSTILE_JOB)["token"]
     client = ValidClient(f"http://127.0.0.1:{sched.port}", SCHED_TOKEN,
-                         f"http://127.0.0.1:{ctl.port}", CTL_TOKEN, period_s=args.period)
+                         f"http://127.0.0.1:{ctl.port}", CTL_TOKEN, period_s=cfg.period)
     client.register()
     client.start()
     time.sleep(2)                                       # warm-up, not measured
     i0, f0 = len(client.tally.latencies_ms), len(client.tally.failed_ms)
-    time.sleep(args.idle_s)
+    time.sleep(cfg.idle_s)
     i1, f1 = len(client.tally.latencies_ms), len(client.tally.failed_ms)
     idle = latency_figures(client, i0, i1, (f0, f1), "idle")
     before = rss_mib(services)
     print(f"RSS before the storm: {before}; load average {os.getloadavg()}", flush=True)
-    stats = run_storm_beside(services, job_token, args.minutes * 60, args.clients)
+    stats = run_storm_beside(services, job_token, cfg.minutes * 60, cfg.clients)
     i2, f2 = len(client.tally.latencies_ms), len(client.tally.failed_ms)
     client.stop()
     storm = latency_figures(client, i1, i2, (f1, f2), "under the storm")
     for service in services.values():
         service.check()
-    time.sleep(args.settle_s)
+    time.sleep(cfg.settle_s)
     after = rss_mib(services)
     lost = client.lost()
     print_kinds(stats)
@@ -225,7 +236,9 @@ def main() -> int:
           f"{args.minutes * 60:.0f} s; load average {os.getloadavg()}", flush=True)
     services = start_services(args.tree.resolve(), work)
     try:
-        fig = measure(args, services)
+        fig = measure(StormConfig(minutes=args.minutes, clients=args.clients,
+                                  idle_s=args.idle_s, period=args.period,
+                                  settle_s=args.settle_s), services)
         fig["verdicts"] = report(fig)
     finally:
         for service in services.values():

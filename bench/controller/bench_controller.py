@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench import harness
@@ -120,14 +121,23 @@ def flow_mods_total(client: ControllerClient) -> float:
     return float(m.group(1)) if m else 0.0
 
 
-def bench_sluice(args) -> dict:
+@dataclass(frozen=True)
+class LoadConfig:
+    """What both controllers are put through, built once from the command line."""
+    reports: int = 1000           # progress reports (rule changes), paced
+    rate: float = 200.0           # of them per second
+    rounds: int = 3               # rounds of 10 big jobs added and removed
+    rank: str | None = None       # the sluice controller's ranking rule (None: its default)
+
+
+def bench_sluice(cfg: LoadConfig) -> dict:
     ofp, api = free_port(), free_port()
     env = dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN)
     argv = [SLUICE, "controller", "--topology", "two-rack", "--ofp-port", str(ofp),
             "--api", f"127.0.0.1:{api}", "--log-level", "warning"]
-    if args.rank:
-        argv += ["--rank", args.rank]
-    out = {"rank": args.rank or "default"}
+    if cfg.rank:
+        argv += ["--rank", cfg.rank]
+    out = {"rank": cfg.rank or "default"}
     with process(argv, ("127.0.0.1", api), env) as proc, \
             Fabric("two-rack", controller=f"127.0.0.1:{ofp}") as fab:
         client = ControllerClient(f"http://127.0.0.1:{api}", ADMIN)
@@ -155,8 +165,8 @@ def bench_sluice(args) -> dict:
                 raise RuntimeError(f"report {i} was not applied: {ans}")
             changed.append(ans["changed_rules"])
 
-        log(f"sluice: {args.reports} progress reports at {args.rate:g}/s")
-        lat, achieved = paced(args.reports, args.rate, report)
+        log(f"sluice: {cfg.reports} progress reports at {cfg.rate:g}/s")
+        lat, achieved = paced(cfg.reports, cfg.rate, report)
         out["reaction"] = {**quantiles(lat), "rate_per_s": round(achieved, 1),
                            "rules_changed_per_report": statistics.median(changed)}
         # 10 jobs x (2 servers, 256 workers on h1/h2): 516 distinct rules each (push
@@ -166,7 +176,7 @@ def bench_sluice(args) -> dict:
         workers = [{"id": f"w{j}", "ip": ("10.0.0.1", "10.0.0.2")[j % 2], "port": 40000 + j}
                    for j in range(256)]
         rounds = []
-        for r in range(args.rounds):
+        for r in range(cfg.rounds):
             before, t0 = flow_mods_total(client), time.monotonic()
             for k in range(10):
                 ans = client.register_job({"id": f"big{k}",
@@ -192,7 +202,7 @@ def bench_sluice(args) -> dict:
     return out
 
 
-def bench_plain(args) -> dict:
+def bench_plain(cfg: LoadConfig) -> dict:
     ofp, api = free_port(), free_port()
     argv = [PY, str(Path(__file__).with_name("plain_forwarding_app.py")), "--ofp-port", str(ofp),
             "--api", f"127.0.0.1:{api}"]
@@ -209,14 +219,14 @@ def bench_plain(args) -> dict:
 
         switches = len(fab.topology.switches)
         post({"n": 2})   # warm-up
-        log(f"plain: {args.reports} 4-rule changes at {args.rate:g}/s")
+        log(f"plain: {cfg.reports} 4-rule changes at {cfg.rate:g}/s")
         # 4 flow mods in all per call, like one sluice report (spread over the switches)
-        lat, achieved = paced(args.reports, args.rate,
+        lat, achieved = paced(cfg.reports, cfg.rate,
                               lambda i: post({"n": 1 if i % 3 else 2, "dscp": 8 * (i % 8)}))
         out["reaction"] = {**quantiles(lat), "rate_per_s": round(achieved, 1)}
         per_switch = 5120 // switches
         rounds = []
-        for r in range(args.rounds):
+        for r in range(cfg.rounds):
             add_s = post({"n": per_switch, "dscp": 56})["latency_ms"] / 1000
             del_s = post({"n": per_switch, "delete": True})["latency_ms"] / 1000
             total = per_switch * switches
@@ -237,7 +247,8 @@ def main() -> int:
     ap.add_argument("--rank", default=None, choices=["progress", "remaining", "attained"],
                     help="controller ranking rule (default: the controller's default)")
     args = ap.parse_args()
-    result = {"sluice": bench_sluice(args), "plain_os_ken": bench_plain(args)}
+    cfg = LoadConfig(reports=args.reports, rate=args.rate, rounds=args.rounds, rank=args.rank)
+    result = {"sluice": bench_sluice(cfg), "plain_os_ken": bench_plain(cfg)}
     s, p = result["sluice"], result["plain_os_ken"]
     print(f"reaction latency (report -> barrier), {s['reaction']['rate_per_s']}/s: "
           f"sluice median {s['reaction']['median_ms']} ms p99 {s['reaction']['p99_ms']} ms | "

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -112,15 +113,28 @@ class Switches:
             self.proc.terminate()
 
 
+@dataclass(frozen=True)
+class ScaleConfig:
+    """The cluster, the load and the window, built once from the command line."""
+    workers: int = 2048
+    per_job: int = 8
+    seconds: float = 60.0           # the measured window
+    warmup: float = 15.0
+    rank: str = "remaining"         # the controller's ranking rule
+    hints: str = "on"               # off: the controller gives no hints (today's reporting)
+    connections: int = 64
+    seed: int = 1
+
+
 # ---- the controller process ---------------------------------------------------------------
-def start_controller(work: Path, topo: dict, jobs, args) -> tuple[subprocess.Popen, int, int]:
+def start_controller(work: Path, topo: dict, jobs, cfg: ScaleConfig) -> tuple[subprocess.Popen, int, int]:
     (work / "topology.yaml").write_text(yaml.safe_dump(topo))
-    state = C.state_file(C.load(topo), jobs, args.rank, 0.0)
+    state = C.state_file(C.load(topo), jobs, cfg.rank, 0.0)
     (work / "state.json").write_text(json.dumps(state))
     ofp, api = free_port(), free_port()
     argv = [SLUICE, "controller", "--topology", str(work / "topology.yaml"),
             "--ofp-port", str(ofp), "--api", f"127.0.0.1:{api}", "--state-file",
-            str(work / "state.json"), "--rank", args.rank, "--report-hints", args.hints,
+            str(work / "state.json"), "--rank", cfg.rank, "--report-hints", cfg.hints,
             "--log-level", "info"]
     proc = subprocess.Popen(argv, env=dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN),
                             stdout=subprocess.DEVNULL, stderr=open(work / "controller.log", "w"))
@@ -158,20 +172,20 @@ def today_rate(jobs) -> float:
 
 
 # ---- one run ---------------------------------------------------------------------------
-async def drive(topo_obj, jobs, api: int, args, proc_pid: int, switches: Switches) -> dict:
-    fig = Figures(window_start=args.warmup)
-    pool, admin = Pool("127.0.0.1", api, args.connections), Pool("127.0.0.1", api, 1)
-    load = Load(topo_obj, jobs, pool, admin, ADMIN, args.per_job, args.seed, fig)
+async def drive(topo_obj, jobs, api: int, cfg: ScaleConfig, proc_pid: int, switches: Switches) -> dict:
+    fig = Figures(window_start=cfg.warmup)
+    pool, admin = Pool("127.0.0.1", api, cfg.connections), Pool("127.0.0.1", api, 1)
+    load = Load(topo_obj, jobs, pool, admin, ADMIN, cfg.per_job, cfg.seed, fig)
     marks = {}
 
     async def mark_window() -> None:
-        await asyncio.sleep(args.warmup)
+        await asyncio.sleep(cfg.warmup)
         marks["cpu0"], marks["t0"], marks["sw0"] = cpu_s(proc_pid), time.monotonic(), \
             switches.stats()
         marks["load_cpu0"] = time.process_time()
 
     marker = asyncio.ensure_future(mark_window())
-    await load.run(args.warmup + args.seconds)
+    await load.run(cfg.warmup + cfg.seconds)
     await marker
     window = time.monotonic() - marks["t0"]
     cpu = (cpu_s(proc_pid) - marks["cpu0"]) / window
@@ -182,13 +196,13 @@ async def drive(topo_obj, jobs, api: int, args, proc_pid: int, switches: Switche
             "running": list(load.jobs.values())}
 
 
-def run(args) -> dict:
-    topo = C.topology_dict(args.workers)
+def run(cfg: ScaleConfig) -> dict:
+    topo = C.topology_dict(cfg.workers)
     topo_obj = C.load(topo)
-    jobs = C.initial_jobs(topo_obj, args.workers, args.per_job, args.seed)
+    jobs = C.initial_jobs(topo_obj, cfg.workers, cfg.per_job, cfg.seed)
     work = Path(tempfile.mkdtemp(prefix="sluice-bench-scale-"))
     t_start = time.monotonic()
-    proc, ofp, api = start_controller(work, topo, jobs, args)
+    proc, ofp, api = start_controller(work, topo, jobs, cfg)
     switches = None
     try:
         log(f"controller up with {len(jobs)} jobs in {time.monotonic() - t_start:.1f} s; "
@@ -196,9 +210,9 @@ def run(args) -> dict:
         switches = Switches(topo, ofp)
         settled = switches.settle(len(topo_obj.switches), 600)
         log(f"switches hold their rules ({settled['rules_total']} in all) after "
-            f"{time.monotonic() - t_start:.1f} s; load for {args.warmup + args.seconds:.0f} s")
+            f"{time.monotonic() - t_start:.1f} s; load for {cfg.warmup + cfg.seconds:.0f} s")
         load_avg0 = os.getloadavg()
-        out = asyncio.run(drive(topo_obj, jobs, api, args, proc.pid, switches))
+        out = asyncio.run(drive(topo_obj, jobs, api, cfg, proc.pid, switches))
         held = held_batches(api)
     finally:
         if switches is not None:
@@ -213,9 +227,9 @@ def run(args) -> dict:
     missing = sum(1 for k, b in fig.acked.items() if k in held and held[k] < b)
     sw0, sw1 = out["sw0"], out["sw1"]
     return {
-        "workers": args.workers, "jobs": len(jobs), "per_job": args.per_job,
-        "switches": len(topo_obj.switches), "hosts": len(topo_obj.hosts), "rank": args.rank,
-        "hints": args.hints, "seconds": round(window, 1),
+        "workers": cfg.workers, "jobs": len(jobs), "per_job": cfg.per_job,
+        "switches": len(topo_obj.switches), "hosts": len(topo_obj.hosts), "rank": cfg.rank,
+        "hints": cfg.hints, "seconds": round(window, 1),
         "reports_per_s": round(fig.reports / window, 1),
         "reports_per_s_today_client": round(today_rate(jobs), 1),
         "controller_cpu_share": round(out["cpu"], 4),
@@ -235,11 +249,11 @@ def run(args) -> dict:
         "rules_per_edge_switch_max": sw1["rules_per_edge_switch_max"],
         "job_rules_per_edge_switch_max": sw1["job_rules_per_edge_switch_max"],
         "rules_per_switch_max": sw1["rules_per_switch_max"],
-        "setup_s": round(time.monotonic() - t_start - window - args.warmup, 1),
+        "setup_s": round(time.monotonic() - t_start - window - cfg.warmup, 1),
         "load_avg_before": load_avg0, "load_avg_after": os.getloadavg()}
 
 
-def rules_only(args) -> dict:
+def rules_only(cfg: ScaleConfig) -> dict:
     """The rules the controller wants on each switch for this cluster, computed by its
     own service in this process (one full reconcile with every switch connected, on an
     in-memory table): the figure for sizes whose fabric one controller does not bring up
@@ -248,14 +262,14 @@ def rules_only(args) -> dict:
 
     from controller.service import ControllerConfig, ControllerService, TableSink
 
-    topo = C.topology_dict(args.workers)
+    topo = C.topology_dict(cfg.workers)
     topo_obj = C.load(topo)
-    jobs = C.initial_jobs(topo_obj, args.workers, args.per_job, args.seed)
+    jobs = C.initial_jobs(topo_obj, cfg.workers, cfg.per_job, cfg.seed)
     work = Path(tempfile.mkdtemp(prefix="sluice-bench-scale-rules-"))
-    (work / "state.json").write_text(json.dumps(C.state_file(topo_obj, jobs, args.rank, 0.0)))
+    (work / "state.json").write_text(json.dumps(C.state_file(topo_obj, jobs, cfg.rank, 0.0)))
     t0 = time.process_time()
     svc = ControllerService(ControllerConfig(topology=topo_obj, state_file=work / "state.json",
-                                             rank=args.rank), sink=TableSink())
+                                             rank=cfg.rank), sink=TableSink())
     svc.sink.sent = collections.deque(maxlen=0)
     with svc.lock:
         svc.shared.fabric.connected.update(s.dpid for s in topo_obj.switches)
@@ -267,7 +281,7 @@ def rules_only(args) -> dict:
     for r in svc.installed.rules.values():
         per[r.dpid] += 1
         jobs_per[r.dpid] += r.cookie >> 56 == 0x51
-    return {"workers": args.workers, "jobs": len(jobs), "switches": len(topo_obj.switches),
+    return {"workers": cfg.workers, "jobs": len(jobs), "switches": len(topo_obj.switches),
             "hosts": len(topo_obj.hosts), "rules_only": True,
             "rules_total": sum(per.values()),
             "rules_per_edge_switch_max": max(per[d] for d in tor),
@@ -303,15 +317,18 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--per-job must be 1..256 and --workers at least two jobs' worth")
     if args.seconds <= 0 or args.warmup < 3:
         ap.error("--seconds must be > 0 and --warmup at least 3")
+    cfg = ScaleConfig(workers=args.workers, per_job=args.per_job, seconds=args.seconds,
+                      warmup=args.warmup, rank=args.rank, hints=args.hints,
+                      connections=args.connections, seed=args.seed)
     if args.rules_only:
-        r = rules_only(args)
+        r = rules_only(cfg)
         harness.figure("rules per edge switch (max)", r["rules_per_edge_switch_max"],
                        "rules", baseline=EDGE_TABLE, note=f"(baseline: a 2,000-entry table; "
                        f"job rules {r['job_rules_per_edge_switch_max']})")
         harness.write_json(args.json, r)
         return 0
     try:
-        r = run(args)
+        r = run(cfg)
     except RuntimeError as err:   # the controller could not bring the fabric up: say so
         print(f"NOT MEASURED: {err}", flush=True)
         harness.write_json(args.json, {"workers": args.workers, "error": str(err),

@@ -26,6 +26,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 APP = None
 
 
+def send_rules(dp, n: int, dscp: int, delete: bool) -> None:
+    """The N rules (tcp_dst 20000+i: set DSCP, out port 1) to one switch, or their
+    deletes."""
+    p, o = dp.ofproto_parser, dp.ofproto
+    for i in range(n):
+        match = p.OFPMatch(eth_type=0x800, ip_proto=6, tcp_dst=20000 + i)
+        if delete:
+            dp.send_msg(p.OFPFlowMod(dp, command=o.OFPFC_DELETE_STRICT, priority=200,
+                                     match=match, out_port=o.OFPP_ANY, out_group=o.OFPG_ANY))
+        else:
+            acts = [p.OFPActionSetField(ip_dscp=dscp), p.OFPActionOutput(1)]
+            inst = [p.OFPInstructionActions(o.OFPIT_APPLY_ACTIONS, acts)]
+            dp.send_msg(p.OFPFlowMod(dp, priority=200, match=match, instructions=inst))
+
+
 def make_app_class():
     from os_ken.base import app_manager
     from os_ken.controller import ofp_event
@@ -89,19 +104,8 @@ def make_app_class():
             events = []
             with self.lock:
                 for dp in self.datapaths.values():
-                    p, o = dp.ofproto_parser, dp.ofproto
-                    for i in range(n):
-                        match = p.OFPMatch(eth_type=0x800, ip_proto=6, tcp_dst=20000 + i)
-                        if delete:
-                            dp.send_msg(p.OFPFlowMod(dp, command=o.OFPFC_DELETE_STRICT,
-                                                     priority=200, match=match,
-                                                     out_port=o.OFPP_ANY, out_group=o.OFPG_ANY))
-                        else:
-                            acts = [p.OFPActionSetField(ip_dscp=dscp), p.OFPActionOutput(1)]
-                            inst = [p.OFPInstructionActions(o.OFPIT_APPLY_ACTIONS, acts)]
-                            dp.send_msg(p.OFPFlowMod(dp, priority=200, match=match,
-                                                     instructions=inst))
-                    barrier = p.OFPBarrierRequest(dp)
+                    send_rules(dp, n, dscp, delete)
+                    barrier = dp.ofproto_parser.OFPBarrierRequest(dp)
                     dp.set_xid(barrier)
                     event = threading.Event()
                     self.waiting[(dp.id, barrier.xid)] = event

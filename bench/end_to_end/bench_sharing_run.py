@@ -32,12 +32,13 @@ from job_scheduler.core.estimator import Estimator
 from job_scheduler.core.mechanisms import MechanismOptions
 from job_scheduler.core.policies import make_policy
 from ps_runtime.runners import LocalRunner
+from ps_runtime.worker_overrides import WorkerOverrides
 from sluice_common.jobspec import JobSpec
 from topologies import load_topology
 
 from bench import harness
 
-EMULATED = {"*": {"compute_s": 0.03, "bytes_per_batch": 4096}}
+EMULATED = {"*": WorkerOverrides(compute_s=0.03, bytes_per_batch=4096)}
 
 
 class NoController:
@@ -71,7 +72,7 @@ def run_once(out: Path, name: str, on: bool, quantum: float, port: int) -> dict:
     topo = one_host(out, gpus)
     est = Estimator()
     options = RunOptions(priority=False, slot_s=0.5, compute="emulated",
-                         worker_overrides={k: dict(v) for k, v in EMULATED.items()},
+                         worker_overrides=EMULATED,
                          job_timeout_s=600, port_base=port)
     kw = {}
     if on:

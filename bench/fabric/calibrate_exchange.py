@@ -25,7 +25,6 @@ About 5 minutes. Needs root (the fabric) and takes the fabric lock.
 from __future__ import annotations
 
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -250,10 +249,11 @@ def run_mix(topology, fabric, client, runner, out: Path, mix: list, priority: bo
             port_base: int, overrides: dict | None = None) -> dict:
     """Run ``mix`` (``mininet_tests.heavy_tail.mix.MixJob``: PS on h1/h2, workers on h3/h4, the
     experiments' fixed placement) through the experiments' run loop on a full, idle warm
-    pool (``overrides``: the workers' options, default the experiments'); per job its
+    pool (``overrides``: job -> WorkerOverrides, default the experiments'); per job its
     JCT, its median iteration after SKIP batches and its start-up (arrival to its first
     batch, after ``kv.init``'s); and the hosts' TCP counters over the run (``tcp``:
     retransmitted segments, timeouts)."""
+    from end_to_end.result import iterations_of
     from end_to_end.runloop import RealTimeRun, RunOptions
     from job_scheduler.core.estimator import Estimator, nominal_bandwidth
     from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, placement_step,
@@ -278,8 +278,8 @@ def run_mix(topology, fabric, client, runner, out: Path, mix: list, priority: bo
         if job.get("status") != "finished":
             raise RuntimeError(f"calibration job {job['name']} did not finish: "
                                f"{job.get('status')}")
-        its = sorted(job.get("iterations") or [], key=lambda it: it[2])
-        times = [it[3] for it in its if it[1] == 0][SKIP:] or [it[3] for it in its]
+        its = sorted(iterations_of(job), key=lambda it: it.batch)
+        times = [it.time_s for it in its if it.worker == 0][SKIP:] or [it.time_s for it in its]
         jobs[job["name"]] = {"jct_s": job["turnaround"], "iteration_s": statistics.median(times),
                              "startup_s": startup_s(job)}
     return {"jobs": jobs, "tcp": {k: after[k] - before[k] for k in after}}
@@ -363,27 +363,17 @@ def fit_startup(c, driver: dict[str, dict], capacity: float, buffer_bytes: float
             "startup_priority_samples": [round(x, 3) for x in on]}
 
 
-def main() -> int:
-    ap = harness.parser(__doc__)
-    ap.add_argument("--write", action="store_true",
-                    help="write the fit to sluice_common/data/exchange_constants.yaml")
-    ap.add_argument("--from", dest="from_json", default=None, metavar="JSON",
-                    help="fit the measurements of an earlier run's --json output (no fabric)")
-    args = ap.parse_args()
-
-    import json
-
+def fit_constants(m: dict):
+    """Fit the exchange constants to the measurements ``m`` (``measure_fabric``'s): the
+    constants, the model's time per point, queue_fill, queue_fill_per_sender and the
+    start-up fit (None without run-loop points), the measured shared batch time."""
     from mininet_fabric.baselines import burst_packets
     from mininet_fabric.priority import LEAF_QUEUE_PACKETS
-    from mininet_tests.heavy_tail.fabric_setup import experiment_topology, machine_cc
-    from sluice_common.exchange import (DATA_FILE, MTU_BYTES, Sharer, batch_exchange_s,
-                                        default_constants, save_constants, with_fit)
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology
+    from sluice_common.exchange import (MTU_BYTES, Sharer, batch_exchange_s, default_constants,
+                                        with_fit)
 
-    m = json.loads(Path(args.from_json).read_text())["measured"] if args.from_json \
-        else measure_fabric()
     rows, shared = m["rows"], m["shared"]
-    load_before, load_after, wall, started = (m["load_before"], m["load_after"], m["wall_s"],
-                                              m["started"])
     topology, capacity = experiment_topology(UPLINK_MBPS)
     burst = float(burst_packets() * MTU_BYTES)
     values, _ = fit(rows, burst)
@@ -405,63 +395,28 @@ def main() -> int:
         c = replace(c, startup_s=round(start["startup_s"], 4),
                     startup_rounds=round(start["startup_rounds"], 2),
                     startup_priority_s=round(start["startup_priority_s"], 4))
+    return c, pred, qf, many, start, measured_shared
 
-    figures = []
-    print("| point | path | bytes | keys | window | measured ms | model ms | residual ms | "
-          "residual % | CPU wait s |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r, p in zip(rows, pred):
-        res = r["measured_s"] - p
-        r["model_s"] = round(p, 5)
-        print(f"| {r['point']} | {r['path_name']} | {r['bytes']} | {r['keys']} | {r['window']} | "
-              f"{1000 * r['measured_s']:.1f} | {1000 * p:.1f} | {1000 * res:+.1f} | "
-              f"{100 * res / r['measured_s']:+.1f} | {r['cpu_wait_s']} |")
-    alone = batch_exchange_s(nbytes, keys, cross, window, c)
-    print(f"\ncontention: two cross-rack jobs ({nbytes} B, {keys} keys) at once, one FIFO class: "
-          f"measured {1000 * measured_shared:.1f} ms per batch (model alone {1000 * alone:.1f} ms), "
-          f"CPU wait {[v['cpu_wait_s'] for v in shared.values()]} s -> queue_fill {qf:.3f}")
-    if start:
-        bulk = [v["iteration_s"] for n, v in m["driver"].items() if n.startswith("cal-bulk")]
-        print(f"{BULK_JOBS} cross-rack jobs at once (run loop): median iteration "
-              f"{1000 * statistics.median(bulk):.1f} ms -> queue_fill_per_sender {many:.3f}")
-        print(f"start-up: alone {start['startup_s']:.3f} s beyond one batch (samples "
-              f"{start['startup_alone_samples']}); {len(start['startup_probe_extra'])} probes "
-              f"among {BULK_JOBS} bulk jobs: {start['startup_probe_extra']} s more, model "
-              f"wait {1000 * start['startup_wait_s']:.1f} ms a round -> startup_rounds "
-              f"{start['startup_rounds']:.2f}; priority on, alone: "
-              f"{start['startup_priority_samples']} s more -> startup_priority_s "
-              f"{start['startup_priority_s']:.3f}")
-    else:
-        print("start-up: not measured in this input (no run-loop points); those constants unchanged")
-    for k in ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps", "startup_s",
-              "startup_rounds", "startup_priority_s", "queue_fill_per_sender"):
-        figures.append(harness.figure(f"exchange {k}", getattr(c, k)))
-    figures.append(harness.figure("exchange queue_fill", c.queue_fill))
-    rel = [abs(r["measured_s"] - r["model_s"]) / r["measured_s"] for r in rows]
-    figures.append(harness.figure("fit median |residual|", 100 * statistics.median(rel), "%"))
-    figures.append(harness.figure("fit worst |residual|", 100 * max(rel), "%"))
-    print(f"load average before {load_before}, after {load_after}; {wall:.0f} s", flush=True)
 
-    provenance = {"command": "python -m bench.fabric.calibrate_exchange --write",
-                  "date": started, "machine": f"{platform.node()} ({os.cpu_count()} cores)",
-                  "fabric": f"two-rack, uplinks {UPLINK_MBPS:g} Mbit/s, host links "
-                            f"{2 * UPLINK_MBPS:g} Mbit/s, HTB FIFO {LEAF_QUEUE_PACKETS} packets, "
-                            f"TCP {machine_cc()} (the machine's), no controller (one class)",
-                  "load_average_before": load_before, "load_average_after": load_after,
-                  "points": len(rows) + 1,
-                  "median_abs_residual_pct": round(float(100 * statistics.median(rel)), 1),
-                  "worst_abs_residual_pct": round(float(100 * max(rel)), 1),
-                  "shared_measured_s": round(float(measured_shared), 4)}
-    if start:
-        provenance.update(startup_alone_samples_s=start["startup_alone_samples"],
-                          startup_probe_extra_s=start["startup_probe_extra"],
-                          startup_probe_wait_s=round(start["startup_wait_s"], 4),
-                          startup_priority_samples_s=start["startup_priority_samples"],
-                          many_jobs=BULK_JOBS, many_median_iteration_s=round(statistics.median(
-                              v["iteration_s"] for n, v in m["driver"].items()
-                              if n.startswith("cal-bulk")), 4))
-    if args.from_json:
-        provenance["refit_from"] = args.from_json
+def main() -> int:
+    ap = harness.parser(__doc__)
+    ap.add_argument("--write", action="store_true",
+                    help="write the fit to sluice_common/data/exchange_constants.yaml")
+    ap.add_argument("--from", dest="from_json", default=None, metavar="JSON",
+                    help="fit the measurements of an earlier run's --json output (no fabric)")
+    args = ap.parse_args()
+
+    import json
+
+    from sluice_common.exchange import DATA_FILE, save_constants
+
+    from bench.fabric.calibration_report import provenance_of, report_fit
+
+    m = json.loads(Path(args.from_json).read_text())["measured"] if args.from_json \
+        else measure_fabric()
+    c, pred, qf, many, start, measured_shared = fit_constants(m)
+    figures, rel = report_fit(m, c, pred, qf, many, start, measured_shared)
+    provenance = provenance_of(m, start, rel, measured_shared, args.from_json)
     c = replace(c, provenance=provenance)
     if args.write:
         path = save_constants(c, DATA_FILE, comment=(

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from bench import harness
@@ -52,8 +53,8 @@ def mix(case: str, window: int, rep: int):
     if case != "alone":
         jobs.insert(0, MixJob(BULK[0] + tag, 0.0, BULK[2], BULK[1], 1.0, 0.0))
     _, overrides = specs_and_overrides(jobs)
-    for name in overrides:
-        overrides[name]["pipeline_keys"] = window if name.startswith(URGENT[0]) else 0
+    overrides = {name: replace(o, pipeline_keys=window if name.startswith(URGENT[0]) else 0)
+                 for name, o in overrides.items()}
     return jobs, overrides
 
 

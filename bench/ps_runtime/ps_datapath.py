@@ -202,6 +202,61 @@ def device_name(device) -> str:
     return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
 
 
+def push_pull_table(report: dict, sizes: list, worker_counts: list[int], servers: int,
+                    rounds: int, bucket_mb: float, quick: bool) -> None:
+    """Push + pull GB/s per size and worker count: the project's path, raw KVStore with
+    one server and with as many as the project's, over TCP too (not ``quick``)."""
+    print(f"push + pull GB/s on loopback (2 x bytes / time, per worker); project = "
+          f"{servers} servers, {bucket_mb:g} MB buckets, zero-copy, IPC", flush=True)
+    print(f"{'size':>6} {'workers':>7} {'project':>8} {'raw 1 srv':>10} "
+          f"{'raw {} srv'.format(servers):>10} {'project/raw1':>12}", flush=True)
+    for workers in worker_counts:
+        for mb in sizes:
+            key = f"{mb}MB" if workers == 1 else f"{mb}MB_{workers}w"
+            # Interleaved in one run, so the machine's load hits every variant alike.
+            raw1 = push_pull("raw", mb, workers, 1, rounds, bucket_mb)
+            proj = push_pull("project", mb, workers, servers, rounds, bucket_mb)
+            rawn = push_pull("raw", mb, workers, servers, rounds, bucket_mb)
+            report["push_pull_gbytes_per_s"][key] = round(proj, 4)
+            report["raw_kvstore_gbytes_per_s"][key] = round(raw1, 4)
+            report["raw_kvstore_same_servers_gbytes_per_s"][key] = round(rawn, 4)
+            tcp = ""
+            if not quick:      # attribution: the same path over loopback TCP
+                tcpv = push_pull("project_tcp", mb, workers, servers, rounds, bucket_mb)
+                report["project_over_tcp_gbytes_per_s"][key] = round(tcpv, 4)
+                tcp = f"   (project over TCP: {tcpv:.2f})"
+            print(f"{mb:>4}MB {workers:>7} {proj:>8.2f} {raw1:>10.2f} {rawn:>10.2f} "
+                  f"{proj / raw1:>11.2f}x{tcp}", flush=True)
+
+
+def steps_table(report: dict, models: list[str], device, choice: str, servers: int,
+                bucket_mb: float, compress: str, threads: int, quick: bool) -> None:
+    """Per model: a 1-worker job's step against its compute alone, stage by stage."""
+    # quick: the median of 4 batches (2 was at the mercy of one noisy batch on 2 cores)
+    batches = 5 if quick else 12
+    print(f"steps on {device.type}: median of batches 2..{batches} of a 1-worker job "
+          f"({servers} servers, compress {compress}) vs the step alone", flush=True)
+    for model in models:
+        batch_size, cuda_px = STEP_MODELS[model]
+        px = cuda_px if device.type == "cuda" else min(
+            cuda_px, CPU_INPUT_QUICK if quick else CPU_INPUT)
+        if model == "smallcnn":
+            px = 28
+        compute = compute_alone(model, batch_size, px, device, threads,
+                                repeats=2 if quick else 10)
+        stages = job_step(model, batch_size, px, choice, batches, threads, servers,
+                          bucket_mb, compress)
+        step = stages["time_s"]
+        report["steps"][model] = {"batch_size": batch_size, "input_size": px,
+                                  "step_s": round(step, 5), "compute_s": round(compute, 5),
+                                  "stages_s": {k: round(v, 5) for k, v in stages.items()}}
+        stage_text = " ".join(f"{k[:-2]} {v * 1000:.0f}" for k, v in stages.items()
+                              if k not in ("time_s", "comm_s"))
+        print(f"  {model} b{batch_size} {px}px: step {step * 1000:.0f} ms, compute alone "
+              f"{compute * 1000:.0f} ms, step/compute {step / compute:.2f}, step - compute "
+              f"{(step - compute) * 1000:.0f} ms  [ms: {stage_text}]", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = harness.parser(__doc__, quick="100 MB, 1 worker, fewer rounds")
     ap.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
@@ -245,51 +300,10 @@ def main(argv: list[str] | None = None) -> int:
               "project_over_tcp_gbytes_per_s": {}, "steps": {}}
     print(f"device: {report['device']}; load average {os.getloadavg()[0]:.2f}", flush=True)
     if not args.skip_push_pull:
-        print(f"push + pull GB/s on loopback (2 x bytes / time, per worker); project = "
-              f"{servers} servers, {bucket_mb:g} MB buckets, zero-copy, IPC", flush=True)
-        print(f"{'size':>6} {'workers':>7} {'project':>8} {'raw 1 srv':>10} "
-              f"{'raw {} srv'.format(servers):>10} {'project/raw1':>12}", flush=True)
-        for workers in worker_counts:
-            for mb in sizes:
-                key = f"{mb}MB" if workers == 1 else f"{mb}MB_{workers}w"
-                # Interleaved in one run, so the machine's load hits every variant alike.
-                raw1 = push_pull("raw", mb, workers, 1, rounds, bucket_mb)
-                proj = push_pull("project", mb, workers, servers, rounds, bucket_mb)
-                rawn = push_pull("raw", mb, workers, servers, rounds, bucket_mb)
-                report["push_pull_gbytes_per_s"][key] = round(proj, 4)
-                report["raw_kvstore_gbytes_per_s"][key] = round(raw1, 4)
-                report["raw_kvstore_same_servers_gbytes_per_s"][key] = round(rawn, 4)
-                tcp = ""
-                if not args.quick:      # attribution: the same path over loopback TCP
-                    tcpv = push_pull("project_tcp", mb, workers, servers, rounds, bucket_mb)
-                    report["project_over_tcp_gbytes_per_s"][key] = round(tcpv, 4)
-                    tcp = f"   (project over TCP: {tcpv:.2f})"
-                print(f"{mb:>4}MB {workers:>7} {proj:>8.2f} {raw1:>10.2f} {rawn:>10.2f} "
-                      f"{proj / raw1:>11.2f}x{tcp}", flush=True)
+        push_pull_table(report, sizes, worker_counts, servers, rounds, bucket_mb, args.quick)
     if not args.skip_steps:
-        # quick: the median of 4 batches (2 was at the mercy of one noisy batch on 2 cores)
-        batches = 5 if args.quick else 12
-        print(f"steps on {device.type}: median of batches 2..{batches} of a 1-worker job "
-              f"({servers} servers, compress {args.compress}) vs the step alone", flush=True)
-        for model in [m for m in args.models.split(",") if m]:
-            batch_size, cuda_px = STEP_MODELS[model]
-            px = cuda_px if device.type == "cuda" else min(
-                cuda_px, CPU_INPUT_QUICK if args.quick else CPU_INPUT)
-            if model == "smallcnn":
-                px = 28
-            compute = compute_alone(model, batch_size, px, device, args.threads,
-                                    repeats=2 if args.quick else 10)
-            stages = job_step(model, batch_size, px, choice, batches, args.threads, servers,
-                              bucket_mb, args.compress)
-            step = stages["time_s"]
-            report["steps"][model] = {"batch_size": batch_size, "input_size": px,
-                                      "step_s": round(step, 5), "compute_s": round(compute, 5),
-                                      "stages_s": {k: round(v, 5) for k, v in stages.items()}}
-            stage_text = " ".join(f"{k[:-2]} {v * 1000:.0f}" for k, v in stages.items()
-                                  if k not in ("time_s", "comm_s"))
-            print(f"  {model} b{batch_size} {px}px: step {step * 1000:.0f} ms, compute alone "
-                  f"{compute * 1000:.0f} ms, step/compute {step / compute:.2f}, step - compute "
-                  f"{(step - compute) * 1000:.0f} ms  [ms: {stage_text}]", flush=True)
+        steps_table(report, [m for m in args.models.split(",") if m], device, choice, servers,
+                    bucket_mb, args.compress, args.threads, args.quick)
     if args.json:
         harness.write_json(args.json, report)
         print(f"wrote {args.json}")

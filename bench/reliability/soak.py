@@ -34,22 +34,24 @@ import json
 import multiprocessing as mp
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from ps_runtime.ports import free_port
 
 from bench import harness
 from bench.harness import ROOT
+# the analysis (pure) and the plot: their own module; soak_controller reads them here
+from bench.reliability.soak_analysis import (P99_LIMIT_MS, WINDOW_S, growth_pct, pct,  # noqa: F401
+                                            plot, ramp_point, side_summary, summarize_steps,
+                                            windows)
 
 ADMIN = "soak-admin-token-0123"
 TOPOLOGY = "leaf-spine"
-WINDOW_S = 10.0
-P99_LIMIT_MS = 50.0
 LATE_S = 5.0          # a load generator this far behind its schedule skips ahead
 
 
@@ -67,13 +69,6 @@ def rss_mb(pid: int) -> float | None:
     except OSError:
         return None
     return None
-
-
-def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    values = sorted(values)
-    return round(values[min(len(values) - 1, int(q * len(values)))], 3)
 
 
 # ============================================================ controller server ======
@@ -234,54 +229,6 @@ def scheduler_load(port: int, phases, out: mp.Queue) -> None:
         out.put(("scheduler", rate, p.records, p.unsent, seconds))
 
 
-# ============================================================ analysis ===============
-def windows(records, seconds: float, rss: list[tuple[float, float]]) -> list[dict]:
-    out = []
-    k = 0
-    while k * WINDOW_S < seconds - 1e-9:
-        lo, hi = k * WINDOW_S, min(seconds, (k + 1) * WINDOW_S)
-        rs = [r for r in records if lo <= r[0] < hi]
-        lat = [r[1] for r in rs if r[2]]
-        mem = [m for t, m in rss if lo <= t < hi]
-        out.append({"t_s": hi, "answered_per_s": round(len(lat) / (hi - lo), 1),
-                    "errors": sum(1 for r in rs if not r[2]),
-                    "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99),
-                    "rss_mb": round(max(mem), 1) if mem else None})
-        k += 1
-    return out
-
-
-def growth_pct(rss: list[tuple[float, float]], warmup_s: float) -> float | None:
-    after = [m for t, m in rss if t >= warmup_s]
-    if len(after) < 2:
-        return None
-    base = statistics.median(after[:3])
-    end = statistics.median(after[-3:])
-    return round(100 * (end - base) / base, 2)
-
-
-def falls_behind(step: dict) -> bool:
-    return (step["answered_per_s"] < 0.95 * step["offered_per_s"] or step["unsent"] > 0
-            or (step["p99_ms"] or 1e9) > P99_LIMIT_MS)
-
-
-def ramp_point(steps: list[dict]) -> float | None:
-    """The lowest offered rate at which it falls behind (None: it kept up with all)."""
-    return min((s["offered_per_s"] for s in steps if falls_behind(s)), default=None)
-
-
-def summarize_steps(phase_records, late_ms: float = 1000.0) -> list[dict]:
-    """Ramp step -> offered, answered in time per second, p50/p99."""
-    steps = []
-    for rate, records, unsent, seconds in phase_records:
-        ok = [r[1] for r in records if r[2] and r[1] < late_ms]
-        steps.append({"offered_per_s": rate, "answered_per_s": round(len(ok) / seconds, 1),
-                      "p50_ms": pct([r[1] for r in records if r[2]], 0.5),
-                      "p99_ms": pct([r[1] for r in records if r[2]], 0.99),
-                      "errors": sum(1 for r in records if not r[2]), "unsent": unsent})
-    return steps
-
-
 # ============================================================ main ===================
 # The scheduler half is a steady state: SCHED_GPUS one-GPU jobs run at a time, each for
 # SCHED_JOB_S seconds of the simulated executor, decided every SCHED_SLOT_S: a GPU is
@@ -349,32 +296,48 @@ def start_controller(work: Path, jobs: int, workers: int) -> tuple[mp.Process, i
     return proc, port, json.loads(tokens_file.read_text())
 
 
-def run(args) -> dict:
-    work = Path(args.out or tempfile.mkdtemp(prefix="sluice-soak-"))
+@dataclass(frozen=True)
+class SoakConfig:
+    """The soak's options, built once from its command line."""
+    minutes: float = 10.0
+    rate: float = 2000.0                  # progress reports/s to the controller
+    sub_rate: float = 50.0                # submissions/s to the scheduler
+    jobs: int = 100
+    workers: int = 8
+    queued: int = 10000
+    ramp_rates: tuple[float, ...] = (250, 500, 1000, 3000, 4000)
+    ramp_sub_rates: tuple[float, ...] = (25, 100, 200, 400)
+    out: str | None = None                # work directory (plot, logs, JSON)
+
+    @property
+    def seconds(self) -> float:
+        return self.minutes * 60
+
+
+def fresh_workdir(out: str | None) -> Path:
+    work = Path(out or tempfile.mkdtemp(prefix="sluice-soak-"))
     work.mkdir(parents=True, exist_ok=True)
     for old in work.glob("controller-state.json*"):   # a fresh controller and store
         old.unlink()
     for old in work.glob("sched.db*"):
         old.unlink()
-    seconds = args.minutes * 60
-    warmup = min(120.0, seconds / 5)
-    log(f"starting the controller ({args.jobs} jobs x {args.workers} workers on {TOPOLOGY})")
-    cproc, cport, tokens = start_controller(work, args.jobs, args.workers)
-    log(f"starting the scheduler and queueing {args.queued} jobs")
-    t_pre = time.monotonic()
-    sproc, sport = start_scheduler(work, args.queued)
-    log(f"{args.queued} jobs queued in {time.monotonic() - t_pre:.1f} s; soak of "
-        f"{args.minutes:g} min: {args.rate:g} reports/s, {args.sub_rate:g} submissions/s")
+    return work
+
+
+def drive(cfg: SoakConfig, cproc, cport: int, tokens: dict, sproc, sport: int):
+    """Both load generators to their end: per server its phases' records, each server's
+    RSS samples over the soak, and the controller's acknowledged batches."""
+    seconds = cfg.seconds
     q: mp.Queue = mp.Queue()
-    ramp_c = [(r, 10.0) for r in args.ramp_rates]
-    ramp_s = [(r, 10.0) for r in args.ramp_sub_rates]
-    gens = [mp.Process(target=controller_load,
-                       args=(cport, tokens, args.workers, [(args.rate, seconds)] + ramp_c, q)),
-            mp.Process(target=scheduler_load,
-                       args=(sport, [(args.sub_rate, seconds),
-                                     (args.sub_rate, 10.0 * len(ramp_c))] + ramp_s, q))]
+    ramp_c = [(r, 10.0) for r in cfg.ramp_rates]
+    ramp_s = [(r, 10.0) for r in cfg.ramp_sub_rates]
     # the two ramps must not overlap (each would slow the other): the scheduler keeps
     # its base rate while the controller ramps, then ramps itself
+    gens = [mp.Process(target=controller_load,
+                       args=(cport, tokens, cfg.workers, [(cfg.rate, seconds)] + ramp_c, q)),
+            mp.Process(target=scheduler_load,
+                       args=(sport, [(cfg.sub_rate, seconds),
+                                     (cfg.sub_rate, 10.0 * len(ramp_c))] + ramp_s, q))]
     t0 = time.monotonic()
     gens[0].start()
     gens[1].start()
@@ -402,6 +365,21 @@ def run(args) -> dict:
             results[item[0]].append((item[1], item[2], item[3], item[4]))
     for g in gens:
         g.join()
+    return results, rss_c, rss_s, acked
+
+
+def run(cfg: SoakConfig) -> dict:
+    work = fresh_workdir(cfg.out)
+    seconds = cfg.seconds
+    warmup = min(120.0, seconds / 5)
+    log(f"starting the controller ({cfg.jobs} jobs x {cfg.workers} workers on {TOPOLOGY})")
+    cproc, cport, tokens = start_controller(work, cfg.jobs, cfg.workers)
+    log(f"starting the scheduler and queueing {cfg.queued} jobs")
+    t_pre = time.monotonic()
+    sproc, sport = start_scheduler(work, cfg.queued)
+    log(f"{cfg.queued} jobs queued in {time.monotonic() - t_pre:.1f} s; soak of "
+        f"{cfg.minutes:g} min: {cfg.rate:g} reports/s, {cfg.sub_rate:g} submissions/s")
+    results, rss_c, rss_s, acked = drive(cfg, cproc, cport, tokens, sproc, sport)
     # every acknowledged batch must be held by the controller
     from controller.client import ControllerClient
     held = {j["id"]: j["batches"] for j in ControllerClient(f"http://127.0.0.1:{cport}",
@@ -411,28 +389,11 @@ def run(args) -> dict:
     sproc.terminate()
     sproc.wait(timeout=30)
     (c_soak, *c_ramp), (s_soak, _gap, *s_ramp) = results["controller"], results["scheduler"]
-    c_rec, s_rec = c_soak[1], s_soak[1]
-    c_ok = [r for r in c_rec if r[2]]
-    s_ok = [r for r in s_rec if r[2]]
-    # the soak rate is the first step: a server behind at that rate is behind there
-    c_steps, s_steps = summarize_steps([c_soak] + c_ramp), summarize_steps([s_soak] + s_ramp)
-    controller = {
-        "offered_per_s": args.rate, "jobs": args.jobs, "workers_per_job": args.workers,
-        "answered_per_s": round(len(c_ok) / seconds, 1),
-        "p50_ms": pct([r[1] for r in c_ok], 0.5), "p99_ms": pct([r[1] for r in c_ok], 0.99),
-        "errors": len(c_rec) - len(c_ok), "unsent": c_soak[2],
-        "acked_batches_missing": missing,
-        "rss_growth_pct_after_warmup": growth_pct(rss_c, warmup),
-        "windows": windows(c_rec, seconds, rss_c), "ramp": c_steps[1:],
-        "falls_behind_at_per_s": ramp_point(c_steps)}
-    scheduler = {
-        "offered_per_s": args.sub_rate, "queued_at_start": args.queued,
-        "answered_per_s": round(len(s_ok) / seconds, 1),
-        "p50_ms": pct([r[1] for r in s_ok], 0.5), "p99_ms": pct([r[1] for r in s_ok], 0.99),
-        "errors": len(s_rec) - len(s_ok), "unsent": s_soak[2],
-        "rss_growth_pct_after_warmup": growth_pct(rss_s, warmup),
-        "windows": windows(s_rec, seconds, rss_s), "ramp": s_steps[1:],
-        "falls_behind_at_per_s": ramp_point(s_steps)}
+    controller = {**side_summary(c_soak, c_ramp, seconds, rss_c, warmup, cfg.rate),
+                  "jobs": cfg.jobs, "workers_per_job": cfg.workers,
+                  "acked_batches_missing": missing}
+    scheduler = {**side_summary(s_soak, s_ramp, seconds, rss_s, warmup, cfg.sub_rate),
+                 "queued_at_start": cfg.queued}
     result = {
         "reports_per_s": controller["answered_per_s"], "p99_ms": controller["p99_ms"],
         "reports_lost": controller["errors"] + missing,
@@ -440,38 +401,12 @@ def run(args) -> dict:
         "submissions_lost": scheduler["errors"],
         "scheduler_p99_ms": scheduler["p99_ms"],
         "scheduler_rss_growth_pct_after_warmup": scheduler["rss_growth_pct_after_warmup"],
-        "minutes": args.minutes, "warmup_s": warmup, "load_avg": os.getloadavg(),
+        "minutes": cfg.minutes, "warmup_s": warmup, "load_avg": os.getloadavg(),
         "controller": controller, "scheduler": scheduler}
     plot(result, work / "soak.png")
     (work / "soak.json").write_text(json.dumps(result, indent=1))
     log(f"plot and JSON in {work}")
     return result
-
-
-def plot(result: dict, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(10, 6), sharex=True)
-    for col, name in enumerate(("controller", "scheduler")):
-        w = result[name]["windows"]
-        t = [x["t_s"] / 60 for x in w]
-        ax = axes[0][col]
-        ax.plot(t, [x["p50_ms"] for x in w], label="p50")
-        ax.plot(t, [x["p99_ms"] for x in w], label="p99")
-        ax.axhline(P99_LIMIT_MS, color="#cc4444", lw=0.8, ls="--", label="50 ms")
-        ax.set_title(f"{name}: {result[name]['offered_per_s']:g} requests/s offered")
-        ax.set_ylabel("latency (ms)")
-        ax.legend(fontsize=8)
-        ax = axes[1][col]
-        ax.plot(t, [x["rss_mb"] for x in w], color="#555555")
-        ax.set_ylabel("RSS (MB)")
-        ax.set_xlabel("minutes")
-        ax.set_ylim(bottom=0)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -488,7 +423,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.minutes <= 0 or args.rate <= 0 or args.sub_rate <= 0:
         ap.error("--minutes, --rate and --sub-rate must be > 0")
-    result = run(args)
+    result = run(SoakConfig(minutes=args.minutes, rate=args.rate, sub_rate=args.sub_rate,
+                            jobs=args.jobs, workers=args.workers, queued=args.queued,
+                            ramp_rates=tuple(args.ramp_rates),
+                            ramp_sub_rates=tuple(args.ramp_sub_rates), out=args.out))
     text = json.dumps({k: v for k, v in result.items()
                        if k not in ("controller", "scheduler")}, indent=1)
     print(text)

@@ -301,36 +301,9 @@ class GroupGA:
                  [h for h in sorted(g) for _ in range(g[h])]) for r, g in zip(reqs, genes)],
                 self.lam)
 
-        def repair(genes: list[dict[int, int]]) -> list[dict[int, int]]:
-            free = list(state.free)
-            out: list[dict[int, int] | None] = []
-            broken = []
-            for j, g in enumerate(genes):
-                if all(free[h] >= k for h, k in g.items()):
-                    for h, k in g.items():
-                        free[h] -= k
-                    out.append(g)
-                else:
-                    out.append(None)
-                    broken.append(j)
-            for j in broken:
-                out[j] = _first_fit(free, reqs[j].n, hosts)
-            return out  # type: ignore[return-value]
-
-        def random_individual() -> list[dict[int, int]]:
-            free = list(state.free)
-            order = list(hosts)
-            rng.shuffle(order)
-            jobs = list(range(len(reqs)))
-            rng.shuffle(jobs)
-            genes: list[dict[int, int]] = [{} for _ in reqs]
-            for j in jobs:
-                genes[j] = _first_fit(free, reqs[j].n, order)
-            return genes
-
         pop = [[dict(Counter(state.index[h] for h in seeded[i].worker_hosts))  # type: ignore[union-attr]
                 for i in live]]
-        pop += [random_individual() for _ in range(self.population - 1)]
+        pop += [_random_genes(state.free, reqs, hosts, rng) for _ in range(self.population - 1)]
         scored = sorted(((score(g), k, g) for k, g in enumerate(pop)), key=lambda x: x[:2])
         seed_score = score(pop[0])
         tag = len(pop)
@@ -342,17 +315,8 @@ class GroupGA:
                 b = min(rng.sample(scored, 2), key=lambda x: x[:2])[2]
                 child = [dict(a[j] if rng.random() < 0.5 else b[j]) for j in range(len(reqs))]
                 if rng.random() < self.mutation:
-                    j = rng.randrange(len(reqs))
-                    free = list(state.free)
-                    for k, g in enumerate(child):
-                        if k != j:
-                            for h, c in g.items():
-                                free[h] -= c
-                    order = list(hosts)
-                    rng.shuffle(order)
-                    if all(f >= 0 for f in free):
-                        child[j] = _first_fit(free, reqs[j].n, order)
-                child = repair(child)
+                    _mutate(child, state.free, reqs, hosts, rng)
+                child = _repair(child, state.free, reqs, hosts)
                 tag += 1
                 children.append((score(child), tag, child))
             scored = sorted(children, key=lambda x: x[:2])
@@ -362,3 +326,57 @@ class GroupGA:
         for i, p in zip(live, best):
             seeded[i] = p
         return seeded
+
+
+# ---- the group genetic algorithm's operators (PlacementGGA.place_batch) ------------------
+# genes: per job, host index -> GPUs. Each takes the free GPUs as they were before the
+# batch (``free0``) and the candidate hosts; the random ones draw from ``rng`` in a fixed
+# order, so one seed gives one search.
+
+def _repair(genes: list[dict[int, int]], free0: Sequence[int], reqs: Sequence[Request],
+            hosts: Sequence[int]) -> list[dict[int, int]]:
+    """Keep the jobs that still fit in turn; first-fit the others into what is left."""
+    free = list(free0)
+    out: list[dict[int, int] | None] = []
+    broken = []
+    for j, g in enumerate(genes):
+        if all(free[h] >= k for h, k in g.items()):
+            for h, k in g.items():
+                free[h] -= k
+            out.append(g)
+        else:
+            out.append(None)
+            broken.append(j)
+    for j in broken:
+        out[j] = _first_fit(free, reqs[j].n, hosts)
+    return out  # type: ignore[return-value]
+
+
+def _random_genes(free0: Sequence[int], reqs: Sequence[Request], hosts: Sequence[int],
+                  rng: random.Random) -> list[dict[int, int]]:
+    """A random individual: the jobs in a random order, first-fit on shuffled hosts."""
+    free = list(free0)
+    order = list(hosts)
+    rng.shuffle(order)
+    jobs = list(range(len(reqs)))
+    rng.shuffle(jobs)
+    genes: list[dict[int, int]] = [{} for _ in reqs]
+    for j in jobs:
+        genes[j] = _first_fit(free, reqs[j].n, order)
+    return genes
+
+
+def _mutate(child: list[dict[int, int]], free0: Sequence[int], reqs: Sequence[Request],
+            hosts: Sequence[int], rng: random.Random) -> None:
+    """Move one random job: first-fit it on shuffled hosts around the others (in place;
+    left as it was when the others alone overfill a host)."""
+    j = rng.randrange(len(reqs))
+    free = list(free0)
+    for k, g in enumerate(child):
+        if k != j:
+            for h, c in g.items():
+                free[h] -= c
+    order = list(hosts)
+    rng.shuffle(order)
+    if all(f >= 0 for f in free):
+        child[j] = _first_fit(free, reqs[j].n, order)

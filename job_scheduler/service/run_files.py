@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-EXIT_FILE = "exit_status"            # ps_runtime.slurm_job writes it
+from ps_runtime.slurm_plan import ERROR_FILE, EXIT_FILE  # noqa: F401 (ps_runtime.slurm_job writes them)
 
 
 def read_json(path: Path) -> dict | None:
@@ -32,7 +32,7 @@ def mtime(path: Path, default: float) -> float:
 
 def error_text(run_dir: Path, code: int | None) -> str:
     try:
-        text = (run_dir / "error").read_text().strip()
+        text = (run_dir / ERROR_FILE).read_text().strip()
     except OSError:
         text = ""
     return text or f"batch script exited with status {code}"

@@ -37,7 +37,6 @@ no free GPU at all: jobs started outside sluice are seen, their GPUs never doubl
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import shlex
@@ -61,13 +60,13 @@ from job_scheduler.service.slurm_gpus import apply_gres_truth, read_truth
 from job_scheduler.service.store import JobRecord
 from slurm_client import (Component, JobInfo, NodeInfo, ParseError, SiteOptions, SlurmClient,
                           SlurmError, SlurmUnavailable, Submission, job_outcome)
+from ps_runtime.slurm_plan import ERROR_FILE, STARTED_FILE, SlurmPlan
 from sluice_common.errors import InputError
 from sluice_common.jobspec import job_to_dict
 from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler.slurm")
 
-STARTED_FILE = "batch.started"       # ps_runtime.slurm_job writes it (and EXIT_FILE)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DUPLICATE_JOBID = "Duplicate jobid"  # slurmd's drain reason after a job ran twice
 PENDING_NOTE = "pending in Slurm"    # a running job's reason while Slurm keeps it pending
@@ -216,27 +215,25 @@ class SlurmExecutor:
         hosts = self.topology.host_by_name
         parts = components(decision.ps_hosts, decision.worker_hosts)
         o = self.options
-        plan = {
-            "run_dir": str(run_dir), "job": job.name,
-            "job_yaml": yaml.safe_dump({"jobs": [job_to_dict(job.spec)]}),
-            "servers": [[h, hosts[h].ip] for h in decision.ps_hosts],
-            "workers": [[h, hosts[h].ip] for h in decision.worker_hosts],
-            "groups": {c.node: k for k, c in enumerate(parts)},
-            "batches": batches_for(job.spec, len(decision.worker_hosts), o.batches),
-            "compute": o.compute, "compute_s": o.compute_s,
-            "bytes_per_batch": o.bytes_per_batch, "bw_scale": o.bw_scale,
-            "profile": o.profile, "timeout": o.timeout,
-            "decided_hosts": sorted({*decision.ps_hosts, *decision.worker_hosts}),
+        plan = SlurmPlan(
+            run_dir=str(run_dir), job=job.name,
+            job_yaml=yaml.safe_dump({"jobs": [job_to_dict(job.spec)]}),
+            servers=tuple((h, hosts[h].ip) for h in decision.ps_hosts),
+            workers=tuple((h, hosts[h].ip) for h in decision.worker_hosts),
+            groups={c.node: k for k, c in enumerate(parts)},
+            batches=batches_for(job.spec, len(decision.worker_hosts), o.batches),
+            compute=o.compute, compute_s=o.compute_s, bytes_per_batch=o.bytes_per_batch,
+            bw_scale=o.bw_scale, profile=o.profile, timeout=o.timeout,
+            decided_hosts=tuple(sorted({*decision.ps_hosts, *decision.worker_hosts})),
             # a port block no other running job holds on these hosts (ps_runtime.plan)
-            "base_port": self.ports.reserve(job.id, job.name,
-                                            {*decision.ps_hosts, *decision.worker_hosts}),
-        }
-        (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
+            base_port=self.ports.reserve(job.id, job.name,
+                                         {*decision.ps_hosts, *decision.worker_hosts}))
+        plan_path = plan.write(run_dir)
         script = run_dir / "job.sh"
         script.write_text("#!/bin/sh\n# sluice job %d (%s), attempt %d: one component per host\n"
                           "cd %s\nexec %s -m ps_runtime.slurm_job %s\n"
                           % (job.id, job.name, job.attempts, shlex.quote(str(REPO_ROOT)),
-                             shlex.quote(self.python), shlex.quote(str(run_dir / "plan.json"))))
+                             shlex.quote(self.python), shlex.quote(str(plan_path))))
         script.chmod(0o755)
         env = dict(SLUICE_JOB_ID=str(job.id), SLUICE_JOB_NAME=job.name,
                    SLUICE_RUN_DIR=str(run_dir),
@@ -367,7 +364,7 @@ class SlurmExecutor:
                                "its batch script never ran")
             return None                    # the batch script is writing its result
         reason = f"Slurm job {slurm_id} {detail or words}"
-        if code not in (None, 0) or (run_dir / "error").exists():
+        if code not in (None, 0) or (run_dir / ERROR_FILE).exists():
             reason += f"; {_error_text(run_dir, code)}"
         return Outcome("failed", now, code, reason)
 

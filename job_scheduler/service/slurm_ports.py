@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 from job_scheduler.service.run_files import read_json
 from job_scheduler.service.store import JobRecord
 from ps_runtime.plan import default_base_port, reserve_base_port
+from ps_runtime.slurm_plan import PLAN_FILE
 
 
 class PortBook:
@@ -56,7 +57,7 @@ class PortBook:
             del self._held[job_id]
         for job in running:
             if job.id in ids and job.id not in self._held and job.run_dir:
-                plan = read_json(Path(job.run_dir) / "plan.json") or {}
+                plan = read_json(Path(job.run_dir) / PLAN_FILE) or {}
                 if isinstance(plan.get("base_port"), int):
                     self._held[job.id] = (plan["base_port"],
                                           frozenset(plan.get("decided_hosts") or ()))

@@ -14,6 +14,7 @@ from mininet_tests import time_split
 from mininet_tests.heavy_tail.config import HOST_TCP
 from mininet_tests.heavy_tail.mix import MixJob
 from mininet_tests.heavy_tail.predict import BATCH_SIZE, KEYS, PIPELINE_KEYS
+from ps_runtime.worker_overrides import WorkerOverrides
 from sluice_common.jobspec import JobSpec
 from sluice_common.placement import Placement
 from topologies import load_topology
@@ -118,10 +119,10 @@ def _taken(decisions, host: str) -> int:
 def specs_and_overrides(mix: list[MixJob]):
     specs = [JobSpec(name=j.name, model="resnet18", dataset_size=BATCH_SIZE * j.batches,
                      epochs=1, batch_size=BATCH_SIZE, max_gpus=1, arrival=j.arrival) for j in mix]
-    overrides = {j.name: {"compute": "emulated", "compute_s": j.compute_s,
-                          "bytes_per_batch": j.bytes_per_batch,
-                          "bucket_mb": j.bytes_per_batch / KEYS / 2 ** 20 * 1.001,
-                          "pipeline_keys": PIPELINE_KEYS}
+    overrides = {j.name: WorkerOverrides(compute="emulated", compute_s=j.compute_s,
+                                         bytes_per_batch=j.bytes_per_batch,
+                                         bucket_mb=j.bytes_per_batch / KEYS / 2 ** 20 * 1.001,
+                                         pipeline_keys=PIPELINE_KEYS)
                  for j in mix}
     return specs, overrides
 

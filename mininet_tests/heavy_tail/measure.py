@@ -10,6 +10,7 @@ import statistics
 import subprocess
 from typing import Mapping
 
+from end_to_end.result import iterations_of
 from mininet_tests import time_split
 from mininet_tests.heavy_tail.fabric_setup import PULL_EGRESS, PUSH_EGRESS
 from mininet_tests.heavy_tail.mix import MixJob
@@ -80,11 +81,11 @@ class Sampler:
 
 def startup_s(job: dict) -> float | None:
     """Arrival to the first batch's start (process start-up and ps-lite rendezvous)."""
-    its = job.get("iterations") or []
+    its = iterations_of(job)
     if not its or "arrival" not in job:
         return None
-    first = min(its, key=lambda it: it[0])
-    return max(0.0, first[0] - first[3] - job["arrival"])
+    first = min(its, key=lambda it: it.t_s)
+    return max(0.0, first.t_s - first.time_s - job["arrival"])
 
 
 def bottleneck_mbps(result: dict, capacity_mbps: float | None = None) -> dict[str, float | None]:
