@@ -180,6 +180,17 @@ def _note_starts(started: dict[str, float], it: dict[str, float], t: float,
             started[n] = at - by_name[n].arrival + overhead_s
 
 
+def _startup(job: BatchJob, running: list[BatchJob], classes, in_init, capacity: float,
+             buffer_bytes: float, c: ExchangeConstants, urgent_bytes: float | None,
+             prioritised: bool) -> float:
+    """The model's start-up of ``job`` arriving among ``running``: the queue wait it meets
+    in its class, then kv.init's exchange (:func:`~sluice_common.exchange.startup_time`)."""
+    cls = classes(running + [job])
+    wait = egress_state(_sharers(running + [job], cls, in_init), capacity, buffer_bytes, c,
+                        urgent_bytes=urgent_bytes)[1]
+    return startup_time(wait[job.name], c, prioritised)
+
+
 def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_bytes: float,
                      constants: ExchangeConstants | None = None, dt: float = 0.05,
                      startup_s: float | None = None, attained_base: float = ATTAINED_BASE_BYTES,
@@ -231,13 +242,9 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
         running = [j for j in jobs if j.name in ready and ready[j.name] <= t and j.name not in jct]
         for j in jobs:                       # arrivals: their start-up, as the egress is now
             if j.name not in ready and j.arrival <= t:
-                if startup_s is not None:
-                    ready[j.name] = j.arrival + startup_s
-                    continue
-                cls = classes(running + [j])
-                wait = egress_state(_sharers(running + [j], cls, in_init), capacity,
-                                    buffer_bytes, c, urgent_bytes=urgent_bytes)[1]
-                ready[j.name] = j.arrival + startup_time(wait[j.name], c, mode != "off")
+                ready[j.name] = j.arrival + (startup_s if startup_s is not None else _startup(
+                    j, running, classes, in_init, capacity, buffer_bytes, c, urgent_bytes,
+                    mode != "off"))
         active = [j for j in jobs if j.name in ready and ready[j.name] <= t and j.name not in jct]
         later = [ready.get(j.name, j.arrival) for j in jobs
                  if j.name not in jct and ready.get(j.name, j.arrival) > t]
