@@ -29,10 +29,13 @@ from dataclasses import dataclass
 
 from sluice_common.exchange import (ExchangeConstants, Sharer, default_constants, egress_state,
                                     share_egress, startup_time)
-from sluice_common.job_rank import (ATTAINED_BASE_BYTES, ATTAINED_FACTOR, PROGRESS, JobLoad,
-                                    job_levels)
+from sluice_common import rank_rules
+from sluice_common.job_rank import ATTAINED_BASE_BYTES, ATTAINED_FACTOR, JobLoad
 
-MODES = ("off", "progress", "remaining", "attained")
+
+def modes() -> tuple[str, ...]:
+    """``off`` (fair sharing) and every registered ranking rule."""
+    return ("off", *rank_rules.names())
 
 
 @dataclass(frozen=True)
@@ -85,13 +88,14 @@ def rank_groups(active: list, mode: str, done_bytes: dict[str, float],
     in the rule's priority groups, most urgent first (``done_bytes``: bytes moved so far,
     push and pull): the controller's levels (:func:`sluice_common.job_rank.job_levels`),
     on fractional progress; ties go to the earlier arrival."""
+    rule = rank_rules.rule(mode)
     order = sorted(active, key=lambda j: (j.arrival, j.name))
     loads = [JobLoad(j.name, k,
                      # progress sees whole batch numbers; the job rules see bytes
-                     math.floor(done_bytes[j.name] / (2 * j.bytes_per_batch)) if mode == PROGRESS
+                     math.floor(done_bytes[j.name] / (2 * j.bytes_per_batch)) if rule.by_batch
                      else done_bytes[j.name] / (2 * j.bytes_per_batch),
                      j.batches, j.bytes_per_batch) for k, j in enumerate(order)]
-    level = job_levels(mode, loads, levels, attained_base, attained_factor)
+    level = rule.job_levels(loads, levels, attained_base, attained_factor)
     groups: dict[int, list[str]] = {}
     for j in order:
         groups.setdefault(level[j.name], []).append(j.name)
@@ -102,8 +106,8 @@ def simulate(jobs: list[FluidJob], mode: str, capacity: float, dt: float = 0.01,
              startup_s: float = 0.0, attained_base: float = ATTAINED_BASE_BYTES,
              attained_factor: float = ATTAINED_FACTOR, levels: int = 8) -> dict[str, float]:
     """Job name -> completion time minus arrival (JCT), under ``mode``."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode not in modes():
+        raise ValueError(f"mode must be one of {modes()}, got {mode!r}")
     done_bytes = {j.name: 0.0 for j in jobs}
     by_name = {j.name: j for j in jobs}
     jct: dict[str, float] = {}
@@ -172,8 +176,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
     ``started``, when given, receives each job's start-up as the experiments measure it:
     arrival to its first batch (after ``kv.init``'s), ``overhead_s`` included.
     ``urgent_bytes``: the leaves are fair-queued (:func:`~sluice_common.exchange.share_egress`)."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode not in modes():
+        raise ValueError(f"mode must be one of {modes()}, got {mode!r}")
     c = constants or default_constants()
     by_name = {j.name: j for j in jobs}
     done = {j.name: 0.0 for j in jobs}               # batches done (fractional)

@@ -379,8 +379,8 @@ def test_spec_enums_and_formats_match_the_code(controller):
     _svc, server = controller
     doc = json.loads(call(server, "GET", "/openapi.json")[1])
     schemas = doc["components"]["schemas"]
-    from sluice_common.job_rank import RANK_RULES
-    assert schemas["RankRule"]["properties"]["rule"]["enum"] == list(RANK_RULES)
+    from sluice_common.rank_rules import names
+    assert schemas["RankRule"]["properties"]["rule"]["enum"] == list(names())
     assert schemas["Endpoint"]["properties"]["ip"]["format"] == "ipv4"
     status, answer = cjson(server, "POST", "/rank", {"rule": "nope"})
     assert status == 400 and "progress" in answer["error"]

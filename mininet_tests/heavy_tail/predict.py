@@ -10,7 +10,7 @@ from mininet_tests import fluid
 from mininet_tests.exchange_model import key_times
 from mininet_tests.heavy_tail.mix import MixJob
 from sluice_common.exchange import batch_exchange_s
-from sluice_common.job_rank import RANK_RULES
+from sluice_common import rank_rules
 from sluice_common.jobspec import JobSpec
 
 # The run's scheduling slot: a job arriving waits half of one on average before it
@@ -93,7 +93,7 @@ def model_prediction(mix: list[MixJob], capacity: float, mode: str,
 def model_jobs(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | None
                ) -> tuple[dict[str, float], dict[str, float]]:
     """:func:`model_prediction` per job: each job's predicted JCT and start-up."""
-    rule, baseline = bl.split_mode(mode, RANK_RULES)
+    rule, baseline = bl.split_mode(mode, rank_rules.names())
     jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s, KEYS,
                            PIPELINE_KEYS, cross_path(capacity)) for j in mix]
     started: dict[str, float] = {}
