@@ -57,7 +57,8 @@ def configure_run(parser) -> None:
 
 def configure_demo(parser) -> None:
     _common(parser)
-    parser.add_argument("--executor", default="direct", choices=("direct", "slurm"),
+    from job_scheduler.service.executor_registry import SLURM
+    parser.add_argument("--executor", default="direct", choices=("direct", SLURM),
                         help="direct (default): jobs started on the fabric's hosts by the run "
                         "loop, priority off vs on; slurm: through `sluice scheduler --executor "
                         "slurm` and a local Slurm cluster on the fabric, report DIR/slurm.json")
@@ -92,7 +93,8 @@ def run_run(args: argparse.Namespace) -> int:
 
 def run_demo(args: argparse.Namespace) -> int:
     config = run_config(args, jobs=str(run.DEMO_JOBS), topology=run.DEMO_TOPOLOGY)
-    if args.executor == "slurm":
+    from job_scheduler.service.executor_registry import SLURM
+    if args.executor == SLURM:
         from end_to_end.slurm_demo import run_slurm_demo
 
         return run_slurm_demo(config)

@@ -40,7 +40,7 @@ log = logging.getLogger("sluice.scheduler")
 MAX_JOBS_PER_SUBMISSION = 10_000
 # what a job that goes back to the queue forgets of its run
 _REQUEUED = dict(state="queued", gpus=None, placement=None, executor=None, started_at=None,
-                 expected_end=None, pid=None, pid_start=None, slurm_job_id=None)
+                 expected_end=None, pid=None, pid_start=None, external_id=None)
 
 
 class Executor(Protocol):

@@ -151,6 +151,11 @@ class SlurmJobOptions:
         return site.overridden(dict(job.spec.slurm))
 
 
+def _recorded_id(job: JobRecord) -> int | None:
+    """The Slurm job id in the job's record (the store's executor-neutral external id)."""
+    return None if job.external_id is None else int(job.external_id)
+
+
 # ---- the executor ----------------------------------------------------------------------
 
 class SlurmExecutor:
@@ -259,12 +264,12 @@ class SlurmExecutor:
                 controller_job_id(job), run_dir, len(decision.worker_hosts))
         log.info("job %d (%s): Slurm job %d on %s", job.id, job.name, slurm_id,
                  ", ".join(f"{c.node}:{c.gpus}" for c in parts))
-        return {"slurm_job_id": slurm_id}
+        return {"external_id": str(slurm_id)}
 
     # ---- poll --------------------------------------------------------------------------
     def _slurm_id(self, job: JobRecord) -> int | None:
-        if job.slurm_job_id is not None:
-            return job.slurm_job_id
+        if job.external_id is not None:
+            return int(job.external_id)
         if job.id in self._ids:
             return self._ids[job.id]
         started = _read_json(Path(job.run_dir or "/nonexistent") / STARTED_FILE)
@@ -314,7 +319,7 @@ class SlurmExecutor:
         if now - first < self.error_grace:
             return None
         self._erring_since.pop(job.id, None)
-        slurm_id = job.slurm_job_id or self._ids.get(job.id)
+        slurm_id = _recorded_id(job) or self._ids.get(job.id)
         if slurm_id is not None:
             self._cancel(slurm_id)
         self._relays.pop(job.id, None)
@@ -414,8 +419,8 @@ class SlurmExecutor:
         (the service was killed between sbatch and recording it); Slurm's pending reason
         (and none once the job runs)."""
         out = {}
-        if job.slurm_job_id is None and job.id in self._ids:
-            out["slurm_job_id"] = self._ids[job.id]
+        if job.external_id is None and job.id in self._ids:
+            out["external_id"] = str(self._ids[job.id])
         note = self._notes.pop(job.id, None)
         if note != job.reason and (note or (job.reason or "").startswith(PENDING_NOTE)):
             out["reason"] = note
@@ -436,7 +441,7 @@ class SlurmExecutor:
         for job in running:
             if job.executor != self.kind:
                 continue
-            parts = self._seen.get(job.slurm_job_id or self._ids.get(job.id, -1), [])
+            parts = self._seen.get(_recorded_id(job) or self._ids.get(job.id, -1), [])
             if any(p.state in ("RUNNING", "COMPLETING", "SUSPENDED") for p in parts):
                 for host, k in job.gpus_by_host().items():
                     out[host] = out.get(host, 0) + k
