@@ -213,7 +213,7 @@ def test_slurm_down_means_still_running_and_no_capacity(setup):
 
 
 def test_progress_relay_sends_each_workers_latest_batch_once(tmp_path):
-    from job_scheduler.service.slurm_executor import ProgressRelay
+    from job_scheduler.service.progress_relay import ProgressRelay
 
     (tmp_path / "ps").mkdir()
     relay = ProgressRelay("http://127.0.0.1:9", "tok", "job-a", tmp_path, workers=2)
