@@ -16,13 +16,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from job_scheduler.core.estimator import Estimator, effective_bandwidth
+from job_scheduler.core.estimator import Estimator
 from job_scheduler.service import executor_registry
 from job_scheduler.service.executor_registry import ExecutorContext
-from sluice_common.jobspec import JobSpec
 from job_scheduler.service.scheduler import SchedulerService
 from job_scheduler.service.api import SchedulerHTTPServer
-from job_scheduler.core.decisions import StartDecision
 from job_scheduler.service.policy_step import PolicyStep
 from job_scheduler.service.store import JobStore
 from sluice_common.errors import InputError, option_error
@@ -143,16 +141,6 @@ def start(config: ServiceConfig, notice: str | None = None) -> int:
         print(notice, file=sys.stderr, flush=True)
     service, server = build_service(config, topology, policy, estimator, executor_options)
     return serve(service, server, config.slot, token_set=bool(config.token))
-
-
-def estimated_duration(topology: Topology, estimator: Estimator):
-    """C(n) of the job at the effective bandwidth of its actual placement."""
-
-    def duration(spec: JobSpec, decision: StartDecision) -> float:
-        bw = effective_bandwidth(topology, decision.ps_hosts, decision.worker_hosts)
-        return estimator.C(spec, decision.gpus, bw)
-
-    return duration
 
 
 def _lock_store(db_path: Path):

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from job_scheduler.core.estimator import Estimator
-    from job_scheduler.service.app import ServiceConfig
     from topologies import Topology
 
 # Before each decision: take from the cluster state what the executor's resource manager
@@ -27,8 +26,9 @@ CapacityFn = Callable[[Any, Any], None]
 
 @dataclass(frozen=True)
 class ExecutorContext:
-    """What a builder may read: the service's configuration and what it loaded."""
-    config: ServiceConfig
+    """What a builder may read: the service's configuration (app.ServiceConfig, which
+    reads this registry) and what it loaded."""
+    config: Any
     topology: Topology
     estimator: Estimator
     db_path: Path
@@ -45,7 +45,7 @@ class ExecutorKind:
     build: Callable[[ExecutorContext, Any], Any]
     options_type: type | None = None
     # (config, topology) -> an ``options_type`` value from the service's configuration
-    options: Callable[[ServiceConfig, Topology], Any] | None = None
+    options: Callable[[Any, Topology], Any] | None = None
     # the chosen executor -> its capacity source (None: the topology is the truth)
     capacity: Callable[[Any], CapacityFn | None] = lambda executor: None
     runs_suffix: str | None = None      # its run directories: beside the store, this suffix
@@ -102,8 +102,7 @@ def help_text() -> str:
 
 
 def _simulated(context: ExecutorContext, options: Any):
-    from job_scheduler.service.app import estimated_duration
-    from job_scheduler.service.executors import SimulatedExecutor
+    from job_scheduler.service.executors import SimulatedExecutor, estimated_duration
 
     return SimulatedExecutor(estimated_duration(context.topology, context.estimator),
                              context.config.time_factor)
@@ -123,7 +122,7 @@ def _slurm(context: ExecutorContext, options: Any):
     return slurm_kind.build(context, options)
 
 
-def _slurm_options(config: ServiceConfig, topology: Topology):
+def _slurm_options(config, topology: Topology):
     from job_scheduler.service import slurm_kind
 
     return slurm_kind.options(config, topology)

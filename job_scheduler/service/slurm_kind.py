@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 
-from job_scheduler.service.executor_registry import ExecutorContext
 from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions, store_tag
 from sluice_common.errors import option_error
 
@@ -26,8 +25,8 @@ def options(config, topology) -> SlurmJobOptions:
         pending_timeout=config.slurm_pending_timeout)
 
 
-def build(context: ExecutorContext, job_options: SlurmJobOptions | None) -> SlurmExecutor:
-    """The Slurm executor; chosen, Slurm must answer and know every host of the topology
+def build(context, job_options: SlurmJobOptions | None) -> SlurmExecutor:
+    """The Slurm executor (``context``: executor_registry.ExecutorContext); chosen, Slurm must answer and know every host of the topology
     at its address, else exit 2 naming the command that failed or the hosts. Not chosen
     it is still built: a previous run's Slurm jobs are reconciled by their Slurm job id."""
     from slurm_client import SlurmClient, SlurmError, UnsupportedSlurm
