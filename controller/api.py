@@ -145,8 +145,8 @@ class RankRule(_Body):
     # checked and listed from the registry when asked, so a rule registered after this
     # module was imported is offered too
     rule: Annotated[str, AfterValidator(_known_rule)] = Field(
-        description="a ranking rule (GET /rank lists them)",
-        json_schema_extra=lambda schema: schema.update(enum=list(rank_rules.names())))
+        json_schema_extra=lambda schema: schema.update(enum=list(rank_rules.names()),
+                                                       description=" | ".join(rank_rules.names())))
 
 
 class Error(BaseModel):
