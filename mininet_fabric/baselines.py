@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from mininet_fabric import priority
+from sluice_common.registry import Registry
 from topologies import priority_classes as pc
 
 MTU_BYTES = 1514
@@ -173,35 +174,15 @@ class Baseline:
     urgent_packets: int | None = None
 
 
-_REGISTRY: dict[str, Baseline] = {}
+_REGISTRY: Registry[Baseline] = Registry("baseline")
+unregister, names, baseline, help_text = (_REGISTRY.unregister, _REGISTRY.names,
+                                          _REGISTRY.get, _REGISTRY.help_text)
 
 
 def register(baseline: Baseline) -> Baseline:
     if "+" in baseline.name or not baseline.name:
         raise ValueError(f"a baseline's name has no '+': {baseline.name!r}")
-    _REGISTRY[baseline.name] = baseline
-    return baseline
-
-
-def unregister(name: str) -> None:
-    _REGISTRY.pop(name, None)
-
-
-def names() -> tuple[str, ...]:
-    """Every registered baseline, in registration order (``off`` first)."""
-    return tuple(_REGISTRY)
-
-
-def baseline(name: str) -> Baseline:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"baseline must be one of {names()}, got {name!r}") from None
-
-
-def help_text() -> str:
-    """The baselines, one clause each, for a command line's help."""
-    return "; ".join(f"{b.name}: {b.summary}" for b in _REGISTRY.values())
+    return _REGISTRY.register(baseline)
 
 
 def egress_tree(baseline_name: str, intf: str, rate_mbit: float, levels: int = pc.LEVELS,

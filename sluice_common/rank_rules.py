@@ -23,6 +23,7 @@ from typing import Callable, Iterable
 
 from sluice_common import job_rank
 from sluice_common.job_rank import ATTAINED_BASE_BYTES, ATTAINED_FACTOR, JobLoad
+from sluice_common.registry import Registry
 
 FLOW, ORDER, OWN = "flow", "order", "own"
 SHAPES = (FLOW, ORDER, OWN)
@@ -70,33 +71,10 @@ class RankRule:
         return {j.job: self.level_of(j, levels, base, factor) for j in jobs}
 
 
-_REGISTRY: dict[str, RankRule] = {}
-
-
-def register(rule: RankRule) -> RankRule:
-    _REGISTRY[rule.name] = rule
-    return rule
-
-
-def unregister(name: str) -> None:
-    _REGISTRY.pop(name, None)
-
-
-def names() -> tuple[str, ...]:
-    """Every registered rule, in registration order."""
-    return tuple(_REGISTRY)
-
-
-def rule(name: str) -> RankRule:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"rule must be one of {', '.join(names())}, got {name!r}") from None
-
-
-def help_text() -> str:
-    """The rules, one clause each, for a command line's help."""
-    return "; ".join(f"{r.name}: {r.summary}" for r in _REGISTRY.values())
+_REGISTRY: Registry[RankRule] = Registry("rule")
+register, unregister, names, rule, help_text = (
+    _REGISTRY.register, _REGISTRY.unregister, _REGISTRY.names, _REGISTRY.get,
+    _REGISTRY.help_text)
 
 
 def job_levels(name: str, jobs: Iterable[JobLoad], levels: int,

@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from sluice_common.registry import Registry
+
 if TYPE_CHECKING:
     from job_scheduler.core.estimator import Estimator
     from topologies import Topology
@@ -71,34 +73,10 @@ class ExecutorKind:
         return executor
 
 
-_REGISTRY: dict[str, ExecutorKind] = {}
-
-
-def register(kind: ExecutorKind) -> ExecutorKind:
-    _REGISTRY[kind.name] = kind
-    return kind
-
-
-def unregister(name: str) -> None:
-    _REGISTRY.pop(name, None)
-
-
-def names() -> tuple[str, ...]:
-    """Every registered executor, in registration order."""
-    return tuple(_REGISTRY)
-
-
-def kind(name: str) -> ExecutorKind:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"executor must be one of {', '.join(names())}, "
-                         f"got {name!r}") from None
-
-
-def help_text() -> str:
-    """The executors, one clause each, for ``--executor``'s help."""
-    return "; ".join(f"{k.name}: {k.summary}" for k in _REGISTRY.values())
+_REGISTRY: Registry[ExecutorKind] = Registry("executor")
+register, unregister, names, kind, help_text = (
+    _REGISTRY.register, _REGISTRY.unregister, _REGISTRY.names, _REGISTRY.get,
+    _REGISTRY.help_text)
 
 
 def _simulated(context: ExecutorContext, options: Any):
