@@ -47,8 +47,8 @@ class Hints:
 
 
 def _staleness(position: int, levels: int, cfg) -> float:
-    """``ORDER`` rules (``remaining``): how stale the job at ``position`` may get. Others' thresholds are
-    measured against the jobs with a level of their own and the next in line; a job
+    """``ORDER`` rules (``remaining``): how stale the job at ``position`` may get.
+    Others' thresholds are measured against the jobs with a level of their own and the next in line; a job
     moves up the order without reporting only when a job ahead of it leaves (one place
     a removal), so the first ``FRESH * levels`` places keep the staleness bound and the
     places after it a bound that grows with the square of the distance: the reports of

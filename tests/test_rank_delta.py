@@ -75,7 +75,8 @@ def test_job_ranker_matches_full_job_rules(rule, levels, sizes, reports, chunk):
             return remaining_levels(all_loads, levels)
         return attained_levels(all_loads, levels, base=4 * MB, factor=2.0)
 
-    ranker = JobRanker(rank_rules.rule(rule), [load(i) for i in range(8)], levels, base=4 * MB, factor=2.0)
+    ranker = JobRanker(rank_rules.rule(rule), [load(i) for i in range(8)], levels, base=4 * MB,
+                       factor=2.0)
     assert ranker.levels == full()
     for start in range(0, len(reports), chunk):
         moved = set()

@@ -61,7 +61,8 @@ def main() -> int:
                     jobs = [replace(j, rate_cap=2.0) for j in jobs]
                 per_seed.append(changes(jobs))
             med = {r: statistics.median(c[r] for c in per_seed) for r in rank_rules.names()}
-            print(f"| {label} | {load} | " + " | ".join(f"{med[r]:+.1f} %" for r in rank_rules.names()) + " |")
+            print(f"| {label} | {load} | "
+                  + " | ".join(f"{med[r]:+.1f} %" for r in rank_rules.names()) + " |")
     same = changes(fluid_jobs(same_start_mix(CAPACITY), CAPACITY))
     print("| 3 equal jobs, same start, comm 95 % | - | "
           + " | ".join(f"{same[r]:+.1f} %" for r in rank_rules.names()) + " |")

@@ -26,9 +26,9 @@ def options(config, topology) -> SlurmJobOptions:
 
 
 def build(context, job_options: SlurmJobOptions | None) -> SlurmExecutor:
-    """The Slurm executor (``context``: executor_registry.ExecutorContext); chosen, Slurm must answer and know every host of the topology
-    at its address, else exit 2 naming the command that failed or the hosts. Not chosen
-    it is still built: a previous run's Slurm jobs are reconciled by their Slurm job id."""
+    """The Slurm executor (``context``: executor_registry.ExecutorContext); chosen, Slurm
+    must answer and know every host of the topology at its address, else exit 2 naming
+    the command that failed or the hosts. Not chosen it is still built: a previous run's Slurm jobs are reconciled by their Slurm job id."""
     from slurm_client import SlurmClient, SlurmError, UnsupportedSlurm
 
     executor = SlurmExecutor(SlurmClient(), context.topology, context.runs,

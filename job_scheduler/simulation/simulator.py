@@ -56,8 +56,7 @@ from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecis
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.core.mechanisms import shared_gpus, stopped
-from sluice_common import rank_rules
-from sluice_common.job_rank import JobLoad
+from sluice_common import job_rank, rank_rules
 from sluice_common.models import BYTES_PER_PARAM
 from topologies.priority_classes import LEVELS
 from sluice_common.jobspec import JobSpec
@@ -297,7 +296,7 @@ class Simulator(Pricing):
             spec = self.jobs[j]
             total = max(1, round(spec.epochs * spec.dataset_size / spec.batch_size))
             done = round((1.0 - self.remaining(j)) * total)
-            loads.append(JobLoad(str(j), j, done, total,
+            loads.append(job_rank.JobLoad(str(j), j, done, total,
                                int(self.estimator.params(spec) * BYTES_PER_PARAM)))
         got = rank_rules.job_levels(self.priority, loads, LEVELS)
         return {int(k): v for k, v in got.items()}
