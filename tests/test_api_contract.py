@@ -476,5 +476,6 @@ def test_the_executor_is_named_at_start_and_in_help():
     import sys
     r = subprocess.run([sys.executable, "-m", "sluice", "scheduler", "--help"],
                        capture_output=True, text=True, timeout=60)
-    assert "default simulated: the job only pretends to run" in " ".join(r.stdout.split())
+    assert "(default simulated): simulated: the job only pretends to run" in \
+        " ".join(r.stdout.split())
     assert "0.001 makes a 1000-s job end in 1 s" in " ".join(r.stdout.split())
