@@ -6,6 +6,7 @@ every other user derives its list, choices and behaviour from the registry."""
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,14 +17,15 @@ SKIP_DIRS = {"tests"}
 
 
 def sources() -> list[Path]:
+    """Every .py file of the repository outside tests/ (hidden folders, the venv and
+    build outputs left out without walking them)."""
     out = []
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT)
-        if rel.parts[0] in SKIP_DIRS or any(p.startswith(".") or p.endswith(".egg-info")
-                                             for p in rel.parts):
-            continue
-        out.append(path)
-    return out
+    for folder, dirs, files in os.walk(ROOT):
+        top = Path(folder) == ROOT
+        dirs[:] = [d for d in dirs if not d.startswith(".") and not d.endswith(".egg-info")
+                   and d != "__pycache__" and not (top and d in SKIP_DIRS)]
+        out += [Path(folder) / f for f in files if f.endswith(".py")]
+    return sorted(out)
 
 
 def _named(node: ast.AST) -> str | None:
