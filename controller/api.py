@@ -31,21 +31,22 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 import threading
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import parse_qs
 
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt,
+                      ValidationError)
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from controller import live
 from controller.auth import Northbound
 from controller.errors import (BadRequest, Conflict, NotFound, RateLimited, Refused,
                                Unauthorized, Unprocessable)
-from sluice_common.job_rank import RANK_RULES
+from sluice_common import rank_rules
 from controller.progress_batch import ProgressBatcher
 from controller.registry import MAX_ENDPOINTS
 from controller.service import ControllerService
@@ -135,9 +136,18 @@ class ProgressReport(_Body):
     batch: JsonInt = Field(ge=0, lt=2**62, description="the batch the worker is at")
 
 
+def _known_rule(name: str) -> str:
+    if name not in rank_rules.names():
+        raise ValueError(f"must be one of {', '.join(rank_rules.names())}")
+    return name
+
+
 class RankRule(_Body):
-    rule: Literal[RANK_RULES] = Field(  # type: ignore[valid-type]
-        description=" | ".join(RANK_RULES))
+    # checked and listed from the registry when asked, so a rule registered after this
+    # module was imported is offered too
+    rule: Annotated[str, AfterValidator(_known_rule)] = Field(
+        json_schema_extra=lambda schema: schema.update(enum=list(rank_rules.names()),
+                                                       description=" | ".join(rank_rules.names())))
 
 
 class Error(BaseModel):

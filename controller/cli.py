@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sluice_common.errors import InputError, as_flags
+from sluice_common import rank_rules
 
 if TYPE_CHECKING:
     from controller.config import ControllerConfig
@@ -43,11 +44,11 @@ def configure_controller(parser) -> None:
                         help="dscp: set_field ip_dscp (userspace OVS + HTB/u32); "
                              "queue: set_queue (kernel OVS, hardware)")
     parser.add_argument("--levels", type=int, default=8, help="priority levels to use (1..8)")
-    parser.add_argument("--rank", default=None, choices=["progress", "remaining", "attained"],
-                        help="ranking rule: remaining (default: shortest remaining bytes "
-                             "first), progress (smaller batch first), attained (least bytes "
-                             "sent first); changeable at run time with POST /rank. Without "
-                             "it, the rule saved in --state-file (the last one chosen) is used")
+    parser.add_argument("--rank", default=None, choices=rank_rules.names(),
+                        help=f"ranking rule (default {rank_rules.DEFAULT_RULE}): "
+                             f"{rank_rules.help_text()}; changeable at run time with POST "
+                             "/rank. Without it, the rule saved in --state-file (the last one "
+                             "chosen) is used")
     parser.add_argument("--attained-base-mb", type=float, default=4.0,
                         help="attained: first demotion after this many MB (default 4)")
     parser.add_argument("--attained-factor", type=float, default=4.0,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sluice_common import job_rank
+from sluice_common import job_rank, rank_rules
 from controller.rules import ENFORCE_MODES
 from sluice_common.errors import InputError
 from topologies import Topology
@@ -35,10 +35,10 @@ class ControllerConfig:
     admin_token: str = ""
     rate_per_s: float = 1000.0       # progress reports per job per second (token bucket)
     state_file: Path | None = None
-    # progress | remaining | attained (sluice_common.job_rank) to start with; None: the rule
+    # a rule of sluice_common.rank_rules to start with; None: the rule
     # saved in the state file (the last one chosen, also at run time), else the default.
     # The rule in force is the service's (POST /rank changes it), not this field.
-    rank: str | None = job_rank.DEFAULT_RULE
+    rank: str | None = rank_rules.DEFAULT_RULE
     attained_base_bytes: float = job_rank.ATTAINED_BASE_BYTES
     attained_factor: float = job_rank.ATTAINED_FACTOR
     # the hint in each progress report's answer (controller/report_hints.py); off: no
@@ -66,8 +66,8 @@ class ControllerConfig:
             raise _bad("enforce", f"must be one of {', '.join(ENFORCE_MODES)}")
         if not 1 <= self.levels <= LEVELS:
             raise _bad("levels", f"must be 1..{LEVELS}, got {self.levels}")
-        if self.rank is not None and self.rank not in job_rank.RANK_RULES:
-            raise _bad("rank", f"must be one of {', '.join(job_rank.RANK_RULES)}, "
+        if self.rank is not None and self.rank not in rank_rules.names():
+            raise _bad("rank", f"must be one of {', '.join(rank_rules.names())}, "
                        f"got {self.rank!r}")
         if not self.attained_base_bytes > 0 or not self.attained_factor > 1:
             raise _bad("attained_base_bytes/attained_factor",

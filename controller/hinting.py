@@ -4,11 +4,11 @@ job's known batches and the allowances its other workers still hold."""
 
 from __future__ import annotations
 
-from sluice_common import job_rank
+from sluice_common import rank_rules
 from controller.rank_delta import JobRanker
 from controller.reconcile import Reconciler
 from controller.registry import Job
-from controller.report_hints import Hint, attained_threshold, remaining_threshold, worker_hint
+from controller.report_hints import Hint, order_threshold, own_threshold, worker_hint
 from controller.state import Shared
 
 FRESH = 2      # the first FRESH * levels places of the order keep the staleness bound
@@ -25,21 +25,21 @@ class Hints:
         job = self.s.registry.jobs.get(job_id)
         if not cfg.report_hints or job is None:
             return None
-        rule, levels = self.s.rank, cfg.levels
-        if rule == job_rank.PROGRESS:
+        rule, levels = rank_rules.rule(self.s.rank), cfg.levels
+        if rule.shape == rank_rules.FLOW:
             return Hint(None, cfg.report_staleness_s)
         load = self.reconciler.job_load(job)
-        if rule == job_rank.REMAINING:
+        if rule.shape == rank_rules.ORDER:
             ranker = self.reconciler.ranker
             if not isinstance(ranker, JobRanker) or ranker.rule != rule \
                     or job_id not in ranker.levels:
                 return Hint(None, cfg.report_staleness_s)   # no ranker yet: staleness only
             within = _staleness(ranker.position(job_id), levels, cfg)
-            threshold = remaining_threshold(load, ranker.ahead_key(job_id))
+            threshold = order_threshold(load, ranker.ahead_key(job_id), rule.key)
         else:
             within = cfg.report_heartbeat_s
-            threshold = attained_threshold(load, levels, cfg.attained_base_bytes,
-                                           cfg.attained_factor)
+            threshold = own_threshold(load, levels, cfg.attained_base_bytes,
+                                      cfg.attained_factor, rule.level_of)
         hint = worker_hint(job.batch_of(worker), threshold, load.done_batches,
                            len(job.workers), _others_allowance(job, worker), within)
         job.report_at[worker] = hint.batch
@@ -47,8 +47,8 @@ class Hints:
 
 
 def _staleness(position: int, levels: int, cfg) -> float:
-    """``remaining``: how stale the job at ``position`` may get. Others' thresholds are
-    measured against the jobs with a level of their own and the next in line; a job
+    """``ORDER`` rules (``remaining``): how stale the job at ``position`` may get.
+    Others' thresholds are measured against the jobs with a level of their own and the next in line; a job
     moves up the order without reporting only when a job ahead of it leaves (one place
     a removal), so the first ``FRESH * levels`` places keep the staleness bound and the
     places after it a bound that grows with the square of the distance: the reports of

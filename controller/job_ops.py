@@ -10,7 +10,7 @@ import logging
 import threading
 from typing import Any
 
-from sluice_common import job_rank
+from sluice_common import rank_rules
 from controller.errors import BadRequest, Conflict, NotFound, Unprocessable
 from controller.persistence import StateStore
 from controller.reconcile import Reconciler
@@ -73,15 +73,15 @@ class JobOps:
 
     def rank(self) -> dict[str, Any]:
         with self.s.lock:
-            return {"rule": self.s.rank, "rules": list(job_rank.RANK_RULES)}
+            return {"rule": self.s.rank, "rules": list(rank_rules.names())}
 
     def set_rank(self, body: Any, done: threading.Event | None = None) -> dict[str, Any]:
         if not isinstance(body, dict) or set(body) != {"rule"}:
             raise BadRequest("API body: must be a JSON object {\"rule\": NAME}")
         rule = body["rule"]
-        if rule not in job_rank.RANK_RULES:
+        if rule not in rank_rules.names():
             raise BadRequest(f"API body: field 'rule': must be one of "
-                             f"{', '.join(job_rank.RANK_RULES)}, got {rule!r}")
+                             f"{', '.join(rank_rules.names())}, got {rule!r}")
         s = self.s
         with s.lock:
             old, s.rank = s.rank, rule

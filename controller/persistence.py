@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sluice_common import job_rank
+from sluice_common import rank_rules
 from controller.forwarding import FabricView
 from controller.journal import ProgressJournal, journal_path
 from controller.registry import JOB_FIELDS, Registry, parse_job
@@ -130,8 +130,8 @@ def load_state(path: Path, known_ips: set[str],
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
         raise InputError(str(path), "not a sluice controller state file", field="jobs")
     rank = data.get("rank")
-    if rank is not None and rank not in job_rank.RANK_RULES:
-        raise InputError(str(path), f"must be one of {', '.join(job_rank.RANK_RULES)}, "
+    if rank is not None and rank not in rank_rules.names():
+        raise InputError(str(path), f"must be one of {', '.join(rank_rules.names())}, "
                          f"got {rank!r}", field="rank")
     registry = Registry()
     tokens = {}

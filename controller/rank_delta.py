@@ -19,7 +19,8 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from typing import Iterable
 
-from sluice_common import job_rank
+from sluice_common import job_rank, rank_rules
+from sluice_common.rank_rules import RankRule
 from controller.ranking import _KIND_ORDER, FlowKey
 
 
@@ -92,27 +93,22 @@ class FlowRanker:
 
 
 class JobRanker:
-    """The ``remaining`` and ``attained`` rules, kept up to date per job."""
+    """A job rule (``ORDER`` or ``OWN`` shape, :mod:`sluice_common.rank_rules`), kept up
+    to date per job."""
 
-    def __init__(self, rule: str, loads: Iterable[job_rank.JobLoad], levels: int,
+    def __init__(self, rule: RankRule, loads: Iterable[job_rank.JobLoad], levels: int,
                  base: float = job_rank.ATTAINED_BASE_BYTES,
                  factor: float = job_rank.ATTAINED_FACTOR) -> None:
-        if rule not in (job_rank.REMAINING, job_rank.ATTAINED):
-            raise ValueError(f"not a job rule: {rule!r}")
+        if rule.shape not in (rank_rules.ORDER, rank_rules.OWN):
+            raise ValueError(f"not a job rule: {rule.name!r}")
         if levels < 1:
             raise ValueError("levels must be >= 1")
         self.rule, self.n_levels, self.base, self.factor = rule, levels, base, factor
         loads = list(loads)
-        if rule == job_rank.REMAINING:
-            self._key = {j.job: self._sort_key(j) for j in loads}
+        if rule.shape == rank_rules.ORDER:
+            self._key = {j.job: rule.key(j) for j in loads}
             self._sorted = sorted(self._key.values())
-            self.levels = job_rank.remaining_levels(loads, levels)
-        else:
-            self.levels = job_rank.attained_levels(loads, levels, base, factor)
-
-    @staticmethod
-    def _sort_key(j: job_rank.JobLoad) -> tuple:
-        return (job_rank.remaining_bytes(j), j.order, j.job)
+        self.levels = rule.job_levels(loads, levels, base, factor)
 
     def _head(self) -> list[str]:
         """Jobs at the positions that have a level of their own (and the first of the
@@ -120,7 +116,7 @@ class JobRanker:
         return [key[-1] for key in self._sorted[:self.n_levels]]
 
     def ahead_key(self, job: str) -> tuple | None:
-        """``remaining``: the sort key of the job that ``job`` must overtake for its own
+        """``ORDER`` (``remaining``): the sort key of the job that ``job`` must overtake for its own
         progress to change its level (the one just ahead); from deeper in the shared last
         level, the first job of that level (the next in line: overtaking it changes no
         level, but once a job with a level of its own leaves, that is the key to pass).
@@ -129,25 +125,24 @@ class JobRanker:
         return self._sorted[target - 1] if target >= 1 else None
 
     def position(self, job: str) -> int:
-        """``remaining``: the job's place in the order (0: first); KeyError if unknown."""
+        """``ORDER``: the job's place in the order (0: first); KeyError if unknown."""
         return bisect_left(self._sorted, self._key[job])
 
     def update(self, loads: Iterable[job_rank.JobLoad]) -> dict[str, int]:
         """The jobs that reported, as they are now -> {job: level} for every job whose
-        level changed (for ``remaining`` a job can move others by overtaking them)."""
+        level changed (under an ``ORDER`` rule a job can move others by overtaking them)."""
         loads = list(loads)
-        if self.rule == job_rank.ATTAINED:
+        if self.rule.shape == rank_rules.OWN:
             changed = {}
             for j in loads:
-                level = job_rank.attained_level(job_rank.attained_bytes(j), self.n_levels,
-                                                self.base, self.factor)
+                level = self.rule.level_of(j, self.n_levels, self.base, self.factor)
                 if self.levels[j.job] != level:
                     changed[j.job] = level
             self.levels.update(changed)
             return changed
         before = self._head()
         for j in loads:
-            old, new = self._key[j.job], self._sort_key(j)
+            old, new = self._key[j.job], self.rule.key(j)
             if old == new:
                 continue
             del self._sorted[bisect_left(self._sorted, old)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from sluice_common import job_rank
+from sluice_common import job_rank, rank_rules
 from controller import rules as R
 from controller.rank_delta import FlowRanker, JobRanker
 from controller.ranking import FlowKey
@@ -204,10 +204,10 @@ class Reconciler:
     def _compute_levels(self) -> dict[FlowKey, int]:
         """flow -> level under the active ranking rule."""
         s = self.s
-        rule, n = s.rank, s.config.levels
+        rule, n = rank_rules.rule(s.rank), s.config.levels
         # The ranker computes the full levels and keeps its state for the reports after
-        # (its levels equal assign_levels / remaining_levels / attained_levels).
-        if rule == job_rank.PROGRESS:
+        # (its levels equal assign_levels / the job rule's levels).
+        if rule.shape == rank_rules.FLOW:
             with s.report_lock:           # batch numbers are recorded under it
                 self._ranker = FlowRanker(s.registry.flows_with_batches(), n)
             return dict(self._ranker.levels)

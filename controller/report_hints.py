@@ -54,27 +54,28 @@ def _first_true(lo: int, hi: int, pred: Callable[[int], bool]) -> int | None:
     return lo
 
 
-def remaining_threshold(load: job_rank.JobLoad, ahead_key: tuple | None) -> int | None:
-    """Done batches at which the job's sort key (remaining bytes, order, id) drops below
-    ``ahead_key`` (the job it would overtake); None when it never does."""
+def order_threshold(load: job_rank.JobLoad, ahead_key: tuple | None,
+                    key: Callable[[job_rank.JobLoad], tuple]) -> int | None:
+    """``ORDER`` rules (``remaining``): done batches at which the job's sort ``key`` drops
+    below ``ahead_key`` (the job it would overtake), searched up to the job's total
+    batches; None when it never does, or the job's size is unknown."""
     if ahead_key is None or load.total_batches is None or load.bytes_per_batch is None:
         return None
 
     def passed(done: int) -> bool:
-        j = load._replace(done_batches=done)
-        return (job_rank.remaining_bytes(j), j.order, j.job) < ahead_key
+        return key(load._replace(done_batches=done)) < ahead_key
 
     return _first_true(load.done_batches + 1, max(load.done_batches + 1, load.total_batches),
                        passed)
 
 
-def attained_threshold(load: job_rank.JobLoad, levels: int, base: float,
-                       factor: float) -> int | None:
-    """Done batches at which the job's attained bytes reach its next MLFQ level; None on
-    the last level (it has no bound)."""
+def own_threshold(load: job_rank.JobLoad, levels: int, base: float, factor: float,
+                  level_of: Callable[[job_rank.JobLoad, int, float, float], int]
+                  ) -> int | None:
+    """``OWN`` rules (``attained``): done batches at which the job's ``level_of`` reaches
+    its next level; None on the last level (it has no bound)."""
     def level(done: int) -> int:
-        return job_rank.attained_level(
-            job_rank.attained_bytes(load._replace(done_batches=done)), levels, base, factor)
+        return level_of(load._replace(done_batches=done), levels, base, factor)
 
     now = level(load.done_batches)
     if now >= levels - 1:

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from sluice_common import job_rank
+from sluice_common import rank_rules
 from controller import rules as R
 from controller.config import ControllerConfig
 from controller.errors import Refused
@@ -60,7 +60,7 @@ class ControllerService:
                 Path(config.state_file), {h.ip for h in config.topology.hosts}, fabric)
         self.config = config
         self.shared = s = Shared(config, clock, sink or TableSink(), fabric, registry,
-                                 credentials, config.rank or saved_rank or job_rank.DEFAULT_RULE)
+                                 credentials, config.rank or saved_rank or rank_rules.DEFAULT_RULE)
         self.persistence = StateStore(s)
         settling = Settling(s)
         self.reconciler = Reconciler(s, settling)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice_common import job_rank
+from sluice_common import job_rank, rank_rules
 from controller import rules as R
 from controller.errors import NotFound
 from controller.ranking import ordered
@@ -132,7 +132,7 @@ class Views:
             for name in ("sluice_port_tx_bytes", "sluice_port_rx_bytes",
                          "sluice_port_tx_bytes_per_second", "sluice_link_utilisation_ratio"):
                 m.clear(name)       # ports of a switch that went away must not linger
-            for rule in job_rank.RANK_RULES:   # one series per rule, 1 for the active one
+            for rule in rank_rules.names():   # one series per rule, 1 for the active one
                 m.set("sluice_rank_rule", int(rule == s.rank), rule=rule)
             for (dpid, port), rate in s.linkstats.rates.items():
                 labels = {"switch": s.switch_name(dpid), "port": str(port)}

@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from sluice_common.job_rank import DEFAULT_RULE, RANK_RULES
+from sluice_common import rank_rules
+from sluice_common.rank_rules import DEFAULT_RULE
 from end_to_end import run
 from end_to_end.run import RunConfig
 from job_scheduler.simulation.cli import FLAGS, add_sharing_arguments, mechanism_options
@@ -28,9 +29,9 @@ def _common(parser) -> None:
     from ps_runtime.cli import add_compute_arguments
 
     add_compute_arguments(parser)
-    parser.add_argument("--rank", default=DEFAULT_RULE, choices=RANK_RULES,
-                        help=f"controller ranking rule when priority is on (default {DEFAULT_RULE}: "
-                             "shortest remaining bytes first)")
+    parser.add_argument("--rank", default=DEFAULT_RULE, choices=rank_rules.names(),
+                        help=f"controller ranking rule when priority is on (default "
+                             f"{DEFAULT_RULE}): {rank_rules.help_text()}")
 
 
 def configure_run(parser) -> None:
@@ -56,7 +57,8 @@ def configure_run(parser) -> None:
 
 def configure_demo(parser) -> None:
     _common(parser)
-    parser.add_argument("--executor", default="direct", choices=("direct", "slurm"),
+    from job_scheduler.service.executor_registry import SLURM
+    parser.add_argument("--executor", default="direct", choices=("direct", SLURM),
                         help="direct (default): jobs started on the fabric's hosts by the run "
                         "loop, priority off vs on; slurm: through `sluice scheduler --executor "
                         "slurm` and a local Slurm cluster on the fabric, report DIR/slurm.json")
@@ -91,7 +93,8 @@ def run_run(args: argparse.Namespace) -> int:
 
 def run_demo(args: argparse.Namespace) -> int:
     config = run_config(args, jobs=str(run.DEMO_JOBS), topology=run.DEMO_TOPOLOGY)
-    if args.executor == "slurm":
+    from job_scheduler.service.executor_registry import SLURM
+    if args.executor == SLURM:
         from end_to_end.slurm_demo import run_slurm_demo
 
         return run_slurm_demo(config)

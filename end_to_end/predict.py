@@ -22,7 +22,8 @@ import math
 from collections import Counter
 from itertools import pairwise
 
-from sluice_common.job_rank import PROGRESS, JobLoad, job_levels
+from sluice_common import rank_rules
+from sluice_common.job_rank import JobLoad
 from sluice_common.models import BYTES_PER_PARAM
 from sluice_common.exchange import (LinkJob, MTU_BYTES, ExchangeConstants, batch_exchange_s,
                                     default_constants, share_links)
@@ -80,11 +81,12 @@ def _classes(jobs: list[dict], done: dict[str, float], rule: str | None) -> dict
         return {j["name"]: None for j in jobs}
     # progress ranks by batch number (each worker's), the job rules by the job's batches
     # done summed over its workers
-    loads = [JobLoad(j["name"], k, math.floor(done[j["name"]]) if rule == PROGRESS
+    by_batch = rank_rules.rule(rule).by_batch
+    loads = [JobLoad(j["name"], k, math.floor(done[j["name"]]) if by_batch
                      else done[j["name"]] * len(j["worker_hosts"]),
                      j["batches"] * len(j["worker_hosts"]), j["bytes_per_batch"])
              for k, j in enumerate(jobs)]
-    return job_levels(rule, loads, LEVELS)
+    return rank_rules.job_levels(rule, loads, LEVELS)
 
 
 def predict_pass(topology, records: list[dict], rule: str | None, startup_s: float,

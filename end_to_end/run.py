@@ -25,7 +25,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sluice_common.job_rank import DEFAULT_RULE
+from sluice_common.rank_rules import DEFAULT_RULE
 from job_scheduler.core.mechanisms import MechanismOptions
 from job_scheduler.core.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES, REGISTRY
 from sluice_common.errors import InputError

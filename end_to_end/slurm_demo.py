@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from end_to_end.controller_proc import stop_process, wait_healthy
+from job_scheduler.service.executor_registry import SLURM
 from ps_runtime.ports import free_port
 from ps_runtime.slurm_plan import RAN_ON_DIR
 
@@ -89,7 +90,8 @@ def slurm_report(jobs: list[dict[str, Any]], run_root: Path, t0: float = 0.0,
     for job in sorted(jobs, key=lambda j: j["id"]):
         processes = reported_processes(last_run_dir(run_root, job["id"]))
         report["jobs"][job["name"]] = {
-            "slurm_job_id": job.get("slurm_job_id"),
+            # the scheduler's executor-neutral external id is the Slurm job id here
+            "slurm_job_id": _int_or_none(job.get("external_id")),
             "decided_hosts": decided_hosts(job),
             "ran_on": _unique(p["hostname"] for p in processes if p.get("hostname")),
             "state": job["state"],
@@ -100,6 +102,10 @@ def slurm_report(jobs: list[dict[str, Any]], run_root: Path, t0: float = 0.0,
         }
     report.update(extra)
     return report
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def report_markdown(report: dict[str, Any]) -> str:
@@ -150,7 +156,7 @@ def run_slurm_demo(config) -> int:
                     "SLUICE_SCHEDULER_URL": url, "SLUICE_CONTROLLER_TOKEN": env.admin_token}
             cmd = [sys.executable, "-m", "sluice", "scheduler", "--topology", config.topology,
                    "--policy", config.policy, "--listen", f"127.0.0.1:{port}", "--db", str(db),
-                   "--slot", str(config.slot), "--executor", "slurm",
+                   "--slot", str(config.slot), "--executor", SLURM,
                    "--slurm-compute", config.compute, "--controller", env.controller_api]
             if config.batches:
                 cmd += ["--slurm-batches", str(config.batches)]

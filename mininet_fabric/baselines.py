@@ -49,6 +49,7 @@ from typing import Callable
 
 from mininet_fabric import pias, priority
 from mininet_fabric.pias_thresholds import SizeMixture, derive_thresholds
+from sluice_common.registry import Registry
 from topologies import priority_classes as pc
 
 MTU_BYTES = 1514
@@ -196,23 +197,15 @@ class Workload:
     load: float
 
 
-_REGISTRY: dict[str, Baseline] = {}
+_REGISTRY: Registry[Baseline] = Registry("baseline")
+unregister, names, baseline, help_text = (_REGISTRY.unregister, _REGISTRY.names,
+                                          _REGISTRY.get, _REGISTRY.help_text)
 
 
 def register(baseline: Baseline) -> Baseline:
     if "+" in baseline.name or not baseline.name:
         raise ValueError(f"a baseline's name has no '+': {baseline.name!r}")
-    _REGISTRY[baseline.name] = baseline
-    return baseline
-
-
-def unregister(name: str) -> None:
-    _REGISTRY.pop(name, None)
-
-
-def names() -> tuple[str, ...]:
-    """Every registered baseline, in registration order (``off`` first)."""
-    return tuple(_REGISTRY)
+    return _REGISTRY.register(baseline)
 
 
 def split_mode_baseline(mode: str) -> str:
@@ -223,7 +216,7 @@ def split_mode_baseline(mode: str) -> str:
 def queues() -> tuple[str, ...]:
     """The baselines that are switch queues only (no host tagging): the ranking rules
     run on each of them (``<rule>+<baseline>``)."""
-    return tuple(b.name for b in _REGISTRY.values() if b.host_rules is None)
+    return tuple(b.name for b in _REGISTRY if b.host_rules is None)
 
 
 def host_rules(baseline_name: str, workload: Workload) -> str | None:
@@ -236,18 +229,6 @@ def pias_thresholds(workload: Workload, levels: int = pc.LEVELS) -> tuple[int, .
     """PIAS's demotion thresholds (bytes) for ``workload``: M/M/1 model, ``levels``
     queues (:func:`mininet_fabric.pias_thresholds.derive_thresholds`)."""
     return derive_thresholds(workload.sizes, workload.load, levels)
-
-
-def baseline(name: str) -> Baseline:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"baseline must be one of {names()}, got {name!r}") from None
-
-
-def help_text() -> str:
-    """The baselines, one clause each, for a command line's help."""
-    return "; ".join(f"{b.name}: {b.summary}" for b in _REGISTRY.values())
 
 
 def egress_tree(baseline_name: str, intf: str, rate_mbit: float, levels: int = pc.LEVELS,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mininet_fabric import baselines as bl
-from sluice_common.job_rank import DEFAULT_RULE
+from sluice_common.rank_rules import DEFAULT_RULE
 
 MEAN_JCT_VS_OFF_PCT = -30.0
 MEAN_JCT_VS_BEST_PCT = -20.0

@@ -35,7 +35,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from sluice_common.job_rank import RANK_RULES  # noqa: E402
+from sluice_common import rank_rules  # noqa: E402
 from job_scheduler.core.estimator import Estimator, nominal_bandwidth  # noqa: E402
 from sluice_common.jobspec import JobSpec  # noqa: E402
 from job_scheduler.core.decisions import StartDecision  # noqa: E402
@@ -98,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mix", default="one-late", choices=("one-late", "two-late") + HEAVY_TAIL_MIXES,
                     help="arrival pattern (see jobs()); heavy-tail and same-start: "
                          "mininet_tests/heavy_tail/")
-    ap.add_argument("--rank", default="progress", choices=RANK_RULES,
-                    help="the rule of the priority-on runs (default progress)")
+    ap.add_argument("--rank", default="progress", choices=rank_rules.names(),
+                    help="the rule of the priority-on runs (default progress): "
+                         f"{rank_rules.help_text()}")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.reps < 1 or args.batches < 1 or args.short_batches < 1:

@@ -29,10 +29,14 @@ from dataclasses import dataclass
 
 from sluice_common.exchange import (ExchangeConstants, Sharer, default_constants, egress_state,
                                     share_egress, startup_time)
-from sluice_common.job_rank import (ATTAINED, ATTAINED_BASE_BYTES, ATTAINED_FACTOR, PROGRESS,
-                                    JobLoad, attained_levels_at, job_levels)
+from sluice_common import rank_rules
+from sluice_common.job_rank import (ATTAINED_BASE_BYTES, ATTAINED_FACTOR, JobLoad,
+                                    attained_levels_at)
 
-MODES = ("off", "progress", "remaining", "attained")
+
+def modes() -> tuple[str, ...]:
+    """``off`` (fair sharing) and every registered ranking rule."""
+    return ("off", *rank_rules.names())
 
 
 @dataclass(frozen=True)
@@ -84,20 +88,22 @@ def rank_groups(active: list, mode: str, done_bytes: dict[str, float],
                 attained_thresholds: tuple[float, ...] | None = None) -> list[list[str]]:
     """The active jobs (each with ``name``, ``arrival``, ``batches``, ``bytes_per_batch``)
     in the rule's priority groups, most urgent first (``done_bytes``: bytes moved so far,
-    push and pull): the controller's levels (:func:`sluice_common.job_rank.job_levels`),
+    push and pull): the controller's levels (:func:`sluice_common.rank_rules.job_levels`),
     on fractional progress; ties go to the earlier arrival. ``attained_thresholds``: the
-    ``attained`` rule's demotion points (bytes per direction) instead of base * factor**k
-    (PIAS's, per connection: a job's push and its pull move the same bytes)."""
+    demotion points (bytes per direction) of a rule that levels each job by its own load
+    (``attained``) instead of base * factor**k (PIAS's, per connection: a job's push and
+    its pull move the same bytes)."""
+    rule = rank_rules.rule(mode)
     order = sorted(active, key=lambda j: (j.arrival, j.name))
     loads = [JobLoad(j.name, k,
                      # progress sees whole batch numbers; the job rules see bytes
-                     math.floor(done_bytes[j.name] / (2 * j.bytes_per_batch)) if mode == PROGRESS
+                     math.floor(done_bytes[j.name] / (2 * j.bytes_per_batch)) if rule.by_batch
                      else done_bytes[j.name] / (2 * j.bytes_per_batch),
                      j.batches, j.bytes_per_batch) for k, j in enumerate(order)]
-    if mode == ATTAINED and attained_thresholds is not None:
+    if attained_thresholds is not None and rule.shape == rank_rules.OWN:
         level = attained_levels_at(loads, attained_thresholds)
     else:
-        level = job_levels(mode, loads, levels, attained_base, attained_factor)
+        level = rule.job_levels(loads, levels, attained_base, attained_factor)
     groups: dict[int, list[str]] = {}
     for j in order:
         groups.setdefault(level[j.name], []).append(j.name)
@@ -110,8 +116,8 @@ def simulate(jobs: list[FluidJob], mode: str, capacity: float, dt: float = 0.01,
              attained_thresholds: tuple[float, ...] | None = None) -> dict[str, float]:
     """Job name -> completion time minus arrival (JCT), under ``mode``
     (``attained_thresholds``: see :func:`rank_groups`)."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode not in modes():
+        raise ValueError(f"mode must be one of {modes()}, got {mode!r}")
     done_bytes = {j.name: 0.0 for j in jobs}
     by_name = {j.name: j for j in jobs}
     jct: dict[str, float] = {}
@@ -214,8 +220,8 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
     arrival to its first batch (after ``kv.init``'s), ``overhead_s`` included.
     ``urgent_bytes``: the leaves are fair-queued (:func:`~sluice_common.exchange.share_egress`).
     ``attained_thresholds``: see :func:`rank_groups`."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode not in modes():
+        raise ValueError(f"mode must be one of {modes()}, got {mode!r}")
     c = constants or default_constants()
     by_name = {j.name: j for j in jobs}
     done = {j.name: 0.0 for j in jobs}               # batches done (fractional)

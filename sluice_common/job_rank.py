@@ -2,7 +2,8 @@
 controller applies them to the fabric; the simulator (``sluice simulate --priority``) and
 the exchange model rank jobs with the same functions, so a rule is written once.
 
-Three rules, selectable on the controller (``--rank``) and at run time (REST):
+Three rules (their registry, which every user reads: :mod:`sluice_common.rank_rules`),
+selectable on the controller (``--rank``) and at run time (REST):
 
 - ``progress`` (the seed's rule, flow-level, in :mod:`controller.ranking`): smaller batch
   number first, pull before push. It is least-attained-service across jobs *in batches*:
@@ -29,10 +30,6 @@ from __future__ import annotations
 
 import math
 from typing import Iterable, Mapping, NamedTuple
-
-PROGRESS, REMAINING, ATTAINED = "progress", "remaining", "attained"
-RANK_RULES = (PROGRESS, REMAINING, ATTAINED)
-DEFAULT_RULE = REMAINING
 
 # attained: first demotion after this many bytes, then every ``factor`` times more.
 ATTAINED_BASE_BYTES = 4 << 20
@@ -63,8 +60,9 @@ def attained_bytes(j: JobLoad) -> float:
     return j.done_batches * per_batch * j.share
 
 
-def _top_k_levels(keyed: list[tuple[tuple, str]], levels: int) -> dict[str, int]:
+def top_k_levels(keyed: list[tuple[tuple, str]], levels: int) -> dict[str, int]:
     """Sorted keys -> the first ``levels - 1`` jobs one level each, the rest the last."""
+    check_levels(levels)
     keyed.sort()
     last = levels - 1
     return {job: min(i, last) for i, (_, job) in enumerate(keyed)}
@@ -72,16 +70,16 @@ def _top_k_levels(keyed: list[tuple[tuple, str]], levels: int) -> dict[str, int]
 
 def remaining_levels(jobs: Iterable[JobLoad], levels: int) -> dict[str, int]:
     """Shortest remaining bytes first. Jobs of unknown size go after every known one."""
-    _check(levels)
+    check_levels(levels)
     keyed = [((remaining_bytes(j), j.order, j.job), j.job) for j in jobs]
-    return _top_k_levels(keyed, levels)
+    return top_k_levels(keyed, levels)
 
 
 def attained_level(attained: float, levels: int, base: float = ATTAINED_BASE_BYTES,
                    factor: float = ATTAINED_FACTOR) -> int:
     """The MLFQ level of a job that moved ``attained`` bytes: 0 below ``base``, then one
     level lower each time it passes ``base * factor**k``; the last level has no bound."""
-    _check(levels)
+    check_levels(levels)
     if attained < base:
         return 0
     return min(levels - 1, 1 + int(math.floor(math.log(attained / base, factor) + 1e-9)))
@@ -91,7 +89,7 @@ def attained_levels(jobs: Iterable[JobLoad], levels: int, base: float = ATTAINED
                     factor: float = ATTAINED_FACTOR) -> dict[str, int]:
     """Least attained bytes first, quantised into geometric MLFQ levels (jobs in one level
     share it: within a level the switch shares fairly, as PIAS/Aalo do)."""
-    _check(levels)
+    check_levels(levels)
     if not base > 0 or not factor > 1:
         raise ValueError("attained thresholds need base > 0 and factor > 1")
     return {j.job: attained_level(attained_bytes(j), levels, base, factor) for j in jobs}
@@ -112,28 +110,11 @@ def progress_levels(batch_of: Mapping[str, float], levels: int) -> dict[str, int
     :func:`controller.ranking.assign_levels` with every flow of a job at the job's batch
     (the models do not split a batch's push and pull): each distinct batch number takes a
     level, bucketed in proportion, order kept, when there are more than ``levels``."""
-    _check(levels)
+    check_levels(levels)
     keys = sorted(set(batch_of.values()))
     n = len(keys)
     level = {b: (i if n <= levels else (i * levels) // n) for i, b in enumerate(keys)}
     return {job: level[b] for job, b in batch_of.items()}
-
-
-def job_levels(rule: str, jobs: Iterable[JobLoad], levels: int,
-               base: float = ATTAINED_BASE_BYTES, factor: float = ATTAINED_FACTOR
-               ) -> dict[str, int]:
-    """Each job's level under ``rule`` (one of ``RANK_RULES``), for the models that price
-    the fabric's priority (the simulator, the exchange model's predictions, the fluid
-    model): ``remaining`` and ``attained`` as the controller ranks jobs; ``progress`` by
-    :func:`progress_levels` on each job's ``done_batches`` (there: its batch number)."""
-    jobs = list(jobs)
-    if rule == REMAINING:
-        return remaining_levels(jobs, levels)
-    if rule == ATTAINED:
-        return attained_levels(jobs, levels, base, factor)
-    if rule == PROGRESS:
-        return progress_levels({j.job: j.done_batches for j in jobs}, levels)
-    raise ValueError(f"rule must be one of {RANK_RULES}, got {rule!r}")
 
 
 def bottleneck_share(flows_on_busiest_link: int, workers: int, servers: int) -> float:
@@ -147,6 +128,6 @@ def bottleneck_share(flows_on_busiest_link: int, workers: int, servers: int) -> 
     return flows_on_busiest_link / (workers * servers)
 
 
-def _check(levels: int) -> None:
+def check_levels(levels: int) -> None:
     if levels < 1:
         raise ValueError("levels must be >= 1")

@@ -124,7 +124,8 @@ def test_a_version_1_store_is_migrated(tmp_path):
     store = JobStore(tmp_path / "jobs.db")
     (old,) = store.jobs()
     assert old.not_before is None and old.to_public()["not_before"] == 5.0
-    assert store.pragma("user_version") == 2
+    assert old.external_id is None
+    assert store.pragma("user_version") == 3
     store.close()
 
 
@@ -379,8 +380,8 @@ def test_spec_enums_and_formats_match_the_code(controller):
     _svc, server = controller
     doc = json.loads(call(server, "GET", "/openapi.json")[1])
     schemas = doc["components"]["schemas"]
-    from sluice_common.job_rank import RANK_RULES
-    assert schemas["RankRule"]["properties"]["rule"]["enum"] == list(RANK_RULES)
+    from sluice_common.rank_rules import names
+    assert schemas["RankRule"]["properties"]["rule"]["enum"] == list(names())
     assert schemas["Endpoint"]["properties"]["ip"]["format"] == "ipv4"
     status, answer = cjson(server, "POST", "/rank", {"rule": "nope"})
     assert status == 400 and "progress" in answer["error"]
@@ -475,5 +476,6 @@ def test_the_executor_is_named_at_start_and_in_help():
     import sys
     r = subprocess.run([sys.executable, "-m", "sluice", "scheduler", "--help"],
                        capture_output=True, text=True, timeout=60)
-    assert "default simulated: the job only pretends to run" in " ".join(r.stdout.split())
+    assert "(default simulated): simulated: the job only pretends to run" in \
+        " ".join(r.stdout.split())
     assert "0.001 makes a 1000-s job end in 1 s" in " ".join(r.stdout.split())

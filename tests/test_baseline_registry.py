@@ -36,11 +36,11 @@ def test_the_builtin_baselines_come_from_the_registry():
 
 def test_a_registered_baseline_reaches_the_modes_and_the_tree(tiny):
     from mininet_tests.heavy_tail.summary import modes_for
-    from sluice_common.job_rank import DEFAULT_RULE, RANK_RULES
+    from sluice_common.rank_rules import DEFAULT_RULE, names
 
     modes = modes_for("all")
     assert "tiny-fifo" in modes and f"{DEFAULT_RULE}+tiny-fifo" in modes
-    assert bl.split_mode(f"{DEFAULT_RULE}+tiny-fifo", RANK_RULES) == (DEFAULT_RULE, "tiny-fifo")
+    assert bl.split_mode(f"{DEFAULT_RULE}+tiny-fifo", names()) == (DEFAULT_RULE, "tiny-fifo")
     lines = bl.egress_tree("tiny-fifo", "s1-eth1", 12.0)
     assert any("limit 5" in line for line in lines)
     assert lines != bl.egress_tree("off", "s1-eth1", 12.0)

@@ -7,19 +7,19 @@ import re
 
 import pytest
 
-from sluice_common.job_rank import RANK_RULES
+from sluice_common.rank_rules import names as rule_names
 from mininet_fabric import baselines, priority
 from topologies import priority_classes as pc
 
 
 def test_split_mode():
-    assert baselines.split_mode("off", RANK_RULES) == (None, "off")
-    assert baselines.split_mode("off-fair", RANK_RULES) == (None, "off-fair")
-    assert baselines.split_mode("remaining", RANK_RULES) == ("remaining", "off")
-    assert baselines.split_mode("progress+off-shallow", RANK_RULES) == ("progress", "off-shallow")
+    assert baselines.split_mode("off", rule_names()) == (None, "off")
+    assert baselines.split_mode("off-fair", rule_names()) == (None, "off-fair")
+    assert baselines.split_mode("remaining", rule_names()) == ("remaining", "off")
+    assert baselines.split_mode("progress+off-shallow", rule_names()) == ("progress", "off-shallow")
     for bad in ("fair", "remaining+fair", "nope+off", "off+remaining", ""):
         with pytest.raises(ValueError, match="mode must be"):
-            baselines.split_mode(bad, RANK_RULES)
+            baselines.split_mode(bad, rule_names())
 
 
 def test_shallow_limit_is_twice_the_bdp_but_at_least_a_burst():

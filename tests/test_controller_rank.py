@@ -153,7 +153,7 @@ def test_the_rule_chosen_at_run_time_survives_a_restart(tmp_path):
 def test_a_state_file_without_a_rule_gives_the_default_and_a_bad_one_is_refused(tmp_path):
     import json
 
-    from sluice_common.job_rank import DEFAULT_RULE
+    from sluice_common.rank_rules import DEFAULT_RULE
     from sluice_common.errors import InputError
 
     state = tmp_path / "state.json"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from sluice_common.job_rank import (JobLoad, attained_bytes, attained_level, attained_levels,
-                                 bottleneck_share, job_levels, progress_levels,
+                                 bottleneck_share, progress_levels,
                                  remaining_bytes, remaining_levels)
 
 MB = 1 << 20
@@ -126,6 +126,8 @@ def test_progress_levels_are_the_controllers_flow_levels_at_job_level(batches, n
 
 
 def test_job_levels_dispatches_each_rule_and_refuses_others():
+    from sluice_common.rank_rules import job_levels
+
     loads = [load("a", 0, 100, MB, order=1), load("b", 90, 100, MB, order=2)]
     assert job_levels("remaining", loads, 8) == remaining_levels(loads, 8) == {"b": 0, "a": 1}
     assert job_levels("attained", loads, 8) == attained_levels(loads, 8)

@@ -52,7 +52,9 @@ def test_bad_thresholds_are_refused(bad):
 
 def test_pias_is_a_mode_but_not_a_queue_for_the_rules():
     from mininet_tests.heavy_tail.summary import modes_for
-    from sluice_common.job_rank import DEFAULT_RULE, RANK_RULES
+    from sluice_common.rank_rules import DEFAULT_RULE, names
+
+    RANK_RULES = names()
 
     assert "pias" in bl.names() and "pias" not in bl.queues()
     modes = modes_for("all")

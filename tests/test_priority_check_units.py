@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from sluice_common.job_rank import RANK_RULES
+from sluice_common.rank_rules import names as rule_names
 from controller_fakes import ADMIN, bring_up, make_service, northbound, walk
 from mininet_fabric.lock import FabricError
 from mininet_tests.priority_check import (CHECK_JOBS, IPERF_PORTS, check_registrations,
@@ -18,7 +18,7 @@ from topologies import priority_classes as pc
 
 
 @pytest.mark.parametrize("topology", ["two-rack", "leaf-spine", "fat-tree"])
-@pytest.mark.parametrize("rule", RANK_RULES)
+@pytest.mark.parametrize("rule", rule_names())
 def test_every_rule_puts_the_checks_high_flow_first(topology, rule):
     topo = load_topology(topology)
     svc = bring_up(make_service(topo, rank=rule))

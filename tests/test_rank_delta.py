@@ -3,7 +3,7 @@ equal a full recompute, and ``update`` returns exactly the levels that moved."""
 
 from hypothesis import given, settings, strategies as st
 
-from sluice_common import job_rank
+from sluice_common import rank_rules
 from sluice_common.job_rank import JobLoad, attained_levels, remaining_levels
 from controller.rank_delta import FlowRanker, JobRanker
 from controller.ranking import PULL, PUSH, FlowKey, assign_levels
@@ -56,7 +56,7 @@ loads = st.lists(st.tuples(st.integers(0, 7), st.integers(0, 300)), max_size=60)
 
 
 @settings(max_examples=150, deadline=None)
-@given(rule=st.sampled_from([job_rank.REMAINING, job_rank.ATTAINED]),
+@given(rule=st.sampled_from(["remaining", "attained"]),
        levels=st.integers(1, 8),
        sizes=st.lists(st.one_of(st.none(), st.tuples(st.integers(1, 300), st.integers(1, 4))),
                       min_size=8, max_size=8),
@@ -71,11 +71,12 @@ def test_job_ranker_matches_full_job_rules(rule, levels, sizes, reports, chunk):
 
     def full():
         all_loads = [load(i) for i in range(8)]
-        if rule == job_rank.REMAINING:
+        if rule == "remaining":
             return remaining_levels(all_loads, levels)
         return attained_levels(all_loads, levels, base=4 * MB, factor=2.0)
 
-    ranker = JobRanker(rule, [load(i) for i in range(8)], levels, base=4 * MB, factor=2.0)
+    ranker = JobRanker(rank_rules.rule(rule), [load(i) for i in range(8)], levels, base=4 * MB,
+                       factor=2.0)
     assert ranker.levels == full()
     for start in range(0, len(reports), chunk):
         moved = set()
@@ -91,7 +92,7 @@ def test_job_ranker_matches_full_job_rules(rule, levels, sizes, reports, chunk):
 
 def test_a_report_that_moves_nobody_changes_nothing():
     loads = [JobLoad(f"j{i}", i, 0, 100 * (i + 1), MB) for i in range(10)]
-    ranker = JobRanker(job_rank.REMAINING, loads, 8)
+    ranker = JobRanker(rank_rules.rule("remaining"), loads, 8)
     # j9 (the largest) progresses a little: still last, shares the last level
     assert ranker.update([loads[9]._replace(done_batches=5)]) == {}
     # j9 nearly done: it overtakes everyone; all seven head jobs move down one level
@@ -103,7 +104,7 @@ def test_two_jobs_overtaking_at_once_push_a_head_job_onto_the_shared_level():
     # levels 3: a and b have levels 0 and 1; c and d both nearly finish in one group of
     # reports, so b drops two positions, out of the head, to the shared last level
     loads = {j: JobLoad(j, i, 0, 10 * (i + 1), MB) for i, j in enumerate("abcd")}
-    ranker = JobRanker(job_rank.REMAINING, loads.values(), 3)
+    ranker = JobRanker(rank_rules.rule("remaining"), loads.values(), 3)
     assert ranker.levels == {"a": 0, "b": 1, "c": 2, "d": 2}
     changed = ranker.update([loads["c"]._replace(done_batches=29),
                              loads["d"]._replace(done_batches=39)])

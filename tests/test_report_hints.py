@@ -7,10 +7,9 @@ import math
 
 from hypothesis import given, settings, strategies as st
 
-from controller.report_hints import (Hint, allowance, attained_threshold, remaining_threshold,
-                                     worker_hint)
+from controller.report_hints import Hint, allowance, order_threshold, own_threshold, worker_hint
 from ps_runtime.progress import ReportGate
-from sluice_common import job_rank
+from sluice_common import job_rank, rank_rules
 from sluice_common.job_rank import JobLoad
 
 
@@ -20,6 +19,14 @@ def _load(done, total=1000, bpb=10, order=1, job="a", share=1.0):
 
 def _key(j):
     return (job_rank.remaining_bytes(j), j.order, j.job)
+
+
+def remaining_threshold(load, ahead):
+    return order_threshold(load, ahead, rank_rules.rule("remaining").key)
+
+
+def attained_threshold(load, levels, base, factor):
+    return own_threshold(load, levels, base, factor, rank_rules.rule("attained").level_of)
 
 
 @given(done=st.integers(0, 999), ahead_done=st.integers(0, 1000), ahead_order=st.integers(0, 3))

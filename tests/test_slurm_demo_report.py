@@ -18,9 +18,9 @@ def _ran_on(run_dir, name, host, role):
 
 def test_report_names_decided_and_reported_hosts(tmp_path):
     jobs = [
-        {"id": 2, "name": "b", "state": "failed", "slurm_job_id": None, "placement": None,
+        {"id": 2, "name": "b", "state": "failed", "external_id": None, "placement": None,
          "reason": "sbatch: error: Invalid node name specified", "gpus": 2, "attempts": 1},
-        {"id": 1, "name": "a", "state": "finished", "slurm_job_id": 7, "gpus": 3, "attempts": 2,
+        {"id": 1, "name": "a", "state": "finished", "external_id": "7", "gpus": 3, "attempts": 2,
          "placement": {"ps_hosts": ["h3"], "worker_hosts": ["h1", "h1", "h3"]}},
     ]
     old, new = tmp_path / "job-1-attempt-1", tmp_path / "job-1-attempt-2"

@@ -244,11 +244,11 @@ def test_jobs_run_where_decided_and_the_controller_classifies_their_flows(slurm_
     with FlowWatch(env) as watch:
         ids = sched.submit([tiny("sa", 2), tiny("sb", 6), tiny("sc", 5)])
         jobs = sched.wait(list(ids))
-    squeue = {p.leader: p for p in slurm(env).jobs([j["slurm_job_id"] for j in jobs.values()])}
+    squeue = {p.leader: p for p in slurm(env).jobs([int(j["external_id"]) for j in jobs.values()])}
     for name, job in jobs.items():
         assert job["executor"] == "slurm" and job["attempts"] == 1
         # sluice's view agrees with Slurm's
-        assert squeue[job["slurm_job_id"]].state == "COMPLETED", name
+        assert squeue[int(job["external_id"])].state == "COMPLETED", name
         p = job["placement"]
         where = ran_on(sched, job)
         workers = [where[f"worker{j}"] for j in range(len(p["worker_hosts"]))]
@@ -260,7 +260,7 @@ def test_jobs_run_where_decided_and_the_controller_classifies_their_flows(slurm_
         assert all(v["ip"] == env.ip(v["hostname"]) for v in where.values())
         # each process ran inside this Slurm job (a component's id: leader + offset)
         parts = len(set(p["worker_hosts"]) | set(p["ps_hosts"]))
-        assert all(int(v["slurm_job_id"]) - job["slurm_job_id"] in range(parts)
+        assert all(int(v["slurm_job_id"]) - int(job["external_id"]) in range(parts)
                    for v in where.values()), where
     spanning = [j for j in jobs.values() if len(set(j["placement"]["worker_hosts"])) > 1]
     assert spanning, "a job must cross hosts (sb asks for 6 GPUs of 4-GPU hosts)"
@@ -366,7 +366,7 @@ def test_an_sbatch_rejection_fails_the_job_with_slurms_message(slurm_fabric, tmp
         jobs = sched.wait(["rej", "rej2"], states=("failed",), timeout=60)
         for job in jobs.values():
             assert "Invalid partition name specified" in job["reason"], job["reason"]
-            assert job["slurm_job_id"] is None
+            assert job["external_id"] is None
         assert sched.proc.poll() is None            # the service goes on
     finally:
         sched.stop()
@@ -388,7 +388,7 @@ def test_kill9_of_the_scheduler_loses_nothing_and_starts_nothing_twice(slurm_fab
     for name, job in jobs.items():
         assert job["attempts"] == 1, (name, job)
         started = json.loads((run_dir(sched, job) / "batch.started").read_text())
-        assert started["slurm_job_id"] == str(job["slurm_job_id"])
+        assert started["slurm_job_id"] == job["external_id"]
     # exactly one Slurm job per sluice job (every submission's name starts with the
     # store's tag and the job's run directory), each COMPLETED
     per_job = Counter()
@@ -408,8 +408,8 @@ def test_kill9_of_slurmctld_then_restart_jobs_finish_and_views_agree(slurm_fabri
     names = ["c1", "c2"]
     sched.submit([tiny("c1", 3), tiny("c2", 6)])
     jobs = sched.wait(names, states=("running",), timeout=60,
-                      ready=lambda j: j["slurm_job_id"] is not None)
-    ids = [j["slurm_job_id"] for j in jobs.values()]
+                      ready=lambda j: j["external_id"] is not None)
+    ids = [int(j["external_id"]) for j in jobs.values()]
     deadline = time.monotonic() + 60
     # running, and long enough for slurmctld to have saved them (measured: a job whose
     # slurmctld is killed 1-2 s after its start may be unknown after the restart; the
@@ -428,11 +428,11 @@ def test_kill9_of_slurmctld_then_restart_jobs_finish_and_views_agree(slurm_fabri
     env.cluster.start_slurmctld()
     jobs = sched.wait(names, timeout=180)
     squeue = {}
-    for p in slurm(env).jobs([j["slurm_job_id"] for j in jobs.values()]):
+    for p in slurm(env).jobs([int(j["external_id"]) for j in jobs.values()]):
         squeue.setdefault(p.leader, set()).add(p.state)
     for job in jobs.values():
         assert job["attempts"] == 1
-        assert squeue[job["slurm_job_id"]] == {"COMPLETED"}, (job["name"], squeue)
+        assert squeue[int(job["external_id"])] == {"COMPLETED"}, (job["name"], squeue)
         events = [e["kind"] for e in sched.job(job["id"])["events"]]
         assert events.count("started") == 1, events      # nothing re-run, nothing lost
         assert json.loads((run_dir(sched, job) / "result.json").read_text())["batches"]
@@ -444,7 +444,7 @@ def test_a_slurmd_killed_under_a_job_fails_it_with_the_reason_and_the_retry_avoi
     sched = sched_factory(batches=400, compute_s=0.1, max_retries=1)
     ids = sched.submit([tiny("d1", 6)])
     jobs = sched.wait(["d1"], states=("running",), timeout=60,
-                      ready=lambda j: j["slurm_job_id"] is not None)
+                      ready=lambda j: j["external_id"] is not None)
     first = jobs["d1"]
     victim = sorted(set(first["placement"]["worker_hosts"]) - set(first["placement"]["ps_hosts"]))[0]
     time.sleep(3.0)
@@ -459,19 +459,19 @@ def test_a_slurmd_killed_under_a_job_fails_it_with_the_reason_and_the_retry_avoi
             assert time.monotonic() < deadline, job
             time.sleep(0.5)
         assert "NODE_FAIL" in retries[0]["detail"] or "DOWN" in retries[0]["detail"], retries
-        assert f"Slurm job {first['slurm_job_id']}" in retries[0]["detail"]
+        assert f"Slurm job {first['external_id']}" in retries[0]["detail"]
         # the retry waits for the GPUs the first attempt's surviving components free
         # (Slurm's COMPLETING), which takes longer on a loaded machine
         deadline = time.monotonic() + 90
         while not (sched.job(ids["d1"])["state"] == "running"
-                   and sched.job(ids["d1"])["slurm_job_id"] is not None):
+                   and sched.job(ids["d1"])["external_id"] is not None):
             assert time.monotonic() < deadline, (sched.job(ids["d1"]), sched.log()[-3000:])
             time.sleep(0.3)
         second = sched.job(ids["d1"])
         assert second["attempts"] == 2
         assert victim not in second["placement"]["gpus_by_host"], (victim, second["placement"])
-        assert second["slurm_job_id"] != first["slurm_job_id"]
-        subprocess.run(["scancel", str(second["slurm_job_id"])],
+        assert int(second["external_id"]) != int(first["external_id"])
+        subprocess.run(["scancel", second["external_id"]],
                        env={**os.environ, **env.cluster.env})
     finally:
         env.cluster.start_slurmd(victim)

@@ -71,14 +71,14 @@ def setup(tmp_path):
 
 def with_id(job, slurm_id):
     from dataclasses import replace
-    return replace(job, slurm_job_id=slurm_id)
+    return replace(job, external_id=None if slurm_id is None else str(slurm_id))
 
 
 def test_launch_submits_one_component_per_host_and_no_admin_token(setup, monkeypatch):
     ex, fake, job, tmp = setup
     assert job.run_dir.endswith("job-7-attempt-1")
     out = ex.launch(job, {"SLUICE_CONTROLLER_JOB_TOKEN": "tok", "SLUICE_CONTROLLER_URL": "u"})
-    assert out == {"slurm_job_id": 101}
+    assert out == {"external_id": "101"}
     sub, env, unset = fake.submitted[0]
     assert sub.name == slurm_job_name(job, tag="st0re") == "sluice-st0re-job-7-attempt-1"
     assert [(c.node, c.gpus) for c in sub.components] == [("h2", 2), ("h1", 1)]
@@ -172,15 +172,15 @@ def test_batch_script_result_wins_over_a_rerun_slurm_still_tracks(setup):
 
 def test_crash_between_sbatch_and_store_adopts_by_name(setup):
     ex, fake, job, _ = setup
-    assert job.slurm_job_id is None
+    assert job.external_id is None
     fake.parts[55] = [JobInfo(55, "RUNNING", name="sluice-other-job-7-attempt-1"),   # another store's
                       JobInfo(56, "RUNNING", name="sluice-st0re-job-7-attempt-1")]
     assert ex.learned(job) == {}
     assert ex.poll(job, 11.0) is None           # adopted, running
     assert ex._slurm_id(job) == 56
     # ... and handed to the service to record: the store then agrees with squeue
-    assert ex.learned(job) == {"slurm_job_id": 56}
-    assert ex.learned(dataclasses.replace(job, slurm_job_id=56)) == {}
+    assert ex.learned(job) == {"external_id": "56"}
+    assert ex.learned(dataclasses.replace(job, external_id="56")) == {}
     ex2 = SlurmExecutor(fake, ex.topology, ex.run_root, launch_grace=5, tag="st0re")
     fake.parts.clear()
     assert ex2.poll(job, 12.0) is None          # within the grace: sbatch may be on its way
@@ -213,7 +213,7 @@ def test_slurm_down_means_still_running_and_no_capacity(setup):
 
 
 def test_progress_relay_sends_each_workers_latest_batch_once(tmp_path):
-    from job_scheduler.service.slurm_executor import ProgressRelay
+    from job_scheduler.service.progress_relay import ProgressRelay
 
     (tmp_path / "ps").mkdir()
     relay = ProgressRelay("http://127.0.0.1:9", "tok", "job-a", tmp_path, workers=2)

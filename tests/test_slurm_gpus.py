@@ -45,7 +45,7 @@ def test_slurms_indices_are_the_truth_own_and_foreign():
     state = ClusterState(load_topology("two-rack"))
     (spec,) = parse_jobs_text("jobs:\n  - {name: j, model: resnet18, dataset_size: 64, "
                               "epochs: 1, batch_size: 8, max_gpus: 2}\n", "t.yaml")
-    job = JobRecord(5, 1, "j", spec, "running", 0.0, gpus=2, slurm_job_id=3, placement={
+    job = JobRecord(5, 1, "j", spec, "running", 0.0, gpus=2, external_id="3", placement={
         "ps_hosts": ["h1"], "worker_hosts": ["h1", "h1"], "gpus_by_host": {"h1": 2},
         "gpu_ids": {"h1": [0, 1]}})
     state.allocate(*recorded_placement(job))

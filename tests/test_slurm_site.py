@@ -262,7 +262,7 @@ def test_one_jobs_slurm_error_stays_that_jobs(tmp_path):
     svc.submit(jobs_yaml("a", "b"), "t.yaml")
     svc.tick()
     ids = {j.name: j for j in svc.store.jobs()}
-    fake.failing = {ids["a"].slurm_job_id}
+    fake.failing = {int(ids["a"].external_id)}
     now[0] += 1
     svc.submit(jobs_yaml("c"), "t.yaml")
     assert svc.tick() == {"ended": 0, "started": 1}     # c still decided and started
@@ -273,7 +273,7 @@ def test_one_jobs_slurm_error_stays_that_jobs(tmp_path):
     jobs = {j.name: j for j in svc.store.jobs()}
     assert jobs["a"].state == "failed" and "Unexpected message received" in jobs["a"].reason
     assert jobs["b"].state == jobs["c"].state == "running"
-    assert fake.cancelled == [ids["a"].slurm_job_id]
+    assert fake.cancelled == [int(ids["a"].external_id)]
 
 
 def test_unreadable_node_list_means_no_capacity_not_a_crash(tmp_path):
@@ -326,7 +326,7 @@ def test_a_job_pending_past_the_timeout_shows_why_and_goes_back_to_the_queue(tmp
                            clock=lambda: now[0], capacity=ex.capacity)
     svc.submit(jobs_yaml("p", "r"), "t.yaml")
     svc.tick()
-    ids = {j.name: j.slurm_job_id for j in svc.store.jobs()}
+    ids = {j.name: int(j.external_id) for j in svc.store.jobs()}
     fake.running.add(ids["r"])
     now[0] += 1
     svc.tick()
@@ -341,7 +341,7 @@ def test_a_job_pending_past_the_timeout_shows_why_and_goes_back_to_the_queue(tmp
     assert requeued and requeued[0].startswith("pending in Slurm for 30 s (PartitionDown)")
     # back in the queue without counting an attempt, and decided again in the same slot
     assert (p.state, p.attempts, len(fake.submitted)) == ("running", 1, 3)
-    assert p.slurm_job_id == 103 and p.reason is None
+    assert p.external_id == "103" and p.reason is None
     now[0] += 1
     svc.tick()                                 # pending again: Slurm's reason shown again
     p = {j.name: j for j in svc.store.jobs()}["p"]
@@ -350,7 +350,7 @@ def test_a_job_pending_past_the_timeout_shows_why_and_goes_back_to_the_queue(tmp
     now[0] += 1
     svc.tick()
     p = {j.name: j for j in svc.store.jobs()}["p"]
-    assert (p.state, p.slurm_job_id, p.reason) == ("running", 103, None)
+    assert (p.state, p.external_id, p.reason) == ("running", "103", None)
 
 
 def test_pending_timeout_zero_waits_for_ever(tmp_path):
@@ -359,7 +359,7 @@ def test_pending_timeout_zero_waits_for_ever(tmp_path):
     from job_scheduler.service.store import JobRecord
     spec = parse_jobs_text(jobs_yaml("p"), "t.yaml")[0]
     job = JobRecord(1, 1, "p", spec, "running", 0.0, executor="slurm", started_at=0.0,
-                    run_dir=str(tmp_path / "r"), slurm_job_id=5, attempts=1)
+                    run_dir=str(tmp_path / "r"), external_id="5", attempts=1)
     assert ex.poll(job, 10.0) is None and ex.poll(job, 1e6) is None
     assert ex.learned(job) == {"reason": "pending in Slurm (PartitionDown)"}
     assert fake.cancelled == []

@@ -95,10 +95,10 @@ def test_a_site_requiring_a_time_limit(site, tmp_path):
         failed = sched.wait(["nopart", "toolong"], states=("failed",), timeout=90)
         assert "Invalid partition name specified" in failed["nopart"]["reason"]
         assert "Requested time limit is invalid" in failed["toolong"]["reason"]
-        assert failed["nopart"]["slurm_job_id"] is None
+        assert failed["nopart"]["external_id"] is None
         done = sched.wait(["plain", "chem"], timeout=180)
         for name, account in (("plain", "physics"), ("chem", "chem")):
-            job = scontrol_job(site, done[name]["slurm_job_id"])
+            job = scontrol_job(site, int(done[name]["external_id"]))
             assert (job["Account"], job["TimeLimit"], job["Partition"]) == \
                 (account, "00:10:00", "short"), job
         assert sched.proc.poll() is None            # the service goes on
@@ -129,7 +129,7 @@ def test_a_job_slurm_keeps_pending_is_requeued_with_slurms_reason(slurm_fabric, 
         while "pending in Slurm (PartitionDown)" not in (sched.job(job_id)["reason"] or ""):
             assert time.monotonic() < deadline, sched.job(job_id)
             time.sleep(0.3)
-        first = sched.job(job_id)["slurm_job_id"]
+        first = int(sched.job(job_id)["external_id"])
         while not any(e["kind"] == "requeued" for e in sched.job(job_id)["events"]):
             assert time.monotonic() < deadline, sched.job(job_id)
             time.sleep(0.3)
@@ -142,7 +142,7 @@ def test_a_job_slurm_keeps_pending_is_requeued_with_slurms_reason(slurm_fabric, 
         r = cli(env, "scontrol", "update", "PartitionName=held", "State=UP")
         assert r.returncode == 0, r.stderr
         done = sched.wait(["held"], timeout=120)["held"]
-        assert done["slurm_job_id"] != first
+        assert int(done["external_id"]) != first
     finally:
         sched.stop()
         cli(env, "scontrol", "delete", "PartitionName=held")
@@ -184,9 +184,9 @@ def test_a_typed_gpu_node(slurm_fabric, tmp_path):
         sched.submit([tiny("typed", 3)])
         job = sched.wait(["typed"], timeout=180)["typed"]
         assert set(job["placement"]["worker_hosts"]) == {"h4"}, job["placement"]
-        detail = scontrol_job(slurm_fabric, job["slurm_job_id"])
+        detail = scontrol_job(slurm_fabric, int(job["external_id"]))
         parts = cli(slurm_fabric, "scontrol", "show", "job", "-o",
-                    str(job["slurm_job_id"])).stdout
+                    job["external_id"]).stdout
         assert "gres:gpu:a100:3" in parts, parts
         assert detail["JobState"] == "COMPLETED"
         assert (run_dir(sched, job) / "plan.json").exists()

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from sluice_common.job_rank import DEFAULT_RULE
+from sluice_common.rank_rules import DEFAULT_RULE
 from mininet_tests import time_split
-from mininet_tests.heavy_tail.summary import MODES, all_modes, modes_for, summarize
+from mininet_tests.heavy_tail.summary import all_modes, modes_for, summarize
 from mininet_tests.heavy_tail.render import _bounds_text
 from mininet_tests.heavy_tail.measure import bucket_edges, measure
 from mininet_tests.heavy_tail.fabric_setup import resolve_cc
@@ -73,7 +73,7 @@ def test_process_waits_reads_this_process():
 
 
 def test_modes_and_cc():
-    assert modes_for("none") == MODES
+    assert modes_for("none") == ("off", "progress", "remaining", "attained")
     assert modes_for("all") == all_modes()
     assert {"off", "off-shallow", "off-fair", "pias", "progress", "remaining", "attained",
             f"{DEFAULT_RULE}+off-shallow", f"{DEFAULT_RULE}+off-fair"} == set(all_modes())

@@ -121,7 +121,7 @@ def slot_cost(topology: str, n: int, workdir: Path) -> dict:
     from job_scheduler.core.estimator import Estimator
     from job_scheduler.service.executors import SimulatedExecutor
     from job_scheduler.service.scheduler import SchedulerService
-    from job_scheduler.service.app import estimated_duration
+    from job_scheduler.service.executors import estimated_duration
     from job_scheduler.service.policy_step import make_policy_step
     from topologies import load_topology
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import harness
+from sluice_common import rank_rules
 from bench.harness import ROOT
 
 from controller.client import ControllerClient
@@ -244,7 +245,7 @@ def main() -> int:
     ap.add_argument("--reports", type=int, default=1000)
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--rank", default=None, choices=["progress", "remaining", "attained"],
+    ap.add_argument("--rank", default=None, choices=rank_rules.names(),
                     help="controller ranking rule (default: the controller's default)")
     args = ap.parse_args()
     cfg = LoadConfig(reports=args.reports, rate=args.rate, rounds=args.rounds, rank=args.rank)

@@ -24,6 +24,8 @@ from controller.service import ControllerConfig, ControllerService, TableSink
 from topologies import load_topology
 
 from bench import harness
+from sluice_common import rank_rules
+from sluice_common.rank_rules import DEFAULT_RULE
 
 ADMIN = "bench-admin-token"
 
@@ -72,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     out = {"jobs": args.jobs, "workers": args.workers, "reports": args.reports,
            "load_avg": os.getloadavg()[0], "rules": {}}
-    for rank in ("remaining", "progress", "attained"):
+    # the default rule first, then the others in registration order
+    for rank in (DEFAULT_RULE, *(r for r in rank_rules.names() if r != DEFAULT_RULE)):
         row = {}
         for label, full in (("full", True), ("incremental", False)):
             svc, tokens = service(rank, args.jobs, args.workers, full)

@@ -40,6 +40,7 @@ from pathlib import Path
 import yaml
 
 from bench import harness
+from sluice_common import rank_rules
 from bench.controller import scale_cluster as C
 from bench.controller.scale_load import MIN_INTERVAL_S, Figures, Load, Pool
 from bench.harness import ROOT
@@ -304,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-job", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=60.0, help="measured window")
     ap.add_argument("--warmup", type=float, default=15.0)
-    ap.add_argument("--rank", default="remaining", choices=["progress", "remaining", "attained"])
+    ap.add_argument("--rank", default=rank_rules.DEFAULT_RULE, choices=rank_rules.names())
     ap.add_argument("--hints", default="on", choices=["on", "off"],
                     help="off: the controller gives no hints (today's reporting)")
     ap.add_argument("--connections", type=int, default=64)

@@ -23,15 +23,15 @@ from mininet_tests.heavy_tail.config import BYTES_LO, SCALE
 from mininet_tests.heavy_tail.mix import heavy_tail_mix
 
 from bench import harness
+from sluice_common import rank_rules
 
 CAPACITY = 50e6 / 8      # the emulated uplink, bytes/s per direction
-RULES = ("progress", "remaining", "attained")
 
 
 def changes(jobs: list[fluid.FluidJob]) -> dict[str, float]:
     off = fluid.mean(fluid.simulate(jobs, "off", CAPACITY, dt=0.02).values())
     return {r: 100 * (fluid.mean(fluid.simulate(jobs, r, CAPACITY, dt=0.02).values()) / off - 1)
-            for r in RULES}
+            for r in rank_rules.names()}
 
 
 def main() -> int:
@@ -42,8 +42,8 @@ def main() -> int:
     ap.add_argument("--model", default=PROFILE_MODEL,
                     help="the profiled model whose compute per batch the jobs take")
     args = ap.parse_args()
-    print("| workload | load | " + " | ".join(f"{r} vs off" for r in RULES) + " |")
-    print("|---|---|" + "---|" * len(RULES))
+    print("| workload | load | " + " | ".join(f"{r} vs off" for r in rank_rules.names()) + " |")
+    print("|---|---|" + "---|" * len(rank_rules.names()))
     profile_s = profile_compute_s(model=args.model)
     variants = (("heavy-tail, emulated PS jobs (comm 30-70 %)", False, None),
                 (f"heavy-tail, compute from the {PROFILE} profile ({args.model}, "
@@ -60,11 +60,12 @@ def main() -> int:
                 if link_bound:
                     jobs = [replace(j, rate_cap=2.0) for j in jobs]
                 per_seed.append(changes(jobs))
-            med = {r: statistics.median(c[r] for c in per_seed) for r in RULES}
-            print(f"| {label} | {load} | " + " | ".join(f"{med[r]:+.1f} %" for r in RULES) + " |")
+            med = {r: statistics.median(c[r] for c in per_seed) for r in rank_rules.names()}
+            print(f"| {label} | {load} | "
+                  + " | ".join(f"{med[r]:+.1f} %" for r in rank_rules.names()) + " |")
     same = changes(fluid_jobs(same_start_mix(CAPACITY), CAPACITY))
     print("| 3 equal jobs, same start, comm 95 % | - | "
-          + " | ".join(f"{same[r]:+.1f} %" for r in RULES) + " |")
+          + " | ".join(f"{same[r]:+.1f} %" for r in rank_rules.names()) + " |")
     return 0
 
 

@@ -294,7 +294,7 @@ def measure_driver_points(out: Path) -> dict[str, dict]:
 
     from end_to_end.run import environment, warm_processes
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology, machine_cc, topology_arg
-    from sluice_common.job_rank import DEFAULT_RULE
+    from sluice_common.rank_rules import DEFAULT_RULE
 
     topology, _ = experiment_topology(UPLINK_MBPS)
     mixes = {"off": driver_mix()}

@@ -129,7 +129,7 @@ def measure(pool: int | None = None) -> dict:
     from mininet_fabric import baselines as bl
     from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, experiment_topology,
                                                        machine_cc, measure_rtt, topology_arg)
-    from sluice_common.job_rank import DEFAULT_RULE
+    from sluice_common.rank_rules import DEFAULT_RULE
 
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     load_before, t0 = loadavg(), time.monotonic()

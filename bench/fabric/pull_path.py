@@ -62,7 +62,7 @@ def measure(reps: int) -> dict[tuple[str, int], list[float]]:
     """(case, window) -> U's median iteration (s, after SKIP batches) of each repetition."""
     from end_to_end.run import environment, warm_processes
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology, machine_cc, topology_arg
-    from sluice_common.job_rank import DEFAULT_RULE
+    from sluice_common.rank_rules import DEFAULT_RULE
 
     topology, _ = experiment_topology(UPLINK_MBPS)
     out = Path(tempfile.mkdtemp(prefix="sluice-pullpath-"))

@@ -82,7 +82,7 @@ def measure(cc: str, out: Path) -> dict:
     from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, experiment_topology,
                                                        measure_rtt, topology_arg)
     from bench.fabric.calibrate_exchange import UPLINK_MBPS
-    from sluice_common.job_rank import DEFAULT_RULE
+    from sluice_common.rank_rules import DEFAULT_RULE
 
     topology, capacity = experiment_topology(UPLINK_MBPS)
     mix = bulk_mix()

@@ -32,6 +32,8 @@ import yaml
 
 from bench import harness
 from bench.harness import ROOT as REPO
+from job_scheduler.service import executor_registry
+from job_scheduler.service.executor_registry import SLURM
 
 TOPOLOGY = "two-rack"
 JOB = {"model": "resnet18", "batch_size": 8, "dataset_size": 64, "epochs": 1}
@@ -96,7 +98,7 @@ class Scheduler:
         raise SystemExit(f"timeout waiting for {names}: {[(n, jobs.get(n, {}).get('state')) for n in names]}")
 
     def runs(self, executor: str) -> Path:
-        return self.db.parent / (self.db.name + (".slurm-runs" if executor == "slurm" else ".runs"))
+        return executor_registry.kind(executor).runs(self.db)
 
 
 def first_batch_at(path: Path, timeout: float = 120.0) -> float:
@@ -166,11 +168,11 @@ def decision_time(env, work: Path, foreign: int) -> dict:
     est = Estimator()
     policy = make_policy_step("fifo", topo, est, slot=1.0)
     db = work / f"decide-{foreign}.db"
-    config = ServiceConfig(db=db, policy="fifo", executor="slurm", listen=("127.0.0.1", 0))
+    config = ServiceConfig(db=db, policy="fifo", executor=SLURM, listen=("127.0.0.1", 0))
     service, server = build_service(config, topo, policy, est,
                                     SlurmJobOptions(compute="emulated", batches=3))
     server.server_close()
-    slurm = service.executors["slurm"]
+    slurm = service.executors[SLURM]
     cap_times = []
     real_capacity = slurm.capacity
 
@@ -190,7 +192,7 @@ def decision_time(env, work: Path, foreign: int) -> dict:
             ticks.append((dt, res["started"]))
         time.sleep(0.1)
     for job in service.store.jobs(["running"]):
-        service.executors["slurm"].stop(job)
+        service.executors[SLURM].stop(job)
     service.store.close()
     for jid in held:
         subprocess.run(["scancel", jid], env=cli_env, capture_output=True)
@@ -207,7 +209,7 @@ def faults(env, work: Path) -> dict:
     out = {}
     for fault in ("kill9-scheduler", "kill9-slurmctld"):
         names = [f"{fault[6:9]}{i}" for i in range(5 if fault == "kill9-scheduler" else 2)]
-        sched = Scheduler(env, work, "slurm", ["--slurm-compute", "emulated", "--slurm-batches",
+        sched = Scheduler(env, work, SLURM, ["--slurm-compute", "emulated", "--slurm-batches",
                                                "40", "--slurm-compute-s", "0.1"], fault).start()
         sched.submit([{"name": n, "max_gpus": 3, **JOB} for n in names])
         sched.wait(names[:1], states=("running",), timeout=60)
@@ -228,7 +230,7 @@ def faults(env, work: Path) -> dict:
             sched.stop()
         lost = sum(j["state"] != "finished" for j in jobs.values())
         twice, disagree = 0, 0
-        runs = sched.runs("slurm")
+        runs = sched.runs(SLURM)
         for j in jobs.values():
             submissions = 0
             for d in runs.glob(f"job-{j['id']}-attempt-*"):
@@ -255,12 +257,12 @@ def main() -> int:
         work = Path(tmp)
         with slurm_environment(TOPOLOGY, work / "env", progress=False) as env:
             result["bringup_s"] = env.timings
-            lat = {ex: latency(env, work, ex, args.repeats) for ex in ("local", "slurm")}
+            lat = {ex: latency(env, work, ex, args.repeats) for ex in ("local", SLURM)}
             med = {ex: statistics.median(v) for ex, v in lat.items()}
             result["submit_to_first_batch_s"] = {ex: [round(x, 3) for x in v]
                                                  for ex, v in lat.items()}
             result["median_s"] = {ex: round(v, 3) for ex, v in med.items()}
-            result["slurm_overhead_s"] = round(med["slurm"] - med["local"], 3)
+            result["slurm_overhead_s"] = round(med[SLURM] - med["local"], 3)
             result["decision"] = [decision_time(env, work, 0),
                                   decision_time(env, work, args.foreign)]
             result["faults"] = faults(env, work)

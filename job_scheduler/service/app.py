@@ -16,19 +16,17 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from job_scheduler.core.estimator import Estimator, effective_bandwidth
-from job_scheduler.service.executors import LocalExecutor, SimulatedExecutor, template_command
-from sluice_common.jobspec import JobSpec
+from job_scheduler.core.estimator import Estimator
+from job_scheduler.service import executor_registry
+from job_scheduler.service.executor_registry import ExecutorContext
 from job_scheduler.service.scheduler import SchedulerService
 from job_scheduler.service.api import SchedulerHTTPServer
-from job_scheduler.core.decisions import StartDecision
 from job_scheduler.service.policy_step import PolicyStep
 from job_scheduler.service.store import JobStore
 from sluice_common.errors import InputError, option_error
 from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler")
-EXECUTORS = ("simulated", "local", "slurm")
 
 
 @dataclass(frozen=True)
@@ -42,7 +40,7 @@ class ServiceConfig:
     policy: str = "lyapunov"
     listen: tuple[str, int] = ("127.0.0.1", 8181)   # port 0: a free one
     slot: float = 1.0                    # seconds between scheduling decisions
-    executor: str = "simulated"          # simulated | local | slurm
+    executor: str = "simulated"          # a name of executor_registry
     slurm_partition: str | None = None
     slurm_compute: str = "auto"          # auto | torch | emulated (ps_runtime.compute)
     slurm_batches: int | None = None
@@ -73,8 +71,9 @@ class ServiceConfig:
 
     def __post_init__(self):
         checks = [
-            ("executor", self.executor in EXECUTORS,
-             f"must be one of {', '.join(EXECUTORS)}, got {self.executor!r}"),
+            ("executor", self.executor in executor_registry.names(),
+             f"must be one of {', '.join(executor_registry.names())}, "
+             f"got {self.executor!r}"),
             ("listen", 0 <= self.listen[1] <= 65535,
              f"port must be 0..65535, got {self.listen[1]}"),
             ("slot", self.slot > 0, "must be > 0"),
@@ -132,34 +131,16 @@ def start(config: ServiceConfig, notice: str | None = None) -> int:
         options = {"V": DEFAULT_V if config.V is None else config.V,
                    "eps": DEFAULT_EPS if config.eps is None else config.eps}
     policy = make_policy_step(config.policy, topology, estimator, slot=config.slot, **options)
-    slurm_options = None
-    if config.executor == "slurm":
-        from job_scheduler.service.slurm_executor import SlurmJobOptions
-        from job_scheduler.service.slurm_addresses import load_fabric_addresses
-        slurm_options = SlurmJobOptions(
-            compute=config.slurm_compute, batches=config.slurm_batches,
-            compute_s=config.slurm_compute_s, bytes_per_batch=config.slurm_bytes_per_batch,
-            bw_scale=topology.emulation_bw_scale, profile=config.profile,
-            partition=config.slurm_partition, site=config.slurm_site(),
-            fabric_addresses=load_fabric_addresses(config.slurm_fabric_addresses),
-            pending_timeout=config.slurm_pending_timeout)
+    chosen = executor_registry.kind(config.executor)
+    # the chosen executor's options, checked before anything is built
+    executor_options = chosen.options and chosen.options(config, topology)
 
     logging.basicConfig(level=logging.DEBUG if config.verbose else logging.INFO,
                         stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if notice:
         print(notice, file=sys.stderr, flush=True)
-    service, server = build_service(config, topology, policy, estimator, slurm_options)
+    service, server = build_service(config, topology, policy, estimator, executor_options)
     return serve(service, server, config.slot, token_set=bool(config.token))
-
-
-def estimated_duration(topology: Topology, estimator: Estimator):
-    """C(n) of the job at the effective bandwidth of its actual placement."""
-
-    def duration(spec: JobSpec, decision: StartDecision) -> float:
-        bw = effective_bandwidth(topology, decision.ps_hosts, decision.worker_hosts)
-        return estimator.C(spec, decision.gpus, bw)
-
-    return duration
 
 
 def _lock_store(db_path: Path):
@@ -176,12 +157,17 @@ def _lock_store(db_path: Path):
 
 
 def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
-                  estimator: Estimator, slurm_options=None
+                  estimator: Estimator, executor_options=None
                   ) -> tuple[SchedulerService, SchedulerHTTPServer]:
     """The service and its (bound) HTTP server; ``config``'s topology, policy, V, eps,
-    profile and slot are the caller's (``topology``, ``policy``, ``estimator``)."""
+    profile and slot are the caller's (``topology``, ``policy``, ``estimator``), and so
+    are the chosen executor's options (``executor_options``; None: from ``config``)."""
     db_path, executor, listen = Path(config.db), config.executor, config.listen
-    slurm = _slurm_executor(topology, db_path, slurm_options, check=executor == "slurm")
+    # Every registered executor, chosen or not: jobs a previous run started with another
+    # one are still polled (by pid, by Slurm job id, ...) and reconciled.
+    executors = {name: executor_registry.kind(name).make(
+        ExecutorContext(config, topology, estimator, db_path, chosen=name == executor),
+        executor_options if name == executor else None) for name in executor_registry.names()}
     controller = None
     if config.controller:
         from job_scheduler.service.controller_link import ControllerNotifier
@@ -202,23 +188,13 @@ def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
         server.server_close()
         raise InputError(str(db_path), f"cannot open the job store: {err}")
     store.lock_file = lock     # held (flock) for the life of the process
-    executors = {
-        "simulated": SimulatedExecutor(estimated_duration(topology, estimator),
-                                       config.time_factor),
-        # Always present, so jobs started by a previous run's local executor are
-        # reconciled even when this run simulates.
-        "local": LocalExecutor(db_path.with_name(db_path.name + ".runs"),
-                               config.local_command and template_command(config.local_command)),
-        # (no --local-command: `sluice train`, the PS runtime)
-        # Always present too: a previous run's Slurm jobs are reconciled by Slurm job id.
-        "slurm": slurm,
-    }
     if controller is not None:
         log.info("controller %s: jobs are registered on start, removed when they end",
                  controller.client.url)
     service = SchedulerService(store, topology, policy, executors, executor,
                                max_retries=config.max_retries, controller=controller,
-                               capacity=slurm.capacity if executor == "slurm" else None)
+                               capacity=executor_registry.kind(executor).capacity(
+                                   executors[executor]))
     try:
         service.check_running_fit()
     except InputError:
@@ -227,26 +203,6 @@ def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
         raise
     server.service = service
     return service, server
-
-
-def _slurm_executor(topology: Topology, db_path: Path, options, check: bool):
-    """The Slurm executor; with ``check`` (``--executor slurm``) Slurm must answer and
-    know every host of the topology at its address, else exit 2 naming the command that
-    failed or the hosts."""
-    from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions, store_tag
-    from slurm_client import SlurmClient, SlurmError, UnsupportedSlurm
-
-    executor = SlurmExecutor(SlurmClient(), topology,
-                             db_path.with_name(db_path.name + ".slurm-runs"),
-                             options or SlurmJobOptions(), tag=store_tag(db_path))
-    if check:
-        try:
-            nodes = executor.check()
-        except (SlurmError, UnsupportedSlurm) as err:
-            raise option_error("executor", f"Slurm is not usable: {err}")
-        log.info("Slurm: %d node(s), %d GPU(s) configured, %d allocated", len(nodes),
-                 sum(n.gpus for n in nodes), sum(n.gpus_used for n in nodes))
-    return executor
 
 
 def serve(service: SchedulerService, server: SchedulerHTTPServer, slot: float,

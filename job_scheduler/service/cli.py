@@ -49,14 +49,11 @@ def configure_scheduler(parser: argparse.ArgumentParser) -> None:
                         help=f"SQLite job store (default {default_db_path()})")
     parser.add_argument("--slot", type=float, default=1.0,
                         help="seconds between scheduling decisions (default 1)")
-    parser.add_argument("--executor", choices=("simulated", "local", "slurm"),
+    from job_scheduler.service import executor_registry
+    parser.add_argument("--executor", choices=executor_registry.names(),
                         default="simulated",
-                        help="what runs a started job (default simulated: the job only "
-                        "pretends to run - no process is started - and is marked finished "
-                        "after its estimated C(n) * --time-factor seconds); local: real "
-                        "PS jobs (`sluice train`, or --local-command); slurm: each job one "
-                        "heterogeneous Slurm job on the decided hosts (Slurm's CLI, SLURM_CONF "
-                        "from the environment), Slurm's nodes the truth for capacity")
+                        help="what runs a started job (default simulated): "
+                        f"{executor_registry.help_text()}")
     _configure_slurm(parser)
     parser.add_argument("--time-factor", type=float, default=1.0,
                         help="simulated executor: wall-clock seconds a job lasts per second "
@@ -192,11 +189,15 @@ def run_scheduler(args: argparse.Namespace) -> int:
     from sluice_common.errors import flag_error
     from job_scheduler.service.app import start
 
+    from job_scheduler.service import executor_registry
+
     notice = None
-    if args.executor == "simulated":      # said at start: nothing real runs by default
-        notice = ("sluice scheduler: executor simulated: jobs only pretend to run (no process "
-                  "is started; each ends after its estimated C(n) * --time-factor seconds); "
-                  "--executor local or slurm runs them")
+    if executor_registry.kind(args.executor).starts_nothing:   # said at start
+        real = [k for k in executor_registry.names()
+                if not executor_registry.kind(k).starts_nothing]
+        notice = (f"sluice scheduler: executor {args.executor}: jobs only pretend to run (no "
+                  "process is started; each ends after its estimated C(n) * --time-factor "
+                  f"seconds); --executor {' or '.join(real)} runs them")
     try:
         config = service_config(args)
     except ValueError as err:
@@ -300,8 +301,8 @@ def run_jobs(args: argparse.Namespace) -> int:
     now = time.time()
     for j in jobs:
         extra = _placement_text(j["placement"])
-        if j.get("slurm_job_id") is not None:
-            extra += f" slurm={j['slurm_job_id']}"
+        if j.get("external_id") is not None:     # e.g. slurm=1234: the Slurm job id
+            extra += f" {j['executor']}={j['external_id']}"
         not_before = j.get("not_before")
         if j["state"] == "queued" and not_before is not None and not_before > now:
             # its arrival lies ahead: the scheduler does not consider it before then

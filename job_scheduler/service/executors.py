@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from sluice_common.jobspec import JobSpec
+from job_scheduler.core.estimator import effective_bandwidth
 from job_scheduler.core.decisions import StartDecision
 from job_scheduler.service.store import JobRecord
 
@@ -53,6 +54,16 @@ class Outcome:
 # ---- simulated -------------------------------------------------------------------------
 
 DurationFn = Callable[[JobSpec, StartDecision], float]
+
+
+def estimated_duration(topology, estimator) -> DurationFn:
+    """C(n) of the job at the effective bandwidth of its actual placement."""
+
+    def duration(spec: JobSpec, decision: StartDecision) -> float:
+        bw = effective_bandwidth(topology, decision.ps_hosts, decision.worker_hosts)
+        return estimator.C(spec, decision.gpus, bw)
+
+    return duration
 
 
 class SimulatedExecutor:

@@ -1,11 +1,15 @@
-"""Relaying a Slurm job's progress to the controller from the scheduler's host."""
+"""Relaying a running job's progress to the controller from the scheduler's host: one
+relay for every executor whose jobs' workers may not reach the controller themselves
+(``Executor.relays_progress``: the Slurm executor's); the service drives it
+(:class:`ProgressRelays`: started at launch, stepped at each poll, dropped at the end)."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Mapping
 
-log = logging.getLogger("sluice.scheduler.slurm")
+log = logging.getLogger("sluice.scheduler.relay")
 
 
 class ProgressRelay:
@@ -48,3 +52,30 @@ class ProgressRelay:
                         log.warning("progress relay for %s: %s", self.job_id, err)
                         self.failed_once = True
         return sent
+
+
+class ProgressRelays:
+    """The service's relays, one per running job that has one."""
+
+    def __init__(self) -> None:
+        self._relays: dict[int, ProgressRelay] = {}
+
+    def start(self, job, env: Mapping[str, str], workers: int) -> None:
+        """Relay ``job``'s progress (its workers' logs under its run directory) when the
+        service gave it the controller's URL and a progress token (``env``)."""
+        url, token = env.get("SLUICE_CONTROLLER_URL"), env.get("SLUICE_CONTROLLER_JOB_TOKEN")
+        if url and token and job.run_dir:
+            from job_scheduler.service.controller_link import controller_job_id
+
+            self._relays[job.id] = ProgressRelay(url, token, controller_job_id(job),
+                                                 Path(job.run_dir), workers)
+
+    def step(self, job_id: int) -> int:
+        relay = self._relays.get(job_id)
+        return 0 if relay is None else relay.step()
+
+    def drop(self, job_id: int) -> None:
+        self._relays.pop(job_id, None)
+
+    def __contains__(self, job_id: int) -> bool:
+        return job_id in self._relays

@@ -31,6 +31,7 @@ from job_scheduler.service.submission_check import LARGE_BODY, check_in_child
 from job_scheduler.core.placement import ClusterState
 from job_scheduler.core.decisions import QueuedJob, StartDecision
 from job_scheduler.service.policy_step import PolicyStep
+from job_scheduler.service.progress_relay import ProgressRelays
 from job_scheduler.service.store import DuplicateSubmission, JobRecord, JobStore, JobUpdate
 from sluice_common.errors import InputError, option_error
 from topologies import Topology
@@ -40,11 +41,14 @@ log = logging.getLogger("sluice.scheduler")
 MAX_JOBS_PER_SUBMISSION = 10_000
 # what a job that goes back to the queue forgets of its run
 _REQUEUED = dict(state="queued", gpus=None, placement=None, executor=None, started_at=None,
-                 expected_end=None, pid=None, pid_start=None, slurm_job_id=None)
+                 expected_end=None, pid=None, pid_start=None, external_id=None)
 
 
 class Executor(Protocol):
     kind: str
+    # Optional, default False: the service relays its jobs' progress to the controller
+    # (progress_relay.py), for workers that may not reach the controller's URL.
+    # relays_progress: bool
 
     def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict: ...
     def launch(self, job: JobRecord, env: Mapping[str, str]) -> dict: ...
@@ -100,6 +104,7 @@ class SchedulerService:
         # The resource manager's word on capacity (the Slurm executor's): takes from the
         # state what sluice may not use (down/drained nodes, other users' GPUs).
         self.capacity = capacity
+        self.relays = ProgressRelays()     # shared by the executors that ask for it
         # Decisions (tick) and cancels are serialised; submissions only append rows.
         self._lock = threading.RLock()
         self.ticks = 0
@@ -175,6 +180,7 @@ class SchedulerService:
                 raise Conflict(f"job {job_id} is already {job.state}")
             if job.state == "running":
                 self.executors[job.executor].stop(job)
+                self.relays.drop(job.id)
             changed = self.store.update(job_id, expect_state=job.state, state="cancelled",
                                         finished_at=self.clock(), reason="cancelled",
                                         event="cancelled", detail=f"while {job.state}")
@@ -299,11 +305,13 @@ class SchedulerService:
                 executor.stop(job)
                 outcome = Outcome("failed", now, None, problem)
             else:
+                self.relays.step(job.id)
                 outcome = executor.poll(job, now)
                 learned = executor.learned(job)
                 if learned:
                     self.store.update(job.id, expect_state="running", **learned)
             if outcome is not None:
+                self.relays.drop(job.id)
                 ended.append((job, outcome))
         changed = self.store.update_many([self._end_update(j, o) for j, o in ended])
         for (job, outcome), ok in zip(ended, changed):
@@ -403,6 +411,8 @@ class SchedulerService:
             return 0
         if launched:        # the local executor's pid: recorded as soon as it exists
             self.store.update(record.id, **launched)
+        if getattr(executor, "relays_progress", False):
+            self.relays.start(record, env, len(decision.worker_hosts))
         log.info("job %d (%s) started on %d GPUs %s", record.id, record.name, decision.gpus,
                  decision.gpus_by_host())
         return 1

@@ -48,7 +48,6 @@ from typing import Mapping, Sequence
 
 from job_scheduler.core.estimator import batches_for
 from job_scheduler.service.executors import ADMIN_TOKEN_ENVS, Outcome
-from job_scheduler.service.progress_relay import ProgressRelay
 from job_scheduler.service.slurm_names import NAME_PREFIX, slurm_job_name, store_tag  # noqa: F401
 from job_scheduler.service.slurm_ports import PortBook
 from job_scheduler.service.slurm_topology import check_topology  # noqa: F401 (re-exported)
@@ -150,10 +149,18 @@ class SlurmJobOptions:
         return site.overridden(dict(job.spec.slurm))
 
 
+def _recorded_id(job: JobRecord) -> int | None:
+    """The Slurm job id in the job's record (the store's executor-neutral external id)."""
+    return None if job.external_id is None else int(job.external_id)
+
+
 # ---- the executor ----------------------------------------------------------------------
 
 class SlurmExecutor:
     kind = "slurm"
+    # the nodes may not reach the controller's URL (on the emulated fabric it is on the
+    # scheduler's loopback): the service relays the workers' progress (progress_relay.py)
+    relays_progress = True
 
     def __init__(self, client: SlurmClient, topology: Topology, run_root: str | Path,
                  options: SlurmJobOptions = SlurmJobOptions(), *, python: str = sys.executable,
@@ -173,7 +180,6 @@ class SlurmExecutor:
         self._gres: dict = {}                       # sluice job id -> Slurm's GPU indices
         self._warned_unavailable = 0.0
         self._unknown_since: dict[int, float] = {}   # sluice job id -> first seen unknown
-        self._relays: dict[int, ProgressRelay] = {}
         self.lost_grace = lost_grace
         self.error_grace = error_grace
         self._erring_since: dict[int, float] = {}    # sluice job id -> first Slurm error
@@ -247,21 +253,14 @@ class SlurmExecutor:
         # marks the job failed with them ("launch failed: ...")
         slurm_id = self.client.submit(sub, env=env, unset=ADMIN_TOKEN_ENVS)
         self._ids[job.id] = slurm_id
-        env_in = extra_env or {}
-        if env_in.get("SLUICE_CONTROLLER_URL") and env_in.get("SLUICE_CONTROLLER_JOB_TOKEN"):
-            from job_scheduler.service.controller_link import controller_job_id
-
-            self._relays[job.id] = ProgressRelay(
-                env_in["SLUICE_CONTROLLER_URL"], env_in["SLUICE_CONTROLLER_JOB_TOKEN"],
-                controller_job_id(job), run_dir, len(decision.worker_hosts))
         log.info("job %d (%s): Slurm job %d on %s", job.id, job.name, slurm_id,
                  ", ".join(f"{c.node}:{c.gpus}" for c in parts))
-        return {"slurm_job_id": slurm_id}
+        return {"external_id": str(slurm_id)}
 
     # ---- poll --------------------------------------------------------------------------
     def _slurm_id(self, job: JobRecord) -> int | None:
-        if job.slurm_job_id is not None:
-            return job.slurm_job_id
+        if job.external_id is not None:
+            return int(job.external_id)
         if job.id in self._ids:
             return self._ids[job.id]
         started = _read_json(Path(job.run_dir or "/nonexistent") / STARTED_FILE)
@@ -283,14 +282,9 @@ class SlurmExecutor:
         return None
 
     def poll(self, job: JobRecord, now: float) -> Outcome | None:
-        relay = self._relays.get(job.id)
-        if relay is not None:
-            relay.step()
         try:
             outcome = self._poll(job, now)
             self._erring_since.pop(job.id, None)
-            if outcome is not None:
-                self._relays.pop(job.id, None)
             return outcome
         except SlurmUnavailable as err:
             if now - self._warned_unavailable > 30:
@@ -311,10 +305,9 @@ class SlurmExecutor:
         if now - first < self.error_grace:
             return None
         self._erring_since.pop(job.id, None)
-        slurm_id = job.slurm_job_id or self._ids.get(job.id)
+        slurm_id = _recorded_id(job) or self._ids.get(job.id)
         if slurm_id is not None:
             self._cancel(slurm_id)
-        self._relays.pop(job.id, None)
         return Outcome("failed", now, None, f"Slurm errors for {now - first:.0f} s: {err}")
 
     def _poll(self, job: JobRecord, now: float) -> Outcome | None:
@@ -411,8 +404,8 @@ class SlurmExecutor:
         (the service was killed between sbatch and recording it); Slurm's pending reason
         (and none once the job runs)."""
         out = {}
-        if job.slurm_job_id is None and job.id in self._ids:
-            out["slurm_job_id"] = self._ids[job.id]
+        if job.external_id is None and job.id in self._ids:
+            out["external_id"] = str(self._ids[job.id])
         note = self._notes.pop(job.id, None)
         if note != job.reason and (note or (job.reason or "").startswith(PENDING_NOTE)):
             out["reason"] = note
@@ -433,7 +426,7 @@ class SlurmExecutor:
         for job in running:
             if job.executor != self.kind:
                 continue
-            parts = self._seen.get(job.slurm_job_id or self._ids.get(job.id, -1), [])
+            parts = self._seen.get(_recorded_id(job) or self._ids.get(job.id, -1), [])
             if any(p.state in ("RUNNING", "COMPLETING", "SUSPENDED") for p in parts):
                 for host, k in job.gpus_by_host().items():
                     out[host] = out.get(host, 0) + k

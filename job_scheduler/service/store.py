@@ -32,7 +32,8 @@ from sluice_common.jobspec import JobSpec, Layer
 log = logging.getLogger("sluice.scheduler.store")
 
 STATES = ("queued", "running", "finished", "failed", "cancelled")
-SCHEMA_VERSION = 2     # 2: jobs.not_before (a job's arrival); version-1 stores gain it on open
+SCHEMA_VERSION = 3     # 2: jobs.not_before (a job's arrival); 3: jobs.external_id in place
+                       # of slurm_job_id; older stores are migrated on open (_migrate)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -51,14 +52,15 @@ CREATE TABLE IF NOT EXISTS jobs (
     submitted_at  REAL NOT NULL,
     gpus          INTEGER,                   -- GPUs granted (running/ended jobs)
     placement     TEXT,                      -- JSON {ps_hosts, worker_hosts, gpus_by_host}
-    executor      TEXT,                      -- 'simulated' | 'local'
+    executor      TEXT,                      -- a name of executor_registry
     started_at    REAL,                      -- wall clock (time.time()): survives restarts
     expected_end  REAL,                      -- simulated executor: when the job ends
     finished_at   REAL,
     pid           INTEGER,                   -- local executor: process (and group) id
     pid_start     TEXT,                      -- /proc start time, guards against pid reuse
     run_dir       TEXT,                      -- local executor: logs and exit-status file
-    slurm_job_id  INTEGER,                   -- slurm executor: the Slurm job (het. job: leader)
+    external_id   TEXT,                      -- the job in the executor's resource manager
+                                             -- (Slurm: the job id, het. job: its leader)
     exit_code     INTEGER,
     attempts      INTEGER NOT NULL DEFAULT 0,
     reason        TEXT,
@@ -110,7 +112,7 @@ class JobRecord:
     pid: int | None = None
     pid_start: str | None = None
     run_dir: str | None = None
-    slurm_job_id: int | None = None
+    external_id: str | None = None      # the job's id in its executor's resource manager
     exit_code: int | None = None
     attempts: int = 0
     reason: str | None = None
@@ -132,7 +134,7 @@ class JobRecord:
             "submission": self.submission_id, "submitted_at": self.submitted_at,
             "started_at": self.started_at, "expected_end": self.expected_end,
             "finished_at": self.finished_at, "pid": self.pid, "exit_code": self.exit_code,
-            "slurm_job_id": self.slurm_job_id,
+            "external_id": self.external_id,
             "attempts": self.attempts, "reason": self.reason, "model": self.spec.model,
             "max_gpus": self.spec.max_gpus, "arrival": self.spec.arrival,
             "not_before": self.start_not_before,
@@ -231,13 +233,26 @@ class JobStore:
     def _migrate(self) -> None:
         """A store written by an older version gains the columns added since (their
         NULL reads as the old meaning: ``not_before`` NULL = may start at once,
-        ``slurm_job_id`` (issue 28) NULL = no Slurm job)."""
+        ``external_id`` NULL = no job in a resource manager), and its Slurm job ids
+        (``slurm_job_id``, schema 2) move to ``external_id``: one transaction, so a
+        crash leaves the old store as it was."""
         columns = {r[1] for r in self._db.execute("PRAGMA table_info(jobs)")}
-        for column, kind in (("slurm_job_id", "INTEGER"), ("not_before", "REAL")):
-            if column not in columns:
-                self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
-        if "not_before" not in columns:
-            log.info("%s: job store migrated to schema version %d", self.path, SCHEMA_VERSION)
+        if {"external_id", "not_before"} <= columns and "slurm_job_id" not in columns:
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for column, kind in (("external_id", "TEXT"), ("not_before", "REAL")):
+                if column not in columns:
+                    self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+            if "slurm_job_id" in columns:
+                self._db.execute("UPDATE jobs SET external_id = CAST(slurm_job_id AS TEXT) "
+                                 "WHERE slurm_job_id IS NOT NULL")
+                self._db.execute("ALTER TABLE jobs DROP COLUMN slurm_job_id")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+        log.info("%s: job store migrated to schema version %d", self.path, SCHEMA_VERSION)
 
     def close(self) -> None:
         with self._lock:

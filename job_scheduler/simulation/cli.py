@@ -20,7 +20,7 @@ from job_scheduler.core.proteus import K_READINGS
 from job_scheduler.simulation.compare import EXCHANGE_WORLDS, SimulateConfig
 from job_scheduler.simulation.workloads import SCENARIO_CAPS, TRACE_CAPS
 from sluice_common.errors import InputError, flag_error
-from sluice_common.job_rank import RANK_RULES
+from sluice_common import rank_rules
 
 
 # ---- sluice validate ------------------------------------------------------------------------
@@ -115,7 +115,7 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-network", action="store_true",
                         help="ideal fabric: no communication time (the Tiresias simulator's "
                              "assumption; checks the engine against its published figures)")
-    parser.add_argument("--priority", choices=("off",) + RANK_RULES, default="off",
+    parser.add_argument("--priority", choices=("off", *rank_rules.names()), default="off",
                         help="the fabric's job priority rule on the rack uplinks (strict "
                              "priority by the controller's rule; off: flows share fairly)")
     parser.add_argument("--exchange", choices=EXCHANGE_WORLDS, default="off",

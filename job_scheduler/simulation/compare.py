@@ -20,7 +20,7 @@ from job_scheduler.core.mechanisms import MechanismOptions
 from job_scheduler.core.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, REGISTRY, make_policy,
                                          parse_policy_names, requested_gpus)
 from job_scheduler.core.proteus import K_READINGS
-from sluice_common.job_rank import RANK_RULES
+from sluice_common import rank_rules
 from sluice_common.errors import InputError
 
 # show a progress bar on stderr from this many jobs on (short runs stay quiet)
@@ -70,8 +70,8 @@ class SimulateConfig:
              f"must be >= 0, got {self.estimate_error}"),
             ("lam", 0.0 <= self.lam <= 1.0, f"must be in [0, 1], got {self.lam}"),
             ("k", self.k in K_READINGS, f"must be one of {', '.join(K_READINGS)}, got {self.k!r}"),
-            ("priority", self.priority is None or self.priority in RANK_RULES,
-             f"must be one of {', '.join(RANK_RULES)} or None, got {self.priority!r}"),
+            ("priority", self.priority is None or self.priority in rank_rules.names(),
+             f"must be one of {', '.join(rank_rules.names())} or None, got {self.priority!r}"),
             ("migrate", not self.mechanisms.migrate or self.preemption_cost is not None,
              "needs a preemption cost (measured or zero)"),
             ("exchange", self.exchange in EXCHANGE_WORLDS,

@@ -14,7 +14,7 @@ the sum of its ToR's switch links, is shared equally among its flows). When the 
 flows on an uplink changes, only the jobs crossing that uplink are re-timed.
 Cross-domain links beyond the rack uplinks are not modelled as shared (documented
 simplification; the ToR uplinks are where the oversubscription sits in our topologies).
-With ``priority`` (a rule of ``sluice_common.job_rank``: ``remaining``, ``attained``,
+With ``priority`` (a rule of ``sluice_common.rank_rules``: ``remaining``, ``attained``,
 ``progress``) the uplinks are strict-priority, as the fabric's switches are when the
 controller ranks jobs: on each uplink the running jobs crossing it are put in the rule's
 levels (the controller's own functions, on the simulator's remaining and attained bytes),
@@ -56,7 +56,7 @@ from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecis
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.core.mechanisms import shared_gpus, stopped
-from sluice_common.job_rank import RANK_RULES, JobLoad, job_levels
+from sluice_common import job_rank, rank_rules
 from sluice_common.models import BYTES_PER_PARAM
 from topologies.priority_classes import LEVELS
 from sluice_common.jobspec import JobSpec
@@ -96,8 +96,8 @@ class Simulator(Pricing):
                  priority: str | None = None):
         if not slot > 0:
             raise ValueError(f"slot must be > 0 seconds, got {slot}")
-        if priority is not None and priority not in RANK_RULES:
-            raise ValueError(f"priority must be one of {', '.join(RANK_RULES)} or None, "
+        if priority is not None and priority not in rank_rules.names():
+            raise ValueError(f"priority must be one of {', '.join(rank_rules.names())} or None, "
                              f"got {priority!r}")
         self.priority = priority
         if bandwidth not in BANDWIDTH_MODELS:
@@ -296,9 +296,9 @@ class Simulator(Pricing):
             spec = self.jobs[j]
             total = max(1, round(spec.epochs * spec.dataset_size / spec.batch_size))
             done = round((1.0 - self.remaining(j)) * total)
-            loads.append(JobLoad(str(j), j, done, total,
+            loads.append(job_rank.JobLoad(str(j), j, done, total,
                                int(self.estimator.params(spec) * BYTES_PER_PARAM)))
-        got = job_levels(self.priority, loads, LEVELS)
+        got = rank_rules.job_levels(self.priority, loads, LEVELS)
         return {int(k): v for k, v in got.items()}
 
     def _priority_bandwidth(self, run: Run) -> float:

@@ -10,7 +10,10 @@ from mininet_tests import fluid
 from mininet_tests.exchange_model import key_times
 from mininet_tests.heavy_tail.mix import MixJob
 from sluice_common.exchange import batch_exchange_s
-from sluice_common.job_rank import ATTAINED, RANK_RULES
+from sluice_common import rank_rules
+
+# PIAS is modelled as least-attained-service with its own thresholds (see mode_prediction)
+PIAS_MODEL_RULE = "attained"
 from sluice_common.jobspec import JobSpec
 
 # The run's scheduling slot: a job arriving waits half of one on average before it
@@ -99,12 +102,12 @@ def model_jobs(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | Non
     is modelled as the attained-service rule with PIAS's thresholds on each job's bytes
     per direction (each of its connections carries one direction, and the push and the
     pull connections move the same bytes), on the baseline's FIFO leaves."""
-    rule, baseline = bl.split_mode(mode, RANK_RULES)
+    rule, baseline = bl.split_mode(mode, rank_rules.names())
     thresholds = None
     if bl.baseline(baseline).host_rules is not None:
         if workload is None:
             raise ValueError(f"mode {mode!r} tags at the hosts: its prediction needs the workload")
-        rule, thresholds = ATTAINED, bl.pias_thresholds(workload)
+        rule, thresholds = PIAS_MODEL_RULE, bl.pias_thresholds(workload)
     jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s, KEYS,
                            PIPELINE_KEYS, cross_path(capacity)) for j in mix]
     started: dict[str, float] = {}

@@ -25,12 +25,13 @@ from mininet_tests.heavy_tail import host_tagging
 from mininet_tests.heavy_tail.config import HeavyTailConfig, RunFacts
 from mininet_tests.heavy_tail.measure import Sampler, bucket_edges, measure
 from mininet_tests.heavy_tail.mix import MixJob, heavy_tail_mix
-from mininet_tests.heavy_tail.predict import (SLOT_S, alone_s, fluid_jobs, model_prediction,
-                                              model_provenance, profile_compute_s,
-                                              same_start_mix)
+from mininet_tests.heavy_tail.predict import (PIAS_MODEL_RULE, SLOT_S, alone_s, fluid_jobs,
+                                              model_prediction, model_provenance,
+                                              profile_compute_s, same_start_mix)
 from mininet_tests.heavy_tail.render import markdown, plot
 from mininet_tests.heavy_tail.summary import modes_for, summarize
-from sluice_common.job_rank import DEFAULT_RULE, RANK_RULES
+from sluice_common import rank_rules
+from sluice_common.rank_rules import DEFAULT_RULE
 
 HOSTS = fs.PS_HOSTS + fs.WORKER_HOSTS
 
@@ -135,7 +136,7 @@ def _run_seed(bench: _Bench, k: int, seed: int) -> dict:
 
 def _run_mode(bench: _Bench, mix: list[MixJob], name: str, mode: str) -> dict:
     """One run of ``mix`` under ``mode`` (rule and baseline), measured."""
-    rule, baseline = bl.split_mode(mode, RANK_RULES)
+    rule, baseline = bl.split_mode(mode, rank_rules.names())
     fabric, runner = bench.fabric, bench.runner
     fabric.install_priority_tree(partial(bl.egress_tree, baseline, rtt_s=bench.rtt_s))
     if runner is not None:
@@ -186,9 +187,9 @@ def _add_fluid(seed_out: dict, mix: list[MixJob], capacity: float, levels: int |
     startup = seed_out["modes"]["off"]["startup_s"]
     extra = {} if levels is None else {"levels": levels}
     for mode, figures in seed_out["modes"].items():
-        rule, baseline = bl.split_mode(mode, RANK_RULES)
+        rule, baseline = bl.split_mode(mode, rank_rules.names())
         if bl.baseline(baseline).host_rules is not None and workload is not None:
-            rule, extra["attained_thresholds"] = "attained", bl.pias_thresholds(workload)
+            rule, extra["attained_thresholds"] = PIAS_MODEL_RULE, bl.pias_thresholds(workload)
         pred = fluid.simulate(fjobs, rule or "off", capacity, dt=0.02, startup_s=startup,
                               **extra)
         extra.pop("attained_thresholds", None)

@@ -12,9 +12,8 @@ from mininet_fabric import baselines as bl
 from mininet_tests import check_bounds
 from mininet_tests.heavy_tail.config import HeavyTailConfig, RunFacts
 from mininet_tests.heavy_tail.predict import profile_compute_s
-from sluice_common.job_rank import DEFAULT_RULE, RANK_RULES
-
-MODES = ("off",) + RANK_RULES
+from mininet_tests.fluid import modes as rule_modes
+from sluice_common.rank_rules import DEFAULT_RULE, names as rule_names
 
 
 def all_modes() -> tuple[str, ...]:
@@ -23,7 +22,7 @@ def all_modes() -> tuple[str, ...]:
     deep FIFO ("<rule>+<baseline>"; the rule on ``off`` is the rule's own mode), but not on a
     baseline that schedules by itself (``pias``: its hosts tag the packets)."""
     others = [b for b in bl.names() if b != "off"]
-    return ("off", *others, *RANK_RULES,
+    return ("off", *others, *rule_names(),
             *(f"{DEFAULT_RULE}+{b}" for b in bl.queues() if b != "off"))
 
 
@@ -33,7 +32,7 @@ def modes_for(baselines: str, only: tuple[str, ...] = ()) -> tuple[str, ...]:
     the usual order."""
     if baselines not in ("none", "all"):
         raise ValueError(f"baselines must be none or all, got {baselines!r}")
-    modes = all_modes() if baselines == "all" else MODES
+    modes = all_modes() if baselines == "all" else rule_modes()
     if not only:
         return modes
     wanted = set(only) | {"off"}
