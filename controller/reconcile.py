@@ -121,8 +121,7 @@ class Reconciler:
         there is no exact incremental state to build on (the fabric changed, a switch is
         settling, ...): the caller reconciles in full."""
         ranker = self._ranker
-        if ranker is None or self.fabric_dirty or self.settling.until \
-                or not self._tables_exact or self._flow_desired is None:
+        if not self._incremental_ready():
             return None
         s, jobs = self.s, self.s.registry.jobs
         try:
@@ -138,25 +137,94 @@ class Reconciler:
                 else:
                     by_job = ranker.update([self.job_load(jobs[j])
                                             for j in {j for j, _ in moved} if j in jobs])
-                    changed = {f: level for j, level in by_job.items() for f in jobs[j].flows()}
+                    changed = self._job_levels(by_job)
         except KeyError:       # a flow or job the ranker was not built with: start over
             self._ranker = None
             return None
         if not changed:
             return []
+        return self._send_flows(changed, [], on_done)
+
+    def job_added(self, job: Job, on_done: Callable[[], None] | None) -> list[R.FlowMod]:
+        """A job was registered (it is in the registry): rank it into the incremental
+        ranker and send its rules and those of the jobs it moved, not every switch's
+        table again (a registration then costs O(its flows), and the progress reports
+        waiting for the shared lock wait that long, not a full reconcile's time). A full
+        reconcile when there is no exact state to build on."""
+        ranker = self._ranker
+        if self._incremental_ready():
+            try:
+                with self.s.report_lock:       # batch numbers are recorded under it
+                    if isinstance(ranker, FlowRanker):
+                        changed = ranker.add((f, job.batch_of(f.worker)) for f in job.flows())
+                    else:
+                        changed = self._job_levels(ranker.add(self.job_load(job)))
+                return self._send_flows(changed, [], on_done)
+            except KeyError:      # the ranker already had it: start over
+                self._ranker = None
+        return self.full(on_done=on_done)
+
+    def job_removed(self, job: Job, on_done: Callable[[], None] | None) -> list[R.FlowMod]:
+        """A job was removed (no longer in the registry): its rules deleted and the jobs
+        it moved re-ranked, incrementally as :meth:`job_added`."""
+        ranker = self._ranker
+        if self._incremental_ready():
+            try:
+                if isinstance(ranker, FlowRanker):
+                    changed = ranker.remove(job.flows())
+                else:
+                    changed = self._job_levels(ranker.remove(job.id))
+                return self._send_flows(changed, job.flows(), on_done)
+            except KeyError:      # the ranker never had it: start over
+                self._ranker = None
+        return self.full(on_done=on_done)
+
+    def _job_levels(self, by_job: dict[str, int]) -> dict[FlowKey, int]:
+        jobs = self.s.registry.jobs
+        return {f: level for j, level in by_job.items() for f in jobs[j].flows()}
+
+    def _incremental_ready(self) -> bool:
+        """Whether the last full reconcile left exact state to build on (no fabric
+        change since, no switch settling, the tables as desired)."""
+        return self._ranker is not None and not self.fabric_dirty \
+            and not self.settling.until and self._tables_exact \
+            and self._flow_desired is not None
+
+    def _send_flows(self, changed: dict[FlowKey, int], gone: list[FlowKey],
+                    on_done: Callable[[], None] | None) -> list[R.FlowMod]:
+        """Rebuild the rules of the ``changed`` flows (at their new level, new flows
+        included), drop those of the ``gone`` ones, and diff, apply and send only the
+        rule keys they touch: what a full reconcile would send, at O(flows touched)."""
+        s, jobs, holders = self.s, self.s.registry.jobs, self._flows_of_key
         connected, keys = s.fabric.connected, set()
+        for flow in gone:
+            self.levels.pop(flow, None)
+            for r in self.flow_rules.pop(flow, (0, []))[1]:
+                if r.dpid in connected and r.key in holders:
+                    keys.add(r.key)
+                    holders[r.key] = [f for f in holders[r.key] if f != flow]
         for flow, level in changed.items():
+            new = flow not in self.flow_rules
             self.levels[flow] = level
             rules = self._rules_of(flow, level, jobs[flow.job].cookie)
             self.flow_rules[flow] = (level, rules)
-            keys.update(r.key for r in rules if r.dpid in connected)
+            for r in rules:
+                if r.dpid in connected:
+                    keys.add(r.key)
+                    if new:
+                        holders.setdefault(r.key, []).append(flow)
         # flows sharing a rule key: the most urgent one's rule is the one wanted
         wanted = []
         for key in keys:
-            best = min(self._flows_of_key[key], key=lambda f: self.flow_rules[f][0])
+            if not holders.get(key):
+                holders.pop(key, None)        # no flow wants it any more: deleted
+                continue
+            best = min(holders[key], key=lambda f: self.flow_rules[f][0])
             wanted += [r for r in self.flow_rules[best][1] if r.key == key]
         mods = R.diff({k: self._flow_desired[k] for k in keys if k in self._flow_desired},
                       wanted)
+        for key in keys:
+            self._flow_desired.pop(key, None)
         self._flow_desired.update((r.key, r) for r in wanted)
         s.installed.apply(mods)
         s.metrics.inc("sluice_flow_mods_total", len(mods))
