@@ -37,6 +37,11 @@ class Reconciler:
         # flows' rules share each PS-flow rule key (the most urgent one wins).
         self._ranker: FlowRanker | JobRanker | None = None
         self._flows_of_key: dict[tuple, list[FlowKey]] = {}
+        # What each flow's cached rules were built from (_inputs_of), and each switch's
+        # forwarding rules with the routes they were built from: a fabric change rebuilds
+        # only what it moved (a switch connecting no longer rebuilds every rule).
+        self._rule_inputs: dict[FlowKey, tuple] = {}
+        self._forwarding_of: dict[int, tuple[dict[str, int], list[R.Rule]]] = {}
 
     @property
     def ranker(self) -> FlowRanker | JobRanker | None:
@@ -62,13 +67,14 @@ class Reconciler:
         connected = s.fabric.connected
         if fabric_changed:
             self._next_ports = s.fabric.next_ports()
-            fwd_rules = R.forwarding_rules(self._next_ports) + R.admission_rules(
-                ((l.dpid, l.port, ip) for ip, l in s.fabric.hosts.items()), s.fabric.links)
             # switches whose control channel is down are routed through, but get no rules
+            fwd_rules = self._forwarding(connected) + R.admission_rules(
+                ((l.dpid, l.port, ip) for ip, l in s.fabric.hosts.items()), s.fabric.links)
             self._static_rules = [r for dpid in sorted(connected) for r in R.base_rules(dpid)]
             self._static_rules += [r for r in fwd_rules if r.dpid in connected]
+            # the flows' rules are kept where their routes and ports did not move (a
+            # switch connecting reroutes some flows, not all): checked below
             self._paths.clear()
-            self.flow_rules.clear()
             self._share.clear()
             self.fabric_dirty = False
         levels = self._compute_levels()
@@ -80,10 +86,15 @@ class Reconciler:
         flow_rules: dict[FlowKey, tuple[int, list[R.Rule]]] = {}
         for flow, level in levels.items():
             cached = self.flow_rules.get(flow)
+            if cached is not None and fabric_changed and \
+                    self._rule_inputs.get(flow) != self._inputs_of(flow, cookie_of[flow.job]):
+                cached = None
             if cached is None or cached[0] != level:
                 cached = (level, self._rules_of(flow, level, cookie_of[flow.job]))
             flow_rules[flow] = cached
         self.flow_rules = flow_rules
+        if fabric_changed:
+            self._rule_inputs = {f: self._rule_inputs[f] for f in flow_rules}
         # Least urgent first: flows sharing one match (two workers of a job on one host
         # push to the same server:port) get one rule, and the most urgent level wins.
         flow_desired: dict[tuple, R.Rule] = {}
@@ -199,6 +210,7 @@ class Reconciler:
         connected, keys = s.fabric.connected, set()
         for flow in gone:
             self.levels.pop(flow, None)
+            self._rule_inputs.pop(flow, None)
             for r in self.flow_rules.pop(flow, (0, []))[1]:
                 if r.dpid in connected and r.key in holders:
                     keys.add(r.key)
@@ -234,15 +246,36 @@ class Reconciler:
     def _rules_of(self, flow: FlowKey, level: int, cookie: int) -> list[R.Rule]:
         """``flow``'s rules at ``level``: its data direction and its ACKs coming back, and
         the same for the control flow that rides on it (Job.control_flow)."""
+        inputs = self._rule_inputs[flow] = self._inputs_of(flow, cookie)
+        enforce, out = self.s.config.enforce, []
+        for f, hops, back_hops, src_port, dst_port in inputs[1]:
+            out += R.job_flow_rules(f, level, hops, cookie, enforce, src_port)
+            out += R.job_ack_rules(f, level, back_hops, cookie, enforce, dst_port)
+        return out
+
+    def _inputs_of(self, flow: FlowKey, cookie: int) -> tuple:
+        """Everything ``flow``'s rules are made of besides its level: its cookie, and for
+        it and its control flow the routes both ways and the hosts' ports (kept with the
+        rules, so that a fabric change rebuilds only the flows it moved)."""
         s = self.s
         control = s.registry.jobs[flow.job].control_flow(flow)
-        enforce, out = s.config.enforce, []
+        parts = []
         for f in (flow,) if control is None else (flow, control):
             src, dst = s.fabric.hosts.get(f.src_ip), s.fabric.hosts.get(f.dst_ip)
-            out += R.job_flow_rules(f, level, self.hops(f.src_ip, f.dst_ip), cookie,
-                                    enforce, src.port if src else None)
-            out += R.job_ack_rules(f, level, self.hops(f.dst_ip, f.src_ip), cookie,
-                                   enforce, dst.port if dst else None)
+            parts.append((f, self.hops(f.src_ip, f.dst_ip), self.hops(f.dst_ip, f.src_ip),
+                          src.port if src else None, dst.port if dst else None))
+        return cookie, tuple(parts)
+
+    def _forwarding(self, connected: set[int]) -> list[R.Rule]:
+        """Forwarding rules of the connected switches, rebuilt only for a switch whose
+        routes changed since the last fabric change (R.forwarding_rules' order)."""
+        out = []
+        for dpid in sorted(d for d in self._next_ports if d in connected):
+            table = self._next_ports[dpid]
+            cached = self._forwarding_of.get(dpid)
+            if cached is None or cached[0] != table:
+                cached = self._forwarding_of[dpid] = (table, R.forwarding_rules({dpid: table}))
+            out += cached[1]
         return out
 
     def hops(self, src: str, dst: str) -> list[tuple[int, int]]:
