@@ -115,3 +115,46 @@ def test_a_registration_sends_only_its_own_rules_and_those_it_moved():
     gone = svc.sink.sent[sent:]
     assert gone and all(m.rule.priority in (200, 199) for m in gone)
     assert all(r.cookie != job4.cookie for r in svc.installed.rules.values())
+
+
+def _restored(tmp_path, name):
+    """A controller restarted from a state file that knows the fabric and 4 jobs of 8
+    (bench_scale's cluster of 32 workers), no switch connected yet."""
+    import json
+
+    from bench.controller import scale_cluster as C
+    from controller.service import ControllerConfig, ControllerService, TableSink
+
+    topo = C.load(C.topology_dict(32))
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(C.state_file(topo, C.initial_jobs(topo, 32, 8, 1),
+                                            "remaining", 0.0)))
+    svc = ControllerService(ControllerConfig(topology=topo, state_file=path), sink=TableSink())
+    ports = {s.dpid: {p: f"{s.name}-eth{p}" for (n, p) in wiring(topo) if n == s.name}
+             for s in topo.switches}
+    return svc, ports
+
+
+def test_switches_joining_together_get_what_joining_one_by_one_gives(tmp_path):
+    one, ports = _restored(tmp_path, "one")
+    for dpid, p in ports.items():
+        one.switch_up(dpid, p, [])
+    together, _ = _restored(tmp_path, "together")
+    sent = len(together.sink.sent)
+    together.switches_up([(dpid, p, []) for dpid, p in ports.items()])
+    assert together.installed.rules == one.installed.rules
+    assert together.sink.table.rules == one.sink.table.rules
+    assert together.reconciler.levels == one.reconciler.levels
+    assert any(r.priority == 200 for r in together.installed.rules.values())
+    # one reconcile: each rule sent once, where one by one re-sent the rerouted ones
+    assert len(together.sink.sent) - sent == len(together.installed.rules)
+
+
+def test_a_switch_that_went_down_before_its_turn_does_not_join(tmp_path):
+    svc, ports = _restored(tmp_path, "svc")
+    gone = min(ports)
+    svc.switches_up([(dpid, p, None) for dpid, p in ports.items()],
+                    alive=lambda dpid: dpid != gone)
+    assert gone not in svc.shared.fabric.connected
+    assert set(ports) - {gone} <= svc.shared.fabric.connected
+    assert not any(r.dpid == gone for r in svc.installed.rules.values())
