@@ -2,9 +2,11 @@
 installed, only the difference sent.
 
 Two ways, one result: :meth:`Reconciler.full` recomputes every connected switch's rules
-(the fabric changed, a job came or went, the rule changed); :meth:`Reconciler.moved`,
-for progress reports, re-ranks incrementally and rebuilds only the rules of the flows
-whose level moved (O(moved), not O(flows)). Callers hold the shared lock.
+(the fabric changed, the rule changed; a fabric change rebuilds only the switches'
+forwarding and the flows' rules whose routes moved); :meth:`Reconciler.moved` (progress
+reports), :meth:`~Reconciler.job_added` and :meth:`~Reconciler.job_removed` (a job came
+or went) re-rank incrementally and rebuild only the rules of the flows that came, went
+or whose level moved (O(moved), not O(flows)). Callers hold the shared lock.
 """
 
 from __future__ import annotations
