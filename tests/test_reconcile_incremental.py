@@ -100,6 +100,10 @@ def test_a_registration_sends_only_its_own_rules_and_those_it_moved():
     svc = bring_up(make_service("two-rack", rank="remaining", levels=4))
     for i in range(4):
         svc.register_job(job_body(i, i % 4, [(i + 1) % 4, (i + 2) % 4], 50 + i, MB), "c")
+    def no_full(*args, **kwargs):
+        raise AssertionError("a full reconcile: the incremental path was not taken")
+
+    svc.reconciler.full = no_full
     sent = len(svc.sink.sent)
     svc.register_job(job_body(4, 0, [2, 3], 1, MB), "c")   # the shortest job: level 0
     new_mods = svc.sink.sent[sent:]
@@ -114,6 +118,7 @@ def test_a_registration_sends_only_its_own_rules_and_those_it_moved():
     svc.remove_job("j4")
     gone = svc.sink.sent[sent:]
     assert gone and all(m.rule.priority in (200, 199) for m in gone)
+    assert any(m.command == "delete" and m.rule.cookie == job4.cookie for m in gone)
     assert all(r.cookie != job4.cookie for r in svc.installed.rules.values())
 
 
