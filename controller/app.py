@@ -105,7 +105,11 @@ class SluiceController(app_manager.OSKenApp):
                 self.datapaths.get(dp.id) is dp:
             LOG.info("switch %016x down", dp.id)
             del self.datapaths[dp.id]
-            self.service.switch_down(dp.id)
+            # in order with the switches joining, in the joiner's next reconcile (a burst
+            # of dropped connections then costs one reconcile, not one each)
+            with self._joining_lock:
+                self._joining.append(("down", dp.id, None, None, dp))
+            self._join_wake.set()
 
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def _flow_stats(self, ev):
@@ -127,12 +131,13 @@ class SluiceController(app_manager.OSKenApp):
         # together in the next one (a fabric of 136 switches came up one full reconcile
         # per switch, each slower than the last, and missed echoes made it start over).
         with self._joining_lock:
-            self._joining.append((dpid, sync["ports"], table, sync["dp"]))
+            self._joining.append(("up", dpid, sync["ports"], table, sync["dp"]))
         self._join_wake.set()
 
     def _join_loop(self) -> None:
-        """Hands the switches that finished their sync to the service, all that are
-        waiting in one call; a connection that went down meanwhile is skipped."""
+        """Hands the switches that finished their sync or went down to the service, all
+        that are waiting in one call, in order; a connection that went down meanwhile
+        is skipped."""
         while not self.stopping.is_set():
             self._join_wake.wait(1.0)
             self._join_wake.clear()
@@ -140,13 +145,13 @@ class SluiceController(app_manager.OSKenApp):
                 batch, self._joining = self._joining, []
             if not batch:
                 continue
-            conn = {dpid: dp for dpid, _ports, _table, dp in batch}
+            conn = {dpid: dp for kind, dpid, _ports, _table, dp in batch if kind == "up"}
             try:
-                self.service.switches_up([(dpid, ports, table) for dpid, ports, table, _dp
-                                          in batch],
-                                         alive=lambda dpid: self.datapaths.get(dpid) is conn[dpid])
+                self.service.switches_changed(
+                    [change[:4] for change in batch],
+                    alive=lambda dpid: self.datapaths.get(dpid) is conn[dpid])
             except Exception:   # keep joining whatever one switch did
-                LOG.exception("switches up")
+                LOG.exception("switches up or down")
 
     # ------------------------------------------------------------ packet-in --
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)

@@ -63,14 +63,30 @@ class FabricEvents:
     def switches_up(self, switches: list[tuple[int, dict[int, str], list[R.Rule] | None]],
                     alive: Callable[[int], bool] = lambda dpid: True) -> None:
         """Switches that connected together, each as :meth:`switch_up`, then one
-        reconcile for all: a fabric coming up costs one reconcile per burst of
-        connections, not one per switch (each of which recomputes the routes).
-        ``alive(dpid)``, asked under the shared lock: whether that connection is still
-        the switch's (one that went down meanwhile is skipped)."""
+        reconcile for all (see :meth:`switches_changed`)."""
+        self.switches_changed([("up", dpid, ports, table) for dpid, ports, table in switches],
+                              alive)
+
+    def switches_changed(self, changes: list[tuple[str, int, dict[int, str] | None,
+                                                   list[R.Rule] | None]],
+                         alive: Callable[[int], bool] = lambda dpid: True) -> None:
+        """Switches that came up ``("up", dpid, ports, table)``, as :meth:`switch_up`, or
+        went down ``("down", dpid, None, None)``, as :meth:`switch_down`, in this order,
+        then one reconcile for all: a fabric coming up (or a burst of connections
+        dropping) costs one reconcile per burst, not one per switch (each of which
+        recomputes the routes). ``alive(dpid)``, asked under the shared lock for a switch
+        that came up: whether that connection is still the switch's (one that went down
+        meanwhile is skipped)."""
         s = self.s
         with s.lock:
-            clears, joined = [], 0
-            for dpid, ports, table in switches:
+            clears, changed = [], 0
+            for kind, dpid, ports, table in changes:
+                if kind == "down":
+                    s.fabric.switch_down(dpid)
+                    for manager in self._per_switch:
+                        manager.forget_switch(dpid)
+                    changed += 1
+                    continue
                 if dpid not in s.fabric.name_of_dpid:
                     LOG.warning("switch dpid %016x is not in the topology; ignoring it", dpid)
                     continue
@@ -82,13 +98,13 @@ class FabricEvents:
                 s.fabric.prune_ports(dpid, ports)
                 self.reconciler.forget_switch(dpid)
                 s.fabric.connected.add(dpid)
-                joined += 1
+                changed += 1
                 if table is None:
                     clears.append(R.FlowMod("clear", R.Rule(dpid, 0, (), (), 0)))
                     continue
                 s.installed.apply(R.FlowMod("add", r) for r in table if r.dpid == dpid)
                 self.settling.start(dpid)
-            if joined:
+            if changed:
                 self._reconcile_routes(prefix=clears or None)
 
     def tick(self) -> None:
@@ -114,12 +130,7 @@ class FabricEvents:
             self._reconcile_routes()
 
     def switch_down(self, dpid: int) -> None:
-        s = self.s
-        with s.lock:
-            s.fabric.switch_down(dpid)
-            for manager in self._per_switch:
-                manager.forget_switch(dpid)
-            self._reconcile_routes()
+        self.switches_changed([("down", dpid, None, None)])
 
     def link_seen(self, src: tuple[int, int], dst: tuple[int, int]) -> None:
         s = self.s

@@ -163,3 +163,20 @@ def test_a_switch_that_went_down_before_its_turn_does_not_join(tmp_path):
     assert gone not in svc.shared.fabric.connected
     assert set(ports) - {gone} <= svc.shared.fabric.connected
     assert not any(r.dpid == gone for r in svc.installed.rules.values())
+
+
+def test_switches_going_down_together_get_what_one_by_one_gives(tmp_path):
+    one, ports = _restored(tmp_path, "one")
+    together, _ = _restored(tmp_path, "together")
+    for svc in (one, together):
+        svc.switches_up([(dpid, p, []) for dpid, p in ports.items()])
+    down = sorted(ports)[:3]                 # two ToRs and a spine drop, the first returns
+    for dpid in down:
+        one.switch_down(dpid)
+    one.switch_up(down[0], ports[down[0]], None)
+    together.switches_changed([("down", d, None, None) for d in down]
+                              + [("up", down[0], ports[down[0]], None)])
+    assert together.shared.fabric.connected == one.shared.fabric.connected
+    assert together.installed.rules == one.installed.rules
+    assert together.sink.table.rules == one.sink.table.rules
+    assert not any(r.dpid in down[1:] for r in together.installed.rules.values())
