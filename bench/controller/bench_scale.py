@@ -48,7 +48,6 @@ from ps_runtime.ports import free_port
 SLUICE = str(ROOT / ".venv" / "bin" / "sluice")
 ADMIN = "bench-scale-admin-token-0123"
 CPU_BOUND, P99_BOUND_MS, EDGE_TABLE = 0.25, 50.0, 2000
-SWITCHES_PER_PROCESS = 18          # the fabric of 2,048 workers: one process, as before
 
 
 def log(text: str) -> None:
@@ -68,13 +67,11 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 # ---- the fake switches, in a process of their own ---------------------------------------
-def switches_main(topo: dict, port: int, commands: mp.Queue, answers: mp.Queue,
-                  names: list[str]) -> None:
+def switches_main(topo: dict, port: int, commands: mp.Queue, answers: mp.Queue) -> None:
     from bench.controller.fake_openflow import FakeFabric
 
     async def serve() -> None:
         fabric = FakeFabric(C.load(topo))
-        fabric.switches = {n: fabric.switches[n] for n in names}   # this process's share
         await fabric.connect("127.0.0.1", port)
         loop = asyncio.get_running_loop()
         while True:
@@ -87,32 +84,15 @@ def switches_main(topo: dict, port: int, commands: mp.Queue, answers: mp.Queue,
 
 
 class Switches:
-    """The fake switches, at most SWITCHES_PER_PROCESS to a process: real switches are
-    devices of their own, and one Python process emulating the 136 of 16,384 workers
-    answered their echoes only after the flow mods of all of them (324,000 at bring-up),
-    so the controller dropped them (the first 16,384 runs, bench/HISTORY.md)."""
-
     def __init__(self, topo: dict, port: int) -> None:
-        names = [sw["name"] for sw in topo["switches"]]
-        groups = -(-len(names) // SWITCHES_PER_PROCESS)
-        self.queues = [(mp.Queue(), mp.Queue()) for _ in range(groups)]
-        self.procs = [mp.Process(target=switches_main, args=(
-            topo, port, commands, answers, names[i::groups]), daemon=True)
-            for i, (commands, answers) in enumerate(self.queues)]
-        for proc in self.procs:
-            proc.start()
+        self.commands, self.answers = mp.Queue(), mp.Queue()
+        self.proc = mp.Process(target=switches_main, args=(topo, port, self.commands,
+                                                           self.answers), daemon=True)
+        self.proc.start()
 
     def stats(self) -> dict:
-        for commands, _ in self.queues:
-            commands.put("stats")
-        parts = [answers.get(timeout=60) for _, answers in self.queues]
-        merged = {k: sum(p[k] for p in parts) for k in
-                  ("cpu_s", "flow_mods", "reconnects", "barriers", "rules_total")}
-        merged.update({k: max(p[k] for p in parts) for k in
-                       ("rules_per_edge_switch_max", "job_rules_per_edge_switch_max",
-                        "rules_per_switch_max")})
-        merged["roles"] = parts[0]["roles"]           # the whole topology's, in each
-        return merged
+        self.commands.put("stats")
+        return self.answers.get(timeout=60)
 
     def settle(self, switches: int, timeout_s: float) -> dict:
         """Wait until every switch has its rules (flow mods stop coming)."""
@@ -127,12 +107,10 @@ class Switches:
         raise RuntimeError(f"the switches did not settle in {timeout_s:.0f} s: {last}")
 
     def stop(self) -> None:
-        for commands, _ in self.queues:
-            commands.put("stop")
-        for proc in self.procs:
-            proc.join(5)
-            if proc.is_alive():
-                proc.terminate()
+        self.commands.put("stop")
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.terminate()
 
 
 # ---- the controller process ---------------------------------------------------------------
