@@ -53,7 +53,11 @@ class SluiceController(app_manager.OSKenApp):
         self.barriers: dict[tuple[int, int], dict] = {}
         self.syncing: dict[int, dict] = {}   # dpid -> switch whose table is being read
         self.stopping = threading.Event()
+        # switches whose table was read back, waiting to join (see _finish_sync)
+        self._joining: list[tuple] = []
+        self._joining_lock, self._join_wake = threading.Lock(), threading.Event()
         self._poller = hub.spawn(self._poll_loop)
+        self._joiner = hub.spawn(self._join_loop)
 
     # ------------------------------------------------------------ switch lifecycle --
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
@@ -101,7 +105,11 @@ class SluiceController(app_manager.OSKenApp):
                 self.datapaths.get(dp.id) is dp:
             LOG.info("switch %016x down", dp.id)
             del self.datapaths[dp.id]
-            self.service.switch_down(dp.id)
+            # in order with the switches joining, in the joiner's next reconcile (a burst
+            # of dropped connections then costs one reconcile, not one each)
+            with self._joining_lock:
+                self._joining.append(("down", dp.id, None, None, dp))
+            self._join_wake.set()
 
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def _flow_stats(self, ev):
@@ -119,7 +127,31 @@ class SluiceController(app_manager.OSKenApp):
             return
         LOG.info("switch %016x: %s", dpid, "no flow-stats reply, clearing it"
                  if table is None else f"{len(table)} rules read back, reconciling")
-        self.service.switch_up(dpid, sync["ports"], table)
+        # Handed to the joiner thread: switches that connect while a reconcile runs join
+        # together in the next one (a fabric of 136 switches came up one full reconcile
+        # per switch, each slower than the last, and missed echoes made it start over).
+        with self._joining_lock:
+            self._joining.append(("up", dpid, sync["ports"], table, sync["dp"]))
+        self._join_wake.set()
+
+    def _join_loop(self) -> None:
+        """Hands the switches that finished their sync or went down to the service, all
+        that are waiting in one call, in order; a connection that went down meanwhile
+        is skipped."""
+        while not self.stopping.is_set():
+            self._join_wake.wait(1.0)
+            self._join_wake.clear()
+            with self._joining_lock:
+                batch, self._joining = self._joining, []
+            if not batch:
+                continue
+            conn = {dpid: dp for kind, dpid, _ports, _table, dp in batch if kind == "up"}
+            try:
+                self.service.switches_changed(
+                    [change[:4] for change in batch],
+                    alive=lambda dpid: self.datapaths.get(dpid) is conn[dpid])
+            except Exception:   # keep joining whatever one switch did
+                LOG.exception("switches up or down")
 
     # ------------------------------------------------------------ packet-in --
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from controller import rules as R
 from controller.packets import ArpIn, arp_probe, arp_reply
@@ -58,22 +58,54 @@ class FabricEvents:
                   table: list[R.Rule] | None = None) -> None:
         """A switch connected. ``table``: the rules it holds (read back with a flow-stats
         request); only the difference is sent. Without it the switch is cleared first."""
+        self.switches_up([(dpid, ports, table)])
+
+    def switches_up(self, switches: list[tuple[int, dict[int, str], list[R.Rule] | None]],
+                    alive: Callable[[int], bool] = lambda dpid: True) -> None:
+        """Switches that connected together, each as :meth:`switch_up`, then one
+        reconcile for all (see :meth:`switches_changed`)."""
+        self.switches_changed([("up", dpid, ports, table) for dpid, ports, table in switches],
+                              alive)
+
+    def switches_changed(self, changes: list[tuple[str, int, dict[int, str] | None,
+                                                   list[R.Rule] | None]],
+                         alive: Callable[[int], bool] = lambda dpid: True) -> None:
+        """Switches that came up ``("up", dpid, ports, table)``, as :meth:`switch_up`, or
+        went down ``("down", dpid, None, None)``, as :meth:`switch_down`, in this order,
+        then one reconcile for all: a fabric coming up (or a burst of connections
+        dropping) costs one reconcile per burst, not one per switch (each of which
+        recomputes the routes). ``alive(dpid)``, asked under the shared lock for a switch
+        that came up: whether that connection is still the switch's (one that went down
+        meanwhile is skipped)."""
         s = self.s
         with s.lock:
-            if dpid not in s.fabric.name_of_dpid:
-                LOG.warning("switch dpid %016x is not in the topology; ignoring it", dpid)
-                return
-            # A reconnect keeps what LLDP/ARP found (only links/hosts on vanished ports
-            # are dropped) so the full table goes back at once instead of after rediscovery.
-            s.fabric.prune_ports(dpid, ports)
-            self.reconciler.forget_switch(dpid)
-            s.fabric.connected.add(dpid)
-            if table is None:
-                self._reconcile_routes(prefix=[R.FlowMod("clear", R.Rule(dpid, 0, (), (), 0))])
-                return
-            s.installed.apply(R.FlowMod("add", r) for r in table if r.dpid == dpid)
-            self.settling.start(dpid)
-            self._reconcile_routes()
+            clears, changed = [], 0
+            for kind, dpid, ports, table in changes:
+                if kind == "down":
+                    s.fabric.switch_down(dpid)
+                    for manager in self._per_switch:
+                        manager.forget_switch(dpid)
+                    changed += 1
+                    continue
+                if dpid not in s.fabric.name_of_dpid:
+                    LOG.warning("switch dpid %016x is not in the topology; ignoring it", dpid)
+                    continue
+                if not alive(dpid):
+                    continue
+                # A reconnect keeps what LLDP/ARP found (only links/hosts on vanished
+                # ports are dropped) so the full table goes back at once instead of after
+                # rediscovery.
+                s.fabric.prune_ports(dpid, ports)
+                self.reconciler.forget_switch(dpid)
+                s.fabric.connected.add(dpid)
+                changed += 1
+                if table is None:
+                    clears.append(R.FlowMod("clear", R.Rule(dpid, 0, (), (), 0)))
+                    continue
+                s.installed.apply(R.FlowMod("add", r) for r in table if r.dpid == dpid)
+                self.settling.start(dpid)
+            if changed:
+                self._reconcile_routes(prefix=clears or None)
 
     def tick(self) -> None:
         """Periodic: once a reconnected switch's settling time is over, delete what it
@@ -98,12 +130,7 @@ class FabricEvents:
             self._reconcile_routes()
 
     def switch_down(self, dpid: int) -> None:
-        s = self.s
-        with s.lock:
-            s.fabric.switch_down(dpid)
-            for manager in self._per_switch:
-                manager.forget_switch(dpid)
-            self._reconcile_routes()
+        self.switches_changed([("down", dpid, None, None)])
 
     def link_seen(self, src: tuple[int, int], dst: tuple[int, int]) -> None:
         s = self.s

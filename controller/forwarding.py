@@ -157,18 +157,33 @@ class FabricView:
                                                   b not in self.connected) else 1
         port_to = {(a, b): pa for (a, pa), (b, _) in self.links.items()}
         out: dict[int, dict[str, int]] = {d: {} for d in g.nodes}
+        # Every host behind one switch has the same distances and the same next hops
+        # to choose from (only its address picks among them): computed once per switch,
+        # not per host (2,048 hosts behind 128 ToRs: 16 times fewer Dijkstras).
+        choices: dict[int, list[tuple[int, list[int]]]] = {}
         for ip, loc in sorted(self.hosts.items()):
             if loc.dpid not in g:
                 continue
-            dist = nx.single_source_dijkstra_path_length(g, loc.dpid, weight="cost")
+            if loc.dpid not in choices:
+                choices[loc.dpid] = self._next_hops(g, loc.dpid, port_to)
             salt = int(ipaddress.IPv4Address(ip))
-            for s, d in dist.items():
-                if s == loc.dpid:
-                    out[s][ip] = loc.port
-                    continue
+            out[loc.dpid][ip] = loc.port
+            for s, ports in choices[loc.dpid]:
+                out[s][ip] = ports[salt % len(ports)]
+        return out
+
+    @staticmethod
+    def _next_hops(g: nx.Graph, target: int,
+                   port_to: dict[tuple[int, int], int]) -> list[tuple[int, list[int]]]:
+        """(switch, its out ports towards ``target`` on a shortest path, in the order of
+        the neighbours' dpids) for every other switch that reaches ``target``."""
+        dist = nx.single_source_dijkstra_path_length(g, target, weight="cost")
+        out = []
+        for s, d in dist.items():
+            if s != target:
                 closer = sorted(n for n in g.neighbors(s)
                                 if dist.get(n, -1) + g.edges[s, n]["cost"] == d)
-                out[s][ip] = port_to[(s, closer[salt % len(closer)])]
+                out.append((s, [port_to[(s, n)] for n in closer]))
         return out
 
     def path(self, src_ip: str, dst_ip: str,

@@ -44,7 +44,7 @@ class JobOps:
                 self.reconciler.forget_job(job.id)
                 s.credentials[job.id] = credential
             s.metrics.inc("sluice_jobs_registered_total")
-            self.reconciler.full(on_done=done.set if done else None)
+            self.reconciler.job_added(job, on_done=done.set if done else None)
             snapshot = self.store.capture()
             answer = job.to_dict()
         # on disk before the answer, but with the lock released: reports go on meanwhile
@@ -63,7 +63,7 @@ class JobOps:
                 job = s.registry.remove(job_id)
                 self.reconciler.forget_job(job_id)
                 s.credentials.pop(job_id, None)
-            mods = self.reconciler.full(on_done=done.set if done else None)
+            mods = self.reconciler.job_removed(job, on_done=done.set if done else None)
             snapshot = self.store.capture()
         if snapshot is not None:
             self.store.write_snapshot(*snapshot)

@@ -92,6 +92,52 @@ class FlowRanker:
         return changed
 
 
+    # ---- jobs coming and going (a registration or removal, not a full rebuild) --------
+    def add(self, flows: Iterable[tuple[FlowKey, int]]) -> dict[FlowKey, int]:
+        """New flows (a job registered) with their batches -> {flow: level} for the new
+        flows and every flow whose level moved because the urgencies' spread changed."""
+        added = []
+        for f, b in flows:
+            if f in self._urgency:
+                raise KeyError(f)           # already ranked: the caller starts over
+            u = (b, _KIND_ORDER[f.kind])
+            self._urgency[f] = u
+            if u not in self._groups:
+                self._groups[u] = set()
+                insort(self._keys, u)
+            self._groups[u].add(f)
+            added.append(f)
+        changed = self._relevel_all()
+        for f in added:
+            changed[f] = self.levels[f] = self._level_of_key[self._urgency[f]]
+        return changed
+
+    def remove(self, flows: Iterable[FlowKey]) -> dict[FlowKey, int]:
+        """Flows gone (a job removed) -> {flow: level} for the remaining flows whose
+        level moved."""
+        for f in flows:
+            u = self._urgency.pop(f)        # KeyError: not a flow of this ranker
+            del self.levels[f]
+            group = self._groups[u]
+            group.discard(f)
+            if not group:
+                del self._groups[u]
+                del self._keys[bisect_left(self._keys, u)]
+        return self._relevel_all()
+
+    def _relevel_all(self) -> dict[FlowKey, int]:
+        """The spread after urgencies came or went: the known flows whose level moved."""
+        new_levels = self._key_levels()
+        changed = {}
+        for u, level in new_levels.items():
+            if self._level_of_key.get(u) != level:
+                for f in self._groups[u]:
+                    if f in self.levels and self.levels[f] != level:
+                        changed[f] = level
+        self._level_of_key = new_levels
+        self.levels.update(changed)
+        return changed
+
 class JobRanker:
     """A job rule (``ORDER`` or ``OWN`` shape, :mod:`sluice_common.rank_rules`), kept up
     to date per job."""
@@ -155,6 +201,47 @@ class JobRanker:
         for job in {*before, *position, *(j.job for j in loads)}:
             level = position.get(job, last)
             if self.levels[job] != level:
+                changed[job] = level
+        self.levels.update(changed)
+        return changed
+
+    # ---- jobs coming and going (a registration or removal, not a full rebuild) --------
+    def add(self, load: job_rank.JobLoad) -> dict[str, int]:
+        """A job registered -> {job: level} for it and every job it moved."""
+        if load.job in self.levels:
+            raise KeyError(load.job)        # already ranked: the caller starts over
+        if self.rule == job_rank.ATTAINED:
+            level = job_rank.attained_level(job_rank.attained_bytes(load), self.n_levels,
+                                            self.base, self.factor)
+            self.levels[load.job] = level
+            return {load.job: level}
+        before = self._head()
+        key = self._sort_key(load)
+        insort(self._sorted, key)
+        self._key[load.job] = key
+        changed = self._relevel(before)
+        changed[load.job] = self.levels[load.job] = min(self.position(load.job),
+                                                        self.n_levels - 1)
+        return changed
+
+    def remove(self, job: str) -> dict[str, int]:
+        """A job removed -> {job: level} for every remaining job whose level moved."""
+        del self.levels[job]                # KeyError: not a job of this ranker
+        if self.rule == job_rank.ATTAINED:
+            return {}
+        before = [j for j in self._head() if j != job]
+        del self._sorted[bisect_left(self._sorted, self._key.pop(job))]
+        return self._relevel(before)
+
+    def _relevel(self, before: list[str]) -> dict[str, int]:
+        """``remaining``: after the order changed, the ranked jobs (of those that were or
+        are now in the head) whose level moved."""
+        last = self.n_levels - 1
+        position = {job: min(i, last) for i, job in enumerate(self._head())}
+        changed = {}
+        for job in {*before, *position}:
+            level = position.get(job, last)
+            if job in self.levels and self.levels[job] != level:
                 changed[job] = level
         self.levels.update(changed)
         return changed

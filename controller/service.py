@@ -99,6 +99,17 @@ class ControllerService:
                   table: list[R.Rule] | None = None) -> None:
         self.fabric_events.switch_up(dpid, ports, table)
 
+    def switches_up(self, switches: list[tuple[int, dict[int, str], list[R.Rule] | None]],
+                    alive: Callable[[int], bool] = lambda dpid: True) -> None:
+        """Switches that connected together: one reconcile for all (see FabricEvents)."""
+        self.fabric_events.switches_up(switches, alive)
+
+    def switches_changed(self, changes: list[tuple[str, int, dict[int, str] | None,
+                                                   list[R.Rule] | None]],
+                         alive: Callable[[int], bool] = lambda dpid: True) -> None:
+        """Switches up and down, in order, then one reconcile (see FabricEvents)."""
+        self.fabric_events.switches_changed(changes, alive)
+
     def tick(self) -> None:
         self.fabric_events.tick()
 

@@ -30,3 +30,19 @@ def test_small_cluster_reports_less_than_today_and_loses_nothing(tmp_path):
     rules, _ = _bench(tmp_path, "--rules-only")
     assert got["rules_per_edge_switch_max"] == rules["rules_per_edge_switch_max"] > 0
     assert got["job_rules_per_edge_switch_max"] == rules["job_rules_per_edge_switch_max"] > 0
+
+
+def test_per_pod_deployment_drives_a_controller_per_pod(tmp_path):
+    """--pod-workers: two pods of 32 workers, each its own controller and switches; the
+    figures add up over the pods and the edge switch counts the core's prefix route."""
+    got, stdout = _bench(tmp_path, "--workers", "64", "--pod-workers", "32",
+                         "--seconds", "4", "--warmup", "3")
+    assert got["workers"] == 64 and got["pods"] == 2 and got["jobs"] == 8
+    assert got["switches"] == 8 and got["lost"] == 0 and got["switch_reconnects"] == 0
+    assert len(got["controller_cpu_share_each"]) == 2
+    assert got["controller_cpu_share"] == max(got["controller_cpu_share_each"]) > 0
+    assert 0 < got["reports_per_s"] < got["reports_per_s_today_client"]
+    pod, _ = _bench(tmp_path, "--rules-only")        # one pod of 32 workers
+    assert got["rules_per_edge_switch_installed_max"] == pod["rules_per_edge_switch_max"]
+    assert got["rules_per_edge_switch_max"] == pod["rules_per_edge_switch_max"] + 1
+    assert "VERDICTS" in stdout

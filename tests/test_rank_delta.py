@@ -1,6 +1,7 @@
 """Incremental re-ranking (pure): after any sequence of reports, the incremental levels
 equal a full recompute, and ``update`` returns exactly the levels that moved."""
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from sluice_common import rank_rules
@@ -165,3 +166,62 @@ def test_controller_after_reports_equals_a_full_recompute(rank, enforce, sizes, 
     assert svc.installed.rules == fresh.installed.rules
     # and a full reconcile of the incremental controller has nothing left to send
     assert svc.reconciler.full() == []
+
+
+# ---------------------------------------------------------------- jobs coming and going --
+membership = st.lists(st.tuples(st.booleans(), st.integers(0, 7), st.integers(0, 40)),
+                      max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(levels=st.integers(1, 8), events=membership)
+def test_flow_ranker_add_and_remove_match_the_full_progress_rule(levels, events):
+    """Jobs registered (their flows added at a batch) and removed in any order: the levels
+    equal assign_levels over the flows present, and add/remove return exactly the moves."""
+    flows = flows_of(8, 2)
+    present: dict = {}
+    ranker = FlowRanker([], levels)
+    for add, j, b in events:
+        mine = [f for f in flows if f.job == f"j{j}"]
+        before = dict(ranker.levels)
+        if add and mine[0] not in present:
+            present.update({f: b for f in mine})
+            changed = ranker.add((f, b) for f in mine)
+        elif not add and mine[0] in present:
+            for f in mine:
+                del present[f]
+            changed = ranker.remove(mine)
+        else:
+            continue
+        full = assign_levels(list(present.items()), levels)
+        assert ranker.levels == full
+        assert changed == {f: lv for f, lv in full.items() if before.get(f) != lv}
+
+
+@settings(max_examples=150, deadline=None)
+@given(rule=st.sampled_from([job_rank.REMAINING, job_rank.ATTAINED]),
+       levels=st.integers(1, 8), events=membership)
+def test_job_ranker_add_and_remove_match_the_full_job_rules(rule, levels, events):
+    present: dict[str, JobLoad] = {}
+    ranker = JobRanker(rule, [], levels, base=4 * MB, factor=2.0)
+    for add, j, done in events:
+        job = f"j{j}"
+        before = dict(ranker.levels)
+        if add and job not in present:
+            present[job] = JobLoad(job, j, done, 40 + 7 * j, (j % 3 + 1) * MB, 1.0)
+            changed = ranker.add(present[job])
+        elif not add and job in present:
+            del present[job]
+            changed = ranker.remove(job)
+        else:
+            continue
+        full = (remaining_levels(present.values(), levels) if rule == job_rank.REMAINING
+                else attained_levels(present.values(), levels, base=4 * MB, factor=2.0))
+        assert ranker.levels == full
+        assert changed == {jb: lv for jb, lv in full.items() if before.get(jb) != lv}
+
+
+def test_adding_a_ranked_job_again_is_refused():
+    load = JobLoad("a", 1, 0, 10, MB)
+    with pytest.raises(KeyError):
+        JobRanker(job_rank.REMAINING, [load], 4).add(load)

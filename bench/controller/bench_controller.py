@@ -40,6 +40,7 @@ from mininet_fabric.fabric import Fabric
 from ps_runtime.ports import free_port
 
 PY = str(ROOT / ".venv" / "bin" / "python")
+REACTION_RATE, REACTION_BOUND_MS = 200.0, 5.0      # issue 49: median < 5 ms at 200/s
 SLUICE = str(ROOT / ".venv" / "bin" / "sluice")
 ADMIN = "bench-admin-token-0123"
 
@@ -259,8 +260,24 @@ def main() -> int:
           f"delete {s['throughput']['delete_per_s']}/s | plain os-ken add "
           f"{p['throughput']['add_per_s']}/s delete {p['throughput']['delete_per_s']}/s | "
           f"ratio (add) {s['throughput']['add_per_s'] / p['throughput']['add_per_s']:.2f}")
+    verdicts = reaction_verdicts(s["reaction"])
+    if not verdicts:
+        print(f"no verdict: the reports went at {s['reaction']['rate_per_s']}/s, not "
+              f"{REACTION_RATE:.0f}/s", flush=True)
+    else:
+        result["verdicts"] = verdicts
+        print("VERDICTS " + " ".join(f"{k}={'met' if v else 'NOT met'}"
+                                     for k, v in verdicts.items()), flush=True)
     harness.write_json(args.json, result)
     return 0
+
+
+def reaction_verdicts(reaction: dict) -> dict[str, bool]:
+    """Issue 49's bound on the reaction to a level change: median under 5 ms at 200
+    reports a second (judged only at that rate: another rate is another experiment)."""
+    if abs(reaction["rate_per_s"] - REACTION_RATE) > 0.05 * REACTION_RATE:
+        return {}
+    return {"reaction_median_under_5ms_at_200_per_s": reaction["median_ms"] < REACTION_BOUND_MS}
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.controller.bench_scale --workers 2048 [--per-job 8]
         [--seconds 60] [--warmup 15] [--rank remaining] [--hints on|off] [--json OUT]
+        [--pod-workers 2048: a controller per pod, bench/controller/bench_pods.py]
 
 - the controller: `sluice controller` as its own process (os-ken over TCP, the REST API),
   started from a state file that holds the fabric and the running jobs (as after a
@@ -125,6 +126,7 @@ class ScaleConfig:
     hints: str = "on"               # off: the controller gives no hints (today's reporting)
     connections: int = 64
     seed: int = 1
+    pod_workers: int = 0            # > 0: the per-pod deployment (bench_pods.py)
 
 
 # ---- the controller process ---------------------------------------------------------------
@@ -310,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="off: the controller gives no hints (today's reporting)")
     ap.add_argument("--connections", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--pod-workers", type=int, default=0,
+                    help="the per-pod deployment (bench/controller/bench_pods.py): a "
+                         "controller, fabric and jobs per pod of this many workers")
     ap.add_argument("--rules-only", action="store_true",
                     help="only the rules per switch, from the controller's service in this "
                          "process (no controller process, switches or load)")
@@ -320,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--seconds must be > 0 and --warmup at least 3")
     cfg = ScaleConfig(workers=args.workers, per_job=args.per_job, seconds=args.seconds,
                       warmup=args.warmup, rank=args.rank, hints=args.hints,
-                      connections=args.connections, seed=args.seed)
+                      connections=args.connections, seed=args.seed,
+                      pod_workers=args.pod_workers)
     if args.rules_only:
         r = rules_only(cfg)
         harness.figure("rules per edge switch (max)", r["rules_per_edge_switch_max"],
@@ -328,8 +334,15 @@ def main(argv: list[str] | None = None) -> int:
                        f"job rules {r['job_rules_per_edge_switch_max']})")
         harness.write_json(args.json, r)
         return 0
+    if args.pod_workers and (args.workers % args.pod_workers
+                             or not 2 * args.per_job <= args.pod_workers < args.workers):
+        ap.error("--pod-workers must divide --workers, be below it and hold two jobs")
     try:
-        r = run(cfg)
+        if cfg.pod_workers:
+            from bench.controller.bench_pods import run_pods
+            r = run_pods(cfg)
+        else:
+            r = run(cfg)
     except RuntimeError as err:   # the controller could not bring the fabric up: say so
         print(f"NOT MEASURED: {err}", flush=True)
         harness.write_json(args.json, {"workers": args.workers, "error": str(err),
