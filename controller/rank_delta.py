@@ -210,13 +210,12 @@ class JobRanker:
         """A job registered -> {job: level} for it and every job it moved."""
         if load.job in self.levels:
             raise KeyError(load.job)        # already ranked: the caller starts over
-        if self.rule == job_rank.ATTAINED:
-            level = job_rank.attained_level(job_rank.attained_bytes(load), self.n_levels,
-                                            self.base, self.factor)
+        if self.rule.shape == rank_rules.OWN:
+            level = self.rule.level_of(load, self.n_levels, self.base, self.factor)
             self.levels[load.job] = level
             return {load.job: level}
         before = self._head()
-        key = self._sort_key(load)
+        key = self.rule.key(load)
         insort(self._sorted, key)
         self._key[load.job] = key
         changed = self._relevel(before)
@@ -227,14 +226,14 @@ class JobRanker:
     def remove(self, job: str) -> dict[str, int]:
         """A job removed -> {job: level} for every remaining job whose level moved."""
         del self.levels[job]                # KeyError: not a job of this ranker
-        if self.rule == job_rank.ATTAINED:
+        if self.rule.shape == rank_rules.OWN:
             return {}
         before = [j for j in self._head() if j != job]
         del self._sorted[bisect_left(self._sorted, self._key.pop(job))]
         return self._relevel(before)
 
     def _relevel(self, before: list[str]) -> dict[str, int]:
-        """``remaining``: after the order changed, the ranked jobs (of those that were or
+        """``ORDER`` rules: after the order changed, the ranked jobs (of those that were or
         are now in the head) whose level moved."""
         last = self.n_levels - 1
         position = {job: min(i, last) for i, job in enumerate(self._head())}

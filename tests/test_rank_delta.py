@@ -199,11 +199,11 @@ def test_flow_ranker_add_and_remove_match_the_full_progress_rule(levels, events)
 
 
 @settings(max_examples=150, deadline=None)
-@given(rule=st.sampled_from([job_rank.REMAINING, job_rank.ATTAINED]),
+@given(rule=st.sampled_from(["remaining", "attained"]),
        levels=st.integers(1, 8), events=membership)
 def test_job_ranker_add_and_remove_match_the_full_job_rules(rule, levels, events):
     present: dict[str, JobLoad] = {}
-    ranker = JobRanker(rule, [], levels, base=4 * MB, factor=2.0)
+    ranker = JobRanker(rank_rules.rule(rule), [], levels, base=4 * MB, factor=2.0)
     for add, j, done in events:
         job = f"j{j}"
         before = dict(ranker.levels)
@@ -215,7 +215,7 @@ def test_job_ranker_add_and_remove_match_the_full_job_rules(rule, levels, events
             changed = ranker.remove(job)
         else:
             continue
-        full = (remaining_levels(present.values(), levels) if rule == job_rank.REMAINING
+        full = (remaining_levels(present.values(), levels) if rule == "remaining"
                 else attained_levels(present.values(), levels, base=4 * MB, factor=2.0))
         assert ranker.levels == full
         assert changed == {jb: lv for jb, lv in full.items() if before.get(jb) != lv}
@@ -224,4 +224,4 @@ def test_job_ranker_add_and_remove_match_the_full_job_rules(rule, levels, events
 def test_adding_a_ranked_job_again_is_refused():
     load = JobLoad("a", 1, 0, 10, MB)
     with pytest.raises(KeyError):
-        JobRanker(job_rank.REMAINING, [load], 4).add(load)
+        JobRanker(rank_rules.rule("remaining"), [load], 4).add(load)
