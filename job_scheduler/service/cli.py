@@ -36,12 +36,13 @@ def default_db_path() -> Path:
 # ---- sluice scheduler --------------------------------------------------------------------
 
 def configure_scheduler(parser: argparse.ArgumentParser) -> None:
-    from job_scheduler.core.policies import NON_PREEMPTIVE
+    from job_scheduler.core.policies import POLICY_NAMES
     parser.add_argument("--topology", default="two-rack",
                         help="built-in name or YAML file (default: two-rack)")
     parser.add_argument("--policy", default="lyapunov",
-                        help=f"one of {', '.join(NON_PREEMPTIVE)} (default lyapunov): the "
-                        "simulator's policies less the preemptive ones (job_scheduler.core.policies)")
+                        help=f"one of {', '.join(POLICY_NAMES)} (default lyapunov): the "
+                        "simulator's policies (job_scheduler.core.policies); las and sluice "
+                        "suspend running jobs with a checkpoint and resume them later")
     parser.add_argument("--listen", default=DEFAULT_LISTEN,
                         help=f"HOST:PORT of the HTTP API (default {DEFAULT_LISTEN}; port 0 "
                         "picks a free one)")

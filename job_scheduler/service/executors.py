@@ -41,13 +41,16 @@ from job_scheduler.service.store import JobRecord
 
 @dataclass(frozen=True)
 class Outcome:
-    state: str                 # 'finished' or 'failed'
+    state: str                 # 'finished', 'failed' or 'suspended'
     finished_at: float
     exit_code: int | None = None
     reason: str | None = None
     # The job's process never started (the service died between recording the start
     # and launching): the service re-queues it without counting an attempt.
     never_started: bool = False
+    # state 'suspended' (its resource manager preempted it; a checkpoint was written):
+    # {checkpoint, work_left, suspend_s}; the service re-queues it to resume
+    resume: dict | None = None
 
 
 # ---- simulated -------------------------------------------------------------------------
@@ -63,8 +66,26 @@ class SimulatedExecutor:
         self.time_factor = time_factor
 
     def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict:
+        """A resumed job first restores (``restore_s``, no progress), then does the
+        work it has left at the rate of the whole job on this decision: the
+        simulator's arithmetic, so that the service's decisions equal the simulator's."""
         seconds = max(0.0, float(self.duration_fn(job.spec, decision))) * self.time_factor
-        return {"executor": self.kind, "started_at": now, "expected_end": now + seconds}
+        resume = job.resume or {}
+        left, trains_from = resume.get("work_left", 1.0), now + resume.get("restore_s", 0.0)
+        rate = 1.0 / seconds if seconds > 0 else float("inf")
+        return {"executor": self.kind, "started_at": now,
+                "expected_end": trains_from + (left / rate if left else 0.0),
+                "resume": {**resume, "work_left": left, "trains_from": trains_from,
+                           "run_s": seconds}}
+
+    def suspend(self, job: JobRecord, now: float) -> dict:
+        """The work it has left now (progress kept); nothing to checkpoint."""
+        resume = job.resume or {}
+        run_s = resume.get("run_s")
+        if not run_s:
+            return {"work_left": 0.0 if run_s == 0 else 1.0, "suspend_s": 0.0}
+        done = max(now - resume["trains_from"], 0.0) * (1.0 / run_s)   # as the simulator
+        return {"work_left": max(resume["work_left"] - done, 0.0), "suspend_s": 0.0}
 
     def launch(self, job: JobRecord, env: Mapping[str, str] | None = None) -> dict:
         return {}

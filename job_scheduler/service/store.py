@@ -32,7 +32,8 @@ from sluice_common.jobspec import JobSpec, Layer
 log = logging.getLogger("sluice.scheduler.store")
 
 STATES = ("queued", "running", "finished", "failed", "cancelled")
-SCHEMA_VERSION = 2     # 2: jobs.not_before (a job's arrival); version-1 stores gain it on open
+SCHEMA_VERSION = 3     # 2: jobs.not_before (a job's arrival); 3: jobs.resume (a suspended
+                       # job's checkpoint); older stores gain them on open
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -62,8 +63,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     exit_code     INTEGER,
     attempts      INTEGER NOT NULL DEFAULT 0,
     reason        TEXT,
-    not_before    REAL                       -- submitted_at + the job's arrival: not started,
+    not_before    REAL,                      -- submitted_at + the job's arrival: not started,
                                              -- nor shown to the policy, before (NULL: at once)
+    resume        TEXT                       -- JSON: what a suspended job resumes from (its
+                                             -- checkpoint, work left, restore seconds)
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE TABLE IF NOT EXISTS events (
@@ -115,6 +118,9 @@ class JobRecord:
     attempts: int = 0
     reason: str | None = None
     not_before: float | None = None
+    # A job that was suspended: {checkpoint, work_left, restore_s, suspends, ...}; kept
+    # while it waits and runs again, so a restarted service resumes it from its checkpoint.
+    resume: dict[str, Any] | None = None
 
     @property
     def start_not_before(self) -> float:
@@ -135,7 +141,7 @@ class JobRecord:
             "slurm_job_id": self.slurm_job_id,
             "attempts": self.attempts, "reason": self.reason, "model": self.spec.model,
             "max_gpus": self.spec.max_gpus, "arrival": self.spec.arrival,
-            "not_before": self.start_not_before,
+            "not_before": self.start_not_before, "resume": self.resume,
         }
 
 
@@ -145,8 +151,9 @@ _JOB_COLUMNS = [f.name for f in dataclasses.fields(JobRecord)]
 def _row_to_job(row: sqlite3.Row) -> JobRecord:
     values = dict(row)
     values["spec"] = spec_from_json(values["spec"])
-    if values["placement"] is not None:
-        values["placement"] = json.loads(values["placement"])
+    for column in ("placement", "resume"):
+        if values[column] is not None:
+            values[column] = json.loads(values[column])
     return JobRecord(**values)
 
 
@@ -233,10 +240,11 @@ class JobStore:
         NULL reads as the old meaning: ``not_before`` NULL = may start at once,
         ``slurm_job_id`` (issue 28) NULL = no Slurm job)."""
         columns = {r[1] for r in self._db.execute("PRAGMA table_info(jobs)")}
-        for column, kind in (("slurm_job_id", "INTEGER"), ("not_before", "REAL")):
+        for column, kind in (("slurm_job_id", "INTEGER"), ("not_before", "REAL"),
+                             ("resume", "TEXT")):
             if column not in columns:
                 self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
-        if "not_before" not in columns:
+        if not {"not_before", "resume"} <= columns:
             log.info("%s: job store migrated to schema version %d", self.path, SCHEMA_VERSION)
 
     def close(self) -> None:
@@ -387,8 +395,9 @@ class JobStore:
         unknown = set(fields) - set(_JOB_COLUMNS)
         if unknown:
             raise KeyError(f"unknown job columns: {sorted(unknown)}")
-        if "placement" in fields and fields["placement"] is not None:
-            fields["placement"] = json.dumps(fields["placement"], sort_keys=True)
+        for column in ("placement", "resume"):
+            if fields.get(column) is not None:
+                fields[column] = json.dumps(fields[column], sort_keys=True)
         if "state" in fields and fields["state"] not in STATES:
             raise ValueError(f"unknown state {fields['state']!r}")
         sets = ", ".join(f"{k}=?" for k in fields) or "id=id"
