@@ -331,8 +331,9 @@ class SchedulerService:
                              "running", "requeued", outcome.reason)
         if outcome.state == "suspended":      # the resource manager preempted it
             resume = self._resume_of(job, outcome)
-            return JobUpdate(job.id, {**_REQUEUED, "resume": resume}, "running", "suspended",
-                             suspending.suspend_detail(job, resume))
+            return JobUpdate(job.id, {**_REQUEUED, "resume": resume,
+                                      "attempts": max(0, job.attempts - 1)},
+                             "running", "suspended", suspending.suspend_detail(job, resume))
         if self._retries(job, outcome):
             # Back to the queue with no GPUs: the next slot may place it anywhere.
             return JobUpdate(job.id, {**_REQUEUED, "exit_code": outcome.exit_code,
@@ -359,8 +360,8 @@ class SchedulerService:
         elif outcome.state == "suspended":
             log.warning("job %d (%s) suspended (%s); re-queued to resume", job.id, job.name,
                         outcome.reason)
-            job, attempts = dataclasses.replace(job, resume=self._resume_of(job, outcome)), \
-                job.attempts
+            job = dataclasses.replace(job, resume=self._resume_of(job, outcome))
+            attempts = max(0, job.attempts - 1)
         elif self._retries(job, outcome):
             log.warning("job %d (%s) failed (%s); retry %d/%d", job.id, job.name,
                         outcome.reason, job.attempts, self.max_retries)

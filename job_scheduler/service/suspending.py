@@ -93,8 +93,10 @@ def carry_out(svc, step: Suspend, state: ClusterState, now: float, requeued: dic
         svc.policy.remove(job.id)
         return
     resume = resume_after(job, got, step.cost_s, step.why, now)
-    if svc.store.update(job.id, expect_state="running", **requeued, resume=resume,
-                        event="suspended", detail=suspend_detail(job, resume)):
+    # a resume is no new attempt (``max_retries`` counts failures, not suspensions)
+    fields = {**requeued, "resume": resume, "attempts": max(0, job.attempts - 1)}
+    if svc.store.update(job.id, expect_state="running", event="suspended",
+                        detail=suspend_detail(job, resume), **fields):
         svc.policy.suspended(job.id, resume["work_left"])
-        svc._queued[job.id] = dataclasses.replace(job, **requeued, resume=resume)
+        svc._queued[job.id] = dataclasses.replace(job, **fields)
     log.info("job %d (%s) suspended (%s)", job.id, job.name, step.why)
