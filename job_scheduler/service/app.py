@@ -59,6 +59,7 @@ class ServiceConfig:
     slurm_sbatch_flag: tuple[str, ...] = ()
     slurm_fabric_addresses: str | None = None     # YAML {node: data-fabric address}
     slurm_pending_timeout: float = 600.0  # s a job may stay PENDING in Slurm (0: for ever)
+    slurm_signal_s: int = 120            # sbatch --signal=B:USR1@N: checkpoint warning (0: none)
     time_factor: float = 1.0             # simulated executor: wall s per estimated s
     local_command: str | None = None     # local executor: shell command per job
     max_retries: int = 0
@@ -90,6 +91,7 @@ class ServiceConfig:
              "must be >= 1"),
             ("slurm_compute_s", self.slurm_compute_s is None or self.slurm_compute_s >= 0,
              "must be >= 0"),
+            ("slurm_signal_s", self.slurm_signal_s >= 0, "must be >= 0 (0: no warning)"),
             ("slurm_pending_timeout", self.slurm_pending_timeout >= 0,
              "must be >= 0 (0: a job may wait in Slurm for ever)")]
         for name, ok, message in checks:
@@ -142,7 +144,8 @@ def start(config: ServiceConfig, notice: str | None = None) -> int:
             bw_scale=topology.emulation_bw_scale, profile=config.profile,
             partition=config.slurm_partition, site=config.slurm_site(),
             fabric_addresses=load_fabric_addresses(config.slurm_fabric_addresses),
-            pending_timeout=config.slurm_pending_timeout)
+            pending_timeout=config.slurm_pending_timeout,
+            signal_s=config.slurm_signal_s or None)
 
     logging.basicConfig(level=logging.DEBUG if config.verbose else logging.INFO,
                         stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")

@@ -104,6 +104,11 @@ def _configure_slurm(parser: argparse.ArgumentParser) -> None:
                         help="slurm executor: a job Slurm keeps pending longer (its reason "
                         "shown in `sluice jobs` meanwhile) is cancelled in Slurm and goes "
                         "back to sluice's queue (default 600; 0: it waits for ever)")
+    parser.add_argument("--slurm-signal-s", type=int, default=120, metavar="N",
+                        help="slurm executor: every job is submitted with --signal=B:USR1@N; "
+                        "Slurm's warning before a preemption or the time limit makes the job "
+                        "checkpoint and stop, and sluice re-queues it to resume "
+                        "(default 120; 0: no warning)")
     site = parser.add_argument_group(
         "Slurm site policy (--executor slurm; a job file's `slurm:` block overrides each "
         "for its job; Slurm judges the values at submission: one it refuses fails that job "
