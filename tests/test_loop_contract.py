@@ -168,8 +168,8 @@ def service_plans(tmp_path, jobs, topo, est, policy: str, seed: int, **options):
     steps: list[tuple] = []
     decide = svc.policy.decide
 
-    def recording(state, now):
-        out = decide(state, now)
+    def recording(state, now, **progress):
+        out = decide(state, now, **progress)
         steps.extend(_step(now, s, names[s.job_id]) for s in out)
         return out
     svc.policy.decide = recording

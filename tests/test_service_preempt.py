@@ -50,7 +50,7 @@ class ScriptedStep:
     def suspended(self, job_id, work_left):
         self.added[job_id] = {"work_left": work_left}
 
-    def decide(self, state, now):
+    def decide(self, state, now, progress=None):
         out, self.next = self.next, []
         return out
 

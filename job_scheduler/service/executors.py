@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -293,6 +294,19 @@ class LocalExecutor:
     def learned(self, job: JobRecord) -> dict:
         """A resumed job's restart cost, once every worker has logged a batch."""
         return restart_learned(job)
+
+    def progress(self, job: JobRecord) -> float | None:
+        """The fraction of its batches the job has done (its workers' logs)."""
+        from job_scheduler.service.suspending import logged_fraction
+
+        if not job.run_dir:
+            return None
+        try:     # sluice train says how many batches each worker does
+            said = (Path(job.run_dir) / "output.log").read_text(errors="replace")
+        except OSError:
+            return None
+        total = re.search(r"(\d+) batches per worker", said)
+        return logged_fraction(Path(job.run_dir) / "ps", total and int(total.group(1)), job.gpus)
 
     SUSPEND_TIMEOUT_S = 300.0  # the batch in progress + writing the checkpoint
 

@@ -100,11 +100,15 @@ class PolicyStep:
         self._view.drop(job_id)      # a non-preemptive policy is shown no running job
         self.policy.forget(job_id)
 
-    def decide(self, state: ClusterState, now: float) -> list[StartDecision | Suspend]:
+    def decide(self, state: ClusterState, now: float,
+               progress: dict[int, float] | None = None) -> list[StartDecision | Suspend]:
         """One slot: which queued jobs start now, where, and (a preemptive policy)
-        which running jobs are suspended first, in the order they are taken."""
+        which running jobs are suspended first, in the order they are taken.
+        ``progress``: running job -> work left, as its executor measured it."""
         view = self._view
         view.state, view.now, view.decisions = state, now, 0
+        for j, left in (progress or {}).items():
+            view.observe(j, left)
         arrived, self._arrived = self._arrived, []
         for j in arrived:
             if j in view.waiting:

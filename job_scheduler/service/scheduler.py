@@ -376,7 +376,8 @@ class SchedulerService:
     def _schedule(self, now: float) -> int:
         running = self.store.jobs(["running"])
         state = self.cluster_state(running)
-        decisions = self.policy.decide(state.copy(), now)   # it keeps the queue: O(started)
+        progress = suspending.measured_progress(self, running)    # real jobs' work left
+        decisions = self.policy.decide(state.copy(), now, **progress)   # O(started)
         executor = self.executors[self.executor]
         planned: list[tuple[JobRecord, StartDecision, dict]] = []
         updates: list[JobUpdate] = []

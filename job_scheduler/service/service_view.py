@@ -6,7 +6,8 @@ preemptive policy chooses its victims among them) and prices their progress as t
 simulator does (``Simulator(bandwidth="idle", costs=None)``): a job trains from its
 start plus the restore it pays (the seconds its last suspension's asker named), at
 1 / C(n) of its work per second; a suspended job keeps the work it has left. A trace
-job's work is calibrated on its trace duration as the simulator calibrates it. Jobs are
+job's work is calibrated on its trace duration as the simulator calibrates it. A real
+job's executor may measure its progress (``observe``): the picture then starts from it. Jobs are
 shown to the policy under their service id (placements name ``str(id)``, as the
 service's cluster state does), so a policy that releases a running job's GPUs releases
 the ones the store records. Pure.
@@ -58,6 +59,15 @@ class ServiceView(LiveView):
         super().preempt(j, overhead_s, why)
         self.work_left[j] = left
         self.restore_s[j] = self.plan.steps[-1].cost_s
+
+    def observe(self, j: int, work_left: float) -> None:
+        """A real job's work left as its executor measured it (its workers' batches):
+        its progress from now on is counted from there (a restore still in progress
+        stays)."""
+        run = self.running.get(j)
+        if run is not None:
+            run.work_left = min(max(work_left, 0.0), 1.0)
+            run.t_last = max(run.t_last, self.now)
 
     def user_placement(self, j: int, placement: Placement) -> Placement:
         """The placement named by the user's job name (as the simulator names it)."""

@@ -29,8 +29,7 @@ Slurm's reason and, past ``pending_timeout``, is cancelled and re-queued; a Slur
 for one job stays that job's (:meth:`SlurmExecutor._poll_error`).
 
 Suspend: the checkpoint, then ``scancel`` (``slurm_suspend``); a resume is a new submission
-from the checkpoint. Jobs carry ``--signal=B:USR1@N``: Slurm's warning is the same
-checkpointed stop, and the job is re-queued to resume (not failed).
+from the checkpoint. ``--signal=B:USR1@N``: Slurm's warning is the same stop, re-queued.
 
 Capacity (:meth:`SlurmExecutor.capacity`): before each decision the GPUs Slurm says are
 allocated on each node, less those of sluice's own jobs Slurm is running, are taken
@@ -448,6 +447,7 @@ class SlurmExecutor:
 
     def suspend(self, job: JobRecord, now: float) -> dict:
         return slurm_suspend.suspend(self, job)      # the checkpoint, then the allocation
+    progress = staticmethod(slurm_suspend.progress)    # its workers' batches / its last
 
     # ---- capacity ----------------------------------------------------------------------
     def own_running(self, running: Sequence[JobRecord]) -> dict[str, int]:

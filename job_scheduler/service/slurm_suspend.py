@@ -98,3 +98,12 @@ def resumed_batches(job: JobRecord, workers: int) -> int | None:
     if m.workers == workers:
         return m.batches
     return resized_last_batch(m.batch, m.batches, m.workers, workers)
+
+
+def progress(job: JobRecord) -> float | None:
+    """The fraction of its batches a Slurm-run job has done (its workers' logs)."""
+    from job_scheduler.service.suspending import logged_fraction
+
+    plan = read_json(Path(job.run_dir or "/nonexistent") / "plan.json") or {}
+    return logged_fraction(Path(job.run_dir or "/nonexistent") / "ps", plan.get("batches"),
+                           len(plan.get("workers") or ()))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
 from job_scheduler.core.decisions import Suspend
@@ -67,6 +68,37 @@ def restart_event(job: JobRecord, learned: dict[str, Any]) -> tuple[str, str] | 
     if new is None or (job.resume or {}).get("restart_s") is not None:
         return None
     return "restarted", f"restart_s={new:.3f} (launch to first batch after the resume)"
+
+
+def measured_progress(svc, running) -> dict:
+    """``decide``'s keyword: the work left of each running job whose executor measures
+    it (``progress``), for a preemptive policy (the others are shown no running job)."""
+    if not getattr(svc.policy, "preemptive", False):
+        return {}
+    out = {}
+    for job in running:
+        measure = getattr(svc.executors.get(job.executor), "progress", None)
+        done = measure(job) if measure is not None else None
+        if done is not None:
+            out[job.id] = 1.0 - done
+    return {"progress": out}
+
+
+def logged_fraction(ps_dir: Path, total: int | None, workers: int | None) -> float | None:
+    """The fraction of its batches a PS job has done: the last batch every one of its
+    ``workers`` logged (``ps_runtime`` worker logs) over its last batch ``total``."""
+    from ps_runtime.launcher import parse_batches
+
+    if not total or not workers:
+        return None
+    done = []
+    for rank in range(workers):
+        try:
+            lines = (ps_dir / f"worker{rank}.log").read_text(errors="replace").splitlines()
+        except OSError:
+            return None
+        done.append(max((r.batch for r in parse_batches(lines)), default=0))
+    return min(done) / total
 
 
 def carry_out(svc, step: Suspend, state: ClusterState, now: float, requeued: dict) -> None:
