@@ -40,6 +40,9 @@ def resume_after(job: JobRecord, got: dict[str, Any], restore_s: float, why: str
                why=why, suspended_at=now, suspend_s=got.get("suspend_s"))
     if got.get("checkpoint"):
         out["checkpoint"] = str(got["checkpoint"])
+    for key in ("batch", "batches"):      # where its checkpoint stopped, of how many
+        if key in got:
+            out[key] = int(got[key])
     return out
 
 
