@@ -1,12 +1,11 @@
 """``sluice scheduler --policy sluice --executor slurm`` for real (issue 46, item 4): the
-three jobs of tests/test_scheduler_preempt_run.py on a 2-GPU host of a real Slurm 22.05
-cluster on the Mininet fabric; the policy suspends the long job for the short one (its
-checkpoint, then its Slurm allocation released) and resumes it from its checkpoint as a
-new Slurm job; every job finishes; each suspend's cost is in the store. Real length: the
-jobs' own batches (dataset / (batch size x workers)), emulated compute at 0.05 s per
-batch. (The policy's resize onto both GPUs, a migration, fires in the local run,
-tests/test_scheduler_preempt_run.py; with these lengths under Slurm the long job waits
-for both GPUs instead: not asserted here.)"""
+three jobs of tests/test_scheduler_preempt_run.py (long2 shorter: ~102 s) on a 2-GPU
+host of a real Slurm 22.05 cluster on the Mininet fabric; the policy suspends the long
+job for the short one (its checkpoint, then its Slurm allocation released), resumes it
+from its checkpoint as a new Slurm job on one GPU, and resizes it onto both GPUs once
+long2 has ended (suspended and started again in one slot: a migration); every job
+finishes; each suspend's cost is in the store. Emulated compute at the profile's
+Cost_bat: the jobs take about the seconds the policy predicts (~3.5 minutes)."""
 
 from __future__ import annotations
 
@@ -46,8 +45,8 @@ def test_sluice_policy_through_slurm_suspends_migrates_and_finishes(slurm_fabric
     kinds = {n: [k for _, k, _ in ev] for n, ev in events.items()}
     suspends = [d for ev in events.values() for _, k, d in ev if k == "suspended"]
     assert suspends and all("suspend_s=" in d for d in suspends), kinds
-    assert any(k.count("suspended") and "resumed" in k or "migrated" in k
-               for k in kinds.values()), kinds
+    assert any("resumed" in k for k in kinds.values()), kinds
+    assert any("migrated" in k for k in kinds.values()), kinds
     resumed = [j for j in store.jobs() if j.resume]
     assert resumed and all(Path(j.resume["checkpoint"]).is_dir() for j in resumed)
     assert all(j.state == "finished" for j in store.jobs())
