@@ -196,3 +196,34 @@ def test_sigusr1_suspends_a_local_job_and_the_service_requeues_it(tmp_path):
     assert svc.health()["free_gpus"] == 16
     _start(svc, job, "h2", [2, 3])
     _finish(svc, job)
+
+
+def test_a_recorded_gpu_index_its_host_lacks_fails_that_job_alone_under_sluice(tmp_path, caplog):
+    """Bad input under a preemptive policy: the job fails with the host and the index
+    named, is re-queued by the retry policy, and the other job keeps its GPUs."""
+    from job_scheduler.service.executors import SimulatedExecutor
+    from job_scheduler.service.policy_step import make_policy_step
+
+    def service():
+        return SchedulerService(JobStore(tmp_path / "jobs.db"), TOPO,
+                                make_policy_step("sluice", TOPO, EST),
+                                {"simulated": SimulatedExecutor(lambda spec, d: 1000.0)},
+                                "simulated", clock=lambda: 1_000_000.0, max_retries=1)
+    svc = service()
+    svc.submit("jobs:\n" + "".join(
+        f"  - {{name: {n}, model: resnet18, dataset_size: 1000, epochs: 1, batch_size: 32, "
+        f"max_gpus: 2}}\n" for n in ("good", "bad")), "f.yaml")
+    svc.tick()
+    good, bad = sorted(svc.store.jobs(["running"]), key=lambda j: j.name != "good")
+    host = next(iter(bad.placement["gpu_ids"]))
+    svc.store.update(bad.id, placement={**bad.placement, "gpu_ids": {host: [9]}})
+    svc.store.close()
+    again = service()
+    again.tick()
+    failure = [d for _, e, d in again.store.events(bad.id) if e == "retry"]
+    assert len(failure) == 1 and f"host {host} has no GPU index 9" in failure[0]
+    assert any("no GPU index 9" in r.message for r in caplog.records)
+    after, kept = again.store.get(bad.id), again.store.get(good.id)
+    assert after.state in ("running", "queued") and after.attempts <= 2
+    assert (kept.state, kept.placement, kept.attempts) == ("running", good.placement, 1)
+    assert 9 not in [i for ids in (after.placement or {}).get("gpu_ids", {}).values() for i in ids]
