@@ -57,22 +57,6 @@ def suspend(executor, job: JobRecord) -> dict:
             "work_left": round(1 - int(got["batch"]) / int(got["batches"]), 6)}
 
 
-def resumed_batches(job: JobRecord, workers: int) -> int | None:
-    """The last batch of a job resuming its checkpoint on ``workers`` workers: the same
-    samples left, spread over them (``end_to_end.suspend.resized_last_batch``); None for
-    a first start."""
-    from end_to_end.suspend import resized_last_batch
-    from ps_runtime.checkpoint import read_manifest
-
-    checkpoint = (job.resume or {}).get("checkpoint")
-    if not checkpoint:
-        return None
-    m = read_manifest(checkpoint)
-    if m.workers == workers:
-        return m.batches
-    return resized_last_batch(m.batch, m.batches, m.workers, workers)
-
-
 def suspended_at(run_dir: Path) -> dict | None:
     """What the batch script of a suspended job left: {checkpoint, work_left, batch,
     batches}; None when it was not suspended."""
@@ -86,10 +70,9 @@ def suspended_at(run_dir: Path) -> dict | None:
 
 def resumed_batches(job: JobRecord, workers: int) -> int | None:
     """The last batch of a job resuming its checkpoint on ``workers`` workers: the same
-    samples left, spread over them (``end_to_end.suspend.resized_last_batch``); None for
-    a first start."""
-    from end_to_end.suspend import resized_last_batch
-    from ps_runtime.checkpoint import read_manifest
+    samples left, spread over them (``checkpoint.resized_last_batch``); None for a first
+    start."""
+    from ps_runtime.checkpoint import read_manifest, resized_last_batch
 
     checkpoint = (job.resume or {}).get("checkpoint")
     if not checkpoint:
