@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from job_scheduler.core.decisions import StartDecision, Suspend
 from job_scheduler.core.estimator import Estimator
 from job_scheduler.service.executors import LocalExecutor
@@ -133,6 +135,7 @@ def _finish(svc, job_id: int) -> None:
     assert svc.store.get(job_id).state == "finished", svc.store.get(job_id)
 
 
+@pytest.mark.slow
 def test_a_suspended_local_job_resumes_on_other_gpus_bitwise_equal_to_a_straight_run(tmp_path):
     svc = _service(tmp_path / "a")
     straight = _submit(svc, "straight")
@@ -171,6 +174,7 @@ def test_a_suspended_local_job_resumes_on_other_gpus_bitwise_equal_to_a_straight
     assert float(restart.split("restart_s=")[1].split()[0]) > 0
 
 
+@pytest.mark.slow
 def test_sigusr1_suspends_a_local_job_and_the_service_requeues_it(tmp_path):
     """What Slurm's --signal=USR1@N does to a job: a checkpointed stop, re-queued to
     resume (not a failure), its GPUs free."""
