@@ -231,3 +231,30 @@ def test_a_recorded_gpu_index_its_host_lacks_fails_that_job_alone_under_sluice(t
     assert after.state in ("running", "queued") and after.attempts <= 2
     assert (kept.state, kept.placement, kept.attempts) == ("running", good.placement, 1)
     assert 9 not in [i for ids in (after.placement or {}).get("gpu_ids", {}).values() for i in ids]
+
+
+def test_a_suspend_that_fails_stops_the_job_and_requeues_it_saying_so(tmp_path):
+    """No checkpoint came (a job that ignores the request): the job is stopped, its GPUs
+    freed, and it waits again to start over; the event says so."""
+    from job_scheduler.service.executors import SimulatedExecutor
+
+    class Stubborn(SimulatedExecutor):
+        stopped = []
+
+        def suspend(self, job, now):
+            raise RuntimeError("no checkpoint within 300 s")
+
+        def stop(self, job):
+            self.stopped.append(job.id)
+    executor = Stubborn(lambda spec, d: 1000.0)
+    svc = SchedulerService(JobStore(tmp_path / "jobs.db"), TOPO, ScriptedStep(),
+                           {"simulated": executor}, "simulated")
+    job = _submit(svc, "stubborn")
+    _start(svc, job, "h1", [0, 1])
+    svc.policy.next = [Suspend(job, 0.0, "policy")]
+    svc.tick()
+    rec = svc.store.get(job)
+    assert rec.state == "queued" and executor.stopped == [job] and rec.resume["work_left"] == 1.0
+    assert "checkpoint" not in rec.resume and svc.health()["free_gpus"] == 16
+    (detail,) = [d for _, k, d in svc.store.events(job) if k == "suspended"]
+    assert "the suspend failed (no checkpoint within 300 s)" in detail

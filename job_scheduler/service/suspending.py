@@ -127,7 +127,10 @@ def carry_out(svc, step: Suspend, state: ClusterState, now: float, requeued: dic
                          detail="ended while being suspended")
         svc.policy.remove(job.id)
         return
-    resume = resume_after(job, got, step.cost_s, step.why, now)
+    why = step.why if "failed" not in got else (
+        f"{step.why}; the suspend failed ({got['failed']}): it resumes from its last "
+        "checkpoint, or from the start")
+    resume = resume_after(job, got, step.cost_s, why, now)
     # a resume is no new attempt (``max_retries`` counts failures, not suspensions)
     fields = {**requeued, "resume": resume, "attempts": max(0, job.attempts - 1)}
     if svc.store.update(job.id, expect_state="running", event="suspended",
