@@ -10,19 +10,12 @@ GPU counts) and a resumed job's record covers its whole run.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from pathlib import Path
 
 from end_to_end.result import JobRunRecord
 from ps_runtime import checkpoint
-
-
-def resized_last_batch(done: int, last: int, workers: int, n: int) -> int:
-    """The last batch of a job resumed after batch ``done`` of ``last`` on ``n`` workers
-    instead of ``workers``: the same samples left, spread over n workers,
-    ``done + ceil((last - done) * workers / n)``. Pure."""
-    return done + math.ceil((last - done) * workers / n)
+from ps_runtime.checkpoint import resized_last_batch  # noqa: F401 (re-exported)
 
 
 class Suspensions:

@@ -26,6 +26,7 @@ and read at its end: it rides along with the gradients and costs no extra round 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -87,6 +88,13 @@ def source_worker(worker: int, saved_workers: int) -> int:
     """Whose state worker ``worker`` of a resumed job loads: its own when the job had it,
     else one of the saved ones (the parameters and momentum are the same on all)."""
     return worker % saved_workers
+
+
+def resized_last_batch(done: int, last: int, workers: int, n: int) -> int:
+    """The last batch of a job resumed after batch ``done`` of ``last`` on ``n`` workers
+    instead of ``workers``: the same samples left, spread over n workers,
+    ``done + ceil((last - done) * workers / n)``. Pure."""
+    return done + math.ceil((last - done) * workers / n)
 
 
 def request_suspend(directory: str | Path) -> Path:

@@ -248,6 +248,9 @@ def _train_and_report(job, args: argparse.Namespace, spec, batches: int) -> int:
                   f"time_s {rec.time_s:.3f}", flush=True)
 
     old = signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
+    from ps_runtime.train_checkpoint import suspend_on_usr1
+
+    suspend_on_usr1(job)
     try:
         with job:
             job.start()

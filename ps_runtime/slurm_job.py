@@ -22,6 +22,13 @@ Facts of Slurm 22.05 handled here:
 - a ``kill -9`` of slurmctld just after a job started can start its batch script twice
   ("Duplicate jobid"): the second start finds ``RUN_DIR/batch.started`` (O_EXCL) and
   waits for the first one's exit status instead of starting any process again.
+
+Suspend (issue 46): the job checkpoints into ``RUN_DIR/ps/checkpoint`` and stops after
+the batch in progress when the scheduler writes the request file there, or when Slurm
+sends SIGUSR1 to this batch script (``sbatch --signal=B:USR1@N``: before a preemption
+or the time limit); it then writes ``RUN_DIR/suspended.json`` (the checkpoint, the
+batch it stopped after) and exit status 0, and the scheduler re-queues it to resume
+(``plan["resume_from"]``: a new Slurm job continuing that checkpoint).
 """
 
 from __future__ import annotations
@@ -39,10 +46,10 @@ from typing import IO
 
 from ps_runtime.gpu_binding import GPU_ENV, RAN_ON_ENV, visible_gpu
 from ps_runtime.runners import _environment, REPO_ROOT
-from ps_runtime.slurm_plan import (EXIT_FILE, ERROR_FILE, PS_LOG_DIR, RAN_ON_DIR, RESULT_FILE,
-                                  STARTED_FILE, SlurmPlan)
+from ps_runtime.slurm_plan import (CHECKPOINT_DIR, EXIT_FILE, ERROR_FILE, PS_LOG_DIR,
+                                  RAN_ON_DIR, RESULT_FILE, STARTED_FILE, SUSPENDED_FILE,
+                                  SlurmPlan)
 from ps_runtime.watchdog import ENV as WATCHDOG_ENV
-
 
 
 class SrunRunner:
@@ -165,7 +172,9 @@ def run_plan(plan_path: Path) -> int:
     compute = compute if compute == "auto" else resolve_compute(compute)
     options = WorkerOptions(compute=compute, bw_scale=float(plan.bw_scale or 1.0),
                             compute_s=plan.compute_s, bytes_per_batch=plan.bytes_per_batch,
-                            profile=plan.profile, threads=1)
+                            profile=plan.profile, threads=1,
+                            checkpoint_dir=str(run_dir / CHECKPOINT_DIR),
+                            resume_from=plan.resume_from)
     batches = int(plan.batches)
     runner = SrunRunner(plan.groups, run_dir / RAN_ON_DIR)
     job = PSJob(spec, hosts, runner, run_dir / PS_LOG_DIR, batches=batches, options=options,
@@ -173,6 +182,8 @@ def run_plan(plan_path: Path) -> int:
                 controller_url=os.environ.get("SLUICE_CONTROLLER_URL") or None,
                 token=os.environ.get("SLUICE_CONTROLLER_JOB_TOKEN") or None)
     old = signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
+    from ps_runtime.train_checkpoint import suspend_on_usr1
+    suspend_on_usr1(job)          # Slurm's --signal=B:USR1@N: a checkpointed stop
     try:
         with job:
             job.start()
@@ -186,7 +197,16 @@ def run_plan(plan_path: Path) -> int:
         raise
     finally:
         signal.signal(signal.SIGTERM, old)
-    short = {w: len(r) for w, r in result.batches.items() if len(r) < batches}
+    stopped = job.suspended_batch()
+    if stopped is not None:
+        (run_dir / SUSPENDED_FILE).write_text(json.dumps(
+            {"checkpoint": job.options.checkpoint_dir, "batch": stopped, "batches": batches}))
+        _write_exit(run_dir, 0)
+        print(f"slurm_job: job {spec.name} suspended after batch {stopped}", flush=True)
+        return 0
+    # (a resumed job's workers start after its checkpoint's batch: judge the last one)
+    short = {w: (r[-1].batch if r else 0) for w, r in result.batches.items()
+             if not r or r[-1].batch < batches}
     missing = [p.name for p in job.workers if p.rank not in result.batches]
     if short or missing:
         # srun exits 0 when its node fails: a worker that "ended well" without its last

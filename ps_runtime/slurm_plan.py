@@ -24,6 +24,8 @@ STARTED_FILE = "batch.started"       # O_EXCL: a second start of the batch scrip
 RAN_ON_DIR = "ran_on"                # one record per process: where it really ran
 RESULT_FILE = "result.json"          # the finished job's elapsed time and batches
 PS_LOG_DIR = "ps"                    # the job's process logs (worker<N>.log, ...)
+SUSPENDED_FILE = "suspended.json"    # a checkpointed stop: the checkpoint, where it stopped
+CHECKPOINT_DIR = "ps/checkpoint"     # the job's checkpoints, under the run directory
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class SlurmPlan:
     timeout: float | None = None              # seconds; None: an hour
     decided_hosts: tuple[str, ...] = ()       # every host of the decision, sorted
     base_port: int | None = None              # the block reserved on those hosts
+    resume_from: str | None = None            # a suspended run's checkpoint to start from
     extra: Mapping[str, Any] = field(default_factory=dict)   # fields this type does not name
 
     def to_json(self) -> dict[str, Any]:

@@ -1,5 +1,10 @@
 """``sluice train ... --suspend-at K --out DIR`` and ``sluice train ... --resume DIR``.
 
+``--suspendable`` (the scheduler service's jobs): the job checkpoints into
+``DIR/checkpoint`` and stops when asked, by the request file ``DIR/checkpoint/SUSPEND``
+or by SIGUSR1 (what Slurm's ``--signal=USR1@N`` sends before a preemption or the time
+limit); it exits 0 with the checkpoint's manifest saying where it stopped.
+
 The checkpoint of a suspended ``sluice train`` lives in ``DIR/checkpoint`` (the job's run
 directory); ``--resume DIR`` (the run directory or the checkpoint itself) continues it
 to the job's last batch on any number of workers, logging to ``DIR/resumed`` unless
@@ -20,6 +25,9 @@ def add_train_arguments(parser) -> None:
     parser.add_argument("--suspend-at", type=int, default=None, metavar="K",
                         help="stop every process of the job after batch K, leaving the "
                              "checkpoint in OUT/checkpoint")
+    parser.add_argument("--suspendable", action="store_true",
+                        help="checkpoint into OUT/checkpoint and stop when asked (the file "
+                             "OUT/checkpoint/SUSPEND, or SIGUSR1)")
     parser.add_argument("--resume", default=None, metavar="DIR",
                         help="continue the job suspended in DIR (its --out) from its next batch")
 
@@ -60,8 +68,10 @@ def checkpoint_options(args, spec, batches: int, compute: str):
 
     def fields(out: Path) -> dict:
         f = {}
+        if args.suspend_at is not None or args.suspendable:
+            f["checkpoint_dir"] = str(out / CHECKPOINT_SUBDIR)
         if args.suspend_at is not None:
-            f.update(checkpoint_dir=str(out / CHECKPOINT_SUBDIR), suspend_at=args.suspend_at)
+            f["suspend_at"] = args.suspend_at
         if resume is not None:
             f["resume_from"] = str(resume)
         return f
@@ -83,3 +93,15 @@ def report_end(job, result) -> None:
               f"{job.options.checkpoint_dir} (continue with --resume {job.out_dir})")
     else:
         print(f"finished at batch {last} of {job.batches}")
+
+
+def suspend_on_usr1(job) -> None:
+    """SIGUSR1 asks a suspendable job to stop after the batch in progress with a
+    checkpoint (the same request the scheduler service writes)."""
+    import signal
+
+    from ps_runtime.checkpoint import request_suspend
+
+    if job.options.checkpoint_dir:
+        signal.signal(signal.SIGUSR1,
+                      lambda s, f: request_suspend(job.options.checkpoint_dir))

@@ -125,7 +125,8 @@ def test_a_version_1_store_is_migrated(tmp_path):
     (old,) = store.jobs()
     assert old.not_before is None and old.to_public()["not_before"] == 5.0
     assert old.external_id is None
-    assert store.pragma("user_version") == 3
+    assert old.resume is None            # schema 4: never suspended
+    assert store.pragma("user_version") == 4
     store.close()
 
 

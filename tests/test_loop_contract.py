@@ -11,18 +11,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from job_scheduler.core.decisions import SchedulingContext
+from job_scheduler.core.decisions import SchedulingContext, Suspend
 from job_scheduler.core.estimator import Estimator
 from job_scheduler.service.executors import SimulatedExecutor
 from job_scheduler.core.policies import make_policy as make_sim_policy
 from job_scheduler.service.scheduler import SchedulerService
 from job_scheduler.core.estimator import effective_bandwidth
+from job_scheduler.core.job_model import JobModel
 from job_scheduler.core.live_view import LiveView
 from job_scheduler.service.policy_step import make_policy_step
 from job_scheduler.simulation.simulator import Simulator
 from job_scheduler.service.store import JobStore
-from sluice_common.jobspec import job_to_dict, load_jobs
-from topologies import load_topology
+from sluice_common.jobspec import job_to_dict, load_jobs, parse_jobs_text
+from topologies import load_topology, parse_topology
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = load_jobs(ROOT / "examples" / "jobs" / "mixed.yaml")
@@ -114,3 +115,101 @@ def test_the_service_view_is_a_scheduling_context():
     view = LiveView(TOPO, EST, SLOT)
     view.state = ClusterState(TOPO)
     assert isinstance(view, SchedulingContext) and view.slot == SLOT
+
+
+# ---- the preemptive policies: suspends included (issue 46) ----------------------------
+
+DEMO = (load_jobs(ROOT / "end_to_end" / "data" / "demo_jobs.yaml"), load_topology("two-rack-100g"))
+
+
+def _tiresias_20():
+    from job_scheduler.simulation.workloads import SHARED_WORKLOADS, load_workload
+    path = SHARED_WORKLOADS / "tiresias_60_job.csv"
+    if not path.exists():
+        path = ROOT.parent / "shared" / "workloads" / "tiresias_60_job.csv"
+    # as a job file gives them to the service: the trace's GPU count as max_gpus, its
+    # duration as the job's size (the file format has no trace fields)
+    trace = load_workload(path, trace_format="tiresias", jobs=20)
+    return parse_jobs_text(yaml.safe_dump({"jobs": [job_to_dict(j) for j in trace]}),
+                           "tiresias-20"), TOPO, EST
+
+
+def simulator_plans(jobs, topo, est, policy: str, seed: int, **options) -> list[tuple]:
+    """Every step the simulator takes: (t, start|suspend, job, GPUs, PS hosts, worker
+    hosts, GPU indices) in the order taken."""
+    steps: list[tuple] = []
+    sim = Simulator(topo, jobs, make_sim_policy(policy, seed=seed, **options), estimator=est,
+                    slot=SLOT, bandwidth="idle", on_plan=lambda t, plan: steps.extend(
+                        _step(t, s, sim.jobs[s.job_id].name) for s in plan.steps))
+    sim.run()
+    return steps
+
+
+def _step(t, s, name) -> tuple:
+    if isinstance(s, Suspend):
+        return (t, "suspend", name, s.why, round(s.cost_s, 9))
+    return (t, "start", name, s.gpus, s.ps_hosts, s.worker_hosts, s.gpu_ids.as_dict())
+
+
+def service_plans(tmp_path, jobs, topo, est, policy: str, seed: int, **options):
+    """The service, slot by slot (as ``service_decisions``), its policy's steps as the
+    service carried them out; and its store at the end."""
+    reference = LiveView(topo, est, SLOT)
+
+    def duration(spec, d):         # the job's C(n) on its idle-fabric placement
+        model = JobModel(spec, est, reference.reference_bandwidth)
+        return model.C(d.gpus, effective_bandwidth(topo, d.ps_hosts, d.worker_hosts))
+    clock = Clock()
+    svc = SchedulerService(JobStore(tmp_path / f"{policy}.db"), topo,
+                           make_policy_step(policy, topo, est, slot=SLOT, seed=seed, **options),
+                           {"simulated": SimulatedExecutor(duration)}, "simulated", clock=clock)
+    svc.submit(yaml.safe_dump({"jobs": [job_to_dict(j) for j in jobs]}), "test")
+    names = {r.id: r.name for r in svc.store.jobs()}
+    steps: list[tuple] = []
+    decide = svc.policy.decide
+
+    def recording(state, now, **progress):
+        out = decide(state, now, **progress)
+        steps.extend(_step(now, s, names[s.job_id]) for s in out)
+        return out
+    svc.policy.decide = recording
+    while not all(r.state == "finished" for r in svc.store.jobs()):
+        assert clock.t < 100_000, "the service did not finish the jobs"
+        svc.tick()
+        clock.t += SLOT
+    return steps, svc.store
+
+
+def _contended():
+    """Two GPUs and more work than they hold: both policies suspend running jobs."""
+    from test_one_engine import CONTENDED, TWO_GPUS
+    from end_to_end.run import run_estimator
+    topo = parse_topology(yaml.safe_load(TWO_GPUS))
+    return parse_jobs_text(CONTENDED, "contended"), topo, run_estimator(topo, "emulated")
+
+
+WORKLOADS = {"demo": lambda: (*DEMO, EST), "tiresias-20": _tiresias_20, "contended": _contended}
+# where a policy must suspend (else the agreement would not show that suspends agree)
+MUST_SUSPEND = {("las", "tiresias-20"), ("las", "contended"), ("sluice", "contended")}
+
+
+@pytest.mark.parametrize("policy", ["las", "sluice"])
+@pytest.mark.parametrize("workload", list(WORKLOADS))
+def test_preemptive_policies_decide_in_the_service_as_in_the_simulator(tmp_path, policy,
+                                                                        workload):
+    """Service and simulator: the same steps at the same slots, suspends included; the
+    store carried every suspend out (one 'suspended' event each, then a resume)."""
+    jobs, topo, est = WORKLOADS[workload]()
+    # the contended jobs are short next to las' default threshold (3,600 GPU-seconds)
+    options = {"las_thresholds": (20.0,)} if workload == "contended" else {}
+    sim = simulator_plans(jobs, topo, est, policy, seed=3, **options)
+    svc, store = service_plans(tmp_path, jobs, topo, est, policy, seed=3, **options)
+    assert svc == sim
+    assert {s[2] for s in sim if s[1] == "start"} == {j.name for j in jobs}
+    suspends = [s for s in sim if s[1] == "suspend"]
+    events = [e for r in store.jobs() for e in store.events(r.id)]
+    assert len([e for e in events if e[1] == "suspended"]) == len(suspends)
+    assert len([e for e in events if e[1] in ("resumed", "migrated")]) == len(suspends)
+    assert all(r.state == "finished" for r in store.jobs())
+    if (policy, workload) in MUST_SUSPEND:
+        assert suspends, f"{policy} suspended nothing on {workload}"

@@ -115,7 +115,7 @@ def test_the_service_step_decides_a_slot_as_the_simulator_does(policy):
     Simulator(topo, jobs, make_policy(policy, seed=SEED), estimator=est, slot=1.0,
               bandwidth="idle", on_plan=lambda t, p: plans.append((t, p))).run()
     t_sim, first = plans[0]
-    # the service's step itself (make_policy_step refuses las and sluice for the service)
+    # the service's step itself
     step = PolicyStep(policy, topo, est, seed=SEED)
     for key, job in enumerate(jobs):
         step.add(QueuedJob(key, job, 0.0))

@@ -81,23 +81,23 @@ def test_cli_choices_are_the_registry():
     assert parse_policy_names(",".join(POLICY_NAMES)) == list(POLICY_NAMES)
     with pytest.raises(InputError, match="unknown policy 'nope'"):
         parse_policy_names("nope")
-    # the scheduler service: the registry less the preemptive policies; sluice run has
-    # them all (it suspends and resumes real jobs: end_to_end.suspend)
+    # the scheduler service and sluice run have them all, the preemptive ones included
+    # (they suspend and resume real jobs: end_to_end.suspend, service.suspending)
     preemptive = [n for n, e in REGISTRY.items() if e.preemptive]
     assert preemptive == ["las", "sluice"]
-    assert NON_PREEMPTIVE == SERVICE_POLICIES
+    assert SERVICE_POLICIES == POLICY_NAMES
     assert NON_PREEMPTIVE == tuple(n for n in POLICY_NAMES if n not in preemptive)
     assert _names_in(_help_of(e2e_cli.configure_run, "policy")) == list(POLICY_NAMES)
-    assert _names_in(_help_of(service_cli.configure_scheduler, "policy")) == list(NON_PREEMPTIVE)
+    assert _names_in(_help_of(service_cli.configure_scheduler, "policy")) == list(POLICY_NAMES)
 
 
-def test_the_service_builds_every_non_preemptive_policy_and_refuses_the_others():
+def test_the_service_builds_every_policy_and_refuses_an_unknown_one():
     est = Estimator()
-    for name in NON_PREEMPTIVE:
-        assert service_policy(name, TWO_RACK, est).policy.name == name
-    for name in set(POLICY_NAMES) - set(NON_PREEMPTIVE):
-        with pytest.raises(InputError, match=f"{name} preempts running jobs"):
-            service_policy(name, TWO_RACK, est)
+    for name in POLICY_NAMES:
+        step = service_policy(name, TWO_RACK, est)
+        assert step.policy.name == name and step.preemptive == REGISTRY[name].preemptive
+    with pytest.raises(InputError, match="unknown policy 'nope'"):
+        service_policy("nope", TWO_RACK, est)
 
 
 def test_the_design_document_lists_the_registry():

@@ -140,10 +140,12 @@ def test_simulator_policies_never_overcommit(tmp_path, policy):
     assert svc.store.counts()["finished"] == 30
 
 
-def test_las_is_refused():
-    with pytest.raises(InputError, match="preempts"):
-        make_policy_step("las", TOPO, EST)
-    assert {"lyapunov", "fifo", "single", "random", "tetris"} <= set(SERVICE_POLICIES)
+def test_every_policy_is_offered_and_an_unknown_one_refused():
+    assert make_policy_step("las", TOPO, EST).preemptive
+    assert {"lyapunov", "fifo", "single", "random", "tetris", "las", "sluice"} <= \
+        set(SERVICE_POLICIES)
+    with pytest.raises(InputError, match="unknown policy 'lass'"):
+        make_policy_step("lass", TOPO, EST)
 
 
 def test_job_recorded_running_but_never_launched_is_requeued(tmp_path):

@@ -232,3 +232,67 @@ def test_progress_relay_sends_each_workers_latest_batch_once(tmp_path):
     (tmp_path / "ps" / "worker1.log").write_text("batch 1 loss 0 time_s 0.1\n")
     relay.step()
     assert sent[1:] == [("job-a", "w0", 3, "tok"), ("job-a", "w1", 1, "tok")]
+
+
+# ---- suspend and resume (issue 46) ------------------------------------------------------
+
+def _suspended_by_batch_script(run_dir: Path, batch: int = 4, batches: int = 10) -> None:
+    """What ps_runtime.slurm_job leaves after a checkpointed stop."""
+    from ps_runtime import checkpoint
+    ckpt = run_dir / "ps" / "checkpoint"
+    checkpoint.write_manifest(ckpt, checkpoint.Manifest("j", "resnet18", "emulated", batch,
+                                                        batches, 3, 1.0))
+    (run_dir / "suspended.json").write_text(json.dumps(
+        {"checkpoint": str(ckpt), "batch": batch, "batches": batches}))
+    (run_dir / "exit_status").write_text("0\n")
+
+
+def test_every_job_carries_slurms_checkpoint_warning(setup):
+    ex, fake, job, _ = setup
+    ex.launch(job, {})
+    sub, _, _ = fake.submitted[0]
+    assert sub.extra == ("--signal=B:USR1@120",)
+    from slurm_client.parse import sbatch_argv
+    argv = sbatch_argv(sub)
+    assert argv.index("--signal=B:USR1@120") < argv.index("--nodelist=h2")   # the whole job
+
+
+def test_a_usr1_suspend_is_reported_suspended_and_the_allocation_released(setup):
+    ex, fake, job, _ = setup
+    job = with_id(job, 101)
+    fake.parts[101] = [JobInfo(101, "RUNNING", het_job_id=101, het_offset=0, nodes=("h2",))]
+    _suspended_by_batch_script(Path(job.run_dir))
+    out = ex.poll(job, 20.0)
+    assert out.state == "suspended" and fake.cancelled == [101]
+    assert out.resume == {"checkpoint": str(Path(job.run_dir) / "ps" / "checkpoint"),
+                          "batch": 4, "batches": 10, "work_left": 0.6}
+
+
+def test_suspend_waits_for_the_checkpoint_then_cancels_and_a_resume_names_it(setup):
+    import threading
+    ex, fake, job, tmp = setup
+    ex.launch(job, {})
+    job = with_id(job, 101)
+    run_dir = Path(job.run_dir)
+    request = run_dir / "ps" / "checkpoint" / "SUSPEND"
+
+    def batch_script():          # sees the request, checkpoints, exits
+        while not request.exists():
+            pass
+        assert fake.cancelled == []          # nothing cancelled before the checkpoint
+        _suspended_by_batch_script(run_dir)
+    worker = threading.Thread(target=batch_script)
+    worker.start()
+    got = ex.suspend(job, 30.0)
+    worker.join()
+    assert fake.cancelled == [101] and got["work_left"] == 0.6 and got["suspend_s"] >= 0
+    # the resume: a run directory of its own, a plan that continues the checkpoint, on
+    # 2 workers instead of 3: the 6 batches left of 3 workers spread over 2 (9 more)
+    resume = {"checkpoint": got["checkpoint"], "suspends": 1, "work_left": 0.6}
+    queued = dataclasses.replace(job, state="queued", resume=resume, slurm_job_id=None,
+                                 attempts=0)
+    fields = ex.plan(queued, StartDecision(7, Placement("7", ("h3",), ("h3", "h4"))), now=40.0)
+    assert fields["run_dir"].endswith("job-7-attempt-1-resume-1")
+    ex.launch(dataclasses.replace(queued, state="running", run_dir=fields["run_dir"]), {})
+    plan = json.loads((Path(fields["run_dir"]) / "plan.json").read_text())
+    assert plan["resume_from"] == got["checkpoint"] and plan["batches"] == 4 + 9

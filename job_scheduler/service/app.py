@@ -57,6 +57,7 @@ class ServiceConfig:
     slurm_sbatch_flag: tuple[str, ...] = ()
     slurm_fabric_addresses: str | None = None     # YAML {node: data-fabric address}
     slurm_pending_timeout: float = 600.0  # s a job may stay PENDING in Slurm (0: for ever)
+    slurm_signal_s: int = 120            # sbatch --signal=B:USR1@N: checkpoint warning (0: none)
     time_factor: float = 1.0             # simulated executor: wall s per estimated s
     local_command: str | None = None     # local executor: shell command per job
     max_retries: int = 0
@@ -89,6 +90,7 @@ class ServiceConfig:
              "must be >= 1"),
             ("slurm_compute_s", self.slurm_compute_s is None or self.slurm_compute_s >= 0,
              "must be >= 0"),
+            ("slurm_signal_s", self.slurm_signal_s >= 0, "must be >= 0 (0: no warning)"),
             ("slurm_pending_timeout", self.slurm_pending_timeout >= 0,
              "must be >= 0 (0: a job may wait in Slurm for ever)")]
         for name, ok, message in checks:

@@ -36,12 +36,13 @@ def default_db_path() -> Path:
 # ---- sluice scheduler --------------------------------------------------------------------
 
 def configure_scheduler(parser: argparse.ArgumentParser) -> None:
-    from job_scheduler.core.policies import NON_PREEMPTIVE
+    from job_scheduler.core.policies import POLICY_NAMES
     parser.add_argument("--topology", default="two-rack",
                         help="built-in name or YAML file (default: two-rack)")
     parser.add_argument("--policy", default="lyapunov",
-                        help=f"one of {', '.join(NON_PREEMPTIVE)} (default lyapunov): the "
-                        "simulator's policies less the preemptive ones (job_scheduler.core.policies)")
+                        help=f"one of {', '.join(POLICY_NAMES)} (default lyapunov): the "
+                        "simulator's policies (job_scheduler.core.policies); las and sluice "
+                        "suspend running jobs with a checkpoint and resume them later")
     parser.add_argument("--listen", default=DEFAULT_LISTEN,
                         help=f"HOST:PORT of the HTTP API (default {DEFAULT_LISTEN}; port 0 "
                         "picks a free one)")
@@ -100,6 +101,11 @@ def _configure_slurm(parser: argparse.ArgumentParser) -> None:
                         help="slurm executor: a job Slurm keeps pending longer (its reason "
                         "shown in `sluice jobs` meanwhile) is cancelled in Slurm and goes "
                         "back to sluice's queue (default 600; 0: it waits for ever)")
+    parser.add_argument("--slurm-signal-s", type=int, default=120, metavar="N",
+                        help="slurm executor: every job is submitted with --signal=B:USR1@N; "
+                        "Slurm's warning before a preemption or the time limit makes the job "
+                        "checkpoint and stop, and sluice re-queues it to resume "
+                        "(default 120; 0: no warning)")
     site = parser.add_argument_group(
         "Slurm site policy (--executor slurm; a job file's `slurm:` block overrides each "
         "for its job; Slurm judges the values at submission: one it refuses fails that job "

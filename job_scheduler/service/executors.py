@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -42,13 +43,16 @@ from job_scheduler.service.store import JobRecord
 
 @dataclass(frozen=True)
 class Outcome:
-    state: str                 # 'finished' or 'failed'
+    state: str                 # 'finished', 'failed' or 'suspended'
     finished_at: float
     exit_code: int | None = None
     reason: str | None = None
     # The job's process never started (the service died between recording the start
     # and launching): the service re-queues it without counting an attempt.
     never_started: bool = False
+    # state 'suspended' (its resource manager preempted it; a checkpoint was written):
+    # {checkpoint, work_left, suspend_s}; the service re-queues it to resume
+    resume: dict | None = None
 
 
 # ---- simulated -------------------------------------------------------------------------
@@ -74,8 +78,26 @@ class SimulatedExecutor:
         self.time_factor = time_factor
 
     def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict:
+        """A resumed job first restores (``restore_s``, no progress), then does the
+        work it has left at the rate of the whole job on this decision: the
+        simulator's arithmetic, so that the service's decisions equal the simulator's."""
         seconds = max(0.0, float(self.duration_fn(job.spec, decision))) * self.time_factor
-        return {"executor": self.kind, "started_at": now, "expected_end": now + seconds}
+        resume = job.resume or {}
+        left, trains_from = resume.get("work_left", 1.0), now + resume.get("restore_s", 0.0)
+        rate = 1.0 / seconds if seconds > 0 else float("inf")
+        return {"executor": self.kind, "started_at": now,
+                "expected_end": trains_from + (left / rate if left else 0.0),
+                "resume": {**resume, "work_left": left, "trains_from": trains_from,
+                           "run_s": seconds}}
+
+    def suspend(self, job: JobRecord, now: float) -> dict:
+        """The work it has left now (progress kept); nothing to checkpoint."""
+        resume = job.resume or {}
+        run_s = resume.get("run_s")
+        if not run_s:
+            return {"work_left": 0.0 if run_s == 0 else 1.0, "suspend_s": 0.0}
+        done = max(now - resume["trains_from"], 0.0) * (1.0 / run_s)   # as the simulator
+        return {"work_left": max(resume["work_left"] - done, 0.0), "suspend_s": 0.0}
 
     def launch(self, job: JobRecord, env: Mapping[str, str] | None = None) -> dict:
         return {}
@@ -118,7 +140,10 @@ ADMIN_TOKEN_ENVS = ("SLUICE_SCHEDULER_TOKEN", "SLUICE_CONTROLLER_TOKEN", "SLUICE
 
 def template_command(template: str) -> CommandFn:
     """A shell command from ``--local-command``: {job_id} {name} {gpus} {workers} {ps_hosts}
-    {model} {batch_size} {epochs} {dataset_size} {run_dir} are substituted, quoted."""
+    {model} {batch_size} {epochs} {dataset_size} {run_dir} {checkpoint_dir} {resume_from}
+    are substituted, quoted (a command a preemptive policy may suspend checkpoints into
+    {checkpoint_dir} when the file SUSPEND appears there, and continues {resume_from},
+    empty for a first start)."""
 
     def build(job: JobRecord, decision: StartDecision, run_dir: Path) -> str:
         values = {
@@ -126,6 +151,8 @@ def template_command(template: str) -> CommandFn:
             "workers": ",".join(decision.worker_hosts), "ps_hosts": ",".join(decision.ps_hosts),
             "model": job.spec.model, "batch_size": job.spec.batch_size,
             "epochs": job.spec.epochs, "dataset_size": job.spec.dataset_size, "run_dir": run_dir,
+            "checkpoint_dir": checkpoint_dir(run_dir),
+            "resume_from": (job.resume or {}).get("checkpoint") or "",
         }
         return template.format(**{k: shlex.quote(str(v)) for k, v in values.items()})
 
@@ -143,7 +170,10 @@ def train_command(job: JobRecord, decision: StartDecision, run_dir: Path) -> str
     (run_dir / "job.yaml").write_text(yaml.safe_dump({"jobs": [job_to_dict(job.spec)]}))
     argv = [sys.executable, "-m", "sluice", "train", str(run_dir / "job.yaml"),
             "--job", job.name, "--workers", str(decision.gpus),
-            "--servers", str(len(decision.ps_hosts)), "--out", str(run_dir / "ps"), "--quiet"]
+            "--servers", str(len(decision.ps_hosts)), "--out", str(run_dir / "ps"), "--quiet",
+            "--suspendable"]       # a preemptive policy may suspend it (checkpoint_dir)
+    if (job.resume or {}).get("checkpoint"):      # continue where its suspension stopped
+        argv += ["--resume", job.resume["checkpoint"]]
     if decision.gpu_ids is not None:    # each worker on its own GPU of the decision
         argv += ["--worker-gpus",
                  ",".join(map(str, decision.gpu_ids.per_worker(decision.worker_hosts)))]
@@ -152,6 +182,12 @@ def train_command(job: JobRecord, decision: StartDecision, run_dir: Path) -> str
             + ' ${SLUICE_CONTROLLER_URL:+"--controller=$SLUICE_CONTROLLER_URL"}'
             + ' ${SLUICE_CONTROLLER_JOB_TOKEN:+"--token=$SLUICE_CONTROLLER_JOB_TOKEN"}'
             + ' ${SLUICE_BASE_PORT:+"--base-port=$SLUICE_BASE_PORT"}')
+
+
+def checkpoint_dir(run_dir: Path) -> Path:
+    """Where a local job checkpoints when it is suspended (``sluice train --suspendable
+    --out RUN_DIR/ps``)."""
+    return Path(run_dir) / "ps" / "checkpoint"
 
 
 class LocalExecutor:
@@ -171,7 +207,9 @@ class LocalExecutor:
         self.ports = PortBook()    # a PS port block per running job, none shared
 
     def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict:
-        run_dir = self.run_root / f"job-{job.id}-attempt-{job.attempts + 1}"
+        suspends = (job.resume or {}).get("suspends", 0)   # a resume: a directory of its own
+        run_dir = self.run_root / (f"job-{job.id}-attempt-{job.attempts + 1}"
+                                   + (f"-resume-{suspends}" if suspends else ""))
         self._pending[job.id] = decision
         return {"executor": self.kind, "started_at": now, "run_dir": str(run_dir)}
 
@@ -203,7 +241,10 @@ class LocalExecutor:
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                     start_new_session=True)
         self._children[job.id] = proc
-        return {"pid": proc.pid, "pid_start": process_start_time(proc.pid)}
+        out = {"pid": proc.pid, "pid_start": process_start_time(proc.pid)}
+        if job.resume:             # the restart's cost counts from here (``learned``)
+            out["resume"] = {**job.resume, "launched_at": time.time()}
+        return out
 
     def _pid_of(self, job: JobRecord) -> tuple[int | None, str | None]:
         if job.pid is not None:
@@ -244,6 +285,10 @@ class LocalExecutor:
                 code = -1
             finished_at = status_file.stat().st_mtime
             self._kill_group(pid, start, signal.SIGKILL)   # leftovers of the job, if any
+            stopped = suspended_at(job) if code == 0 else None
+            if stopped is not None:   # asked from outside (SIGUSR1): it resumes later
+                return Outcome("suspended", finished_at, 0, "suspended by a signal",
+                               resume=stopped)
             if code == 0:
                 return Outcome("finished", finished_at, 0, None)
             return Outcome("failed", finished_at, code, _exit_reason(code))
@@ -258,7 +303,49 @@ class LocalExecutor:
                        "job process vanished without an exit status (killed, or host reboot)")
 
     def learned(self, job: JobRecord) -> dict:
-        return {}        # everything poll needs is recorded at launch
+        """A resumed job's restart cost, once every worker has logged a batch."""
+        return restart_learned(job)
+
+    def progress(self, job: JobRecord) -> float | None:
+        """The fraction of its batches the job has done (its workers' logs)."""
+        from job_scheduler.service.suspending import logged_fraction
+
+        if not job.run_dir:
+            return None
+        try:     # sluice train says how many batches each worker does
+            said = (Path(job.run_dir) / "output.log").read_text(errors="replace")
+        except OSError:
+            return None
+        total = re.search(r"(\d+) batches per worker", said)
+        return logged_fraction(Path(job.run_dir) / "ps", total and int(total.group(1)), job.gpus)
+
+    SUSPEND_TIMEOUT_S = 300.0  # the batch in progress + writing the checkpoint
+
+    def suspend(self, job: JobRecord, now: float) -> dict:
+        """Ask the job to stop after the batch in progress with a checkpoint (the
+        request file of ``sluice train --suspendable``), wait until its process has
+        exited, free its port block. RuntimeError when it does not stop in time or
+        stops without a checkpoint (the caller stops it)."""
+        from ps_runtime.checkpoint import request_suspend
+
+        started = time.monotonic()
+        request_suspend(checkpoint_dir(Path(job.run_dir)))
+        status_file = Path(job.run_dir) / self.EXIT_FILE
+        pid, start = self._pid_of(job)
+        while not status_file.exists():
+            if time.monotonic() - started > self.SUSPEND_TIMEOUT_S:
+                raise RuntimeError(f"no checkpoint within {self.SUSPEND_TIMEOUT_S:g} s")
+            if not self._alive(pid, start):
+                raise RuntimeError("its process vanished while suspending")
+            if (child := self._children.get(job.id)) is not None:
+                child.poll()
+            time.sleep(0.05)
+        outcome = self.poll(job, now)          # reaps the process, frees the ports
+        if outcome is not None and outcome.state == "suspended":
+            return {**outcome.resume, "suspend_s": round(time.monotonic() - started, 3)}
+        if outcome is not None and outcome.state == "finished":
+            return {"finished": True}
+        raise RuntimeError(f"it ended without a checkpoint: {outcome and outcome.reason}")
 
     def stop(self, job: JobRecord) -> None:
         pid, start = self._pid_of(job)
@@ -289,3 +376,40 @@ def _exit_reason(code: int) -> str:
         with suppress(ValueError):      # not a signal's number
             return f"job process killed by {signal.Signals(code - 128).name} (exit {code})"
     return f"job process exited with status {code}"
+
+
+def suspended_at(job: JobRecord) -> dict | None:
+    """The checkpoint a local job that exited 0 left when it was suspended:
+    {checkpoint, work_left, batch, batches}; None when it finished its last batch."""
+    from ps_runtime.checkpoint import read_manifest
+
+    directory = checkpoint_dir(Path(job.run_dir or "/nonexistent"))
+    try:
+        m = read_manifest(directory)
+    except ValueError:            # no checkpoint: it ran to its end
+        return None
+    if m.finished:
+        return None
+    return {"checkpoint": str(directory), "work_left": round(1 - m.batch / m.batches, 6),
+            "batch": m.batch, "batches": m.batches}
+
+
+def restart_learned(job: JobRecord) -> dict:
+    """``resume.restart_s`` of a resumed job once every worker log of its run has a
+    batch line: from its launch to the poll that saw it (the resolution of one slot)."""
+    resume = job.resume or {}
+    if "launched_at" not in resume or "restart_s" in resume or not job.run_dir:
+        return {}
+    from ps_runtime.launcher import parse_batches
+
+    logs = sorted((Path(job.run_dir) / "ps").glob("worker*.log"))
+    if not logs or job.gpus is None or len(logs) < job.gpus:
+        return {}
+    for log in logs:
+        try:
+            lines = log.read_text(errors="replace").splitlines()
+        except OSError:
+            return {}
+        if next(parse_batches(lines), None) is None:
+            return {}
+    return {"resume": {**resume, "restart_s": round(time.time() - resume["launched_at"], 3)}}

@@ -6,25 +6,28 @@ everything durable (store, executors, GPU release); a policy only decides. The p
 are the simulator's own (``job_scheduler.core.policies``), driven by the simulator's loop body
 (``decisions.decide_slot``) on a ``LiveView``, so the service decides exactly as the
 simulator that evaluated the policy (``Simulator(bandwidth="idle")``: C(n) on an
-otherwise idle fabric; tests/test_loop_contract.py). The preemptive ones (``las``,
-``sluice``) are refused: the service does not suspend running jobs. After a restart
-every queued job is shown to the policy as a new arrival, so the Lyapunov Q is rebuilt
-from the queue while Z restarts at 0 (a decision heuristic, not acknowledged data).
+otherwise idle fabric; tests/test_loop_contract.py). A preemptive policy (``las``,
+``sluice``) also sees the running jobs it started (``service_view.ServiceView``, the
+simulator's picture of their progress) and may answer a ``Suspend``: the service
+carries it out through its executor (a checkpoint, the GPUs freed) and the job waits
+again with the work it has left. After a restart every queued job is shown to the
+policy as a new arrival (a suspended one with its work left), so the Lyapunov Q is
+rebuilt from the queue while Z restarts at 0 (a decision heuristic, not acknowledged
+data); jobs still running then are not shown to a preemptive policy until they end.
 """
 
 from __future__ import annotations
 
 from job_scheduler.core import policies as sim_policies
-from job_scheduler.core.decisions import QueuedJob, StartDecision, decide_slot
+from job_scheduler.core.decisions import QueuedJob, StartDecision, Suspend, decide_slot
 from job_scheduler.core.estimator import Estimator
-from job_scheduler.core.live_view import LiveView
 from job_scheduler.core.placement import ClusterState
+from job_scheduler.service.service_view import ServiceView
 from sluice_common.errors import option_error
 from topologies import Topology
 
-# the registry's policies less the preemptive ones (las, sluice): the service does not
-# suspend running jobs
-SERVICE_POLICIES = sim_policies.NON_PREEMPTIVE
+# every policy of the registry; the preemptive ones (las, sluice) suspend running jobs
+SERVICE_POLICIES = sim_policies.POLICY_NAMES
 
 
 class PolicyStep:
@@ -45,28 +48,34 @@ class PolicyStep:
             self.policy = sim_policies.make_policy(name, **options)
         except ValueError as err:
             raise option_error("policy", f"{name}: {err}")
+        self.preemptive = sim_policies.REGISTRY[name].preemptive
         # the "idle" bandwidth model: C(n) on the topology itself
-        self._view = LiveView(topology, estimator, self.slot)
+        self._view = ServiceView(topology, estimator, self.slot)
         self._arrived: list[int] = []     # added since the last slot: told on_arrival
 
-    def add(self, q: QueuedJob, *, in_id_order: bool = False) -> None:
+    def add(self, q: QueuedJob, *, in_id_order: bool = False, work_left: float = 1.0,
+            restore_s: float = 0.0) -> None:
         """``q`` entered the queue (submitted, re-queued, or not started after all), at
         the tail; ``in_id_order``: at its place by id (FIFO by first submission: a
         retried job goes back to the head). Only that costs O(queue), and only when
-        the job is older than the tail."""
+        the job is older than the tail. A job suspended before comes with the
+        ``work_left`` (fraction) it has and the ``restore_s`` its next start pays."""
         view = self._view
         if q.id in view.waiting:
             return
         tail = next(reversed(view.waiting), None)
-        view.add(q.id, q.spec)
+        view.add(q.id, q.spec, work_left, restore_s)
         if in_id_order and tail is not None and q.id < tail:
             view.waiting = dict.fromkeys(sorted(view.waiting))
         self._arrived.append(q.id)
 
     def remove(self, job_id: int) -> None:
         """``job_id`` left the queue without being started (cancelled): a policy that
-        counted its work (Lyapunov's Q) takes it out (``on_leave``)."""
+        counted its work (Lyapunov's Q) takes it out (``on_leave``). A job the policy
+        started stays in a preemptive policy's picture until it ends (``ended``)."""
         view = self._view
+        if job_id in view.running:
+            return
         was_waiting = view.waiting.pop(job_id, 0) is None
         if job_id in self._arrived:        # never told: nothing of it was counted
             self._arrived.remove(job_id)
@@ -74,40 +83,58 @@ class PolicyStep:
             self.policy.on_leave(view, job_id)
         self._forget(job_id)
 
-    def _forget(self, job_id: int) -> None:
+    def ended(self, job_id: int) -> None:
+        """Running job ``job_id`` ended (finished, failed, cancelled, or suspended by
+        its resource manager): a preemptive policy stops counting it."""
         view = self._view
-        view.jobs.pop(job_id, None)
-        view.models.pop(job_id, None)
-        view.running.pop(job_id, None)      # the service shows a policy no running job
+        if job_id in view.running:
+            view.finished(job_id, self.policy)
+        self._forget(job_id)
+
+    def suspended(self, job_id: int, work_left: float) -> None:
+        """The executor measured what a job this slot suspended has left."""
+        if job_id in self._view.waiting:
+            self._view.work_left[job_id] = work_left
+
+    def _forget(self, job_id: int) -> None:
+        self._view.drop(job_id)      # a non-preemptive policy is shown no running job
         self.policy.forget(job_id)
 
-    def decide(self, state: ClusterState, now: float) -> list[StartDecision]:
-        """One slot: which queued jobs start now, where."""
+    def decide(self, state: ClusterState, now: float,
+               progress: dict[int, float] | None = None) -> list[StartDecision | Suspend]:
+        """One slot: which queued jobs start now, where, and (a preemptive policy)
+        which running jobs are suspended first, in the order they are taken.
+        ``progress``: running job -> work left, as its executor measured it."""
         view = self._view
         view.state, view.now, view.decisions = state, now, 0
+        for j, left in (progress or {}).items():
+            view.observe(j, left)
         arrived, self._arrived = self._arrived, []
         for j in arrived:
             if j in view.waiting:
                 self.policy.on_arrival(view, j)
-        if not view.waiting:
+        regrow = self.preemptive and view.running and state.total_free
+        if not view.waiting and not regrow:
             self.policy.idle(view, 1)
             return []
-        out = []
-        for d in decide_slot(view, self.policy).starts:
+        out: list[StartDecision | Suspend] = []
+        for d in decide_slot(view, self.policy).steps:
+            if isinstance(d, Suspend):
+                out.append(d)
+                continue
             bw = view.live_bandwidth(d.placement)
-            out.append(StartDecision(d.job_id, d.placement, d.gpu_ids, notes={
-                "C_n": round(view.models[d.job_id].C(d.gpus, bw), 3)}))
-            self._forget(d.job_id)
+            out.append(StartDecision(d.job_id, view.user_placement(d.job_id, d.placement),
+                                     d.gpu_ids, notes={
+                                         "C_n": round(view.models[d.job_id].C(d.gpus, bw), 3)}))
+            if not self.preemptive:
+                self._forget(d.job_id)
         return out
 
 
 def make_policy_step(name: str, topology: Topology, estimator: Estimator, **options) -> PolicyStep:
-    """The service's policy step for a policy of the registry (``policies.POLICY_NAMES``
-    less the preemptive ones); ``options`` go to ``policies.make_policy`` but ``slot``."""
+    """The service's policy step for a policy of the registry (``policies.POLICY_NAMES``);
+    ``options`` go to ``policies.make_policy`` but ``slot``."""
     if name not in SERVICE_POLICIES:
-        entry = sim_policies.REGISTRY.get(name)
-        why = (f" ({name} preempts running jobs; the service does not)"
-               if entry is not None and entry.preemptive else "")
-        raise option_error("policy", f"unknown policy {name!r}{why} "
+        raise option_error("policy", f"unknown policy {name!r} "
                          f"(known: {', '.join(SERVICE_POLICIES)})")
     return PolicyStep(name, topology, estimator, **options)

@@ -29,10 +29,11 @@ from job_scheduler.service.gpu_records import gpu_record_problem, recorded_place
 from sluice_common.jobspec import JobSpec, parse_jobs_text
 from job_scheduler.service.submission_check import LARGE_BODY, check_in_child
 from job_scheduler.core.placement import ClusterState
-from job_scheduler.core.decisions import QueuedJob, StartDecision
+from job_scheduler.core.decisions import QueuedJob, StartDecision, Suspend
 from job_scheduler.service.policy_step import PolicyStep
 from job_scheduler.service.progress_relay import ProgressRelays
 from job_scheduler.service.store import DuplicateSubmission, JobRecord, JobStore, JobUpdate
+from job_scheduler.service import suspending
 from sluice_common.errors import InputError, option_error
 from topologies import Topology
 
@@ -54,6 +55,9 @@ class Executor(Protocol):
     def launch(self, job: JobRecord, env: Mapping[str, str]) -> dict: ...
     def poll(self, job: JobRecord, now: float) -> Outcome | None: ...
     def stop(self, job: JobRecord) -> None: ...
+    # Stop it with a checkpoint (a preemptive policy's Suspend), its GPUs free when this
+    # returns: {work_left, checkpoint, suspend_s} or {finished: True} (it ended first).
+    def suspend(self, job: JobRecord, now: float) -> dict: ...
     # Fields a poll learned that the job's record lacks (a Slurm job id found again by
     # name after the service died between sbatch and recording it): the service records
     # them, so the store agrees with the cluster.
@@ -92,6 +96,9 @@ class SchedulerService:
                  capacity: Callable[[ClusterState, Sequence[JobRecord]], None] | None = None):
         if executor not in executors:
             raise ValueError(f"executor {executor!r} not in {sorted(executors)}")
+        if getattr(policy, "preemptive", False) and not hasattr(executors[executor], "suspend"):
+            raise option_error("policy", f"{policy.name} suspends running jobs; the "
+                               f"{executor} executor cannot (use another policy)")
         self.store = store
         self.topology = topology
         self._capacities = {h.name: h.gpus for h in topology.hosts}   # GPUs per host
@@ -181,6 +188,7 @@ class SchedulerService:
             if job.state == "running":
                 self.executors[job.executor].stop(job)
                 self.relays.drop(job.id)
+                self.policy.ended(job_id)
             changed = self.store.update(job_id, expect_state=job.state, state="cancelled",
                                         finished_at=self.clock(), reason="cancelled",
                                         event="cancelled", detail=f"while {job.state}")
@@ -228,8 +236,10 @@ class SchedulerService:
 
     def _enqueue(self, job: JobRecord, *, in_id_order: bool = False) -> None:
         self._queued[job.id] = job
+        resume = job.resume or {}
         self.policy.add(QueuedJob(job.id, job.spec, job.start_not_before),
-                        in_id_order=in_id_order)
+                        in_id_order=in_id_order, work_left=resume.get("work_left", 1.0),
+                        restore_s=resume.get("restore_s", 0.0))
 
     def _dequeue(self, job_id: int) -> None:
         self._delayed.pop(job_id, None)
@@ -309,13 +319,16 @@ class SchedulerService:
                 outcome = executor.poll(job, now)
                 learned = executor.learned(job)
                 if learned:
-                    self.store.update(job.id, expect_state="running", **learned)
+                    event, detail = suspending.restart_event(job, learned) or (None, None)
+                    self.store.update(job.id, expect_state="running", event=event,
+                                      detail=detail, **learned)
             if outcome is not None:
                 self.relays.drop(job.id)
                 ended.append((job, outcome))
         changed = self.store.update_many([self._end_update(j, o) for j, o in ended])
         for (job, outcome), ok in zip(ended, changed):
             if ok:
+                self.policy.ended(job.id)
                 self._ended(job, outcome)
             self._tell_controller_ended(job)
         return len(ended)
@@ -324,6 +337,11 @@ class SchedulerService:
         if outcome.never_started:
             return JobUpdate(job.id, {**_REQUEUED, "attempts": max(0, job.attempts - 1)},
                              "running", "requeued", outcome.reason)
+        if outcome.state == "suspended":      # the resource manager preempted it
+            resume = self._resume_of(job, outcome)
+            return JobUpdate(job.id, {**_REQUEUED, "resume": resume,
+                                      "attempts": max(0, job.attempts - 1)},
+                             "running", "suspended", suspending.suspend_detail(job, resume))
         if self._retries(job, outcome):
             # Back to the queue with no GPUs: the next slot may place it anywhere.
             return JobUpdate(job.id, {**_REQUEUED, "exit_code": outcome.exit_code,
@@ -334,6 +352,10 @@ class SchedulerService:
                                       exit_code=outcome.exit_code, reason=outcome.reason),
                          "running", outcome.state, outcome.reason)
 
+    def _resume_of(self, job: JobRecord, outcome: Outcome) -> dict:
+        return suspending.resume_after(job, outcome.resume or {}, 0.0,
+                                       outcome.reason or "preempted", outcome.finished_at)
+
     def _retries(self, job: JobRecord, outcome: Outcome) -> bool:
         return outcome.state == "failed" and job.attempts <= self.max_retries
 
@@ -342,6 +364,11 @@ class SchedulerService:
         to its place in the queue (FIFO by first submission)."""
         if outcome.never_started:
             log.warning("job %d (%s) %s; re-queued", job.id, job.name, outcome.reason)
+            attempts = max(0, job.attempts - 1)
+        elif outcome.state == "suspended":
+            log.warning("job %d (%s) suspended (%s); re-queued to resume", job.id, job.name,
+                        outcome.reason)
+            job = dataclasses.replace(job, resume=self._resume_of(job, outcome))
             attempts = max(0, job.attempts - 1)
         elif self._retries(job, outcome):
             log.warning("job %d (%s) failed (%s); retry %d/%d", job.id, job.name,
@@ -357,11 +384,15 @@ class SchedulerService:
     def _schedule(self, now: float) -> int:
         running = self.store.jobs(["running"])
         state = self.cluster_state(running)
-        decisions = self.policy.decide(state.copy(), now)   # it keeps the queue: O(started)
+        progress = suspending.measured_progress(self, running)    # real jobs' work left
+        decisions = self.policy.decide(state.copy(), now, **progress)   # O(started)
         executor = self.executors[self.executor]
         planned: list[tuple[JobRecord, StartDecision, dict]] = []
         updates: list[JobUpdate] = []
         for decision in decisions:
+            if isinstance(decision, Suspend):     # before the starts that take its GPUs
+                self._suspend(decision, state, now)
+                continue
             job = self._queued.get(decision.job_id)
             if job is None:
                 log.error("policy chose job %s which is not queued; ignored", decision.job_id)
@@ -385,8 +416,12 @@ class SchedulerService:
                           placement=decision.placement_record(), attempts=job.attempts + 1,
                           reason=None, exit_code=None, **fields)
             planned.append((job, decision, fields))
-            updates.append(JobUpdate(job.id, fields, "queued", "started",
-                                     f"{decision.gpus} GPUs on {decision.gpus_by_host()}"))
+            updates.append(JobUpdate(
+                job.id, fields, "queued", suspending.start_event(job, now),
+                f"{decision.gpus} GPUs on {decision.gpus_by_host()} GPU indices "
+                f"{decision.gpu_ids.as_dict() if decision.gpu_ids else None}"
+                + (f" from {job.resume['checkpoint']}" if (job.resume or {}).get("checkpoint")
+                   else "")))
         # Every start of the slot is recorded as running (with its GPUs) in one
         # transaction BEFORE anything is launched: if we die right after a launch, the
         # restarted service finds the job and reconciles it.
@@ -397,6 +432,9 @@ class SchedulerService:
         # a start whose guard failed is not ours to launch
         return sum(self._launch(executor, dataclasses.replace(job, **fields), decision)
                    for job, decision, fields in planned if job.id in applied)
+
+    def _suspend(self, step: Suspend, state: ClusterState, now: float) -> None:
+        suspending.carry_out(self, step, state, now, _REQUEUED)
 
     def _launch(self, executor: Executor, record: JobRecord, decision: StartDecision) -> int:
         env = self._tell_controller_started(record)

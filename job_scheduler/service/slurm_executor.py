@@ -28,6 +28,9 @@ GPU type, ...; a job's ``slurm:`` block overrides it). A job Slurm keeps PENDING
 Slurm's reason and, past ``pending_timeout``, is cancelled and re-queued; a Slurm error
 for one job stays that job's (:meth:`SlurmExecutor._poll_error`).
 
+Suspend: the checkpoint, then ``scancel`` (``slurm_suspend``); a resume is a new submission
+from the checkpoint. ``--signal=B:USR1@N``: Slurm's warning is the same stop, re-queued.
+
 Capacity (:meth:`SlurmExecutor.capacity`): before each decision the GPUs Slurm says are
 allocated on each node, less those of sluice's own jobs Slurm is running, are taken
 away, and a node that is down, drained, failed, not responding or unknown to Slurm has
@@ -56,6 +59,8 @@ from job_scheduler.service.run_files import (EXIT_FILE, error_text as _error_tex
 from job_scheduler.core.placement import ClusterState, Placement
 from job_scheduler.core.decisions import StartDecision
 from job_scheduler.service.slurm_gpus import apply_gres_truth, read_truth
+from job_scheduler.service import slurm_suspend
+from job_scheduler.service.slurm_suspend import resumed_batches, suspended_at
 from job_scheduler.service.store import JobRecord
 from slurm_client import (Component, JobInfo, NodeInfo, ParseError, SiteOptions, SlurmClient,
                           SlurmError, SlurmUnavailable, Submission, job_outcome)
@@ -141,6 +146,8 @@ class SlurmJobOptions:
     site: SiteOptions = SiteOptions()     # account, QOS, time, GPU type ... (site policy)
     pending_timeout: float = 600.0        # s a job may wait PENDING in Slurm (0: for ever)
     fabric_addresses: Mapping[str, str] | None = None   # node -> data-fabric address
+    signal_s: int | None = 120            # sbatch --signal=B:USR1@N (None: no warning)
+    suspend_timeout: float = 300.0        # s for a suspended job's checkpoint
 
     def job_site(self, job: JobRecord) -> SiteOptions:
         """The site policy with this job's own ``slurm:`` settings in place."""
@@ -204,7 +211,9 @@ class SlurmExecutor:
     # ---- start -------------------------------------------------------------------------
     def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict:
         attempt = job.attempts + 1
-        run_dir = self.run_root / f"job-{job.id}-attempt-{attempt}"
+        suspends = (job.resume or {}).get("suspends", 0)   # a resume: a directory of its own
+        run_dir = self.run_root / (f"job-{job.id}-attempt-{attempt}"
+                                   + (f"-resume-{suspends}" if suspends else ""))
         k = 1
         while run_dir.exists():    # a start Slurm lost does not count as an attempt
             k += 1
@@ -227,7 +236,9 @@ class SlurmExecutor:
             servers=tuple((h, hosts[h].ip) for h in decision.ps_hosts),
             workers=tuple((h, hosts[h].ip) for h in decision.worker_hosts),
             groups={c.node: k for k, c in enumerate(parts)},
-            batches=batches_for(job.spec, len(decision.worker_hosts), o.batches),
+            batches=resumed_batches(job, len(decision.worker_hosts))
+            or batches_for(job.spec, len(decision.worker_hosts), o.batches),
+            resume_from=(job.resume or {}).get("checkpoint"),
             compute=o.compute, compute_s=o.compute_s, bytes_per_batch=o.bytes_per_batch,
             bw_scale=o.bw_scale, profile=o.profile, timeout=o.timeout,
             decided_hosts=tuple(sorted({*decision.ps_hosts, *decision.worker_hosts})),
@@ -248,7 +259,8 @@ class SlurmExecutor:
                    **(extra_env or {}))
         sub = Submission(name=slurm_job_name(job, tag=self.tag), components=tuple(parts),
                          script=str(script), output=str(run_dir / "slurm-%j.out"),
-                         site=o.job_site(job))
+                         site=o.job_site(job),
+                         extra=(f"--signal=B:USR1@{o.signal_s}",) if o.signal_s else ())
         # an sbatch rejection raises SlurmCommandError with Slurm's words: the service
         # marks the job failed with them ("launch failed: ...")
         slurm_id = self.client.submit(sub, env=env, unset=ADMIN_TOKEN_ENVS)
@@ -321,6 +333,10 @@ class SlurmExecutor:
         parts = [p for p in self.client.jobs([slurm_id]) if p.leader == slurm_id]
         self._seen[slurm_id] = parts
         code = _read_exit(run_dir)
+        if code == 0 and (stopped := suspended_at(run_dir)) is not None:
+            self._cancel(slurm_id)  # Slurm's USR1: checkpointed, release it, resume later
+            return Outcome("suspended", _mtime(run_dir / EXIT_FILE, now), 0,
+                           "suspended by Slurm's signal", resume=stopped)
         if code == 0:
             # The batch script saw every worker do its last batch. (Slurm may disagree
             # only after a slurmctld restart that re-ran the job: "Duplicate jobid".)
@@ -419,6 +435,10 @@ class SlurmExecutor:
         if slurm_id is not None:
             self.client.cancel(slurm_id)
 
+    def suspend(self, job: JobRecord, now: float) -> dict:
+        return slurm_suspend.suspend(self, job)      # the checkpoint, then the allocation
+    progress = staticmethod(slurm_suspend.progress)    # its workers' batches / its last
+
     # ---- capacity ----------------------------------------------------------------------
     def own_running(self, running: Sequence[JobRecord]) -> dict[str, int]:
         """GPUs per node of sluice's jobs that Slurm was running at their last poll."""
@@ -466,3 +486,4 @@ class SlurmExecutor:
                                 "jobs by Slurm id)", n.name, n.reason)
                 except SlurmError as err:
                     log.warning("could not resume node %s: %s", n.name, err)
+

@@ -22,7 +22,8 @@ def options(config, topology) -> SlurmJobOptions:
         bw_scale=topology.emulation_bw_scale, profile=config.profile,
         partition=config.slurm_partition, site=config.slurm_site(),
         fabric_addresses=load_fabric_addresses(config.slurm_fabric_addresses),
-        pending_timeout=config.slurm_pending_timeout)
+        pending_timeout=config.slurm_pending_timeout,
+        signal_s=config.slurm_signal_s or None)
 
 
 def build(context, job_options: SlurmJobOptions | None) -> SlurmExecutor:

@@ -32,8 +32,9 @@ from sluice_common.jobspec import JobSpec, Layer
 log = logging.getLogger("sluice.scheduler.store")
 
 STATES = ("queued", "running", "finished", "failed", "cancelled")
-SCHEMA_VERSION = 3     # 2: jobs.not_before (a job's arrival); 3: jobs.external_id in place
-                       # of slurm_job_id; older stores are migrated on open (_migrate)
+SCHEMA_VERSION = 4     # 2: jobs.not_before (a job's arrival); 3: jobs.external_id in place
+                       # of slurm_job_id; 4: jobs.resume (a suspended job's checkpoint);
+                       # older stores are migrated on open (_migrate)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -64,8 +65,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     exit_code     INTEGER,
     attempts      INTEGER NOT NULL DEFAULT 0,
     reason        TEXT,
-    not_before    REAL                       -- submitted_at + the job's arrival: not started,
+    not_before    REAL,                      -- submitted_at + the job's arrival: not started,
                                              -- nor shown to the policy, before (NULL: at once)
+    resume        TEXT                       -- JSON: what a suspended job resumes from (its
+                                             -- checkpoint, work left, restore seconds)
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE TABLE IF NOT EXISTS events (
@@ -117,6 +120,9 @@ class JobRecord:
     attempts: int = 0
     reason: str | None = None
     not_before: float | None = None
+    # A job that was suspended: {checkpoint, work_left, restore_s, suspends, ...}; kept
+    # while it waits and runs again, so a restarted service resumes it from its checkpoint.
+    resume: dict[str, Any] | None = None
 
     @property
     def start_not_before(self) -> float:
@@ -137,7 +143,7 @@ class JobRecord:
             "external_id": self.external_id,
             "attempts": self.attempts, "reason": self.reason, "model": self.spec.model,
             "max_gpus": self.spec.max_gpus, "arrival": self.spec.arrival,
-            "not_before": self.start_not_before,
+            "not_before": self.start_not_before, "resume": self.resume,
         }
 
 
@@ -147,8 +153,9 @@ _JOB_COLUMNS = [f.name for f in dataclasses.fields(JobRecord)]
 def _row_to_job(row: sqlite3.Row) -> JobRecord:
     values = dict(row)
     values["spec"] = spec_from_json(values["spec"])
-    if values["placement"] is not None:
-        values["placement"] = json.loads(values["placement"])
+    for column in ("placement", "resume"):
+        if values[column] is not None:
+            values[column] = json.loads(values[column])
     return JobRecord(**values)
 
 
@@ -233,15 +240,17 @@ class JobStore:
     def _migrate(self) -> None:
         """A store written by an older version gains the columns added since (their
         NULL reads as the old meaning: ``not_before`` NULL = may start at once,
-        ``external_id`` NULL = no job in a resource manager), and its Slurm job ids
+        ``external_id`` NULL = no job in a resource manager, ``resume`` NULL = never
+        suspended), and its Slurm job ids
         (``slurm_job_id``, schema 2) move to ``external_id``: one transaction, so a
         crash leaves the old store as it was."""
         columns = {r[1] for r in self._db.execute("PRAGMA table_info(jobs)")}
-        if {"external_id", "not_before"} <= columns and "slurm_job_id" not in columns:
+        added = (("external_id", "TEXT"), ("not_before", "REAL"), ("resume", "TEXT"))
+        if {c for c, _ in added} <= columns and "slurm_job_id" not in columns:
             return
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            for column, kind in (("external_id", "TEXT"), ("not_before", "REAL")):
+            for column, kind in added:
                 if column not in columns:
                     self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
             if "slurm_job_id" in columns:
@@ -402,8 +411,9 @@ class JobStore:
         unknown = set(fields) - set(_JOB_COLUMNS)
         if unknown:
             raise KeyError(f"unknown job columns: {sorted(unknown)}")
-        if "placement" in fields and fields["placement"] is not None:
-            fields["placement"] = json.dumps(fields["placement"], sort_keys=True)
+        for column in ("placement", "resume"):
+            if fields.get(column) is not None:
+                fields[column] = json.dumps(fields[column], sort_keys=True)
         if "state" in fields and fields["state"] not in STATES:
             raise ValueError(f"unknown state {fields['state']!r}")
         sets = ", ".join(f"{k}=?" for k in fields) or "id=id"

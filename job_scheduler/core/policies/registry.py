@@ -20,7 +20,7 @@ class PolicyEntry:
     name: str
     make: Callable[[PolicyOptions], Policy]
     description: str
-    preemptive: bool = False    # suspends running jobs: not in the service (`sluice run` has las)
+    preemptive: bool = False    # suspends running jobs (with a checkpoint, to resume)
     fixed_count: bool = False   # runs every job at its requested GPU count
 
 
@@ -42,7 +42,7 @@ REGISTRY: dict[str, PolicyEntry] = {e.name: e for e in (
 )}
 
 POLICY_NAMES = tuple(REGISTRY)
-# what the scheduler service and `sluice run` offer: they do not suspend running jobs
+# the policies that never suspend a running job
 NON_PREEMPTIVE = tuple(n for n, e in REGISTRY.items() if not e.preemptive)
 
 
