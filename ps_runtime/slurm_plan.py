@@ -51,6 +51,8 @@ class SlurmPlan:
 
     def to_json(self) -> dict[str, Any]:
         out = {k: v for k, v in asdict(self).items() if k != "extra"}
+        if self.resume_from is None:      # a first start: the plan as before suspends existed
+            del out["resume_from"]
         out.update(servers=[list(p) for p in self.servers],
                    workers=[list(p) for p in self.workers],
                    groups=dict(self.groups), decided_hosts=list(self.decided_hosts))

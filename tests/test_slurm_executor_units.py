@@ -289,7 +289,7 @@ def test_suspend_waits_for_the_checkpoint_then_cancels_and_a_resume_names_it(set
     # the resume: a run directory of its own, a plan that continues the checkpoint, on
     # 2 workers instead of 3: the 6 batches left of 3 workers spread over 2 (9 more)
     resume = {"checkpoint": got["checkpoint"], "suspends": 1, "work_left": 0.6}
-    queued = dataclasses.replace(job, state="queued", resume=resume, slurm_job_id=None,
+    queued = dataclasses.replace(job, state="queued", resume=resume, external_id=None,
                                  attempts=0)
     fields = ex.plan(queued, StartDecision(7, Placement("7", ("h3",), ("h3", "h4"))), now=40.0)
     assert fields["run_dir"].endswith("job-7-attempt-1-resume-1")

@@ -86,7 +86,7 @@ def test_a_suspend_checkpoints_then_releases_the_allocation_and_resumes_elsewher
         job = _submit(svc, "moving")
         first = _start(svc, job, "h1", [0, 1])
         _until(lambda: _batches(first) >= 3, svc=svc)
-        slurm_id = svc.store.get(job).slurm_job_id
+        slurm_id = int(svc.store.get(job).external_id)
         assert _slurm_state(env, slurm_id) == "RUNNING"
         svc.policy.next = [Suspend(job, 0.0, "policy")]
         svc.tick()
@@ -123,7 +123,7 @@ def test_slurms_usr1_warning_suspends_and_the_job_is_requeued_not_failed(slurm_f
         job = _submit(svc, "warned")
         first = _start(svc, job, "h2", [0, 1])
         _until(lambda: _batches(first) >= 3, svc=svc)
-        slurm_id = svc.store.get(job).slurm_job_id
+        slurm_id = int(svc.store.get(job).external_id)
         # what Slurm does N s before a preemption or the time limit (--signal=B:USR1@N)
         subprocess.run(["scancel", "--batch", "--signal=USR1", str(slurm_id)], env=cli_env,
                        check=True)

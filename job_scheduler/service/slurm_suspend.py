@@ -38,7 +38,6 @@ def suspend(executor, job: JobRecord) -> dict:
     slurm_id = executor._slurm_id(job)
     if slurm_id is not None:
         executor._cancel(slurm_id)           # the checkpoint is on disk: release the GPUs
-    executor._relays.pop(job.id, None)
     executor.ports.release(job.id)
     stopped = suspended_at(run_dir)
     if stopped is not None:
