@@ -151,7 +151,8 @@ def run_slurm_demo(config) -> int:
             cmd = [sys.executable, "-m", "sluice", "scheduler", "--topology", config.topology,
                    "--policy", config.policy, "--listen", f"127.0.0.1:{port}", "--db", str(db),
                    "--slot", str(config.slot), "--executor", "slurm",
-                   "--slurm-compute", config.compute, "--controller", env.controller_api]
+                   "--slurm-compute", config.compute, "--controller", env.controller_api,
+                   "--slurm-poll-interval", "1"]
             if config.batches:
                 cmd += ["--slurm-batches", str(config.batches)]
             if config.profile:

@@ -124,7 +124,8 @@ def test_a_version_1_store_is_migrated(tmp_path):
     store = JobStore(tmp_path / "jobs.db")
     (old,) = store.jobs()
     assert old.not_before is None and old.to_public()["not_before"] == 5.0
-    assert store.pragma("user_version") == 2
+    assert old.user is None and old.to_public()["user"] is None    # the service's account
+    assert store.pragma("user_version") == 3
     store.close()
 
 

@@ -14,11 +14,12 @@ the way an administrator sets it: slurm.conf lines and ``scontrol reconfigure``.
 - A typed-GPU node (h4: ``gpu:a100:4``): ``--slurm-gpu-type a100`` counts and requests
   only those GPUs.
 
-Measured on this Slurm without slurmdbd (accounting_storage/none): an ``--account`` is
-recorded as given but never checked (a partition with ``AllowAccounts`` refuses every
-account, the allowed ones too: "Invalid account or account/partition combination
-specified"), and ``--qos`` is dropped (squeue shows ``(null)``). Refusing an account or a
-QOS needs slurmdbd (``AccountingStorageEnforce``), which this cluster does not run.
+The cluster runs slurmdbd on MariaDB with ``AccountingStorageEnforce=associations``
+(mininet_fabric/slurm_accounting.py): an account or QOS the user has no association
+with is refused by sbatch ("Invalid account or account/partition combination
+specified", "Invalid qos specification"): that job fails with Slurm's words at
+submission, the others run, and sacct records the finished ones with their account.
+(Without slurmdbd an ``--account`` was recorded unchecked and ``--qos`` dropped.)
 """
 
 from __future__ import annotations
@@ -91,19 +92,47 @@ def test_a_site_requiring_a_time_limit(site, tmp_path):
     try:
         sched.submit([tiny("plain", 2), {**tiny("chem", 2), "slurm": {"account": "chem"}},
                       {**tiny("nopart", 1), "slurm": {"partition": "nosuch"}},
-                      {**tiny("toolong", 1), "slurm": {"time": "2:00:00"}}])
-        failed = sched.wait(["nopart", "toolong"], states=("failed",), timeout=90)
+                      {**tiny("toolong", 1), "slurm": {"time": "2:00:00"}},
+                      {**tiny("noacct", 1), "slurm": {"account": "nosuch"}},
+                      {**tiny("noqos", 1), "slurm": {"qos": "nosuch"}}])
+        failed = sched.wait(["nopart", "toolong", "noacct", "noqos"], states=("failed",),
+                            timeout=90)
         assert "Invalid partition name specified" in failed["nopart"]["reason"]
         assert "Requested time limit is invalid" in failed["toolong"]["reason"]
+        # slurmdbd enforces associations: an account (or QOS) the user may not use
+        assert "Invalid account or account/partition combination specified" in \
+            failed["noacct"]["reason"], failed["noacct"]["reason"]
+        assert "Invalid qos specification" in failed["noqos"]["reason"], failed["noqos"]
+        assert failed["noacct"]["slurm_job_id"] is None
         assert failed["nopart"]["slurm_job_id"] is None
         done = sched.wait(["plain", "chem"], timeout=180)
         for name, account in (("plain", "physics"), ("chem", "chem")):
             job = scontrol_job(site, done[name]["slurm_job_id"])
             assert (job["Account"], job["TimeLimit"], job["Partition"]) == \
                 (account, "00:10:00", "short"), job
+        # sacct (slurmdbd) is the record of the finished jobs: account, user, exit code
+        slurm_ids = [str(done[n]["slurm_job_id"]) for n in ("plain", "chem")]
+        acct = accounted(site, slurm_ids)
+        assert {(a["Account"], a["User"], a["State"], a["ExitCode"]) for a in acct.values()} \
+            == {("physics", "root", "COMPLETED", "0:0"), ("chem", "root", "COMPLETED", "0:0")}
         assert sched.proc.poll() is None            # the service goes on
     finally:
         sched.stop()
+
+
+def accounted(env, slurm_ids: list[str], timeout: float = 30) -> dict[str, dict[str, str]]:
+    """sacct's records of these jobs (allocations), once slurmdbd has them all ended."""
+    fields = ["JobID", "State", "ExitCode", "User", "Account"]
+    deadline = time.monotonic() + timeout
+    while True:
+        out = cli(env, "sacct", "-n", "-P", "-X", "-a", "-j", ",".join(slurm_ids),
+                  "-o", ",".join(fields)).stdout
+        rows = {r[0]: dict(zip(fields, r)) for r in
+                (line.split("|") for line in out.splitlines() if line.strip())}
+        if all(i in rows and rows[i]["State"] not in ("RUNNING", "PENDING") for i in slurm_ids):
+            return rows
+        assert time.monotonic() < deadline, f"sacct has not recorded {slurm_ids}: {out}"
+        time.sleep(0.5)
 
 
 def wait_no_jobs(env, timeout: float = 60) -> None:

@@ -8,6 +8,7 @@ keep running in their own sessions; the next start reconciles them.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import logging
 import signal
@@ -59,11 +60,13 @@ class ServiceConfig:
     slurm_sbatch_flag: tuple[str, ...] = ()
     slurm_fabric_addresses: str | None = None     # YAML {node: data-fabric address}
     slurm_pending_timeout: float = 600.0  # s a job may stay PENDING in Slurm (0: for ever)
+    slurm_poll_interval: float = 5.0     # s between batched looks at Slurm (0: every slot)
     time_factor: float = 1.0             # simulated executor: wall s per estimated s
     local_command: str | None = None     # local executor: shell command per job
     max_retries: int = 0
     controller: str | None = None        # the SDN controller's northbound API URL
     token: str | None = None             # admin token of the API (checked)
+    users: str | None = None             # YAML: a user's own token -> Unix user
     tls: tuple[str, str] | None = None   # (cert, key), checked
     max_request_bytes: int = 1 << 20
     V: float | None = None               # lyapunov only (None: the policy's default)
@@ -91,7 +94,8 @@ class ServiceConfig:
             ("slurm_compute_s", self.slurm_compute_s is None or self.slurm_compute_s >= 0,
              "must be >= 0"),
             ("slurm_pending_timeout", self.slurm_pending_timeout >= 0,
-             "must be >= 0 (0: a job may wait in Slurm for ever)")]
+             "must be >= 0 (0: a job may wait in Slurm for ever)"),
+            ("slurm_poll_interval", self.slurm_poll_interval >= 0, "must be >= 0 (0: every slot)")]
         for name, ok, message in checks:
             if not ok:
                 raise ValueError(f"{name}: {message}")
@@ -142,7 +146,8 @@ def start(config: ServiceConfig, notice: str | None = None) -> int:
             bw_scale=topology.emulation_bw_scale, profile=config.profile,
             partition=config.slurm_partition, site=config.slurm_site(),
             fabric_addresses=load_fabric_addresses(config.slurm_fabric_addresses),
-            pending_timeout=config.slurm_pending_timeout)
+            pending_timeout=config.slurm_pending_timeout,
+            poll_interval=config.slurm_poll_interval)
 
     logging.basicConfig(level=logging.DEBUG if config.verbose else logging.INFO,
                         stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -180,7 +185,12 @@ def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
                   ) -> tuple[SchedulerService, SchedulerHTTPServer]:
     """The service and its (bound) HTTP server; ``config``'s topology, policy, V, eps,
     profile and slot are the caller's (``topology``, ``policy``, ``estimator``)."""
+    from job_scheduler.service.users import load_users
+
     db_path, executor, listen = Path(config.db), config.executor, config.listen
+    users = load_users(config.users)
+    if users and executor == "slurm":
+        slurm_options = dataclasses.replace(slurm_options, users=tuple(sorted(set(users.values()))))
     slurm = _slurm_executor(topology, db_path, slurm_options, check=executor == "slurm")
     controller = None
     if config.controller:
@@ -226,6 +236,7 @@ def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
         store.close()
         raise
     server.service = service
+    server.users = users
     return service, server
 
 

@@ -139,14 +139,16 @@ class SchedulerService:
                                  element=f"job '{spec.name}'", field="num_ps")
         return specs
 
-    def submit(self, body: str, source: str, idempotency_key: str | None = None) -> SubmitResult:
+    def submit(self, body: str, source: str, idempotency_key: str | None = None,
+               user: str | None = None) -> SubmitResult:
         """Validate everything, then queue every job in ONE durable transaction. Returns
-        only after the commit: the caller may acknowledge."""
+        only after the commit: the caller may acknowledge. ``user``: the Unix user the
+        jobs run as (the caller's token's; None: the service's own account)."""
         specs = self.validate(body, source)
         now = self.clock()
         try:
             sub_id, job_ids = self.store.add_submission(source, body, specs, idempotency_key,
-                                                        now=now)
+                                                        now=now, user=user)
         except DuplicateSubmission as dup:
             return SubmitResult(dup.submission_id, dup.job_ids, duplicate=True,
                                 schedule=self._schedule_of(dup.job_ids))
@@ -289,7 +291,11 @@ class SchedulerService:
     def _reap(self, now: float) -> int:
         """Poll every running job; record all that ended in ONE transaction."""
         ended: list[tuple[JobRecord, Outcome]] = []
-        for job in self.store.jobs(["running"]):
+        running = self.store.jobs(["running"])
+        for executor in self.executors.values():   # one batched look per executor (Slurm)
+            if hasattr(executor, "prepare_poll"):
+                executor.prepare_poll(running, now)
+        for job in running:
             executor = self.executors.get(job.executor)
             problem = gpu_record_problem(job, self._capacities)
             if executor is None:

@@ -32,7 +32,7 @@ from sluice_common.jobspec import JobSpec, Layer
 log = logging.getLogger("sluice.scheduler.store")
 
 STATES = ("queued", "running", "finished", "failed", "cancelled")
-SCHEMA_VERSION = 2     # 2: jobs.not_before (a job's arrival); version-1 stores gain it on open
+SCHEMA_VERSION = 3     # 2: jobs.not_before (a job's arrival); 3: jobs.user; older stores gain them on open
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -62,8 +62,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     exit_code     INTEGER,
     attempts      INTEGER NOT NULL DEFAULT 0,
     reason        TEXT,
-    not_before    REAL                       -- submitted_at + the job's arrival: not started,
+    not_before    REAL,                      -- submitted_at + the job's arrival: not started,
                                              -- nor shown to the policy, before (NULL: at once)
+    user          TEXT                       -- the Unix user it runs as (the caller's token's;
+                                             -- NULL: the service's own account)
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE TABLE IF NOT EXISTS events (
@@ -115,6 +117,7 @@ class JobRecord:
     attempts: int = 0
     reason: str | None = None
     not_before: float | None = None
+    user: str | None = None            # Unix user it runs as (None: the service's account)
 
     @property
     def start_not_before(self) -> float:
@@ -135,7 +138,7 @@ class JobRecord:
             "slurm_job_id": self.slurm_job_id,
             "attempts": self.attempts, "reason": self.reason, "model": self.spec.model,
             "max_gpus": self.spec.max_gpus, "arrival": self.spec.arrival,
-            "not_before": self.start_not_before,
+            "not_before": self.start_not_before, "user": self.user,
         }
 
 
@@ -167,6 +170,7 @@ class _PendingSubmission:
     specs: list[JobSpec]
     key: str | None
     now: float
+    user: str | None = None
     done: bool = False
     result: tuple[int, list[int]] | None = None
     error: Exception | None = None
@@ -231,12 +235,14 @@ class JobStore:
     def _migrate(self) -> None:
         """A store written by an older version gains the columns added since (their
         NULL reads as the old meaning: ``not_before`` NULL = may start at once,
-        ``slurm_job_id`` (issue 28) NULL = no Slurm job)."""
+        ``slurm_job_id`` (issue 28) NULL = no Slurm job, ``user`` NULL = the service's
+        own account)."""
         columns = {r[1] for r in self._db.execute("PRAGMA table_info(jobs)")}
-        for column, kind in (("slurm_job_id", "INTEGER"), ("not_before", "REAL")):
+        for column, kind in (("slurm_job_id", "INTEGER"), ("not_before", "REAL"),
+                             ("user", "TEXT")):
             if column not in columns:
                 self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
-        if "not_before" not in columns:
+        if "not_before" not in columns or "user" not in columns:
             log.info("%s: job store migrated to schema version %d", self.path, SCHEMA_VERSION)
 
     def close(self) -> None:
@@ -260,8 +266,8 @@ class JobStore:
             self._db.execute("COMMIT")
 
     def add_submission(self, source: str, body: str, specs: Sequence[JobSpec],
-                       idempotency_key: str | None = None, now: float | None = None
-                       ) -> tuple[int, list[int]]:
+                       idempotency_key: str | None = None, now: float | None = None,
+                       user: str | None = None) -> tuple[int, list[int]]:
         """Queue every job of one file in one transaction; returns (submission id, job ids)
         after the commit is on disk. Raises DuplicateSubmission for a known key.
 
@@ -273,7 +279,7 @@ class JobStore:
         acknowledged). Cost per submission: a few indexed inserts, whatever the queue
         length; the fsync is shared."""
         mine = _PendingSubmission(source, body, list(specs), idempotency_key,
-                                  time.time() if now is None else now)
+                                  time.time() if now is None else now, user=user)
         with self._pending_lock:
             self._pending.append(mine)
         with self._lock:
@@ -324,7 +330,7 @@ class JobStore:
             sub_id, job_ids = sub.result
             try:
                 self.on_queued([JobRecord(job_id, sub_id, spec.name, spec, "queued", sub.now,
-                                          not_before=sub.now + spec.arrival)
+                                          not_before=sub.now + spec.arrival, user=sub.user)
                                 for job_id, spec in zip(job_ids, sub.specs)])
             except Exception:
                 log.exception("submission %d is stored but its listener failed", sub_id)
@@ -347,10 +353,10 @@ class JobStore:
         job_ids = []
         for spec in sub.specs:
             job_id = db.execute(
-                "INSERT INTO jobs(submission_id, name, spec, state, submitted_at, not_before) "
-                "VALUES (?,?,?,'queued',?,?)",
+                "INSERT INTO jobs(submission_id, name, spec, state, submitted_at, not_before, "
+                "user) VALUES (?,?,?,'queued',?,?,?)",
                 (sub_id, spec.name, spec_to_json(spec), sub.now,
-                 sub.now + spec.arrival)).lastrowid
+                 sub.now + spec.arrival, sub.user)).lastrowid
             db.execute("INSERT INTO events(job_id, at, kind, detail) VALUES (?,?,?,?)",
                        (job_id, sub.now, "queued", f"submission {sub_id} ({sub.source})"))
             job_ids.append(job_id)
