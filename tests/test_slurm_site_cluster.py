@@ -25,12 +25,18 @@ submission, the others run, and sacct records the finished ones with their accou
 from __future__ import annotations
 
 import os
+import pwd
 import re
+import secrets
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from test_slurm_executor import Scheduler, run_dir, tiny
 
@@ -175,6 +181,80 @@ def test_a_job_slurm_keeps_pending_is_requeued_with_slurms_reason(slurm_fabric, 
     finally:
         sched.stop()
         cli(env, "scontrol", "delete", "PartitionName=held")
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory every user can enter (pytest's own tmp tree is root's, 0700): the
+    store and run directories of a scheduler whose jobs run as other users."""
+    path = Path(tempfile.mkdtemp(prefix="sluice-users-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_two_users_jobs_run_and_are_accounted_as_each(slurm_fabric, shared_dir):
+    env = slurm_fabric
+    tokens = {u: secrets.token_urlsafe(24) for u in ("sluice-alice", "sluice-bob")}
+    users = shared_dir / "users.yaml"
+    users.write_text(yaml.safe_dump({"users": [{"name": u, "token": t}
+                                               for u, t in tokens.items()]}))
+    users.chmod(0o600)
+    sched = Scheduler(env, shared_dir, batches=3)
+    sched.args += ["--users", str(users)]
+    sched.start()
+    try:
+        for user, job in (("sluice-alice", "alice"), ("sluice-bob", "bob"), (None, "admin")):
+            sched.environ["SLUICE_SCHEDULER_TOKEN"] = tokens.get(user, "")
+            sched.submit([tiny(job, 1)])
+        done = sched.wait(["alice", "bob", "admin"], timeout=180)
+        assert {n: done[n]["user"] for n in done} == \
+            {"alice": "sluice-alice", "bob": "sluice-bob", "admin": None}
+        acct = accounted(env, [str(done[n]["slurm_job_id"]) for n in ("alice", "bob", "admin")])
+        by_job = {n: acct[str(done[n]["slurm_job_id"])] for n in ("alice", "bob", "admin")}
+        assert {n: (a["User"], a["Account"], a["State"]) for n, a in by_job.items()} == {
+            "alice": ("sluice-alice", "physics", "COMPLETED"),
+            "bob": ("sluice-bob", "chem", "COMPLETED"),
+            "admin": ("root", "sluice", "COMPLETED")}
+        assert run_dir(sched, done["alice"]).stat().st_uid == pwd.getpwnam("sluice-alice").pw_uid
+        listing = subprocess.run([sys.executable, "-m", "sluice", "jobs", "--server", sched.url],
+                                 capture_output=True, text=True, timeout=60).stdout
+        assert re.search(r"alice\s+finished.*sluice-alice", listing), listing
+    finally:
+        sched.stop()
+
+
+def test_a_purged_job_with_no_exit_file_is_not_run_twice(slurm_fabric, tmp_path):
+    """The service is down while its job ends and Slurm purges it (MinJobAge=2 here),
+    and the job's exit file is lost: sacct says how it ended; it is not run again."""
+    env = slurm_fabric
+    reconfigure(env, lambda t: t.replace("MinJobAge=300", "MinJobAge=2"))
+    sched = Scheduler(env, tmp_path, batches=8, compute_s=0.3)
+    try:
+        sched.start()
+        sched.submit([tiny("purged", 1)])
+        job = sched.wait(["purged"], states=("running",), timeout=90,
+                         ready=lambda j: j["slurm_job_id"] is not None)["purged"]
+        sched.kill9()
+        slurm_id = str(job["slurm_job_id"])
+        deadline = time.monotonic() + 90
+        while cli(env, "squeue", "-h", "-t", "all", "-j", slurm_id).stdout.strip():
+            assert time.monotonic() < deadline, "Slurm did not purge the job"
+            time.sleep(0.5)
+        (run_dir(sched, job) / "exit_status").unlink()
+        sched.start()
+        done = sched.wait(["purged"], states=("finished",), timeout=60)["purged"]
+        assert "sacct" in done["reason"] and done["attempts"] == 1, done
+        time.sleep(3)                                # a re-run would have been sbatched
+        runs = cli(env, "sacct", "-n", "-X", "-P", "-a", "-D", "-S", "now-1hour", "-o",
+                   "JobID,JobName").stdout.splitlines()
+        name = dict(line.split("|", 1) for line in runs)[slurm_id]
+        prefix = name.rsplit("-attempt-", 1)[0] + "-attempt-"     # this sluice job's
+        assert [r for r in runs if r.split("|", 1)[1].startswith(prefix)] == \
+            [f"{slurm_id}|{name}"], runs
+    finally:
+        sched.stop()
+        reconfigure(env, lambda t: t.replace("MinJobAge=2", "MinJobAge=300"))
 
 
 def make_h4_a100(env) -> None:

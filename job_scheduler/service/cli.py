@@ -312,6 +312,8 @@ def run_jobs(args: argparse.Namespace) -> int:
         extra = _placement_text(j["placement"])
         if j.get("slurm_job_id") is not None:
             extra += f" slurm={j['slurm_job_id']}"
+        if j.get("user"):
+            extra += f" user={j['user']}"
         not_before = j.get("not_before")
         if j["state"] == "queued" and not_before is not None and not_before > now:
             # its arrival lies ahead: the scheduler does not consider it before then
