@@ -1,13 +1,36 @@
 """Capacity as Slurm sees it: what of the topology sluice may use now (pure, given
 Slurm's nodes; :meth:`~job_scheduler.service.slurm_executor.SlurmExecutor.capacity`
-reads them)."""
+reads them): only nodes of the configured partition, GPUs other jobs do not hold, and
+no more GPUs than the node's free CPUs and memory leave room for (a worker asks
+``--cpus-per-gpu`` CPUs, default one task's, and ``--mem-per-gpu`` when set)."""
 
 from __future__ import annotations
 
 from typing import Mapping
 
 from job_scheduler.core.placement import ClusterState, Placement
-from slurm_client import NodeInfo
+from slurm_client import NodeInfo, SiteOptions
+
+_MB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+
+def memory_mb(text: str) -> int:
+    """Slurm's memory size (``16G``, ``16000`` = MB) in MB."""
+    text = text.strip().upper()
+    unit = text[-1] if text[-1] in _MB else "M"
+    return int(int(text.rstrip("KMGT")) * _MB[unit])
+
+
+def resource_room(node: NodeInfo, site: SiteOptions) -> tuple[int, str] | None:
+    """How many more GPUs' workers the node's free CPUs and memory hold, and which runs
+    out first; None when Slurm gave no CPU count."""
+    limits = []
+    if node.cpus:
+        limits.append(((node.cpus - node.cpus_used) // (site.cpus_per_gpu or 1), "CPUs"))
+    if site.mem_per_gpu and node.memory_mb:
+        limits.append(((node.memory_mb - node.memory_used_mb) // max(1, memory_mb(
+            site.mem_per_gpu)), "memory"))
+    return min(limits) if limits else None
 
 
 def foreign_gpus(nodes: Mapping[str, NodeInfo], own_running: Mapping[str, int],
@@ -20,12 +43,15 @@ def foreign_gpus(nodes: Mapping[str, NodeInfo], own_running: Mapping[str, int],
 
 
 def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
-                   own_running: Mapping[str, int], gpu_type: str | None = None
-                   ) -> dict[str, str]:
+                   own_running: Mapping[str, int], gpu_type: str | None = None,
+                   site: SiteOptions | None = None) -> dict[str, str]:
     """Take from ``state`` (already less sluice's recorded jobs) every GPU sluice may not
-    use: all of a node Slurm does not know or that takes no work, and the GPUs other
-    jobs hold. Only GPUs of ``gpu_type`` count when it is given (MIG slices never count
-    as whole GPUs). Returns {host: why} for the hosts it took something from."""
+    use: all of a node Slurm does not know, that takes no work or is not in ``site``'s
+    partition, the GPUs other jobs hold, and those the node's free CPUs/memory leave no
+    room for (:func:`resource_room`). Only GPUs of ``gpu_type`` count when it is given
+    (MIG slices never count as whole GPUs). Returns {host: why} for the hosts it took
+    something from."""
+    site = site or SiteOptions()
     foreign = foreign_gpus(nodes, own_running, gpu_type)
     why: dict[str, str] = {}
     for host in state.names:
@@ -36,12 +62,19 @@ def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
         elif not node.usable:
             take, reason = free, f"Slurm state {node.state_text}" + (
                 f" ({node.reason})" if node.reason else "")
+        elif site.partition and node.partitions and site.partition not in node.partitions:
+            take, reason = free, f"not in partition {site.partition}"
         else:
             # Slurm may know fewer GPUs than the topology: never more than it has.
             missing = max(0, state.capacity[state.index[host]] - node.gpus_of(gpu_type)[0])
             take = min(free, max(foreign.get(host, 0), 0) + missing)
             reason = f"{foreign.get(host, 0)} GPU(s) held by other Slurm jobs" + (
                 f", {missing} not {gpu_type or 'known to Slurm'}" if missing else "")
+            room = resource_room(node, site)
+            if room is not None and free - take > max(0, room[0]):
+                short = free - take - max(0, room[0])
+                take += short
+                reason += f", {short} without free {room[1]}"
         if take > 0:
             state.allocate(Placement(f"slurm:{host}", (), (host,) * take))
             why[host] = reason

@@ -467,7 +467,9 @@ class SlurmExecutor:
             ours = {self._slurm_id(j): j for j in running if j.executor == self.kind}
             taken, self._gres = apply_gres_truth(state, self._nodes_seen[1], ours)
             own = {h: own.get(h, 0) + taken.get(h, 0) for h in {*own, *taken}}
-        self.last_capacity = apply_capacity(state, nodes, own, self.options.site.gpu_type)
+        site = self.options.site
+        site = dataclasses.replace(site, partition=site.partition or self.options.partition)
+        self.last_capacity = apply_capacity(state, nodes, own, site.gpu_type, site)
         self.ports.sync(running, self.kind)
         if self.resume_duplicate_drains:
             self._resume_duplicate_drains(nodes.values(), running)
