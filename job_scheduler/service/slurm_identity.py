@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 from job_scheduler.service.users import UnixUser
-from sluice_common.errors import InputError
+from sluice_common.errors import option_error
 
 
 def own_run_dir(user: UnixUser, run_dir: Path) -> None:
@@ -56,8 +56,9 @@ def submit_as(name: str, run_dir: Path) -> tuple[tuple[str, ...], dict[str, str]
 
 
 def check_users(users, repo: Path, python: Path, run_root: Path) -> None:
-    """At start: every mapped user reaches what its jobs run (InputError, exit 2)."""
+    """At start: every mapped user reaches what its jobs run (an option error on
+    ``users``, exit 2, naming the user and the path)."""
     for user in users:
         problems = unreachable(user, [repo / "ps_runtime" / "slurm_job.py"], [python, run_root])
         if problems:
-            raise InputError("--users", "; ".join(problems), element=user, field="name")
+            raise option_error("users", "; ".join(problems))
