@@ -143,6 +143,7 @@ class SlurmAccounting:
         self._password = secrets.token_hex(12)
         self._mariadb: subprocess.Popen | None = None
         self._slurmdbd: subprocess.Popen | None = None
+        self._install: subprocess.Popen | None = None
 
     def check_installed(self) -> None:
         missing = missing_binaries()
@@ -164,6 +165,14 @@ class SlurmAccounting:
         dbd.chmod(0o600)
         conf = conf_dir / "slurm.conf"
         conf.write_text(with_accounting(conf.read_text(), self.dbd_port, self.munge_socket))
+        # the database's files (~7 s on 2 cores) are made while the cluster sets up the
+        # rest (head node, munged); start() waits for them
+        self.db_dir.mkdir(parents=True, exist_ok=True)
+        self._install = subprocess.Popen(
+            ["mariadb-install-db", "--no-defaults", f"--datadir={self.db_dir / 'data'}",
+             "--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            text=True)
 
     def start(self) -> None:
         """Database, slurmdbd, associations; FabricError naming the step and its log."""
@@ -172,24 +181,27 @@ class SlurmAccounting:
         self._register()
 
     def stop(self) -> None:
-        for proc in (self._slurmdbd, self._mariadb):
+        for proc in (self._slurmdbd, self._mariadb, self._install):
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 try:
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     pass
-        self._slurmdbd = self._mariadb = None
+        self._slurmdbd = self._mariadb = self._install = None
 
     # ---- steps ---------------------------------------------------------------------
     def _start_mariadb(self) -> None:
-        self.db_dir.mkdir(parents=True, exist_ok=True)
         data = self.db_dir / "data"
-        r = subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={data}",
-                            "--user=root", "--auth-root-authentication-method=normal",
-                            "--skip-test-db"], capture_output=True, text=True, timeout=120)
-        if r.returncode != 0:
-            raise FabricError(f"mariadb-install-db failed: {(r.stderr or r.stdout)[-1500:]}")
+        if self._install is None:
+            raise FabricError("SlurmAccounting.start() before configure()")
+        try:
+            out, _ = self._install.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            raise FabricError("mariadb-install-db took over 120 s")
+        if self._install.returncode != 0:
+            raise FabricError(f"mariadb-install-db failed ({self._install.returncode}): "
+                              f"{(out or '')[-1500:]}")
         self._mariadb = self._spawn([
             "mariadbd", "--no-defaults", f"--datadir={data}", f"--socket={self.db_socket}",
             f"--port={self.db_port}", "--bind-address=127.0.0.1", "--user=root",

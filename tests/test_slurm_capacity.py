@@ -36,6 +36,10 @@ def test_only_the_configured_partitions_nodes_count():
     every = ClusterState(topology_from_dict(TOPO))     # no partition given: every node
     apply_capacity(every, nodes, {})
     assert every.free == [4, 4, 4]
+    # one no node is in: left to sbatch, which refuses it with Slurm's words
+    unknown = ClusterState(topology_from_dict(TOPO))
+    apply_capacity(unknown, nodes, {}, site=SiteOptions(partition="no-such"))
+    assert unknown.free == [4, 4, 4]
 
 
 def test_free_cpus_and_memory_bound_the_gpus():

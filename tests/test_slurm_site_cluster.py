@@ -257,6 +257,26 @@ def test_a_purged_job_with_no_exit_file_is_not_run_twice(slurm_fabric, tmp_path)
         reconfigure(env, lambda t: t.replace("MinJobAge=2", "MinJobAge=300"))
 
 
+def test_only_the_configured_partitions_nodes_are_capacity(slurm_fabric, tmp_path):
+    """A partition of rack 2's nodes: the scheduler places the job there (h1 and h2 are
+    not capacity), read from sinfo --json's partitions."""
+    env = slurm_fabric
+    r = cli(env, "scontrol", "create", "PartitionName=rack2", "Nodes=h3,h4", "State=UP")
+    assert r.returncode == 0, r.stderr
+    sched = Scheduler(env, tmp_path, batches=3)
+    sched.args += ["--slurm-partition", "rack2"]
+    try:
+        sched.start()
+        sched.submit([tiny("r2", 2)])
+        job = sched.wait(["r2"], timeout=120)["r2"]
+        hosts = {*job["placement"]["worker_hosts"], *job["placement"]["ps_hosts"]}
+        assert hosts <= {"h3", "h4"}, job["placement"]
+        assert scontrol_job(env, job["slurm_job_id"])["Partition"] == "rack2"
+    finally:
+        sched.stop()
+        cli(env, "scontrol", "delete", "PartitionName=rack2")
+
+
 def make_h4_a100(env) -> None:
     """h4's four GPUs become ``gpu:a100:4`` (slurm.conf and gres.conf); GRES types are
     read at start, so slurmctld and h4's slurmd restart (slurmctld keeps its state)."""

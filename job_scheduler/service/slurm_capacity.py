@@ -52,6 +52,10 @@ def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
     (MIG slices never count as whole GPUs). Returns {host: why} for the hosts it took
     something from."""
     site = site or SiteOptions()
+    # a partition no node is in: not filtered here, so that sbatch refuses it with
+    # Slurm's own words (the job fails at submission) rather than waiting for ever
+    partition = site.partition if any(site.partition in n.partitions
+                                      for n in nodes.values()) else None
     foreign = foreign_gpus(nodes, own_running, gpu_type)
     why: dict[str, str] = {}
     for host in state.names:
@@ -62,8 +66,8 @@ def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
         elif not node.usable:
             take, reason = free, f"Slurm state {node.state_text}" + (
                 f" ({node.reason})" if node.reason else "")
-        elif site.partition and node.partitions and site.partition not in node.partitions:
-            take, reason = free, f"not in partition {site.partition}"
+        elif partition and node.partitions and partition not in node.partitions:
+            take, reason = free, f"not in partition {partition}"
         else:
             # Slurm may know fewer GPUs than the topology: never more than it has.
             missing = max(0, state.capacity[state.index[host]] - node.gpus_of(gpu_type)[0])
