@@ -154,12 +154,10 @@ def run_slurm_demo(config) -> int:
         with slurm_environment(topology, out) as env:
             port = free_port()
             url = f"http://127.0.0.1:{port}"
-            token, user_token = secrets.token_urlsafe(18), secrets.token_urlsafe(18)
+            token = secrets.token_urlsafe(18)
             senv = {**os.environ, **env.cluster.env, "SLUICE_SCHEDULER_TOKEN": token,
                     "SLUICE_SCHEDULER_URL": url, "SLUICE_CONTROLLER_TOKEN": env.admin_token}
-            users = out / "users.yaml"     # the demo's jobs are DEMO_USER's (make slurm)
-            users.write_text(f"users:\n  - {{name: {DEMO_USER}, token: {user_token}}}\n")
-            users.chmod(0o600)
+            users, user_token = _users_file(out)
             cmd = [sys.executable, "-m", "sluice", "scheduler", "--topology", config.topology,
                    "--policy", config.policy, "--listen", f"127.0.0.1:{port}", "--db", str(db),
                    "--slot", str(config.slot), "--executor", "slurm",
@@ -208,6 +206,15 @@ def run_slurm_demo(config) -> int:
     ok = all(j["state"] == "finished" and j["ran_on"] == j["decided_hosts"]
              for j in report["jobs"].values())
     return 0 if ok and len(report["jobs"]) == len(jobs) else 1
+
+
+def _users_file(out: Path) -> tuple[Path, str]:
+    """``--users``: the demo's jobs are :data:`DEMO_USER`'s (a user ``make slurm`` makes)."""
+    token = secrets.token_urlsafe(18)
+    users = out / "users.yaml"
+    users.write_text(f"users:\n  - {{name: {DEMO_USER}, token: {token}}}\n")
+    users.chmod(0o600)
+    return users, token
 
 
 def _accounted(env, jobs: list[dict[str, Any]], timeout: float = 30.0) -> dict[int, Any]:

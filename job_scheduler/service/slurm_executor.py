@@ -350,8 +350,7 @@ class SlurmExecutor:
 
     def prepare_poll(self, running: Sequence[JobRecord], now: float) -> None:
         """Before a slot's polls (the service calls it): when a poll is due, ONE squeue
-        for every running job whose Slurm id is known, ONE sacct for those it lacks
-        (:mod:`~job_scheduler.service.slurm_poll`); between polls no command runs."""
+        for every running job, ONE sacct for those it lacks (:mod:`.slurm_poll`)."""
         ids = set()
         for job in running:
             if job.executor == self.kind:
@@ -454,8 +453,10 @@ class SlurmExecutor:
     def capacity(self, state: ClusterState, running: Sequence[JobRecord]) -> None:
         """Slurm is the truth: see :func:`apply_capacity`. Slurm unreachable: no free GPU
         (no decision without the truth)."""
+        truth: dict = {}
         try:
-            nodes = {n.name: n for n in self._nodes_now()}
+            listed, truth = self._nodes_now()
+            nodes = {n.name: n for n in listed}
         except (SlurmError, ValueError) as err:   # unreachable, refused or unreadable
             now = time.time()
             if now - self._warned_unavailable > 30:
@@ -465,7 +466,7 @@ class SlurmExecutor:
         own = self.own_running(running)
         if nodes:       # which GPUs: Slurm's indices of every job (slurm_gpus)
             ours = {self._slurm_id(j): j for j in running if j.executor == self.kind}
-            taken, self._gres = apply_gres_truth(state, self._nodes_seen[1], ours)
+            taken, self._gres = apply_gres_truth(state, truth, ours)
             own = {h: own.get(h, 0) + taken.get(h, 0) for h in {*own, *taken}}
         site = self.options.site
         site = dataclasses.replace(site, partition=site.partition or self.options.partition)
@@ -474,14 +475,14 @@ class SlurmExecutor:
         if self.resume_duplicate_drains:
             self._resume_duplicate_drains(nodes.values(), running)
 
-    def _nodes_now(self) -> list[NodeInfo]:
-        """Slurm's nodes and GPU indices, read again on a poll (or every slot without
-        batching): between polls the last answer stands, as the jobs' states do."""
-        if self._nodes_seen is None or not self.rounds.active or self.rounds.fresh:
-            self._nodes_seen = None
-            nodes = self.client.nodes()
-            self._nodes_seen = (nodes, read_truth(self.client))
-        return self._nodes_seen[0]
+    def _nodes_now(self) -> tuple[list[NodeInfo], dict]:
+        """Slurm's nodes and GPU indices, read on a poll (every slot without batching)."""
+        seen = self._nodes_seen
+        if seen is None or not self.rounds.active or self.rounds.fresh:
+            self._nodes_seen = None           # a read that fails is not kept
+            seen = (self.client.nodes(), read_truth(self.client))
+            self._nodes_seen = seen
+        return seen
 
     def _resume_duplicate_drains(self, nodes, running: Sequence[JobRecord]) -> None:
         """slurmd drains a node "Duplicate jobid" when a restarted slurmctld started a
