@@ -16,7 +16,7 @@ from job_scheduler.service.users import UnixUser, load_users, parse_users, user_
 from sluice_common.errors import InputError
 from test_api_contract import AUTH, TOKEN, call, job_file, make_service
 
-ALICE = "sluice-alice"            # `make slurm` creates it
+ALICE = "nobody"        # a user every Debian has (the fabric tests use make slurm's)
 ALICE_TOKEN = "alice-token-0123456789abcdef"
 
 
@@ -33,7 +33,7 @@ def test_users_file_maps_tokens_to_unix_users(tmp_path):
      "no Unix user"),
     ({"users": [{"name": "root", "token": ALICE_TOKEN}]}, "users[0]", "name", "root"),
     ({"users": [{"name": ALICE, "token": "short"}]}, "users[0]", "token", "at least"),
-    ({"users": [{"name": ALICE, "token": ALICE_TOKEN}, {"name": "sluice-bob",
+    ({"users": [{"name": ALICE, "token": ALICE_TOKEN}, {"name": "daemon",
                                                          "token": ALICE_TOKEN}]},
      "users[1]", "token", "the same token"),
     ({"users": [{"name": ALICE}]}, "users[0]", None, "each entry"),
