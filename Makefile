@@ -49,7 +49,11 @@ system:
 # slurmctld and slurmds). The packages' own services must not run: their postinst would
 # start munge/slurmctld/slurmd (a policy-rc.d that answers 101 forbids it for the install)
 # and any that run anyway are stopped through their init scripts.
-SLURM_PACKAGES := slurmctld slurmd slurm-client munge
+# slurmdbd + MariaDB: the cluster's accounting (sacct), each cluster with its own database
+# server under its work directory (mininet_fabric/slurm_accounting.py).
+SLURM_PACKAGES := slurmctld slurmd slurm-client munge slurmdbd mariadb-server
+# Unix users the cluster's jobs run as (sluice's token -> user map in the tests and the demo)
+SLURM_TEST_USERS := sluice-alice sluice-bob
 
 slurm:
 	@missing=""; for p in $(SLURM_PACKAGES); do \
@@ -65,11 +69,16 @@ slurm:
 	  rc=$$?; [ -n "$$made_policy" ] && rm -f /usr/sbin/policy-rc.d; \
 	  [ $$rc -eq 0 ] || { echo "apt-get install failed for:$$missing" >&2; exit 1; }; \
 	fi; \
-	for s in slurmctld:/run/slurmctld.pid slurmd:/run/slurmd.pid munge:/run/munge/munged.pid; do \
+	for s in slurmctld:/run/slurmctld.pid slurmd:/run/slurmd.pid munge:/run/munge/munged.pid \
+	    slurmdbd:/run/slurmdbd.pid mariadb:/run/mysqld/mysqld.pid; do \
 	  pidfile=$${s#*:}; s=$${s%%:*}; \
 	  if [ -s $$pidfile ] && kill -0 "$$(cat $$pidfile)" 2>/dev/null; then \
 	    echo "stopping the $$s service started by its Debian package"; /etc/init.d/$$s stop >/dev/null 2>&1 || true; \
 	  fi; \
+	done; \
+	for u in $(SLURM_TEST_USERS); do \
+	  id -u $$u >/dev/null 2>&1 || useradd --user-group --create-home --shell /bin/sh $$u \
+	    || { echo "useradd $$u failed" >&2; exit 1; }; \
 	done
 
 venv: $(VENV)/.installed

@@ -8,12 +8,16 @@ sluice controller, the fabric (two-rack-100g) and the Slurm cluster on it
 (``end_to_end.slurm_env``: munged, slurmctld, one slurmd per Mininet host); starts
 ``sluice scheduler --executor slurm`` as its own process with the cluster's
 ``SLURM_CONF`` and the controller's URL; submits ``end_to_end/data/demo_jobs.yaml`` with
-``sluice submit``; waits until every job has ended; writes ``DIR/slurm.json``:
+``sluice submit`` with the token of :data:`DEMO_USER` (``--users``: its jobs run and are
+accounted as that Unix user, not root); waits until every job has ended; writes
+``DIR/slurm.json``:
 
     {"jobs": {NAME: {"slurm_job_id": 7, "decided_hosts": ["h1", "h3"],
-                     "ran_on": ["h1", "h3"], "state": "finished", ...}},
+                     "ran_on": ["h1", "h3"], "state": "finished",
+                     "user": "sluice-alice", "account": "physics", ...}},
      "bringup_s": 0.4, ...}
 
+``user``/``account``: as Slurm's accounting recorded the job (``sacct``, slurmdbd).
 ``decided_hosts``: the hosts of the scheduler's decision (PS and workers); ``ran_on``: the
 hosts the job's own PS and worker processes reported (each writes its hostname into
 ``RUN_DIR/ran_on/`` before it starts, ps_runtime.slurm_job). Everything (scheduler,
@@ -38,6 +42,7 @@ from ps_runtime.ports import free_port
 from ps_runtime.slurm_plan import RAN_ON_DIR
 
 TERMINAL = ("finished", "failed", "cancelled")
+DEMO_USER = "sluice-alice"         # a Unix user `make slurm` creates: the demo's jobs are its
 
 
 # ---- the report (pure, given the files) ------------------------------------------------------
@@ -78,17 +83,19 @@ def reported_processes(run_dir: Path | None) -> list[dict[str, Any]]:
 
 
 def slurm_report(jobs: list[dict[str, Any]], run_root: Path, t0: float = 0.0,
-                 **extra: Any) -> dict[str, Any]:
+                 accounted: dict[int, Any] | None = None, **extra: Any) -> dict[str, Any]:
     """``slurm.json``: per job its Slurm job id, decided hosts, the hosts its processes
     reported, its state (and reason); ``gpu_records`` (``end_to_end.gpu_records``: the
     GPUs its worker steps recorded, times from ``t0``, the submission); ``extra``
-    (bring-up time...) at the top level."""
+    (bring-up time...) at the top level; ``accounted``: sacct's record per Slurm job id
+    (the user and account Slurm charged)."""
     from end_to_end.gpu_records import slurm_gpu_records
 
     report: dict[str, Any] = {"jobs": {}, "gpu_records": slurm_gpu_records(
         jobs, {j["id"]: last_run_dir(run_root, j["id"]) for j in jobs}, t0)}
     for job in sorted(jobs, key=lambda j: j["id"]):
         processes = reported_processes(last_run_dir(run_root, job["id"]))
+        acct = (accounted or {}).get(_int_or_none(job.get("external_id")))
         report["jobs"][job["name"]] = {
             # the scheduler's executor-neutral external id is the Slurm job id here
             "slurm_job_id": _int_or_none(job.get("external_id")),
@@ -98,6 +105,8 @@ def slurm_report(jobs: list[dict[str, Any]], run_root: Path, t0: float = 0.0,
             "reason": job.get("reason"),
             "gpus": job.get("gpus"),
             "attempts": job.get("attempts"),
+            "user": acct.user if acct else None,          # as Slurm recorded it (sacct)
+            "account": acct.account if acct else None,
             "processes": processes,
         }
     report.update(extra)
@@ -154,10 +163,12 @@ def run_slurm_demo(config) -> int:
             token = secrets.token_urlsafe(18)
             senv = {**os.environ, **env.cluster.env, "SLUICE_SCHEDULER_TOKEN": token,
                     "SLUICE_SCHEDULER_URL": url, "SLUICE_CONTROLLER_TOKEN": env.admin_token}
+            users, user_token = _users_file(out)
             cmd = [sys.executable, "-m", "sluice", "scheduler", "--topology", config.topology,
                    "--policy", config.policy, "--listen", f"127.0.0.1:{port}", "--db", str(db),
                    "--slot", str(config.slot), "--executor", SLURM,
-                   "--slurm-compute", config.compute, "--controller", env.controller_api]
+                   "--slurm-compute", config.compute, "--controller", env.controller_api,
+                   "--slurm-poll-interval", "1", "--users", str(users)]
             if config.batches:
                 cmd += ["--slurm-batches", str(config.batches)]
             if config.profile:
@@ -171,19 +182,22 @@ def run_slurm_demo(config) -> int:
                 wait_healthy(client, sched, out / "scheduler.log", 60.0, "the scheduler")
                 submitted = time.time()
                 sub = subprocess.run([sys.executable, "-m", "sluice", "submit", str(config.jobs),
-                                      "--server", url], env=senv, capture_output=True, text=True,
+                                      "--server", url], capture_output=True, text=True,
+                                     env={**senv, "SLUICE_SCHEDULER_TOKEN": user_token},
                                      timeout=60)
                 if sub.returncode != 0:
                     raise RuntimeError(f"sluice submit failed ({sub.returncode}): {sub.stderr.strip()}")
                 _say(f"submitted {len(jobs)} jobs: {sub.stdout.strip()[:200]}")
                 final, interrupted = _wait_jobs(client, sched, len(jobs), config.job_timeout)
+                accounted = _accounted(env, final)
             finally:
                 stop_process(sched, timeout=15)
                 log.close()
             bringup = env.cluster.bringup_s
             timings = dict(env.timings)
         wall = time.monotonic() - started
-    report = slurm_report(final, run_root, submitted, bringup_s=round(bringup, 2), topology=topology.name,
+    report = slurm_report(final, run_root, submitted, accounted, bringup_s=round(bringup, 2),
+                          topology=topology.name,
                           compute=config.compute, wall_time_s=round(wall, 1),
                           fabric_lock_wait_s=round(started - asked, 1), **timings)
     (out / "slurm.json").write_text(json.dumps(report, indent=1))
@@ -198,6 +212,33 @@ def run_slurm_demo(config) -> int:
     ok = all(j["state"] == "finished" and j["ran_on"] == j["decided_hosts"]
              for j in report["jobs"].values())
     return 0 if ok and len(report["jobs"]) == len(jobs) else 1
+
+
+def _users_file(out: Path) -> tuple[Path, str]:
+    """``--users``: the demo's jobs are :data:`DEMO_USER`'s (a user ``make slurm`` makes)."""
+    token = secrets.token_urlsafe(18)
+    users = out / "users.yaml"
+    users.write_text(f"users:\n  - {{name: {DEMO_USER}, token: {token}}}\n")
+    users.chmod(0o600)
+    return users, token
+
+
+def _accounted(env, jobs: list[dict[str, Any]], timeout: float = 30.0) -> dict[int, Any]:
+    """sacct's record of each job's Slurm job (its leader), once slurmdbd has them all."""
+    from slurm_client import SlurmClient, SlurmError
+
+    ids = {_int_or_none(j.get("external_id")) for j in jobs} - {None}
+    client = SlurmClient(env.cluster.env)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = {p.job_id: p for p in client.accounted(ids) if p.job_id == p.leader}
+        except SlurmError as err:
+            _say(f"sacct: {err}")
+            found = {}
+        if set(found) >= ids or time.monotonic() > deadline:
+            return found
+        time.sleep(1.0)
 
 
 def _wait_jobs(client, proc: subprocess.Popen, count: int, timeout: float

@@ -16,6 +16,7 @@ in reverse order on the way out, also after a failure.
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -64,7 +65,11 @@ def slurm_environment(topology: Topology | str, out: Path, *, progress: bool = T
         t_fabric = time.monotonic() - t0
         if confine:
             from mininet_fabric.slurm_confine import ConfinedSlurmCluster as SlurmCluster
-        with SlurmCluster(fabric, out / "slurm", {h.name: h.gpus for h in topo.hosts},
+        # Slurm's files under a directory every user can reach (their jobs' srun steps read
+        # slurm.conf and talk to munged); ``out`` may sit in a private (0700) tree.
+        workdir = Path(tempfile.mkdtemp(prefix="sluice-slurm-"))
+        workdir.chmod(0o755)
+        with SlurmCluster(fabric, workdir, {h.name: h.gpus for h in topo.hosts},
                           progress=progress, keep_logs=out / "slurm-logs") as cluster:
             env = SlurmFabric(fabric, cluster, topo, client.url, client.admin_token, ofp,
                               {"fabric_and_controller_s": round(t_fabric, 2),

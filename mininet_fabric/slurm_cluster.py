@@ -166,6 +166,9 @@ class SlurmCluster:
         self._logs: list[Any] = []
         self._head_up = False
         self._started = False
+        from mininet_fabric.slurm_accounting import SlurmAccounting
+        self.accounting = SlurmAccounting(self.workdir, self.munge_socket, self.control_host,
+                                          self._spawn, self._cli)
 
     # ---- lifecycle -------------------------------------------------------------------
     def __enter__(self) -> "SlurmCluster":
@@ -188,12 +191,14 @@ class SlurmCluster:
                               "`make slurm` installs Debian's slurmctld slurmd slurm-client munge")
         if self.fabric.net is None:
             raise FabricError("SlurmCluster needs a fabric that is up")
+        self.accounting.check_installed()
         self._started = True
         t0 = time.monotonic()
         try:
             self._write_config()
             self._add_head_node()
             self._start_munged()
+            self.accounting.start()       # MariaDB, slurmdbd, associations: before slurmctld
             self.start_slurmctld(clear_state=True)
             for h in self.hosts:
                 self.start_slurmd(h)
@@ -214,6 +219,7 @@ class SlurmCluster:
             self.kill_slurmd(h)
         self._kill_uts_processes()
         self.kill_slurmctld()
+        self.accounting.stop()
         self._kill(self._munged)
         self._munged = None
         self._remove_head_node()
@@ -238,7 +244,8 @@ class SlurmCluster:
             shutil.rmtree(self.workdir)
         for d in ("etc", "state", "spool", "run", "log", "munge", "dev"):
             (self.workdir / d).mkdir(parents=True, exist_ok=True)
-        os.chmod(self.workdir / "munge", 0o700)
+        # 0755: every user's job steps reach munged's socket (the key file itself is 0600)
+        os.chmod(self.workdir / "munge", 0o755)
         dev = self.workdir / "dev"
         for name, k in self.gpus.items():
             (dev / name).mkdir()
@@ -252,6 +259,7 @@ class SlurmCluster:
             nodes=nodes))
         (self.conf_dir / "gres.conf").write_text(gres_conf(dev, self.gpus))
         (self.conf_dir / "topology.conf").write_text(topology_conf(self.topology, self.hosts))
+        self.accounting.configure(self.conf_dir)
 
     # ---- the head node: the root namespace's port on the fabric -----------------------------
     def _add_head_node(self) -> None:

@@ -127,6 +127,15 @@ class SlurmClient:
                 return []
             raise
 
+    def accounted(self, ids: Iterable[int]) -> list[JobInfo]:
+        """What Slurm's accounting (``sacct``, slurmdbd) recorded for these jobs, one
+        command for all of them: every part, with exit code, user and account; [] for
+        none asked. A cluster without accounting answers an error (SlurmCommandError)."""
+        from slurm_client.sacct import parse_sacct_lines, sacct_argv
+
+        ids = sorted(set(ids))
+        return parse_sacct_lines(self.run(sacct_argv(ids))) if ids else []
+
     def job(self, job_id: int) -> list[JobInfo]:
         """``scontrol show job -o ID`` (exit code, reason); [] once Slurm forgot it."""
         try:

@@ -51,6 +51,7 @@ class JobInfo:
     exit_code: str | None = None    # "3:0" (status:signal), scontrol only
     restarts: int = 0
     batch_host: str = ""
+    account: str = ""               # sacct only (the account Slurm charged)
 
     @property
     def leader(self) -> int:

@@ -126,7 +126,8 @@ def test_a_version_1_store_is_migrated(tmp_path):
     assert old.not_before is None and old.to_public()["not_before"] == 5.0
     assert old.external_id is None
     assert old.resume is None            # schema 4: never suspended
-    assert store.pragma("user_version") == 4
+    assert store.pragma("user_version") == 5
+    assert old.user is None and old.to_public()["user"] is None    # the service's account
     store.close()
 
 

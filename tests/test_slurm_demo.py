@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,18 @@ def _cmdlines() -> list[str]:
 
 
 def test_demo_through_slurm(tmp_path):
-    out = tmp_path / "demo"
+    # its jobs run as sluice-alice: their run directories must be reachable by that user
+    # (pytest's tmp tree is root's, 0700)
+    shared = Path(tempfile.mkdtemp(prefix="sluice-demo-", dir="/tmp"))
+    shared.chmod(0o755)
+    out = shared / "demo"
+    try:
+        _demo_through_slurm(out)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def _demo_through_slurm(out: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "sluice", "demo", "--executor", "slurm",
                         "--out", str(out), "--batches", "3"], cwd=REPO, capture_output=True,
                        text=True, timeout=540)
@@ -41,6 +54,8 @@ def test_demo_through_slurm(tmp_path):
     for name, job in jobs.items():
         assert job["state"] == "finished", (name, job)
         assert isinstance(job["slurm_job_id"], int), (name, job)
+        # as sacct recorded it: a non-root user the set-up creates, charged its account
+        assert (job["user"], job["account"]) == ("sluice-alice", "physics"), (name, job)
         assert job["decided_hosts"] and job["ran_on"] == job["decided_hosts"], (name, job)
         roles = sorted(p["role"] for p in job["processes"])
         assert roles.count("worker") == job["gpus"] and "server" in roles, (name, roles)

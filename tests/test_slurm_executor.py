@@ -39,7 +39,7 @@ class Scheduler:
         self.tmp = tmp
         self.db = db or tmp / "sched.db"
         self.args = ["--topology", SLURM_TOPOLOGY, "--executor", "slurm", "--policy", "fifo",
-                     "--db", str(self.db), "--listen", "127.0.0.1:0", "--slot", "0.5",
+                     "--db", str(self.db), "--listen", "127.0.0.1:0", "--slot", "0.5", "--slurm-poll-interval", "0.5",
                      "--controller", env.controller_api, "--max-retries", str(max_retries),
                      "--slurm-compute", "emulated", "--slurm-batches", str(batches),
                      "--slurm-compute-s", str(compute_s), "--slurm-bytes-per-batch", "300000"]

@@ -51,6 +51,11 @@ class FakeSlurm:
         self._check()
         return self.details.get(job_id, [])
 
+    def accounted(self, ids):           # sacct: what slurmdbd recorded
+        self._check()
+        self.sacct_calls = getattr(self, "sacct_calls", 0) + 1
+        return [p for p in getattr(self, "acct", []) if p.leader in set(ids)]
+
     def cancel(self, job_id, signal=None):
         self.cancelled.append(job_id)
 

@@ -14,22 +14,29 @@ the way an administrator sets it: slurm.conf lines and ``scontrol reconfigure``.
 - A typed-GPU node (h4: ``gpu:a100:4``): ``--slurm-gpu-type a100`` counts and requests
   only those GPUs.
 
-Measured on this Slurm without slurmdbd (accounting_storage/none): an ``--account`` is
-recorded as given but never checked (a partition with ``AllowAccounts`` refuses every
-account, the allowed ones too: "Invalid account or account/partition combination
-specified"), and ``--qos`` is dropped (squeue shows ``(null)``). Refusing an account or a
-QOS needs slurmdbd (``AccountingStorageEnforce``), which this cluster does not run.
+The cluster runs slurmdbd on MariaDB with ``AccountingStorageEnforce=associations``
+(mininet_fabric/slurm_accounting.py): an account or QOS the user has no association
+with is refused by sbatch ("Invalid account or account/partition combination
+specified", "Invalid qos specification"): that job fails with Slurm's words at
+submission, the others run, and sacct records the finished ones with their account.
+(Without slurmdbd an ``--account`` was recorded unchecked and ``--qos`` dropped.)
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import re
+import secrets
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from test_slurm_executor import Scheduler, run_dir, tiny
 
@@ -91,19 +98,47 @@ def test_a_site_requiring_a_time_limit(site, tmp_path):
     try:
         sched.submit([tiny("plain", 2), {**tiny("chem", 2), "slurm": {"account": "chem"}},
                       {**tiny("nopart", 1), "slurm": {"partition": "nosuch"}},
-                      {**tiny("toolong", 1), "slurm": {"time": "2:00:00"}}])
-        failed = sched.wait(["nopart", "toolong"], states=("failed",), timeout=90)
+                      {**tiny("toolong", 1), "slurm": {"time": "2:00:00"}},
+                      {**tiny("noacct", 1), "slurm": {"account": "nosuch"}},
+                      {**tiny("noqos", 1), "slurm": {"qos": "nosuch"}}])
+        failed = sched.wait(["nopart", "toolong", "noacct", "noqos"], states=("failed",),
+                            timeout=90)
         assert "Invalid partition name specified" in failed["nopart"]["reason"]
         assert "Requested time limit is invalid" in failed["toolong"]["reason"]
+        # slurmdbd enforces associations: an account (or QOS) the user may not use
+        assert "Invalid account or account/partition combination specified" in \
+            failed["noacct"]["reason"], failed["noacct"]["reason"]
+        assert "Invalid qos specification" in failed["noqos"]["reason"], failed["noqos"]
+        assert failed["noacct"]["external_id"] is None
         assert failed["nopart"]["external_id"] is None
         done = sched.wait(["plain", "chem"], timeout=180)
         for name, account in (("plain", "physics"), ("chem", "chem")):
             job = scontrol_job(site, int(done[name]["external_id"]))
             assert (job["Account"], job["TimeLimit"], job["Partition"]) == \
                 (account, "00:10:00", "short"), job
+        # sacct (slurmdbd) is the record of the finished jobs: account, user, exit code
+        slurm_ids = [str(done[n]["slurm_job_id"]) for n in ("plain", "chem")]
+        acct = accounted(site, slurm_ids)
+        assert {(a["Account"], a["User"], a["State"], a["ExitCode"]) for a in acct.values()} \
+            == {("physics", "root", "COMPLETED", "0:0"), ("chem", "root", "COMPLETED", "0:0")}
         assert sched.proc.poll() is None            # the service goes on
     finally:
         sched.stop()
+
+
+def accounted(env, slurm_ids: list[str], timeout: float = 30) -> dict[str, dict[str, str]]:
+    """sacct's records of these jobs (allocations), once slurmdbd has them all ended."""
+    fields = ["JobID", "State", "ExitCode", "User", "Account"]
+    deadline = time.monotonic() + timeout
+    while True:
+        out = cli(env, "sacct", "-n", "-P", "-X", "-a", "-j", ",".join(slurm_ids),
+                  "-o", ",".join(fields)).stdout
+        rows = {r[0]: dict(zip(fields, r)) for r in
+                (line.split("|") for line in out.splitlines() if line.strip())}
+        if all(i in rows and rows[i]["State"] not in ("RUNNING", "PENDING") for i in slurm_ids):
+            return rows
+        assert time.monotonic() < deadline, f"sacct has not recorded {slurm_ids}: {out}"
+        time.sleep(0.5)
 
 
 def wait_no_jobs(env, timeout: float = 60) -> None:
@@ -146,6 +181,100 @@ def test_a_job_slurm_keeps_pending_is_requeued_with_slurms_reason(slurm_fabric, 
     finally:
         sched.stop()
         cli(env, "scontrol", "delete", "PartitionName=held")
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory every user can enter (pytest's own tmp tree is root's, 0700): the
+    store and run directories of a scheduler whose jobs run as other users."""
+    path = Path(tempfile.mkdtemp(prefix="sluice-users-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_two_users_jobs_run_and_are_accounted_as_each(slurm_fabric, shared_dir):
+    env = slurm_fabric
+    tokens = {u: secrets.token_urlsafe(24) for u in ("sluice-alice", "sluice-bob")}
+    users = shared_dir / "users.yaml"
+    users.write_text(yaml.safe_dump({"users": [{"name": u, "token": t}
+                                               for u, t in tokens.items()]}))
+    users.chmod(0o600)
+    sched = Scheduler(env, shared_dir, batches=3)
+    sched.args += ["--users", str(users)]
+    sched.start()
+    try:
+        for user, job in (("sluice-alice", "alice"), ("sluice-bob", "bob"), (None, "admin")):
+            sched.environ["SLUICE_SCHEDULER_TOKEN"] = tokens.get(user, "")
+            sched.submit([tiny(job, 1)])
+        done = sched.wait(["alice", "bob", "admin"], timeout=180)
+        assert {n: done[n]["user"] for n in done} == \
+            {"alice": "sluice-alice", "bob": "sluice-bob", "admin": None}
+        acct = accounted(env, [str(done[n]["slurm_job_id"]) for n in ("alice", "bob", "admin")])
+        by_job = {n: acct[str(done[n]["slurm_job_id"])] for n in ("alice", "bob", "admin")}
+        assert {n: (a["User"], a["Account"], a["State"]) for n, a in by_job.items()} == {
+            "alice": ("sluice-alice", "physics", "COMPLETED"),
+            "bob": ("sluice-bob", "chem", "COMPLETED"),
+            "admin": ("root", "sluice", "COMPLETED")}
+        assert run_dir(sched, done["alice"]).stat().st_uid == pwd.getpwnam("sluice-alice").pw_uid
+        listing = subprocess.run([sys.executable, "-m", "sluice", "jobs", "--server", sched.url],
+                                 capture_output=True, text=True, timeout=60).stdout
+        assert re.search(r"alice\s+finished.*sluice-alice", listing), listing
+    finally:
+        sched.stop()
+
+
+def test_a_purged_job_with_no_exit_file_is_not_run_twice(slurm_fabric, tmp_path):
+    """The service is down while its job ends and Slurm purges it (MinJobAge=2 here),
+    and the job's exit file is lost: sacct says how it ended; it is not run again."""
+    env = slurm_fabric
+    reconfigure(env, lambda t: t.replace("MinJobAge=300", "MinJobAge=2"))
+    sched = Scheduler(env, tmp_path, batches=8, compute_s=0.3)
+    try:
+        sched.start()
+        sched.submit([tiny("purged", 1)])
+        job = sched.wait(["purged"], states=("running",), timeout=90,
+                         ready=lambda j: j["slurm_job_id"] is not None)["purged"]
+        sched.kill9()
+        slurm_id = str(job["slurm_job_id"])
+        deadline = time.monotonic() + 90
+        while cli(env, "squeue", "-h", "-t", "all", "-j", slurm_id).stdout.strip():
+            assert time.monotonic() < deadline, "Slurm did not purge the job"
+            time.sleep(0.5)
+        (run_dir(sched, job) / "exit_status").unlink()
+        sched.start()
+        done = sched.wait(["purged"], states=("finished",), timeout=60)["purged"]
+        assert "sacct" in done["reason"] and done["attempts"] == 1, done
+        time.sleep(3)                                # a re-run would have been sbatched
+        runs = cli(env, "sacct", "-n", "-X", "-P", "-a", "-D", "-S", "now-1hour", "-o",
+                   "JobID,JobName").stdout.splitlines()
+        name = dict(line.split("|", 1) for line in runs)[slurm_id]
+        prefix = name.rsplit("-attempt-", 1)[0] + "-attempt-"     # this sluice job's
+        assert [r for r in runs if r.split("|", 1)[1].startswith(prefix)] == \
+            [f"{slurm_id}|{name}"], runs
+    finally:
+        sched.stop()
+        reconfigure(env, lambda t: t.replace("MinJobAge=2", "MinJobAge=300"))
+
+
+def test_only_the_configured_partitions_nodes_are_capacity(slurm_fabric, tmp_path):
+    """A partition of rack 2's nodes: the scheduler places the job there (h1 and h2 are
+    not capacity), read from sinfo --json's partitions."""
+    env = slurm_fabric
+    r = cli(env, "scontrol", "create", "PartitionName=rack2", "Nodes=h3,h4", "State=UP")
+    assert r.returncode == 0, r.stderr
+    sched = Scheduler(env, tmp_path, batches=3)
+    sched.args += ["--slurm-partition", "rack2"]
+    try:
+        sched.start()
+        sched.submit([tiny("r2", 2)])
+        job = sched.wait(["r2"], timeout=120)["r2"]
+        hosts = {*job["placement"]["worker_hosts"], *job["placement"]["ps_hosts"]}
+        assert hosts <= {"h3", "h4"}, job["placement"]
+        assert scontrol_job(env, job["slurm_job_id"])["Partition"] == "rack2"
+    finally:
+        sched.stop()
+        cli(env, "scontrol", "delete", "PartitionName=rack2")
 
 
 def make_h4_a100(env) -> None:

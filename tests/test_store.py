@@ -27,7 +27,7 @@ def store(tmp_path):
 def test_wal_and_full_sync(store):
     assert store.pragma("journal_mode") == "wal"
     assert store.pragma("synchronous") == 2          # FULL: fsync at every commit
-    assert store.pragma("user_version") == SCHEMA_VERSION == 4
+    assert store.pragma("user_version") == SCHEMA_VERSION == 5
 
 
 def test_submission_is_one_transaction(store):

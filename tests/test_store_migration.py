@@ -51,7 +51,7 @@ def test_a_schema_2_store_keeps_its_slurm_job_ids_as_external_ids(tmp_path):
         1: ("slurm", "4242"), 2: ("local", None), 3: (None, None)}
     assert jobs[1].to_public()["external_id"] == "4242"
     assert "slurm_job_id" not in jobs[1].to_public()
-    assert store.pragma("user_version") == SCHEMA_VERSION == 4
+    assert store.pragma("user_version") == SCHEMA_VERSION == 5
     store.update(1, external_id="4243")          # the migrated column is writable
     store.close()
     again = JobStore(path)                        # a second open changes nothing more

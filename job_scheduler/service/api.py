@@ -117,7 +117,17 @@ def _error_handlers(app: FastAPI) -> None:
 
 
 def _submit_route(app: FastAPI, server: "SchedulerHTTPServer", admin) -> None:
-    """POST /submissions: a job file in, every job queued durably or none."""
+    """POST /submissions: a job file in, every job queued durably or none. A user's own
+    token (``--users``) submits as that user; the admin token as the service's account."""
+
+    def submitter(token: str | None = Depends(bearer_token)) -> str | None:
+        from job_scheduler.service.users import user_of
+
+        user = user_of(token, server.users)
+        if user is None:
+            admin(token)
+        return user
+
     submit_responses = {
         200: _documented("the Idempotency-Key was seen before with this same body: the "
                          "jobs of that first submission, nothing queued again", "Submitted"),
@@ -132,14 +142,14 @@ def _submit_route(app: FastAPI, server: "SchedulerHTTPServer", admin) -> None:
         415: _documented("the body's Content-Type is not a job file's (application/yaml)"),
         422: _documented("the Idempotency-Key was used before with a different body")}
 
-    @app.post("/submissions", status_code=201, dependencies=[Depends(admin)],
+    @app.post("/submissions", status_code=201,
               responses=submit_responses, response_model=None,
               openapi_extra={"requestBody": {
                   "required": True, "description": "a job YAML file (its JSON Schema: "
                   "`sluice schema jobs`); JSON is YAML too", "content": {
                       media: {"schema": {"$ref": "#/components/schemas/JobFile"}}
                       for media in ("application/yaml", "application/json")}}})
-    async def submit(request: Request,
+    async def submit(request: Request, user: str | None = Depends(submitter),
                      x_sluice_source: Annotated[str, Header(
                          description="the file name the errors name")] = None,
                      idempotency_key: Annotated[str, Header(
@@ -169,7 +179,7 @@ def _submit_route(app: FastAPI, server: "SchedulerHTTPServer", admin) -> None:
             raise ApiError(400, str(InputError(source, f"not UTF-8 text: {err.reason}")))
         try:
             result = await _in_thread_no_traceback(server.service.submit, text, source,
-                                                   idempotency_key)
+                                                   idempotency_key, user)
         except InputError as err:
             # The whole file is rejected: nothing of it was queued. The answer stays a
             # few KB: the first problems in full, then how many more there were.
@@ -317,5 +327,6 @@ class SchedulerHTTPServer(ThreadedServer):
                  tls: tuple[str, str] | None = None):
         self.service = service
         self.token = token
+        self.users: dict[str, str] = {}      # a user's own token -> Unix user (--users)
         self.max_body = max_body
         super().__init__(build_app(self), *address, tls=tls)

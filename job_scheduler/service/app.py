@@ -58,11 +58,13 @@ class ServiceConfig:
     slurm_fabric_addresses: str | None = None     # YAML {node: data-fabric address}
     slurm_pending_timeout: float = 600.0  # s a job may stay PENDING in Slurm (0: for ever)
     slurm_signal_s: int = 120            # sbatch --signal=B:USR1@N: checkpoint warning (0: none)
+    slurm_poll_interval: float = 5.0     # s between batched looks at Slurm (0: every slot)
     time_factor: float = 1.0             # simulated executor: wall s per estimated s
     local_command: str | None = None     # local executor: shell command per job
     max_retries: int = 0
     controller: str | None = None        # the SDN controller's northbound API URL
     token: str | None = None             # admin token of the API (checked)
+    users: str | None = None             # YAML: a user's own token -> Unix user
     tls: tuple[str, str] | None = None   # (cert, key), checked
     max_request_bytes: int = 1 << 20
     V: float | None = None               # lyapunov only (None: the policy's default)
@@ -92,7 +94,8 @@ class ServiceConfig:
              "must be >= 0"),
             ("slurm_signal_s", self.slurm_signal_s >= 0, "must be >= 0 (0: no warning)"),
             ("slurm_pending_timeout", self.slurm_pending_timeout >= 0,
-             "must be >= 0 (0: a job may wait in Slurm for ever)")]
+             "must be >= 0 (0: a job may wait in Slurm for ever)"),
+            ("slurm_poll_interval", self.slurm_poll_interval >= 0, "must be >= 0 (0: every slot)")]
         for name, ok, message in checks:
             if not ok:
                 raise ValueError(f"{name}: {message}")
@@ -164,7 +167,10 @@ def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
     """The service and its (bound) HTTP server; ``config``'s topology, policy, V, eps,
     profile and slot are the caller's (``topology``, ``policy``, ``estimator``), and so
     are the chosen executor's options (``executor_options``; None: from ``config``)."""
+    from job_scheduler.service.users import load_users
+
     db_path, executor, listen = Path(config.db), config.executor, config.listen
+    users = load_users(config.users)      # token -> Unix user (the API records who submits)
     # Every registered executor, chosen or not: jobs a previous run started with another
     # one are still polled (by pid, by Slurm job id, ...) and reconciled.
     executors = {name: executor_registry.kind(name).make(
@@ -204,6 +210,7 @@ def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
         store.close()
         raise
     server.service = service
+    server.users = users
     return service, server
 
 

@@ -76,6 +76,11 @@ def configure_scheduler(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
     parser.add_argument("--token", default=None,
                         help=f"admin token for submit/cancel (or env {TOKEN_ENV})")
+    parser.add_argument("--users", default=None, metavar="FILE",
+                        help="YAML {users: [{name: UNIX_USER, token: TOKEN}]}: a submission "
+                        "made with a user's token is that user's job; under --executor "
+                        "slurm it runs and is accounted as that user (the service runs as "
+                        "root). The admin token submits as the service's own account")
     parser.add_argument("--max-request-bytes", type=int, default=1 << 20,
                         help="larger request bodies get 413 (default 1 MiB)")
     parser.add_argument("--V", type=float, default=None, help="Lyapunov penalty weight V (s)")
@@ -106,6 +111,11 @@ def _configure_slurm(parser: argparse.ArgumentParser) -> None:
                         "Slurm's warning before a preemption or the time limit makes the job "
                         "checkpoint and stop, and sluice re-queues it to resume "
                         "(default 120; 0: no warning)")
+    parser.add_argument("--slurm-poll-interval", type=float, default=5.0, metavar="S",
+                        help="slurm executor: seconds between looks at the running jobs (one "
+                        "squeue for all of them, one sacct for those Slurm purged), apart "
+                        "from --slot; between looks no Slurm command runs for them "
+                        "(default 5; 0: every slot)")
     site = parser.add_argument_group(
         "Slurm site policy (--executor slurm; a job file's `slurm:` block overrides each "
         "for its job; Slurm judges the values at submission: one it refuses fails that job "
@@ -309,6 +319,8 @@ def run_jobs(args: argparse.Namespace) -> int:
         extra = _placement_text(j["placement"])
         if j.get("external_id") is not None:     # e.g. slurm=1234: the Slurm job id
             extra += f" {j['executor']}={j['external_id']}"
+        if j.get("user"):
+            extra += f" user={j['user']}"
         not_before = j.get("not_before")
         if j["state"] == "queued" and not_before is not None and not_before > now:
             # its arrival lies ahead: the scheduler does not consider it before then

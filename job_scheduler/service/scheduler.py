@@ -22,8 +22,9 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Callable, Mapping, Sequence
 
+from job_scheduler.service.executor_protocol import ControllerLink, Executor
 from job_scheduler.service.executors import Outcome
 from job_scheduler.service.gpu_records import gpu_record_problem, recorded_placement
 from sluice_common.jobspec import JobSpec, parse_jobs_text
@@ -43,32 +44,6 @@ MAX_JOBS_PER_SUBMISSION = 10_000
 # what a job that goes back to the queue forgets of its run
 _REQUEUED = dict(state="queued", gpus=None, placement=None, executor=None, started_at=None,
                  expected_end=None, pid=None, pid_start=None, external_id=None)
-
-
-class Executor(Protocol):
-    kind: str
-    # Optional, default False: the service relays its jobs' progress to the controller
-    # (progress_relay.py), for workers that may not reach the controller's URL.
-    # relays_progress: bool
-
-    def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict: ...
-    def launch(self, job: JobRecord, env: Mapping[str, str]) -> dict: ...
-    def poll(self, job: JobRecord, now: float) -> Outcome | None: ...
-    def stop(self, job: JobRecord) -> None: ...
-    # Stop it with a checkpoint (a preemptive policy's Suspend), its GPUs free when this
-    # returns: {work_left, checkpoint, suspend_s} or {finished: True} (it ended first).
-    def suspend(self, job: JobRecord, now: float) -> dict: ...
-    # Fields a poll learned that the job's record lacks (a Slurm job id found again by
-    # name after the service died between sbatch and recording it): the service records
-    # them, so the store agrees with the cluster.
-    def learned(self, job: JobRecord) -> dict: ...
-
-
-class ControllerLink(Protocol):
-    """What the service needs from the SDN controller (``controller.client``)."""
-
-    def job_started(self, job: JobRecord) -> Mapping[str, str] | None: ...
-    def job_ended(self, job: JobRecord) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -151,14 +126,16 @@ class SchedulerService:
                                  element=f"job '{spec.name}'", field="num_ps")
         return specs
 
-    def submit(self, body: str, source: str, idempotency_key: str | None = None) -> SubmitResult:
+    def submit(self, body: str, source: str, idempotency_key: str | None = None,
+               user: str | None = None) -> SubmitResult:
         """Validate everything, then queue every job in ONE durable transaction. Returns
-        only after the commit: the caller may acknowledge."""
+        only after the commit: the caller may acknowledge. ``user``: the Unix user the
+        jobs run as (the caller's token's; None: the service's own account)."""
         specs = self.validate(body, source)
         now = self.clock()
         try:
             sub_id, job_ids = self.store.add_submission(source, body, specs, idempotency_key,
-                                                        now=now)
+                                                        now=now, user=user)
         except DuplicateSubmission as dup:
             return SubmitResult(dup.submission_id, dup.job_ids, duplicate=True,
                                 schedule=self._schedule_of(dup.job_ids))
@@ -305,7 +282,11 @@ class SchedulerService:
     def _reap(self, now: float) -> int:
         """Poll every running job; record all that ended in ONE transaction."""
         ended: list[tuple[JobRecord, Outcome]] = []
-        for job in self.store.jobs(["running"]):
+        running = self.store.jobs(["running"])
+        for executor in self.executors.values():   # one batched look per executor (Slurm)
+            if hasattr(executor, "prepare_poll"):
+                executor.prepare_poll(running, now)
+        for job in running:
             executor = self.executors.get(job.executor)
             problem = gpu_record_problem(job, self._capacities)
             if executor is None:

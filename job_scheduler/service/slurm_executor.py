@@ -52,15 +52,19 @@ from typing import Mapping, Sequence
 from job_scheduler.core.estimator import batches_for
 from job_scheduler.service.executors import ADMIN_TOKEN_ENVS, Outcome
 from job_scheduler.service.slurm_names import NAME_PREFIX, slurm_job_name, store_tag  # noqa: F401
+from job_scheduler.service.slurm_capacity import (apply_capacity, foreign_gpus,  # noqa: F401
+                                                 resume_duplicate_drains)
+from job_scheduler.service.slurm_poll import PollRounds, accounted_end
 from job_scheduler.service.slurm_ports import PortBook
 from job_scheduler.service.slurm_topology import check_topology  # noqa: F401 (re-exported)
 from job_scheduler.service.run_files import (EXIT_FILE, error_text as _error_text, mtime as _mtime,
                                              read_exit as _read_exit, read_json as _read_json)
-from job_scheduler.core.placement import ClusterState, Placement
+from job_scheduler.core.placement import ClusterState
 from job_scheduler.core.decisions import StartDecision
 from job_scheduler.service.slurm_gpus import apply_gres_truth, read_truth
 from job_scheduler.service import slurm_suspend
 from job_scheduler.service.slurm_suspend import resumed_batches, suspended_at
+from job_scheduler.service.slurm_identity import check_users, submit_as
 from job_scheduler.service.store import JobRecord
 from slurm_client import (Component, JobInfo, NodeInfo, ParseError, SiteOptions, SlurmClient,
                           SlurmError, SlurmUnavailable, Submission, job_outcome)
@@ -72,7 +76,6 @@ from topologies import Topology
 log = logging.getLogger("sluice.scheduler.slurm")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DUPLICATE_JOBID = "Duplicate jobid"  # slurmd's drain reason after a job ran twice
 PENDING_NOTE = "pending in Slurm"    # a running job's reason while Slurm keeps it pending
 
 
@@ -92,46 +95,6 @@ def components(decision_ps: Sequence[str], decision_workers: Sequence[str]
     return [Component(h, gpus[h], max(1, gpus[h])) for h in order]   # a CPU per worker step
 
 
-def foreign_gpus(nodes: Mapping[str, NodeInfo], own_running: Mapping[str, int],
-                 gpu_type: str | None = None) -> dict[str, int]:
-    """GPUs (of ``gpu_type``; None: whole GPUs of any type) that Slurm says are allocated
-    on each node and that are not sluice's own running jobs' (another user's job, or one
-    started outside sluice)."""
-    return {name: max(0, n.gpus_of(gpu_type)[1] - own_running.get(name, 0))
-            for name, n in nodes.items()}
-
-
-def apply_capacity(state: ClusterState, nodes: Mapping[str, NodeInfo],
-                   own_running: Mapping[str, int], gpu_type: str | None = None
-                   ) -> dict[str, str]:
-    """Take from ``state`` (already less sluice's recorded jobs) every GPU sluice may not
-    use: all of a node Slurm does not know or that takes no work, and the GPUs other
-    jobs hold. Only GPUs of ``gpu_type`` count when it is given (MIG slices never count
-    as whole GPUs). Returns {host: why} for the hosts it took something from."""
-    foreign = foreign_gpus(nodes, own_running, gpu_type)
-    why: dict[str, str] = {}
-    for host in state.names:
-        free = state.free[state.index[host]]
-        node = nodes.get(host)
-        if node is None:
-            take, reason = free, "not a Slurm node"
-        elif not node.usable:
-            take, reason = free, f"Slurm state {node.state_text}" + (
-                f" ({node.reason})" if node.reason else "")
-        else:
-            # Slurm may know fewer GPUs than the topology: never more than it has.
-            missing = max(0, state.capacity[state.index[host]] - node.gpus_of(gpu_type)[0])
-            take = min(free, max(foreign.get(host, 0), 0) + missing)
-            reason = f"{foreign.get(host, 0)} GPU(s) held by other Slurm jobs" + (
-                f", {missing} not {gpu_type or 'known to Slurm'}" if missing else "")
-        if take > 0:
-            state.allocate(Placement(f"slurm:{host}", (), (host,) * take))
-            why[host] = reason
-        elif node is not None and not node.usable:
-            why[host] = reason
-    return why
-
-
 @dataclass(frozen=True)
 class SlurmJobOptions:
     """How the jobs' processes train (the job file says what; this says how)."""
@@ -145,6 +108,8 @@ class SlurmJobOptions:
     timeout: float = 3600.0
     site: SiteOptions = SiteOptions()     # account, QOS, time, GPU type ... (site policy)
     pending_timeout: float = 600.0        # s a job may wait PENDING in Slurm (0: for ever)
+    poll_interval: float = 0.0            # s between batched looks at Slurm (0: every slot)
+    users: tuple[str, ...] = ()           # Unix users jobs run as (--users): checked at start
     fabric_addresses: Mapping[str, str] | None = None   # node -> data-fabric address
     signal_s: int | None = 120            # sbatch --signal=B:USR1@N (None: no warning)
     suspend_timeout: float = 300.0        # s for a suspended job's checkpoint
@@ -194,6 +159,8 @@ class SlurmExecutor:
         self._pending_since: dict[int, float] = {}   # sluice job id -> first seen PENDING
         self._notes: dict[int, str | None] = {}      # sluice job id -> reason to show
         self.last_capacity: dict[str, str] = {}
+        self.rounds = PollRounds(client, options.poll_interval)
+        self._nodes_seen: tuple[list[NodeInfo], dict] | None = None   # capacity's last read
 
     # ---- start-up ----------------------------------------------------------------------
     def check(self) -> list[NodeInfo]:
@@ -206,6 +173,8 @@ class SlurmExecutor:
         problems = check_topology(self.topology, nodes, self.options.fabric_addresses)
         if problems:
             raise InputError(self.topology.source, "; ".join(problems), field="hosts")
+        self.run_root.mkdir(parents=True, exist_ok=True)
+        check_users(self.options.users, REPO_ROOT, Path(self.python), self.run_root)
         return nodes
 
     # ---- start -------------------------------------------------------------------------
@@ -257,10 +226,14 @@ class SlurmExecutor:
                    PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT),
                                                             os.environ.get("PYTHONPATH")])),
                    **(extra_env or {}))
+        # runs, and is accounted, as the user who submitted it (None: the service's)
+        flags, who = submit_as(job.user, run_dir) if job.user else ((), {})
+        env.update(who)
         sub = Submission(name=slurm_job_name(job, tag=self.tag), components=tuple(parts),
                          script=str(script), output=str(run_dir / "slurm-%j.out"),
                          site=o.job_site(job),
-                         extra=(f"--signal=B:USR1@{o.signal_s}",) if o.signal_s else ())
+                         extra=(*flags, *((f"--signal=B:USR1@{o.signal_s}",) if o.signal_s
+                                          else ())))
         # an sbatch rejection raises SlurmCommandError with Slurm's words: the service
         # marks the job failed with them ("launch failed: ...")
         slurm_id = self.client.submit(sub, env=env, unset=ADMIN_TOKEN_ENVS)
@@ -275,10 +248,9 @@ class SlurmExecutor:
             return int(job.external_id)
         if job.id in self._ids:
             return self._ids[job.id]
-        started = _read_json(Path(job.run_dir or "/nonexistent") / STARTED_FILE)
-        if started and str(started.get("slurm_job_id") or "").isdigit():
-            self._ids[job.id] = int(started["slurm_job_id"])
-            return self._ids[job.id]
+        if (started := self._started_id(job)) is not None:
+            self._ids[job.id] = started
+            return started
         # The service died between sbatch and recording the id: find it by name.
         name = slurm_job_name(job, tag=self.tag)
         found = sorted({p.leader for p in self.client.jobs(name=name)})
@@ -294,6 +266,8 @@ class SlurmExecutor:
         return None
 
     def poll(self, job: JobRecord, now: float) -> Outcome | None:
+        if self.rounds.active and not self.rounds.fresh:
+            return None                 # between polls: taken as still running, no command
         try:
             outcome = self._poll(job, now)
             self._erring_since.pop(job.id, None)
@@ -330,7 +304,9 @@ class SlurmExecutor:
                 return None     # sbatch may still be on its way
             return Outcome("failed", now, None, "never submitted to Slurm (service stopped "
                            "while submitting)", never_started=True)
-        parts = [p for p in self.client.jobs([slurm_id]) if p.leader == slurm_id]
+        parts = self.rounds.parts(slurm_id)
+        if parts is None:                 # not in this poll's batch (or no batching)
+            parts = [p for p in self.client.jobs([slurm_id]) if p.leader == slurm_id]
         self._seen[slurm_id] = parts
         code = _read_exit(run_dir)
         if code == 0 and (stopped := suspended_at(run_dir)) is not None:
@@ -346,6 +322,8 @@ class SlurmExecutor:
                 return None                # let Slurm finish its own bookkeeping first
             self._unknown_since.pop(job.id, None)
             return Outcome("finished", _mtime(run_dir / EXIT_FILE, now), 0, None)
+        if not parts and (ended := self._accounted_end(job, slurm_id, code, now)):
+            return ended
         if not parts:
             # Slurm does not know the job: purged after MinJobAge, or lost by a slurmctld
             # killed before it saved the job (its srun steps then fail: "Unable to confirm
@@ -376,6 +354,37 @@ class SlurmExecutor:
         if code not in (None, 0) or (run_dir / ERROR_FILE).exists():
             reason += f"; {_error_text(run_dir, code)}"
         return Outcome("failed", now, code, reason)
+
+    def prepare_poll(self, running: Sequence[JobRecord], now: float) -> None:
+        """Before a slot's polls (the service calls it): when a poll is due, ONE squeue
+        for every running job, ONE sacct for those it lacks (:mod:`.slurm_poll`)."""
+        ids = set()
+        for job in running:
+            if job.executor == self.kind:
+                known = job.slurm_job_id or self._ids.get(job.id) or self._started_id(job)
+                if known is not None:
+                    ids.add(known)
+        self.rounds.begin(ids, now)
+
+    def _started_id(self, job: JobRecord) -> int | None:
+        started = _read_json(Path(job.run_dir or "/nonexistent") / STARTED_FILE)
+        text = str((started or {}).get("slurm_job_id") or "")
+        return int(text) if text.isdigit() else None
+
+    def _accounted_end(self, job: JobRecord, slurm_id: int, code: int | None,
+                       now: float) -> Outcome | None:
+        """A job slurmctld forgot, judged by sacct (:func:`accounted_end`)."""
+        acct = self.rounds.accounted(slurm_id)
+        if acct is None and self.rounds.accounting:
+            try:
+                acct = [p for p in self.client.accounted([slurm_id]) if p.leader == slurm_id]
+            except SlurmError as err:
+                log.info("sacct for Slurm job %d: %s", slurm_id, err)
+                acct = []
+        ended = accounted_end(acct or [], slurm_id, code, Path(job.run_dir or "/"), now)
+        if ended is not None:
+            self._unknown_since.pop(job.id, None)
+        return ended
 
     def _pending_check(self, job: JobRecord, slurm_id: int, parts: Sequence[JobInfo],
                        now: float) -> Outcome | None:
@@ -455,8 +464,10 @@ class SlurmExecutor:
     def capacity(self, state: ClusterState, running: Sequence[JobRecord]) -> None:
         """Slurm is the truth: see :func:`apply_capacity`. Slurm unreachable: no free GPU
         (no decision without the truth)."""
+        truth: dict = {}
         try:
-            nodes = {n.name: n for n in self.client.nodes()}
+            listed, truth = self._nodes_now()
+            nodes = {n.name: n for n in listed}
         except (SlurmError, ValueError) as err:   # unreachable, refused or unreadable
             now = time.time()
             if now - self._warned_unavailable > 30:
@@ -466,24 +477,20 @@ class SlurmExecutor:
         own = self.own_running(running)
         if nodes:       # which GPUs: Slurm's indices of every job (slurm_gpus)
             ours = {self._slurm_id(j): j for j in running if j.executor == self.kind}
-            taken, self._gres = apply_gres_truth(state, read_truth(self.client), ours)
+            taken, self._gres = apply_gres_truth(state, truth, ours)
             own = {h: own.get(h, 0) + taken.get(h, 0) for h in {*own, *taken}}
-        self.last_capacity = apply_capacity(state, nodes, own, self.options.site.gpu_type)
+        site = self.options.site
+        site = dataclasses.replace(site, partition=site.partition or self.options.partition)
+        self.last_capacity = apply_capacity(state, nodes, own, site.gpu_type, site)
         self.ports.sync(running, self.kind)
         if self.resume_duplicate_drains:
-            self._resume_duplicate_drains(nodes.values(), running)
+            resume_duplicate_drains(self.client, nodes.values(), running)
 
-    def _resume_duplicate_drains(self, nodes, running: Sequence[JobRecord]) -> None:
-        """slurmd drains a node "Duplicate jobid" when a restarted slurmctld started a
-        job twice (the batch script's O_EXCL guard made the second start wait, not run).
-        Once none of sluice's jobs runs there any more the node is resumed."""
-        busy = {h for j in running for h in j.gpus_by_host()}
-        for n in nodes:
-            if DUPLICATE_JOBID in n.reason and n.name not in busy and "DRAIN" in n.flags:
-                try:
-                    self.client.resume_node(n.name)
-                    log.warning("node %s was drained '%s': resumed (sluice reconciled its "
-                                "jobs by Slurm id)", n.name, n.reason)
-                except SlurmError as err:
-                    log.warning("could not resume node %s: %s", n.name, err)
-
+    def _nodes_now(self) -> tuple[list[NodeInfo], dict]:
+        """Slurm's nodes and GPU indices, read on a poll (every slot without batching)."""
+        seen = self._nodes_seen
+        if seen is None or not self.rounds.active or self.rounds.fresh:
+            self._nodes_seen = None           # a read that fails is not kept
+            seen = (self.client.nodes(), read_truth(self.client))
+            self._nodes_seen = seen
+        return seen

@@ -15,6 +15,7 @@ def options(config, topology) -> SlurmJobOptions:
     """``--slurm-*``: how jobs train and the site's policy, checked (InputError naming
     the file of the fabric addresses)."""
     from job_scheduler.service.slurm_addresses import load_fabric_addresses
+    from job_scheduler.service.users import load_users
 
     return SlurmJobOptions(
         compute=config.slurm_compute, batches=config.slurm_batches,
@@ -23,7 +24,10 @@ def options(config, topology) -> SlurmJobOptions:
         partition=config.slurm_partition, site=config.slurm_site(),
         fabric_addresses=load_fabric_addresses(config.slurm_fabric_addresses),
         pending_timeout=config.slurm_pending_timeout,
-        signal_s=config.slurm_signal_s or None)
+        signal_s=config.slurm_signal_s or None,
+        poll_interval=config.slurm_poll_interval,
+        # the Unix users jobs run as (--users): checked at start, as each of them
+        users=tuple(sorted(set(load_users(config.users).values()))) if config.users else ())
 
 
 def build(context, job_options: SlurmJobOptions | None) -> SlurmExecutor:

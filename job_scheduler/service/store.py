@@ -32,9 +32,9 @@ from sluice_common.jobspec import JobSpec, Layer
 log = logging.getLogger("sluice.scheduler.store")
 
 STATES = ("queued", "running", "finished", "failed", "cancelled")
-SCHEMA_VERSION = 4     # 2: jobs.not_before (a job's arrival); 3: jobs.external_id in place
+SCHEMA_VERSION = 5     # 2: jobs.not_before (a job's arrival); 3: jobs.external_id in place
                        # of slurm_job_id; 4: jobs.resume (a suspended job's checkpoint);
-                       # older stores are migrated on open (_migrate)
+                       # 5: jobs.user; older stores are migrated on open (_migrate)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -68,7 +68,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     not_before    REAL,                      -- submitted_at + the job's arrival: not started,
                                              -- nor shown to the policy, before (NULL: at once)
     resume        TEXT                       -- JSON: what a suspended job resumes from (its
-                                             -- checkpoint, work left, restore seconds)
+                                             -- checkpoint, work left, restore seconds),
+    user          TEXT                       -- the Unix user it runs as (the caller's token's;
+                                             -- NULL: the service's own account)
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE TABLE IF NOT EXISTS events (
@@ -123,6 +125,7 @@ class JobRecord:
     # A job that was suspended: {checkpoint, work_left, restore_s, suspends, ...}; kept
     # while it waits and runs again, so a restarted service resumes it from its checkpoint.
     resume: dict[str, Any] | None = None
+    user: str | None = None            # Unix user it runs as (None: the service's account)
 
     @property
     def start_not_before(self) -> float:
@@ -143,7 +146,7 @@ class JobRecord:
             "external_id": self.external_id,
             "attempts": self.attempts, "reason": self.reason, "model": self.spec.model,
             "max_gpus": self.spec.max_gpus, "arrival": self.spec.arrival,
-            "not_before": self.start_not_before, "resume": self.resume,
+            "not_before": self.start_not_before, "resume": self.resume, "user": self.user,
         }
 
 
@@ -176,6 +179,7 @@ class _PendingSubmission:
     specs: list[JobSpec]
     key: str | None
     now: float
+    user: str | None = None
     done: bool = False
     result: tuple[int, list[int]] | None = None
     error: Exception | None = None
@@ -241,11 +245,12 @@ class JobStore:
         """A store written by an older version gains the columns added since (their
         NULL reads as the old meaning: ``not_before`` NULL = may start at once,
         ``external_id`` NULL = no job in a resource manager, ``resume`` NULL = never
-        suspended), and its Slurm job ids
+        suspended, ``user`` NULL = the service's own account), and its Slurm job ids
         (``slurm_job_id``, schema 2) move to ``external_id``: one transaction, so a
         crash leaves the old store as it was."""
         columns = {r[1] for r in self._db.execute("PRAGMA table_info(jobs)")}
-        added = (("external_id", "TEXT"), ("not_before", "REAL"), ("resume", "TEXT"))
+        added = (("external_id", "TEXT"), ("not_before", "REAL"), ("resume", "TEXT"),
+                 ("user", "TEXT"))
         if {c for c, _ in added} <= columns and "slurm_job_id" not in columns:
             return
         self._db.execute("BEGIN IMMEDIATE")
@@ -284,8 +289,8 @@ class JobStore:
             self._db.execute("COMMIT")
 
     def add_submission(self, source: str, body: str, specs: Sequence[JobSpec],
-                       idempotency_key: str | None = None, now: float | None = None
-                       ) -> tuple[int, list[int]]:
+                       idempotency_key: str | None = None, now: float | None = None,
+                       user: str | None = None) -> tuple[int, list[int]]:
         """Queue every job of one file in one transaction; returns (submission id, job ids)
         after the commit is on disk. Raises DuplicateSubmission for a known key.
 
@@ -297,7 +302,7 @@ class JobStore:
         acknowledged). Cost per submission: a few indexed inserts, whatever the queue
         length; the fsync is shared."""
         mine = _PendingSubmission(source, body, list(specs), idempotency_key,
-                                  time.time() if now is None else now)
+                                  time.time() if now is None else now, user=user)
         with self._pending_lock:
             self._pending.append(mine)
         with self._lock:
@@ -348,7 +353,7 @@ class JobStore:
             sub_id, job_ids = sub.result
             try:
                 self.on_queued([JobRecord(job_id, sub_id, spec.name, spec, "queued", sub.now,
-                                          not_before=sub.now + spec.arrival)
+                                          not_before=sub.now + spec.arrival, user=sub.user)
                                 for job_id, spec in zip(job_ids, sub.specs)])
             except Exception:
                 log.exception("submission %d is stored but its listener failed", sub_id)
@@ -371,10 +376,10 @@ class JobStore:
         job_ids = []
         for spec in sub.specs:
             job_id = db.execute(
-                "INSERT INTO jobs(submission_id, name, spec, state, submitted_at, not_before) "
-                "VALUES (?,?,?,'queued',?,?)",
+                "INSERT INTO jobs(submission_id, name, spec, state, submitted_at, not_before, "
+                "user) VALUES (?,?,?,'queued',?,?,?)",
                 (sub_id, spec.name, spec_to_json(spec), sub.now,
-                 sub.now + spec.arrival)).lastrowid
+                 sub.now + spec.arrival, sub.user)).lastrowid
             db.execute("INSERT INTO events(job_id, at, kind, detail) VALUES (?,?,?,?)",
                        (job_id, sub.now, "queued", f"submission {sub_id} ({sub.source})"))
             job_ids.append(job_id)
