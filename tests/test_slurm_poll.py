@@ -37,7 +37,7 @@ def running_jobs(ex: SlurmExecutor, n: int) -> list[JobRecord]:
         fields = ex.plan(JobRecord(k, 1, f"j{k}", SPEC, "queued", 0.0), decision, now=1.0)
         out.append(JobRecord(k, 1, f"j{k}", SPEC, "running", 0.0, executor="slurm",
                              placement=decision.placement_record(), started_at=1.0,
-                             run_dir=fields["run_dir"], attempts=1, slurm_job_id=100 + k))
+                             run_dir=fields["run_dir"], attempts=1, external_id=str(100 + k)))
     return out
 
 
@@ -48,7 +48,7 @@ def five(tmp_path):
                        SlurmJobOptions(batches=3, poll_interval=10.0))
     jobs = running_jobs(ex, 5)
     for j in jobs:
-        fake.parts[j.slurm_job_id] = [JobInfo(j.slurm_job_id, "RUNNING", nodes=("h1",))]
+        fake.parts[int(j.external_id)] = [JobInfo(int(j.external_id), "RUNNING", nodes=("h1",))]
     return ex, fake, jobs
 
 

@@ -117,7 +117,7 @@ def test_a_site_requiring_a_time_limit(site, tmp_path):
             assert (job["Account"], job["TimeLimit"], job["Partition"]) == \
                 (account, "00:10:00", "short"), job
         # sacct (slurmdbd) is the record of the finished jobs: account, user, exit code
-        slurm_ids = [str(done[n]["slurm_job_id"]) for n in ("plain", "chem")]
+        slurm_ids = [str(done[n]["external_id"]) for n in ("plain", "chem")]
         acct = accounted(site, slurm_ids)
         assert {(a["Account"], a["User"], a["State"], a["ExitCode"]) for a in acct.values()} \
             == {("physics", "root", "COMPLETED", "0:0"), ("chem", "root", "COMPLETED", "0:0")}
@@ -210,8 +210,8 @@ def test_two_users_jobs_run_and_are_accounted_as_each(slurm_fabric, shared_dir):
         done = sched.wait(["alice", "bob", "admin"], timeout=180)
         assert {n: done[n]["user"] for n in done} == \
             {"alice": "sluice-alice", "bob": "sluice-bob", "admin": None}
-        acct = accounted(env, [str(done[n]["slurm_job_id"]) for n in ("alice", "bob", "admin")])
-        by_job = {n: acct[str(done[n]["slurm_job_id"])] for n in ("alice", "bob", "admin")}
+        acct = accounted(env, [str(done[n]["external_id"]) for n in ("alice", "bob", "admin")])
+        by_job = {n: acct[str(done[n]["external_id"])] for n in ("alice", "bob", "admin")}
         assert {n: (a["User"], a["Account"], a["State"]) for n, a in by_job.items()} == {
             "alice": ("sluice-alice", "physics", "COMPLETED"),
             "bob": ("sluice-bob", "chem", "COMPLETED"),
@@ -234,9 +234,9 @@ def test_a_purged_job_with_no_exit_file_is_not_run_twice(slurm_fabric, tmp_path)
         sched.start()
         sched.submit([tiny("purged", 1)])
         job = sched.wait(["purged"], states=("running",), timeout=90,
-                         ready=lambda j: j["slurm_job_id"] is not None)["purged"]
+                         ready=lambda j: j["external_id"] is not None)["purged"]
         sched.kill9()
-        slurm_id = str(job["slurm_job_id"])
+        slurm_id = str(job["external_id"])
         deadline = time.monotonic() + 90
         while cli(env, "squeue", "-h", "-t", "all", "-j", slurm_id).stdout.strip():
             assert time.monotonic() < deadline, "Slurm did not purge the job"
@@ -271,7 +271,7 @@ def test_only_the_configured_partitions_nodes_are_capacity(slurm_fabric, tmp_pat
         job = sched.wait(["r2"], timeout=120)["r2"]
         hosts = {*job["placement"]["worker_hosts"], *job["placement"]["ps_hosts"]}
         assert hosts <= {"h3", "h4"}, job["placement"]
-        assert scontrol_job(env, job["slurm_job_id"])["Partition"] == "rack2"
+        assert scontrol_job(env, job["external_id"])["Partition"] == "rack2"
     finally:
         sched.stop()
         cli(env, "scontrol", "delete", "PartitionName=rack2")

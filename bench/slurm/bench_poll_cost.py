@@ -95,7 +95,7 @@ def one_minute(jobs: int, slot: float, poll_interval: float, batched: bool) -> C
             placement = StartDecision(job_id, Placement(str(job_id), (host,), (host,)))
             store.update(job_id, state="running", gpus=1, executor="slurm", attempts=1,
                          placement=placement.placement_record(), started_at=0.0,
-                         run_dir=f"{tmp}/run-{job_id}", slurm_job_id=1000 + job_id)
+                         run_dir=f"{tmp}/run-{job_id}", external_id=str(1000 + job_id))
         client = CountingSlurm(topology)
         ex = SlurmExecutor(client, topology, tmp, SlurmJobOptions(poll_interval=poll_interval))
         if not batched:               # the service's hook does nothing: job by job

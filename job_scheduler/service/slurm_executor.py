@@ -361,7 +361,7 @@ class SlurmExecutor:
         ids = set()
         for job in running:
             if job.executor == self.kind:
-                known = job.slurm_job_id or self._ids.get(job.id) or self._started_id(job)
+                known = _recorded_id(job) or self._ids.get(job.id) or self._started_id(job)
                 if known is not None:
                     ids.add(known)
         self.rounds.begin(ids, now)
