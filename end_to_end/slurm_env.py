@@ -49,6 +49,8 @@ def slurm_environment(topology: Topology | str, out: Path, *, progress: bool = T
     from end_to_end.run import _wait_hosts_located
     from mininet_fabric.fabric import Fabric
     from mininet_fabric.slurm_cluster import SlurmCluster, with_head_node, write_topology_yaml
+    from mininet_fabric.traverse import traversable
+    from ps_runtime.runners import REPO_ROOT
 
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     out = Path(out)
@@ -69,8 +71,10 @@ def slurm_environment(topology: Topology | str, out: Path, *, progress: bool = T
         # slurm.conf and talk to munged); ``out`` may sit in a private (0700) tree.
         workdir = Path(tempfile.mkdtemp(prefix="sluice-slurm-"))
         workdir.chmod(0o755)
-        with SlurmCluster(fabric, workdir, {h.name: h.gpus for h in topo.hosts},
-                          progress=progress, keep_logs=out / "slurm-logs") as cluster:
+        # the jobs of the cluster's users run this checkout's Python (mininet_fabric.traverse)
+        with traversable(REPO_ROOT, Path(sys.executable).parent), \
+                SlurmCluster(fabric, workdir, {h.name: h.gpus for h in topo.hosts},
+                             progress=progress, keep_logs=out / "slurm-logs") as cluster:
             env = SlurmFabric(fabric, cluster, topo, client.url, client.admin_token, ofp,
                               {"fabric_and_controller_s": round(t_fabric, 2),
                                "slurm_bringup_s": round(cluster.bringup_s, 2)})
