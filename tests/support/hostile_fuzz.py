@@ -9,7 +9,7 @@ import json
 import yaml
 from hypothesis import strategies as st
 
-from yaml_fuzz import yaml_values
+from support.yaml_fuzz import yaml_values
 
 FIELDS = ["name", "model", "dataset_size", "epochs", "batch_size", "max_gpus", "arrival",
           "num_ps", "layers", "jobs", "type", "c_in", "c_out", "k", "h", "w"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ps_runtime.ports import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
 SCHEDULER_TOKEN = "live-scheduler-admin-token"
 CONTROLLER_TOKEN = "live-controller-admin-token"
 

@@ -6,64 +6,21 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
-from controller.client import ControllerClient
 from mininet_fabric.fabric import Fabric
 from topologies.priority_classes import dscp_of_level
 from ps_runtime.ports import free_port
 
 pytestmark = pytest.mark.fabric
 
-ROOT = Path(__file__).resolve().parents[1]
-# The interpreter under test, not a .venv path: the suite runs in any environment.
-SLUICE = [sys.executable, "-m", "sluice"]
-ADMIN = "fabric-test-admin-token"
-
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL after 10 s: never leave a controller behind."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def start_controller(topology: str, ofp: int, api: int, log, *extra: str
-                     ) -> tuple[subprocess.Popen, ControllerClient]:
-    """Start a real `sluice controller` process and wait until its API answers."""
-    env = dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN)
-    proc = subprocess.Popen([*SLUICE, "controller", "--topology", topology, "--ofp-port",
-                             str(ofp), "--api", f"127.0.0.1:{api}", *extra],
-                            env=env, stdout=log, stderr=log)
-    client = ControllerClient(f"http://127.0.0.1:{api}", ADMIN)
-    deadline = time.monotonic() + 20
-    while True:
-        if proc.poll() is not None:
-            log.seek(0)
-            raise AssertionError(f"controller exited with {proc.returncode}: {log.read()}")
-        try:
-            if client.health():
-                return proc, client
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            stop(proc)                 # never leave a half-started controller behind
-            raise AssertionError("controller API did not come up within 20 s")
-        time.sleep(0.1)
-
-
+from support.paths import REPO as ROOT
+from support.controller_process import ADMIN, SLUICE, start_controller, stop, wait_located  # noqa: F401
 @contextmanager
 def controller(topology: str, *extra: str):
     ofp, api = free_port(), free_port()
@@ -75,16 +32,6 @@ def controller(topology: str, *extra: str):
         stop(proc)
         log.close()
     assert proc.returncode == 0, f"controller did not stop cleanly: {proc.returncode}"
-
-
-def wait_located(client: ControllerClient, hosts: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        m = re.search(r"^sluice_hosts_located (\d+)", client.metrics(), re.M)
-        if m and int(m.group(1)) == hosts:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"the controller located fewer than {hosts} hosts:\n{client.metrics()}")
 
 
 @pytest.mark.parametrize("topology", ["two-rack", "leaf-spine", "fat-tree"])
@@ -114,22 +61,6 @@ def iperf_pair(fab, seconds: float) -> dict[str, float]:
         assert p.returncode == 0, f"iperf3 for {job} failed: {stderr or stdout[-500:]}"
         out[job] = json.loads(stdout)["end"]["sum_received"]["bits_per_second"] / 1e6
     return out
-
-
-def dscp_marks(fab, switch: str, acks: bool = False) -> dict[int, int]:
-    """cookie -> DSCP written by the data rules (``acks``: the ACK rules, which match the
-    source port) on ``switch`` (from ovs-ofctl dump-flows)."""
-    marks = {}
-    for line in fab.dump_flows(switch).splitlines():
-        if ("tp_src=" in line) != acks:
-            continue
-        cookie = re.search(r"cookie=0x([0-9a-f]+)", line)
-        tos = re.search(r"mod_nw_tos:(\d+)", line)
-        dscp = re.search(r"set_field:(\d+)->ip_dscp", line)
-        if cookie and (tos or dscp):
-            value = int(dscp.group(1)) if dscp else int(tos.group(1)) >> 2
-            marks.setdefault(int(cookie.group(1), 16), set()).add(value)
-    return marks
 
 
 def test_lagging_job_wins_the_bottleneck_and_the_flip_follows():

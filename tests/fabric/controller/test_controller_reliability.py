@@ -28,10 +28,11 @@ from controller.api import ApiServer
 from controller.client import ControllerClient
 from controller.rules import COOKIE_FORWARDING, FlowMod, Rule
 from controller.service import SETTLE_S, ControllerConfig, ControllerService, TableSink
-from controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, northbound, walk
-from test_controller_api import JOB as API_JOB, raw
-from test_controller_fabric import dscp_marks, free_port, stop, wait_located
-from test_controller_fabric import start_controller as start_fabric_controller
+from support.controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, northbound, walk
+from support.controller_api import JOB as API_JOB, raw
+from ps_runtime.ports import free_port
+from support.controller_process import dscp_marks, stop, wait_located
+from support.controller_process import start_controller as start_fabric_controller
 from topologies.priority_classes import dscp_of_level
 
 RESTART_JOB = {"id": "job-r", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from test_controller_fabric import wait_located
+from support.controller_process import wait_located
 from mininet_fabric.fabric import Fabric
 from end_to_end.controller_proc import controller_process
 

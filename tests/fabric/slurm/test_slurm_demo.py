@@ -15,7 +15,7 @@ import pytest
 from mininet_fabric.slurm_cluster import HEAD_INTF
 
 pytestmark = pytest.mark.fabric
-REPO = Path(__file__).resolve().parent.parent
+from support.paths import REPO
 
 
 def _cmdlines() -> list[str]:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from test_slurm_executor import Scheduler, run_dir, tiny
+from support.slurm_scheduler import Scheduler, run_dir, tiny
 
 pytestmark = pytest.mark.fabric
 SLURM_TOPOLOGY = "two-rack"          # 4 hosts x 4 GPUs, h1 h2 | h3 h4

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from bench import harness, run_all
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
 AREAS = {"scheduler", "fabric", "controller", "ps_runtime", "end_to_end", "reliability",
          "slurm", "api"}
 

@@ -9,12 +9,8 @@ import pytest
 
 from controller.api import MAX_BODY, ApiServer
 from controller.client import ControllerClient, ControllerError
-from controller_fakes import ADMIN, bring_up, make_service
-
-JOB = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
-       "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9001},
-                   {"id": "w1", "ip": "10.0.0.2", "port": 9001}]}
-
+from support.controller_fakes import ADMIN, bring_up, make_service
+from support.controller_api import JOB, raw
 
 @pytest.fixture
 def server():
@@ -22,15 +18,6 @@ def server():
     api = ApiServer(svc, "127.0.0.1", 0).start()
     yield svc, api
     api.stop()
-
-
-def raw(api, method, path, body=b"", headers=None):
-    conn = http.client.HTTPConnection(api.host, api.port, timeout=5)
-    conn.request(method, path, body=body, headers=headers or {})
-    resp = conn.getresponse()
-    data = resp.read()
-    conn.close()
-    return resp.status, data
 
 
 def test_register_report_list_remove(server, caplog):

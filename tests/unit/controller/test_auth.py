@@ -9,7 +9,7 @@ import pytest
 from controller.api import status_of
 from controller.auth import token_sha
 from controller.errors import Refused
-from controller_fakes import ADMIN, bring_up, make_service, northbound
+from support.controller_fakes import ADMIN, bring_up, make_service, northbound
 
 JOB_A = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
          "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9001}]}

@@ -16,7 +16,8 @@ import time
 import pytest
 
 from controller.client import ControllerClient, ControllerError
-from test_controller_fabric import ADMIN, free_port, start_controller, stop
+from ps_runtime.ports import free_port
+from support.controller_process import ADMIN, start_controller, stop
 
 OFPT_HELLO, OFPT_ECHO_REQUEST, OFPT_FEATURES_REQUEST, OFP_VERSION_13 = 0, 2, 5, 4
 

@@ -3,7 +3,6 @@
 
 import dataclasses
 import re
-from pathlib import Path
 
 import pytest
 
@@ -11,9 +10,10 @@ from controller.cli import FLAG_OF_FIELD, as_flag_error
 from controller.config import CONFIG_SOURCE, ControllerConfig
 from sluice_common.errors import InputError
 from topologies import load_topology
+from support.paths import REPO
 
 TOPO = load_topology("two-rack")
-CONTROLLER = Path(__file__).resolve().parents[1] / "controller"
+CONTROLLER = REPO / "controller"
 
 
 @pytest.mark.parametrize("field, value", [

@@ -4,7 +4,7 @@ import pytest
 
 from controller import rules as R
 from controller.flowtable import FlowTable
-from controller_fakes import bring_up, make_service, walk
+from support.controller_fakes import bring_up, make_service, walk
 
 
 @pytest.mark.parametrize("topology", ["two-rack", "leaf-spine", "fat-tree",

@@ -19,9 +19,9 @@ from controller.client import ControllerError
 from controller.journal import ProgressJournal, journal_path
 from controller.rules import COOKIE_FORWARDING, Rule
 from controller.service import ControllerConfig, ControllerService, TableSink
-from controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, northbound
-from test_controller_fabric import free_port, stop
-from test_controller_fabric import start_controller
+from support.controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, northbound
+from ps_runtime.ports import free_port
+from support.controller_process import start_controller, stop
 
 JOB = {"id": "job-d", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
        "workers": [{"id": f"w{i}", "ip": "10.0.0.1", "port": 9001 + i} for i in range(4)]}

@@ -1,7 +1,7 @@
 """Port counters -> bytes/s per port and the link it belongs to (no switch)."""
 
 from controller.linkstats import LinkStats
-from controller_fakes import bring_up, make_service
+from support.controller_fakes import bring_up, make_service
 
 
 def test_rate_from_counter_deltas_and_resets_ignored():

@@ -8,7 +8,7 @@ import urllib.request
 from controller.api import ApiServer
 from controller.client import ControllerClient
 from controller.live import layout, link_load, live_state
-from controller_fakes import ADMIN, bring_up, make_service
+from support.controller_fakes import ADMIN, bring_up, make_service
 from topologies import load_topology
 
 TOPO = load_topology("two-rack")

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from controller.progress_batch import ProgressBatcher
 from controller.api import status_of
 from controller.errors import Refused, Unauthorized
-from controller_fakes import ADMIN, bring_up, make_service, northbound
+from support.controller_fakes import ADMIN, bring_up, make_service, northbound
 
 
 class SlowService:

@@ -12,7 +12,7 @@ import random
 import pytest
 
 from ps_runtime.progress import ReportGate
-from tests.controller_fakes import bring_up, make_service
+from support.controller_fakes import bring_up, make_service
 
 STALENESS_S = 1.0
 MAX_STEP_S = 0.3

@@ -6,7 +6,7 @@ one bound to its ingress port is dropped."""
 import pytest
 
 from controller import rules as R
-from controller_fakes import ADMIN, bring_up, make_service, northbound, walk
+from support.controller_fakes import ADMIN, bring_up, make_service, northbound, walk
 from topologies.priority_classes import LEAST_URGENT, dscp_of_level
 
 JOB = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],

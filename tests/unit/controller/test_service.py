@@ -11,7 +11,7 @@ from controller.api import status_of
 from controller.errors import Refused
 from controller.fabric_events import ROUTES_ACK_TIMEOUT_S
 from controller.service import TableSink
-from controller_fakes import ADMIN, bring_up, make_service, northbound, walk
+from support.controller_fakes import ADMIN, bring_up, make_service, northbound, walk
 from topologies.mininet_topo import mac_of
 from topologies.priority_classes import dscp_of_level
 

@@ -51,7 +51,7 @@ def test_cross_rack_jobs_share_the_uplinks_and_priority_helps_the_small_one():
 
 def test_demo_comparison_carries_both_passes_predictions_and_racks(tmp_path):
     from end_to_end.report import comparison, comparison_markdown, write_comparison_plot
-    from tests.test_run import synthetic_result
+    from support.run_results import synthetic_result
 
     off, on = synthetic_result(False, slow=2.0), synthetic_result(True, slow=0.5)
     topo = load_topology("two-rack")

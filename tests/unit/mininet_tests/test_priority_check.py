@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from sluice_common.job_rank import RANK_RULES
-from controller_fakes import ADMIN, bring_up, make_service, northbound, walk
+from support.controller_fakes import ADMIN, bring_up, make_service, northbound, walk
 from mininet_fabric.lock import FabricError
 from mininet_tests.priority_check import (CHECK_JOBS, IPERF_PORTS, check_registrations,
                                           pick_contended_pair, push_level)

@@ -11,7 +11,7 @@ controller's ``ge``/``le`` defect at ~17,000 cases; see bench/RESULTS.md for the
 counts and times). The run is seeded, so CI sees the same cases every time;
 ``SLUICE_SCHEMATHESIS_SEED`` picks another, ``SLUICE_SCHEMATHESIS_EXAMPLES`` and
 ``SLUICE_SCHEMATHESIS_MAX_TIME`` another full budget.
-tests/api_schemathesis_{scheduler,controller}.toml hold the one documented exception
+tests/data/api_schemathesis_{scheduler,controller}.toml hold the one documented exception
 of each.
 """
 
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import pytest
 
-from live_services import live_services
+from support.live_services import live_services
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
 ST = Path(sys.executable).with_name("st")
 # budget -> (examples per operation, seconds per service for the full run)
 BUDGETS = {"quick": (10, 45),
@@ -106,7 +106,7 @@ STATEFUL_RULES = {"scheduler": "submit_submissions_post", "controller": "registe
 def test_every_operation_holds_to_its_spec(services, tmp_path, service, token, operations,
                                            budget):
     max_examples, max_time = BUDGETS[budget]
-    config = ROOT / "tests" / f"api_schemathesis_{service}.toml"
+    config = ROOT / "tests" / "data" / f"api_schemathesis_{service}.toml"
     # 1. every operation, every phase (the stateful one follows the documents' links)
     events = tmp_path / f"{service}.ndjson"
     t0 = time.monotonic()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from controller.metrics import COUNTERS, GAUGES, REACTION
 from job_scheduler.service.metrics import SERIES
+from support.paths import REPO
 
-DASHBOARD = Path(__file__).resolve().parents[1] / "docs" / "grafana" / "sluice-dashboard.json"
+DASHBOARD = REPO / "docs" / "grafana" / "sluice-dashboard.json"
 
 
 def exported() -> set[str]:

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from live_services import CONTROLLER_TOKEN, SCHEDULER_TOKEN, live_services
+from support.live_services import CONTROLLER_TOKEN, SCHEDULER_TOKEN, live_services
 
 MAX_ANSWER = 64 * 1024
 MAX_SECONDS = 3.0

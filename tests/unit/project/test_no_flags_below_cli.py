@@ -14,7 +14,7 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
 PACKAGES = ("job_scheduler", "end_to_end", "controller", "sluice_common", "topologies",
             "mininet_fabric", "slurm_client", "ps_runtime")
 # process entry points with a parser of their own, and the helpers that take their namespace

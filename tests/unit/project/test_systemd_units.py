@@ -26,9 +26,9 @@ import pytest
 
 from bench.api.valid_client import ValidClient
 from ps_runtime.ports import free_port
-from systemd_sandbox import SYSTEMD, SystemdSandbox
+from support.systemd_sandbox import SYSTEMD, SystemdSandbox
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
 UNITS = sorted((ROOT / "deploy" / "systemd").glob("*.service"))
 SYSUSERS = ROOT / "deploy" / "systemd" / "sluice.sysusers.conf"
 SCHED_TOKEN = "systemd-test-scheduler-token"

@@ -11,7 +11,8 @@ from ps_runtime.launcher import PSJob, WorkerOptions
 from ps_runtime.plan import HostPlan
 from ps_runtime.runners import LocalRunner
 from ps_runtime.worker import STAGES
-from test_ps_runtime import SMALL, free_base
+from ps_runtime.ports import free_port_block as free_base
+from support.ps_jobs import SMALL
 from topologies import load_topology
 
 

@@ -17,9 +17,9 @@ from ps_runtime.emulated_worker import (BYTES_PER_VALUE, batch_plan, key_lengths
 from ps_runtime.launcher import PSJob, WorkerOptions
 from ps_runtime.plan import HostPlan
 from ps_runtime.runners import LocalRunner
-from tests.test_ps_runtime import free_base
+from ps_runtime.ports import free_port_block as free_base
 
-REPO = Path(__file__).resolve().parent.parent
+from support.paths import REPO
 
 
 @pytest.mark.parametrize("model,scale", [("resnet18", 0.01), ("vgg16", 0.01), ("alexnet", 0.1),

@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sluice_common.jobspec import JobSpec
 from sluice_common.models import MODELS
 from sluice_common.profile import load_profile
-from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions
+from ps_runtime.launcher import JobFailed, PSJob
 from ps_runtime.models import MODEL_NAMES, build_model, input_shape, parameter_count
 from ps_runtime.plan import (HostPlan, PortPlan, default_base_port, endpoints,
                              placement_from_scheduler, registration)
@@ -33,20 +32,8 @@ from sluice.cli import main as sluice_main
 from topologies import load_topology
 from ps_runtime.ports import free_port_block as free_base
 
-REPO = Path(__file__).resolve().parent.parent
-SMALL = JobSpec(name="t-small", model="smallcnn", dataset_size=4096, epochs=1, batch_size=32,
-                max_gpus=2)
-
-
-
-
-def small_job(tmp_path: Path, batches: int, workers: int = 2, servers: int = 1,
-              **kwargs) -> PSJob:
-    return PSJob(SMALL, HostPlan.loopback(servers, workers), LocalRunner(), tmp_path,
-                 batches=batches, base_port=free_base(), options=WorkerOptions(threads=1),
-                 grace=2.0, **kwargs)
-
-
+from support.paths import REPO
+from support.ps_jobs import SMALL, small_job
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -80,7 +67,7 @@ def test_two_workers_one_server_train_with_falling_loss_and_report_progress(tmp_
     batch to the controller's real HTTP API (its service on a fake flow table)."""
     from controller.api import ApiServer
     from controller.client import ControllerClient
-    from controller_fakes import ADMIN, bring_up, make_service
+    from support.controller_fakes import ADMIN, bring_up, make_service
 
     api = ApiServer(bring_up(make_service("two-rack")), "127.0.0.1", 0).start()
     try:
@@ -218,7 +205,7 @@ def test_sigterm_to_train_command_leaves_no_process(tmp_path):
 def test_children_exit_when_the_launcher_is_killed(tmp_path):
     """SIGKILL gives the launcher no chance to clean up: the children's watchdog must."""
     script = (f"import sys, time; sys.path.insert(0, {str(REPO)!r})\n"
-              "from tests.test_ps_runtime import small_job\n"
+              "from tests.support.ps_jobs import small_job\n"
               "from pathlib import Path\n"
               f"job = small_job(Path({str(tmp_path)!r}), batches=100000)\n"
               "job.start(); print('started', flush=True); time.sleep(600)\n")

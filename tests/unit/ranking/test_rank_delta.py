@@ -123,7 +123,7 @@ def test_flow_ranker_moves_only_the_reporting_workers_flows():
 
 # ---------------------------------------------------------------- in the controller --
 def _controller(rank, enforce, sizes):
-    from tests.controller_fakes import ADMIN, bring_up, make_service, northbound
+    from support.controller_fakes import ADMIN, bring_up, make_service, northbound
 
     svc = bring_up(make_service("leaf-spine", rank=rank, enforce=enforce))
     tokens = {}
@@ -149,7 +149,7 @@ def _controller(rank, enforce, sizes):
 def test_controller_after_reports_equals_a_full_recompute(rank, enforce, sizes, reports):
     """Reports go through the incremental path; a second controller given only the final
     batches computes everything in full. Both must hold the same switch tables."""
-    from tests.controller_fakes import northbound
+    from support.controller_fakes import northbound
 
     svc, tokens = _controller(rank, enforce, sizes)
     for j, w, b in reports:

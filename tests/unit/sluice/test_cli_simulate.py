@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from job_scheduler.simulation.workloads import SHARED_WORKLOADS
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
 SLUICE = [sys.executable, "-m", "sluice"]
 TIRESIAS = SHARED_WORKLOADS / "tiresias_60_job.csv"
 if not TIRESIAS.exists():

@@ -1,10 +1,10 @@
 """docs/api.md and docs/metrics.md are what the code generates (no drift)."""
 
-from pathlib import Path
 
 from sluice.reference import api_markdown, metrics_markdown
+from support.paths import REPO
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = REPO / "docs"
 
 
 def test_api_reference_is_current():

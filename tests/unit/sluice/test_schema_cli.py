@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -16,7 +15,7 @@ from sluice_common.errors import InputError, InputErrors
 from sluice.schema_cli import schema_text
 from topologies import parse_topology
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
 JOB_FILES = sorted((ROOT / "examples").rglob("*.yaml")) + [ROOT / "end_to_end/data/demo_jobs.yaml"]
 TOPOLOGY_FILES = sorted((ROOT / "topologies/builtin").glob("*.yaml"))
 

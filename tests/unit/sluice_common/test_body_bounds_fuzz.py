@@ -18,13 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.api import ApiServer, JobRegistration, ProgressReport
-from controller_fakes import ADMIN, bring_up, make_service as make_controller
-from hostile_fuzz import job_files, json_bodies, nested
+from support.controller_fakes import ADMIN, bring_up, make_service as make_controller
+from support.hostile_fuzz import job_files, json_bodies, nested
 from job_scheduler.service.api import SchedulerHTTPServer
 from sluice_common.body_bounds import LIMITS, BoundsError, YamlEventBounds, check_json
 from sluice_common.errors import InputError
 from sluice_common.jobspec import parse_jobs_text
-from test_api_contract import TOKEN as SCHEDULER_TOKEN, make_service as make_scheduler
+from support.scheduler_api import TOKEN as SCHEDULER_TOKEN, make_service as make_scheduler
 
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))

@@ -4,7 +4,6 @@ raises anything but InputError."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 import yaml
@@ -15,9 +14,10 @@ from sluice_common.jobspec import Layer, job_to_dict, load_jobs, parse_job, pars
 from sluice_common.models import (MODELS, SMALLCNN_LAYERS, canonical_name, count_params,
                                   get_model, known_models)
 from sluice_common.errors import InputError
-from yaml_fuzz import yaml_values
+from support.yaml_fuzz import yaml_values
+from support.paths import REPO
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jobs"
+EXAMPLES = REPO / "examples" / "jobs"
 
 
 def valid_job(**over):

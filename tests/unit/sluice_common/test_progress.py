@@ -4,7 +4,6 @@ a terminal."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 from job_scheduler.core.estimator import Estimator, nominal_bandwidth
 from sluice_common.jobspec import load_jobs, parse_jobs
@@ -13,7 +12,7 @@ from sluice_common.progress import LiveStatus, count_bar
 from end_to_end.run_status import RunningJob, eta_s, remaining_s, status_line
 from topologies import load_topology
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
 TOPO = load_topology("two-rack")
 EST = Estimator(nominal_bw_mbps=nominal_bandwidth(TOPO))
 

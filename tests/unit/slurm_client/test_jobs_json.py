@@ -3,7 +3,6 @@ written from each release's job record definition, README.md there): the same jo
 every layout. No Slurm is needed here."""
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from slurm_client.jobs_json import parse_squeue_json
 from slurm_client.nodes import ParseError
 from slurm_client.parse import job_outcome
 from slurm_client.versions import UnsupportedSlurm
+from support.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "slurm" / "versions"
+DATA = TEST_DATA / "slurm" / "versions"
 
 
 @pytest.mark.parametrize("release", ["22.05", "23.02", "23.11", "24.05", "24.11"])

@@ -4,7 +4,6 @@
 GPUs of n1, a job that exited 3, a pending one), and the Slurm executor's pure decisions.
 No Slurm is needed here; tests/test_slurm_executor.py drives a real one."""
 
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,9 @@ from slurm_client.parse import (Component, JobInfo, NodeInfo, ParseError, Submis
                                 parse_scontrol_nodes, parse_sinfo_json, parse_squeue_lines,
                                 parse_topology, sbatch_argv)
 from topologies.model import parse_topology as topology_from_dict
+from support.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "slurm"
+DATA = TEST_DATA / "slurm"
 
 
 def read(name: str) -> str:

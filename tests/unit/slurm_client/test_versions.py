@@ -3,7 +3,6 @@ each release's layout (22.05 recorded; 23.02, 23.11, 24.05, 24.11 written from S
 data-parser definitions, tests/data/slurm/versions/README.md). A release sluice does not
 know is refused, naming it. No Slurm is needed here."""
 
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,9 @@ from slurm_client.gres import gpus_by_type, gres_gpus, gres_request, is_mig
 from slurm_client.nodes import ParseError, parse_sinfo_json
 from slurm_client.versions import (LAYOUTS, SlurmVersion, UnsupportedSlurm, layout_for,
                                    parse_version_text, sinfo_argv, version_from_meta)
+from support.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "slurm"
+DATA = TEST_DATA / "slurm"
 RELEASES = ["23.02", "23.11", "24.05", "24.11"]
 
 

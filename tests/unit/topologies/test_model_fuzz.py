@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sluice_common.errors import InputError
 from topologies import BUILTIN_DIR, parse_topology
 from topologies.model import load_topology_file
-from yaml_fuzz import yaml_values
+from support.yaml_fuzz import yaml_values
 
 BASE = {
     "name": "t",

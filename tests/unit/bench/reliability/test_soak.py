@@ -5,11 +5,10 @@ memory does not grow. Throughput and latency targets live in the benchmark itsel
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
 
 
 @pytest.mark.slow

@@ -6,7 +6,6 @@ decisions: start times, GPU counts, placements and the GPU indices of each host.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import yaml
@@ -24,7 +23,7 @@ from job_scheduler.service.store import JobStore
 from sluice_common.jobspec import job_to_dict, load_jobs
 from topologies import load_topology
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
 JOBS = load_jobs(ROOT / "examples" / "jobs" / "mixed.yaml")
 TOPO = load_topology("two-rack")
 EST = Estimator()

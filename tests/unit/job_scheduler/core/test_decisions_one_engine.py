@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from pathlib import Path
 
 import pytest
 
@@ -27,7 +26,7 @@ from sluice.cli import main as sluice_main
 from sluice_common.jobspec import load_jobs
 from topologies import load_topology
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
 MIXED = ROOT / "examples" / "jobs" / "mixed.yaml"
 SEED = 3
 # two GPUs and more work than they hold: las and sluice both suspend running jobs

@@ -15,7 +15,7 @@ from job_scheduler.core.exchange_pricing import (HARDWARE_HOP_S, KEY_BYTES, Exch
 from job_scheduler.core.placement import Placement
 from job_scheduler.simulation.simulator import Simulator
 from sluice_common import exchange as ex
-from tests.test_simulator import CROSS_A, CROSS_B, Pinned, job
+from support.sim_jobs import CROSS_A, CROSS_B, Pinned, job
 from topologies import load_topology
 
 TWO_RACK = load_topology("two-rack")

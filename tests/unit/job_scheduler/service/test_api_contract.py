@@ -8,20 +8,16 @@ import http.client
 import json
 import sqlite3
 import time
-from pathlib import Path
 
 import pytest
 
-from job_scheduler.core.estimator import Estimator
-from job_scheduler.service.executors import SimulatedExecutor
-from job_scheduler.service.scheduler import SchedulerService
 from job_scheduler.service.api import SchedulerHTTPServer
-from job_scheduler.service.policy_step import make_policy_step
 from job_scheduler.service.store import JobStore
 from topologies import load_topology
+from support.paths import REPO
+from support.scheduler_api import TOKEN, make_service
 
 TOPO = load_topology("two-rack")
-TOKEN = "scheduler-admin-token-0123"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 YAML = {**AUTH, "Content-Type": "application/yaml"}
 
@@ -38,14 +34,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.t
-
-
-def make_service(tmp_path, policy="fifo", clock=None):
-    est = Estimator()
-    executors = {"simulated": SimulatedExecutor(lambda spec, d: 100.0, 1.0)}
-    return SchedulerService(JobStore(tmp_path / "jobs.db"), TOPO,
-                            make_policy_step(policy, TOPO, est), executors, "simulated",
-                            clock=clock or time.time)
 
 
 @pytest.fixture
@@ -313,7 +301,7 @@ CJOB = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}]
 @pytest.fixture
 def controller():
     from controller.api import ApiServer
-    from controller_fakes import bring_up, make_service as make_controller
+    from support.controller_fakes import bring_up, make_service as make_controller
     svc = bring_up(make_controller("two-rack"))
     server = ApiServer(svc, "127.0.0.1", 0).start()
     yield svc, server
@@ -321,7 +309,7 @@ def controller():
 
 
 def cjson(server, method, path, body=None, ctype="application/json"):
-    from controller_fakes import ADMIN
+    from support.controller_fakes import ADMIN
     headers = {"Authorization": f"Bearer {ADMIN}", "Content-Type": ctype}
     data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
     status, raw = call(server, method, path, data, headers)
@@ -460,7 +448,7 @@ def test_a_csv_trace_is_recognised_by_its_header_or_named(tmp_path):
 
 def test_validate_takes_several_files(tmp_path, capsys):
     from sluice.cli import main
-    root = Path(__file__).resolve().parents[1] / "examples" / "jobs"
+    root = REPO / "examples" / "jobs"
     bad = tmp_path / "bad.yaml"
     bad.write_text(job_file("a").replace("epochs: 1", "epochs: 0"))
     assert main(["validate", str(root / "mixed.yaml"), str(root / "layers.yaml")]) == 0

@@ -12,11 +12,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from controller.api import ApiServer
 from controller.client import ControllerClient
-from controller_fakes import ADMIN, bring_up, make_service
+from support.controller_fakes import ADMIN, bring_up, make_service
 from job_scheduler.service.api import SchedulerHTTPServer
 from job_scheduler.service.client import SchedulerClient
-from test_service import job_file
-from test_service import make_service as make_scheduler
+from support.scheduler_service import job_file
+from support.scheduler_service import make_service as make_scheduler
 
 JOB = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
        "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9001},

@@ -23,7 +23,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from job_scheduler.core.estimator import Estimator
 from sluice_common.jobspec import parse_jobs_text
-from job_scheduler.service.executors import LocalExecutor, SimulatedExecutor, template_command
 from job_scheduler.service.scheduler import Conflict, SchedulerService
 from job_scheduler.service.client import SchedulerClient, ServiceError, Unreachable
 from job_scheduler.service.policy_step import SERVICE_POLICIES, make_policy_step
@@ -32,16 +31,11 @@ from sluice_common.errors import InputError
 from topologies import load_topology
 from ps_runtime.ports import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
+from support.scheduler_service import job_file, make_service
 SLUICE = [sys.executable, "-m", "sluice"]
 TOPO = load_topology("two-rack")
 EST = Estimator()
-
-
-def job_file(*names: str, max_gpus: int = 2, model: str = "resnet18") -> str:
-    return "jobs:\n" + "".join(
-        f"  - {{name: {n}, model: {model}, dataset_size: 1000, epochs: 1, batch_size: 32, "
-        f"max_gpus: {max_gpus}}}\n" for n in names)
 
 
 class FakeClock:
@@ -62,17 +56,6 @@ class RecordingController:
 
     def job_ended(self, job):
         self.ended.append(job.name)
-
-
-def make_service(tmp_path, executor="simulated", policy="fifo", clock=None, command=None,
-                 store=None, **kw):
-    store = store or JobStore(tmp_path / "jobs.db")
-    executors = {
-        "simulated": SimulatedExecutor(lambda spec, d: 100.0 * spec.max_gpus / d.gpus, 1.0),
-        "local": LocalExecutor(tmp_path / "runs", template_command(command) if command else None),
-    }
-    return SchedulerService(store, TOPO, make_policy_step(policy, TOPO, EST), executors, executor,
-                            clock=clock or time.time, **kw)
 
 
 def wait_for(predicate, timeout=10.0, interval=0.05):
@@ -467,7 +450,7 @@ def test_controller_learns_job_endpoints_and_forgets_crashed_job(tmp_path, monke
     """Against the real northbound API (controller logic on a fake flow table): a started
     job's endpoints are registered, and a worker crash removes the job and its rules."""
     from controller.api import ApiServer
-    from controller_fakes import ADMIN, bring_up, make_service as make_controller
+    from support.controller_fakes import ADMIN, bring_up, make_service as make_controller
     from job_scheduler.service.controller_link import ControllerNotifier
 
     ctl = bring_up(make_controller("two-rack"))
@@ -516,7 +499,7 @@ def test_real_ps_worker_crash_fails_job_and_cleans_up(tmp_path, monkeypatch):
     mid-job. The job is marked failed with the launcher's reason, its GPUs are released,
     the controller forgets it, and no process of the job is left."""
     from controller.api import ApiServer
-    from controller_fakes import ADMIN, bring_up, make_service as make_controller
+    from support.controller_fakes import ADMIN, bring_up, make_service as make_controller
     from job_scheduler.service.controller_link import ControllerNotifier
 
     ctl = bring_up(make_controller("two-rack"))

@@ -18,8 +18,8 @@ from slurm_client.gres_indices import gres_gpu_indices, parse_job_gpu_indices
 from sluice_common.jobspec import parse_jobs_text
 from sluice_common.placement import Placement
 from topologies import load_topology
-from test_slurm_executor import (SLURM_TOPOLOGY, ran_on, sched_factory, slurm,  # noqa: F401
-                                 start_foreign_job, tiny)
+from support.slurm_scheduler import (SLURM_TOPOLOGY, ran_on, sched_factory, slurm,  # noqa: F401
+                                     start_foreign_job, tiny)
 
 DETAIL = (
     "JobId=4 HetJobId=3 HetJobOffset=1 JobName=wrap UserId=root(0) JobState=RUNNING "

@@ -1,7 +1,6 @@
 """`sluice topology from-slurm`'s conversion (pure, on recorded Slurm output) and the
 command-line routes of `sluice topology from-slurm` / `sluice validate --slurm`."""
 
-from pathlib import Path
 
 import pytest
 
@@ -10,8 +9,9 @@ from slurm_client.parse import NodeInfo, SwitchInfo, parse_sinfo_json, parse_top
 from sluice.cli import _route, main
 from sluice_common.errors import InputError
 from topologies.model import parse_topology as load_dict
+from support.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "slurm"
+DATA = TEST_DATA / "slurm"
 
 
 def test_recorded_cluster_becomes_a_valid_topology():

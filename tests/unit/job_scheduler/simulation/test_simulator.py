@@ -4,42 +4,22 @@ engine against the Tiresias simulator's published figures."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
 from sluice_common.jobspec import JobSpec
 from job_scheduler.core.placement import Placement
-from job_scheduler.core.policies import Policy, make_policy
+from job_scheduler.core.policies import make_policy
 from job_scheduler.simulation.simulator import Simulator, simulate
 from job_scheduler.simulation.workloads import SHARED_WORKLOADS, load_workload
 from topologies import load_topology
+from support.paths import REPO
+from support.sim_jobs import CROSS_A, CROSS_B, Pinned, job
 
 TWO_RACK = load_topology("two-rack")
 WORKLOADS = SHARED_WORKLOADS
 if not WORKLOADS.exists():
-    WORKLOADS = Path(__file__).resolve().parents[2] / "shared" / "workloads"
-
-
-def job(name, arrival=0.0, max_gpus=4, model="resnet50", m=20000):
-    return JobSpec(name=name, model=model, dataset_size=m, epochs=1, batch_size=32,
-                   max_gpus=max_gpus, arrival=arrival)
-
-
-class Pinned(Policy):
-    """A test policy: start each job at its slot on a placement given up front."""
-    name = "pinned"
-
-    def __init__(self, placements):
-        self.placements = placements
-
-    def step(self, sim):
-        for j in list(sim.waiting):
-            sim.start(j, self.placements[sim.jobs[j].name])
-
-
-CROSS_A = Placement("a", ("h1",), ("h3",) * 4)      # 4 flows over both rack uplinks
-CROSS_B = Placement("b", ("h2",), ("h4",) * 4)
+    WORKLOADS = REPO.parent / "shared" / "workloads"
 
 
 def test_lone_job_runs_for_C_n_of_its_placement():

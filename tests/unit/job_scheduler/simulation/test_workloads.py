@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -13,11 +12,12 @@ from job_scheduler.simulation.workloads import (BIG_DATA, MIXED_MAX_GPUS, PAPER_
                                                 SMALL_DATA, load_workload, philly_model)
 from sluice_common.errors import InputError
 from job_scheduler.simulation.workloads import SHARED_WORKLOADS
+from support.paths import REPO
 
 SHARED = SHARED_WORKLOADS
 TIRESIAS = SHARED / "tiresias_60_job.csv"
 PHILLY = SHARED / "philly.csv"
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jobs"
+EXAMPLES = REPO / "examples" / "jobs"
 
 
 # ---- generated scenarios --------------------------------------------------------------------

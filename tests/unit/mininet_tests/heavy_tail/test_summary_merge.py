@@ -8,8 +8,9 @@ import pytest
 
 from mininet_tests.heavy_tail.config import HeavyTailConfig
 from mininet_tests.heavy_tail.run import resummarize
+from support.paths import REPO
 
-RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "priority-rules"
+RESULTS = REPO / "bench" / "results" / "priority-rules"
 
 
 def _config(original: dict) -> HeavyTailConfig:
@@ -105,7 +106,7 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
     from mininet_tests.heavy_tail.predict import model_prediction
     from mininet_tests.heavy_tail.run import stored_mix
 
-    stored = Path(__file__).parents[1] / "bench/results/priority-rules"
+    stored = REPO / "bench/results/priority-rules"
     per_seed = json.loads((stored / "heavy-tail-0.7-baselines-per-seed.json").read_text())[:1]
     summary = json.loads((stored / "heavy-tail-0.7-baselines-summary.json").read_text())
     out = by_bucket(per_seed, summary, ["off-fair"])
@@ -147,7 +148,7 @@ def test_the_rule_on_fair_leaves_waits_behind_the_urgent_classes_queue(monkeypat
 
     assert bl.urgent_bytes("off-fair") == LEAF_QUEUE_PACKETS * MTU_BYTES
     assert bl.urgent_bytes("off") is None and bl.urgent_bytes("off-shallow") is None
-    stored = Path(__file__).parents[1] / "bench/results/priority-rules"
+    stored = REPO / "bench/results/priority-rules"
     seed = json.loads((stored / "heavy-tail-0.7-fq100-per-seed.json").read_text())[0]
     mix = stored_mix(seed)
     _, capacity = experiment_topology(12.0)

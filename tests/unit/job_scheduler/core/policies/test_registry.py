@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -21,8 +20,9 @@ from job_scheduler.service.policy_step import SERVICE_POLICIES
 from job_scheduler.service.policy_step import make_policy_step as service_policy
 from sluice_common.errors import InputError
 from topologies import load_topology
+from support.paths import REPO
 
-DESIGN = Path(__file__).resolve().parents[1] / "docs" / "design.md"
+DESIGN = REPO / "docs" / "design.md"
 TWO_RACK = load_topology("two-rack")
 
 
