@@ -14,3 +14,7 @@ def raw(api, method, path, body=b"", headers=None):
     data = resp.read()
     conn.close()
     return resp.status, data
+
+
+RESTART_JOB = {"id": "job-r", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
+               "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9001}]}

@@ -2,12 +2,11 @@
 (switches keep forwarding meanwhile; on reconnect the controller reads each switch's
 table back and sends only the difference, so not one packet is lost), a single switch
 losing and regaining its controller, a controller restart under a real running PS job,
-the northbound API under fuzzed bodies, and malformed frames reaching the controller as
-packet-ins.
+and malformed frames reaching the controller as packet-ins.
 
-Tests needing Open vSwitch are fabric-marked (root + OVS + Mininet, via
-mininet_fabric/fabric.py and its global lock); the reconcile-core and fuzz tests are
-in-process and fast.
+All of them need Open vSwitch (root + OVS + Mininet, via mininet_fabric/fabric.py and its
+global lock); the in-process reconcile-core and fuzz tests are
+tests/unit/controller/test_reconcile.py and tests/unit/controller/test_api_fuzz.py.
 """
 
 from __future__ import annotations
@@ -21,22 +20,14 @@ import sys
 import time
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
-from hypothesis import strategies as st
 
-from controller.api import ApiServer
 from controller.client import ControllerClient
-from controller.rules import COOKIE_FORWARDING, FlowMod, Rule
-from controller.service import SETTLE_S, ControllerConfig, ControllerService, TableSink
-from support.controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, northbound, walk
-from support.controller_api import JOB as API_JOB, raw
+from support.controller_api import RESTART_JOB
 from ps_runtime.ports import free_port
 from support.controller_process import dscp_marks, stop, wait_located
 from support.controller_process import start_controller as start_fabric_controller
 from topologies.priority_classes import dscp_of_level
 
-RESTART_JOB = {"id": "job-r", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
-               "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9001}]}
 STALE_COOKIE = 0x5EA1DEAD            # a rule the controller never made
 
 
@@ -130,90 +121,6 @@ def test_controller_sigkill_and_restart_reconciles(tmp_path):
     finally:
         stop(proc)
         log.close()
-
-
-# ============================================================ switch reconnect ======
-def test_switch_down_keeps_routes_and_reconnect_restores_the_table_at_once():
-    """Pure core: a switch whose control channel drops is still routed through (it keeps
-    forwarding, fail-mode secure), gets no flow mods while away, and on reconnect gets
-    its whole table back in one go, without waiting for LLDP/ARP rediscovery."""
-    svc = bring_up(make_service("two-rack"))
-    token = northbound(svc).register_job(FAKE_ADMIN, RESTART_JOB)["token"]
-    northbound(svc).progress("job-r", token, {"worker": "w0", "batch": 5})
-    tor1 = svc.fabric.dpid_of_name["tor1"]
-    assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000) == ("h3", ["tor1", "spine1", "tor2"],
-                                                        dscp_of_level(1))
-    before = svc.sink.table.of_switch(tor1)
-    ports = dict(svc.fabric.ports[tor1])
-
-    sent = len(svc.sink.sent)
-    svc.switch_down(tor1)
-    assert not [m for m in svc.sink.sent[sent:] if m.rule.dpid == tor1]
-    assert walk(svc, "h3", "10.0.0.1")[0] == "h1"    # tor2 and spine1 still route to h1
-    assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000)[0] == "h3"
-
-    svc.sink.table.apply([FlowMod("add", Rule(tor1, 7, (("udp_dst", 4242),), (), 0xBAD))])
-    svc.switch_up(tor1, ports)                       # no link_seen / host_seen needed
-    assert svc.sink.table.of_switch(tor1) == before  # stale rule gone, job rule back
-    assert walk(svc, "h1", "10.0.0.3", tcp_dst=9000)[2] == dscp_of_level(1)
-
-def test_reconnect_with_table_read_back_sends_only_the_difference():
-    """A switch reconnects holding its old table plus a foreign rule and one changed
-    rule: the controller deletes the foreign rule, fixes the changed one, nothing else."""
-    svc = bring_up(make_service("two-rack"))
-    token = northbound(svc).register_job(FAKE_ADMIN, RESTART_JOB)["token"]
-    northbound(svc).progress("job-r", token, {"worker": "w0", "batch": 5})
-    tor1 = svc.fabric.dpid_of_name["tor1"]
-    before = svc.sink.table.of_switch(tor1)
-    ports = dict(svc.fabric.ports[tor1])
-    svc.switch_down(tor1)
-    stale = Rule(tor1, 7, (("udp_dst", 4242),), (), 0xBAD)
-    fwd = next(r for r in before.values() if r.cookie == COOKIE_FORWARDING)
-    changed = Rule(tor1, fwd.priority, fwd.match, (("output", 99),), fwd.cookie, fwd.table)
-    held = [r for r in before.values() if r != fwd] + [stale, changed]
-    svc.sink.table.apply([FlowMod("add", stale), FlowMod("add", changed)])
-
-    sent = len(svc.sink.sent)
-    svc.switch_up(tor1, ports, table=held)
-    assert sorted((m.command, m.rule.key) for m in svc.sink.sent[sent:]) == sorted(
-        [("delete", stale.key), ("modify", fwd.key)])
-    assert svc.sink.table.of_switch(tor1) == before
-
-
-def test_restarted_controller_keeps_owned_rules_until_the_fabric_is_rediscovered():
-    """A fresh controller (no hosts known yet) meets a switch full of its predecessor's
-    rules: it deletes only foreign ones at once, keeps its own until every host and link
-    is found again (then keeps the wanted ones) or SETTLE_S ran out (then deletes)."""
-    old = bring_up(make_service("two-rack"))
-    tor1 = old.fabric.dpid_of_name["tor1"]
-    held = list(old.sink.table.of_switch(tor1).values())
-    stale = Rule(tor1, 7, (("udp_dst", 4242),), (), 0xBAD)
-    ports = dict(old.fabric.ports[tor1])
-
-    now = [100.0]
-    topo = old.config.topology
-    for rediscover in (True, False):
-        svc = ControllerService(ControllerConfig(topology=topo, admin_token=FAKE_ADMIN),
-                                sink=TableSink(), clock=lambda: now[0])
-        svc.switch_up(tor1, ports, table=held + [stale])
-        assert [(m.command, m.rule) for m in svc.sink.sent] == [("delete", stale)]
-        if rediscover:
-            # the other switches connect, links and hosts are found again (tor1 stays up)
-            for dpid, sw_ports in old.fabric.ports.items():
-                if dpid != tor1:
-                    svc.switch_up(dpid, sw_ports)
-            for src, dst in old.fabric.links.items():
-                svc.link_seen(src, dst)
-            for ip, loc in old.fabric.hosts.items():
-                svc.host_seen(ip, loc.dpid, loc.port, loc.mac)
-            assert not [m for m in svc.sink.sent if m.command == "delete" and
-                        m.rule.dpid == tor1 and m.rule != stale]
-            assert set(svc.installed.of_switch(tor1).values()) == set(held)
-        else:
-            now[0] += SETTLE_S + 0.1
-            svc.tick()          # nothing rediscovered: the forwarding rules go
-            deleted = {m.rule for m in svc.sink.sent if m.command == "delete"}
-            assert {r for r in held if r.cookie == COOKIE_FORWARDING} <= deleted
 
 
 def vsctl(*args: str) -> None:
@@ -364,91 +271,6 @@ def test_controller_restart_during_a_running_ps_job(tmp_path):
     finally:
         stop(proc)
         log.close()
-
-
-# ============================================================ API body fuzzing ======
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
-    | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                   max_size=4),
-    max_leaves=12)
-ENDPOINT = st.fixed_dictionaries(
-    {"id": st.one_of(st.text(max_size=6), JSON), "ip": st.sampled_from(
-        ["10.0.0.1", "10.0.0.3", "10.0.0.9", "1.2.3", "", "10.0.0.256"]) | JSON,
-     "port": st.integers(-5, 70000) | JSON})
-JOB_LIKE = st.fixed_dictionaries(
-    {"id": st.from_regex(r"[A-Za-z0-9._-]{0,70}", fullmatch=True) | JSON},
-    optional={"servers": st.lists(ENDPOINT, max_size=3) | JSON,
-              "workers": st.lists(ENDPOINT, max_size=3) | JSON, "extra": JSON})
-PROGRESS_LIKE = st.fixed_dictionaries(
-    {}, optional={"worker": st.sampled_from(["w0", "w1", "w9", ""]) | JSON,
-                  "batch": st.integers(-3, 2**70) | st.floats() | JSON, "extra": JSON})
-
-
-def encode(value) -> bytes:
-    return json.dumps(value).encode()
-
-
-# near-valid bodies too, so that the accepting paths (and 409) are exercised
-VALID_PROGRESS = st.fixed_dictionaries({"worker": st.sampled_from(["w0", "w1"]),
-                                        "batch": st.integers(0, 10**6)})
-VALID_JOB = st.builds(
-    lambda job_id, port, n: {"id": job_id,
-                             "servers": [{"id": "s0", "ip": "10.0.0.4", "port": port}],
-                             "workers": [{"id": f"w{i}", "ip": f"10.0.0.{i + 1}", "port": port}
-                                         for i in range(n)]},
-    st.sampled_from(["job-a", "job-b", "j.1", "x" * 64, "x" * 65]),
-    st.integers(10000, 60000), st.integers(0, 2))
-BODY = st.one_of(JSON.map(encode), JOB_LIKE.map(encode), PROGRESS_LIKE.map(encode),
-                 VALID_PROGRESS.map(encode), VALID_JOB.map(encode), st.binary(max_size=200),
-                 VALID_PROGRESS.map(encode), VALID_JOB.map(encode))
-ALLOWED = {200, 201, 400, 401, 404, 409, 413, 429}
-
-
-@pytest.fixture(scope="module")
-def fuzz_api():
-    svc = bring_up(make_service("two-rack", rate_per_s=1e6))
-    api = ApiServer(svc, "127.0.0.1", 0).start()
-    token = ControllerClient(api.url, FAKE_ADMIN).register_job(API_JOB)["token"]
-    yield api, token
-    api.stop()
-
-
-def jobs_state(api) -> list:
-    status, data = raw(api, "GET", "/jobs")
-    assert status == 200
-    return json.loads(data)["jobs"]
-
-
-@settings(max_examples=300, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(target=st.sampled_from(["/jobs", "/jobs/job-a/progress", "/jobs/nope/progress"]),
-       body=BODY, auth=st.sampled_from(["good", "good", "good", "none", "bad"]))
-def test_fuzzed_bodies_never_break_the_api(fuzz_api, target, body, auth):
-    api, job_token = fuzz_api
-    token = {"good": FAKE_ADMIN if target == "/jobs" else job_token, "none": None,
-             "bad": "not-a-token"}[auth]
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    before = jobs_state(api)
-    # raw() opens a fresh connection; a dropped connection raises here and fails the test
-    status, data = raw(api, "POST", target, body, headers)
-    event(f"{target} -> {status}")     # --hypothesis-show-statistics shows the mix
-    assert status in ALLOWED, (status, data)
-    answer = json.loads(data)           # every answer, refusals included, is JSON
-    after = jobs_state(api)
-    if status >= 300:
-        assert after == before, (status, answer)
-        assert answer["status"] == status and answer["error"]
-    elif target == "/jobs":            # a fuzzed body that happens to be a valid job
-        assert answer["id"] in [j["id"] for j in after]
-        assert raw(api, "DELETE", f"/jobs/{answer['id']}",
-                   headers={"Authorization": f"Bearer {FAKE_ADMIN}"})[0] == 200
-        assert jobs_state(api) == before
-    else:                              # a valid progress report: only job-a's batches moved
-        assert [j["id"] for j in after] == [j["id"] for j in before]
 
 
 # ============================================================ malformed packets =====

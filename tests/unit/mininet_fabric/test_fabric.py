@@ -1,5 +1,6 @@
 """Pure parts of the fabric: DSCP mapping, tc commands, Mininet Topo building, picking
-the contended port, the lock, and bad CLI input. No root, no OVS; seconds."""
+the contended port, the lock, and bad CLI input. No root, no OVS; seconds. (The Mininet
+Topo itself, which needs Debian's mininet: tests/fabric/topologies/test_mininet_topo.py.)"""
 
 from __future__ import annotations
 
@@ -18,8 +19,7 @@ from sluice.cli import main as sluice_main
 from sluice_common.errors import InputError
 from topologies import load_topology
 from topologies import priority_classes as pc
-from topologies.mininet_topo import (build_mininet_topo, check_emulatable, emulated_links,
-                                     mac_of, port_map)
+from topologies.mininet_topo import check_emulatable, emulated_links, port_map
 
 
 # ---- DSCP <-> level <-> HTB class -----------------------------------------------------
@@ -116,21 +116,6 @@ def test_ports_unique_per_switch_and_every_link_present(name):
     for switch, by_neighbour in ports.items():
         assert sorted(by_neighbour.values()) == list(range(1, len(by_neighbour) + 1)), switch
     assert sum(len(v) for v in ports.values()) == 2 * len(t.links) + len(t.hosts)
-
-
-@pytest.mark.fabric      # imports mininet (Debian's python3-mininet), which `make test` installs
-def test_mininet_topo_uses_description_dpids_ips_and_macs():
-    t = load_topology("two-rack")
-    topo = build_mininet_topo(t)
-    assert sorted(topo.switches()) == ["spine1", "tor1", "tor2"]
-    # Mininet would give tor1 and spine1 the same dpid (from the digit in the name)
-    dpids = {s: topo.nodeInfo(s)["dpid"] for s in topo.switches()}
-    assert dpids == {s.name: f"{s.dpid:016x}" for s in t.switches}
-    assert len(set(dpids.values())) == 3
-    h3 = topo.nodeInfo("h3")
-    assert h3["ip"] == "10.0.0.3/8" and h3["mac"] == mac_of("10.0.0.3") == "02:00:0a:00:00:03"
-    assert topo.port("h1", "tor1") == (0, 1)
-    assert topo.port("tor1", "spine1") == (3, 1)
 
 
 def test_too_big_or_badly_named_topologies_are_refused():

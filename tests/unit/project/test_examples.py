@@ -1,5 +1,6 @@
-"""Every example finishes what its `# try:` line says in under 5 minutes (slow: the
-`sluice run` examples take minutes and the fabric; bench/end_to_end/bench_examples.py records times)."""
+"""Every example finishes what its `# try:` line says in under 5 minutes (slow;
+bench/end_to_end/bench_examples.py records times). The `sluice run` examples take minutes
+and the fabric: tests/fabric/end_to_end/test_examples.py."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ import pytest
 
 from bench.end_to_end.bench_examples import LIMIT_S, examples, run_example
 
-CASES = [pytest.param(ex, id=ex.path.name,
-                      marks=[pytest.mark.slow] + ([pytest.mark.fabric] if ex.needs_fabric else []))
-         for ex in examples()]
+CASES = [pytest.param(ex, id=ex.path.name, marks=[pytest.mark.slow])
+         for ex in examples() if not ex.needs_fabric]
 
 
 def test_every_example_states_its_command_and_time():
