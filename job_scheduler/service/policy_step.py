@@ -6,8 +6,8 @@ everything durable (store, executors, GPU release); a policy only decides. The p
 are the simulator's own (``job_scheduler.core.policies``), driven by the simulator's loop body
 (``decisions.decide_slot``) on a ``LiveView``, so the service decides exactly as the
 simulator that evaluated the policy (``Simulator(bandwidth="idle")``: C(n) on an
-otherwise idle fabric; tests/test_loop_contract.py). The preemptive ones (``las``,
-``sluice``) are refused: the service does not suspend running jobs. After a restart
+otherwise idle fabric; tests/unit/job_scheduler/core/test_decisions.py). The preemptive
+ones (``las``, ``sluice``) are refused: the service does not suspend running jobs. After a restart
 every queued job is shown to the policy as a new arrival, so the Lyapunov Q is rebuilt
 from the queue while Z restarts at 0 (a decision heuristic, not acknowledged data).
 """

@@ -88,7 +88,8 @@ def json_bodies(draw) -> bytes:
     if kind == "binary":
         return draw(st.binary(max_size=2_000))
     if kind == "nested":
-        # (under the 64 KiB limit: a larger body is refused unread, tests/test_hostile_bodies)
+        # (under the 64 KiB limit: a larger body is refused unread,
+        # tests/unit/project/test_hostile_bodies.py)
         return draw(nested(max_depth=30_000)).replace("{a: ", '{"a": ').encode()[:60_000]
     value = st.one_of(numbers(), st.text(max_size=5_000).map(json.dumps),
                       nested(max_depth=20_000).map(lambda t: t.replace("{a: ", '{"a": ')))

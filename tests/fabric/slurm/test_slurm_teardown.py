@@ -1,6 +1,6 @@
 """Bring-up and teardown of the local Slurm cluster with its controller and fabric: nothing
 of it remains afterwards (its own module: the fabric is one per process, and
-tests/test_slurm_cluster.py holds one for its whole module)."""
+tests/fabric/slurm/test_slurm_cluster.py holds one for its whole module)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Time-slicing, grow/shrink at a resume point and packing of real PS jobs in the run
 loop (job_scheduler.core.mechanisms composed in end_to_end.runloop), without a fabric: the hosts are loopback addresses, so
 real ps-lite processes run on this machine under the real loop (as in
-tests/test_preemptive_run.py)."""
+tests/unit/end_to_end/test_runloop_preemption.py)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Issue 44: property-based fuzzing of the job-file parser and of both services' request
-bodies (tests/hostile_fuzz.py: nesting past every recursion limit, huge and non-finite
+bodies (tests/support/hostile_fuzz.py: nesting past every recursion limit, huge and non-finite
 numbers, long strings, binary, YAML tags, anchors and aliases). Whatever comes in, the
 parser refuses it with an InputError (nothing else escapes), and each service answers a
 2xx or a bounded 4xx (at most 64 KB, within 3 s) and stays up. Crashes the fuzz found
-stay as named regressions in tests/test_hostile_bodies.py (real processes)."""
+stay as named regressions in tests/unit/project/test_hostile_bodies.py (real processes)."""
 
 from __future__ import annotations
 

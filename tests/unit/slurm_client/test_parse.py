@@ -2,7 +2,7 @@
 (tests/data/slurm/, recorded from a two-node cluster: n1, n2 with 4 GPUs each, n2 drained
 "disk check", a heterogeneous job sluice-9-a1 on n1 + n2:3 GPUs, a foreign job holding 2
 GPUs of n1, a job that exited 3, a pending one), and the Slurm executor's pure decisions.
-No Slurm is needed here; tests/test_slurm_executor.py drives a real one."""
+No Slurm is needed here; tests/fabric/slurm/test_slurm_executor.py drives a real one."""
 
 
 import pytest

@@ -5,7 +5,7 @@ For the same jobs and seed, ``sluice run --dry-run`` prints exactly the plans (s
 suspensions, placements) the simulator takes on the run's estimator with the idle-fabric
 bandwidth model, preemptions included, under ``las`` and ``sluice``; and the service's
 policy step, shown the same queue, decides the same starts as the simulator (the full
-service run of every non-preemptive policy is tests/test_loop_contract.py)."""
+service run of every non-preemptive policy is tests/unit/job_scheduler/core/test_decisions.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Issue 30: one regression test per defect found in both REST APIs (each failed on the
 code before the fix). The services run in process on real uvicorn servers on loopback;
-tests/test_api_schemathesis.py runs both as processes against their OpenAPI documents."""
+tests/unit/project/test_api_schemathesis.py runs both as processes against their OpenAPI
+documents."""
 
 from __future__ import annotations
 

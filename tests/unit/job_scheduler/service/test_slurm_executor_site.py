@@ -2,7 +2,8 @@
 ``--slurm-*`` options and a job's ``slurm:`` block reaching sbatch's argv, typed GPUs
 counted apart, data-fabric addresses apart from NodeAddr, PS port blocks reserved per
 host per job below the ephemeral range, and one job's Slurm error kept to that job
-(the slot's other decisions go on). tests/test_slurm_site_cluster.py drives a real Slurm."""
+(the slot's other decisions go on). tests/fabric/slurm/test_slurm_site_cluster.py drives a
+real Slurm."""
 
 from __future__ import annotations
 
