@@ -1,6 +1,6 @@
 """`sluice scheduler --executor slurm` as its own process on the ``slurm_fabric`` fixture's
-cluster, the ``sched_factory`` fixture that starts it and cleans Slurm up after each test,
-and where a job's processes say they ran."""
+cluster (tests/fabric/slurm/conftest.py's ``sched_factory`` starts it and cleans Slurm up
+after each test), and where a job's processes say they ran."""
 
 from __future__ import annotations
 
@@ -131,29 +131,6 @@ def ran_on(sched: Scheduler, job: dict) -> dict[str, dict]:
 
 def slurm(env) -> SlurmClient:
     return SlurmClient(env.cluster.env)
-
-
-@pytest.fixture
-def sched_factory(slurm_fabric, tmp_path):
-    made = []
-
-    def make(**kw) -> Scheduler:
-        s = Scheduler(slurm_fabric, tmp_path, **kw)
-        made.append(s)
-        return s.start()
-
-    yield make
-    for s in made:
-        s.stop()
-    # nothing may stay in Slurm for the next test: cancel every job, resume every node
-    cli_env = {**os.environ, **slurm_fabric.cluster.env}
-    out = subprocess.run(["squeue", "-h", "-o", "%i"], env=cli_env, capture_output=True,
-                         text=True).stdout.split()
-    for jid in sorted({j.split("+")[0] for j in out}):
-        subprocess.run(["scancel", jid], env=cli_env, capture_output=True)
-    for h in slurm_fabric.cluster.hosts:
-        subprocess.run(["scontrol", "update", f"nodename={h}", "state=resume"], env=cli_env,
-                       capture_output=True)
 
 
 def start_foreign_job(env, gpus: int, host: str = "h1") -> int:

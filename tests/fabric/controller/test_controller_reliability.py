@@ -11,7 +11,6 @@ tests/unit/controller/test_reconcile.py and tests/unit/controller/test_api_fuzz.
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import statistics

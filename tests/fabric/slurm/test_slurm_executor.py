@@ -22,9 +22,8 @@ import pytest
 
 from ps_runtime.plan import HostPlan, PortPlan
 from job_scheduler.service.slurm_executor import store_tag
-from slurm_client import SlurmClient  # noqa: F401
 from support.slurm_scheduler import (SLURM_TOPOLOGY, Scheduler, ran_on, run_dir,  # noqa: F401
-                                     sched_factory, slurm, start_foreign_job, tiny)
+                                     slurm, start_foreign_job, tiny)
 
 pytestmark = pytest.mark.fabric
 class FlowWatch:

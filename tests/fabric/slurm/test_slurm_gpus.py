@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from support.slurm_scheduler import (SLURM_TOPOLOGY, ran_on, sched_factory, slurm,  # noqa: F401
+from support.slurm_scheduler import (SLURM_TOPOLOGY, ran_on, slurm,  # noqa: F401
                                      start_foreign_job, tiny)
 
 

@@ -99,7 +99,6 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
     bucket, the measured sums those of the run, the model's per-job JCTs averaging to the
     mean the experiment predicts."""
     import json
-    from pathlib import Path
 
     from bench.fabric.model_by_bucket import by_bucket, by_mode, mode_table, table
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
@@ -137,7 +136,6 @@ def test_the_rule_on_fair_leaves_waits_behind_the_urgent_classes_queue(monkeypat
     stored seed's mean JCT is predicted within 10 % of the rule on FIFO leaves, and slower
     than if the fair leaves left only a DRR round ahead of every message."""
     import json
-    from pathlib import Path
 
     from mininet_fabric import baselines as bl
     from mininet_fabric.priority import LEAF_QUEUE_PACKETS
