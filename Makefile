@@ -7,9 +7,9 @@ PY    := $(VENV)/bin/python
 APT_PACKAGES := mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 python3-venv chromium systemd iptables
 # iptables: the pias baseline tags packets at the hosts (mangle OUTPUT, connbytes + DSCP;
 # mininet_fabric/pias.py)
-# chromium: the headless browser of the live-page test (tests/test_live_browser.py)
+# chromium: the headless browser of the live-page test (tests/fabric/controller/test_live_browser.py)
 # systemd: systemd-analyze checks deploy/systemd/'s units, and the kill test runs them under
-# a real systemd in namespaces of its own (tests/test_systemd_units.py)
+# a real systemd in namespaces of its own (tests/unit/project/test_systemd_units.py)
 # The venv is made from Debian's python3 so that it sees Debian's `mininet` module.
 SYSTEM_PYTHON := /usr/bin/python3
 PYTEST_ARGS ?=
@@ -102,16 +102,18 @@ test: setup test-numpy2
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-# Unit tests only (no root, no fabric): quick feedback while developing.
+# The unit tree only (tests/unit/: no root, no fabric; tests/fabric/ needs both), without
+# the slow tests: quick feedback while developing.
 test-fast: venv
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q -m "not fabric and not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not slow" tests/unit $(PYTEST_ARGS)
 
 # The PS runtime on numpy >= 2 (same Python): its own venv, the compatibility tests, the
 # PS-runtime tests and one real `sluice train` job.
 test-numpy2: $(VENV_NP2)/.installed
 	$(VENV_NP2)/bin/python -c "import numpy; assert int(numpy.__version__.split('.')[0]) >= 2, numpy.__version__; print('numpy', numpy.__version__)"
-	$(VENV_NP2)/bin/python -m pytest -q -m "not fabric and not slow" tests/test_numpy_compat.py tests/test_ps_runtime.py tests/test_ps_datapath.py $(PYTEST_ARGS)
+	$(VENV_NP2)/bin/python -m pytest -q -m "not slow" $(addprefix tests/unit/ps_runtime/,\
+	  test_numpy_compat.py test_launcher.py test_datapath.py) $(PYTEST_ARGS)
 	$(VENV_NP2)/bin/sluice train examples/jobs/mixed.yaml --job resnet18-a --workers 2 --batches 3 \
 	  --device cpu --input-size 32 --out $(VENV_NP2)/train-check --quiet
 

@@ -6,7 +6,7 @@ netaddr, which capped the controller at ~3,300 flow mods/s. The OXM TLVs of thes
 fields are plain structs (OpenFlow 1.3 section 7.2.3), so :func:`fast_match` packs them
 with ``struct`` and hands os-ken an ``OFPMatch`` subclass that writes those bytes;
 everything else (flow-mod header, actions, instructions) is still os-ken's. Any other
-field falls back to the stock ``OFPMatch``. ``tests/test_controller_app.py`` checks the
+field falls back to the stock ``OFPMatch``. ``tests/unit/controller/test_app.py`` checks the
 bytes are identical to os-ken's own encoding.
 """
 

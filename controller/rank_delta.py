@@ -11,7 +11,7 @@ Each ranker is built from the full state (``levels`` then equals the full rule's
 same tie-breaks) and updated with the changed entries; ``update`` returns
 ``{key: new level}`` for exactly the keys whose level differs from before, and
 ``levels`` always equals what the full rule gives for the current state
-(tests/test_rank_delta.py checks this with hypothesis).
+(tests/unit/ranking/test_rank_delta.py checks this with hypothesis).
 """
 
 from __future__ import annotations

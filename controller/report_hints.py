@@ -12,7 +12,8 @@ by those jobs. So the controller answers each report with a :class:`Hint`:
   gets an allowance of batches it may advance silently, and the allowances of all its
   workers add up to less than the gap ``T - done`` (:func:`allowance`), so the report
   that makes the job's done batches reach ``T`` is always sent, at the same batch where
-  a client reporting every batch would have sent it (tests/test_report_replay.py).
+  a client reporting every batch would have sent it
+  (tests/unit/controller/test_report_hints_replay.py).
 - ``within_s``: report at the latest this long after your last report, if your batch
   moved (the bounds are the controller's ``--report-staleness``, 1 s, and
   ``--report-heartbeat``, 120 s). Under ``progress`` every batch moves the order, so

@@ -8,7 +8,7 @@ mounted read-write, Slurm 22.05): it works; a ``--gres=gpu:1`` step opens its ow
 ``/dev/nvidiaK`` (the fake device files answer ENXIO: no driver) and gets EPERM on every
 other. :class:`ConfinedSlurmCluster` is :class:`~mininet_fabric.slurm_cluster.SlurmCluster`
 with that configuration (``slurm_environment(..., confine=True)``);
-tests/test_slurm_confine.py checks it. The default local cluster stays ``task/none``.
+tests/fabric/slurm/test_slurm_confine.py checks it. The default local cluster stays ``task/none``.
 """
 
 from __future__ import annotations

@@ -180,8 +180,8 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compress", default="fp16", choices=("none", "fp16"),
                         help="torch workers' gradients on the wire: fp16 (default) travel and "
                              "are summed as 16-bit floats, half the bytes, weights and update "
-                             "stay float32 (same loss curve: tests/test_fp16_compression.py); "
-                             "none: float32")
+                             "stay float32 (same loss curve: "
+                             "tests/unit/ps_runtime/test_worker_fp16.py); none: float32")
     parser.add_argument("--bw-scale", type=float, default=1.0,
                         help="emulated compute: bytes on the wire = model bytes x this (default 1)")
     add_compute_arguments(parser)

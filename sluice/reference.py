@@ -4,7 +4,7 @@
 
 The API reference comes from the two services' OpenAPI documents (the FastAPI apps
 themselves), the metrics reference from the series declarations (controller/metrics.py,
-job_scheduler/service/metrics.py). tests/test_reference.py fails when the committed
+job_scheduler/service/metrics.py). tests/unit/sluice/test_reference.py fails when the committed
 files are not what this writes.
 """
 

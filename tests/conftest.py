@@ -1,7 +1,7 @@
 """Shared pytest fixtures.
 
-Fabric tests (``@pytest.mark.fabric``) need root, Open vSwitch and Mininet. They never
-skip: every test carrying the marker gets the session fixture ``fabric_env``, which FAILS
+Fabric tests (every test under tests/fabric/, which tests/fabric/conftest.py marks
+``fabric``) need root, Open vSwitch and Mininet. They never skip: every test carrying the marker gets the session fixture ``fabric_env``, which FAILS
 with a clear message when we are not root or OVS cannot be started (``make test`` sets
 both up). Run ``make test-fast`` for the tests that need neither.
 """

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Issue 44's verdict: schemathesis (the CLI, `st`) against both services as a site runs
 # them (real processes, admin tokens), every check and every phase (examples, coverage,
-# fuzzing, stateful), with the widening of tests/api_schemathesis_<service>.toml (a
+# fuzzing, stateful), with the widening of tests/data/api_schemathesis_<service>.toml (a
 # schema-valid body may be refused for what a schema cannot say: 400/422).
 #
 #   bench/api/schemathesis_verdict.sh SEED MAX_EXAMPLES MAX_TIME OUTDIR [SERVICES]

@@ -9,7 +9,7 @@ batch the controller accepted per worker. :meth:`ValidClient.lost` then asks bot
 services what they hold and names every acknowledged item that is missing.
 
 Used by the hostile-load benchmark (bench/api/bench_hostile.py) and the kill test under
-systemd (tests/test_systemd_units.py).
+systemd (tests/unit/project/test_systemd_units.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The bounds of issue 44 and the checker bench/api/bench_hostile.py prints: plain
-functions of the figures, unit-tested (tests/test_bench_hostile.py).
+functions of the figures, unit-tested (tests/unit/bench/api/test_bench_hostile.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ Each example under examples/ names its command in a header line
 ``# try: sluice ... (about N s|min ...)``. This runs each command (``sluice run`` gets
 ``--out`` in a temporary directory; it needs root and the fabric), prints wall time
 against the stated figure, and exits 1 when one fails or takes 5 minutes or more.
-tests/test_examples.py (marked slow) runs the same through :func:`run_example`.
+tests/unit/project/test_examples.py and tests/fabric/end_to_end/test_examples.py (marked
+slow) run the same through :func:`run_example`.
 """
 
 from __future__ import annotations

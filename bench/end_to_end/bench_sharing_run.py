@@ -6,7 +6,7 @@ with and without, side by side in one invocation.
 Real ps-lite jobs (emulated compute: 30 ms per batch, 4 KB exchanged) under the real run
 loop (end_to_end.runloop with job_scheduler.core.mechanisms) and the real ``lyapunov`` policy, on one host at a
 loopback address (no Mininet fabric: the processes run on this machine, as in
-tests/test_sharing_run.py), two scenarios, each run without and with the option:
+tests/unit/end_to_end/test_runloop_sharing.py), two scenarios, each run without and with the option:
 
 - ``time-slice`` (2 GPUs): ``long`` (googlenet, lyapunov gives it both GPUs) starts
   alone; ``short`` (1 GPU) arrives 3 s later. Without: it waits for ``long``. With

@@ -19,7 +19,8 @@ to suspend (:class:`Suspend`) in the order taken (a suspension frees the GPUs a 
 start uses), as Blox's placement returns jobs to terminate and to launch. The drivers
 only carry it out: the simulator at once (costs charged), the service through its
 executor, the end-to-end run with PS jobs. Same bandwidth model, jobs, seed and slot:
-the same decisions (tests/test_loop_contract.py, tests/test_one_engine.py). Pure.
+the same decisions (tests/unit/job_scheduler/core/test_decisions.py and
+test_decisions_one_engine.py). Pure.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ everything durable (store, executors, GPU release); a policy only decides. The p
 are the simulator's own (``job_scheduler.core.policies``), driven by the simulator's loop body
 (``decisions.decide_slot``) on a ``LiveView``, so the service decides exactly as the
 simulator that evaluated the policy (``Simulator(bandwidth="idle")``: C(n) on an
-otherwise idle fabric; tests/test_loop_contract.py). A preemptive policy (``las``,
+otherwise idle fabric; tests/unit/job_scheduler/core/test_decisions.py). A preemptive policy (``las``,
 ``sluice``) also sees the running jobs it started (``service_view.ServiceView``, the
 simulator's picture of their progress) and may answer a ``Suspend``: the service
 carries it out through its executor (a checkpoint, the GPUs freed) and the job waits

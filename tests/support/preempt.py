@@ -1,0 +1,52 @@
+"""Helpers of the preemption tests (service and Slurm): a scripted policy step, a run's
+logged progress, and the sized job mix whose suspends and migration fire."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ps_runtime.launcher import parse_batches
+
+
+class ScriptedStep:
+    """A policy step that answers what the test scripts, one slot at a time (the
+    service's side of a Suspend is under test here, not a policy's choice)."""
+    name = "scripted"
+    preemptive = True
+
+    def __init__(self):
+        self.next: list = []
+        self.added: dict[int, dict] = {}
+
+    def add(self, q, *, in_id_order=False, work_left=1.0, restore_s=0.0):
+        self.added[q.id] = {"work_left": work_left, "restore_s": restore_s}
+
+    def remove(self, job_id):
+        pass
+
+    def ended(self, job_id):
+        pass
+
+    def suspended(self, job_id, work_left):
+        self.added[job_id] = {"work_left": work_left}
+
+    def decide(self, state, now, progress=None):
+        out, self.next = self.next, []
+        return out
+
+
+def _batches(run_dir: Path) -> int:
+    """The last batch every worker of the run has logged."""
+    logs = sorted((run_dir / "ps").glob("worker*.log"))
+    done = [max((r.batch for r in parse_batches(p.read_text().splitlines())), default=0)
+            for p in logs]
+    return min(done) if logs else 0
+
+
+JOBS = {"jobs": [
+    {"name": "long1", "model": "googlenet", "dataset_size": 409600, "epochs": 1,
+     "batch_size": 512, "max_gpus": 2},
+    {"name": "long2", "model": "googlenet", "dataset_size": 384000, "epochs": 1,
+     "batch_size": 512, "max_gpus": 1},
+    {"name": "short1", "model": "resnet18", "dataset_size": 10240, "epochs": 1,
+     "batch_size": 32, "max_gpus": 1, "arrival": 12}]}

@@ -1,0 +1,111 @@
+"""The exchange model's per-pass prediction of the demo's JCTs (end_to_end.predict)."""
+
+import pytest
+
+from end_to_end.predict import link_job, predict_pass
+from sluice_common.exchange import ExchangeConstants, Sharer
+from topologies import load_topology
+
+C = ExchangeConstants(overhead_s=0.002, per_key_s=0.001, hop_s=0.0002, efficiency=0.9,
+                      local_Bps=500e6, queue_fill=0.3)
+TOPO = load_topology("two-rack-100g")        # 100 / 50 Mbit/s emulated
+
+
+def rec(name, ps, workers, batches=50, nbytes=46_760, compute=0.075, start=0.0, arrival=0.0):
+    return {"name": name, "ps_hosts": ps, "worker_hosts": workers, "batches": batches,
+            "bytes_per_batch": nbytes, "keys": 1, "pipeline_keys": 0,
+            "batch_compute_s": compute, "start": start, "arrival": arrival}
+
+
+def test_in_host_job_is_startup_plus_its_batches():
+    r = rec("g", ["h1"], ["h1", "h1", "h1"], compute=0.2)
+    job = link_job(TOPO, r, C)
+    assert job.links == {} and job.path == ()
+    alone = Sharer("g", r["bytes_per_batch"], 1, (), 0.2).alone_s(C)
+    got = predict_pass(TOPO, [r], None, 1.0, C)
+    assert got["g"] == pytest.approx(1.0 + 50 * alone, rel=1e-3)
+
+
+def test_workers_behind_one_link_share_it():
+    one = link_job(TOPO, rec("a", ["h1"], ["h3"]), C)
+    four = link_job(TOPO, rec("b", ["h1"], ["h3", "h3", "h4", "h4"]), C)
+    # the PS's host link carries four pairs: a quarter each; the uplinks too
+    assert min(four.path) == pytest.approx(min(one.path) / 4)
+    assert four.links["spine1-tor1"][1] == 4
+
+
+def test_cross_rack_jobs_share_the_uplinks_and_priority_helps_the_small_one():
+    small = rec("small", ["h1"], ["h3", "h4"], batches=40, start=0.0)
+    big = rec("big", ["h2"], ["h3", "h4"], batches=200, start=0.0, compute=0.01)
+    alone = predict_pass(TOPO, [small], None, 0.0, C)["small"]
+    off = predict_pass(TOPO, [small, big], None, 0.0, C)
+    on = predict_pass(TOPO, [small, big], "remaining", 0.0, C)
+    assert off["small"] > 1.05 * alone
+    assert on["small"] < off["small"]
+    assert on["small"] == pytest.approx(alone, rel=0.02)
+    assert on["big"] > on["small"] and on["big"] > 0.8 * off["big"]
+    # a job that arrives later starts later and is charged from its arrival
+    late = dict(small, name="late", start=5.0, arrival=4.0)
+    assert predict_pass(TOPO, [late], None, 0.0, C)["late"] == pytest.approx(alone + 1.0, rel=1e-3)
+
+
+def test_demo_comparison_carries_both_passes_predictions_and_racks(tmp_path):
+    from end_to_end.report import comparison, comparison_markdown, write_comparison_plot
+    from support.run_results import synthetic_result
+
+    off, on = synthetic_result(False, slow=2.0), synthetic_result(True, slow=0.5)
+    topo = load_topology("two-rack")
+    for r in (off, on):
+        for j in r["jobs"]:
+            j.update(bytes_per_batch=40_000, keys=1, pipeline_keys=0, batch_compute_s=0.05,
+                     racks=2)
+    pred_off = predict_pass(topo, off["jobs"], None, 1.0, C)
+    pred_on = predict_pass(topo, on["jobs"], "remaining", 1.0, C)
+    for r, pred in ((off, pred_off), (on, pred_on)):      # as sluice demo records them
+        for j in r["jobs"]:
+            j["predicted_jct_model_s"] = pred[j["name"]]
+    cmp = comparison(off, on)
+    for name, j in cmp["jobs"].items():
+        assert j["predicted_jct_off_s"] == pred_off[name] > 1.0
+        assert j["predicted_jct_on_s"] == pred_on[name]
+        assert j["racks"] == 2
+    # the two jobs share both uplinks: with the rule the smaller gains, fair sharing not
+    assert pred_on["a"] <= pred_off["a"]
+    assert f"({pred_off['a']:.1f})" in comparison_markdown(cmp)
+    png = write_comparison_plot(cmp, tmp_path / "comparison.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    # a pass the model did not predict for a job (None): the plot is still drawn
+    cmp["jobs"]["a"]["predicted_jct_on_s"] = None
+    assert write_comparison_plot(cmp, tmp_path / "partial.png").stat().st_size > 5000
+
+
+def test_demo_predictions_come_from_the_dry_run_before_any_pass():
+    import argparse
+
+    import end_to_end.cli as cli
+    from end_to_end import run
+    from ps_runtime.calibration import runtime_terms
+
+    ap = argparse.ArgumentParser()
+    cli.configure_demo(ap)
+    config = cli.run_config(ap.parse_args(["--compute", "emulated"]), jobs=str(run.DEMO_JOBS),
+                            topology=run.DEMO_TOPOLOGY)
+    jobs, topology = run.validate(config)
+    planned = run.planned_records(jobs, topology, config)
+    assert [r["name"] for r in planned] == [j.name for j in jobs]
+    for r in planned:
+        assert r["start"] >= r["arrival"] and r["batches"] >= 1 and r["bytes_per_batch"] > 0
+        assert 0 < r["batch_compute_s"] < 1
+    cross = [r for r in planned
+             if len({topology.host_by_name[h].rack for h in r["ps_hosts"] + r["worker_hosts"]}) > 1]
+    startup = runtime_terms("emulated")["startup_s"]
+    off = predict_pass(topology, planned, None, startup)
+    on = predict_pass(topology, planned, config.rank, startup)
+    assert set(off) == set(on) == {j.name for j in jobs}
+    for r in planned:       # never faster than its compute alone after its start-up
+        assert off[r["name"]] >= r["start"] - r["arrival"] + startup + r["batches"] * r["batch_compute_s"]
+    # two jobs cross the racks and share uplinks: their JCT differs between the passes,
+    # the in-host jobs' does not
+    assert len(cross) >= 2
+    assert any(abs(on[r["name"]] - off[r["name"]]) > 1e-3 for r in cross)
+    assert all(on[n] == off[n] for n in off if n not in {r["name"] for r in cross})

@@ -1,0 +1,162 @@
+"""`sluice simulate` and `sluice validate`, run as the user runs them (subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from job_scheduler.simulation.workloads import SHARED_WORKLOADS
+
+from support.paths import REPO as ROOT
+SLUICE = [sys.executable, "-m", "sluice"]
+TIRESIAS = SHARED_WORKLOADS / "tiresias_60_job.csv"
+if not TIRESIAS.exists():
+    TIRESIAS = ROOT.parent / "shared" / "workloads" / "tiresias_60_job.csv"
+
+JOBS_YAML = """\
+jobs:
+  - {name: a, model: resnet18, dataset_size: 20000, epochs: 1, batch_size: 32, max_gpus: 4}
+  - {name: b, model: vgg16, dataset_size: 10000, epochs: 2, batch_size: 32, max_gpus: 8,
+     arrival: 30}
+  - {name: c, model: googlenet, dataset_size: 30000, epochs: 1, batch_size: 64, max_gpus: 2,
+     arrival: 45}
+"""
+
+
+def sluice(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([*SLUICE, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture()
+def jobs_file(tmp_path: Path) -> Path:
+    path = tmp_path / "jobs.yaml"
+    path.write_text(JOBS_YAML)
+    return path
+
+
+def test_simulate_json_is_exactly_one_object_with_every_policy(jobs_file: Path):
+    r = sluice("simulate", "--workload", str(jobs_file), "--topology", "two-rack",
+               "--policies", "lyapunov,single,random,fifo,tetris,las", "--json", "--seed", "4")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)                  # the whole stdout is one JSON document
+    assert set(out) == {"policies", "workload", "topology", "seed"}
+    assert out["topology"] == "two-rack" and out["seed"] == 4
+    assert list(out["policies"]) == ["lyapunov", "single", "random", "fifo", "tetris", "las"]
+    for name, m in out["policies"].items():
+        assert set(m) == {"avg_jct", "median_jct", "p95_jct", "avg_wait", "makespan",
+                          "gpu_util", "jobs"}, name
+        assert m["jobs"] == 3 and 0 < m["gpu_util"] <= 1
+        assert m["median_jct"] <= m["p95_jct"] and m["avg_jct"] > 0 and m["avg_wait"] >= 0
+
+
+def test_simulate_accepts_a_topology_yaml_path(jobs_file: Path, tmp_path: Path):
+    topo = ROOT / "topologies" / "builtin" / "single-rack.yaml"
+    r = sluice("simulate", "--workload", str(jobs_file), "--topology", str(topo),
+               "--policies", "fifo,lyapunov", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["topology"] == "single-rack"
+
+
+def test_simulate_tiresias_trace_table_and_plots(tmp_path: Path):
+    plots = tmp_path / "plots"
+    r = sluice("simulate", "--workload", str(TIRESIAS), "--trace-format", "tiresias",
+               "--jobs", "20", "--policies", "lyapunov,las", "--slot", "5", "--plot", str(plots))
+    assert r.returncode == 0, r.stderr
+    assert "avg JCT" in r.stdout and "lyapunov" in r.stdout and "las" in r.stdout
+    pngs = sorted(p.name for p in plots.glob("*.png"))
+    assert pngs == ["avg_jct.png", "jct_cdf.png", "lyapunov_queues.png"]
+    for p in plots.glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+
+
+def test_simulate_scenario_is_seeded(tmp_path: Path):
+    args = ["simulate", "--workload", "proteus-big-concentrated", "--jobs", "15",
+            "--policies", "random,lyapunov", "--json"]
+    a = json.loads(sluice(*args, "--seed", "1").stdout)
+    b = json.loads(sluice(*args, "--seed", "1").stdout)
+    c = json.loads(sluice(*args, "--seed", "2").stdout)
+    assert a["policies"] == b["policies"] and a["policies"] != c["policies"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--policies", "lyapunov,bogus"], "unknown policy 'bogus'"),
+    (["--slot", "0"], "slot"),
+    (["--V", "-1"], "argument --V"),
+    (["--topology", "no-such-topology"], "no-such-topology"),
+])
+def test_simulate_bad_arguments_exit_2(jobs_file: Path, tmp_path: Path, args, needle):
+    plots = tmp_path / "plots"
+    r = sluice("simulate", "--workload", str(jobs_file), "--json", "--plot", str(plots), *args)
+    assert r.returncode == 2
+    assert needle in r.stderr and r.stdout == ""
+    assert not plots.exists()                    # nothing half-done
+
+
+def test_simulate_job_too_big_for_a_fixed_count_policy(tmp_path: Path):
+    path = tmp_path / "big.yaml"
+    path.write_text("jobs:\n  - {name: huge, model: resnet18, dataset_size: 1000, epochs: 1,"
+                    " batch_size: 32, max_gpus: 64}\n")
+    r = sluice("simulate", "--workload", str(path), "--policies", "fifo")
+    assert r.returncode == 2 and "job 'huge'" in r.stderr and "max_gpus" in r.stderr
+    ok = sluice("simulate", "--workload", str(path), "--policies", "lyapunov", "--json")
+    assert ok.returncode == 0, ok.stderr         # lyapunov gives it what the cluster has
+
+
+def test_simulate_bad_workload_files_exit_2(tmp_path: Path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("jobs:\n  - {name: a, model: resnet18, dataset_size: -5, epochs: 1,"
+                   " batch_size: 32, max_gpus: 2}\n")
+    r = sluice("simulate", "--workload", str(bad), "--policies", "fifo")
+    assert r.returncode == 2 and str(bad) in r.stderr and "dataset_size" in r.stderr
+    csv = tmp_path / "trace.csv"
+    csv.write_text("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+                   "0,two,0,10,vgg16,100,1\n")
+    r = sluice("simulate", "--workload", str(csv), "--trace-format", "tiresias")
+    assert r.returncode == 2 and "num_gpu" in r.stderr
+
+
+def test_validate_good_and_bad_files(jobs_file: Path, tmp_path: Path):
+    r = sluice("validate", str(jobs_file))
+    assert r.returncode == 0, r.stderr
+    assert "3 job(s) OK" in r.stdout and "vgg16" in r.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("jobs:\n  - {name: a, model: nosuchnet, dataset_size: 10, epochs: 1,"
+                   " batch_size: 32, max_gpus: 2}\n")
+    r = sluice("validate", str(bad))
+    assert r.returncode == 2 and str(bad) in r.stderr and "model" in r.stderr
+    r = sluice("validate", str(tmp_path / "missing.yaml"))
+    assert r.returncode == 2
+    # a one-host, 4-GPU topology: job 'b' (8 GPUs) cannot fit; 'a' (4) can
+    r = sluice("validate", str(jobs_file), "--topology", "leaf-spine:leaves=1,spines=1,hosts_per_leaf=1")
+    assert r.returncode == 2 and "job 'b'" in r.stderr and "max_gpus" in r.stderr
+
+
+def test_simulate_k_reading_reaches_the_lyapunov_policy():
+    """--k picks the reading of k in k*Cost_i(1); on a Proteus scenario the two readings
+    give different schedules (k = n can pick slower, host-crossing counts), and a bad
+    value is refused with exit status 2 before anything runs."""
+    args = ["simulate", "--workload", "proteus-small-dispersed", "--jobs", "40",
+            "--policies", "lyapunov", "--json"]
+    job = json.loads(sluice(*args, "--k", "job").stdout)["policies"]["lyapunov"]
+    gpus = json.loads(sluice(*args, "--k", "gpus").stdout)["policies"]["lyapunov"]
+    default = json.loads(sluice(*args).stdout)["policies"]["lyapunov"]
+    assert job["avg_jct"] != gpus["avg_jct"]
+    assert default == job                       # "job" is the default reading
+    bad = sluice(*args, "--k", "n")
+    assert bad.returncode == 2 and "--k" in bad.stderr and not bad.stdout
+
+
+def test_simulate_sluice_on_a_bursty_trace_with_estimate_error(capsys):
+    from sluice.cli import main as sluice_main
+    assert sluice_main(["simulate", "--workload", "bursty-moderate", "--jobs", "20",
+                        "--policies", "sluice,las", "--no-network", "--estimate-error", "0.5",
+                        "--trace-caps", "paper", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["policies"]) == {"sluice", "las"}
+    assert all(p["jobs"] == 20 for p in out["policies"].values())
+    assert sluice_main(["simulate", "--workload", "bursty-moderate",
+                        "--estimate-error", "-1"]) == 2
