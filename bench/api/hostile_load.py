@@ -17,7 +17,7 @@ import time
 from collections import Counter
 
 from bench.api.hostile_bodies import controller_kinds, scheduler_kinds
-from bench.reliability.paced_http import Request, _Connection, encode, run
+from bench.reliability.paced_http import Request, PacedConnection, encode, run
 
 
 def new_stats() -> dict:
@@ -28,8 +28,8 @@ def new_stats() -> dict:
 async def one_client(index: int, kinds: list[tuple[str, int, Request]], deadline: float,
                      stats: dict[str, dict], timeout_s: float) -> None:
     loop = asyncio.get_running_loop()
-    conn: _Connection | None = None
-    ports: dict[int, _Connection] = {}
+    conn: PacedConnection | None = None
+    ports: dict[int, PacedConnection] = {}
     k = index
     while time.monotonic() < deadline:
         name, port, request = kinds[k % len(kinds)]
@@ -40,7 +40,7 @@ async def one_client(index: int, kinds: list[tuple[str, int, Request]], deadline
         try:
             conn = ports.get(port)
             if conn is None or conn.closed:
-                _, conn = await loop.create_connection(lambda: _Connection(loop),
+                _, conn = await loop.create_connection(lambda: PacedConnection(loop),
                                                        "127.0.0.1", port)
                 ports[port] = conn
             async with asyncio.timeout(timeout_s):

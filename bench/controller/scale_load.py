@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from bench.controller.scale_cluster import EmulatedJob, new_job, token_of
-from bench.reliability.paced_http import _Connection, encode
+from bench.reliability.paced_http import PacedConnection, encode
 from ps_runtime.progress import ReportGate
 
 MIN_INTERVAL_S = 0.2          # today's client: at most a report every 0.2 s
@@ -56,7 +56,7 @@ class Pool:
         try:
             if conn is None or conn.closed:
                 loop = asyncio.get_running_loop()
-                _, conn = await loop.create_connection(lambda: _Connection(loop),
+                _, conn = await loop.create_connection(lambda: PacedConnection(loop),
                                                        self.host, self.port)
             async with asyncio.timeout(timeout):
                 status, data, keep = await conn.exchange(

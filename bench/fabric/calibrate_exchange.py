@@ -313,7 +313,7 @@ def measure_driver_points(out: Path) -> dict[str, dict]:
     return got
 
 
-def _sharers(capacity: float, names, nbytes: int):
+def probe_sharers(capacity: float, names, nbytes: int):
     from mininet_tests.heavy_tail.predict import KEYS, PIPELINE_KEYS, cross_path
     from sluice_common.exchange import Sharer
 
@@ -324,7 +324,7 @@ def fit_many(c, driver: dict[str, dict], capacity: float, buffer_bytes: float) -
     """``queue_fill_per_sender`` for which the model's mean iteration of the BULK_JOBS jobs
     matches their measured median iterations (``queue_fill`` already fitted)."""
     names = [n for n in driver if n.startswith("cal-bulk")]
-    return fit_queue_fill(c, _sharers(capacity, names, BULK[0]), capacity, buffer_bytes,
+    return fit_queue_fill(c, probe_sharers(capacity, names, BULK[0]), capacity, buffer_bytes,
                           statistics.mean(driver[n]["iteration_s"] for n in names),
                           "queue_fill_per_sender")
 
@@ -340,14 +340,14 @@ def fit_startup(c, driver: dict[str, dict], capacity: float, buffer_bytes: float
     from mininet_tests.heavy_tail.predict import SLOT_S
     from sluice_common.exchange import egress_state
 
-    (probe,) = _sharers(capacity, ["probe"], PROBE[0])
+    (probe,) = probe_sharers(capacity, ["probe"], PROBE[0])
     init = replace(probe, compute_s=0.0, window=0)          # kv.init's exchange
     batches = PROBE[1]
     run_alone = batches * probe.alone_s(c) + init.alone_s(c)
     alone = [v["jct_s"] - SLOT_S / 2 - run_alone
              for n, v in driver.items() if n.startswith("cal-alone")]
     base = max(0.0, statistics.median(alone))
-    bulk = _sharers(capacity, [n for n in driver if n.startswith("cal-bulk")], BULK[0])
+    bulk = probe_sharers(capacity, [n for n in driver if n.startswith("cal-bulk")], BULK[0])
     its, waits = egress_state(bulk + [probe], capacity, buffer_bytes, c)
     init_shared = egress_state(bulk + [init], capacity, buffer_bytes, c)[0]["probe"]
     extra = [v["jct_s"] - SLOT_S / 2 - base - batches * its["probe"] - init_shared

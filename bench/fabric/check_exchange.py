@@ -34,7 +34,7 @@ from pathlib import Path
 
 from bench import harness
 from mininet_fabric import baselines as bl
-from bench.fabric.calibrate_exchange import BULK, UPLINK_MBPS, _sharers, loadavg, run_mix
+from bench.fabric.calibrate_exchange import BULK, UPLINK_MBPS, probe_sharers, loadavg, run_mix
 
 PROBE = (150_000, 2)            # bytes per batch, batches
 PROBE_AT_S = (2.0, 4.5, 7.0)    # the probes' arrivals among two bulk jobs
@@ -82,7 +82,7 @@ def model_figure(name: str, mix: list, capacity: float, buffer_bytes: float, c) 
         jct = fluid.simulate_batches(jobs, "off", capacity, buffer_bytes, c,
                                      overhead_s=SLOT_S / 2)
         return statistics.mean(v for n, v in jct.items() if "-probe-" in n)
-    its = share_egress(_sharers(capacity, [j.name for j in mix], BULK[0]), capacity,
+    its = share_egress(probe_sharers(capacity, [j.name for j in mix], BULK[0]), capacity,
                        buffer_bytes, c)
     return statistics.mean(its.values())
 

@@ -64,13 +64,13 @@ def retrans_share(retrans_segs: int, goodput_bytes: float) -> float:
 def model_iteration_s(rtt_s: float) -> float:
     """The exchange model's iteration of one of the bulk jobs beside the others in the
     shallow FIFO (``share_egress``, the shipped constants, no loss term)."""
-    from bench.fabric.calibrate_exchange import UPLINK_MBPS, _sharers
+    from bench.fabric.calibrate_exchange import UPLINK_MBPS, probe_sharers
     from mininet_tests.heavy_tail.predict import buffer_bytes
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from sluice_common.exchange import share_egress
 
     _, capacity = experiment_topology(UPLINK_MBPS)
-    sharers = _sharers(capacity, [j.name for j in bulk_mix()], BULK[0])
+    sharers = probe_sharers(capacity, [j.name for j in bulk_mix()], BULK[0])
     return share_egress(sharers, capacity, buffer_bytes("off-shallow", capacity, rtt_s))[
         sharers[0].name]
 

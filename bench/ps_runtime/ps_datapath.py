@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from ps_runtime.ports import free_port_block as _free_base
+from ps_runtime.ports import free_port_block
 
 from bench import harness
 from bench.harness import ROOT
@@ -104,7 +104,7 @@ def push_pull(mode: str, mbytes: float, workers: int, servers: int, rounds: int,
     """GB/s of one configuration (mean over workers), from real ps-lite processes."""
     from ps_runtime.datapath import ps_env
 
-    base = _free_base(1 + servers + workers)
+    base = free_port_block(1 + servers + workers)
     env = dict(os.environ, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(base),
                DMLC_NUM_SERVER=str(servers), DMLC_NUM_WORKER=str(workers),
                DMLC_NODE_HOST="127.0.0.1",
@@ -163,7 +163,7 @@ def job_step(model: str, batch_size: int, input_size: int, device: str, batches:
                    epochs=1, batch_size=batch_size, max_gpus=1)
     with tempfile.TemporaryDirectory() as out:
         job = PSJob(spec, HostPlan.loopback(servers, 1), LocalRunner(), out,
-                    batches=batches, base_port=_free_base(2 + servers),
+                    batches=batches, base_port=free_port_block(2 + servers),
                     options=WorkerOptions(input_size=input_size, device=device,
                                           threads=threads, bucket_mb=bucket_mb,
                                           compress=compress))

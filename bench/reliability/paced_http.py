@@ -26,7 +26,7 @@ import httptools
 Request = tuple[str, str, dict[str, str], bytes]      # method, target, headers, body
 
 
-class _Connection(asyncio.Protocol):
+class PacedConnection(asyncio.Protocol):
     """One keep-alive connection: one request at a time, answers parsed by httptools."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -108,14 +108,14 @@ async def run_paced(host: str, port: int, rate: float, seconds: float,
     interval, total = 1.0 / rate, int(rate * seconds)
     tasks: set[asyncio.Task] = set()
 
-    async def one(n: int, due: float, conn: _Connection | None) -> None:
+    async def one(n: int, due: float, conn: PacedConnection | None) -> None:
         start = time.monotonic()
         ok = False
         try:
             if conn is None or conn.closed:
                 if conn is not None:
                     out.reconnects += 1
-                _, conn = await loop.create_connection(lambda: _Connection(loop), host, port)
+                _, conn = await loop.create_connection(lambda: PacedConnection(loop), host, port)
             async with asyncio.timeout(timeout_s):
                 status, body, keep = await conn.exchange(encode(host, request_of(n)))
             ok = answered(n, status, body)

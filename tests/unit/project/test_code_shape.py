@@ -65,3 +65,25 @@ def test_the_shape_check_sees_a_long_file_and_a_long_function(tmp_path):
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "big.py").write_text("x = 1\n" * 600)
     assert sources(tmp_path) == [src]
+
+
+def private_imports(source: str) -> list[str]:
+    """``from module import _name``: a module reaching into another's private names
+    (``from __future__`` and dunder names aside)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            out += [f"{node.module}.{a.name}" for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def test_bench_imports_no_private_name():
+    found = {str(p.relative_to(ROOT)): private_imports(p.read_text())
+             for p in sources() if p.relative_to(ROOT).parts[0] == "bench"}
+    assert not {k: v for k, v in found.items() if v}, found
+
+
+def test_the_private_import_check_sees_one():
+    assert private_imports("from a.b import c, _d\nfrom __future__ import annotations\n"
+                           "from e import __version__\n") == ["a.b._d"]

@@ -235,7 +235,7 @@ def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
     """The run-loop points, made by the model itself at known constants, give them back."""
     from dataclasses import replace
 
-    from bench.fabric.calibrate_exchange import (BULK, PROBE, _sharers, driver_mix, fit_many,
+    from bench.fabric.calibrate_exchange import (BULK, PROBE, probe_sharers, driver_mix, fit_many,
                                                  fit_startup)
     from mininet_tests.heavy_tail.predict import SLOT_S
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
@@ -247,11 +247,11 @@ def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
     assert len(bulk) == 6 and sum(n.startswith("cal-probe") for n in names) == 3
     truth = replace(C, queue_fill=0.1, queue_fill_per_sender=0.15, startup_s=0.7,
                     startup_rounds=12.0)
-    shared = share_egress(_sharers(capacity, bulk, BULK[0]), capacity, 3e5, truth)
-    (probe,) = _sharers(capacity, ["probe"], PROBE[0])
+    shared = share_egress(probe_sharers(capacity, bulk, BULK[0]), capacity, 3e5, truth)
+    (probe,) = probe_sharers(capacity, ["probe"], PROBE[0])
     init = replace(probe, compute_s=0.0, window=0)     # kv.init: every key at once
-    its, waits = egress_state(_sharers(capacity, bulk, BULK[0]) + [probe], capacity, 3e5, truth)
-    init_its = egress_state(_sharers(capacity, bulk, BULK[0]) + [init], capacity, 3e5, truth)[0]
+    its, waits = egress_state(probe_sharers(capacity, bulk, BULK[0]) + [probe], capacity, 3e5, truth)
+    init_its = egress_state(probe_sharers(capacity, bulk, BULK[0]) + [init], capacity, 3e5, truth)[0]
     run_alone = PROBE[1] * probe.alone_s(truth) + init.alone_s(truth)
     driver = {n: {"iteration_s": shared[n], "jct_s": 0.0} for n in bulk}
     for n in names:
