@@ -22,9 +22,10 @@ from mininet_fabric.system import leftovers
 from topologies import load_topology
 from topologies import priority_classes as pc
 from topologies.mininet_topo import dpid_hex
+from support.paths import REPO as REPO_PATH
 
 pytestmark = pytest.mark.fabric
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(REPO_PATH)          # the repository (a subprocess started here imports the real packages)
 SLUICE = os.path.join(os.path.dirname(sys.executable), "sluice")
 
 
