@@ -177,3 +177,12 @@ def test_the_fabric_marker_fixtures_and_test_imports_are_found():
                                            "line 6: the normal_controller fixture (by name)"]
     assert sorted(imported_test_modules(source)) == ["test_other", "tests.fabric.x.test_y"]
     assert fabric_uses("def test_c(tmp_path): pass\n") == []
+
+
+def test_test_files_find_the_repository_through_support_paths():
+    """A test file that computes the repository from its own place (``__file__``) breaks
+    when it moves: test_fabric.py's pointed at tests/fabric, and a subprocess started
+    there imported the test folder ``mininet_fabric`` instead of the package."""
+    found = [str(p.relative_to(TESTS)) for p in TESTS.rglob("test_*.py")
+             if "__file__" in p.read_text()]
+    assert not found, f"use support.paths (REPO, TEST_DATA) in: {found}"
