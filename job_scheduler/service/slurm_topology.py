@@ -83,7 +83,7 @@ def topology_from_slurm(nodes: Sequence[NodeInfo], switches: Sequence[SwitchInfo
     if missing:
         raise InputError(source, f"node(s) under no leaf switch of topology.conf: "
                          f"{', '.join(missing)}", field="topology.conf")
-    ids, _ = assign_dpids([s["name"] for s in out_switches], switch_dpids, dpids_source)
+    ids = assign_dpids([s["name"] for s in out_switches], switch_dpids, dpids_source)
     for s in out_switches:
         s["dpid"] = ids[s["name"]]
     hosts = [{"name": n.name, "rack": rack_of.get(n.name, "rack1"), "gpus": n.gpus,

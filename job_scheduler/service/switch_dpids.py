@@ -88,11 +88,11 @@ def load_switch_dpids(path: str | Path | None) -> dict[str, int] | None:
 
 
 def assign_dpids(switch_names: list[str], dpids: dict[str, int] | None,
-                 source: str) -> tuple[dict[str, int], bool]:
+                 source: str) -> dict[str, int]:
     """Each switch's id: from ``dpids`` (which must name every switch and no other), else
-    numbered 1..N in order. Returns (ids, whether they were given)."""
+    numbered 1..N in order."""
     if dpids is None:
-        return {name: k + 1 for k, name in enumerate(switch_names)}, False
+        return {name: k + 1 for k, name in enumerate(switch_names)}
     missing = [s for s in switch_names if s not in dpids]
     unknown = sorted(set(dpids) - set(switch_names))
     errors = []
@@ -104,4 +104,4 @@ def assign_dpids(switch_names: list[str], dpids: dict[str, int] | None,
                                  f"topology.conf (its switches: {', '.join(switch_names)})",
                                  field="switches"))
     raise_all(errors)
-    return {name: dpids[name] for name in switch_names}, True
+    return {name: dpids[name] for name in switch_names}

@@ -1,6 +1,6 @@
 """The controller's northbound API at the HTTP level: a job body and a raw request."""
 
-import http.client
+from support.http_call import request
 
 JOB = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
        "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9001},
@@ -8,12 +8,7 @@ JOB = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
 
 
 def raw(api, method, path, body=b"", headers=None):
-    conn = http.client.HTTPConnection(api.host, api.port, timeout=5)
-    conn.request(method, path, body=body, headers=headers or {})
-    resp = conn.getresponse()
-    data = resp.read()
-    conn.close()
-    return resp.status, data
+    return request(api, method, path, body, headers, timeout=5)
 
 
 RESTART_JOB = {"id": "job-r", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],

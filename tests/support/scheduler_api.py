@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import time
 
 from job_scheduler.core.estimator import Estimator
@@ -11,6 +10,7 @@ from job_scheduler.service.policy_step import make_policy_step
 from job_scheduler.service.scheduler import SchedulerService
 from job_scheduler.service.store import JobStore
 from topologies import load_topology
+from support.http_call import request
 
 TOPO = load_topology("two-rack")
 TOKEN = "scheduler-admin-token-0123"
@@ -34,9 +34,4 @@ def job_file(*names: str, arrival: float = 0.0, max_gpus: int = 2, size: int = 1
 
 
 def call(server, method, path, body: bytes | None = None, headers=None):
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
-    conn.request(method, path, body=body, headers=headers or {})
-    resp = conn.getresponse()
-    data = resp.read()
-    conn.close()
-    return resp.status, data
+    return request(server, method, path, body, headers, timeout=10)
