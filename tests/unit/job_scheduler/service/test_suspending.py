@@ -26,8 +26,11 @@ from support.preempt import ScriptedStep, _batches
 
 TOPO = load_topology("two-rack")
 EST = Estimator()
-BATCHES = 12
-# torch compute on the CPU, fixed seeds, two workers: a deterministic job
+BATCHES = 200
+# torch compute on the CPU, fixed seeds, two workers: a deterministic job. A suspend
+# request lands at the next batch boundary; at ~30 ms a batch, 12 batches ended in under
+# half a second, before the test had found the process and signalled it (a CI run once
+# finished the job first). 200 batches leave seconds to spare.
 
 
 def _command(job, decision, run_dir: Path) -> str:
@@ -159,7 +162,8 @@ def test_sigusr1_suspends_a_local_job_and_the_service_requeues_it(tmp_path):
         return svc.store.get(job).state != "running"
     _until(requeued)
     rec = svc.store.get(job)
-    assert rec.state == "queued" and rec.exit_code is None and rec.attempts == 0
+    assert rec.state == "queued" and rec.exit_code is None and rec.attempts == 0, (
+        rec, f"the job reached batch {_batches(run_dir)} of {BATCHES}")
     assert rec.resume["checkpoint"] == str(run_dir / "ps" / "checkpoint")
     assert [k for _, k, _ in svc.store.events(job)][-1] == "suspended"
     assert svc.health()["free_gpus"] == 16
