@@ -118,6 +118,8 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--priority", choices=("off", *rank_rules.names()), default="off",
                         help="the fabric's job priority rule on the rack uplinks (strict "
                              "priority by the controller's rule; off: flows share fairly)")
+    add_price_priority_argument(parser, "; needs sluice in --policies, and is most "
+                                "meaningful with --priority set to the same rule")
     parser.add_argument("--exchange", choices=EXCHANGE_WORLDS, default="off",
                         help="price every batch with the exchange model: ps-lite's per-key "
                              "messages and round trips, and each round's wait in the queues "
@@ -138,6 +140,26 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
                              "(with --preemption-cost)")
     add_sharing_arguments(parser, "--preemption-cost, default measured; --json adds "
                                   "time_slices, packed, grows, shrinks; not with las")
+
+
+def price_rule(text: str) -> str | None:
+    """``--price-priority``'s value: a ranking rule's name, or ``off`` (None)."""
+    if text == "off":
+        return None
+    if text not in rank_rules.names():
+        raise argparse.ArgumentTypeError(f"unknown rule {text!r} (known: off, "
+                                         f"{', '.join(rank_rules.names())})")
+    return text
+
+
+def add_price_priority_argument(parser, where: str = "") -> None:
+    """``--price-priority RULE`` of ``sluice simulate``, ``sluice scheduler`` (and the one
+    name for it wherever a command builds the sluice policy)."""
+    parser.add_argument("--price-priority", type=price_rule, default=None, metavar="RULE",
+                        help="the sluice policy prices a candidate placement's bandwidth as "
+                             "the fabric's strict priority by RULE would give it (the share "
+                             "of the class RULE puts the job in), not the fair share; "
+                             f"off (default) or one of {', '.join(rank_rules.names())}{where}")
 
 
 def add_sharing_arguments(parser, where: str) -> None:
