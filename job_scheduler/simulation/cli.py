@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from job_scheduler.core.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, POLICY_NAMES,
-                                         parse_policy_names, policy_table)
+                                         add_price_priority_argument, parse_policy_names,
+                                         policy_table)
 from job_scheduler.core.mechanisms import PACK_SLOWDOWN, MechanismOptions
 from job_scheduler.core.proteus import K_READINGS
 from job_scheduler.simulation.compare import EXCHANGE_WORLDS, SimulateConfig
@@ -140,26 +141,6 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
                              "(with --preemption-cost)")
     add_sharing_arguments(parser, "--preemption-cost, default measured; --json adds "
                                   "time_slices, packed, grows, shrinks; not with las")
-
-
-def price_rule(text: str) -> str | None:
-    """``--price-priority``'s value: a ranking rule's name, or ``off`` (None)."""
-    if text == "off":
-        return None
-    if text not in rank_rules.names():
-        raise argparse.ArgumentTypeError(f"unknown rule {text!r} (known: off, "
-                                         f"{', '.join(rank_rules.names())})")
-    return text
-
-
-def add_price_priority_argument(parser, where: str = "") -> None:
-    """``--price-priority RULE`` of ``sluice simulate``, ``sluice scheduler`` (and the one
-    name for it wherever a command builds the sluice policy)."""
-    parser.add_argument("--price-priority", type=price_rule, default=None, metavar="RULE",
-                        help="the sluice policy prices a candidate placement's bandwidth as "
-                             "the fabric's strict priority by RULE would give it (the share "
-                             "of the class RULE puts the job in), not the fair share; "
-                             f"off (default) or one of {', '.join(rank_rules.names())}{where}")
 
 
 def add_sharing_arguments(parser, where: str) -> None:

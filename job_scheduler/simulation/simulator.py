@@ -21,9 +21,12 @@ levels (the controller's own functions, on the simulator's remaining and attaine
 and level by level each gets, per flow, an equal share of what the levels before it left,
 ``left_k = cap - sum_{i in levels < k} f_i * d_i``, where ``d_i = min(share, base_i / nps_i)
 * Comm_i / C_i`` is what a flow of job ``i`` really uses: its rate while it communicates,
-times the share of its iteration spent communicating. Levels are recomputed whenever a job
+times the share of its iteration spent communicating (the model is
+:mod:`job_scheduler.core.priority_pricing`'s). Levels are recomputed whenever a job
 starts or stops (not as jobs progress between those events). A policy's look at a
-placement it has not started (``live_bandwidth``) stays the fair share.
+placement it has not started (``live_bandwidth``) stays the fair share, unless it prices
+with the fabric's priority (``priority_bandwidth``, the sluice policy's
+``price_priority``): the same model, with the job ranked among the running ones.
 With the estimator's exchange pricing (``Estimator(exchange=...)``,
 :mod:`job_scheduler.core.exchange_pricing`) each batch also pays the exchange's fixed
 time (in the estimator) and, at every rack uplink the job crosses, each message round
