@@ -36,7 +36,8 @@ def default_db_path() -> Path:
 # ---- sluice scheduler --------------------------------------------------------------------
 
 def configure_scheduler(parser: argparse.ArgumentParser) -> None:
-    from job_scheduler.core.policies import POLICY_NAMES, add_price_priority_argument
+    from job_scheduler.core.policies import POLICY_NAMES
+    from job_scheduler.core.policy_cli import add_price_priority_argument
     parser.add_argument("--topology", default="two-rack",
                         help="built-in name or YAML file (default: two-rack)")
     parser.add_argument("--policy", default="lyapunov",

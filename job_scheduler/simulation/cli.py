@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from job_scheduler.core.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, POLICY_NAMES,
-                                         add_price_priority_argument, parse_policy_names,
-                                         policy_table)
+                                         parse_policy_names, policy_table)
+from job_scheduler.core.policy_cli import add_price_priority_argument
 from job_scheduler.core.mechanisms import PACK_SLOWDOWN, MechanismOptions
 from job_scheduler.core.proteus import K_READINGS
 from job_scheduler.simulation.compare import EXCHANGE_WORLDS, SimulateConfig

@@ -86,7 +86,7 @@ class SimulateConfig:
         check_price_priority(self.price_priority)
         if self.price_priority and not set(self.policies) & set(PRICES_PRIORITY):
             raise ValueError(f"price_priority: prices the placements of "
-                             f"{', '.join(PRICES_PRIORITY)}, which --policies leaves out")
+                             f"{', '.join(PRICES_PRIORITY)}, which the policies leave out")
         if self.preemption_cost is not None:
             MechanismOptions(costs=self.preemption_cost)       # measured | zero
         for name in self.policies:

@@ -17,10 +17,10 @@ from job_scheduler.core.policies.base import FunctionPolicy, Policy, requested_g
 from job_scheduler.core.policies.las import DEFAULT_LAS_THRESHOLDS
 from job_scheduler.core.policies.lyapunov import DEFAULT_EPS, DEFAULT_K, DEFAULT_V, LyapunovPolicy
 from job_scheduler.core.policies.registry import (NON_PREEMPTIVE, POLICY_NAMES, PRICES_PRIORITY,
-                                                  REGISTRY, add_price_priority_argument,
-                                                  check_price_priority, make_policy,
+                                                  REGISTRY, check_price_priority, make_policy,
                                                   parse_policy_names, policy_table)
 
 __all__ = ["DEFAULT_EPS", "DEFAULT_K", "DEFAULT_LAS_THRESHOLDS", "DEFAULT_V", "NON_PREEMPTIVE",
            "POLICY_NAMES", "PRICES_PRIORITY", "REGISTRY", "FunctionPolicy", "LyapunovPolicy",
-           "Policy", "add_price_priority_argument", "check_price_priority", "make_policy", "parse_policy_names", "policy_table", "requested_gpus"]
+           "Policy", "check_price_priority", "make_policy",
+           "parse_policy_names", "policy_table", "requested_gpus"]

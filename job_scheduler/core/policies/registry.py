@@ -1,11 +1,9 @@
 """The one list of policies: name -> factory and a one-line description. ``make_policy``,
 ``parse_policy_names``, the command line (``sluice simulate --policies``, ``sluice run
---policy``, ``sluice scheduler --policy``), the scheduler service and the docs read it;
-and the one option some policies take from every command (``--price-priority``)."""
+--policy``, ``sluice scheduler --policy``), the scheduler service and the docs read it."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from typing import Callable
 
@@ -104,22 +102,3 @@ def policy_table() -> str:
     width = max(map(len, REGISTRY))
     return "\n".join(f"{e.name:<{width}}  {e.description}" for e in REGISTRY.values())
 
-
-def price_rule(text: str) -> str | None:
-    """``--price-priority``'s value: a ranking rule's name, or ``off`` (None)."""
-    if text == "off":
-        return None
-    if text not in rank_rules.names():
-        raise argparse.ArgumentTypeError(f"unknown rule {text!r} (known: off, "
-                                         f"{', '.join(rank_rules.names())})")
-    return text
-
-
-def add_price_priority_argument(parser: argparse.ArgumentParser, where: str = "") -> None:
-    """``--price-priority RULE``: the one flag of ``price_priority`` on every command that
-    builds the sluice policy (``sluice simulate``, ``sluice scheduler``)."""
-    parser.add_argument("--price-priority", type=price_rule, default=None, metavar="RULE",
-                        help="the sluice policy prices a candidate placement's bandwidth as "
-                             "the fabric's strict priority by RULE would give it (the share "
-                             "of the class RULE puts the job in), not the fair share; "
-                             f"off (default) or one of {', '.join(rank_rules.names())}{where}")

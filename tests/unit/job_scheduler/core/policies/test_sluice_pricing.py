@@ -76,7 +76,7 @@ def test_bad_values_name_the_option():
         make_policy("sluice", price_priority="fastest")
     with pytest.raises(InputError, match="price_priority.*'lyapunov' does not price"):
         make_policy("lyapunov", price_priority="remaining")
-    with pytest.raises(ValueError, match="price_priority.*leaves out"):
+    with pytest.raises(ValueError, match="price_priority.*leave out"):
         SimulateConfig(workload="x", policies=("fifo",), price_priority="remaining")
     with pytest.raises(InputError, match="price_priority"):
         ServiceConfig(db="s.db", policy="fifo", price_priority="remaining")
@@ -100,7 +100,7 @@ def test_the_flag_on_the_command_lines(capsys, tmp_path):
     db = str(tmp_path / "x.db")
     for argv, says in (
             (args + ["--price-priority", "fastest"], "unknown rule 'fastest'"),
-            (args + ["--price-priority", "remaining", "--policies", "fifo"], "leaves out"),
+            (args + ["--price-priority", "remaining", "--policies", "fifo"], "leave out"),
             (["scheduler", "--policy", "fifo", "--price-priority", "remaining", "--db", db],
              "policy 'fifo' does not price"),
             (["scheduler", "--policy", "sluice", "--price-priority", "x", "--db", db],
