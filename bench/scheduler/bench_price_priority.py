@@ -17,8 +17,10 @@ uplinks other jobs cross. Cells (average JCT, the mean over seeds for generated 
     (leaf-spine, 8 racks, 5 Gbit/s uplinks), where every job of more than 2 GPUs spans
     racks: a cluster built to make the uplinks matter, not one anyone runs.
 
-Per cell: avg JCT off and on (and their ratio), how many jobs ran at another GPU count,
-and the simulation's wall time off and on.
+Per cell: avg JCT with the fabric's priority off (for scale), pricing off and on (and
+their ratio), how many candidate placements sluice priced with priority and how many of
+those prices were not the fair share, how many jobs ran at another GPU count, and the
+simulation's wall time off and on.
 
     .venv/bin/python -m bench.scheduler.bench_price_priority [--seeds 0,1,2] [--rule remaining] [--quick]
 """
@@ -63,13 +65,30 @@ def cells(seeds, quick: bool):
     return out
 
 
-def run(topo, jobs, slot, profile, seed, rule, price) -> tuple[float, list[int], float]:
-    """(avg JCT, each job's GPU count, wall seconds) of sluice on one job list."""
+class CountingSimulator(Simulator):
+    """The simulator, counting the candidate placements sluice prices with priority and
+    those whose price is not the fair share (another job crosses one of their uplinks)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.priced = self.differs = 0
+
+    def priority_bandwidth(self, placement, j, rule):
+        bw = super().priority_bandwidth(placement, j, rule)
+        self.priced += 1
+        self.differs += bw != self.live_bandwidth(placement)
+        return bw
+
+
+def run(topo, jobs, slot, profile, seed, rule, price) -> tuple[float, list[int], float, tuple]:
+    """(avg JCT, each job's GPU count, wall seconds, (priced, priced off the fair share))
+    of sluice on one job list; ``rule`` None: the fabric's priority off."""
     t0 = time.perf_counter()
     policy = make_policy("sluice", seed=seed, price_priority=price)
-    res = Simulator(topo, jobs, policy, slot=slot, priority=rule,
-                    estimator=Estimator(profile)).run()
-    return res.avg_jct, res.gpus, time.perf_counter() - t0
+    sim = CountingSimulator(topo, jobs, policy, slot=slot, priority=rule,
+                            estimator=Estimator(profile))
+    res = sim.run()
+    return res.avg_jct, res.gpus, time.perf_counter() - t0, (sim.priced, sim.differs)
 
 
 def main() -> int:
@@ -83,26 +102,28 @@ def main() -> int:
     t0 = time.perf_counter()
     print(f"sluice, uplink priority {args.rule} on; pricing off (fair share) vs on "
           f"({args.rule}); seeds {seeds} for generated workloads")
-    print("| cell | avg JCT off s | avg JCT on s | on / off | per seed on / off "
-          "| jobs at another count | wall off s | wall on s |")
-    print("|---|---:|---:|---:|---|---:|---:|---:|")
+    print("| cell | no priority s | avg JCT off s | avg JCT on s | on / off | per seed on / off "
+          "| priced / off the fair share | jobs at another count | wall off s | wall on s |")
+    print("|---|---:|---:|---:|---:|---|---|---:|---:|---:|")
     ratios, walls = [], [0.0, 0.0]
     for label, topo, slot, profile, lists in cells(seeds, args.quick):
-        off, on, moved, wall = [], [], 0, [0.0, 0.0]
+        none, off, on, moved, wall, priced = [], [], [], 0, [0.0, 0.0], [0, 0]
         for jobs, seed in zip(lists, seeds):
+            none.append(run(topo, jobs, slot, profile, seed, None, None)[0])
             a = run(topo, jobs, slot, profile, seed, args.rule, None)
             b = run(topo, jobs, slot, profile, seed, args.rule, args.rule)
             off.append(a[0])
             on.append(b[0])
             moved += sum(x != y for x, y in zip(a[1], b[1]))
-            wall[0] += a[2]
-            wall[1] += b[2]
+            wall = [wall[0] + a[2], wall[1] + b[2]]
+            priced = [priced[0] + b[3][0], priced[1] + b[3][1]]
         m_off, m_on = statistics.mean(off), statistics.mean(on)
         walls = [walls[0] + wall[0], walls[1] + wall[1]]
         ratios.append(m_on / m_off)
         per_seed = " ".join(f"{y / x:.3f}" for x, y in zip(off, on))
-        print(f"| {label} | {m_off:,.1f} | {m_on:,.1f} | {m_on / m_off:.3f} | {per_seed} "
-              f"| {moved} | {wall[0]:.2f} | {wall[1]:.2f} |", flush=True)
+        print(f"| {label} | {statistics.mean(none):,.1f} | {m_off:,.1f} | {m_on:,.1f} "
+              f"| {m_on / m_off:.3f} | {per_seed} | {priced[0]} / {priced[1]} | {moved} "
+              f"| {wall[0]:.2f} | {wall[1]:.2f} |", flush=True)
         harness.figure(f"avg JCT, sluice pricing with {args.rule}, {label}", m_on, "s",
                        baseline=m_off, note="(baseline: pricing off, same run)")
     harness.figure("geometric mean of on / off over the cells",
