@@ -13,6 +13,10 @@ uplinks other jobs cross. Cells (average JCT, the mean over seeds for generated 
   * the four Proteus scenarios, bursty-moderate and bursty-heavy on two-rack (P100-derived
     profile, slot 10 s), tiresias-60 (max_gpus up to 8) on two-rack (slot 1 s);
   * the `sluice demo` jobs on two-rack-100g (H100 profile, slot 1 s);
+  * philly-drawn: 80 jobs drawn (seeded) from the Philly trace's jobs of at most 8 GPUs
+    (their GPU counts and durations), Poisson arrivals at an offered load of 0.9 of
+    two-rack-100g's 16 GPUs (H100 profile, slot 10 s): the kind of workload issue 47's
+    demo arms run, not their generator;
   * cross-rack: proteus-big-dispersed and bursty-heavy on racks of two one-GPU hosts
     (leaf-spine, 8 racks, 5 Gbit/s uplinks), where every job of more than 2 GPUs spans
     racks: a cluster built to make the uplinks matter, not one anyone runs.
@@ -27,8 +31,10 @@ simulation's wall time off and on.
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
+from dataclasses import replace
 
 from bench import harness
 from job_scheduler.core.estimator import Estimator
@@ -51,10 +57,15 @@ def cells(seeds, quick: bool):
             [load_workload(sc, seed=s) for s in seeds]) for sc in SCENARIOS]
     out += [(name, two, 10.0, "p100", [load_workload(name, seed=s) for s in seeds])
             for name in BURSTY]
-    out.append(("demo jobs (two-rack-100g)", load_topology("two-rack-100g"), 1.0, "h100",
+    demo = load_topology("two-rack-100g")
+    out.append(("demo jobs (two-rack-100g)", demo, 1.0, "h100",
                 [load_workload(str(DEMO_JOBS))]))
     if quick:
         return out
+    philly = [j for j in load_workload(SHARED_WORKLOADS / "philly.csv", trace_format="philly")
+              if j.trace_gpus <= 8 and j.trace_duration > 0]
+    out.append(("philly-drawn, load 0.9 (two-rack-100g)", demo, 10.0, "h100",
+                [philly_drawn(philly, demo.total_gpus, s) for s in seeds]))
     tir = SHARED_WORKLOADS / "tiresias_60_job.csv"
     out.append(("tiresias-60 (paper)", two, 1.0, "p100",
                 [load_workload(tir, trace_format="tiresias", trace_caps="paper")]))
@@ -80,6 +91,19 @@ class CountingSimulator(Simulator):
         return bw
 
 
+def philly_drawn(philly, gpus: int, seed: int, count: int = 80, load: float = 0.9):
+    """``count`` jobs drawn from ``philly`` with Poisson arrivals at ``load`` of ``gpus``
+    (the drawn jobs' mean GPU-seconds over the cluster's GPUs sets the rate)."""
+    rng = random.Random(f"philly-drawn/{seed}")
+    pick = [rng.choice(philly) for _ in range(count)]
+    rate = load * gpus / statistics.mean(j.trace_gpus * j.trace_duration for j in pick)
+    out, t = [], 0.0
+    for i, j in enumerate(pick):
+        out.append(replace(j, name=f"philly-drawn-{i}", arrival=t))
+        t += rng.expovariate(rate)
+    return out
+
+
 def run(topo, jobs, slot, profile, seed, rule, price) -> tuple[float, list[int], float, tuple]:
     """(avg JCT, each job's GPU count, wall seconds, (priced, priced off the fair share))
     of sluice on one job list; ``rule`` None: the fabric's priority off."""
@@ -92,7 +116,8 @@ def run(topo, jobs, slot, profile, seed, rule, price) -> tuple[float, list[int],
 
 
 def main() -> int:
-    ap = harness.parser(__doc__, quick="leave out tiresias-60 and the cross-rack cells",
+    ap = harness.parser(__doc__, quick="leave out philly-drawn, tiresias-60 and the cross-rack "
+                        "cells",
                         json_out=False)
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--rule", default=DEFAULT_RULE, choices=rank_rules.names(),
