@@ -12,6 +12,7 @@ from typing import Callable
 
 from job_scheduler.core.estimator import Estimator
 from job_scheduler.core.placement import BestFitPlacement, ClusterState
+from job_scheduler.core.priority_pricing import Candidate, LinkSharer, priced_bandwidth
 from sluice_common.jobspec import JobSpec
 
 
@@ -90,7 +91,29 @@ class Run:
 
 class Pricing:
     """What the simulator and a ``live_view.LiveView`` price alike, from their
-    ``topology``, ``base_bandwidth``, ``costs`` and ``_reference_bw`` memo."""
+    ``topology``, ``base_bandwidth``, ``costs`` and ``_reference_bw`` memo; with
+    priority, from their ``running`` jobs, ``uplink_cap``, ``link_users(r)`` and
+    ``remaining(j)`` too."""
+
+    def priority_bandwidth(self, placement, j: int, rule: str | None) -> float:
+        """Mbit/s job ``j`` would get on ``placement`` now when the uplinks run strict
+        priority by ``rule`` (None: the fair share), with the running jobs
+        (:func:`job_scheduler.core.priority_pricing.priced_bandwidth`)."""
+        cand = Candidate(j, self.jobs[j], self.remaining(j), max(len(placement.ps_hosts), 1),
+                         self.base_bandwidth(placement), self.placement_flows(placement))
+        return priced_bandwidth(cand, rule, self.uplink_cap, self.link_users,
+                                self.link_sharer, self.rule_load, self.estimator)
+
+    def link_sharer(self, k: int, r: int, level: int) -> LinkSharer:
+        """Running job ``k`` on uplink ``r`` at ``level``, for the strict-priority model."""
+        run, model = self.running[k], self.models[k]
+        return LinkSharer(level, run.flows[r], max(len(run.placement.ps_hosts), 1),
+                          self.base_bandwidth(run.placement),
+                          lambda bw: model.comm(run.n, bw), model.cost(run.n))
+
+    def rule_load(self, k: int) -> tuple[int, JobSpec, float]:
+        """What a ranking rule reads of job ``k``: (key, spec, fraction of work left)."""
+        return (k, self.jobs[k], self.remaining(k))
 
     def reference_bandwidth(self, n: int) -> float:
         """Bandwidth of an n-GPU job best-fit placed on the empty cluster."""

@@ -6,7 +6,9 @@ GPUs promised to the plan's next starts, while a real job still stops at a batch
 boundary), a job it started runs at once. The driver sets ``state`` each slot from its
 own, and ``done`` (a job's work done: the run's slowest worker). C(n) is priced on
 ``bandwidth_topology``: the topology ("idle" model) or the one the run derives from the
-controller's link counters ("measured"); a job's rate is the estimator's 1 / C(n).
+controller's link counters ("measured"); a job's rate is the estimator's 1 / C(n). A
+policy that prices with the fabric's priority (``priority_bandwidth``) is priced on the
+nominal topology's uplinks with the running jobs of the view instead.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.mechanisms import shared_gpus, stopped
 from job_scheduler.core.placement import ClusterState, Placement
 from job_scheduler.core.job_model import JobModel, Pricing, Run
+from job_scheduler.core.priority_pricing import placement_flows, uplink_capacities
 from sluice_common.jobspec import JobSpec
 from topologies import Topology
 
@@ -43,6 +46,7 @@ class LiveView(Pricing):
         self.counts: Counter = Counter()
         self.plan = SlotPlan()
         self._reference_bw: dict[int, float] = {}
+        self.uplink_cap = uplink_capacities(topology)    # priority pricing's uplinks
 
     def add(self, j: int, spec: JobSpec) -> None:
         self.jobs[j] = spec
@@ -60,6 +64,14 @@ class LiveView(Pricing):
     def remaining(self, j: int) -> float:
         return 1.0 - self.done.get(j, 0.0)
 
+    def placement_flows(self, placement: Placement) -> dict[int, int]:
+        """Rack uplink -> number of the placement's worker<->PS flows crossing it."""
+        return placement_flows(self.state, placement)
+
+    def link_users(self, r: int) -> list[int]:
+        """The running jobs whose flows cross rack uplink ``r`` (priority pricing)."""
+        return [k for k, run in self.running.items() if r in run.flows]
+
     def holds_gpus(self, j: int) -> bool:
         return all(m.holds_gpus(j) for m in self.mechanisms)
 
@@ -76,7 +88,8 @@ class LiveView(Pricing):
             ids = shared_gpus(self, j)
         del self.waiting[j]
         bw = self.live_bandwidth(placement)
-        run = self.running[j] = Run(j, placement.gpus, placement, {}, bw, 1.0)
+        run = self.running[j] = Run(j, placement.gpus, placement,
+                                    self.placement_flows(placement), bw, 1.0)
         run.rate = 1.0 / self.models[j].C(placement.gpus, bw)
         run.t_last = math.inf               # trains from its first batch (the driver says)
         self.ran_gpus[j] = placement.gpus

@@ -70,6 +70,7 @@ class ServiceConfig:
     V: float | None = None               # lyapunov only (None: the policy's default)
     eps: float | None = None
     profile: str | None = None           # device profile for the estimator
+    price_priority: str | None = None    # sluice: price placements under this rule (None: off)
     verbose: bool = False
 
     def __post_init__(self):
@@ -99,6 +100,8 @@ class ServiceConfig:
         for name, ok, message in checks:
             if not ok:
                 raise ValueError(f"{name}: {message}")
+        from job_scheduler.core.policies import check_price_priority
+        check_price_priority(self.price_priority, self.policy)
         self.slurm_site()
 
     def slurm_site(self):
@@ -135,6 +138,8 @@ def start(config: ServiceConfig, notice: str | None = None) -> int:
     if config.policy == "lyapunov":
         options = {"V": DEFAULT_V if config.V is None else config.V,
                    "eps": DEFAULT_EPS if config.eps is None else config.eps}
+    if config.price_priority is not None:
+        options["price_priority"] = config.price_priority
     policy = make_policy_step(config.policy, topology, estimator, slot=config.slot, **options)
     chosen = executor_registry.kind(config.executor)
     # the chosen executor's options, checked before anything is built

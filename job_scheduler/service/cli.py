@@ -37,6 +37,7 @@ def default_db_path() -> Path:
 
 def configure_scheduler(parser: argparse.ArgumentParser) -> None:
     from job_scheduler.core.policies import POLICY_NAMES
+    from job_scheduler.core.policy_cli import add_price_priority_argument
     parser.add_argument("--topology", default="two-rack",
                         help="built-in name or YAML file (default: two-rack)")
     parser.add_argument("--policy", default="lyapunov",
@@ -86,6 +87,7 @@ def configure_scheduler(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--V", type=float, default=None, help="Lyapunov penalty weight V (s)")
     parser.add_argument("--eps", type=float, default=None, help="Lyapunov Z growth per slot (s)")
     parser.add_argument("--profile", default=None, help="device profile YAML for the estimator")
+    add_price_priority_argument(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from job_scheduler.core.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, POLICY_NAMES,
                                          parse_policy_names, policy_table)
+from job_scheduler.core.policy_cli import add_price_priority_argument
 from job_scheduler.core.mechanisms import PACK_SLOWDOWN, MechanismOptions
 from job_scheduler.core.proteus import K_READINGS
 from job_scheduler.simulation.compare import EXCHANGE_WORLDS, SimulateConfig
@@ -118,6 +119,8 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--priority", choices=("off", *rank_rules.names()), default="off",
                         help="the fabric's job priority rule on the rack uplinks (strict "
                              "priority by the controller's rule; off: flows share fairly)")
+    add_price_priority_argument(parser, "; needs sluice in --policies, and is most "
+                                "meaningful with --priority set to the same rule")
     parser.add_argument("--exchange", choices=EXCHANGE_WORLDS, default="off",
                         help="price every batch with the exchange model: ps-lite's per-key "
                              "messages and round trips, and each round's wait in the queues "

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from job_scheduler.core.mechanisms import MechanismOptions
-from job_scheduler.core.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, REGISTRY, make_policy,
+from job_scheduler.core.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, PRICES_PRIORITY,
+                                         REGISTRY, check_price_priority, make_policy,
                                          parse_policy_names, requested_gpus)
 from job_scheduler.core.proteus import K_READINGS
 from sluice_common import rank_rules
@@ -53,6 +54,7 @@ class SimulateConfig:
     placement: str | None = None         # one placement for every policy
     network: bool = True                 # False: ideal fabric, no communication time
     priority: str | None = None          # the fabric's job rule on the uplinks (None: off)
+    price_priority: str | None = None    # sluice prices placements under this rule (None: off)
     exchange: str = "off"                # off | cluster | emulated: the exchange model's pricing
     profile: str | None = None           # device profile for Cost_bat
     json: bool = False                   # one JSON object on stdout instead of a table
@@ -81,6 +83,10 @@ class SimulateConfig:
         for name, ok, message in checks:
             if not ok:
                 raise ValueError(f"{name}: {message}")
+        check_price_priority(self.price_priority)
+        if self.price_priority and not set(self.policies) & set(PRICES_PRIORITY):
+            raise ValueError(f"price_priority: prices the placements of "
+                             f"{', '.join(PRICES_PRIORITY)}, which the policies leave out")
         if self.preemption_cost is not None:
             MechanismOptions(costs=self.preemption_cost)       # measured | zero
         for name in self.policies:
@@ -138,7 +144,9 @@ def simulate(config: SimulateConfig) -> int:
     for name in names:
         policy = make_policy(name, seed=config.seed, V=config.V, eps=config.eps,
                              lam=config.lam, ga=config.ga, placement=config.placement,
-                             k=config.k, estimate_error=config.estimate_error)
+                             k=config.k, estimate_error=config.estimate_error,
+                             price_priority=(config.price_priority if name in PRICES_PRIORITY
+                                             else None))
         progress = stderr_progress(name) if len(jobs) >= PROGRESS_FROM_JOBS else None
         sim = Simulator(topo, jobs, policy, slot=config.slot, progress=progress,
                         network=config.network, estimator=estimator, costs=costs,
@@ -158,6 +166,8 @@ def simulate(config: SimulateConfig) -> int:
                           "workload": str(config.workload), "topology": topo.name,
                           "seed": config.seed, **({"priority": config.priority}
                                                   if config.priority else {}),
+                          **({"price_priority": config.price_priority}
+                             if config.price_priority else {}),
                           **({"exchange": config.exchange} if config.exchange != "off"
                              else {})}))
     else:
@@ -174,6 +184,8 @@ def _print_table(results, config: SimulateConfig, topo_name: str, n_jobs: int) -
     print(f"workload {config.workload} ({n_jobs} jobs) on {topo_name}, slot {config.slot:g} s, "
           f"seed {config.seed}" + (f", uplink priority {config.priority}" if config.priority
                                    else "")
+          + (f", sluice prices placements under {config.price_priority}"
+             if config.price_priority else "")
           + (f", exchange model ({config.exchange} fabric)" if config.exchange != "off"
              else ""))
     head = (f"{'policy':<10} {'avg JCT s':>11} {'median s':>10} {'p95 s':>10} {'avg wait s':>11} "

@@ -21,9 +21,12 @@ levels (the controller's own functions, on the simulator's remaining and attaine
 and level by level each gets, per flow, an equal share of what the levels before it left,
 ``left_k = cap - sum_{i in levels < k} f_i * d_i``, where ``d_i = min(share, base_i / nps_i)
 * Comm_i / C_i`` is what a flow of job ``i`` really uses: its rate while it communicates,
-times the share of its iteration spent communicating. Levels are recomputed whenever a job
+times the share of its iteration spent communicating (the model is
+:mod:`job_scheduler.core.priority_pricing`'s). Levels are recomputed whenever a job
 starts or stops (not as jobs progress between those events). A policy's look at a
-placement it has not started (``live_bandwidth``) stays the fair share.
+placement it has not started (``live_bandwidth``) stays the fair share, unless it prices
+with the fabric's priority (``priority_bandwidth``, the sluice policy's
+``price_priority``): the same model, with the job ranked among the running ones.
 With the estimator's exchange pricing (``Estimator(exchange=...)``,
 :mod:`job_scheduler.core.exchange_pricing`) each batch also pays the exchange's fixed
 time (in the estimator) and, at every rack uplink the job crosses, each message round
@@ -56,9 +59,9 @@ from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecis
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.core.mechanisms import shared_gpus, stopped
-from sluice_common import job_rank, rank_rules
-from sluice_common.models import BYTES_PER_PARAM
-from topologies.priority_classes import LEVELS
+from job_scheduler.core.priority_pricing import (class_capacity, placement_flows, rule_levels,
+                                                 uplink_capacities)
+from sluice_common import rank_rules
 from sluice_common.jobspec import JobSpec
 from job_scheduler.core.placement import ClusterState, Placement
 from topologies import Topology
@@ -141,9 +144,7 @@ class Simulator(Pricing):
         self._heap: list[tuple[float, int, int]] = []   # (time, version, job)
         self._version = [0] * len(self.jobs)
         # rack uplinks: capacity (sum of the ToR's switch links) and live flow counts
-        cap = [sum((l.bw for l in topology.links if r.tor in (l.a, l.b)), 0.0)
-               for r in topology.racks]
-        self.uplink_cap = [c if c > 0 else math.inf for c in cap]
+        self.uplink_cap = uplink_capacities(topology)
         self.uplink_flows = [0] * len(topology.racks)
         self.uplink_jobs: list[set[int]] = [set() for _ in topology.racks]
         # a policy that leaves jobs waiting on an idle cluster this long is broken
@@ -160,16 +161,11 @@ class Simulator(Pricing):
     # ---- facts policies use ---------------------------------------------------------
     def placement_flows(self, placement: Placement) -> dict[int, int]:
         """Rack uplink -> number of this job's worker<->PS flows crossing it."""
-        st = self.state
-        ps = [st.rack_of[st.index[h]] for h in placement.ps_hosts]
-        out: dict[int, int] = {}
-        for w in placement.worker_hosts:
-            rw = st.rack_of[st.index[w]]
-            for rp in ps:
-                if rp != rw:
-                    out[rw] = out.get(rw, 0) + 1
-                    out[rp] = out.get(rp, 0) + 1
-        return out
+        return placement_flows(self.state, placement)
+
+    def link_users(self, r: int) -> set[int]:
+        """The running jobs whose flows cross rack uplink ``r``."""
+        return self.uplink_jobs[r]
 
     def base_bandwidth(self, placement: Placement) -> float:
         """The placement's bandwidth with the fabric to itself (memoised)."""
@@ -289,17 +285,9 @@ class Simulator(Pricing):
         return affected
 
     def _levels(self, jobs: Sequence[int]) -> dict[int, int]:
-        """Each job's level under the priority rule, on its bytes now (per batch: the
-        model's parameter bytes; batches: ``epochs * dataset_size / batch_size``)."""
-        loads = []
-        for j in jobs:
-            spec = self.jobs[j]
-            total = max(1, round(spec.epochs * spec.dataset_size / spec.batch_size))
-            done = round((1.0 - self.remaining(j)) * total)
-            loads.append(job_rank.JobLoad(str(j), j, done, total,
-                               int(self.estimator.params(spec) * BYTES_PER_PARAM)))
-        got = rank_rules.job_levels(self.priority, loads, LEVELS)
-        return {int(k): v for k, v in got.items()}
+        """Each job's level under the priority rule, on its bytes now
+        (:func:`~job_scheduler.core.priority_pricing.rule_levels`)."""
+        return rule_levels(self.priority, [self.rule_load(j) for j in jobs], self.estimator)
 
     def _priority_bandwidth(self, run: Run) -> float:
         """The job's bandwidth under strict priority on the uplinks it crosses (module
@@ -309,22 +297,10 @@ class Simulator(Pricing):
         for r in run.flows:
             on = sorted(self.uplink_jobs[r])
             level = self._levels(on)
-            left = self.uplink_cap[r]
-            for k in sorted(set(level.values())):
-                here = [i for i in on if level[i] == k]
-                flows = sum(self.running[i].flows[r] for i in here)
-                share = left / flows if flows else left
-                if run.j in here:
-                    bw = min(bw, nps * share)
-                    break
-                for i in here:
-                    other = self.running[i]
-                    their_ps = max(len(other.placement.ps_hosts), 1)
-                    rate = min(share, other.base_bw / their_ps)
-                    busy = self.models[i].comm(other.n, rate * their_ps)
-                    duty = busy / (self.models[i].cost(other.n) + busy) if busy else 0.0
-                    left -= other.flows[r] * rate * duty
-                left = max(left, 1e-9 * self.uplink_cap[r])
+            others = [self.link_sharer(i, r, level[i]) for i in on if i != run.j]
+            left, flows = class_capacity(self.uplink_cap[r], others, level[run.j],
+                                         run.flows[r])
+            bw = min(bw, nps * (left / flows))
         return bw
 
     def _round_wait(self, run: Run) -> float:

@@ -16,9 +16,11 @@ descriptions: ``sluice simulate --help`` prints it and docs/design.md shows it.
 from job_scheduler.core.policies.base import FunctionPolicy, Policy, requested_gpus
 from job_scheduler.core.policies.las import DEFAULT_LAS_THRESHOLDS
 from job_scheduler.core.policies.lyapunov import DEFAULT_EPS, DEFAULT_K, DEFAULT_V, LyapunovPolicy
-from job_scheduler.core.policies.registry import (NON_PREEMPTIVE, POLICY_NAMES, REGISTRY,
-                                                  make_policy, parse_policy_names, policy_table)
+from job_scheduler.core.policies.registry import (NON_PREEMPTIVE, POLICY_NAMES, PRICES_PRIORITY,
+                                                  REGISTRY, check_price_priority, make_policy,
+                                                  parse_policy_names, policy_table)
 
 __all__ = ["DEFAULT_EPS", "DEFAULT_K", "DEFAULT_LAS_THRESHOLDS", "DEFAULT_V", "NON_PREEMPTIVE",
-           "POLICY_NAMES", "REGISTRY", "FunctionPolicy", "LyapunovPolicy", "Policy",
-           "make_policy", "parse_policy_names", "policy_table", "requested_gpus"]
+           "POLICY_NAMES", "PRICES_PRIORITY", "REGISTRY", "FunctionPolicy", "LyapunovPolicy",
+           "Policy", "check_price_priority", "make_policy",
+           "parse_policy_names", "policy_table", "requested_gpus"]

@@ -115,6 +115,7 @@ class PolicyOptions:
     ga: bool                        # lyapunov: group GA for a slot's batch
     las_thresholds: tuple[float, ...]
     estimate_error: float           # sluice
+    price_priority: str | None = None   # sluice: price placements under this rule (None: off)
 
     def placer(self, default: str):
         """The policy's placement strategy: ``default`` unless ``placement`` overrides."""
@@ -135,12 +136,16 @@ def requested_gpus(job: JobSpec) -> int:
     return job.trace_gpus if job.trace_gpus else job.max_gpus
 
 
-def candidate_costs(sim, j: int, limit: int, placer, *, place_one: bool = True
+def candidate_costs(sim, j: int, limit: int, placer, *, place_one: bool = True,
+                    price_priority: str | None = None
                     ) -> tuple[dict[int, float], dict[int, Placement]]:
     """C(n) of job ``j`` for every candidate count up to ``limit`` on the placement
     ``placer`` would give it now, priced at the loop's live bandwidth, and those
     placements. C(1) = Cost(1) (no exchange); ``place_one=False`` leaves n = 1 unplaced
-    (a caller that places it only if chosen)."""
+    (a caller that places it only if chosen). ``price_priority``: a rule of
+    ``sluice_common.rank_rules``; the bandwidth is then the one the job would get in the
+    priority class the rule gives it (``sim.priority_bandwidth``,
+    job_scheduler/core/priority_pricing.py) instead of the fair share."""
     job, model = sim.jobs[j], sim.models[j]
     costs: dict[int, float] = {}
     places: dict[int, Placement] = {}
@@ -152,7 +157,12 @@ def candidate_costs(sim, j: int, limit: int, placer, *, place_one: bool = True
         if p is None:
             continue
         places[n] = p
-        costs[n] = model.C(n, sim.live_bandwidth(p)) if n > 1 else model.cost1
+        if n == 1:
+            costs[n] = model.cost1
+            continue
+        bw = (sim.live_bandwidth(p) if price_priority is None
+              else sim.priority_bandwidth(p, j, price_priority))
+        costs[n] = model.C(n, bw)
     return costs, places
 
 

@@ -12,6 +12,7 @@ from job_scheduler.core.policies import fifo, las, lyapunov, random, single, slu
 from job_scheduler.core.policies.base import Policy, PolicyOptions
 from job_scheduler.core.policies.las import DEFAULT_LAS_THRESHOLDS
 from job_scheduler.core.policies.lyapunov import DEFAULT_EPS, DEFAULT_K, DEFAULT_V
+from sluice_common import rank_rules
 from sluice_common.errors import InputError, option_error
 
 
@@ -42,6 +43,8 @@ REGISTRY: dict[str, PolicyEntry] = {e.name: e for e in (
 )}
 
 POLICY_NAMES = tuple(REGISTRY)
+# the policies that can price a placement with the fabric's priority (price_priority)
+PRICES_PRIORITY = ("sluice",)
 # the policies that never suspend a running job
 NON_PREEMPTIVE = tuple(n for n, e in REGISTRY.items() if not e.preemptive)
 
@@ -54,16 +57,33 @@ def make_policy(name: str, *, seed: int = 0, V: float = DEFAULT_V, eps: float = 
                 lam: float = DEFAULT_LAMBDA, ga: bool = True,
                 las_thresholds: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS,
                 placement: str | None = None, k: str = DEFAULT_K,
-                estimate_error: float = 0.0) -> Policy:
+                estimate_error: float = 0.0, price_priority: str | None = None) -> Policy:
     """A fresh policy object (policies keep per-run state: make one per run).
     ``placement`` swaps the policy's own placement for another (Blox-style), e.g. fifo
-    with Liquid best fit to separate the effect of ordering from that of placement."""
+    with Liquid best fit to separate the effect of ordering from that of placement.
+    ``price_priority``: sluice prices placements under this rule of
+    ``sluice_common.rank_rules`` (None: the fair share); another policy refuses it."""
     entry = REGISTRY.get(name)
     if entry is None:
         raise _unknown(name)
+    check_price_priority(price_priority, name)
     return entry.make(PolicyOptions(seed=seed, lam=lam, placement=placement, V=V, eps=eps,
                                     k=k, ga=ga, las_thresholds=las_thresholds,
-                                    estimate_error=estimate_error))
+                                    estimate_error=estimate_error,
+                                    price_priority=price_priority))
+
+
+def check_price_priority(rule: str | None, policy: str | None = None) -> None:
+    """``rule`` is a ranking rule (or None), and ``policy`` (when named) prices with it:
+    else the option error of field ``price_priority`` (its flag: ``--price-priority``)."""
+    if rule is None:
+        return
+    if rule not in rank_rules.names():
+        raise option_error("price_priority", f"unknown rule {rule!r} (known: "
+                           f"{', '.join(rank_rules.names())})")
+    if policy is not None and policy not in PRICES_PRIORITY:
+        raise option_error("price_priority", f"policy {policy!r} does not price placements "
+                           f"with priority (only {', '.join(PRICES_PRIORITY)} does)")
 
 
 def parse_policy_names(text: str) -> list[str]:
@@ -81,3 +101,4 @@ def policy_table() -> str:
     """The registry as a text table (``sluice simulate --help``, the docs)."""
     width = max(map(len, REGISTRY))
     return "\n".join(f"{e.name:<{width}}  {e.description}" for e in REGISTRY.values())
+

@@ -8,6 +8,10 @@ What it keeps:
   count is the argmin of the penalty. The penalty is C(n) on the Liquid best-fit
   placement n would get now (live bandwidth, in-host bus included), as in lyapunov.
 * **Placement**: Liquid best fit (``placement.BestFitPlacement``).
+* **Pricing** (``price_priority``, off unless set): C(n) at the bandwidth the placement
+  would get in the priority class the fabric's rule gives the job
+  (``priority_pricing``), not at the fair share: a job the rule puts on top is not
+  kept off an uplink that priority keeps fast for it.
 
 What it adds:
 
@@ -48,6 +52,7 @@ from job_scheduler.core.fit_index import FitIndex
 from job_scheduler.core.placement import DEFAULT_LAMBDA, BestFitPlacement
 from job_scheduler.core.policies.base import Policy, PolicyOptions, candidate_costs
 from job_scheduler.core.proteus import candidate_counts
+from sluice_common import rank_rules
 
 # Suspend + resume of a PS job: checkpoint the parameters, free the GPUs, later start
 # the processes again and restore. An assumption (no measured figure yet): 10 s.
@@ -92,9 +97,15 @@ class SluicePolicy(Policy):
                  preempt_cost_s: float = DEFAULT_PREEMPT_COST_S,
                  preempt_factor: float = DEFAULT_PREEMPT_FACTOR,
                  estimate_error: float = 0.0, blind: frozenset[int] | None = None,
-                 preempt: bool = True, wait_for_gpus: bool = True):
+                 preempt: bool = True, wait_for_gpus: bool = True,
+                 price_priority: str | None = None):
         if preempt_cost_s < 0 or preempt_factor < 1 or estimate_error < 0:
             raise ValueError("preempt_cost_s >= 0, preempt_factor >= 1, estimate_error >= 0")
+        if price_priority is not None and price_priority not in rank_rules.names():
+            raise ValueError(f"price_priority: unknown rule {price_priority!r} (known: "
+                             f"{', '.join(rank_rules.names())})")
+        # the fabric's rule a candidate placement is priced under (None: the fair share)
+        self.price_priority = price_priority
         self.placer = BestFitPlacement(lam)
         self.preempt_cost_s = float(preempt_cost_s)
         self.preempt_factor = float(preempt_factor)
@@ -172,7 +183,8 @@ class SluicePolicy(Policy):
             self._tried[k] = state.total_free
             ids = state.release(run.placement)     # tentatively: what could it have?
             limit = min(sim.jobs[k].max_gpus, state.total_free)
-            costs, places = candidate_costs(sim, k, limit, self.placer)
+            costs, places = candidate_costs(sim, k, limit, self.placer,
+                                           price_priority=self.price_priority)
             state.allocate(run.placement, ids)     # the very GPUs it holds
             n = choose_count(costs, 0, state.total_gpus)
             if n <= run.n:
@@ -205,7 +217,8 @@ class SluicePolicy(Policy):
         if limit <= 0:
             return False
         sim.decisions += 1
-        costs, places = candidate_costs(sim, j, limit, self.placer)
+        costs, places = candidate_costs(sim, j, limit, self.placer,
+                                       price_priority=self.price_priority)
         n = choose_count(costs, behind, sim.state.total_gpus)
         if n == 0:
             return False
@@ -277,6 +290,7 @@ class SluicePolicy(Policy):
 
 
 def make(o: PolicyOptions) -> SluicePolicy:
-    pol = SluicePolicy(lam=o.lam, seed=o.seed, estimate_error=o.estimate_error)
+    pol = SluicePolicy(lam=o.lam, seed=o.seed, estimate_error=o.estimate_error,
+                       price_priority=o.price_priority)
     pol.placer = o.placer("best-fit")
     return pol

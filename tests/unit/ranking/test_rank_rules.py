@@ -44,6 +44,9 @@ def test_the_command_lines_offer_it(arrival_rule):
     assert _parser(configure_run).parse_args(["jobs.yaml", "--rank", NAME]).rank == NAME
     assert _parser(configure_simulate).parse_args(
         ["--workload", "w", "--priority", NAME]).priority == NAME
+    # the sluice policy's pricing with the fabric's rule (issue 47 item 2)
+    assert _parser(configure_simulate).parse_args(
+        ["--workload", "w", "--price-priority", NAME]).price_priority == NAME
 
 
 def _job(name, server_ip, port, total, bpb):

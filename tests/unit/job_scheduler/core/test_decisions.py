@@ -212,3 +212,16 @@ def test_preemptive_policies_decide_in_the_service_as_in_the_simulator(tmp_path,
     assert all(r.state == "finished" for r in store.jobs())
     if (policy, workload) in MUST_SUSPEND:
         assert suspends, f"{policy} suspended nothing on {workload}"
+
+
+@pytest.mark.parametrize("workload", ["demo", "tiresias-20"])
+def test_sluice_pricing_with_priority_decides_in_the_service_as_in_the_simulator(
+        tmp_path, workload):
+    """``price_priority`` (issue 47 item 2): the service's view and the simulator price a
+    placement with the same running jobs on the uplinks, so they take the same steps."""
+    jobs, topo, est = WORKLOADS[workload]()
+    sim = simulator_plans(jobs, topo, est, "sluice", seed=3, price_priority="remaining")
+    svc, _ = service_plans(tmp_path, jobs, topo, est, "sluice", seed=3,
+                           price_priority="remaining")
+    assert svc == sim
+    assert {s[2] for s in sim if s[1] == "start"} == {j.name for j in jobs}
