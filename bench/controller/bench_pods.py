@@ -7,9 +7,12 @@ the pod; one load generator drives every pod at once.
 
 What is emulated and what is not: each pod is the leaf-spine bench_scale builds for
 that many workers, its jobs fit in it (Liquid places a job in one pod), and nothing
-crosses pods: the core layer that would join the pods with per-pod prefix routes is
-not built, so the rules per edge switch are the pod's own (plus one prefix route per
-other pod, which no controller here installs: the figure says so).
+crosses pods. Each pod's controller is started on its pod's own topology, which is
+what `sluice controller --pod NAME` manages less the links to the core: the core
+controller and the prefix routes (built: controller/pods.py, docs/deploy.md) are not
+started here, since no traffic of the bench leaves a pod. The rules per edge switch
+are the pod's own plus one prefix route per other pod (counted, not installed: the
+figure says so).
 
 The figures are those of bench_scale: reports per second (all pods), the CPU of the
 busiest controller (the bound is per controller: each is one process on one core) and
