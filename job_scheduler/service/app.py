@@ -177,7 +177,7 @@ def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
     executors = {name: executor_registry.kind(name).make(
         ExecutorContext(config, topology, estimator, db_path, chosen=name == executor),
         executor_options if name == executor else None) for name in executor_registry.names()}
-    from job_scheduler.service.controller_link import controller_link
+    from job_scheduler.service.controller_map import controller_link
     controller = controller_link(config.controller, config.controllers, topology)
     try:   # bind first: a busy port must not leave anything behind
         server = SchedulerHTTPServer(listen, None, token=config.token,

@@ -62,14 +62,3 @@ class ControllerNotifier:
     def job_ended(self, job: JobRecord) -> None:
         self.client.remove_job(controller_job_id(job))
 
-
-def controller_link(controller: str | None, controllers: str | None, topology: Topology):
-    """``--controller URL`` (one controller), ``--controllers FILE`` (one per pod) or
-    neither (None)."""
-    if controller and controllers:
-        raise option_error("controllers", "give --controller (one controller) or "
-                           "--controllers (one per pod), not both")
-    if controllers:
-        from job_scheduler.service.controller_map import PodControllers, load_controller_map
-        return PodControllers(load_controller_map(controllers, topology), topology)
-    return ControllerNotifier(controller, topology) if controller else None

@@ -33,8 +33,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from job_scheduler.service.controller_link import ControllerNotifier
 from job_scheduler.service.store import JobRecord
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, option_error
 from topologies import Topology
 
 
@@ -94,8 +95,6 @@ class PodControllers:
     controller of the job's pod."""
 
     def __init__(self, urls: dict[str, str], topology: Topology):
-        from job_scheduler.service.controller_link import ControllerNotifier
-
         self.topology = topology
         self.by_pod = {pod: ControllerNotifier(url, topology) for pod, url in urls.items()}
         self.where = ", ".join(f"{pod}={n.where}" for pod, n in self.by_pod.items())
@@ -111,3 +110,14 @@ class PodControllers:
         pods = pods_of(job, self.topology)
         if len(pods) == 1:          # a job spanning pods was registered with none
             self.by_pod[pods[0]].job_ended(job)
+
+
+def controller_link(controller: str | None, controllers: str | None, topology: Topology):
+    """``--controller URL`` (one controller), ``--controllers FILE`` (one per pod) or
+    neither (None)."""
+    if controller and controllers:
+        raise option_error("controllers", "give --controller (one controller) or "
+                           "--controllers (one per pod), not both")
+    if controllers:
+        return PodControllers(load_controller_map(controllers, topology), topology)
+    return ControllerNotifier(controller, topology) if controller else None

@@ -162,7 +162,8 @@ def test_a_job_spanning_pods_is_registered_nowhere_and_says_so(tmp_path, pod_api
 
 def test_one_controller_is_unchanged(tmp_path, pod_apis):
     """``--controller URL`` still registers every job with that one controller."""
-    from job_scheduler.service.controller_link import ControllerNotifier, controller_link
+    from job_scheduler.service.controller_link import ControllerNotifier
+    from job_scheduler.service.controller_map import controller_link
 
     url = pod_apis["pod1"][1].url
     link = controller_link(url, None, PODS)
