@@ -287,6 +287,8 @@ def rule_of_stats(dp, st) -> Rule:
                                else ("output", act.port))
             elif act.cls_action_type == ofp.OFPAT_SET_FIELD and act.key == "ip_dscp":
                 actions.append(("set_dscp", act.value))
+            elif act.cls_action_type == ofp.OFPAT_SET_FIELD and act.key == "eth_dst":
+                actions.append(("set_eth_dst", act.value))
             elif act.cls_action_type == ofp.OFPAT_SET_QUEUE:
                 actions.append(("set_queue", act.queue_id))
             else:
@@ -311,6 +313,8 @@ def to_ofp(dp, mod: FlowMod):
             actions.append(parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER))
         elif act[0] == "set_dscp":
             actions.append(parser.OFPActionSetField(ip_dscp=act[1]))
+        elif act[0] == "set_eth_dst":
+            actions.append(parser.OFPActionSetField(eth_dst=act[1]))
         elif act[0] == "set_queue":
             actions.append(parser.OFPActionSetQueue(act[1]))
         elif act[0] != "goto":

@@ -33,6 +33,12 @@ LOG = logging.getLogger("sluice.controller")
 def configure_controller(parser) -> None:
     parser.add_argument("--topology", default="two-rack",
                         help="built-in topology name or YAML path (default: two-rack)")
+    parser.add_argument("--pod", default=None, metavar="NAME",
+                        help="a controller per pod: manage only pod NAME of --topology (a "
+                        "domain: its racks' ToRs and the switches joining them), and reach "
+                        "the other pods by their prefixes through the core; 'core': manage "
+                        "the core layer's switches (prefix routes only, no jobs). Default: "
+                        "the whole fabric")
     parser.add_argument("--ofp-port", type=int, default=6653, help="OpenFlow listen port")
     parser.add_argument("--ofp-host", default="127.0.0.1",
                         help="OpenFlow listen address (default 127.0.0.1: the emulated "
@@ -185,7 +191,14 @@ def config_of(args) -> ControllerConfig:
     from sluice_common.tokens import check_admin_token
     from topologies import load_topology
 
-    topology = load_topology(args.topology)
+    topology, scope = load_topology(args.topology), None
+    if args.pod is not None:
+        from controller.pods import pod_scope, scoped_topology
+        try:
+            scope = pod_scope(topology, args.pod)
+        except InputError as err:
+            raise as_flags(err, {"pod": "--pod"}) from None
+        topology = scoped_topology(topology, scope)
     api_host, api_port = _host_port(args.api, "--api")
     token = check_admin_token(args.admin_token or os.environ.get("SLUICE_ADMIN_TOKEN", ""),
                               "SLUICE_ADMIN_TOKEN", "--admin-token", required=True)
@@ -209,7 +222,7 @@ def config_of(args) -> ControllerConfig:
             ofp_port=args.ofp_port, api_host=api_host, api_port=api_port,
             stats_interval=args.stats_interval, echo_interval=args.echo_interval,
             echo_misses=args.echo_misses, api_tls=api_tls, ofp_tls=ofp_tls,
-            log_level=args.log_level)
+            log_level=args.log_level, scope=scope)
     except InputError as err:
         raise as_flag_error(err) from None
 
@@ -265,6 +278,9 @@ def run_controller(args) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     api = ApiServer(service, config.api_host, config.api_port, tls=config.api_tls).start()
+    if config.scope is not None:
+        LOG.info("pod %s: %d switches of its own; %d prefix route(s) to other pods",
+                 config.scope.name, len(config.scope.owned), len(config.scope.remote))
     LOG.info("topology %s: %d switches, %d hosts; OpenFlow%s on %s:%d; API on %s; enforce=%s "
              "levels=%d rank=%s", config.topology.name, len(config.topology.switches),
              len(config.topology.hosts),

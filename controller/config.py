@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sluice_common import job_rank, rank_rules
+from controller.pods import PodScope
 from controller.rules import ENFORCE_MODES
 from sluice_common.errors import InputError
 from topologies import Topology
@@ -60,6 +61,9 @@ class ControllerConfig:
     api_tls: tuple[str, str] | None = None              # (cert, key) of the HTTPS API
     ofp_tls: tuple[str, ...] = ()    # os-ken's certificate options for the OpenFlow channel
     log_level: str = "info"
+    # a controller per pod (controller/pods.py): what this one owns, and the other pods'
+    # prefixes; ``topology`` is then the scope's (pods.scoped_topology). None: everything
+    scope: PodScope | None = None
 
     def __post_init__(self) -> None:
         if self.enforce not in ENFORCE_MODES:

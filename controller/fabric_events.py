@@ -17,6 +17,7 @@ import itertools
 import logging
 from typing import Callable, NamedTuple
 
+from controller import pods
 from controller import rules as R
 from controller.packets import ArpIn, arp_probe, arp_reply
 from controller.persistence import StateStore
@@ -53,6 +54,9 @@ class FabricEvents:
         # route changes sent and not yet confirmed: token -> when sent (clock)
         self._unconfirmed: dict[int, float] = {}
         self._tokens = itertools.count()
+        # a controller per pod: other pods' host IPs (answered with the gateway MAC)
+        scope = shared.config.scope
+        self._remote = {} if scope is None else scope.remote_ips()
 
     def switch_up(self, dpid: int, ports: dict[int, str],
                   table: list[R.Rule] | None = None) -> None:
@@ -87,8 +91,10 @@ class FabricEvents:
                         manager.forget_switch(dpid)
                     changed += 1
                     continue
-                if dpid not in s.fabric.name_of_dpid:
-                    LOG.warning("switch dpid %016x is not in the topology; ignoring it", dpid)
+                if not s.fabric.owns(dpid):
+                    LOG.warning("switch dpid %016x is not %s; ignoring it", dpid,
+                                "in the topology" if s.config.scope is None else
+                                f"one of {s.config.scope.name}'s switches")
                     continue
                 if not alive(dpid):
                     continue
@@ -174,12 +180,13 @@ class FabricEvents:
             # Only a host where it was learned is answered: admission passes its IPv4 only
             # from there (a misplaced or spoofed asker would get an answer it cannot use).
             if a.opcode == ARP_REQUEST and here is not None and (here.dpid, here.port) == \
-                    (dpid, in_port) and a.dst_ip in s.known_ips and a.dst_ip != a.src_ip:
+                    (dpid, in_port) and a.dst_ip != a.src_ip and \
+                    (a.dst_ip in s.known_ips or a.dst_ip in self._remote):
                 pending = self._pending_arp.setdefault(a.dst_ip, [])
                 ask = ArpAsk(dpid, in_port, a.src_mac, a.src_ip)
                 if ask not in pending and len(pending) < MAX_ASKS_PER_TARGET:
                     pending.append(ask)
-                if a.dst_ip not in s.fabric.hosts:
+                if a.dst_ip not in s.fabric.hosts and a.dst_ip not in self._remote:
                     s.sink.packet_out(self.probes_for(a.dst_ip))
             # Now when nothing is in flight; else when the switches confirm (a host just
             # learned sent its routes)
@@ -202,7 +209,7 @@ class FabricEvents:
         connected switches, unless route changes are still unconfirmed."""
         s = self.s
         if self._unconfirmed or self.reconciler.fabric_dirty or \
-                not any(t in s.fabric.hosts for t in self._pending_arp):
+                not any(t in s.fabric.hosts or t in self._remote for t in self._pending_arp):
             return    # (a dirty fabric is reconciled next, and answers then)
 
         def routed(src: str, dst: str) -> bool:
@@ -211,6 +218,9 @@ class FabricEvents:
 
         outs = []
         for target, asks in list(self._pending_arp.items()):
+            if target in self._remote:
+                outs += self._answer_remote(target, asks)
+                continue
             here = s.fabric.hosts.get(target)
             if here is None:
                 continue
@@ -223,6 +233,22 @@ class FabricEvents:
                 del self._pending_arp[target]
         if outs:
             s.sink.packet_out(outs)
+
+    def _answer_remote(self, target: str, asks: list[ArpAsk]) -> list[tuple[int, int, bytes]]:
+        """Asks for another pod's host: answered with the gateway MAC once the asker's
+        switch routes that pod's prefix out of this scope through connected switches."""
+        f, remote = self.s.fabric, self._remote[target]
+        ports = {d: t for d, t in self.reconciler.prefix_ports.items() if d in f.connected}
+        exits = {f.dpid_of_name[n] for n in remote.exits}
+        ready = [a for a in asks
+                 if pods.leaves_by(ports, f.links, a.dpid, remote.prefix, exits)]
+        left = [a for a in asks if a not in ready]
+        if left:
+            self._pending_arp[target] = left
+        else:
+            del self._pending_arp[target]
+        return [(a.dpid, a.port, arp_reply(pods.GATEWAY_MAC, target, a.mac, a.ip))
+                for a in ready]
 
     def probes_for(self, ip: str) -> list[tuple[int, int, bytes]]:
         """ARP probes for ``ip`` out of its ToR's edge ports (never a switch link)."""

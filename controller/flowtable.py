@@ -66,6 +66,8 @@ class FlowTable:
             for act in rule.actions:
                 if act[0] == "set_dscp":
                     packet["ip_dscp"] = act[1]
+                elif act[0] == "set_eth_dst":
+                    packet["eth_dst"] = act[1]
                 elif act[0] == "output":
                     return "output", act[1]
                 elif act[0] == "controller":
@@ -80,6 +82,12 @@ class FlowTable:
 def _field_eq(have: Any, want: Any) -> bool:
     if have is None:
         return False
+    if isinstance(want, tuple):      # (address, mask): a prefix
+        try:
+            net = ipaddress.IPv4Network("/".join(want))
+            return ipaddress.IPv4Address(have) in net
+        except ValueError:
+            return False
     if isinstance(want, str) and "." in want:
         try:
             return ipaddress.ip_address(have) == ipaddress.ip_address(want)

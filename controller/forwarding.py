@@ -49,6 +49,9 @@ class FabricView:
     hosts: dict[str, HostLocation] = field(default_factory=dict)     # ip -> location
     ports: dict[int, dict[int, str]] = field(default_factory=dict)   # dpid -> port -> name
     connected: set[int] = field(default_factory=set)
+    # the switches this controller manages (a controller per pod: controller/pods.py);
+    # None: every switch of the topology. The others are named only as link ends.
+    owned: frozenset[int] | None = None
 
     def __post_init__(self) -> None:
         t = self.topology
@@ -59,6 +62,9 @@ class FabricView:
         self.host_by_ip = {h.ip: h for h in t.hosts}
         self.tor_dpid_of_ip = {h.ip: self.dpid_of_name[t.rack_by_name[h.rack].tor]
                                for h in t.hosts}
+
+    def owns(self, dpid: int) -> bool:
+        return dpid in self.name_of_dpid and (self.owned is None or dpid in self.owned)
 
     # ---- updates (return True when something changed) --------------------------------
     def add_link(self, src: tuple[int, int], dst: tuple[int, int]) -> bool:

@@ -6,7 +6,8 @@ netaddr, which capped the controller at ~3,300 flow mods/s. The OXM TLVs of thes
 fields are plain structs (OpenFlow 1.3 section 7.2.3), so :func:`fast_match` packs them
 with ``struct`` and hands os-ken an ``OFPMatch`` subclass that writes those bytes;
 everything else (flow-mod header, actions, instructions) is still os-ken's. Any other
-field falls back to the stock ``OFPMatch``. ``tests/unit/controller/test_app.py`` checks the
+field, and a masked one (the prefix routes of controller/pods.py), falls back to the
+stock ``OFPMatch``. ``tests/unit/controller/test_app.py`` checks the
 bytes are identical to os-ken's own encoding.
 """
 
@@ -77,6 +78,6 @@ class _LazyPackedMatch(_PackedMatch):
 def fast_match(match: tuple[tuple[str, Any], ...]):
     """An OFPMatch for ``match`` (sorted (field, value) pairs), packed fast when every
     field is one we encode ourselves."""
-    if all(name in _FIELDS for name, _ in match):
+    if all(name in _FIELDS and not isinstance(v, tuple) for name, v in match):
         return _LazyPackedMatch(match_bytes(match), dict(match))
     return parser.OFPMatch(**dict(match))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from sluice_common import job_rank, rank_rules
+from controller import pods
 from controller import rules as R
 from controller.rank_delta import FlowRanker, JobRanker
 from controller.ranking import FlowKey
@@ -44,6 +45,8 @@ class Reconciler:
         # only what it moved (a switch connecting no longer rebuilds every rule).
         self._rule_inputs: dict[FlowKey, tuple] = {}
         self._forwarding_of: dict[int, tuple[dict[str, int], list[R.Rule]]] = {}
+        # a controller per pod: owned dpid -> {other pod's prefix: out port}
+        self.prefix_ports: dict[int, dict[str, int]] = {}
 
     @property
     def ranker(self) -> FlowRanker | JobRanker | None:
@@ -73,6 +76,8 @@ class Reconciler:
             fwd_rules = self._forwarding(connected) + R.admission_rules(
                 ((l.dpid, l.port, ip) for ip, l in s.fabric.hosts.items()), s.fabric.links,
                 s.config.trust_host_dscp)
+            if s.config.scope is not None:
+                fwd_rules = self._pod_routes(fwd_rules)
             self._static_rules = [r for dpid in sorted(connected) for r in R.base_rules(dpid)]
             self._static_rules += [r for r in fwd_rules if r.dpid in connected]
             # the flows' rules are kept where their routes and ports did not move (a
@@ -280,6 +285,15 @@ class Reconciler:
                 cached = self._forwarding_of[dpid] = (table, R.forwarding_rules({dpid: table}))
             out += cached[1]
         return out
+
+    def _pod_routes(self, rules: list[R.Rule]) -> list[R.Rule]:
+        """A controller per pod (controller/pods.py): its hosts' routes deliver frames
+        with the host's own MAC, and every other pod's prefix goes to its exits."""
+        f = self.s.fabric
+        self.prefix_ports = pods.prefix_next_ports(self.s.config.scope, f.dpid_of_name,
+                                                   f.links)
+        hosts = {ip: (loc.dpid, loc.mac) for ip, loc in f.hosts.items()}
+        return pods.delivering(rules, hosts) + pods.prefix_rules(self.prefix_ports)
 
     def hops(self, src: str, dst: str) -> list[tuple[int, int]]:
         """[(dpid, out_port), ...] from host ``src`` to ``dst`` over the routes of the last

@@ -6,7 +6,8 @@ whole controller be tested against :class:`controller.flowtable.FlowTable` with 
 and lets the app send only the rules that really changed (no flow-mod storm per batch).
 
 Actions are tuples: ``("output", port)``, ``("controller",)``, ``("set_dscp", dscp)``,
-``("set_queue", queue_id)``, ``("goto", table)`` (always last). A rule with no actions
+``("set_queue", queue_id)``, ``("set_eth_dst", mac)`` (controller/pods.py),
+``("goto", table)`` (always last). A rule with no actions
 drops.
 
 Two tables, so that no host can buy priority (the FAUCET way: admission first):

@@ -53,7 +53,9 @@ __all__ = ["ControllerConfig", "ControllerService", "FlowSink", "TableSink", "SE
 class ControllerService:
     def __init__(self, config: ControllerConfig, sink: FlowSink | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        fabric = FabricView(config.topology)
+        scope, t = config.scope, config.topology
+        fabric = FabricView(t, owned=None if scope is None else frozenset(
+            s.dpid for s in t.switches if s.name in scope.owned))
         registry, credentials, saved_rank = Registry(), {}, None
         if config.state_file and Path(config.state_file).exists():
             registry, credentials, saved_rank = load_state(

@@ -7,6 +7,8 @@ description as real Open vSwitch switches and Mininet hosts, and always takes it
         p = fab.popen("h3", "iperf3", "-s", "-1")
     with Fabric("fat-tree", controller="127.0.0.1:6653") as fab:   # your os-ken controller
         ...
+    with Fabric("two-pod", controller={"tor1": "127.0.0.1:6653", ...}) as fab:
+        ...                                  # a controller per pod: one per switch named
 
 What ``__enter__`` does, in order: take the global fabric lock (``mininet_fabric/lock.py``),
 check root and Open vSwitch (starting it if needed), remove a crashed run's leftovers,
@@ -35,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import Any, Mapping
 
 import networkx as nx
 
@@ -70,6 +72,17 @@ def parse_controller(text: str, field: str = "controller") -> tuple[str, int]:
     return host, int(port)
 
 
+def _switch_controllers(topology: Topology, given: Mapping[str, str]
+                        ) -> dict[str, tuple[str, int]]:
+    """Switch name -> (host, port) of its controller; every switch named, no other."""
+    names = {s.name for s in topology.switches}
+    unknown, missing = sorted(set(given) - names), sorted(names - set(given))
+    if unknown or missing:
+        raise option_error("controller", f"a controller per switch of {topology.name}: "
+                           f"unknown {unknown}, missing {missing}")
+    return {name: parse_controller(text, f"controller.{name}") for name, text in given.items()}
+
+
 def has_loops(topology: Topology) -> bool:
     """True when the switch fabric has a cycle (standalone L2 learning would storm)."""
     return not nx.is_forest(topology.graph)
@@ -87,14 +100,21 @@ HOST_TCP_TUNING: dict[str, str] = {}
 class Fabric:
     """A running emulated fabric. See the module doc for what it sets up."""
 
-    def __init__(self, topology: Topology | str, controller: str | None = None,
+    def __init__(self, topology: Topology | str,
+                 controller: str | Mapping[str, str] | None = None,
                  priority_levels: int = pc.LEVELS, *, wait_connected_s: float = 30.0,
                  lock_timeout: float | None = None, progress: bool = True,
                  tcp_congestion: str | None = "cubic",
                  host_sysctls: dict[str, str] | None = None):
         self.topology = topology if isinstance(topology, Topology) else load_topology(topology)
         check_emulatable(self.topology)
-        self.controller = parse_controller(controller) if controller else None
+        # a mapping: each switch's own controller (a controller per pod, docs/deploy.md)
+        self.switch_controllers = _switch_controllers(self.topology, controller) \
+            if isinstance(controller, Mapping) else {}
+        if self.switch_controllers:
+            self.controller = min(self.switch_controllers.values())
+        else:
+            self.controller = parse_controller(controller) if controller else None
         if not 1 <= int(priority_levels) <= pc.LEVELS:
             raise InputError("priority_levels", f"must be 1..{pc.LEVELS}, got {priority_levels}")
         self.priority_levels = int(priority_levels)
@@ -152,11 +172,15 @@ class Fabric:
         started = time.monotonic()
         _progress(self.progress, f"building {t.name}: {len(t.switches)} switches, "
                   f"{len(t.hosts)} hosts, fail mode {self.fail_mode}"
-                  + (f", controller {self.controller[0]}:{self.controller[1]}"
+                  + (f", {len(set(self.switch_controllers.values()))} controllers"
+                     if self.switch_controllers else
+                     f", controller {self.controller[0]}:{self.controller[1]}"
                      if self.controller else ""))
         if self.loops and not self.controller:
             _progress(self.progress, "the topology has loops and no controller was given: "
                       "switches stay in secure mode and forward nothing until one connects")
+
+        own = self.switch_controllers
 
         class FabricSwitch(OVSSwitch):
             def __init__(sw, name, **params):
@@ -164,11 +188,17 @@ class Fabric:
                 OVSSwitch.__init__(sw, name, datapath="user", protocols="OpenFlow13",
                                    failMode=self.fail_mode, reconnectms=1000, **params)
 
+            def start(sw, controllers):
+                if own:           # only the switch's own controller (a controller per pod)
+                    controllers = [c for c in controllers if (c.ip, c.port) == own[sw.name]]
+                OVSSwitch.start(sw, controllers)
+
         self.net = Mininet(topo=build_mininet_topo(t), switch=FabricSwitch, link=Link,
                            controller=None, autoSetMacs=False, build=False)
-        if self.controller:
-            host, port = self.controller
-            self.net.addController("c0", controller=RemoteController, ip=host, port=port)
+        for i, (host, port) in enumerate(sorted(set(self.switch_controllers.values())
+                                                or ([self.controller] if self.controller
+                                                    else []))):
+            self.net.addController(f"c{i}", controller=RemoteController, ip=host, port=port)
         self.net.build()
         record_host_namespaces([h.pid for h in self.net.hosts])
         self.net.start()
@@ -285,9 +315,10 @@ class Fabric:
             if not pending:
                 break
             if time.monotonic() > deadline:
-                host, port = self.controller
-                raise FabricError(f"{len(pending)} switch(es) did not connect to the controller "
-                                  f"at {host}:{port} within {timeout:.0f} s: "
+                where = "their controllers" if self.switch_controllers else \
+                    "the controller at {}:{}".format(*self.controller)
+                raise FabricError(f"{len(pending)} switch(es) did not connect to {where} "
+                                  f"within {timeout:.0f} s: "
                                   f"{', '.join(s.name for s in pending[:8])}")
             time.sleep(0.25)
         _progress(self.progress, f"all {len(self.net.switches)} switches connected")

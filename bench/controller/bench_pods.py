@@ -1,25 +1,27 @@
 """The per-pod deployment of docs/design.md ("Where one controller stops"), measured:
-a controller per pod of ``--pod-workers`` workers, each the real `sluice controller`
-process with its own fake fabric (the pod's leaves and spines) and the jobs placed in
-the pod; one load generator drives every pod at once.
+a controller per pod of ``--pod-workers`` workers and one for the core, each the real
+`sluice controller --pod NAME` process as a deployment starts it (docs/deploy.md, "A
+controller per pod": the whole cluster's topology file, its own scope), with its own
+fake switches; one load generator drives every pod at once.
 
     .venv/bin/python -m bench.controller.bench_scale --workers 16384 --pod-workers 2048
 
-What is emulated and what is not: each pod is the leaf-spine bench_scale builds for
-that many workers, its jobs fit in it (Liquid places a job in one pod), and nothing
-crosses pods: the core layer that would join the pods with per-pod prefix routes is
-not built, so the rules per edge switch are the pod's own (plus one prefix route per
-other pod, which no controller here installs: the figure says so).
+The cluster: each pod is the leaf-spine bench_scale builds for that many workers (a
+Liquid domain, its hosts in 10.N.0.0/16), and one core switch joins every pod's spines.
+Each pod's jobs fit in it (Liquid places a job in one pod); no bench traffic crosses
+pods, but every pod's switches hold the prefix routes to the other pods and the core
+switch one per pod, installed by the controllers (the rules per edge switch count them).
 
 The figures are those of bench_scale: reports per second (all pods), the CPU of the
-busiest controller (the bound is per controller: each is one process on one core) and
-of all of them together, level change -> barrier p50/p99 over every pod's changes,
-reports lost (all pods), rules per edge switch (the busiest pod).
+busiest pod controller (the bound is per controller: each is one process on one core),
+of all of them together and of the core's, level change -> barrier p50/p99 over every
+pod's changes, reports lost (all pods), rules per edge switch (the busiest pod).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import subprocess
 import tempfile
@@ -29,26 +31,51 @@ from pathlib import Path
 
 from bench.controller import bench_scale as B
 from bench.controller import scale_cluster as C
+from controller.pods import CORE, pod_scope, scoped_topology
+
+
+def cluster_dict(pods: int, pod_workers: int) -> dict:
+    """The whole cluster as one topology: ``pods`` copies of bench_scale's leaf-spine for
+    ``pod_workers`` (switches, racks and hosts named ``p<N>-...``, domain ``pod<N>``,
+    hosts in 10.N.0.0/16) and a core switch linked to every spine."""
+    out: dict = {"name": f"pods-{pods}x{pod_workers}", "switches": [], "racks": [],
+                 "hosts": [], "links": []}
+    for n in range(1, pods + 1):
+        d, p = C.topology_dict(pod_workers), f"p{n}-"
+        out["emulation"] = d["emulation"]
+        out["switches"] += [{**sw, "name": p + sw["name"]} for sw in d["switches"]]
+        out["racks"] += [{"name": p + r["name"], "tor": p + r["tor"], "domain": f"pod{n}"}
+                         for r in d["racks"]]
+        base = ipaddress.IPv4Address(f"10.{n}.0.0")
+        out["hosts"] += [{**h, "name": p + h["name"], "rack": p + h["rack"],
+                          "ip": str(base + k + 1)} for k, h in enumerate(d["hosts"])]
+        out["links"] += [{**link, "a": p + link["a"], "b": p + link["b"]}
+                         for link in d["links"]]
+    spines = [sw["name"] for sw in out["switches"] if sw["role"] == "spine"]
+    out["switches"].append({"name": "core1", "role": "core"})
+    out["links"] += [{"a": sp, "b": "core1", "bw": 10000} for sp in spines]
+    return out
 
 
 class Pod:
-    """One pod: its topology, jobs, controller process and fake switches."""
+    """One scope (a pod, or the core): its topology, jobs, controller and fake switches."""
 
-    def __init__(self, index: int, cfg: B.ScaleConfig) -> None:
-        self.index = index
-        # each pod is a bench_scale cluster of its own size, with its own seed
+    def __init__(self, name: str, index: int, cfg: B.ScaleConfig, cluster: dict, full) -> None:
+        self.name, self.cluster = name, cluster
+        # each pod's jobs are a bench_scale cluster's of its own size, with its own seed
         self.cfg = replace(cfg, seed=cfg.seed + index, workers=cfg.pod_workers, pod_workers=0)
-        self.topo = C.topology_dict(cfg.pod_workers)
-        self.topo_obj = C.load(self.topo)
-        self.jobs = C.initial_jobs(self.topo_obj, cfg.pod_workers, cfg.per_job, self.cfg.seed)
-        self.work = Path(tempfile.mkdtemp(prefix=f"sluice-bench-pod{index}-"))
+        self.scope = pod_scope(full, name)
+        self.topo_obj = scoped_topology(full, self.scope)
+        self.jobs = [] if name == CORE else \
+            C.initial_jobs(self.topo_obj, cfg.pod_workers, cfg.per_job, self.cfg.seed)
+        self.work = Path(tempfile.mkdtemp(prefix=f"sluice-bench-{name}-"))
         self.proc = self.switches = None
         self.api = 0
 
     def start(self) -> None:
-        self.proc, ofp, self.api = B.start_controller(self.work, self.topo, self.jobs,
-                                                      self.cfg)
-        self.switches = B.Switches(self.topo, ofp)
+        self.proc, ofp, self.api = B.start_controller(self.work, self.cluster, self.jobs,
+                                                      self.cfg, pod=self.name)
+        self.switches = B.Switches(self.cluster, ofp, only=self.scope.owned)
 
     def stop(self) -> None:
         if self.switches is not None:
@@ -63,24 +90,33 @@ class Pod:
 
 
 def run_pods(cfg: B.ScaleConfig) -> dict:
-    pods = [Pod(i, cfg) for i in range(cfg.workers // cfg.pod_workers)]
+    n = cfg.workers // cfg.pod_workers
+    cluster = cluster_dict(n, cfg.pod_workers)
+    full = C.load(cluster)
+    scopes = [Pod(f"pod{i + 1}", i, cfg, cluster, full) for i in range(n)]
+    core = Pod(CORE, n, cfg, cluster, full)
     t_start = time.monotonic()
     try:
-        for pod in pods:
-            pod.start()
-        B.log(f"{len(pods)} controllers up; their switches connecting")
+        for scope in scopes + [core]:
+            scope.start()
+        B.log(f"{n} pod controllers and the core's up; their switches connecting")
         deadline = time.monotonic() + 600
-        settled = [pod.switches.settle(len(pod.topo_obj.switches),
-                                       max(10.0, deadline - time.monotonic())) for pod in pods]
-        B.log(f"every pod's switches hold their rules ({sum(s['rules_total'] for s in settled)}"
+        settled = [s.switches.settle(len(s.scope.owned), max(10.0, deadline - time.monotonic()))
+                   for s in scopes + [core]]
+        B.log(f"every scope's switches hold their rules ({sum(s['rules_total'] for s in settled)}"
               f" in all) after {time.monotonic() - t_start:.1f} s")
         load_avg0 = os.getloadavg()
-        outs = asyncio.run(_drive_all(pods))
-        held = [B.held_batches(pod.api) for pod in pods]
+        core_cpu0, t0 = B.cpu_s(core.proc.pid), time.monotonic()
+        outs = asyncio.run(_drive_all(scopes))
+        core_cpu = (B.cpu_s(core.proc.pid) - core_cpu0) / (time.monotonic() - t0)
+        core_rules = core.switches.stats()["rules_total"]
+        held = [B.held_batches(s.api) for s in scopes]
     finally:
-        for pod in pods:
-            pod.stop()
-    return _figures(cfg, pods, outs, held, load_avg0, t_start)
+        for scope in scopes + [core]:
+            scope.stop()
+    r = _figures(cfg, scopes, outs, held, load_avg0, t_start)
+    r.update(core_controller_cpu_share=round(core_cpu, 4), core_switch_rules=core_rules)
+    return r
 
 
 async def _drive_all(pods: list[Pod]) -> list[dict]:
@@ -99,7 +135,7 @@ def _figures(cfg: B.ScaleConfig, pods, outs, held, load_avg0, t_start) -> dict:
     return {
         "workers": cfg.workers, "pods": len(pods), "pod_workers": cfg.pod_workers,
         "jobs": sum(len(p.jobs) for p in pods), "per_job": cfg.per_job,
-        "switches": sum(len(p.topo_obj.switches) for p in pods), "rank": cfg.rank,
+        "switches": sum(len(p.scope.owned) for p in pods) + 1, "rank": cfg.rank,
         "hints": cfg.hints, "seconds": round(window, 1),
         "reports_per_s": round(sum(o["fig"].reports for o in outs) / window, 1),
         "reports_per_s_today_client": round(sum(B.today_rate(p.jobs) for p in pods), 1),
@@ -121,11 +157,9 @@ def _figures(cfg: B.ScaleConfig, pods, outs, held, load_avg0, t_start) -> dict:
                                      for o in outs) / window, 1),
         "switch_reconnects": sum(o["sw1"]["reconnects"] - o["sw0"]["reconnects"] for o in outs),
         "rules_total": sum(o["sw1"]["rules_total"] for o in outs),
-        # what an edge switch would hold: the pod's own rules, counted by its switches,
-        # and one prefix route per other pod from the core layer (not built: counted)
-        "rules_per_edge_switch_max": edge + len(pods) - 1,
-        "rules_per_edge_switch_installed_max": edge,
-        "prefix_routes_not_installed_per_edge_switch": len(pods) - 1,
+        # counted by the switches: the pod's own rules and its prefix routes to the others
+        "rules_per_edge_switch_max": edge,
+        "prefix_routes_per_edge_switch": max(len(p.scope.remote) for p in pods),
         "job_rules_per_edge_switch_max": max(o["sw1"]["job_rules_per_edge_switch_max"]
                                              for o in outs),
         "setup_s": round(time.monotonic() - t_start - window - cfg.warmup, 1),

@@ -69,11 +69,12 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 # ---- the fake switches, in a process of their own ---------------------------------------
-def switches_main(topo: dict, port: int, commands: mp.Queue, answers: mp.Queue) -> None:
+def switches_main(topo: dict, port: int, commands: mp.Queue, answers: mp.Queue,
+                  only: frozenset[str] | None = None) -> None:
     from bench.controller.fake_openflow import FakeFabric
 
     async def serve() -> None:
-        fabric = FakeFabric(C.load(topo))
+        fabric = FakeFabric(C.load(topo), only)
         await fabric.connect("127.0.0.1", port)
         loop = asyncio.get_running_loop()
         while True:
@@ -86,10 +87,11 @@ def switches_main(topo: dict, port: int, commands: mp.Queue, answers: mp.Queue) 
 
 
 class Switches:
-    def __init__(self, topo: dict, port: int) -> None:
+    def __init__(self, topo: dict, port: int, only: frozenset[str] | None = None) -> None:
+        """The switches of ``topo`` (``only``: these of them) connected to ``port``."""
         self.commands, self.answers = mp.Queue(), mp.Queue()
         self.proc = mp.Process(target=switches_main, args=(topo, port, self.commands,
-                                                           self.answers), daemon=True)
+                                                           self.answers, only), daemon=True)
         self.proc.start()
 
     def stats(self) -> dict:
@@ -130,15 +132,17 @@ class ScaleConfig:
 
 
 # ---- the controller process ---------------------------------------------------------------
-def start_controller(work: Path, topo: dict, jobs, cfg: ScaleConfig) -> tuple[subprocess.Popen, int, int]:
+def start_controller(work: Path, topo: dict, jobs, cfg: ScaleConfig, pod: str | None = None
+                     ) -> tuple[subprocess.Popen, int, int]:
+    """``pod``: `sluice controller --pod pod` (a controller per pod, bench_pods.py)."""
     (work / "topology.yaml").write_text(yaml.safe_dump(topo))
-    state = C.state_file(C.load(topo), jobs, cfg.rank, 0.0)
+    state = C.state_file(C.load(topo), jobs, cfg.rank, 0.0, pod)
     (work / "state.json").write_text(json.dumps(state))
     ofp, api = free_port(), free_port()
     argv = [SLUICE, "controller", "--topology", str(work / "topology.yaml"),
             "--ofp-port", str(ofp), "--api", f"127.0.0.1:{api}", "--state-file",
             str(work / "state.json"), "--rank", cfg.rank, "--report-hints", cfg.hints,
-            "--log-level", "info"]
+            "--log-level", "info"] + (["--pod", pod] if pod else [])
     proc = subprocess.Popen(argv, env=dict(os.environ, SLUICE_ADMIN_TOKEN=ADMIN),
                             stdout=subprocess.DEVNULL, stderr=open(work / "controller.log", "w"))
     deadline = time.monotonic() + 600

@@ -135,14 +135,18 @@ class FakeSwitch(asyncio.Protocol):
 
 
 class FakeFabric:
-    """Every switch of ``topology`` connected to the controller at host:port."""
+    """Every switch of ``topology`` (``only``: these of them, a controller per pod's)
+    connected to the controller at host:port; frames out of a port towards a switch not
+    here are lost (that switch is another controller's)."""
 
-    def __init__(self, topology) -> None:
+    def __init__(self, topology, only: frozenset[str] | None = None) -> None:
         self.topology = topology
         self.wires = wiring(topology)
         self.hosts = {h.name: h for h in topology.hosts}
         self.switches: dict[str, FakeSwitch] = {}
         for s in topology.switches:
+            if only is not None and s.name not in only:
+                continue
             ports = sorted(p for (n, p) in self.wires if n == s.name)
             self.switches[s.name] = FakeSwitch(self, s.name, s.dpid, ports)
 
@@ -172,7 +176,7 @@ class FakeFabric:
         ethertype, = struct.unpack_from("!H", frame, 12)
         if peer[0] in self.switches:
             self.switches[peer[0]].packet_in(peer[1], frame)
-        elif ethertype == 0x0806 and len(frame) >= 42:
+        elif ethertype == 0x0806 and len(frame) >= 42 and peer[0] in self.hosts:
             reply = self._arp_reply(self.hosts[peer[0]], frame)
             if reply is not None:
                 self.switches[switch].packet_in(port, reply)

@@ -100,18 +100,24 @@ def token_of(job_id: str) -> str:
     return f"bench-token-{job_id}-0123456789"
 
 
-def state_file(topology, jobs: list[EmulatedJob], rank: str, t: float) -> dict:
+def state_file(topology, jobs: list[EmulatedJob], rank: str, t: float,
+               pod: str | None = None) -> dict:
     """The controller's state file (controller/persistence.py): the fabric discovered,
-    the running jobs registered with their progress at bench time ``t``."""
-    fabric = FabricView(topology)
+    the running jobs registered with their progress at bench time ``t``. ``pod``: the
+    state of ``sluice controller --pod pod`` (its scope of ``topology``, the ports
+    numbered as on the whole fabric)."""
     wires = wiring(topology)
+    if pod is not None:
+        from controller.pods import pod_scope, scoped_topology
+        topology = scoped_topology(topology, pod_scope(topology, pod))
+    fabric = FabricView(topology)
     dpid = {s.name: s.dpid for s in topology.switches}
     for s in topology.switches:
         fabric.ports[s.dpid] = {p: f"{s.name}-eth{p}" for (n, p) in wires if n == s.name}
     for (a, pa), (b, pb) in wires.items():
         if a in dpid and b in dpid:
             fabric.add_link((dpid[a], pa), (dpid[b], pb))
-        elif a in dpid:
+        elif a in dpid and b in topology.host_by_name:
             fabric.learn_host(topology.host_by_name[b].ip, dpid[a], pa,
                               mac_of(topology.host_by_name[b].ip))
     entries = []

@@ -63,6 +63,7 @@ class ServiceConfig:
     local_command: str | None = None     # local executor: shell command per job
     max_retries: int = 0
     controller: str | None = None        # the SDN controller's northbound API URL
+    controllers: str | None = None       # YAML {controllers: {pod: URL}}: one per pod
     token: str | None = None             # admin token of the API (checked)
     users: str | None = None             # YAML: a user's own token -> Unix user
     tls: tuple[str, str] | None = None   # (cert, key), checked
@@ -181,10 +182,8 @@ def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
     executors = {name: executor_registry.kind(name).make(
         ExecutorContext(config, topology, estimator, db_path, chosen=name == executor),
         executor_options if name == executor else None) for name in executor_registry.names()}
-    controller = None
-    if config.controller:
-        from job_scheduler.service.controller_link import ControllerNotifier
-        controller = ControllerNotifier(config.controller, topology)
+    from job_scheduler.service.controller_map import controller_link
+    controller = controller_link(config.controller, config.controllers, topology)
     try:   # bind first: a busy port must not leave anything behind
         server = SchedulerHTTPServer(listen, None, token=config.token,
                                      max_body=config.max_request_bytes, tls=config.tls)
@@ -203,7 +202,7 @@ def build_service(config: ServiceConfig, topology: Topology, policy: PolicyStep,
     store.lock_file = lock     # held (flock) for the life of the process
     if controller is not None:
         log.info("controller %s: jobs are registered on start, removed when they end",
-                 controller.client.url)
+                 controller.where)
     service = SchedulerService(store, topology, policy, executors, executor,
                                max_retries=config.max_retries, controller=controller,
                                capacity=executor_registry.kind(executor).capacity(

@@ -71,6 +71,11 @@ def configure_scheduler(parser: argparse.ArgumentParser) -> None:
                         help="SDN controller's northbound API: jobs are registered on start "
                         "and their flow rules removed when they end (admin token from env "
                         "SLUICE_CONTROLLER_TOKEN or SLUICE_ADMIN_TOKEN)")
+    parser.add_argument("--controllers", default=None, metavar="FILE",
+                        help="a controller per pod: YAML {controllers: {POD: URL}} naming "
+                        "every pod (domain) of --topology; a job is registered with its "
+                        "pod's controller (one whose placement spans pods with none, and "
+                        "its events say so). Same admin token as --controller")
     parser.add_argument("--tls-cert", default=None,
                         help="PEM certificate: the API speaks HTTPS only (needs --tls-key; "
                              "clients trust it via env SLUICE_CA_FILE)")

@@ -5,7 +5,8 @@ the fixed ps-lite ports of ``ps_runtime.plan.PortPlan``) are registered with the
 controller, so it recognises the job's push/pull flows without guessing. When a job
 ends — finished, failed (a worker crashed) or cancelled — the job is removed and the
 controller deletes its flow rules. The controller's job id is the job's name: that is
-what the job's workers report progress under (``ps_runtime.launcher``).
+what the job's workers report progress under (``ps_runtime.launcher``). With a
+controller per pod, job_scheduler/service/controller_map.py picks the one of the job's pod.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class ControllerNotifier:
             raise option_error("controller", f"must be an http:// URL, got {url!r}")
         self.client = ControllerClient(url, admin_token=token)
         self.topology = topology
+        self.where = self.client.url      # what the service's log says it talks to
 
     def job_started(self, job: JobRecord) -> dict[str, str]:
         """Register the job; returns environment for the job's processes (the
@@ -59,3 +61,4 @@ class ControllerNotifier:
 
     def job_ended(self, job: JobRecord) -> None:
         self.client.remove_job(controller_job_id(job))
+

@@ -35,6 +35,10 @@ def run(*args, token="cli-test-token-1", timeout=60):
     (["--levels", "9"], "cli-test-token-1", ["--levels", "1..8"]),
     ([], None, ["--admin-token", "SLUICE_ADMIN_TOKEN"]),
     (["--state-file", "/nonexistent-dir/state.json"], "cli-test-token-1", ["nonexistent-dir"]),
+    (["--topology", "two-pod", "--pod", "pod9"], "cli-test-token-1",
+     ["--pod", "pod9", "pod1, pod2"]),
+    (["--topology", "leaf-spine:racks_per_domain=2", "--pod", "pod1"], "cli-test-token-1",
+     ["switch spine1", "role core"]),
 ])
 def test_bad_input_exits_2_with_a_clear_message(args, token, words):
     api = free_port()

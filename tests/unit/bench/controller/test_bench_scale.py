@@ -33,16 +33,19 @@ def test_small_cluster_reports_less_than_today_and_loses_nothing(tmp_path):
 
 
 def test_per_pod_deployment_drives_a_controller_per_pod(tmp_path):
-    """--pod-workers: two pods of 32 workers, each its own controller and switches; the
-    figures add up over the pods and the edge switch counts the core's prefix route."""
+    """--pod-workers: two pods of 32 workers and a core switch, each pod its own
+    `sluice controller --pod` and switches, the core its own; the figures add up over
+    the pods and the edge switch holds the prefix route to the other pod."""
     got, stdout = _bench(tmp_path, "--workers", "64", "--pod-workers", "32",
                          "--seconds", "4", "--warmup", "3")
     assert got["workers"] == 64 and got["pods"] == 2 and got["jobs"] == 8
-    assert got["switches"] == 8 and got["lost"] == 0 and got["switch_reconnects"] == 0
+    assert got["switches"] == 9 and got["lost"] == 0 and got["switch_reconnects"] == 0
     assert len(got["controller_cpu_share_each"]) == 2
     assert got["controller_cpu_share"] == max(got["controller_cpu_share_each"]) > 0
     assert 0 < got["reports_per_s"] < got["reports_per_s_today_client"]
-    pod, _ = _bench(tmp_path, "--rules-only")        # one pod of 32 workers
-    assert got["rules_per_edge_switch_installed_max"] == pod["rules_per_edge_switch_max"]
+    pod, _ = _bench(tmp_path, "--rules-only")        # one pod of 32 workers, no core
+    assert got["prefix_routes_per_edge_switch"] == 1
     assert got["rules_per_edge_switch_max"] == pod["rules_per_edge_switch_max"] + 1
+    # the core switch: its base and transit rules, and one prefix route per pod
+    assert got["core_switch_rules"] >= 2 and got["core_controller_cpu_share"] >= 0
     assert "VERDICTS" in stdout
