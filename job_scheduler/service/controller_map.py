@@ -116,8 +116,8 @@ def controller_link(controller: str | None, controllers: str | None, topology: T
     """``--controller URL`` (one controller), ``--controllers FILE`` (one per pod) or
     neither (None)."""
     if controller and controllers:
-        raise option_error("controllers", "give --controller (one controller) or "
-                           "--controllers (one per pod), not both")
+        raise option_error("controllers", "one controller for the whole fabric, or one "
+                           "per pod, not both (the single controller is also given)")
     if controllers:
         return PodControllers(load_controller_map(controllers, topology), topology)
     return ControllerNotifier(controller, topology) if controller else None
