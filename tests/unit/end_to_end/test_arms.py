@@ -1,0 +1,54 @@
+"""The demo's arms: what each runs, and --arms on the command line."""
+
+import subprocess
+import sys
+
+import pytest
+
+from end_to_end.arms import ALL_ARMS, ARMS, parse_arms
+from end_to_end.demo_arms import arm_config, pool_plan
+from end_to_end.run import DEMO_JOBS, DEMO_TOPOLOGY, RunConfig
+from sluice_common.errors import InputError
+
+
+def test_the_four_arms():
+    a, b, c, d = (ARMS[k] for k in "abcd")
+    assert (a.policy, a.placement, a.priority) == ("fifo", "slurm", False)
+    assert (b.policy, b.placement, b.priority) == ("fifo", "slurm", True)
+    assert (c.policy, c.placement, c.priority) == ("lyapunov", None, False)
+    assert (d.policy, d.placement, d.priority) == ("lyapunov", None, True)
+    assert a.make_policy().placer.name == "slurm"
+    assert type(c.make_policy()).__name__ == type(d.make_policy()).__name__
+    config = arm_config(RunConfig(jobs=str(DEMO_JOBS), topology=DEMO_TOPOLOGY), b)
+    assert (config.policy, config.placement, config.priority) == ("fifo", "slurm", "on")
+    assert config.make_policy().placer.name == "slurm"
+
+
+def test_parse_arms_selects_in_order_and_refuses_unknown_or_empty():
+    assert [a.key for a in parse_arms("d,a")] == ["a", "d"]
+    assert [a.key for a in parse_arms(ALL_ARMS)] == list("abcd")
+    assert [a.key for a in parse_arms(" B ")] == ["b"]
+    for bad in ("a,e", "", "a,,b"):
+        with pytest.raises(InputError) as err:
+            parse_arms(bad)
+        assert err.value.field == "arms"
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--arms", "a,z"], "argument --arms: unknown arm(s) 'z'"),
+    (["--arms", "a", "--executor", "slurm"], "argument --arms: not with --executor slurm"),
+    (["--seed", "3", "--executor", "slurm"], "argument --seed: not with --executor slurm"),
+])
+def test_bad_arms_exit_2_naming_the_flag(argv, says, tmp_path):
+    out = tmp_path / "never"
+    proc = subprocess.run([sys.executable, "-m", "sluice", "demo", "--out", str(out), *argv],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert says in proc.stderr
+    assert not out.exists()                 # refused before anything started
+
+
+def test_the_pool_is_sized_for_the_arm_that_takes_most_processes():
+    small = [{"ps_hosts": ["h1"], "worker_hosts": ["h1"]}]
+    big = [{"ps_hosts": ["h1"], "worker_hosts": ["h1", "h2", "h3"]}]
+    assert pool_plan({"a": small, "c": big}) is big
