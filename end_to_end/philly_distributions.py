@@ -2,7 +2,7 @@
 the repository carries (``end_to_end/data/philly_distributions.yaml``; the trace itself is
 82,248 rows and stays outside the repository).
 
-    python -m end_to_end.philly_distributions PHILLY.csv [--out FILE]
+    python -m end_to_end.philly_distributions_cli PHILLY.csv [--out FILE]
 
 What is kept (``distributions(jobs)``, pure):
 
@@ -17,12 +17,8 @@ What is kept (``distributions(jobs)``, pure):
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections import Counter
 from pathlib import Path
-
-import yaml
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "data" / "philly_distributions.yaml"
 GPU_CLASSES = (1, 2, 4, 8)          # 8: eight GPUs or more (the demo caps counts at 8)
@@ -54,32 +50,3 @@ def distributions(jobs: list[tuple[float, int, float]]) -> dict:
         "all_durations": quantiles([d for _, _, d in jobs]),
         "interarrivals": quantiles([b - a for a, b in zip(arrivals, arrivals[1:])]),
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m end_to_end.philly_distributions",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("trace", help="the Philly CSV (timestamp,duration,num_gpus,gpu_time,cluster)")
-    parser.add_argument("--out", default=str(DEFAULT_OUT))
-    args = parser.parse_args(argv)
-    from job_scheduler.simulation.workloads import load_philly
-    from sluice_common.errors import InputError
-
-    try:
-        jobs = load_philly(args.trace)
-    except (InputError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    found = distributions([(j.arrival, j.trace_gpus, j.trace_duration) for j in jobs])
-    header = (f"# Distributions of the Philly trace ({len(jobs)} jobs), written by\n"
-              f"# python -m end_to_end.philly_distributions {Path(args.trace).name}\n"
-              "# Quantiles at 0, 1, ..., 100 % in seconds; durations per GPU-count class\n"
-              "# (8 = eight GPUs or more). The demo's workload is drawn from these\n"
-              "# (end_to_end/workload_draw.py).\n")
-    Path(args.out).write_text(header + yaml.safe_dump(found, default_flow_style=None, width=100))
-    print(f"wrote {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

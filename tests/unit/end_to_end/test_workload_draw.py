@@ -6,7 +6,6 @@ from collections import Counter
 
 import pytest
 
-from end_to_end.philly_distributions import distributions, gpu_class, quantiles
 from end_to_end.workload_draw import (DEMO_SEED, DrawSpec, arrivals, at_quantile, dataset_for,
                                       draw_raw, draw_workload, jobs_yaml, load_distributions,
                                       offered_load, scaled_duration)
@@ -26,16 +25,6 @@ def test_the_committed_distributions_are_philly_s():
         assert len(table) == 101 and table == sorted(table)
     # big jobs are long in Philly: the medians grow with the GPU class
     assert d["durations"][1][50] < d["durations"][4][50] < d["durations"][8][50]
-
-
-def test_distributions_of_a_small_trace():
-    jobs = [(0.0, 1, 10.0), (5.0, 2, 20.0), (7.0, 4, 40.0), (17.0, 16, 80.0)]
-    d = distributions(jobs)
-    assert d["gpu_counts"] == {1: 1, 2: 1, 4: 1, 16: 1}
-    assert d["durations"][8][0] == 80.0 and d["durations"][2][100] == 20.0
-    assert d["interarrivals"][0] == 2.0 and d["interarrivals"][100] == 10.0
-    assert gpu_class(3) == 2 and gpu_class(16) == 8
-    assert quantiles([3.0, 1.0, 2.0])[50] == 2.0
 
 
 def test_quantile_interpolation_and_the_log_time_scale():
