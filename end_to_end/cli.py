@@ -58,11 +58,14 @@ def configure_run(parser) -> None:
 def configure_demo(parser) -> None:
     _common(parser)
     from end_to_end.arms import ALL_ARMS, ARMS
-    from end_to_end.workload_draw import DEMO_SEED
+    from end_to_end.workload_draw import DEMO_SEED, DrawSpec
     parser.add_argument("--arms", default=None,
                         help="the arms to run, comma-separated (default all, " + ALL_ARMS + ": " + "; ".join(
                             f"{a.key}: {a.title}" for a in ARMS.values()) + ")")
-    parser.add_argument("--seed", dest="workload_seed", type=int, default=None,
+    parser.add_argument("--jobs", dest="workload_jobs", type=int, default=None, metavar="N",
+                        help=f"how many jobs to draw (default {DrawSpec().jobs}; fewer for a "
+                             "quick look, the arrivals scaled to the same offered load)")
+    parser.add_argument("--seed", dest="workload_seed", type=int, default=None, metavar="SEED",
                         help=f"seed of the workload drawn from the Philly trace's "
                              f"distributions (default {DEMO_SEED})")
     from job_scheduler.service.executor_registry import SLURM
@@ -104,7 +107,8 @@ def run_demo(args: argparse.Namespace) -> int:
     config = run_config(args, jobs=str(run.DEMO_JOBS), topology=run.DEMO_TOPOLOGY)
     from job_scheduler.service.executor_registry import SLURM
     if args.executor == SLURM:
-        for flag, value in (("--arms", args.arms), ("--seed", args.workload_seed)):
+        for flag, value in (("--arms", args.arms), ("--seed", args.workload_seed),
+                            ("--jobs", args.workload_jobs)):
             if value is not None:
                 raise InputError(f"argument {flag}", "not with --executor slurm (its jobs are "
                                  "end_to_end/data/demo_jobs.yaml)")
@@ -113,11 +117,14 @@ def run_demo(args: argparse.Namespace) -> int:
         return run_slurm_demo(config)
     from end_to_end.arms import ALL_ARMS, parse_arms
     from end_to_end.demo_arms import demo
-    from end_to_end.workload_draw import DEMO_SEED
+    from end_to_end.workload_draw import DEMO_SEED, DrawSpec
 
+    if args.workload_jobs is not None and args.workload_jobs < 1:
+        raise InputError("argument --jobs", f"must be >= 1, got {args.workload_jobs}")
     try:
         arms = parse_arms(ALL_ARMS if args.arms is None else args.arms)   # before anything starts
     except InputError as err:
         raise flag_error(err, FLAGS)
-    return demo(config, arms, DEMO_SEED if args.workload_seed is None else args.workload_seed)
+    spec = DrawSpec(jobs=args.workload_jobs or DrawSpec().jobs)
+    return demo(config, arms, DEMO_SEED if args.workload_seed is None else args.workload_seed, spec)
 

@@ -68,7 +68,7 @@ def pool_plan(planned: dict[str, list[dict]]) -> list[dict]:
     return max(planned.values(), key=size)
 
 
-def demo(config: RunConfig, arms: list[Arm], seed: int) -> int:
+def demo(config: RunConfig, arms: list[Arm], seed: int, spec: DrawSpec = DrawSpec()) -> int:
     """Run ``arms`` on the drawn workload; 0 when every job of every arm finished."""
     from mininet_fabric.lock import FabricLock
     from topologies import load_topology
@@ -77,7 +77,7 @@ def demo(config: RunConfig, arms: list[Arm], seed: int) -> int:
     asked = time.monotonic()
     topology = load_topology(config.topology)
     check_emulatable(topology)
-    drawn = workload(topology, config, seed)
+    drawn = workload(topology, config, seed, spec)
     jobs = drawn.jobs
     say_compute(config, "demo")
     out = out_dir(config, "demo")
@@ -111,7 +111,7 @@ def demo(config: RunConfig, arms: list[Arm], seed: int) -> int:
         topology, arms, results, predicted, seed=seed, wall_time_s=wall,
         topology=topology.name, jobs=len(jobs), fabric_lock_wait_s=round(started - asked, 1),
         workload={"source": "Philly trace distributions (end_to_end/data/philly_distributions.yaml)",
-                  "draw": dataclasses.asdict(DrawSpec()), "file": "workload.yaml",
+                  "draw": dataclasses.asdict(spec), "file": "workload.yaml",
                   **drawn.describe()},
         rank_rule=config.rank, **config.compute_info)
     _write_comparison(cmp, out, len(jobs))
