@@ -58,14 +58,19 @@ def predictions(topology, jobs, config: RunConfig, arms: list[Arm]):
     return planned, predicted
 
 
-def pool_plan(planned: dict[str, list[dict]]) -> list[dict]:
-    """The arm whose planned starts take the most processes stands for every arm's pool
-    (each arm starts with the pool full again)."""
-    from ps_runtime.warm import processes_per_host
+def pool_sizes(hosts: list[str], planned: dict[str, list[dict]]) -> dict[str, int]:
+    """Each host's pool: the most processes any arm's planned starts take there, plus two
+    spare (the run loop decides on measured bandwidth and may place a job elsewhere than
+    the dry run; each arm starts with the pool full again, so no arm's job starts cold).
+    Uncapped: a cold start imports MXNet in the job's own time (seconds on this machine)."""
+    from collections import Counter
 
-    def size(records):
-        return sum(processes_per_host((r["ps_hosts"], r["worker_hosts"]) for r in records).values())
-    return max(planned.values(), key=size)
+    from ps_runtime.warm import pool_sizes as sizes, processes_per_host
+
+    demand: Counter = Counter()
+    for records in planned.values():
+        demand |= processes_per_host((r["ps_hosts"], r["worker_hosts"]) for r in records)
+    return sizes(hosts, demand, spare=2, minimum=2, maximum=10 ** 6)
 
 
 def demo(config: RunConfig, arms: list[Arm], seed: int, spec: DrawSpec = DrawSpec()) -> int:
@@ -91,8 +96,9 @@ def demo(config: RunConfig, arms: list[Arm], seed: int, spec: DrawSpec = DrawSpe
     with FabricLock(f"sluice demo {out}"):
         started = time.monotonic()      # the wall time leaves out the wait for the lock
         with environment(topology, config.topology, out, config.rank) as (fabric, client), \
-                warm_processes(topology, fabric, config.compute, pool_plan(planned),
-                               refill=False) as runner:
+                warm_processes(topology, fabric, config.compute, refill=False,
+                               per_host=pool_sizes([h.name for h in topology.hosts],
+                                                   planned)) as runner:
             for k, arm in enumerate(arms):
                 runner.fill()                 # between arms, so no import runs in one
                 runner.wait_ready()

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from end_to_end.arms import ALL_ARMS, ARMS, parse_arms
-from end_to_end.demo_arms import arm_config, pool_plan
+from end_to_end.demo_arms import arm_config, pool_sizes
 from end_to_end.run import DEMO_JOBS, DEMO_TOPOLOGY, RunConfig
 from sluice_common.errors import InputError
 
@@ -48,7 +48,9 @@ def test_bad_arms_exit_2_naming_the_flag(argv, says, tmp_path):
     assert not out.exists()                 # refused before anything started
 
 
-def test_the_pool_is_sized_for_the_arm_that_takes_most_processes():
-    small = [{"ps_hosts": ["h1"], "worker_hosts": ["h1"]}]
-    big = [{"ps_hosts": ["h1"], "worker_hosts": ["h1", "h2", "h3"]}]
-    assert pool_plan({"a": small, "c": big}) is big
+def test_each_host_s_pool_holds_what_any_arm_takes_there_plus_a_spare():
+    # per job: a ps-lite scheduler and each server on the first server host, each worker
+    a = [{"ps_hosts": ["h1"], "worker_hosts": ["h1", "h1"]}]                 # h1: 4
+    c = [{"ps_hosts": ["h2"], "worker_hosts": ["h1", "h2", "h3"]}]           # h1 1, h2 3, h3 1
+    assert pool_sizes(["h1", "h2", "h3", "h4"], {"a": a, "c": c}) == \
+        {"h1": 6, "h2": 5, "h3": 3, "h4": 2}
