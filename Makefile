@@ -26,7 +26,7 @@ VENV_NP2 := .venv-numpy2
 all: test
 
 help:
-	@echo "make demo   - set up and run the default demo (two-rack-100g fabric, six jobs, priority off vs on)"
+	@echo "make demo   - set up and run the demo: one Philly-drawn workload in four arms (Slurm today .. sluice), two-rack-100g fabric"
 	@echo "make demo-slurm - the demo's jobs through the scheduler service and a local Slurm cluster on the fabric"
 	@echo "make test   - set up and run the whole test suite (needs root for the fabric tests)"
 	@echo "make bench  - run the benchmarks under bench/"

@@ -75,6 +75,7 @@ def pool_sizes(hosts: list[str], planned: dict[str, list[dict]]) -> dict[str, in
 
 def demo(config: RunConfig, arms: list[Arm], seed: int, spec: DrawSpec = DrawSpec()) -> int:
     """Run ``arms`` on the drawn workload; 0 when every job of every arm finished."""
+    from end_to_end.gpu_records import gpu_records
     from mininet_fabric.lock import FabricLock
     from topologies import load_topology
     from topologies.mininet_topo import check_emulatable
@@ -119,7 +120,8 @@ def demo(config: RunConfig, arms: list[Arm], seed: int, spec: DrawSpec = DrawSpe
         workload={"source": "Philly trace distributions (end_to_end/data/philly_distributions.yaml)",
                   "draw": dataclasses.asdict(spec), "file": "workload.yaml",
                   **drawn.describe()},
-        rank_rule=config.rank, **config.compute_info)
+        rank_rule=config.rank, **config.compute_info,
+        gpu_records=gpu_records({f"arm-{k}": r for k, r in results.items()}))
     _write_comparison(cmp, out, len(jobs))
     return 0 if all(a["finished"] == a["jobs_total"] for a in cmp["arms"].values()) else 1
 

@@ -35,3 +35,8 @@ def test_demo_two_arms_writes_the_comparison(tmp_path):
         assert arm["makespan_s"] >= max(jcts)
     assert (out / "comparison.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "workload.yaml").is_file() and (out / "arm-a" / "report.json").is_file()
+    # every worker had a GPU of its own, in both arms (the GPU indices the workers recorded)
+    check = subprocess.run([sys.executable, "-m", "end_to_end.gpu_records",
+                            str(out / "comparison.json")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert {e["pass"] for e in cmp["gpu_records"]} == {"arm-a", "arm-d"}
