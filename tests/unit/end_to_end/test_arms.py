@@ -54,3 +54,27 @@ def test_each_host_s_pool_holds_what_any_arm_takes_there_plus_a_spare():
     c = [{"ps_hosts": ["h2"], "worker_hosts": ["h1", "h2", "h3"]}]           # h1 1, h2 3, h3 1
     assert pool_sizes(["h1", "h2", "h3", "h4"], {"a": a, "c": c}) == \
         {"h1": 6, "h2": 5, "h3": 3, "h4": 2}
+
+
+def test_each_arm_s_predictions_come_from_its_own_dry_run():
+    from collections import Counter
+
+    from end_to_end.arms import ARMS
+    from end_to_end.demo_arms import predictions, workload
+    from topologies import load_topology
+
+    topology = load_topology(DEMO_TOPOLOGY)
+    config = RunConfig(jobs=str(DEMO_JOBS), topology=DEMO_TOPOLOGY, compute="emulated")
+    jobs = workload(topology, config, 47).jobs
+    planned, predicted = predictions(topology, jobs, config, list(ARMS.values()))
+    names = {j.name for j in jobs}
+    for key in "abcd":
+        assert {r["name"] for r in planned[key]} == names == set(predicted[key])
+    by_name = {j.name: j for j in jobs}
+    for r in planned["a"]:                       # Slurm's arms: every job at its request
+        assert len(r["worker_hosts"]) == by_name[r["name"]].max_gpus
+        assert r["ps_hosts"] == [min(r["worker_hosts"], key=[h.name for h in topology.hosts].index)]
+    assert planned["a"] == planned["b"] and planned["c"] == planned["d"]   # same scheduler
+    # sluice's scheduler decides otherwise than Slurm's FIFO for this workload
+    assert [Counter(r["worker_hosts"]) for r in planned["a"]] != \
+        [Counter(r["worker_hosts"]) for r in planned["c"]]
