@@ -58,18 +58,15 @@ def predictions(topology, jobs, config: RunConfig, arms: list[Arm]):
     return planned, predicted
 
 
-def pool_sizes(hosts: list[str], planned: dict[str, list[dict]]) -> dict[str, int]:
-    """Each host's pool: the most processes any arm's planned starts take there, plus two
+def pool_sizes(hosts: list[str], records: list[dict]) -> dict[str, int]:
+    """Each host's pool for an arm: the processes its planned starts take there, plus two
     spare (the run loop decides on measured bandwidth and may place a job elsewhere than
-    the dry run; each arm starts with the pool full again, so no arm's job starts cold).
-    Uncapped: a cold start imports MXNet in the job's own time (seconds on this machine)."""
-    from collections import Counter
-
+    the dry run). Uncapped: a cold start imports MXNet in the job's own time (seconds on
+    this machine). Set before each arm, so that the pool holds what that arm needs and
+    no more (every import between arms is wall time)."""
     from ps_runtime.warm import pool_sizes as sizes, processes_per_host
 
-    demand: Counter = Counter()
-    for records in planned.values():
-        demand |= processes_per_host((r["ps_hosts"], r["worker_hosts"]) for r in records)
+    demand = processes_per_host((r["ps_hosts"], r["worker_hosts"]) for r in records)
     return sizes(hosts, demand, spare=2, minimum=2, maximum=10 ** 6)
 
 
@@ -93,14 +90,15 @@ def demo(config: RunConfig, arms: list[Arm], seed: int, spec: DrawSpec = DrawSpe
          f"offered load {drawn.load:.2f} over {drawn.window_s:.0f} s ({out / 'workload.yaml'}); "
          f"arms {', '.join(a.key for a in arms)}")
     planned, predicted = predictions(topology, jobs, config, arms)
+    hosts = [h.name for h in topology.hosts]
     results = {}
     with FabricLock(f"sluice demo {out}"):
         started = time.monotonic()      # the wall time leaves out the wait for the lock
         with environment(topology, config.topology, out, config.rank) as (fabric, client), \
                 warm_processes(topology, fabric, config.compute, refill=False,
-                               per_host=pool_sizes([h.name for h in topology.hosts],
-                                                   planned)) as runner:
+                               per_host=pool_sizes(hosts, planned[arms[0].key])) as runner:
             for k, arm in enumerate(arms):
+                runner.sizes = pool_sizes(hosts, planned[arm.key])
                 runner.fill()                 # between arms, so no import runs in one
                 runner.wait_ready()
                 _say(f"arm {arm.key} ({k + 1}/{len(arms)}): {arm.title} "
