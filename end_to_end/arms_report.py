@@ -14,7 +14,8 @@ model's JCTs predicted before the passes. Pure apart from writing the plot.
 JCT = finish - arrival of a finished job; p95 = the 95th percentile of the arm's JCTs,
 linear between order statistics (numpy's default); makespan = the last finish (seconds
 from the pass's start, when the first job arrives). A job's prediction error is
-|predicted - measured| / measured of its JCT.
+|predicted - measured| / measured of its JCT. ``wall_time_s``: the whole command (draw,
+dry runs, fabric, pool, every arm, teardown) less any wait for the fabric lock.
 """
 
 from __future__ import annotations

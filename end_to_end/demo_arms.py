@@ -93,7 +93,7 @@ def demo(config: RunConfig, arms: list[Arm], seed: int, spec: DrawSpec = DrawSpe
     hosts = [h.name for h in topology.hosts]
     results = {}
     with FabricLock(f"sluice demo {out}"):
-        started = time.monotonic()      # the wall time leaves out the wait for the lock
+        started = time.monotonic()      # the wall time leaves out only the wait for the lock
         with environment(topology, config.topology, out, config.rank) as (fabric, client), \
                 warm_processes(topology, fabric, config.compute, refill=False,
                                per_host=pool_sizes(hosts, planned[arms[0].key])) as runner:
@@ -108,13 +108,17 @@ def demo(config: RunConfig, arms: list[Arm], seed: int, spec: DrawSpec = DrawSpe
                                             arm_config(config, arm), arm.priority,
                                             PORT_BASE + PORT_STEP * k, runner)
                 _write_arm_report(results[arm.key], where)
+                s = results[arm.key]["summary"]
+                _say(f"arm {arm.key} done: {s['finished']}/{s['jobs']} jobs, average JCT "
+                     f"{s['avg_jct_s'] or float('nan'):.1f} s, makespan {s['makespan_s']:.1f} s")
                 if results[arm.key]["interrupted"]:
                     _say(f"interrupted; partial report in {where}")
                     return 130
-        wall = time.monotonic() - started
+    lock_wait = started - asked
+    wall = time.monotonic() - asked - lock_wait       # the command, set-up and teardown in
     cmp = arms_report.comparison(
         topology, arms, results, predicted, seed=seed, wall_time_s=wall,
-        topology=topology.name, jobs=len(jobs), fabric_lock_wait_s=round(started - asked, 1),
+        topology=topology.name, jobs=len(jobs), fabric_lock_wait_s=round(lock_wait, 1),
         workload={"source": "Philly trace distributions (end_to_end/data/philly_distributions.yaml)",
                   "draw": dataclasses.asdict(spec), "file": "workload.yaml",
                   **drawn.describe()},
