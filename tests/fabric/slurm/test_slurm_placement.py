@@ -16,6 +16,7 @@ import pytest
 
 from job_scheduler.core.placement import ClusterState
 from job_scheduler.core.slurm_placement import SlurmTreePlacement
+from sluice_common.placement import Placement
 from support.slurm_scheduler import slurm
 
 SLURM_TOPOLOGY = "two-rack-100g"      # the demo's fabric: racks of two 4-GPU nodes
@@ -24,7 +25,9 @@ SLURM_TOPOLOGY = "two-rack-100g"      # the demo's fabric: racks of two 4-GPU no
 STEPS = [("submit", "A", 3), ("submit", "B", 2), ("submit", "C", 4), ("submit", "D", 6),
          ("cancel", "A", 0), ("cancel", "C", 0), ("submit", "E", 5), ("cancel", "B", 0),
          ("submit", "F", 1), ("submit", "G", 2), ("cancel", "D", 0), ("cancel", "E", 0),
-         ("submit", "H", 8), ("submit", "I", 3)]
+         ("submit", "H", 8), ("submit", "I", 3), ("cancel", "H", 0), ("cancel", "I", 0),
+         ("submit", "J", 2), ("submit", "K", 3), ("submit", "L", 2), ("submit", "M", 4),
+         ("cancel", "J", 0), ("cancel", "K", 0), ("submit", "N", 2)]
 
 
 def _sbatch(env, name: str, gpus: int) -> int:
@@ -47,6 +50,15 @@ def _running_counts(env, job_id: int, timeout: float = 30.0) -> dict[str, int]:
         time.sleep(0.3)
 
 
+def _cancel(env, job_id: int, timeout: float = 30.0) -> None:
+    """scancel, then wait until Slurm no longer counts the job's GPUs as held."""
+    subprocess.run(["scancel", str(job_id)], env={**os.environ, **env.cluster.env}, check=True)
+    deadline = time.monotonic() + timeout
+    while job_id in slurm(env).job_gpu_indices() or not slurm(env).jobs([job_id])[0].terminal:
+        assert time.monotonic() < deadline, f"job {job_id} still holds its GPUs"
+        time.sleep(0.3)
+
+
 @pytest.mark.fabric
 def test_the_model_chooses_the_nodes_a_real_slurmctld_chooses(slurm_fabric):
     env = slurm_fabric
@@ -55,8 +67,7 @@ def test_the_model_chooses_the_nodes_a_real_slurmctld_chooses(slurm_fabric):
     try:
         for action, name, gpus in STEPS:
             if action == "cancel":
-                subprocess.run(["scancel", "--wait", str(ids[name])],
-                               env={**os.environ, **env.cluster.env}, check=True, timeout=60)
+                _cancel(env, ids[name])
                 state.release(placed[name])
                 continue
             p = model.place(state, name, gpus)
@@ -64,8 +75,10 @@ def test_the_model_chooses_the_nodes_a_real_slurmctld_chooses(slurm_fabric):
             ids[name] = _sbatch(env, name, gpus)
             got = _running_counts(env, ids[name])
             rows.append((name, gpus, dict(sorted(got.items())), dict(sorted(want.items()))))
-            state.allocate(p)
-            placed[name] = p
+            # the next choice is made on the GPUs Slurm left free (its choice, not the model's)
+            placed[name] = Placement(name, (), tuple(h for h, k in sorted(got.items())
+                                                     for _ in range(k)))
+            state.allocate(placed[name])
         report = "\n".join(f"{n} ({g} GPUs): slurm {s}, model {m}" for n, g, s, m in rows)
         print(report)
         assert all(s == m for _, _, s, m in rows), report
