@@ -65,16 +65,16 @@ def arm_figures(topology, result: dict, predicted: dict[str, float]) -> dict:
             "jobs": jobs}
 
 
-def comparison(topology, arms, results: dict, predicted: dict, *, seed: int,
+def comparison(topo, arms, results: dict, predicted: dict, *, seed: int,
                wall_time_s: float, **extra) -> dict:
-    """comparison.json's mapping: ``arms`` the Arm objects run, ``results`` and
-    ``predicted`` keyed by arm key."""
+    """comparison.json's mapping: ``topo`` the fabric's Topology, ``arms`` the Arm objects
+    run, ``results`` and ``predicted`` keyed by arm key; ``extra`` more top-level keys."""
     out = {"seed": seed, "wall_time_s": round(wall_time_s, 1), **extra, "arms": {}}
     for arm in arms:
         out["arms"][arm.key] = {"title": arm.title, "policy": arm.policy,
                                 "placement": arm.placement or "the policy's own",
                                 "priority": arm.priority,
-                                **arm_figures(topology, results[arm.key], predicted[arm.key])}
+                                **arm_figures(topo, results[arm.key], predicted[arm.key])}
     return out
 
 

@@ -58,16 +58,20 @@ def predictions(topology, jobs, config: RunConfig, arms: list[Arm]):
     return planned, predicted
 
 
-def pool_sizes(hosts: list[str], records: list[dict]) -> dict[str, int]:
-    """Each host's pool for an arm: the processes its planned starts take there, plus two
-    spare (the run loop decides on measured bandwidth and may place a job elsewhere than
-    the dry run). Uncapped: a cold start imports MXNet in the job's own time (seconds on
-    this machine). Set before each arm, so that the pool holds what that arm needs and
-    no more (every import between arms is wall time)."""
+def pool_sizes(hosts: list[str], planned: dict[str, list[dict]]) -> dict[str, int]:
+    """Each host's pool: the most processes any arm's planned starts take there, plus a
+    spare. The same for every arm: an arm's real run decides on measured bandwidth and
+    times and may put a job where another arm's dry run did (a trial with each arm's
+    own plan + 2 started 12 of 126 processes cold). Uncapped: a cold start imports MXNet
+    in the job's own time. Only what an arm took is imported again before the next."""
+    from collections import Counter
+
     from ps_runtime.warm import pool_sizes as sizes, processes_per_host
 
-    demand = processes_per_host((r["ps_hosts"], r["worker_hosts"]) for r in records)
-    return sizes(hosts, demand, spare=2, minimum=2, maximum=10 ** 6)
+    demand: Counter = Counter()
+    for records in planned.values():
+        demand |= processes_per_host((r["ps_hosts"], r["worker_hosts"]) for r in records)
+    return sizes(hosts, demand, spare=1, minimum=1, maximum=10 ** 6)
 
 
 def demo(config: RunConfig, arms: list[Arm], seed: int, spec: DrawSpec = DrawSpec()) -> int:
@@ -96,9 +100,8 @@ def demo(config: RunConfig, arms: list[Arm], seed: int, spec: DrawSpec = DrawSpe
         started = time.monotonic()      # the wall time leaves out only the wait for the lock
         with environment(topology, config.topology, out, config.rank) as (fabric, client), \
                 warm_processes(topology, fabric, config.compute, refill=False,
-                               per_host=pool_sizes(hosts, planned[arms[0].key])) as runner:
+                               per_host=pool_sizes(hosts, planned)) as runner:
             for k, arm in enumerate(arms):
-                runner.sizes = pool_sizes(hosts, planned[arm.key])
                 runner.fill()                 # between arms, so no import runs in one
                 runner.wait_ready()
                 _say(f"arm {arm.key} ({k + 1}/{len(arms)}): {arm.title} "

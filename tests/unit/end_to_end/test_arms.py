@@ -48,11 +48,12 @@ def test_bad_arms_exit_2_naming_the_flag(argv, says, tmp_path):
     assert not out.exists()                 # refused before anything started
 
 
-def test_an_arm_s_pool_holds_what_its_plan_takes_on_each_host_plus_two_spare():
+def test_each_host_s_pool_holds_what_any_arm_takes_there_plus_a_spare():
     # per job: a ps-lite scheduler and each server on the first server host, each worker
-    plan = [{"ps_hosts": ["h1"], "worker_hosts": ["h1", "h1"]},
-            {"ps_hosts": ["h2"], "worker_hosts": ["h1", "h2", "h3"]}]
-    assert pool_sizes(["h1", "h2", "h3", "h4"], plan) == {"h1": 7, "h2": 5, "h3": 3, "h4": 2}
+    a = [{"ps_hosts": ["h1"], "worker_hosts": ["h1", "h1"]}]                 # h1: 4
+    c = [{"ps_hosts": ["h2"], "worker_hosts": ["h1", "h2", "h3"]}]           # h1 1, h2 3, h3 1
+    assert pool_sizes(["h1", "h2", "h3", "h4"], {"a": a, "c": c}) == \
+        {"h1": 5, "h2": 4, "h3": 2, "h4": 1}
 
 
 def test_each_arm_s_predictions_come_from_its_own_dry_run():

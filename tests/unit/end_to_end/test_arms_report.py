@@ -29,8 +29,9 @@ def test_comparison_has_the_issue_s_shape_and_figures():
                "d": result({"x": 8.0, "y": 12.0, "z": None}, HOSTS)}
     predicted = {"a": {"x": 11.0, "y": 24.0, "z": 20.0}, "d": {"x": 8.0, "y": 12.6}}
     cmp = arms_report.comparison(TOPO, [ARMS["a"], ARMS["d"]], results, predicted, seed=47,
-                                 wall_time_s=123.44)
+                                 wall_time_s=123.44, topology=TOPO.name, jobs=3)
     assert cmp["seed"] == 47 and cmp["wall_time_s"] == 123.4 and set(cmp["arms"]) == {"a", "d"}
+    assert cmp["topology"] == "two-rack-100g" and cmp["jobs"] == 3
     a, d = cmp["arms"]["a"], cmp["arms"]["d"]
     for arm in (a, d):
         assert {"avg_jct_s", "p95_jct_s", "makespan_s", "jobs"} <= set(arm)
