@@ -139,7 +139,6 @@ def plot(cmp: dict):
 
 
 def write_plot(cmp: dict, path: str | Path) -> Path:
-    fig = plot(cmp)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return Path(path)
+    from end_to_end.report import save_figure
+
+    return save_figure(plot(cmp), path)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from end_to_end import arms_report
 from end_to_end.arms import Arm
-from end_to_end.run import (DEMO_TOPOLOGY, RunConfig, environment, one_pass, out_dir,
+from end_to_end.run import (RunConfig, environment, one_pass, out_dir,
                             planned_records, run_estimator, say_compute, warm_processes)
 from end_to_end.workload_draw import DrawSpec, draw_workload, jobs_yaml
 

@@ -29,7 +29,6 @@ over (cluster GPUs x the arrival window, the sum of the gaps), is ``DrawSpec.loa
 
 from __future__ import annotations
 
-import bisect
 import math
 import random
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from typing import Callable
 
 import yaml
 
-from end_to_end.philly_distributions import DEFAULT_OUT, PERCENTS, gpu_class
+from end_to_end.philly_distributions import DEFAULT_OUT, gpu_class
 from job_scheduler.simulation.workloads import philly_model
 from sluice_common.jobspec import JobSpec
 
