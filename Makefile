@@ -26,7 +26,7 @@ VENV_NP2 := .venv-numpy2
 all: test
 
 help:
-	@echo "make demo   - set up and run the default demo (two-rack-100g fabric, six jobs, priority off vs on)"
+	@echo "make demo   - set up and run the demo: one Philly-drawn workload in four arms (Slurm today .. sluice), two-rack-100g fabric"
 	@echo "make demo-slurm - the demo's jobs through the scheduler service and a local Slurm cluster on the fabric"
 	@echo "make test   - set up and run the whole test suite (needs root for the fabric tests)"
 	@echo "make bench  - run the benchmarks under bench/"
@@ -124,10 +124,13 @@ $(VENV_NP2)/.installed: pyproject.toml
 	$(VENV_NP2)/bin/python -m pip install -q --no-deps '$(MXNET_PIN)'
 	@touch $@
 
+# The four arms (a Slurm today, b + sluice's priority, c sluice's scheduler, d both) on one
+# workload drawn from the Philly trace's distributions; DEMO_ARGS e.g. "--out DIR --arms a,d".
+DEMO_ARGS ?=
 demo: setup
-	$(VENV)/bin/sluice demo
+	$(VENV)/bin/sluice demo $(DEMO_ARGS)
 
-# The demo's jobs through `sluice scheduler --executor slurm` and a local Slurm cluster on
+# Six hand-chosen jobs (end_to_end/data/demo_jobs.yaml) through `sluice scheduler --executor slurm` and a local Slurm cluster on
 # the fabric; DIR/slurm.json says which Slurm job ran where.
 DEMO_SLURM_OUT ?= runs/demo-slurm
 demo-slurm: setup

@@ -18,7 +18,6 @@ from sluice_common.errors import InputError, flag_error
 
 
 def _common(parser) -> None:
-    parser.add_argument("--policy", default="lyapunov", help=f"one of {', '.join(POLICY_NAMES)}")
     parser.add_argument("--out", default=None, help="report directory (default runs/<command>-<time>)")
     parser.add_argument("--slot", type=float, default=1.0, help="scheduling slot, seconds (default 1)")
     parser.add_argument("--batches", type=int, default=None,
@@ -38,6 +37,7 @@ def configure_run(parser) -> None:
     parser.add_argument("jobs", help="job description YAML (see sluice_common/jobspec.py)")
     parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
     parser.add_argument("--priority", default="on", help="on|off: flow priority by the --rank rule")
+    parser.add_argument("--policy", default="lyapunov", help=f"one of {', '.join(POLICY_NAMES)}")
     _common(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the policy (random, sluice)")
     parser.add_argument("--migrate", action="store_true",
@@ -57,11 +57,23 @@ def configure_run(parser) -> None:
 
 def configure_demo(parser) -> None:
     _common(parser)
+    from end_to_end.arms import ALL_ARMS, ARMS
+    from end_to_end.workload_draw import DEMO_SEED, DrawSpec
+    parser.add_argument("--arms", default=None,
+                        help="the arms to run, comma-separated (default all, " + ALL_ARMS + ": " + "; ".join(
+                            f"{a.key}: {a.title}" for a in ARMS.values()) + ")")
+    parser.add_argument("--jobs", dest="workload_jobs", type=int, default=None, metavar="N",
+                        help=f"how many jobs to draw (default {DrawSpec().jobs}; fewer for a "
+                             "quick look, the arrivals scaled to the same offered load)")
+    parser.add_argument("--seed", dest="workload_seed", type=int, default=None, metavar="SEED",
+                        help=f"seed of the workload drawn from the Philly trace's "
+                             f"distributions (default {DEMO_SEED})")
     from job_scheduler.service.executor_registry import SLURM
     parser.add_argument("--executor", default="direct", choices=("direct", SLURM),
-                        help="direct (default): jobs started on the fabric's hosts by the run "
-                        "loop, priority off vs on; slurm: through `sluice scheduler --executor "
-                        "slurm` and a local Slurm cluster on the fabric, report DIR/slurm.json")
+                        help="direct (default): the four arms, jobs started on the fabric's "
+                        "hosts by the run loop; slurm: the six jobs of end_to_end/data/"
+                        "demo_jobs.yaml through `sluice scheduler --executor slurm` and a "
+                        "local Slurm cluster on the fabric, report DIR/slurm.json")
 
 
 def run_config(args: argparse.Namespace, **fixed) -> RunConfig:
@@ -95,8 +107,24 @@ def run_demo(args: argparse.Namespace) -> int:
     config = run_config(args, jobs=str(run.DEMO_JOBS), topology=run.DEMO_TOPOLOGY)
     from job_scheduler.service.executor_registry import SLURM
     if args.executor == SLURM:
+        for flag, value in (("--arms", args.arms), ("--seed", args.workload_seed),
+                            ("--jobs", args.workload_jobs)):
+            if value is not None:
+                raise InputError(f"argument {flag}", "not with --executor slurm (its jobs are "
+                                 "end_to_end/data/demo_jobs.yaml)")
         from end_to_end.slurm_demo import run_slurm_demo
 
         return run_slurm_demo(config)
-    return run.demo(config)
+    from end_to_end.arms import ALL_ARMS, parse_arms
+    from end_to_end.demo_arms import demo
+    from end_to_end.workload_draw import DEMO_SEED, DrawSpec
+
+    if args.workload_jobs is not None and args.workload_jobs < 1:
+        raise InputError("argument --jobs", f"must be >= 1, got {args.workload_jobs}")
+    try:
+        arms = parse_arms(ALL_ARMS if args.arms is None else args.arms)   # before anything starts
+    except InputError as err:
+        raise flag_error(err, FLAGS)
+    spec = DrawSpec(jobs=args.workload_jobs or DrawSpec().jobs)
+    return demo(config, arms, DEMO_SEED if args.workload_seed is None else args.workload_seed, spec)
 

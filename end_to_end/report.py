@@ -214,11 +214,15 @@ def plot_comparison(cmp: dict):
     return fig
 
 
-def write_comparison_plot(cmp: dict, path: str | Path) -> Path:
-    fig = plot_comparison(cmp)
+def save_figure(fig, path: str | Path) -> Path:
+    """A figure as a PNG file, closed after (every plot of the reports)."""
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return Path(path)
+
+
+def write_comparison_plot(cmp: dict, path: str | Path) -> Path:
+    return save_figure(plot_comparison(cmp), path)
 
 
 def predicted_jct(job: dict) -> float | None:

@@ -4,7 +4,7 @@ prioritised by the controller; a report with tables and plots at the end.
 
     sluice run JOBS.yaml --topology two-rack [--policy lyapunov] [--priority on|off]
                [--out DIR] [--slot 1] [--batches N] [--compute torch|emulated] [--profile FILE]
-    sluice demo [--out DIR]          # two-rack-100g, end_to_end/data/demo_jobs.yaml, off then on
+    sluice demo [--arms a,b,c,d] [--out DIR]     # end_to_end.demo_arms: four arms, one workload
 
 Compute: ``torch`` (real) or ``emulated`` (Cost_bat(b) of the profile, the model's bytes x
 bw_scale; the default without a CUDA device). Job processes come from a per-host pool of
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +50,7 @@ class RunConfig:
     jobs: str                            # job YAML
     topology: str                        # built-in name or YAML path
     policy: str = "lyapunov"
+    placement: str | None = None         # the policy's placement swapped (sluice demo's arms)
     priority: str = "on"                 # on | off: flow priority by the rank rule
     rank: str = DEFAULT_RULE
     out: str | None = None               # report directory
@@ -86,7 +87,8 @@ class RunConfig:
         """A fresh policy object (policies keep per-run state: one per pass)."""
         from job_scheduler.core.policies import make_policy
 
-        return make_policy(self.policy, seed=self.seed, las_thresholds=(self.las_threshold,))
+        return make_policy(self.policy, seed=self.seed, las_thresholds=(self.las_threshold,),
+                           placement=self.placement)
 
 
 # ---- validation (no side effects) --------------------------------------------------------
@@ -315,74 +317,3 @@ def planned_records(jobs, topology, config: RunConfig) -> list[dict]:
                     "batches": batches_for(spec, d.gpus, config.batches),
                     **exchange_facts(est, spec, options, wire_bytes_of(est, spec, options))})
     return out
-
-
-def demo(config: RunConfig) -> int:
-    """``sluice demo``: the demo jobs twice on one fabric, priority off then on."""
-    import json
-
-    from end_to_end.gpu_records import gpu_records
-    from end_to_end.report import (comparison, comparison_markdown, demo_summary,
-                                   write_comparison_plot, write_report)
-
-    from mininet_fabric.lock import FabricLock
-
-    asked = time.monotonic()
-    jobs, topology = validate(config)
-    say_compute(config, "demo")
-    out = out_dir(config, "demo")
-    out.mkdir(parents=True, exist_ok=True)
-    results = {}
-    # The exchange model's JCTs, before the passes: the dry run's placements and starts,
-    # priority off (one class) and on (the rule)
-    from end_to_end.predict import predict_pass
-    from ps_runtime.calibration import runtime_terms
-
-    planned = planned_records(jobs, topology, config)
-    startup = runtime_terms(config.compute)["startup_s"]
-    predicted = {"off": predict_pass(topology, planned, None, startup),
-                 "on": predict_pass(topology, planned, config.rank, startup)}
-    print("sluice demo: the exchange model predicts (JCT off / on, s) " + ", ".join(
-        f"{n} {predicted['off'][n]:.1f} / {predicted['on'][n]:.1f}" for n in predicted["off"]),
-        file=sys.stderr, flush=True)
-    # Taken first (the Fabric below nests in it) so that the wall time does not count
-    # the wait for other users of the machine's one fabric.
-    with FabricLock(f"sluice demo {out}"), \
-            nullcontext(time.monotonic()) as started, \
-            environment(topology, config.topology, out, config.rank) as (fabric, client), \
-            warm_processes(topology, fabric, config.compute, planned, refill=False) as runner:
-        lock_wait = started - asked
-        for k, mode in enumerate(("off", "on")):
-            runner.fill()                 # between passes, so no import runs in one
-            runner.wait_ready()           # every pass starts with a full pool
-            print(f"sluice demo: pass {k + 1}/2, priority {mode}", file=sys.stderr, flush=True)
-            results[mode] = one_pass(topology, jobs, fabric, client, out / f"priority-{mode}", config,
-                                     mode == "on", 20000 + 4000 * k, runner)
-            write_report(results[mode], out / f"priority-{mode}")
-            if results[mode]["interrupted"]:
-                print(f"sluice demo: interrupted; partial report in {out / f'priority-{mode}'}",
-                      file=sys.stderr)
-                return 130
-    wall = time.monotonic() - started
-    for mode in ("off", "on"):
-        for j in results[mode]["jobs"]:
-            j["predicted_jct_model_s"] = predicted[mode].get(j["name"])
-    cmp = comparison(results["off"], results["on"])
-    cmp.update(config.compute_info, wall_time_s=round(wall, 1), topology=topology.name,
-               fabric_lock_wait_s=round(lock_wait, 1),
-               gpu_records=gpu_records({f"priority-{m}": results[m] for m in ("off", "on")}))
-    (out / "comparison.json").write_text(json.dumps(cmp, indent=1))
-    write_comparison_plot(cmp, out / "comparison.png")
-    text = (f"# sluice demo: {topology.name}, {len(jobs)} jobs, policy {config.policy}, "
-            f"{cmp['compute']} compute, priority off vs on\n\n"
-            + comparison_markdown(cmp) + f"\n\n{demo_summary(cmp)}\n\n"
-            + "Plot: comparison.png (measured JCT off and on, the model's prediction of each)\n\n"
-            + f"wall time {wall:.0f} s"
-            + (f" (after {lock_wait:.0f} s waiting for the fabric lock)" if lock_wait >= 1 else "")
-            + "\n")
-    (out / "comparison.md").write_text(text)
-    print(text)
-    print(f"reports: {out}/priority-off/report.md, {out}/priority-on/report.md, "
-          f"{out}/comparison.md, {out}/comparison.png")
-    ok = all(r["summary"]["finished"] == len(jobs) for r in results.values())
-    return 0 if ok else 1

@@ -36,6 +36,7 @@ from typing import Callable
 from job_scheduler.core.placement import (BestFitPlacement, FirstFitPlacement, Placement,
                                           TetrisPlacement)
 from job_scheduler.core.proteus import candidate_counts
+from job_scheduler.core.slurm_placement import SlurmTreePlacement
 from sluice_common.errors import option_error
 from sluice_common.jobspec import JobSpec
 
@@ -127,7 +128,9 @@ class PolicyOptions:
 
 
 _PLACERS = {"best-fit": BestFitPlacement, "first-fit": lambda lam: FirstFitPlacement(),
-            "tetris": lambda lam: TetrisPlacement()}
+            "tetris": lambda lam: TetrisPlacement(),
+            # what Slurm's cons_tres + topology/tree would choose (the demo's arms a, b)
+            "slurm": lambda lam: SlurmTreePlacement()}
 PLACEMENTS = tuple(_PLACERS)
 
 
