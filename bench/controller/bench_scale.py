@@ -30,7 +30,6 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
-import statistics
 import subprocess
 import sys
 import tempfile

@@ -40,8 +40,10 @@ class ControllerNotifier:
         if not token:
             raise option_error("controller", "the controller's admin token is needed (env "
                              f"{' or '.join(CONTROLLER_TOKEN_ENVS)})")
-        if not url.startswith("http://"):
-            raise option_error("controller", f"must be an http:// URL, got {url!r}")
+        # https: what docs/deploy.md asks for when the API is off loopback (the client
+        # checks the certificate against the system CAs, or SLUICE_CA_FILE)
+        if not url.startswith(("http://", "https://")):
+            raise option_error("controller", f"must be an http:// or https:// URL, got {url!r}")
         self.client = ControllerClient(url, admin_token=token)
         self.topology = topology
         self.where = self.client.url      # what the service's log says it talks to

@@ -61,9 +61,9 @@ def parse_controller_map(data: Any, source: str, topology: Topology) -> dict[str
             port = parts.port if parts else None
         except ValueError:
             port = None
-        if parts is None or parts.scheme != "http" or not parts.hostname or port is None \
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or port is None \
                 or parts.path not in ("", "/"):
-            raise InputError(source, f"must be the controller's http://HOST:PORT, got {url!r}",
+            raise InputError(source, f"must be the controller's http(s)://HOST:PORT, got {url!r}",
                              field=field)
     missing = [p for p in pods if p not in given]
     if missing:

@@ -28,18 +28,20 @@ GOOD = {"controllers": {"pod1": "http://127.0.0.1:8081", "pod2": "http://10.0.0.
 def test_a_good_map_names_every_pod():
     assert parse_controller_map(GOOD, "c.yaml", PODS) == {
         "pod1": "http://127.0.0.1:8081", "pod2": "http://10.0.0.9:8082"}
+    tls = {"controllers": {**GOOD["controllers"], "pod2": "https://ctl2.example:8443/"}}
+    assert parse_controller_map(tls, "c.yaml", PODS)["pod2"] == "https://ctl2.example:8443"
 
 
 @pytest.mark.parametrize("data, field, words", [
     ({"controllers": {**GOOD["controllers"], "pod3": "http://h:1"}}, "controllers.pod3",
      ["no pod 'pod3'", "pod1, pod2"]),
     ({"controllers": {"pod1": "http://h:1"}}, "controllers", ["pod2", "every pod"]),
-    ({"controllers": {**GOOD["controllers"], "pod2": "https://h:1"}}, "controllers.pod2",
-     ["http://HOST:PORT"]),
+    ({"controllers": {**GOOD["controllers"], "pod2": "ftp://h:1"}}, "controllers.pod2",
+     ["http(s)://HOST:PORT"]),
     ({"controllers": {**GOOD["controllers"], "pod2": "http://h"}}, "controllers.pod2",
-     ["http://HOST:PORT"]),
+     ["http(s)://HOST:PORT"]),
     ({"controllers": {**GOOD["controllers"], "pod2": "http://h:99999"}}, "controllers.pod2",
-     ["http://HOST:PORT"]),
+     ["http(s)://HOST:PORT"]),
     ({"controllers": {**GOOD["controllers"], "pod2": 8080}}, "controllers.pod2", ["8080"]),
     ({"pods": GOOD["controllers"]}, "controllers", ["{controllers: {POD: URL}}"]),
     (["http://h:1"], "controllers", ["mapping"]),
@@ -175,3 +177,18 @@ def test_one_controller_is_unchanged(tmp_path, pod_apis):
     link = controller_link(url, None, PODS)
     assert isinstance(link, ControllerNotifier) and link.where == url
     assert controller_link(None, None, PODS) is None
+
+
+def test_one_controller_over_https_is_accepted_and_a_non_http_url_is_not(monkeypatch):
+    """docs/deploy.md gives the controller's API HTTPS off loopback: the scheduler takes
+    ``--controller https://...`` (the client checks the certificate when it connects);
+    any other scheme is the flag's error."""
+    from job_scheduler.service.controller_map import controller_link
+    from sluice_common.errors import InputError
+
+    monkeypatch.setenv("SLUICE_CONTROLLER_TOKEN", "a-controller-admin-token-123")
+    link = controller_link("https://controller.example:8443", None, PODS)
+    assert link.where == "https://controller.example:8443" and link.client.https
+    with pytest.raises(InputError) as err:
+        controller_link("ftp://controller.example:21", None, PODS)
+    assert "http:// or https://" in str(err.value) and "controller" in str(err.value)
