@@ -12,6 +12,8 @@ Pure.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from job_scheduler.service.store import JobRecord
 from sluice_common.placement import GpuGrant, GpuIndexError, Placement
 
@@ -33,9 +35,16 @@ def recorded_placement(job: JobRecord) -> tuple[Placement, GpuGrant | None]:
 def gpu_record_problem(job: JobRecord, capacities: dict[str, int]) -> str | None:
     """Why job's recorded GPU indices cannot be held on this cluster, or None."""
     try:
-        _, grant = recorded_placement(job)
+        placement, grant = recorded_placement(job)
         if grant is not None:
             grant.check(capacities, f"{job.id} ({job.name})")
+            # one index per worker on each host: anything else cannot be held, and held
+            # anyway it made every slot fail (the whole service), not this job alone
+            named = dict(grant.by_host)
+            for host, k in Counter(placement.worker_hosts).items():
+                if len(named.get(host, ())) != k:
+                    return (f"recorded GPU indices {list(named.get(host, ()))} on {host} "
+                            f"for its {k} worker(s) there")
     except GpuIndexError as err:
         return f"recorded GPU index is not on its host: {err}"
     except ValueError as err:

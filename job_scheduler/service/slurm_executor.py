@@ -149,7 +149,7 @@ class SlurmExecutor:
         self._pending: dict[int, StartDecision] = {}
         self._ids: dict[int, int] = {}            # sluice job id -> Slurm id (adopted)
         self._seen: dict[int, list[JobInfo]] = {}   # Slurm id -> its parts, last poll
-        self._gres: dict = {}                       # sluice job id -> Slurm's GPU indices
+        self._gres: dict = {}        # sluice job id -> (Slurm job id, the GPUs Slurm gave it)
         self._warned_unavailable = 0.0
         self._unknown_since: dict[int, float] = {}   # sluice job id -> first seen unknown
         self.lost_grace = lost_grace
@@ -434,8 +434,11 @@ class SlurmExecutor:
         note = self._notes.pop(job.id, None)
         if note != job.reason and (note or (job.reason or "").startswith(PENDING_NOTE)):
             out["reason"] = note
-        truth = self._gres.get(job.id)          # the GPU indices Slurm gave it
-        if truth is not None and (job.placement or {}).get("gpu_ids") != truth.as_dict():
+        # Slurm's GPU indices of the job's *current* Slurm job: old ones over a resumed
+        # job's record (new Slurm job, other GPUs) made every later slot fail
+        slurm_id, truth = self._gres.get(job.id, (None, None))
+        if truth is not None and slurm_id == (_recorded_id(job) or self._ids.get(job.id)) \
+                and (job.placement or {}).get("gpu_ids") != truth.as_dict():
             out["placement"] = {**job.placement, "gpu_ids": truth.as_dict()}
         return out
 
@@ -477,7 +480,8 @@ class SlurmExecutor:
         own = self.own_running(running)
         if nodes:       # which GPUs: Slurm's indices of every job (slurm_gpus)
             ours = {self._slurm_id(j): j for j in running if j.executor == self.kind}
-            taken, self._gres = apply_gres_truth(state, truth, ours)
+            taken, grants = apply_gres_truth(state, truth, ours)
+            self._gres = {j.id: (sid, grants[j.id]) for sid, j in ours.items() if j.id in grants}
             own = {h: own.get(h, 0) + taken.get(h, 0) for h in {*own, *taken}}
         site = self.options.site
         site = dataclasses.replace(site, partition=site.partition or self.options.partition)

@@ -18,6 +18,16 @@ class FakeSlurm:
         self.cancelled = []
         self.down = False
         self.reject = None
+        self.node_list = []              # sinfo/scontrol: NodeInfo per node
+        self.gpu_indices = {}            # Slurm job id -> node -> GPU indices
+
+    def nodes(self):
+        self._check()
+        return list(self.node_list)
+
+    def job_gpu_indices(self):
+        self._check()
+        return {k: dict(v) for k, v in self.gpu_indices.items()}
 
     def _check(self):
         if self.down:

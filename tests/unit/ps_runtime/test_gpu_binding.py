@@ -144,6 +144,25 @@ def test_a_recorded_index_its_host_lacks_fails_that_job_alone(tmp_path, caplog):
     assert (kept.state, kept.placement, kept.attempts) == ("running", good.placement, 1)
 
 
+def test_a_record_with_fewer_indices_than_workers_fails_that_job_alone(tmp_path):
+    """A record whose indices do not match its workers (as a stale Slurm answer once
+    wrote over a migrated job's) fails that job; every other slot goes on deciding."""
+    svc = service(tmp_path)
+    svc.submit(jobs_yaml("good", "bad"), "f.yaml")
+    svc.tick()
+    good, bad = sorted(svc.store.jobs(["running"]), key=lambda j: j.name != "good")
+    (host, ids), = bad.placement["gpu_ids"].items()
+    assert len(ids) == 2
+    svc.store.update(bad.id, placement={**bad.placement, "gpu_ids": {host: ids[:1]}})
+    svc.tick()                                    # before the check: ValueError, every slot
+    failure = [d for _, e, d in svc.store.events(bad.id) if e == "retry"]
+    assert len(failure) == 1 and f"{ids[:1]} on {host} for its 2 worker(s)" in failure[0]
+    after = svc.store.get(bad.id)
+    assert after.state == "running" and after.attempts == 2
+    assert len(after.placement["gpu_ids"][host]) == 2
+    assert svc.store.get(good.id).placement == good.placement
+
+
 # ---- each worker on its own GPU --------------------------------------------------------
 
 def test_the_launcher_binds_each_worker_and_hides_gpus_from_the_ps(tmp_path):

@@ -258,3 +258,32 @@ def test_suspend_waits_for_the_checkpoint_then_cancels_and_a_resume_names_it(set
     ex.launch(dataclasses.replace(queued, state="running", run_dir=fields["run_dir"]), {})
     plan = json.loads((Path(fields["run_dir"]) / "plan.json").read_text())
     assert plan["resume_from"] == got["checkpoint"] and plan["batches"] == 4 + 9
+
+
+def test_slurms_gpus_of_a_jobs_old_slurm_job_never_overwrite_its_new_record(setup):
+    """A migration suspends a job and submits it again as a new Slurm job on other GPUs
+    in one slot; the GPU indices Slurm gave the old Slurm job, read at the start of that
+    slot, must not be written over the new record (they did, and every later slot failed
+    on a record of 2 workers with 1 index)."""
+    from job_scheduler.core.placement import ClusterState
+    from job_scheduler.service.gpu_records import recorded_placement
+    from slurm_client.nodes import NodeInfo
+
+    def slot(running):                  # what the service does before the policy decides
+        state = ClusterState(ex.topology)
+        for j in running:
+            state.allocate(*recorded_placement(j))
+        ex.capacity(state, running)
+
+    ex, fake, job, _ = setup
+    one = {"ps_hosts": ["h1"], "worker_hosts": ["h1"], "gpus_by_host": {"h1": 1},
+           "gpu_ids": {"h1": [1]}}
+    old = dataclasses.replace(job, placement=one, external_id="4")
+    fake.node_list = [NodeInfo(h, h, h, "MIXED", gpus=4) for h in ("h1", "h2", "h3", "h4")]
+    fake.gpu_indices = {4: {"h1": [2]}}           # Slurm gave it another index: it wins
+    slot([old])
+    assert ex.learned(old)["placement"]["gpu_ids"] == {"h1": [2]}
+    two = {**one, "worker_hosts": ["h1", "h1"], "gpus_by_host": {"h1": 2},
+           "gpu_ids": {"h1": [0, 1]}}
+    migrated = dataclasses.replace(job, placement=two, external_id="5")
+    assert "placement" not in ex.learned(migrated)   # Slurm job 4's GPUs, not 5's
