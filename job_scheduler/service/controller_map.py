@@ -31,8 +31,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from job_scheduler.service.controller_link import ControllerNotifier
 from job_scheduler.service.store import JobRecord
 from sluice_common.errors import InputError, option_error
@@ -73,13 +71,9 @@ def parse_controller_map(data: Any, source: str, topology: Topology) -> dict[str
 
 
 def load_controller_map(path: str | Path, topology: Topology) -> dict[str, str]:
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as err:
-        raise InputError(str(path), f"cannot read: {err.strerror or err}")
-    except yaml.YAMLError as err:
-        raise InputError(str(path), f"not YAML: {err}")
-    return parse_controller_map(data, str(path), topology)
+    from job_scheduler.service.yaml_input import read_yaml
+
+    return parse_controller_map(read_yaml(path), str(path), topology)
 
 
 def pods_of(job: JobRecord, topology: Topology) -> list[str]:

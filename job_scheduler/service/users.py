@@ -82,15 +82,9 @@ def parse_users(data, source: str) -> dict[str, str]:
 def load_users(path: str | Path | None) -> dict[str, str]:
     if path is None:
         return {}
-    import yaml
+    from job_scheduler.service.yaml_input import read_yaml
 
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as err:
-        raise InputError(str(path), f"cannot read: {err.strerror or err}")
-    except yaml.YAMLError as err:
-        raise InputError(str(path), f"not YAML: {err}")
-    return parse_users(data, str(path))
+    return parse_users(read_yaml(path), str(path))
 
 
 def user_of(token: str | None, users: Mapping[str, str]) -> str | None:
