@@ -128,6 +128,7 @@ class ScaleConfig:
     connections: int = 64
     seed: int = 1
     pod_workers: int = 0            # > 0: the per-pod deployment (bench_pods.py)
+    pods_in_turn: bool = False      # drive one pod at a time (bench_pods.py says why)
 
 
 # ---- the controller process ---------------------------------------------------------------
@@ -318,6 +319,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pod-workers", type=int, default=0,
                     help="the per-pod deployment (bench/controller/bench_pods.py): a "
                          "controller, fabric and jobs per pod of this many workers")
+    ap.add_argument("--pods-in-turn", action="store_true",
+                    help="with --pod-workers: every pod's controller and switches up, the "
+                         "pods' workers driven one pod at a time (each pod's controller "
+                         "with the machine's cores to itself, as on its own server)")
     ap.add_argument("--rules-only", action="store_true",
                     help="only the rules per switch, from the controller's service in this "
                          "process (no controller process, switches or load)")
@@ -329,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = ScaleConfig(workers=args.workers, per_job=args.per_job, seconds=args.seconds,
                       warmup=args.warmup, rank=args.rank, hints=args.hints,
                       connections=args.connections, seed=args.seed,
-                      pod_workers=args.pod_workers)
+                      pod_workers=args.pod_workers, pods_in_turn=args.pods_in_turn)
     if args.rules_only:
         r = rules_only(cfg)
         harness.figure("rules per edge switch (max)", r["rules_per_edge_switch_max"],
@@ -337,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
                        f"job rules {r['job_rules_per_edge_switch_max']})")
         harness.write_json(args.json, r)
         return 0
+    if args.pods_in_turn and not args.pod_workers:
+        ap.error("--pods-in-turn needs --pod-workers")
     if args.pod_workers and (args.workers % args.pod_workers
                              or not 2 * args.per_job <= args.pod_workers < args.workers):
         ap.error("--pod-workers must divide --workers, be below it and hold two jobs")

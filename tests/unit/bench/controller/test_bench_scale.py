@@ -49,3 +49,22 @@ def test_per_pod_deployment_drives_a_controller_per_pod(tmp_path):
     # the core switch: its base and transit rules, and one prefix route per pod
     assert got["core_switch_rules"] >= 2 and got["core_controller_cpu_share"] >= 0
     assert "VERDICTS" in stdout
+
+
+def test_pods_in_turn_drives_each_pod_alone_and_sums_their_rates(tmp_path):
+    """--pods-in-turn: both pods' controllers and switches up, their workers driven one
+    pod after the other; each pod has figures of its own and nothing is lost."""
+    got, stdout = _bench(tmp_path, "--workers", "64", "--pod-workers", "32",
+                         "--pods-in-turn", "--seconds", "3", "--warmup", "3")
+    assert got["pods_driven"] == "in turn" and got["lost"] == 0
+    assert got["switch_reconnects"] == 0 and len(got["controller_cpu_share_each"]) == 2
+    assert all(share > 0 for share in got["controller_cpu_share_each"])
+    assert len(got["level_change_p99_ms_each"]) == 2
+    assert 0 < got["reports_per_s"] < got["reports_per_s_today_client"]
+    assert "VERDICTS" in stdout
+
+
+def test_pods_in_turn_without_pods_is_refused(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "bench.controller.bench_scale", "--workers", "32",
+                        "--pods-in-turn"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--pods-in-turn needs --pod-workers" in r.stderr
