@@ -241,15 +241,25 @@ def bench_plain(cfg: LoadConfig) -> dict:
     return out
 
 
-def main() -> int:
-    ap = harness.parser(__doc__)
+def add_load_arguments(ap) -> None:
+    """The load options, shared with bench_controller_ab (one place: a new option reaches
+    both, as LoadConfig's fields do)."""
     ap.add_argument("--reports", type=int, default=1000)
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rank", default=None, choices=rank_rules.names(),
                     help="controller ranking rule (default: the controller's default)")
+
+
+def load_config(args) -> LoadConfig:
+    return LoadConfig(reports=args.reports, rate=args.rate, rounds=args.rounds, rank=args.rank)
+
+
+def main() -> int:
+    ap = harness.parser(__doc__)
+    add_load_arguments(ap)
     args = ap.parse_args()
-    cfg = LoadConfig(reports=args.reports, rate=args.rate, rounds=args.rounds, rank=args.rank)
+    cfg = load_config(args)
     result = {"sluice": bench_sluice(cfg), "plain_os_ken": bench_plain(cfg)}
     s, p = result["sluice"], result["plain_os_ken"]
     print(f"reaction latency (report -> barrier), {s['reaction']['rate_per_s']}/s: "

@@ -22,29 +22,33 @@ from bench.harness import ROOT
 from bench.controller import bench_controller
 
 
-def one_round(tree: Path, args) -> dict:
+def one_round(tree: Path, cfg: bench_controller.LoadConfig) -> dict:
     os.environ["PYTHONPATH"] = str(tree)        # inherited by the controller process
     try:
-        return bench_controller.bench_sluice(args)
+        return bench_controller.bench_sluice(cfg)
     finally:
         os.environ.pop("PYTHONPATH", None)
 
 
-def main() -> int:
+def parse(argv: list[str] | None = None):
+    """The command line: the two trees, the pairs, and bench_controller's own load options."""
     ap = harness.parser(__doc__)
     ap.add_argument("--base", type=Path, required=True, help="source tree before the change")
     ap.add_argument("--after", type=Path, default=ROOT,
                     help="source tree after the change (default: this checkout)")
     ap.add_argument("--pairs", type=int, default=3)
-    ap.add_argument("--reports", type=int, default=1000)
-    ap.add_argument("--rate", type=float, default=200.0)
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
+    bench_controller.add_load_arguments(ap)
+    args = ap.parse_args(argv)
+    return args, bench_controller.load_config(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, cfg = parse(argv)
     trees = {"before": args.base.resolve(), "after": args.after.resolve()}
     runs: dict[str, list[dict]] = {"before": [], "after": []}
     for i in range(args.pairs):
         for name, tree in trees.items():
-            result = one_round(tree, args)
+            result = one_round(tree, cfg)
             runs[name].append(result)
             print(f"pair {i + 1} {name:<6} load {os.getloadavg()[0]:5.1f}: reaction median "
                   f"{result['reaction']['median_ms']} ms p99 {result['reaction']['p99_ms']} ms; "
