@@ -4,9 +4,9 @@ A start records its decision's placement (``StartDecision.placement_record``) wi
 ``gpu_ids`` ``{host: [index, ...]}``; after a restart the service rebuilds which GPUs
 are free from those records (``Scheduler.cluster_state``), so no index is handed out
 twice. A record that names an index its host does not have (a store carried to
-another topology, or edited by hand) is bad input: that job alone fails with an error
-naming the host and the index, and is requeued by the retry policy; the others keep
-theirs. A record from before indices were stored has none: it gets the lowest free.
+another topology, or edited by hand), or GPUs another running job's record already
+holds, is bad input: that job alone fails with an error naming the host and the index,
+and is requeued by the retry policy; the others keep theirs. A record from before indices were stored has none: it gets the lowest free.
 Pure.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.service.store import JobRecord
 from sluice_common.placement import GpuGrant, GpuIndexError, Placement
 
@@ -50,3 +51,22 @@ def gpu_record_problem(job: JobRecord, capacities: dict[str, int]) -> str | None
     except ValueError as err:
         return f"recorded GPU indices unreadable: {err}"
     return None
+
+
+def held_state(topology, running: list[JobRecord], capacities: dict[str, int]
+               ) -> tuple[ClusterState, dict[int, str]]:
+    """The cluster with every running job's recorded GPUs held, and why each job that
+    could not be held (bad indices, or GPUs an earlier job's record holds) was not:
+    ``{job id: problem}``. Such a job holds nothing, so one bad record never stops a
+    slot: it fails alone (``Scheduler._reap``)."""
+    state, problems = ClusterState(topology), {}
+    for job in running:
+        problem = gpu_record_problem(job, capacities)
+        if problem is None:
+            try:
+                state.allocate(*recorded_placement(job))
+            except ValueError as err:
+                problem = f"its recorded GPUs cannot be held beside the other running jobs': {err}"
+        if problem is not None:
+            problems[job.id] = problem
+    return state, problems

@@ -26,7 +26,7 @@ from typing import Callable, Mapping, Sequence
 
 from job_scheduler.service.executor_protocol import ControllerLink, Executor
 from job_scheduler.service.executors import Outcome
-from job_scheduler.service.gpu_records import gpu_record_problem, recorded_placement
+from job_scheduler.service.gpu_records import held_state
 from sluice_common.jobspec import JobSpec, parse_jobs_text
 from job_scheduler.service.submission_check import LARGE_BODY, check_in_child
 from job_scheduler.core.placement import ClusterState
@@ -227,10 +227,7 @@ class SchedulerService:
     def cluster_state(self, running: Sequence[JobRecord]) -> ClusterState:
         """Free GPUs = topology minus the recorded placements (and GPU indices) of
         running jobs; one whose record is bad holds nothing (``_reap`` fails it)."""
-        state = ClusterState(self.topology)
-        for job in running:
-            if gpu_record_problem(job, self._capacities) is None:
-                state.allocate(*recorded_placement(job))
+        state, _ = held_state(self.topology, running, self._capacities)
         if self.capacity is not None:
             self.capacity(state, running)
         return state
@@ -246,8 +243,9 @@ class SchedulerService:
             return {"ended": ended, "started": started}
 
     def check_running_fit(self) -> None:
-        """The running jobs' recorded placements must fit this topology (a restart with
-        another --topology would otherwise fail every slot)."""
+        """The running jobs' recorded hosts must be this topology's (a restart with another
+        --topology is refused); a record that cannot be held otherwise (an index its host
+        lacks, GPUs another job's record holds) fails that job alone at the first slot."""
         running = self.store.jobs(["running"])
         hosts = self.topology.host_by_name
         for job in running:
@@ -257,11 +255,6 @@ class SchedulerService:
                                      f"host '{host}', which topology '{self.topology.name}' "
                                      "does not have; start with the topology it was "
                                      "scheduled on")
-        try:
-            self.cluster_state(running)
-        except ValueError as err:
-            raise option_error("topology", f"the running jobs do not fit topology "
-                             f"'{self.topology.name}': {err}")
 
     def recover(self) -> dict[str, int]:
         """At start-up: reconcile the jobs a previous run left 'running'."""
@@ -286,9 +279,10 @@ class SchedulerService:
         for executor in self.executors.values():   # one batched look per executor (Slurm)
             if hasattr(executor, "prepare_poll"):
                 executor.prepare_poll(running, now)
+        _, problems = held_state(self.topology, running, self._capacities)
         for job in running:
             executor = self.executors.get(job.executor)
-            problem = gpu_record_problem(job, self._capacities)
+            problem = problems.get(job.id)
             if executor is None:
                 outcome = Outcome("failed", now, None, f"unknown executor {job.executor!r}")
             elif problem is not None:       # bad input: this job fails, nothing else

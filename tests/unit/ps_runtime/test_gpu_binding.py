@@ -163,6 +163,30 @@ def test_a_record_with_fewer_indices_than_workers_fails_that_job_alone(tmp_path)
     assert svc.store.get(good.id).placement == good.placement
 
 
+def test_a_record_holding_another_jobs_gpus_fails_that_job_alone(tmp_path, caplog):
+    """Two records naming the same GPUs (a store edited by hand, a defect): the later
+    job fails alone, the earlier keeps its GPUs, and the slot goes on (a ValueError in
+    cluster_state used to stop every slot); a restart on that store still starts."""
+    svc = service(tmp_path)
+    svc.submit(jobs_yaml("first", "second"), "f.yaml")
+    svc.tick()
+    first, second = sorted(svc.store.jobs(["running"]), key=lambda j: j.id)
+    svc.store.update(second.id, placement=first.placement)
+    svc.store.close()
+    again = service(tmp_path)
+    again.check_running_fit()
+    again.tick()
+    failure = [d for _, e, d in again.store.events(second.id) if e == "retry"]
+    assert len(failure) == 1 and "cannot be held beside the other running jobs'" in failure[0]
+    assert any("cannot be held" in r.message for r in caplog.records)
+    after, kept = again.store.get(second.id), again.store.get(first.id)
+    assert (kept.state, kept.placement, kept.attempts) == ("running", first.placement, 1)
+    assert after.state == "running" and after.attempts == 2     # requeued, placed anew
+    held = {h: set(ids) for h, ids in kept.placement["gpu_ids"].items()}
+    assert all(not held.get(h, set()) & set(ids)
+               for h, ids in after.placement["gpu_ids"].items())
+
+
 # ---- each worker on its own GPU --------------------------------------------------------
 
 def test_the_launcher_binds_each_worker_and_hides_gpus_from_the_ps(tmp_path):
