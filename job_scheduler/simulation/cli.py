@@ -15,6 +15,7 @@ from pathlib import Path
 
 from job_scheduler.core.policies import (DEFAULT_EPS, DEFAULT_K, DEFAULT_V, POLICY_NAMES,
                                          parse_policy_names, policy_table)
+from job_scheduler.core.policies.base import PLACEMENTS
 from job_scheduler.core.policy_cli import add_price_priority_argument
 from job_scheduler.core.mechanisms import PACK_SLOWDOWN, MechanismOptions
 from job_scheduler.core.proteus import K_READINGS
@@ -111,8 +112,9 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lambda", dest="lam", type=float, default=0.5,
                         help="Liquid placement: weight of rack cost vs fitness")
     parser.add_argument("--no-ga", action="store_true", help="no group GA for batches")
-    parser.add_argument("--placement", choices=("best-fit", "first-fit", "tetris"),
-                        help="use this placement in every policy (default: each policy's own)")
+    parser.add_argument("--placement", choices=PLACEMENTS,
+                        help="use this placement in every policy (default: each policy's own; "
+                             "slurm: the nodes Slurm's cons_tres + topology/tree would choose)")
     parser.add_argument("--no-network", action="store_true",
                         help="ideal fabric: no communication time (the Tiresias simulator's "
                              "assumption; checks the engine against its published figures)")

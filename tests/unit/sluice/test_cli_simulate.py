@@ -53,6 +53,17 @@ def test_simulate_json_is_exactly_one_object_with_every_policy(jobs_file: Path):
         assert m["median_jct"] <= m["p95_jct"] and m["avg_jct"] > 0 and m["avg_wait"] >= 0
 
 
+def test_simulate_takes_every_registered_placement_slurm_too(jobs_file: Path):
+    """--placement offers every placement the policies know (the registry), so the
+    demo's arm a (FIFO on Slurm's nodes) can be simulated too."""
+    from job_scheduler.core.policies.base import PLACEMENTS
+    assert "slurm" in PLACEMENTS
+    r = sluice("simulate", "--workload", str(jobs_file), "--topology", "two-rack",
+               "--policies", "fifo", "--placement", "slurm", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["policies"]["fifo"]["jobs"] == 3
+
+
 def test_simulate_accepts_a_topology_yaml_path(jobs_file: Path, tmp_path: Path):
     topo = ROOT / "topologies" / "builtin" / "single-rack.yaml"
     r = sluice("simulate", "--workload", str(jobs_file), "--topology", str(topo),
