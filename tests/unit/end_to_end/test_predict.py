@@ -49,8 +49,8 @@ def test_cross_rack_jobs_share_the_uplinks_and_priority_helps_the_small_one():
     assert predict_pass(TOPO, [late], None, 0.0, C)["late"] == pytest.approx(alone + 1.0, rel=1e-3)
 
 
-def test_demo_comparison_carries_both_passes_predictions_and_racks(tmp_path):
-    from end_to_end.report import comparison, comparison_markdown, write_comparison_plot
+def test_demo_comparison_carries_both_passes_predictions_and_racks():
+    from end_to_end.report import comparison
     from support.run_results import synthetic_result
 
     off, on = synthetic_result(False, slow=2.0), synthetic_result(True, slow=0.5)
@@ -71,12 +71,6 @@ def test_demo_comparison_carries_both_passes_predictions_and_racks(tmp_path):
         assert j["racks"] == 2
     # the two jobs share both uplinks: with the rule the smaller gains, fair sharing not
     assert pred_on["a"] <= pred_off["a"]
-    assert f"({pred_off['a']:.1f})" in comparison_markdown(cmp)
-    png = write_comparison_plot(cmp, tmp_path / "comparison.png")
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
-    # a pass the model did not predict for a job (None): the plot is still drawn
-    cmp["jobs"]["a"]["predicted_jct_on_s"] = None
-    assert write_comparison_plot(cmp, tmp_path / "partial.png").stat().st_size > 5000
 
 
 def test_demo_predictions_come_from_the_dry_run_before_any_pass():
