@@ -4,7 +4,6 @@ decision step of the real-time loop, the report writer and argument validation."
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from sluice.cli import main
 from end_to_end.report import (PLOTS, bottleneck_link, comparison,
                            lagging_job, write_report)
 from end_to_end.run import DEMO_JOBS
-from end_to_end.runloop import RealTimeRun, RunOptions, batches_for
+from end_to_end.runloop import RealTimeRun, batches_for
 from ps_runtime.worker_overrides import WorkerOverrides
 from topologies import load_topology
 from support.run_results import synthetic_result
