@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from job_scheduler.core.estimator import Estimator
+from job_scheduler.core.estimator import Estimator, exchange_path
 from job_scheduler.core.placement import BestFitPlacement, ClusterState
 from job_scheduler.core.priority_pricing import Candidate, LinkSharer, priced_bandwidth
 from sluice_common.jobspec import JobSpec
@@ -38,15 +38,18 @@ class JobModel:
         self._factor = 1.0
         g = spec.trace_gpus
         if g and spec.trace_duration and reference_bw is not None:
-            self._factor = spec.trace_duration / self.C(g, reference_bw(g))
+            self._factor = spec.trace_duration / self.C(g, reference_bw(g))  # cross-rack path
             self._cost.clear()            # filled at factor 1 by the line above
             self._comm_unit.clear()
         self.cost1 = self.cost(1)
 
-    def cost(self, n: int) -> float:
-        c = self._cost.get(n)
+    def cost(self, n: int, path: tuple[float, ...] | None = None) -> float:
+        """Cost(n), with the exchange's fixed time per batch over ``path`` (the
+        placement's ``exchange_path``; None: a cross-rack one) under an exchange pricing."""
+        key = (n, path if self._est.exchange is not None else None)
+        c = self._cost.get(key)
         if c is None:
-            c = self._cost[n] = self._est.cost(self.spec, n) * self._factor
+            c = self._cost[key] = self._est.cost(self.spec, n, key[1]) * self._factor
         return c
 
     def comm(self, n: int, bw: float) -> float:
@@ -57,8 +60,8 @@ class JobModel:
             u = self._comm_unit[n] = self._est.comm(self.spec, n, 1.0) * self._factor
         return u / bw
 
-    def C(self, n: int, bw: float) -> float:
-        return self.cost(n) + self.comm(n, bw)
+    def C(self, n: int, bw: float, path: tuple[float, ...] | None = None) -> float:
+        return self.cost(n, path) + self.comm(n, bw)
 
     def queueing(self, n: int, round_wait_s: float) -> float:
         """Seconds the whole job waits in shared queues when each of its message rounds
@@ -104,12 +107,21 @@ class Pricing:
         return priced_bandwidth(cand, rule, self.uplink_cap, self.link_users,
                                 self.link_sharer, self.rule_load, self.estimator)
 
+    def exchange_path(self, placement) -> tuple[float, ...] | None:
+        """The placement's path for the exchange's fixed time per batch
+        (:func:`job_scheduler.core.estimator.exchange_path`); None without an exchange
+        pricing (nothing to price)."""
+        if self.estimator.exchange is None:
+            return None
+        return exchange_path(self.topology, placement.ps_hosts, placement.worker_hosts)
+
     def link_sharer(self, k: int, r: int, level: int) -> LinkSharer:
         """Running job ``k`` on uplink ``r`` at ``level``, for the strict-priority model."""
         run, model = self.running[k], self.models[k]
         return LinkSharer(level, run.flows[r], max(len(run.placement.ps_hosts), 1),
                           self.base_bandwidth(run.placement),
-                          lambda bw: model.comm(run.n, bw), model.cost(run.n))
+                          lambda bw: model.comm(run.n, bw),
+                          model.cost(run.n, self.exchange_path(run.placement)))
 
     def rule_load(self, k: int) -> tuple[int, JobSpec, float]:
         """What a ranking rule reads of job ``k``: (key, spec, fraction of work left)."""

@@ -174,8 +174,9 @@ class Simulator(Pricing):
         key = (placement.ps_hosts, placement.worker_hosts)
         bw = self._bw_memo.get(key)
         if bw is None:
-            bw = self._bw_memo[key] = effective_bandwidth(self.topology, placement.ps_hosts,
-                                                          placement.worker_hosts, self.in_host)
+            bw = self._bw_memo[key] = effective_bandwidth(
+                self.topology, placement.ps_hosts, placement.worker_hosts, self.in_host,
+                self.estimator.bus_mbps)
         return bw
 
     def live_bandwidth(self, placement: Placement, flows: dict[int, int] | None = None,
@@ -351,7 +352,8 @@ class Simulator(Pricing):
         # a mechanism may slow it (packing: two jobs on one GPU)
         slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms)
         model = self.models[run.j]
-        run.rate = 1.0 / ((model.C(run.n, bw) + model.queueing(run.n, wait)) * slowdown)
+        c_n = model.C(run.n, bw, self.exchange_path(run.placement))
+        run.rate = 1.0 / ((c_n + model.queueing(run.n, wait)) * slowdown)
         self._version[run.j] += 1
         heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
                                     self._version[run.j], run.j))
