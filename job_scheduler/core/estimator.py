@@ -225,7 +225,8 @@ def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterabl
     pair on one host and ``in_host=False``) the result is ``inf`` (no comm time).
 
     Example: 4 workers behind one 5 Gbit/s uplink, 1 PS in another rack -> 1,250;
-    4 workers and their PS on one 100 Gbit/s host -> 25,000.
+    4 workers and their PS on one host with a 100 Gbit/s bus -> 25,000 (on the emulated
+    fabric the exchange model's bus is the loopback: far more).
     """
     ps_hosts, worker_hosts = list(ps_hosts), list(worker_hosts)
     if not ps_hosts or not worker_hosts:

@@ -2,10 +2,15 @@
 topology the scheduler plans for (issue 27 item 1: one model for the estimator, the
 simulator, the fluid model and the policies).
 
-With an :class:`ExchangePricing`, a job on ``n > 1`` GPUs pays per batch, beyond its
-bytes over its bandwidth (eq. 5 at the model's ``efficiency``):
+With an :class:`ExchangePricing` (``sluice simulate --exchange``, and the estimator of
+every ``sluice run`` / ``sluice demo``, ``end_to_end.run.run_estimator``: the constants
+of the demo's predictions), a job pays per batch, beyond its bytes over its bandwidth
+(the bytes the model puts through the bottleneck, :meth:`ExchangePricing.wire_bytes`, at
+the model's ``efficiency``):
 
-- the batch's fixed exchange time over a cross-rack path of the topology,
+- the batch's fixed exchange time over its placement's path
+  (``job_scheduler.core.estimator.exchange_path``; a cross-rack path of the topology
+  where no placement is known; none on one GPU, whose PS is on its host),
   :func:`~sluice_common.exchange.fixed_batch_s`: the batch's overhead, each key's ps-lite
   messages, ``R`` message rounds of one round trip each and the store-and-forward fill;
 - at every shared rack uplink, each message round's wait behind the queue the jobs in its
@@ -27,7 +32,10 @@ run on) every link runs at ``bw * emulation_bw_scale`` and the emulated workers 
 their bytes times the same scale, so eq. 5's Comm is the same as on the described
 cluster; what differs is the fixed terms (the userspace datapath's hops, the keys of the
 scaled bytes) and the queues (a 200-packet FIFO at the scaled rate waits far longer).
-``scale`` carries that: the pricing's keys and queue rates are the scaled ones.
+``scale`` carries that: the pricing's keys and queue rates are the scaled ones. A PS and
+its workers on one host exchange over the loopback there, unshaped, at the model's
+``local_Bps`` (:meth:`ExchangePricing.bus_mbps`); on a described cluster over the host's
+``intra_bw``.
 """
 
 from __future__ import annotations

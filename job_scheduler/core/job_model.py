@@ -131,10 +131,21 @@ class Pricing:
         """Bandwidth of an n-GPU job best-fit placed on the empty cluster."""
         bw = self._reference_bw.get(n)
         if bw is None:
-            empty = ClusterState(self.topology)
-            p = BestFitPlacement().place(empty, "reference", min(n, empty.total_gpus))
+            p = self._reference_placement(n)
             bw = self._reference_bw[n] = self.base_bandwidth(p) if p else math.inf
         return bw
+
+    def reference_path(self, n: int) -> tuple[float, ...] | None:
+        """The exchange path of that placement (``exchange_path``; None without one)."""
+        memo = self.__dict__.setdefault("_reference_paths", {})
+        if n not in memo:
+            p = self._reference_placement(n)
+            memo[n] = self.exchange_path(p) if p else None
+        return memo[n]
+
+    def _reference_placement(self, n: int):
+        empty = ClusterState(self.topology)
+        return BestFitPlacement().place(empty, "reference", min(n, empty.total_gpus))
 
     def cost_of(self, j: int, gpus: int) -> float:
         """Suspend + resume seconds of job j on ``gpus`` under the cost table (0: none)."""

@@ -34,9 +34,11 @@ waits the queue that the jobs of its priority class and the more urgent ones kee
 (:func:`sluice_common.exchange.queue_wait_s`; all of them with priority off): the same
 formula as the exchange model's fixed point, fed with the simulator's own shares
 (``_round_wait``), and recomputed when the job is re-timed.
-Exchange between a PS and workers on one host is charged at the host's ``intra_bw``
-(shared by the job's flows on that host; ``in_host=False`` makes it free, the model
-before issue 19). ``network=False`` is the ideal fabric: no communication time at all.
+Exchange between a PS and workers on one host is charged at the host's bus
+(``Estimator.bus_mbps``: ``intra_bw``, or the exchange pricing's, the emulated fabric's
+loopback; shared by the job's flows on that host; ``in_host=False`` makes it free, the
+model before issue 19), and the fixed exchange time per batch over the placement's own
+path (``exchange_path``) under an exchange pricing. ``network=False`` is the ideal fabric: no communication time at all.
 
 Each slot's decisions come from ``decisions.decide_slot`` (the loop body of every loop),
 carried out as they are taken, with the mechanisms composed in ``mechanisms``; a
