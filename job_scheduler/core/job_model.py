@@ -113,7 +113,11 @@ class Pricing:
         pricing (nothing to price)."""
         if self.estimator.exchange is None:
             return None
-        return exchange_path(self.topology, placement.ps_hosts, placement.worker_hosts)
+        key = (tuple(placement.ps_hosts), tuple(placement.worker_hosts))
+        memo = self.__dict__.setdefault("_exchange_paths", {})     # per placement shape
+        if key not in memo:
+            memo[key] = exchange_path(self.topology, *key)
+        return memo[key]
 
     def link_sharer(self, k: int, r: int, level: int) -> LinkSharer:
         """Running job ``k`` on uplink ``r`` at ``level``, for the strict-priority model."""

@@ -31,7 +31,7 @@ PLACEMENTS = {                                 # (PS hosts, one host per worker)
     "8 over two racks": (["h1"], ["h1"] * 4 + ["h3"] * 4),
     "two PS": (["h1", "h3"], ["h1", "h2", "h3", "h4"]),
 }
-MODELS = [("alexnet", 256), ("resnet18", 64), ("vgg16", 32)]
+MODELS = [("alexnet", 256), ("resnet18", 64), ("vgg16", 32), ("vgg16", 256)]
 
 
 def _spec(model: str, batch: int, n: int, servers: int = 1) -> JobSpec:
