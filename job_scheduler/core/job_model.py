@@ -23,13 +23,15 @@ class JobModel:
     Trace jobs (``trace_gpus``/``trace_duration``): the trace's duration was measured on
     the job's own placement, not with every worker owning a full host link. So the work
     is calibrated such that ``C(trace_gpus)`` on the placement the job gets on an empty
-    cluster (``reference_bw``, best fit) equals the trace duration; a fixed-count policy
-    on an idle fabric then reproduces the trace, and sharing or another n rescales it."""
+    cluster (``reference_bw``, ``reference_path``, best fit) equals the trace duration; a
+    fixed-count policy on an idle fabric then reproduces the trace, and sharing or another
+    n rescales it."""
 
     __slots__ = ("spec", "cost1", "_cost", "_comm_unit", "_est", "_factor", "_round_unit")
 
     def __init__(self, spec: JobSpec, estimator: Estimator,
-                 reference_bw: Callable[[int], float] | None = None):
+                 reference_bw: Callable[[int], float] | None = None,
+                 reference_path: Callable[[int], tuple[float, ...] | None] | None = None):
         self.spec = spec
         self._est = estimator
         self._cost: dict[int, float] = {}
@@ -38,7 +40,8 @@ class JobModel:
         self._factor = 1.0
         g = spec.trace_gpus
         if g and spec.trace_duration and reference_bw is not None:
-            self._factor = spec.trace_duration / self.C(g, reference_bw(g))  # cross-rack path
+            path = reference_path(g) if reference_path is not None else None
+            self._factor = spec.trace_duration / self.C(g, reference_bw(g), path)
             self._cost.clear()            # filled at factor 1 by the line above
             self._comm_unit.clear()
         self.cost1 = self.cost(1)

@@ -123,7 +123,8 @@ class Simulator(Pricing):
         self.in_host = in_host
         self._bw_memo: dict[tuple, float] = {}
         self._reference_bw: dict[int, float] = {}
-        self.models = [JobModel(j, self.estimator, self.reference_bandwidth) for j in self.jobs]
+        self.models = [JobModel(j, self.estimator, self.reference_bandwidth, self.reference_path)
+                       for j in self.jobs]
         self.progress = progress
         self.now = 0.0
         # waiting jobs in arrival order (dict = ordered set with O(1) removal)

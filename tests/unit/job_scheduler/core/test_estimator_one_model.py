@@ -104,3 +104,12 @@ def test_exchange_path_is_the_pair_with_most_hops_at_the_jobs_own_share():
     # four workers on h1 to a PS on h3: host links and uplinks carry all four flows
     assert exchange_path(TOPO, ["h3"], ["h1"] * 4) == (25_000.0, 12_500.0, 12_500.0, 25_000.0)
     assert len(exchange_path(TOPO, ["h1"], ["h1", "h2", "h3"])) == 4
+
+
+def test_a_trace_job_on_its_reference_placement_lasts_its_recorded_duration():
+    # the work scale is solved on the placement it gets on the empty cluster, its own
+    # exchange path included (one host here): a fixed-count policy reproduces the trace
+    spec = JobSpec(name="t", model="alexnet", dataset_size=256 * 4 * 40, epochs=1,
+                   batch_size=256, max_gpus=4, trace_gpus=4, trace_duration=100.0)
+    res = Simulator(TOPO, [spec], make_policy("fifo"), estimator=EST, bandwidth="idle").run()
+    assert res.gpus == [4] and res.avg_jct == pytest.approx(100.0, rel=1e-3)
