@@ -68,15 +68,16 @@ def test_one_gpu_is_priced_as_the_predictions_price_it():
     assert EST.run_time(spec, 1) == pytest.approx(predicted_jct(spec, ["h1"], ["h1"]), rel=0.02)
 
 
-def test_in_host_alexnet_on_four_gpus_costs_less_than_on_one_and_lyapunov_takes_four():
+def test_in_host_alexnet_on_four_gpus_costs_less_than_on_one_and_the_policies_take_four():
     spec = _spec("alexnet", 256, 4)
     ps, workers = PLACEMENTS["in-host"]
     bw = effective_bandwidth(TOPO, ps, workers, bus=EST.bus_mbps)
     c4 = EST.C(spec, 4, bw, exchange_path(TOPO, ps, workers))
     assert c4 < EST.C(spec, 1) / 2                # the model: 4 GPUs ~3.9x faster
     assert predicted_jct(spec, ps, workers) < predicted_jct(spec, ["h1"], ["h1"]) / 2
-    sim = Simulator(TOPO, [spec], make_policy("lyapunov"), estimator=EST, bandwidth="idle")
-    assert sim.run().gpus == [4]
+    for policy in ("lyapunov", "sluice"):          # both price C(n) with the estimator
+        sim = Simulator(TOPO, [spec], make_policy(policy), estimator=EST, bandwidth="idle")
+        assert sim.run().gpus == [4], policy
 
 
 def test_the_run_prices_with_the_committed_constants_and_no_other_terms():
