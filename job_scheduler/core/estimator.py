@@ -217,10 +217,10 @@ def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterabl
     several on it). Every (worker, PS) pair on different hosts is one flow on
     ``topology.path``; a pair on one host is one flow over that host's exchange bus
     (``Host.intra_bw``, PCIe- or NVLink-class, or ``bus(host)``: ``Estimator.bus_mbps``,
-    the exchange model's; ``in_host=False`` makes it free, the earlier model). A link's (or bus's) bandwidth is split equally among the job's flows
-    crossing it; a flow gets the smallest share along its path. A worker exchanges 1/P
-    of the parameters with each of the P servers in parallel, so the job waits for the
-    slowest flow: the result is ``P * min(flow share)`` — a bandwidth to plug into
+    the exchange model's; ``in_host=False`` makes it free, the earlier model). A link's
+    (or bus's) bandwidth is split equally among the job's flows crossing it; a flow gets
+    the smallest share along its path. A worker exchanges 1/P of the parameters with each
+    of the P servers in parallel, so the job waits for the slowest flow: the result is ``P * min(flow share)`` — a bandwidth to plug into
     ``Estimator.comm`` for the whole parameter volume. If no pair needs a path (every
     pair on one host and ``in_host=False``) the result is ``inf`` (no comm time).
 
