@@ -167,13 +167,19 @@ def say_compute(config: RunConfig, command: str) -> None:
 
 
 def run_estimator(topology, compute: str, profile: str | None = None):
-    """The estimator of a real run: the chosen profile, the topology's nominal bandwidth
-    and the PS runtime's own terms (start-up, per-round sync, link efficiency)."""
+    """The estimator of a real run: the chosen profile, the topology's nominal bandwidth,
+    the PS runtime's start-up, and the exchange model priced on the emulated fabric the
+    run uses (``ExchangePricing.for_topology(emulated=True)``): the same model and the same
+    committed constants as the predictions (``end_to_end/predict.py``). Its fixed time
+    per batch stands for the runtime's ``sync_s``, its ``efficiency`` for the link
+    efficiency and its loopback for the in-host bus (issue 47 item 6)."""
     from job_scheduler.core.estimator import Estimator, nominal_bandwidth
+    from job_scheduler.core.exchange_pricing import ExchangePricing
     from ps_runtime.calibration import runtime_terms
 
     return Estimator(profile, nominal_bw_mbps=nominal_bandwidth(topology),
-                     **runtime_terms(compute))
+                     startup_s=runtime_terms(compute)["startup_s"],
+                     exchange=ExchangePricing.for_topology(topology, emulated=True))
 
 
 def warm_pool_sizes(topology, planned: list[dict] | None) -> dict[str, int] | int:

@@ -280,9 +280,10 @@ class RealTimeRun:
         j, n = d.job_id, d.gpus
         spec = self.view.jobs[j]
         q = QueuedJob(j, spec, spec.arrival)
-        bw_nominal = effective_bandwidth(self.topology, d.ps_hosts, d.worker_hosts)
-        bw = effective_bandwidth(self.view.bandwidth_topology, d.ps_hosts, d.worker_hosts)
-        c_n = self.estimator.C(spec, n, bw)
+        bus, path = self.estimator.bus_mbps, self.view.exchange_path(d)   # the exchange model's
+        bw_nominal = effective_bandwidth(self.topology, d.ps_hosts, d.worker_hosts, bus=bus)
+        bw = effective_bandwidth(self.view.bandwidth_topology, d.ps_hosts, d.worker_hosts, bus=bus)
+        c_n = self.estimator.C(spec, n, bw, path)
         notes = {}
         if guest:
             host = self.view.jobs[self.view.partner_of(j)].name
@@ -298,7 +299,7 @@ class RealTimeRun:
             "ps_hosts": list(d.ps_hosts), "worker_hosts": list(d.worker_hosts),
             "gpu_ids": d.gpu_ids.as_dict(),
             "bw_nominal_mbps": _num(bw_nominal), "bw_estimate_mbps": _num(bw),
-            "C_n_s": round(c_n, 3), "C_n_nominal_s": round(self.estimator.C(spec, n, bw_nominal), 3),
+            "C_n_s": round(c_n, 3), "C_n_nominal_s": round(self.estimator.C(spec, n, bw_nominal, path), 3),
             "notes": notes})
         batches = (self.suspensions.last_batch(spec.name, n)
                    or batches_for(spec, n, self.options.batches))
@@ -339,7 +340,7 @@ class RealTimeRun:
                      ps_hosts=tuple(d.ps_hosts), worker_hosts=tuple(d.worker_hosts), batches=batches,
                      hosts=len(hosts), racks=len({self.topology.host_by_name[h].rack for h in hosts}),
                      C_n_s=round(c_n, 3), bw_estimate_mbps=_num(bw),
-                     predicted_run_s=round(self.estimator.run_time(spec, n, bw), 3),
+                     predicted_run_s=round(self.estimator.run_time(spec, n, bw, path), 3),
                      **exchange_facts(self.estimator, spec, worker_options, bytes_per_batch))
         self.say(f"start {spec.name}: {n} GPU(s) on {','.join(d.worker_hosts)} (PS "
                  f"{','.join(d.ps_hosts)}; GPUs {d.gpu_ids.as_dict()}), {batches} batches/worker, bw estimate "

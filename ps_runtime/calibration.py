@@ -14,8 +14,11 @@ also pays (figures measured on this 2-core machine, ``bench/ps_runtime/bench_emu
   (2 workers, 1 server, 8 MB key, 100 Mbit/s links: 3.2 s per push + pull against the
   2.56 s the bytes need at line rate) fits 0.8: TCP/IP headers and ACKs, HTB shaping.
 
-The simulator keeps the paper's model (no such terms); ``sluice run``/``demo`` and the
-experiment scripts add these to predict each job's start -> finish (``Estimator.run_time``).
+The simulator keeps the paper's model (no such terms). ``sluice run``/``demo`` and the
+experiment scripts take ``startup_s`` from here; since issue 47 (session 19) their
+estimator prices the exchange with the exchange model instead of ``sync_s`` and
+``link_efficiency`` (``end_to_end.run.run_estimator``: one set of constants for the
+scheduler and the predictions).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import platform
 import statistics
+from pathlib import Path
 
 from bench import harness
 from bench.fabric.calibrate_exchange import BULK_JOBS, SHARED, UPLINK_MBPS, path_rates
@@ -60,6 +61,22 @@ def report_fit(m: dict, c, pred: list[float], qf: float, many, start, measured_s
     return figures, rel
 
 
+def source_commit() -> str:
+    """The commit the calibration runs at (``+dirty`` with uncommitted changes; issue 47
+    item 6: the constants carry the date and commit of their calibration)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=True).stdout.strip()
+    try:
+        head = git("rev-parse", "HEAD")
+        return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    except (OSError, subprocess.CalledProcessError) as err:
+        raise RuntimeError(f"calibrate_exchange: cannot read the source commit ({err}); "
+                           "run it from a git checkout") from None
+
+
 def provenance_of(m: dict, start, rel: list[float], measured_shared: float,
                   refit_from: str | None) -> dict:
     """Where the constants come from: command, machine, fabric, load, residuals."""
@@ -67,7 +84,7 @@ def provenance_of(m: dict, start, rel: list[float], measured_shared: float,
     from mininet_tests.heavy_tail.fabric_setup import machine_cc
 
     provenance = {"command": "python -m bench.fabric.calibrate_exchange --write",
-                  "date": m["started"], "machine": f"{platform.node()} ({os.cpu_count()} cores)",
+                  "date": m["started"], "commit": source_commit(), "machine": f"{platform.node()} ({os.cpu_count()} cores)",
                   "fabric": f"two-rack, uplinks {UPLINK_MBPS:g} Mbit/s, host links "
                             f"{2 * UPLINK_MBPS:g} Mbit/s, HTB FIFO {LEAF_QUEUE_PACKETS} packets, "
                             f"TCP {machine_cc()} (the machine's), no controller (one class)",

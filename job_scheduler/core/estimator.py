@@ -14,10 +14,15 @@ Units: seconds, Mbit/s (1 Mbit = 10^6 bit), parameters as counts.
   ``comm(job, 1, .) = 0`` (a single GPU holds the model itself), and an infinite
   bandwidth (everything on one host) costs no time either.
 - With an ``exchange`` pricing (:mod:`job_scheduler.core.exchange_pricing`, the exchange
-  model of issue 27) a job on n > 1 GPUs also pays, per batch, the exchange's fixed time
-  (ps-lite's per-key messages and round trips over a cross-rack path), counted with the
-  compute so that Comm stays proportional to 1/bw, and its bytes move at the model's
-  calibrated ``efficiency``; the queueing at shared uplinks is the simulator's to add.
+  model of issue 27, the same model and the same committed constants as the demo's
+  predictions, ``end_to_end/predict.py``) every job also pays, per batch, the exchange's
+  fixed time (the batch's overhead, ps-lite's per-key messages and the round trips) over
+  its placement's path (``path``: :func:`exchange_path`; None: a cross-rack path; one GPU:
+  its PS on its own host, as ps-lite runs it), counted with the compute so that Comm
+  stays proportional to 1/bw; its bytes move at the model's calibrated ``efficiency``,
+  and a PS and worker on one host exchange over the bus the model gives that host
+  (``bus_mbps``: the emulated fabric's loopback, or the host's ``intra_bw`` on a
+  described cluster). The queueing at shared uplinks is the simulator's to add.
 - ``C(job, n, bw) = cost + comm``; ``cost1(job) = cost(job, 1)`` is Cost_i(1), the work
   that the Lyapunov queues count.
 
@@ -42,7 +47,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from sluice_common.jobspec import JobSpec
 from sluice_common.models import BYTES_PER_PARAM, params_of
@@ -116,18 +121,32 @@ class Estimator:
         """Bytes one batch pushes (and pulls): the model's float32 parameters."""
         return float(self.params(job) * BYTES_PER_PARAM)
 
-    def _raw_cost(self, job: JobSpec, n: int) -> float:
+    def fixed_s(self, job: JobSpec, n: int, path: tuple[float, ...] | None = None) -> float:
+        """The exchange's fixed seconds per batch on ``path`` (module doc; 0 without an
+        exchange pricing). One GPU exchanges with its PS on its own host (path ``()``)."""
+        if self.exchange is None:
+            return 0.0
+        return self.exchange.fixed_s(self.batch_bytes(job), () if n <= 1 else path)
+
+    def _raw_cost(self, job: JobSpec, n: int, path: tuple[float, ...] | None = None) -> float:
         # sync_s and the exchange's fixed time are paid per iteration whatever the
         # bandwidth: they sit with the compute, so that Comm stays exactly proportional to
         # 1/bw (the simulator relies on that).
-        fixed = self.exchange.fixed_s(self.batch_bytes(job)) if self.exchange and n > 1 else 0.0
+        fixed = self.fixed_s(job, n, path)
         return (self.cost_bat(job) + self.sync_s + fixed) * self._iterations_per_worker(job, n)
 
     def _raw_comm(self, job: JobSpec, n: int, bw_mbps: float) -> float:
         if n <= 1 or math.isinf(bw_mbps):
             return 0.0
-        bits = self.params(job) * BYTES_PER_PARAM * 8 * COMM_DIRECTIONS
+        bits = self.wire_bytes(job) * 8
         return self._iterations_per_worker(job, n) * bits / (bw_mbps * 1e6 * self.link_efficiency)
+
+    def wire_bytes(self, job: JobSpec) -> float:
+        """Bytes one batch moves through its bottleneck: push + pull of the parameters
+        (``COMM_DIRECTIONS``), or the exchange model's (``ExchangePricing.wire_bytes``)."""
+        if self.exchange is not None:
+            return self.exchange.wire_bytes(self.batch_bytes(job), max(1, job.num_ps))
+        return self.batch_bytes(job) * COMM_DIRECTIONS
 
     def work_scale(self, job: JobSpec) -> float:
         """1 for described jobs; trace_duration / C_model(trace_gpus) for trace jobs."""
@@ -139,10 +158,11 @@ class Estimator:
             self._scale[job] = job.trace_duration / model_c
         return self._scale[job]
 
-    def cost(self, job: JobSpec, n: int) -> float:
-        """Eq. 4: compute seconds of the whole job on n GPUs."""
+    def cost(self, job: JobSpec, n: int, path: tuple[float, ...] | None = None) -> float:
+        """Eq. 4: compute seconds of the whole job on n GPUs (with the exchange's fixed
+        time per batch over ``path``, under an exchange pricing)."""
         _check_n(n)
-        return self._raw_cost(job, n) * self.work_scale(job)
+        return self._raw_cost(job, n, path) * self.work_scale(job)
 
     def comm(self, job: JobSpec, n: int, bw_mbps: float) -> float:
         """Eq. 5 (push + pull): communication seconds of the whole job on n GPUs when each
@@ -152,14 +172,22 @@ class Estimator:
             raise ValueError(f"bandwidth must be > 0 Mbit/s, got {bw_mbps}")
         return self._raw_comm(job, n, bw_mbps) * self.work_scale(job)
 
-    def C(self, job: JobSpec, n: int, bw_mbps: float | None = None) -> float:
-        """C(n) = Cost(n) + Comm(n); ``bw_mbps`` None means the nominal bandwidth."""
+    def C(self, job: JobSpec, n: int, bw_mbps: float | None = None,
+          path: tuple[float, ...] | None = None) -> float:
+        """C(n) = Cost(n) + Comm(n); ``bw_mbps`` None means the nominal bandwidth;
+        ``path``: the placement's :func:`exchange_path` (None: a cross-rack one)."""
         bw = self.nominal_bw_mbps if bw_mbps is None else bw_mbps
-        return self.cost(job, n) + self.comm(job, n, bw)
+        return self.cost(job, n, path) + self.comm(job, n, bw)
 
-    def run_time(self, job: JobSpec, n: int, bw_mbps: float | None = None) -> float:
+    def run_time(self, job: JobSpec, n: int, bw_mbps: float | None = None,
+                 path: tuple[float, ...] | None = None) -> float:
         """Predicted start -> finish of a job that starts now: start-up + C(n)."""
-        return self.startup_s + self.C(job, n, bw_mbps)
+        return self.startup_s + self.C(job, n, bw_mbps, path)
+
+    def bus_mbps(self, host) -> float:
+        """Mbit/s of ``host``'s in-host exchange (a PS and its workers on one host): the
+        exchange pricing's (:meth:`ExchangePricing.bus_mbps`), else ``host.intra_bw``."""
+        return self.exchange.bus_mbps(host) if self.exchange is not None else host.intra_bw
 
     def cost1(self, job: JobSpec) -> float:
         """Cost_i(1): the job's work in GPU-seconds, what the Lyapunov queues count."""
@@ -182,22 +210,23 @@ def _check_n(n: int) -> None:
 # ---- bandwidth from placement ------------------------------------------------------------
 
 def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterable[str],
-                        in_host: bool = True) -> float:
+                        in_host: bool = True, bus: Callable | None = None) -> float:
     """Per-worker bandwidth (Mbit/s) to the parameter servers for one placement.
 
     ``ps_hosts`` / ``worker_hosts``: one host name per PS / worker (repeat a host for
     several on it). Every (worker, PS) pair on different hosts is one flow on
     ``topology.path``; a pair on one host is one flow over that host's exchange bus
-    (``Host.intra_bw``, PCIe- or NVLink-class; ``in_host=False`` makes it free, the
-    earlier model). A link's (or bus's) bandwidth is split equally among the job's flows
-    crossing it; a flow gets the smallest share along its path. A worker exchanges 1/P
-    of the parameters with each of the P servers in parallel, so the job waits for the
-    slowest flow: the result is ``P * min(flow share)`` — a bandwidth to plug into
+    (``Host.intra_bw``, PCIe- or NVLink-class, or ``bus(host)``: ``Estimator.bus_mbps``,
+    the exchange model's; ``in_host=False`` makes it free, the earlier model). A link's
+    (or bus's) bandwidth is split equally among the job's flows crossing it; a flow gets
+    the smallest share along its path. A worker exchanges 1/P of the parameters with each
+    of the P servers in parallel, so the job waits for the slowest flow: the result is ``P * min(flow share)`` — a bandwidth to plug into
     ``Estimator.comm`` for the whole parameter volume. If no pair needs a path (every
     pair on one host and ``in_host=False``) the result is ``inf`` (no comm time).
 
     Example: 4 workers behind one 5 Gbit/s uplink, 1 PS in another rack -> 1,250;
-    4 workers and their PS on one 100 Gbit/s host -> 25,000.
+    4 workers and their PS on one host with a 100 Gbit/s bus -> 25,000 (on the emulated
+    fabric the exchange model's bus is the loopback: far more).
     """
     ps_hosts, worker_hosts = list(ps_hosts), list(worker_hosts)
     if not ps_hosts or not worker_hosts:
@@ -215,7 +244,8 @@ def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterabl
                 if not in_host:
                     continue
                 edges = [("bus", w)]           # the host's own exchange bus
-                capacity[edges[0]] = topology.host_by_name[w].intra_bw
+                host = topology.host_by_name[w]
+                capacity[edges[0]] = host.intra_bw if bus is None else bus(host)
             else:
                 path = topology.path(w, p)
                 edges = [frozenset(e) for e in zip(path, path[1:])]
@@ -226,6 +256,23 @@ def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterabl
         return math.inf
     slowest = min(capacity[e] / load[e] for edges in paths for e in edges)
     return len(ps_hosts) * slowest
+
+
+def exchange_path(topology, ps_hosts: Iterable[str], worker_hosts: Iterable[str]
+                  ) -> tuple[float, ...]:
+    """The path whose fixed exchange time a placement pays per batch (the exchange model's
+    ``R * rtt + F``; ``end_to_end/predict.py`` takes its slowest worker-server pair): the
+    described rates (Mbit/s) of its worker-server pair with the most hops, each divided by
+    the job's own flows on that link, the smaller share first among pairs of as many
+    hops; ``()`` when every pair is on one host."""
+    pairs = [topology.path(w, p) for w in worker_hosts for p in ps_hosts if w != p]
+    if not pairs:
+        return ()
+    load = Counter(frozenset(e) for path in pairs for e in zip(path, path[1:]))
+    g = topology.graph
+    shared = [tuple(g.edges[e]["bw"] / load[frozenset(e)] for e in zip(path, path[1:]))
+              for path in pairs]
+    return max(shared, key=lambda rates: (len(rates), -min(rates)))
 
 
 def nominal_bandwidth(topology) -> float:

@@ -2,10 +2,15 @@
 topology the scheduler plans for (issue 27 item 1: one model for the estimator, the
 simulator, the fluid model and the policies).
 
-With an :class:`ExchangePricing`, a job on ``n > 1`` GPUs pays per batch, beyond its
-bytes over its bandwidth (eq. 5 at the model's ``efficiency``):
+With an :class:`ExchangePricing` (``sluice simulate --exchange``, and the estimator of
+every ``sluice run`` / ``sluice demo``, ``end_to_end.run.run_estimator``: the constants
+of the demo's predictions), a job pays per batch, beyond its bytes over its bandwidth
+(the bytes the model puts through the bottleneck, :meth:`ExchangePricing.wire_bytes`, at
+the model's ``efficiency``):
 
-- the batch's fixed exchange time over a cross-rack path of the topology,
+- the batch's fixed exchange time over its placement's path
+  (``job_scheduler.core.estimator.exchange_path``; a cross-rack path of the topology
+  where no placement is known; none on one GPU, whose PS is on its host),
   :func:`~sluice_common.exchange.fixed_batch_s`: the batch's overhead, each key's ps-lite
   messages, ``R`` message rounds of one round trip each and the store-and-forward fill;
 - at every shared rack uplink, each message round's wait behind the queue the jobs in its
@@ -27,7 +32,10 @@ run on) every link runs at ``bw * emulation_bw_scale`` and the emulated workers 
 their bytes times the same scale, so eq. 5's Comm is the same as on the described
 cluster; what differs is the fixed terms (the userspace datapath's hops, the keys of the
 scaled bytes) and the queues (a 200-packet FIFO at the scaled rate waits far longer).
-``scale`` carries that: the pricing's keys and queue rates are the scaled ones.
+``scale`` carries that: the pricing's keys and queue rates are the scaled ones. A PS and
+its workers on one host exchange over the loopback there, unshaped, at the model's
+``local_Bps`` (:meth:`ExchangePricing.bus_mbps`); on a described cluster over the host's
+``intra_bw``.
 """
 
 from __future__ import annotations
@@ -35,8 +43,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from sluice_common.exchange import (MTU_BYTES, ExchangeConstants, default_constants,
-                                    fixed_batch_s, queue_wait_s, rounds)
+from sluice_common.exchange import (MTU_BYTES, ExchangeConstants, burst_credit,
+                                    default_constants, fixed_batch_s, queue_wait_s, rounds,
+                                    wire_key_bytes)
 
 HARDWARE_HOP_S = 1e-6              # forwarding per hop in a real switch (module doc)
 KEY_BYTES = 4 * 2 ** 20            # the worker's bucket: ps_runtime's default bucket_mb, 4
@@ -54,6 +63,7 @@ class ExchangePricing:
     buffer_bytes: float = BUFFER_PACKETS * MTU_BYTES
     window: int = 0
     scale: float = 1.0         # the fabric's rates and a batch's bytes over the described ones
+    emulated: bool = False     # priced on the emulated fabric (in-host: its loopback)
 
     def __post_init__(self):
         if any(not r > 0 for r in self.path) or self.buffer_bytes < 0 or self.window < 0:
@@ -72,7 +82,7 @@ class ExchangePricing:
         if not emulated:
             c = replace(c, hop_s=HARDWARE_HOP_S)
         return cls(c, tuple(mbps * scale * 1e6 / 8 for mbps in cross_rack_rates(topology)),
-                   scale=scale)
+                   scale=scale, emulated=emulated)
 
     def keys(self, bytes_per_batch: float) -> int:
         """The batch's keys: its bytes (as the fabric carries them, times ``scale``) in
@@ -83,9 +93,32 @@ class ExchangePricing:
         """Message rounds on the batch's critical path."""
         return rounds(self.keys(bytes_per_batch), self.window)
 
-    def fixed_s(self, bytes_per_batch: float) -> float:
-        """The batch's fixed exchange time over the cross-rack path (module doc)."""
-        return fixed_batch_s(self.keys(bytes_per_batch), self.path, self.window, self.constants)
+    def fixed_s(self, bytes_per_batch: float, path: tuple[float, ...] | None = None) -> float:
+        """The batch's fixed exchange time (module doc) over ``path``, described link rates
+        in Mbit/s (``job_scheduler.core.estimator.exchange_path``; ``()``: PS and workers
+        on one host), or over the cross-rack path (None)."""
+        rates = self.path if path is None else tuple(m * self.scale * 1e6 / 8 for m in path)
+        return fixed_batch_s(self.keys(bytes_per_batch), rates, self.window, self.constants)
+
+    def wire_bytes(self, bytes_per_batch: float, servers: int = 1) -> float:
+        """Bytes (described scale) one batch puts through its bottleneck alone: its push and
+        pull in the order ps-lite sends them (``key_times``), less the idle shaper's burst
+        each way, the model's ``X`` term times the bottleneck's rate and ``efficiency``.
+        With ``servers`` PS each worker-server pair moves ``1/servers`` of the bytes and
+        gets its own burst."""
+        b = bytes_per_batch * self.scale / servers
+        wire = (wire_key_bytes(b, self.keys(bytes_per_batch), self.window)
+                - burst_credit(b, self.path, self.constants))
+        return servers * max(0.0, wire) / self.scale
+
+    def bus_mbps(self, host) -> float:
+        """The in-host exchange's Mbit/s at described scale: on the emulated fabric the
+        loopback the model is calibrated on (``local_Bps``, moving bytes ``scale`` times
+        the described ones: unshaped, as fast as the host's CPUs copy them); on a
+        described cluster the host's own bus, ``intra_bw``."""
+        if self.emulated:
+            return self.constants.local_Bps * 8 / 1e6 / self.scale
+        return host.intra_bw
 
     def round_wait_s(self, ahead: list[float], class_rate_mbps: float) -> float:
         """One message round's wait at a shared egress whose class gets

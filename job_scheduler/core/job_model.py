@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from job_scheduler.core.estimator import Estimator
+from job_scheduler.core.estimator import Estimator, exchange_path
 from job_scheduler.core.placement import BestFitPlacement, ClusterState
 from job_scheduler.core.priority_pricing import Candidate, LinkSharer, priced_bandwidth
 from sluice_common.jobspec import JobSpec
@@ -23,13 +23,15 @@ class JobModel:
     Trace jobs (``trace_gpus``/``trace_duration``): the trace's duration was measured on
     the job's own placement, not with every worker owning a full host link. So the work
     is calibrated such that ``C(trace_gpus)`` on the placement the job gets on an empty
-    cluster (``reference_bw``, best fit) equals the trace duration; a fixed-count policy
-    on an idle fabric then reproduces the trace, and sharing or another n rescales it."""
+    cluster (``reference_bw``, ``reference_path``, best fit) equals the trace duration; a
+    fixed-count policy on an idle fabric then reproduces the trace, and sharing or another
+    n rescales it."""
 
     __slots__ = ("spec", "cost1", "_cost", "_comm_unit", "_est", "_factor", "_round_unit")
 
     def __init__(self, spec: JobSpec, estimator: Estimator,
-                 reference_bw: Callable[[int], float] | None = None):
+                 reference_bw: Callable[[int], float] | None = None,
+                 reference_path: Callable[[int], tuple[float, ...] | None] | None = None):
         self.spec = spec
         self._est = estimator
         self._cost: dict[int, float] = {}
@@ -38,15 +40,19 @@ class JobModel:
         self._factor = 1.0
         g = spec.trace_gpus
         if g and spec.trace_duration and reference_bw is not None:
-            self._factor = spec.trace_duration / self.C(g, reference_bw(g))
+            path = reference_path(g) if reference_path is not None else None
+            self._factor = spec.trace_duration / self.C(g, reference_bw(g), path)
             self._cost.clear()            # filled at factor 1 by the line above
             self._comm_unit.clear()
         self.cost1 = self.cost(1)
 
-    def cost(self, n: int) -> float:
-        c = self._cost.get(n)
+    def cost(self, n: int, path: tuple[float, ...] | None = None) -> float:
+        """Cost(n), with the exchange's fixed time per batch over ``path`` (the
+        placement's ``exchange_path``; None: a cross-rack one) under an exchange pricing."""
+        key = (n, path if self._est.exchange is not None else None)
+        c = self._cost.get(key)
         if c is None:
-            c = self._cost[n] = self._est.cost(self.spec, n) * self._factor
+            c = self._cost[key] = self._est.cost(self.spec, n, key[1]) * self._factor
         return c
 
     def comm(self, n: int, bw: float) -> float:
@@ -57,8 +63,8 @@ class JobModel:
             u = self._comm_unit[n] = self._est.comm(self.spec, n, 1.0) * self._factor
         return u / bw
 
-    def C(self, n: int, bw: float) -> float:
-        return self.cost(n) + self.comm(n, bw)
+    def C(self, n: int, bw: float, path: tuple[float, ...] | None = None) -> float:
+        return self.cost(n, path) + self.comm(n, bw)
 
     def queueing(self, n: int, round_wait_s: float) -> float:
         """Seconds the whole job waits in shared queues when each of its message rounds
@@ -104,12 +110,25 @@ class Pricing:
         return priced_bandwidth(cand, rule, self.uplink_cap, self.link_users,
                                 self.link_sharer, self.rule_load, self.estimator)
 
+    def exchange_path(self, placement) -> tuple[float, ...] | None:
+        """The placement's path for the exchange's fixed time per batch
+        (:func:`job_scheduler.core.estimator.exchange_path`); None without an exchange
+        pricing (nothing to price)."""
+        if self.estimator.exchange is None:
+            return None
+        key = (tuple(placement.ps_hosts), tuple(placement.worker_hosts))
+        memo = self.__dict__.setdefault("_exchange_paths", {})     # per placement shape
+        if key not in memo:
+            memo[key] = exchange_path(self.topology, *key)
+        return memo[key]
+
     def link_sharer(self, k: int, r: int, level: int) -> LinkSharer:
         """Running job ``k`` on uplink ``r`` at ``level``, for the strict-priority model."""
         run, model = self.running[k], self.models[k]
         return LinkSharer(level, run.flows[r], max(len(run.placement.ps_hosts), 1),
                           self.base_bandwidth(run.placement),
-                          lambda bw: model.comm(run.n, bw), model.cost(run.n))
+                          lambda bw: model.comm(run.n, bw),
+                          model.cost(run.n, self.exchange_path(run.placement)))
 
     def rule_load(self, k: int) -> tuple[int, JobSpec, float]:
         """What a ranking rule reads of job ``k``: (key, spec, fraction of work left)."""
@@ -119,10 +138,21 @@ class Pricing:
         """Bandwidth of an n-GPU job best-fit placed on the empty cluster."""
         bw = self._reference_bw.get(n)
         if bw is None:
-            empty = ClusterState(self.topology)
-            p = BestFitPlacement().place(empty, "reference", min(n, empty.total_gpus))
+            p = self._reference_placement(n)
             bw = self._reference_bw[n] = self.base_bandwidth(p) if p else math.inf
         return bw
+
+    def reference_path(self, n: int) -> tuple[float, ...] | None:
+        """The exchange path of that placement (``exchange_path``; None without one)."""
+        memo = self.__dict__.setdefault("_reference_paths", {})
+        if n not in memo:
+            p = self._reference_placement(n)
+            memo[n] = self.exchange_path(p) if p else None
+        return memo[n]
+
+    def _reference_placement(self, n: int):
+        empty = ClusterState(self.topology)
+        return BestFitPlacement().place(empty, "reference", min(n, empty.total_gpus))
 
     def cost_of(self, j: int, gpus: int) -> float:
         """Suspend + resume seconds of job j on ``gpus`` under the cost table (0: none)."""

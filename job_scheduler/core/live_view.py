@@ -55,11 +55,12 @@ class LiveView(Pricing):
 
     def live_bandwidth(self, placement: Placement, *args, **kwargs) -> float:
         return effective_bandwidth(self.bandwidth_topology, placement.ps_hosts,
-                                   placement.worker_hosts)
+                                   placement.worker_hosts, bus=self.estimator.bus_mbps)
 
     def base_bandwidth(self, placement: Placement) -> float:
         """The placement's bandwidth on the nominal topology (``reference_bandwidth``)."""
-        return effective_bandwidth(self.topology, placement.ps_hosts, placement.worker_hosts)
+        return effective_bandwidth(self.topology, placement.ps_hosts, placement.worker_hosts,
+                                   bus=self.estimator.bus_mbps)
 
     def remaining(self, j: int) -> float:
         return 1.0 - self.done.get(j, 0.0)
@@ -90,7 +91,7 @@ class LiveView(Pricing):
         bw = self.live_bandwidth(placement)
         run = self.running[j] = Run(j, placement.gpus, placement,
                                     self.placement_flows(placement), bw, 1.0)
-        run.rate = 1.0 / self.models[j].C(placement.gpus, bw)
+        run.rate = 1.0 / self.models[j].C(placement.gpus, bw, self.exchange_path(placement))
         run.t_last = math.inf               # trains from its first batch (the driver says)
         self.ran_gpus[j] = placement.gpus
         self.plan.steps.append(StartDecision(j, placement, ids))

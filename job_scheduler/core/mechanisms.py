@@ -291,8 +291,9 @@ class Migration(Mechanism):
             if target is None or racks_of(sim.state, target) > 1:
                 continue
             left, model = sim.remaining(j), sim.models[j]
-            stay = left * model.C(run.n, run.bw)
-            move = left * model.C(run.n, sim.live_bandwidth(target)) + sim.cost_of(j, run.n)
+            stay = left * model.C(run.n, run.bw, sim.exchange_path(run.placement))
+            move = (left * model.C(run.n, sim.live_bandwidth(target), sim.exchange_path(target))
+                    + sim.cost_of(j, run.n))
             if move < stay:
                 sim.preempt(j, sim.cost_of(j, run.n), why="migrate")
                 sim.start(j, target)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from sluice_common.jobspec import JobSpec
-from job_scheduler.core.estimator import effective_bandwidth
+from job_scheduler.core.estimator import effective_bandwidth, exchange_path
 from job_scheduler.core.decisions import StartDecision
 from job_scheduler.service.store import JobRecord
 
@@ -61,11 +61,14 @@ DurationFn = Callable[[JobSpec, StartDecision], float]
 
 
 def estimated_duration(topology, estimator) -> DurationFn:
-    """C(n) of the job at the effective bandwidth of its actual placement."""
+    """C(n) of the job at the effective bandwidth of its actual placement (and, under an
+    exchange pricing, the exchange's fixed time over its path: the simulator's price)."""
 
     def duration(spec: JobSpec, decision: StartDecision) -> float:
-        bw = effective_bandwidth(topology, decision.ps_hosts, decision.worker_hosts)
-        return estimator.C(spec, decision.gpus, bw)
+        ps, workers = decision.ps_hosts, decision.worker_hosts
+        bw = effective_bandwidth(topology, ps, workers, bus=estimator.bus_mbps)
+        path = exchange_path(topology, ps, workers) if estimator.exchange else None
+        return estimator.C(spec, decision.gpus, bw, path)
 
     return duration
 

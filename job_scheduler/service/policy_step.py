@@ -125,7 +125,8 @@ class PolicyStep:
             bw = view.live_bandwidth(d.placement)
             out.append(StartDecision(d.job_id, view.user_placement(d.job_id, d.placement),
                                      d.gpu_ids, notes={
-                                         "C_n": round(view.models[d.job_id].C(d.gpus, bw), 3)}))
+                                         "C_n": round(view.models[d.job_id].C(
+                                             d.gpus, bw, view.exchange_path(d.placement)), 3)}))
             if not self.preemptive:
                 self._forget(d.job_id)
         return out

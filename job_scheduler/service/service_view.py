@@ -35,7 +35,8 @@ class ServiceView(LiveView):
         self.names[j] = spec.name
         spec = dataclasses.replace(spec, name=str(j))
         self.jobs[j] = spec
-        self.models[j] = JobModel(spec, self.estimator, self.reference_bandwidth)
+        self.models[j] = JobModel(spec, self.estimator, self.reference_bandwidth,
+                                  self.reference_path)
         self.waiting[j] = None
         if work_left < 1.0:
             self.work_left[j] = work_left

@@ -34,9 +34,11 @@ waits the queue that the jobs of its priority class and the more urgent ones kee
 (:func:`sluice_common.exchange.queue_wait_s`; all of them with priority off): the same
 formula as the exchange model's fixed point, fed with the simulator's own shares
 (``_round_wait``), and recomputed when the job is re-timed.
-Exchange between a PS and workers on one host is charged at the host's ``intra_bw``
-(shared by the job's flows on that host; ``in_host=False`` makes it free, the model
-before issue 19). ``network=False`` is the ideal fabric: no communication time at all.
+Exchange between a PS and workers on one host is charged at the host's bus
+(``Estimator.bus_mbps``: ``intra_bw``, or the exchange pricing's, the emulated fabric's
+loopback; shared by the job's flows on that host; ``in_host=False`` makes it free, the
+model before issue 19), and the fixed exchange time per batch over the placement's own
+path (``exchange_path``) under an exchange pricing. ``network=False`` is the ideal fabric: no communication time at all.
 
 Each slot's decisions come from ``decisions.decide_slot`` (the loop body of every loop),
 carried out as they are taken, with the mechanisms composed in ``mechanisms``; a
@@ -121,7 +123,8 @@ class Simulator(Pricing):
         self.in_host = in_host
         self._bw_memo: dict[tuple, float] = {}
         self._reference_bw: dict[int, float] = {}
-        self.models = [JobModel(j, self.estimator, self.reference_bandwidth) for j in self.jobs]
+        self.models = [JobModel(j, self.estimator, self.reference_bandwidth, self.reference_path)
+                       for j in self.jobs]
         self.progress = progress
         self.now = 0.0
         # waiting jobs in arrival order (dict = ordered set with O(1) removal)
@@ -174,8 +177,9 @@ class Simulator(Pricing):
         key = (placement.ps_hosts, placement.worker_hosts)
         bw = self._bw_memo.get(key)
         if bw is None:
-            bw = self._bw_memo[key] = effective_bandwidth(self.topology, placement.ps_hosts,
-                                                          placement.worker_hosts, self.in_host)
+            bw = self._bw_memo[key] = effective_bandwidth(
+                self.topology, placement.ps_hosts, placement.worker_hosts, self.in_host,
+                self.estimator.bus_mbps)
         return bw
 
     def live_bandwidth(self, placement: Placement, flows: dict[int, int] | None = None,
@@ -351,7 +355,8 @@ class Simulator(Pricing):
         # a mechanism may slow it (packing: two jobs on one GPU)
         slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms)
         model = self.models[run.j]
-        run.rate = 1.0 / ((model.C(run.n, bw) + model.queueing(run.n, wait)) * slowdown)
+        c_n = model.C(run.n, bw, self.exchange_path(run.placement))
+        run.rate = 1.0 / ((c_n + model.queueing(run.n, wait)) * slowdown)
         self._version[run.j] += 1
         heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
                                     self._version[run.j], run.j))

@@ -165,7 +165,7 @@ def candidate_costs(sim, j: int, limit: int, placer, *, place_one: bool = True,
             continue
         bw = (sim.live_bandwidth(p) if price_priority is None
               else sim.priority_bandwidth(p, j, price_priority))
-        costs[n] = model.C(n, bw)
+        costs[n] = model.C(n, bw, sim.exchange_path(p))
     return costs, places
 
 

@@ -241,7 +241,8 @@ class SluicePolicy(Policy):
         if best is None:
             model, top = sim.models[j], min(sim.jobs[j].max_gpus, sim.state.total_gpus)
             best = self._best[j] = min(candidate_counts(top),
-                                       key=lambda n: (model.C(n, sim.reference_bandwidth(n)), n))
+                                       key=lambda n: (model.C(n, sim.reference_bandwidth(n),
+                                                                      sim.reference_path(n)), n))
         return best
 
     def _better_later(self, sim, j: int, C_now: float, want: int) -> bool:
@@ -254,14 +255,15 @@ class SluicePolicy(Policy):
         for t, n in ends:
             free += n
             if free >= want:
-                C_full = sim.models[j].C(want, sim.reference_bandwidth(want))
+                C_full = sim.models[j].C(want, sim.reference_bandwidth(want),
+                                         sim.reference_path(want))
                 return worth_waiting(C_now, C_full, t - sim.now)
         return False
 
     def _left_s(self, sim, k: int) -> float:
         """Predicted seconds until running job k ends."""
         run = sim.running[k]
-        rate = run.rate or 1.0 / sim.models[k].C(run.n, run.bw)
+        rate = run.rate or 1.0 / sim.models[k].C(run.n, run.bw, sim.exchange_path(run.placement))
         return sim.remaining(k) / rate * self._factor(k) + max(run.t_last - sim.now, 0.0)
 
     def _victim(self, sim, rem_w: float) -> int | None:
