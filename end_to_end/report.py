@@ -188,6 +188,13 @@ def comparison(off: RunResult, on: RunResult, lagging: str | None = None) -> dic
             "jobs": jobs}
 
 
+def save_figure(fig, path: str | Path) -> Path:
+    """A figure as a PNG file, closed after (every plot of the reports)."""
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
 def predicted_jct(job: dict) -> float | None:
     """The scheduler's view of a job's JCT: its wait + start-up + C(n) at the decision."""
     if job.get("predicted_run_s") is None or job.get("wait") is None:

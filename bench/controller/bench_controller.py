@@ -19,6 +19,8 @@ Prints one line per figure (and JSON with --json). Progress goes to stderr.
 
 from __future__ import annotations
 
+import dataclasses
+
 import http.client
 import json
 import os
@@ -251,15 +253,11 @@ def add_load_arguments(ap) -> None:
                     help="controller ranking rule (default: the controller's default)")
 
 
-def load_config(args) -> LoadConfig:
-    return LoadConfig(reports=args.reports, rate=args.rate, rounds=args.rounds, rank=args.rank)
-
-
 def main() -> int:
     ap = harness.parser(__doc__)
     add_load_arguments(ap)
     args = ap.parse_args()
-    cfg = load_config(args)
+    cfg = LoadConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(LoadConfig)})
     result = {"sluice": bench_sluice(cfg), "plain_os_ken": bench_plain(cfg)}
     s, p = result["sluice"], result["plain_os_ken"]
     print(f"reaction latency (report -> barrier), {s['reaction']['rate_per_s']}/s: "

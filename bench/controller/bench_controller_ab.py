@@ -11,6 +11,7 @@ PYTHONPATH; same venv). Prints each round, then medians per tree and the ratios.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import statistics
 import sys
@@ -30,7 +31,15 @@ def one_round(tree: Path, cfg: bench_controller.LoadConfig) -> dict:
         os.environ.pop("PYTHONPATH", None)
 
 
-def parse(argv: list[str] | None = None):
+@dataclasses.dataclass(frozen=True)
+class ABConfig:
+    trees: dict[str, Path]              # "before" / "after" -> source tree
+    pairs: int
+    json: str | None
+    load: bench_controller.LoadConfig
+
+
+def parse(argv: list[str] | None = None) -> ABConfig:
     """The command line: the two trees, the pairs, and bench_controller's own load options."""
     ap = harness.parser(__doc__)
     ap.add_argument("--base", type=Path, required=True, help="source tree before the change")
@@ -39,14 +48,17 @@ def parse(argv: list[str] | None = None):
     ap.add_argument("--pairs", type=int, default=3)
     bench_controller.add_load_arguments(ap)
     args = ap.parse_args(argv)
-    return args, bench_controller.load_config(args)
+    load = bench_controller.LoadConfig(**{f.name: getattr(args, f.name) for f in
+                                          dataclasses.fields(bench_controller.LoadConfig)})
+    return ABConfig({"before": args.base.resolve(), "after": args.after.resolve()},
+                    args.pairs, args.json, load)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, cfg = parse(argv)
-    trees = {"before": args.base.resolve(), "after": args.after.resolve()}
+    ab = parse(argv)
+    trees, cfg = ab.trees, ab.load
     runs: dict[str, list[dict]] = {"before": [], "after": []}
-    for i in range(args.pairs):
+    for i in range(ab.pairs):
         for name, tree in trees.items():
             result = one_round(tree, cfg)
             runs[name].append(result)
@@ -59,12 +71,12 @@ def main(argv: list[str] | None = None) -> int:
                   "delete_per_s": statistics.median(r["throughput"]["delete_per_s"] for r in rs)}
            for name, rs in runs.items()}
     b, a = med["before"], med["after"]
-    print(f"medians of {args.pairs}: reaction median before {b['median_ms']} ms, after "
+    print(f"medians of {ab.pairs}: reaction median before {b['median_ms']} ms, after "
           f"{a['median_ms']} ms (after/before {a['median_ms'] / b['median_ms']:.2f}); flow-mod "
           f"add before {b['add_per_s']}/s, after {a['add_per_s']}/s (after/before "
           f"{a['add_per_s'] / b['add_per_s']:.2f}); delete before {b['delete_per_s']}/s, after "
           f"{a['delete_per_s']}/s ({a['delete_per_s'] / b['delete_per_s']:.2f})")
-    harness.write_json(args.json, {"runs": runs, "medians": med})
+    harness.write_json(ab.json, {"runs": runs, "medians": med})
     return 0
 
 
