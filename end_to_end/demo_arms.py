@@ -33,8 +33,11 @@ def _say(text: str) -> None:
 
 
 def arm_config(config: RunConfig, arm: Arm) -> RunConfig:
-    """The run's config with the arm's scheduler (policy, placement) and priority."""
+    """The run's config with the arm's scheduler (policy, placement, the rule it prices
+    placements with: the controller's) and priority. The dry run, the predictions and
+    the pass all build the arm's policy from this."""
     return dataclasses.replace(config, policy=arm.policy, placement=arm.placement,
+                               price_priority=arm.price_rule(config.rank),
                                priority="on" if arm.priority else "off")
 
 

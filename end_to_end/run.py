@@ -51,6 +51,7 @@ class RunConfig:
     topology: str                        # built-in name or YAML path
     policy: str = "lyapunov"
     placement: str | None = None         # the policy's placement swapped (sluice demo's arms)
+    price_priority: str | None = None    # sluice: price placements under this rule (None: off)
     priority: str = "on"                 # on | off: flow priority by the rank rule
     rank: str = DEFAULT_RULE
     out: str | None = None               # report directory
@@ -81,6 +82,9 @@ class RunConfig:
         for name, ok, message in checks:
             if not ok:
                 raise ValueError(f"{name}: {message}")
+        from job_scheduler.core.policies import check_price_priority
+
+        check_price_priority(self.price_priority, self.policy)    # InputError on its field
         self.mechanisms.check(self.policy)
 
     def make_policy(self):
@@ -88,7 +92,7 @@ class RunConfig:
         from job_scheduler.core.policies import make_policy
 
         return make_policy(self.policy, seed=self.seed, las_thresholds=(self.las_threshold,),
-                           placement=self.placement)
+                           placement=self.placement, price_priority=self.price_priority)
 
 
 # ---- validation (no side effects) --------------------------------------------------------
@@ -251,7 +255,8 @@ def run(config: RunConfig) -> int:
     # terms), or why there is none: the run still goes ahead
     estimator = run_estimator(topology, config.compute, config.profile)
     try:
-        lines = describe(estimate_run(jobs, topology, estimator, config.policy, config.batches))
+        lines = describe(estimate_run(jobs, topology, estimator, config.policy, config.batches,
+                                          config.price_priority))
     except Exception as err:      # an estimate must never stop the run itself
         lines = [f"no estimate ({type(err).__name__}: {err})"]
     for line in lines:
@@ -287,8 +292,10 @@ def dry_run(jobs, topology, config: RunConfig) -> int:
     """``sluice run --dry-run``: the run's decisions with the job durations the estimator
     predicts (the simulator: the same ``decide_slot``, policy and mechanisms, on the run's
     estimator, slot and idle-fabric bandwidth), each slot's plan printed."""
-    print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {config.policy}, "
-          f"slot {config.slot:g} s (job durations: the estimator's predictions)")
+    priced = (f" (placements priced with the {config.price_priority} rule)"
+              if config.price_priority else "")
+    print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {config.policy}"
+          f"{priced}, slot {config.slot:g} s (job durations: the estimator's predictions)")
     sim = _simulator(jobs, topology, config, lambda t, plan: print("\n".join(
         f"{t:9.1f} s  {line}" for line in plan.lines(names))))
     names = [j.name for j in sim.jobs]
