@@ -194,21 +194,25 @@ def warm_pool_sizes(topology, planned: list[dict] | None) -> dict[str, int] | in
 
 @contextmanager
 def warm_processes(topology, fabric, compute: str, planned: list[dict] | None = None,
-                   refill: bool = True, per_host: int | None = None, timeout_s: float = 90.0):
+                   refill: bool = True, per_host: int | None = None, timeout_s: float = 90.0,
+                   fork: bool = False):
     """A pool of pre-started PS processes per host (ps_runtime.warm) for the whole run,
     sized by ``planned`` (:func:`warm_pool_sizes`), or ``per_host`` processes on every host
     (an experiment that knows its largest pass). ``refill`` False: a process handed to
     a job is replaced only by ``runner.fill()``, which a caller that measures passes runs
     between them. Refilling during a pass imports MXNet in ~30 processes at once; even at
     nice 19 that kept the 2-core machine at 0 % idle and doubled the demo's cross-rack
-    jobs' batches (0.22 s against 0.09 s without it, 2026-11-27)."""
+    jobs' batches (0.22 s against 0.09 s without it, 2026-11-27). ``fork``: the pool's
+    processes are forked from one fork server per host (``ps_runtime.zygote``), which
+    imports once: a fill takes milliseconds, and a dry pool forks rather than starting a
+    process cold."""
     from ps_runtime.runners import MininetRunner
     from ps_runtime.warm import WarmRunner
 
     preload = ("mxnet",) if compute == "emulated" else ("mxnet", "torch")
     runner = WarmRunner(MininetRunner(fabric), [h.name for h in topology.hosts],
                         per_host=per_host or warm_pool_sizes(topology, planned),
-                        preload=preload, refill=refill)
+                        preload=preload, refill=refill, fork=fork)
     t0 = time.monotonic()
     ready = runner.wait_ready(timeout=timeout_s)
     print(f"sluice: {ready} PS processes pre-started on {len(topology.hosts)} hosts "
@@ -217,7 +221,8 @@ def warm_processes(topology, fabric, compute: str, planned: list[dict] | None = 
         yield runner
     finally:
         runner.close()
-        print(f"sluice: {runner.taken} processes started warm, {runner.cold} cold",
+        late = f" ({runner.forked_late} forked at hand-over)" if fork else ""
+        print(f"sluice: {runner.taken} processes started warm{late}, {runner.cold} cold",
               file=sys.stderr, flush=True)
 
 

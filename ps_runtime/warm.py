@@ -49,12 +49,16 @@ class WarmRunner:
 
     def __init__(self, base: ProcessRunner, hosts: list[str], per_host: int | Mapping[str, int] = 3,
                  preload: tuple[str, ...] = ("mxnet",), python: str = sys.executable,
-                 log_dir: str | None = None, refill: bool = True):
+                 log_dir: str | None = None, refill: bool = True, fork: bool = False):
         """``per_host``: the pool size, one for every host or per host (see
         :func:`pool_sizes`). ``refill``: start a replacement as soon as a process is handed
         over (False: only on :meth:`fill`, so that no MXNet import competes with jobs being
-        measured)."""
+        measured). ``fork``: every warm process is forked from one fork server per host
+        that imported once (``ps_runtime.zygote``): a fill takes milliseconds, not an
+        import each, and a host whose pool ran dry forks one on demand instead of
+        starting a process cold."""
         self.base = base
+        self.zygotes = {h: _zygote(base, h, preload, python) for h in hosts} if fork else {}
         self.sizes = ({h: int(per_host.get(h, 0)) for h in hosts} if isinstance(per_host, Mapping)
                       else dict.fromkeys(hosts, per_host))
         self.refill = refill
@@ -64,16 +68,16 @@ class WarmRunner:
         self.idle: dict[str, deque] = {h: deque() for h in hosts}
         self.taken = 0
         self.cold = 0
+        self.forked_late = 0                     # forked at hand-over (fork=True, pool dry)
         for host in hosts:
             self._fill(host)
 
     def _spawn(self, host: str) -> subprocess.Popen:
-        from ps_runtime.watchdog import ENV as WATCHDOG_ENV
-
+        if host in self.zygotes:
+            return self.zygotes[host].fork()
         argv = [self.python, "-m", "ps_runtime.warm", *self.preload]
-        env = {**WARM_ENV, WATCHDOG_ENV: str(os.getpid())}
         # stdout: a pipe that carries one "ready" line (then the process writes to its log)
-        return self.base.start(host, argv, env, subprocess.PIPE, stdin=subprocess.PIPE)
+        return self.base.start(host, argv, _warm_env(), subprocess.PIPE, stdin=subprocess.PIPE)
 
     @staticmethod
     def _poll_ready(pool) -> None:
@@ -148,6 +152,14 @@ class WarmRunner:
             if self.refill:
                 self._fill(host)
             return proc
+        if host in self.zygotes:                 # no warm one: fork one now
+            self.forked_late += 1
+            proc = self.zygotes[host].fork()
+            proc.stdin.write(command_line(argv, env, log.name))
+            proc.stdin.close()
+            proc.stdout.close()
+            self.taken += 1
+            return proc
         self.cold += 1                           # no warm one on this host: start cold
         return self.base.start(host, argv, env, log)
 
@@ -167,6 +179,20 @@ class WarmRunner:
                 except subprocess.TimeoutExpired:
                     kill_group(proc, 9)
                     proc.wait()
+        for zygote in self.zygotes.values():
+            zygote.close()
+
+
+def _warm_env() -> dict[str, str]:
+    from ps_runtime.watchdog import ENV as WATCHDOG_ENV
+
+    return {**WARM_ENV, WATCHDOG_ENV: str(os.getpid())}
+
+
+def _zygote(base: ProcessRunner, host: str, preload, python: str):
+    from ps_runtime.zygote import Zygote
+
+    return Zygote(base, host, [python, "-m", "ps_runtime.zygote", *preload], _warm_env())
 
 
 def processes_per_host(jobs: Iterable[tuple[Sequence[str], Sequence[str]]]) -> Counter:
@@ -208,16 +234,12 @@ def check_gpu_binding(env: Mapping[str, str]) -> None:
                          "start this worker cold")
 
 
-def main(preload: list[str]) -> int:
-    """The warm process: import, wait for one command, become it."""
+def import_preloads(preload) -> None:
+    """Import ``preload`` (module names; ``mxnet`` through the numpy 2 shim) at the lowest
+    CPU priority: a pool refilled while jobs run must take only the CPU they leave (their
+    timing is what the run measures)."""
     import importlib
-    import runpy
 
-    from ps_runtime.watchdog import start_watchdog
-
-    start_watchdog()
-    # Import at the lowest CPU priority: a pool refilled while jobs run must take only the
-    # CPU they leave (their timing is what the run measures).
     os.setpriority(os.PRIO_PROCESS, 0, 19)
     for name in preload:
         if name == "mxnet":                      # numpy 2 needs the names MXNet reads first
@@ -226,6 +248,13 @@ def main(preload: list[str]) -> int:
             import_mxnet()
         else:
             importlib.import_module(name)
+
+
+def serve_one() -> int:
+    """Say ``ready`` on stdout, wait for one command on stdin, become it (its module run
+    as ``python -m`` would); 0 at once when stdin closes first (the pool was closed)."""
+    import runpy
+
     try:
         os.write(1, b"ready\n")
     except OSError:
@@ -249,6 +278,15 @@ def main(preload: list[str]) -> int:
     sys.argv = [cmd["module"], *cmd["args"]]
     runpy.run_module(cmd["module"], run_name="__main__", alter_sys=True)
     return 0
+
+
+def main(preload: list[str]) -> int:
+    """The warm process: import, wait for one command, become it."""
+    from ps_runtime.watchdog import start_watchdog
+
+    start_watchdog()
+    import_preloads(preload)
+    return serve_one()
 
 
 if __name__ == "__main__":
