@@ -38,11 +38,11 @@ LOST = 255      # the exit status of a child whose zygote died before reporting 
 # ---- the zygote process ---------------------------------------------------------------
 
 def main(preload: list[str]) -> int:
-    from ps_runtime import warm
+    from ps_runtime.warm_process import import_preloads
     from ps_runtime.watchdog import start_watchdog
 
     start_watchdog()
-    warm.import_preloads(preload)
+    import_preloads(preload)
     ctl = socket.socket(fileno=os.dup(0))       # the request socket (stdin)
     devnull = os.open(os.devnull, os.O_RDONLY)   # fd 0 stays taken: a child's stdin goes there
     os.dup2(devnull, 0)
@@ -79,7 +79,7 @@ def _child(command_fd: int, ready_fd: int) -> int:
     """In the forked child: stdin the command pipe, stdout and stderr the ready pipe (a
     warm process's own until its command sends them to its log), then what a warm
     process does."""
-    from ps_runtime.warm import serve_one
+    from ps_runtime.warm_process import serve_one
 
     os.setsid()
     os.dup2(command_fd, 0)
