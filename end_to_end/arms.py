@@ -9,7 +9,10 @@ another scheduler (e.g. arm d to a priority-priced ``sluice`` policy) in one lin
 - **b** the same order and placement, sluice's flow priority on (the controller's rule);
 - **c** sluice's scheduler (Proteus drift-plus-penalty count + Liquid placement), a FIFO
   network;
-- **d** sluice's scheduler and sluice's flow priority.
+- **d** sluice's scheduler (the ``sluice`` policy) pricing each candidate placement's
+  bandwidth with the fabric's rule (``price_priority``: the share of the class the
+  controller's rule would give the job, ``job_scheduler.core.priority_pricing``), and
+  sluice's flow priority by that same rule (issue 47 item 2).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sluice_common.errors import option_error
+from sluice_common.rank_rules import DEFAULT_RULE
 
 
 @dataclass(frozen=True)
@@ -26,18 +30,26 @@ class Arm:
     policy: str                 # job_scheduler.core.policies name
     placement: str | None       # the policy's placement swapped for this one (None: its own)
     priority: bool              # the controller's flow priority (by the --rank rule)
+    prices_priority: bool = False   # the policy prices placements with the controller's rule
 
-    def make_policy(self, seed: int = 0):
+    def price_rule(self, rank: str) -> str | None:
+        """The ``price_priority`` of this arm's policy when the controller ranks by
+        ``rank`` (None: the fair share)."""
+        return rank if self.prices_priority else None
+
+    def make_policy(self, rank: str = DEFAULT_RULE, seed: int = 0):
         from job_scheduler.core.policies import make_policy
 
-        return make_policy(self.policy, seed=seed, placement=self.placement)
+        return make_policy(self.policy, seed=seed, placement=self.placement,
+                           price_priority=self.price_rule(rank))
 
 
 ARMS: dict[str, Arm] = {a.key: a for a in (
     Arm("a", "Slurm today: FIFO, requested GPUs, Slurm's nodes, FIFO network", "fifo", "slurm", False),
     Arm("b", "Slurm's order and nodes, sluice's priority", "fifo", "slurm", True),
     Arm("c", "sluice's scheduler, FIFO network", "lyapunov", None, False),
-    Arm("d", "sluice's scheduler and priority", "lyapunov", None, True),
+    Arm("d", "sluice's scheduler priced with the fabric's rule, and priority", "sluice",
+        None, True, prices_priority=True),
 )}
 ALL_ARMS = ",".join(ARMS)
 

@@ -74,6 +74,7 @@ def comparison(topo, arms, results: dict, predicted: dict, *, seed: int,
         out["arms"][arm.key] = {"title": arm.title, "policy": arm.policy,
                                 "placement": arm.placement or "the policy's own",
                                 "priority": arm.priority,
+                                "price_priority": arm.price_rule(extra.get("rank_rule")),
                                 **arm_figures(topo, results[arm.key], predicted[arm.key])}
     return out
 

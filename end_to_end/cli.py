@@ -14,6 +14,7 @@ from end_to_end import run
 from end_to_end.run import RunConfig
 from job_scheduler.simulation.cli import FLAGS, add_sharing_arguments, mechanism_options
 from job_scheduler.core.policies import DEFAULT_LAS_THRESHOLDS, POLICY_NAMES
+from job_scheduler.core.policy_cli import add_price_priority_argument
 from sluice_common.errors import InputError, flag_error
 
 
@@ -38,6 +39,8 @@ def configure_run(parser) -> None:
     parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
     parser.add_argument("--priority", default="on", help="on|off: flow priority by the --rank rule")
     parser.add_argument("--policy", default="lyapunov", help=f"one of {', '.join(POLICY_NAMES)}")
+    add_price_priority_argument(parser, "; with --policy sluice only, and most meaningful "
+                                "with --priority on and --rank the same rule")
     _common(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the policy (random, sluice)")
     parser.add_argument("--migrate", action="store_true",

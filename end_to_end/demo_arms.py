@@ -7,8 +7,10 @@ then ``comparison.json`` / ``comparison.md`` / ``comparison.png`` (``end_to_end.
 Before the passes, the exchange model predicts every job's JCT in every arm from that
 arm's dry run (its policy and placement in the simulator, the estimator's durations), so
 the predictions never see a measured time. Each arm starts with a full pool of
-pre-started PS processes (filled between arms, never during one: a refill's MXNet
-imports would slow the pass it runs in).
+pre-started PS processes, forked from one fork server per host that imported MXNet once
+(``ps_runtime.zygote``): filled between arms, never during one, in about a second where
+importing again took ~25 s an arm; a host whose pool runs dry in an arm forks one
+(milliseconds of CPU) where it used to start one cold (an MXNet import in the job's time).
 """
 
 from __future__ import annotations
@@ -33,8 +35,11 @@ def _say(text: str) -> None:
 
 
 def arm_config(config: RunConfig, arm: Arm) -> RunConfig:
-    """The run's config with the arm's scheduler (policy, placement) and priority."""
+    """The run's config with the arm's scheduler (policy, placement, the rule it prices
+    placements with: the controller's) and priority. The dry run, the predictions and
+    the pass all build the arm's policy from this."""
     return dataclasses.replace(config, policy=arm.policy, placement=arm.placement,
+                               price_priority=arm.price_rule(config.rank),
                                priority="on" if arm.priority else "off")
 
 
@@ -62,8 +67,9 @@ def pool_sizes(hosts: list[str], planned: dict[str, list[dict]]) -> dict[str, in
     """Each host's pool: the most processes any arm's planned starts take there, plus a
     spare. The same for every arm: an arm's real run decides on measured bandwidth and
     times and may put a job where another arm's dry run did (a trial with each arm's
-    own plan + 2 started 12 of 126 processes cold). Uncapped: a cold start imports MXNet
-    in the job's own time. Only what an arm took is imported again before the next."""
+    own plan + 2 started 12 of 126 processes cold). Uncapped: a process the pool lacks
+    is forked in the arm's own time (milliseconds; it was an MXNet import before the
+    fork server). Only what an arm took is forked again before the next."""
     from collections import Counter
 
     from ps_runtime.warm import pool_sizes as sizes, processes_per_host
@@ -99,13 +105,15 @@ def demo(config: RunConfig, arms: list[Arm], seed: int, spec: DrawSpec = DrawSpe
     with FabricLock(f"sluice demo {out}"):
         started = time.monotonic()      # the wall time leaves out only the wait for the lock
         with environment(topology, config.topology, out, config.rank) as (fabric, client), \
-                warm_processes(topology, fabric, config.compute, refill=False,
+                warm_processes(topology, fabric, config.compute, refill=False, fork=True,
                                per_host=pool_sizes(hosts, planned)) as runner:
             for k, arm in enumerate(arms):
-                runner.fill()                 # between arms, so no import runs in one
+                filling = time.monotonic()
+                runner.fill()                 # between arms: forks, no import runs in one
                 runner.wait_ready()
                 _say(f"arm {arm.key} ({k + 1}/{len(arms)}): {arm.title} "
-                     f"[{time.monotonic() - started:.0f} s so far]")
+                     f"[{time.monotonic() - started:.0f} s so far; pool filled in "
+                     f"{time.monotonic() - filling:.1f} s]")
                 where = out / f"arm-{arm.key}"
                 results[arm.key] = one_pass(topology, jobs, fabric, client, where,
                                             arm_config(config, arm), arm.priority,
@@ -113,7 +121,8 @@ def demo(config: RunConfig, arms: list[Arm], seed: int, spec: DrawSpec = DrawSpe
                 _write_arm_report(results[arm.key], where)
                 s = results[arm.key]["summary"]
                 _say(f"arm {arm.key} done: {s['finished']}/{s['jobs']} jobs, average JCT "
-                     f"{s['avg_jct_s'] or float('nan'):.1f} s, makespan {s['makespan_s']:.1f} s")
+                     f"{s['avg_jct_s'] or float('nan'):.1f} s, makespan {s['makespan_s']:.1f} s "
+                     f"[{time.monotonic() - started:.0f} s so far]")
                 if results[arm.key]["interrupted"]:
                     _say(f"interrupted; partial report in {where}")
                     return 130

@@ -36,11 +36,13 @@ class RunEstimate:
 
 
 def estimate_run(jobs: Sequence[JobSpec], topology: Topology, estimator: Estimator,
-                 policy_name: str = "lyapunov", batches: int | None = None) -> RunEstimate:
+                 policy_name: str = "lyapunov", batches: int | None = None,
+                 price_priority: str | None = None) -> RunEstimate:
     from job_scheduler.core.policies import make_policy
     from job_scheduler.simulation.simulator import Simulator
 
-    sim = Simulator(topology, list(jobs), make_policy(policy_name), estimator=estimator)
+    sim = Simulator(topology, list(jobs), make_policy(policy_name, price_priority=price_priority),
+                    estimator=estimator)
     sim.run()
     out = []
     for k, spec in enumerate(sim.jobs):            # the simulator's (arrival) order

@@ -51,6 +51,7 @@ class RunConfig:
     topology: str                        # built-in name or YAML path
     policy: str = "lyapunov"
     placement: str | None = None         # the policy's placement swapped (sluice demo's arms)
+    price_priority: str | None = None    # sluice: price placements under this rule (None: off)
     priority: str = "on"                 # on | off: flow priority by the rank rule
     rank: str = DEFAULT_RULE
     out: str | None = None               # report directory
@@ -81,6 +82,9 @@ class RunConfig:
         for name, ok, message in checks:
             if not ok:
                 raise ValueError(f"{name}: {message}")
+        from job_scheduler.core.policies import check_price_priority
+
+        check_price_priority(self.price_priority, self.policy)    # InputError on its field
         self.mechanisms.check(self.policy)
 
     def make_policy(self):
@@ -88,7 +92,7 @@ class RunConfig:
         from job_scheduler.core.policies import make_policy
 
         return make_policy(self.policy, seed=self.seed, las_thresholds=(self.las_threshold,),
-                           placement=self.placement)
+                           placement=self.placement, price_priority=self.price_priority)
 
 
 # ---- validation (no side effects) --------------------------------------------------------
@@ -196,21 +200,25 @@ def warm_pool_sizes(topology, planned: list[dict] | None) -> dict[str, int] | in
 
 @contextmanager
 def warm_processes(topology, fabric, compute: str, planned: list[dict] | None = None,
-                   refill: bool = True, per_host: int | None = None, timeout_s: float = 90.0):
+                   refill: bool = True, per_host: int | None = None, timeout_s: float = 90.0,
+                   fork: bool = False):
     """A pool of pre-started PS processes per host (ps_runtime.warm) for the whole run,
     sized by ``planned`` (:func:`warm_pool_sizes`), or ``per_host`` processes on every host
     (an experiment that knows its largest pass). ``refill`` False: a process handed to
     a job is replaced only by ``runner.fill()``, which a caller that measures passes runs
     between them. Refilling during a pass imports MXNet in ~30 processes at once; even at
     nice 19 that kept the 2-core machine at 0 % idle and doubled the demo's cross-rack
-    jobs' batches (0.22 s against 0.09 s without it, 2026-11-27)."""
+    jobs' batches (0.22 s against 0.09 s without it, 2026-11-27). ``fork``: the pool's
+    processes are forked from one fork server per host (``ps_runtime.zygote``), which
+    imports once: a fill takes milliseconds, and a dry pool forks rather than starting a
+    process cold."""
     from ps_runtime.runners import MininetRunner
     from ps_runtime.warm import WarmRunner
 
     preload = ("mxnet",) if compute == "emulated" else ("mxnet", "torch")
     runner = WarmRunner(MininetRunner(fabric), [h.name for h in topology.hosts],
                         per_host=per_host or warm_pool_sizes(topology, planned),
-                        preload=preload, refill=refill)
+                        preload=preload, refill=refill, fork=fork)
     t0 = time.monotonic()
     ready = runner.wait_ready(timeout=timeout_s)
     print(f"sluice: {ready} PS processes pre-started on {len(topology.hosts)} hosts "
@@ -219,7 +227,8 @@ def warm_processes(topology, fabric, compute: str, planned: list[dict] | None = 
         yield runner
     finally:
         runner.close()
-        print(f"sluice: {runner.taken} processes started warm, {runner.cold} cold",
+        late = f" ({runner.forked_late} forked at hand-over)" if fork else ""
+        print(f"sluice: {runner.taken} processes started warm{late}, {runner.cold} cold",
               file=sys.stderr, flush=True)
 
 
@@ -257,7 +266,8 @@ def run(config: RunConfig) -> int:
     # terms), or why there is none: the run still goes ahead
     estimator = run_estimator(topology, config.compute, config.profile)
     try:
-        lines = describe(estimate_run(jobs, topology, estimator, config.policy, config.batches))
+        lines = describe(estimate_run(jobs, topology, estimator, config.policy, config.batches,
+                                          config.price_priority))
     except Exception as err:      # an estimate must never stop the run itself
         lines = [f"no estimate ({type(err).__name__}: {err})"]
     for line in lines:
@@ -293,8 +303,10 @@ def dry_run(jobs, topology, config: RunConfig) -> int:
     """``sluice run --dry-run``: the run's decisions with the job durations the estimator
     predicts (the simulator: the same ``decide_slot``, policy and mechanisms, on the run's
     estimator, slot and idle-fabric bandwidth), each slot's plan printed."""
-    print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {config.policy}, "
-          f"slot {config.slot:g} s (job durations: the estimator's predictions)")
+    priced = (f" (placements priced with the {config.price_priority} rule)"
+              if config.price_priority else "")
+    print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {config.policy}"
+          f"{priced}, slot {config.slot:g} s (job durations: the estimator's predictions)")
     sim = _simulator(jobs, topology, config, lambda t, plan: print("\n".join(
         f"{t:9.1f} s  {line}" for line in plan.lines(names))))
     names = [j.name for j in sim.jobs]

@@ -30,6 +30,8 @@ from collections import Counter, deque
 from typing import IO, Iterable, Mapping, Sequence
 
 from ps_runtime.runners import ProcessRunner, kill_group
+# the process side (check_gpu_binding is imported from here by its tests, too)
+from ps_runtime.warm_process import check_gpu_binding, import_preloads, serve_one  # noqa: F401
 
 # Set before MXNet is imported (its engine reads them once): one thread each, as the
 # launcher sets for cold processes.
@@ -49,12 +51,16 @@ class WarmRunner:
 
     def __init__(self, base: ProcessRunner, hosts: list[str], per_host: int | Mapping[str, int] = 3,
                  preload: tuple[str, ...] = ("mxnet",), python: str = sys.executable,
-                 log_dir: str | None = None, refill: bool = True):
+                 log_dir: str | None = None, refill: bool = True, fork: bool = False):
         """``per_host``: the pool size, one for every host or per host (see
         :func:`pool_sizes`). ``refill``: start a replacement as soon as a process is handed
         over (False: only on :meth:`fill`, so that no MXNet import competes with jobs being
-        measured)."""
+        measured). ``fork``: every warm process is forked from one fork server per host
+        that imported once (``ps_runtime.zygote``): a fill takes milliseconds, not an
+        import each, and a host whose pool ran dry forks one on demand instead of
+        starting a process cold."""
         self.base = base
+        self.zygotes = {h: _zygote(base, h, preload, python) for h in hosts} if fork else {}
         self.sizes = ({h: int(per_host.get(h, 0)) for h in hosts} if isinstance(per_host, Mapping)
                       else dict.fromkeys(hosts, per_host))
         self.refill = refill
@@ -64,16 +70,16 @@ class WarmRunner:
         self.idle: dict[str, deque] = {h: deque() for h in hosts}
         self.taken = 0
         self.cold = 0
+        self.forked_late = 0                     # forked at hand-over (fork=True, pool dry)
         for host in hosts:
             self._fill(host)
 
     def _spawn(self, host: str) -> subprocess.Popen:
-        from ps_runtime.watchdog import ENV as WATCHDOG_ENV
-
+        if host in self.zygotes:
+            return self.zygotes[host].fork()
         argv = [self.python, "-m", "ps_runtime.warm", *self.preload]
-        env = {**WARM_ENV, WATCHDOG_ENV: str(os.getpid())}
         # stdout: a pipe that carries one "ready" line (then the process writes to its log)
-        return self.base.start(host, argv, env, subprocess.PIPE, stdin=subprocess.PIPE)
+        return self.base.start(host, argv, _warm_env(), subprocess.PIPE, stdin=subprocess.PIPE)
 
     @staticmethod
     def _poll_ready(pool) -> None:
@@ -148,6 +154,14 @@ class WarmRunner:
             if self.refill:
                 self._fill(host)
             return proc
+        if host in self.zygotes:                 # no warm one: fork one now
+            self.forked_late += 1
+            proc = self.zygotes[host].fork()
+            proc.stdin.write(command_line(argv, env, log.name))
+            proc.stdin.close()
+            proc.stdout.close()
+            self.taken += 1
+            return proc
         self.cold += 1                           # no warm one on this host: start cold
         return self.base.start(host, argv, env, log)
 
@@ -167,6 +181,20 @@ class WarmRunner:
                 except subprocess.TimeoutExpired:
                     kill_group(proc, 9)
                     proc.wait()
+        for zygote in self.zygotes.values():
+            zygote.close()
+
+
+def _warm_env() -> dict[str, str]:
+    from ps_runtime.watchdog import ENV as WATCHDOG_ENV
+
+    return {**WARM_ENV, WATCHDOG_ENV: str(os.getpid())}
+
+
+def _zygote(base: ProcessRunner, host: str, preload, python: str):
+    from ps_runtime.zygote import Zygote
+
+    return Zygote(base, host, [python, "-m", "ps_runtime.zygote", *preload], _warm_env())
 
 
 def processes_per_host(jobs: Iterable[tuple[Sequence[str], Sequence[str]]]) -> Counter:
@@ -194,61 +222,13 @@ def _is_ready(proc) -> bool:
     return getattr(proc, "_sluice_ready", False)
 
 
-def check_gpu_binding(env: Mapping[str, str]) -> None:
-    """A worker's GPU (``CUDA_VISIBLE_DEVICES``) binds only if CUDA is not initialised
-    in this process yet (the driver reads the variable once): the pool imports MXNet, a
-    CPU build, and never torch's CUDA; a preload that did is refused here, loudly,
-    rather than letting the worker run on whatever GPU it already has."""
-    from ps_runtime.gpu_binding import GPU_ENV
-
-    torch = sys.modules.get("torch")
-    if GPU_ENV in env and torch is not None and torch.cuda.is_initialized():
-        raise SystemExit(f"warm process: CUDA was initialised before its {GPU_ENV}="
-                         f"{env[GPU_ENV]!r} arrived (a preload touched the GPU); "
-                         "start this worker cold")
-
-
 def main(preload: list[str]) -> int:
     """The warm process: import, wait for one command, become it."""
-    import importlib
-    import runpy
-
     from ps_runtime.watchdog import start_watchdog
 
     start_watchdog()
-    # Import at the lowest CPU priority: a pool refilled while jobs run must take only the
-    # CPU they leave (their timing is what the run measures).
-    os.setpriority(os.PRIO_PROCESS, 0, 19)
-    for name in preload:
-        if name == "mxnet":                      # numpy 2 needs the names MXNet reads first
-            from ps_runtime.numpy_compat import import_mxnet
-
-            import_mxnet()
-        else:
-            importlib.import_module(name)
-    try:
-        os.write(1, b"ready\n")
-    except OSError:
-        pass                                     # handed over before ready: nobody listens
-    line = sys.stdin.readline()
-    if not line.strip():
-        return 0                                 # the pool was closed
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, 0)    # back to normal (needs root, as the fabric does)
-    except OSError:
-        pass
-    cmd = json.loads(line)
-    fd = os.open(cmd["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    check_gpu_binding(cmd["env"])
-    os.environ.update(cmd["env"])
-    sys.argv = [cmd["module"], *cmd["args"]]
-    runpy.run_module(cmd["module"], run_name="__main__", alter_sys=True)
-    return 0
+    import_preloads(preload)
+    return serve_one()
 
 
 if __name__ == "__main__":

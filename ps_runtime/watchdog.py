@@ -28,14 +28,26 @@ def _alive(pid: int) -> bool:
 
 
 _started = False
+_started_once = False       # the fork hook is registered once per process image
+
+
+def _restart_in_child() -> None:
+    """A thread does not survive ``fork``: a child forked from a watched process (the
+    fork server of ``ps_runtime.zygote``) starts its own watchdog."""
+    global _started
+    if _started:
+        _started = False
+        start_watchdog()
 
 
 def start_watchdog(interval: float = 1.0) -> None:
-    global _started
+    global _started, _started_once
     pid = int(os.environ.get(ENV, "0") or 0)
     if pid <= 0 or _started:
         return
-    _started = True
+    if not _started_once:
+        os.register_at_fork(after_in_child=_restart_in_child)
+    _started = _started_once = True
 
     def watch() -> None:
         while _alive(pid):

@@ -5,6 +5,7 @@ both arms finished, and each arm's figures are its jobs'."""
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -22,6 +23,9 @@ def test_demo_two_arms_writes_the_comparison(tmp_path):
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "arm a (1/2)" in proc.stderr and "arm d (2/2)" in proc.stderr     # progress
+    # every PS process came from a host's fork server (ps_runtime.zygote): none cold
+    assert re.search(r"processes started warm \(\d+ forked at hand-over\), 0 cold",
+                     proc.stderr), proc.stderr[-4000:]
     cmp = json.loads((out / "comparison.json").read_text())
     assert set(cmp["arms"]) == {"a", "d"} and cmp["seed"] == 47
     assert 0 < cmp["wall_time_s"] < 600

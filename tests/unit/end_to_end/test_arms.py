@@ -16,12 +16,27 @@ def test_the_four_arms():
     assert (a.policy, a.placement, a.priority) == ("fifo", "slurm", False)
     assert (b.policy, b.placement, b.priority) == ("fifo", "slurm", True)
     assert (c.policy, c.placement, c.priority) == ("lyapunov", None, False)
-    assert (d.policy, d.placement, d.priority) == ("lyapunov", None, True)
+    assert (d.policy, d.placement, d.priority) == ("sluice", None, True)
     assert a.make_policy().placer.name == "slurm"
-    assert type(c.make_policy()).__name__ == type(d.make_policy()).__name__
     config = arm_config(RunConfig(jobs=str(DEMO_JOBS), topology=DEMO_TOPOLOGY), b)
     assert (config.policy, config.placement, config.priority) == ("fifo", "slurm", "on")
     assert config.make_policy().placer.name == "slurm"
+
+
+def test_arm_d_prices_placements_with_the_controller_s_rule_and_only_d_does():
+    from job_scheduler.core.policies.sluice import SluicePolicy
+
+    config = RunConfig(jobs=str(DEMO_JOBS), topology=DEMO_TOPOLOGY, rank="attained")
+    for arm in ARMS.values():
+        arm_run = arm_config(config, arm)
+        policy = arm_run.make_policy()           # what the dry run and the pass build
+        if arm.key == "d":
+            assert arm_run.price_priority == "attained" == policy.price_priority
+            assert isinstance(policy, SluicePolicy)
+            assert ARMS["d"].make_policy("remaining").price_priority == "remaining"
+        else:
+            assert arm_run.price_priority is None
+            assert getattr(policy, "price_priority", None) is None
 
 
 def test_parse_arms_selects_in_order_and_refuses_unknown_or_empty():
@@ -74,7 +89,7 @@ def test_each_arm_s_predictions_come_from_its_own_dry_run():
     for r in planned["a"]:                       # Slurm's arms: every job at its request
         assert len(r["worker_hosts"]) == by_name[r["name"]].max_gpus
         assert r["ps_hosts"] == [min(r["worker_hosts"], key=[h.name for h in topology.hosts].index)]
-    assert planned["a"] == planned["b"] and planned["c"] == planned["d"]   # same scheduler
+    assert planned["a"] == planned["b"]                  # same scheduler
     # sluice's scheduler decides otherwise than Slurm's FIFO for this workload
     assert [Counter(r["worker_hosts"]) for r in planned["a"]] != \
         [Counter(r["worker_hosts"]) for r in planned["c"]]
