@@ -245,13 +245,16 @@ class SluicePolicy(Policy):
                                                                       sim.reference_path(n)), n))
         return best
 
-    def _better_later(self, sim, j: int, C_now: float, want: int) -> bool:
+    def _better_later(self, sim, j: int, C_now: float, want: int,
+                      freed: int | None = None) -> bool:
         """Would the job finish sooner by waiting for ``want`` GPUs to free up? The wait
         is read off the running jobs' predicted ends; the count then is judged at the
-        nominal C(want) (on an empty cluster's best-fit placement)."""
-        free = sim.state.total_free
+        nominal C(want) (on an empty cluster's best-fit placement). ``freed``: as if that
+        running job were suspended now (its GPUs free, its end not awaited)."""
+        free = sim.state.total_free + (sim.running[freed].n if freed is not None else 0)
         ends = sorted((sim.now + self._left_s(sim, k), sim.running[k].n)
-                      for k in sim.running if k not in self.blind)   # unknown ends: never
+                      for k in sim.running
+                      if k not in self.blind and k != freed)   # unknown ends: never
         for t, n in ends:
             free += n
             if free >= want:
@@ -276,6 +279,19 @@ class SluicePolicy(Policy):
         cost = self.preempt_cost_s * sim.running[best].n
         return best if best_rem > self.preempt_factor * rem_w + cost else None
 
+    def _waits_anyway(self, sim, j: int, victim: int) -> bool:
+        """Would job j, given the victim's GPUs, still wait for more of them (so the
+        suspension frees GPUs j does not take)? Judged at the nominal C(n) on the GPUs it
+        would have. Without this, a loop that decides every slot (the service) suspended
+        the victim, started it again the next slot (j still waiting), and so on."""
+        job = sim.jobs[j]
+        want = min(job.max_gpus, sim.state.total_gpus)
+        limit = min(job.max_gpus, sim.state.total_free + sim.running[victim].n)
+        if not self.wait_for_gpus or limit >= want:
+            return False
+        C_now = sim.models[j].C(limit, sim.reference_bandwidth(limit), sim.reference_path(limit))
+        return self._better_later(sim, j, C_now, want, freed=victim)
+
     def step(self, sim) -> None:
         order = [j for _, j, _ in self._waiting.ordered()]
         for pos, j in enumerate(order):
@@ -284,7 +300,7 @@ class SluicePolicy(Policy):
                 if not self.preempt:
                     return
                 victim = self._victim(sim, self.predicted_remaining(sim, j))
-                if victim is None:
+                if victim is None or self._waits_anyway(sim, j, victim):
                     return
                 sim.preempt(victim, self.preempt_cost_s)
                 self.on_requeue(sim, victim)        # it waits again, its run counted

@@ -180,22 +180,24 @@ def service_plans(tmp_path, jobs, topo, est, policy: str, seed: int, **options):
     return steps, svc.store
 
 
-def _contended():
-    """Two GPUs and more work than they hold: both policies suspend running jobs."""
+def _contended(emulated: bool = False):
+    """Two GPUs and more work than they hold: both policies suspend running jobs.
+    ``emulated``: priced as on the emulated fabric (in-host exchange over the loopback,
+    as run_estimator prices), where long1 is suspended for short1 and long2 while it
+    waits for both GPUs: the sluice policy once suspended long2 again every other slot
+    in the service (slots the simulator skips) for a long1 that still waited."""
     from support.sim_jobs import CONTENDED, TWO_GPUS
     from job_scheduler.core.exchange_pricing import ExchangePricing
     topo = parse_topology(yaml.safe_load(TWO_GPUS))
-    # the exchange model on a described cluster (in-host exchange over the host's bus): on
-    # the emulated fabric's loopback (run_estimator) long1 starts on both GPUs and the
-    # sluice policy in the service suspends long2 the slot after starting it, a slot the
-    # simulator skips (issue 47 session 19: noticed, not fixed here)
-    est = Estimator(exchange=ExchangePricing.for_topology(topo))
+    est = Estimator(exchange=ExchangePricing.for_topology(topo, emulated=emulated))
     return parse_jobs_text(CONTENDED, "contended"), topo, est
 
 
-WORKLOADS = {"demo": lambda: (*DEMO, EST), "tiresias-20": _tiresias_20, "contended": _contended}
+WORKLOADS = {"demo": lambda: (*DEMO, EST), "tiresias-20": _tiresias_20, "contended": _contended,
+             "contended-loopback": lambda: _contended(emulated=True)}
 # where a policy must suspend (else the agreement would not show that suspends agree)
-MUST_SUSPEND = {("las", "tiresias-20"), ("las", "contended"), ("sluice", "contended")}
+MUST_SUSPEND = {("las", "tiresias-20"), ("las", "contended"), ("sluice", "contended"),
+                ("sluice", "contended-loopback")}
 
 
 @pytest.mark.parametrize("policy", ["las", "sluice"])
@@ -206,7 +208,7 @@ def test_preemptive_policies_decide_in_the_service_as_in_the_simulator(tmp_path,
     store carried every suspend out (one 'suspended' event each, then a resume)."""
     jobs, topo, est = WORKLOADS[workload]()
     # the contended jobs are short next to las' default threshold (3,600 GPU-seconds)
-    options = {"las_thresholds": (20.0,)} if workload == "contended" else {}
+    options = {"las_thresholds": (20.0,)} if workload.startswith("contended") else {}
     sim = simulator_plans(jobs, topo, est, policy, seed=3, **options)
     svc, store = service_plans(tmp_path, jobs, topo, est, policy, seed=3, **options)
     assert svc == sim
