@@ -60,6 +60,18 @@ def _children_of_launcher(launcher_pid: int) -> list[int]:
     return [p for p in pids if _alive(p)]
 
 
+def _cmdline(pid: int, timeout: float = 5.0) -> bytes:
+    """A just-started process's command line. Popen returns once exec has begun, and the
+    kernel fills the new image's arguments a moment later: read at once, under load,
+    /proc/PID/cmdline was empty (a CI failure)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        if cmdline or time.monotonic() > deadline:
+            return cmdline
+        time.sleep(0.01)
+
+
 # ---- real jobs on loopback -------------------------------------------------------------
 
 def test_two_workers_one_server_train_with_falling_loss_and_report_progress(tmp_path):
@@ -79,7 +91,7 @@ def test_two_workers_one_server_train_with_falling_loss_and_report_progress(tmp_
         with job:
             job.start()
             # The job token travels in the environment, not on the visible command line.
-            cmdline = Path(f"/proc/{job.workers[0].popen.pid}/cmdline").read_bytes()
+            cmdline = _cmdline(job.workers[0].popen.pid)
             assert token.encode() not in cmdline and b"ps_runtime.worker" in cmdline
             seen = []
             result = job.wait(timeout=120, on_batch=lambda w, rec: seen.append((w, rec.batch)))
