@@ -17,7 +17,8 @@ import time
 ENV = "SLUICE_LAUNCHER_PID"
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (a process of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -50,7 +51,7 @@ def start_watchdog(interval: float = 1.0) -> None:
     _started = _started_once = True
 
     def watch() -> None:
-        while _alive(pid):
+        while process_alive(pid):
             time.sleep(interval)
         print(f"launcher {pid} is gone; exiting", file=sys.stderr, flush=True)
         os._exit(3)

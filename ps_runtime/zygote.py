@@ -31,6 +31,7 @@ import time
 from collections import deque
 
 from ps_runtime.runners import ProcessRunner
+from ps_runtime.watchdog import process_alive
 
 LOST = 255      # the exit status of a child whose zygote died before reporting it
 
@@ -257,15 +258,7 @@ class ForkedProcess:
 
 
 def _exists(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid is not None and process_alive(pid)
 
 
 if __name__ == "__main__":
