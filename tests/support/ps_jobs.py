@@ -21,3 +21,17 @@ def small_job(tmp_path: Path, batches: int, workers: int = 2, servers: int = 1,
     return PSJob(SMALL, HostPlan.loopback(servers, workers), LocalRunner(), tmp_path,
                  batches=batches, base_port=free_base(), options=WorkerOptions(threads=1),
                  grace=2.0, **kwargs)
+
+
+def run_tiny_emulated_job(runner, tmp_path: Path, name: str):
+    """A 3-batch emulated resnet18 job (scheduler, 1 server, 1 worker) on ``runner``: the
+    job (its processes) and its result, for the warm-pool and fork-server tests."""
+    spec = JobSpec(name=name, model="resnet18", dataset_size=64, epochs=1, batch_size=32,
+                   max_gpus=1)
+    job = PSJob(spec, HostPlan.loopback(1, 1), runner, tmp_path, batches=3,
+                base_port=free_base(), options=WorkerOptions(compute="emulated",
+                                                             bw_scale=0.01, compute_s=0.01))
+    with job:
+        job.start()
+        result = job.wait(timeout=120)
+    return job, result

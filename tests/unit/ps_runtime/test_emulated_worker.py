@@ -20,6 +20,7 @@ from ps_runtime.runners import LocalRunner
 from ps_runtime.ports import free_port_block as free_base
 
 from support.paths import REPO
+from support.ps_jobs import run_tiny_emulated_job
 
 
 @pytest.mark.parametrize("model,scale", [("resnet18", 0.01), ("vgg16", 0.01), ("alexnet", 0.1),
@@ -137,14 +138,7 @@ def test_warm_processes_become_the_jobs_processes_and_idle_ones_are_stopped(tmp_
     try:
         assert runner.wait_ready(timeout=120) == 2
         idle_pids = [p.pid for p in runner.idle["local"]]
-        spec = JobSpec(name="t-warm", model="resnet18", dataset_size=64, epochs=1, batch_size=32,
-                       max_gpus=1)
-        job = PSJob(spec, HostPlan.loopback(1, 1), runner, tmp_path, batches=3,
-                    base_port=free_base(), options=WorkerOptions(compute="emulated",
-                                                                 bw_scale=0.01, compute_s=0.01))
-        with job:
-            job.start()
-            result = job.wait(timeout=120)
+        job, result = run_tiny_emulated_job(runner, tmp_path, "t-warm")
         assert set(result.returncodes.values()) == {0}
         assert [r.batch for r in result.batches[0]] == [1, 2, 3]
         # the two warm processes became two of the job's three; the pool was refilled

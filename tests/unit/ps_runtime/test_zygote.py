@@ -12,13 +12,11 @@ import sys
 
 import pytest
 
-from ps_runtime.launcher import PSJob, WorkerOptions
-from ps_runtime.plan import HostPlan
 from ps_runtime.ports import free_port_block as free_base
 from ps_runtime.runners import LocalRunner, kill_group
 from ps_runtime.warm import WarmRunner
 from ps_runtime.zygote import parse_report
-from sluice_common.jobspec import JobSpec
+from support.ps_jobs import run_tiny_emulated_job
 
 
 def test_report_lines_in_order_a_partial_line_kept_and_noise_skipped():
@@ -49,14 +47,7 @@ def test_forked_processes_run_a_job_and_a_dry_pool_forks_instead_of_starting_col
     zygote = runner.zygotes["local"]
     pool = list(runner.idle["local"])
     assert {_parent(p.pid) for p in pool} == {zygote.proc.pid}   # forked, not imported
-    spec = JobSpec(name="t-fork", model="resnet18", dataset_size=64, epochs=1, batch_size=32,
-                   max_gpus=1)
-    job = PSJob(spec, HostPlan.loopback(1, 1), runner, tmp_path, batches=3,
-                base_port=free_base(), options=WorkerOptions(compute="emulated",
-                                                             bw_scale=0.01, compute_s=0.01))
-    with job:
-        job.start()
-        result = job.wait(timeout=120)
+    job, result = run_tiny_emulated_job(runner, tmp_path, "t-fork")
     assert set(result.returncodes.values()) == {0}
     assert [r.batch for r in result.batches[0]] == [1, 2, 3]
     # three processes (scheduler, server, worker) from a pool of two: one forked late
