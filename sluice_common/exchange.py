@@ -61,14 +61,23 @@ A fixed point over the jobs' iteration times ``I_j``:
   queue_fill_per_sender * max(0, m - 1))`` the share of the FIFO they keep full (one
   TCP sender, BBR here, keeps little queue; every further one adds its own), and it gets
   the shaper's burst only when the link is idle (``1 - busy_j``);
+- a shallow FIFO drops (:func:`loss_wait_s`): each round that meets the egress busy
+  loses the share ``overflow = max(0, 1 - Q / ((1 + m_j) * burst_bytes))`` of what
+  arrives at once (every sender one burst) and pays ``loss_timeouts`` retransmission
+  timeouts of ``rto_min_s`` for it, ``loss_j = busy_j * overflow * loss_timeouts *
+  rto_min_s`` (0 on the deep FIFO), a batch's rounds times ``tail``, the chance that a
+  drop in one of its keys needs a timeout, not a fast retransmit (:func:`tail_share`);
+  ``queue_j = wait_j + loss_j`` (:func:`fifo_round_wait_s`);
 - ``I_j = c_j + T_j`` with ``X`` at ``r_j`` + ``R_j * queue_j``.
 
 Priority off is the same with every job in one class. With strict priority the first
 class sees only its own class's queue and rate; the last sees what the others leave.
 
 **Fair-queued leaves** (``urgent_bytes`` given): each class's leaf is per-flow DRR, so
-within its own class a message waits only a DRR round (``buffer_bytes``: about a burst),
-not the others' queue; but behind the more urgent classes it waits what they keep
+within its own class a message waits behind its own flow's bytes in its bucket
+(``buffer_bytes``: about a burst) and one DRR round of every other flow of its class
+that has bytes queued, ``sum(rho_i) * fair_round_bytes / C_k`` (:func:`fair_round_wait_s`,
+the per-flow fair-share term), not the others' whole queue; but behind the more urgent classes it waits what they keep
 queued, ``busy_urgent * fill * urgent_bytes / C_k``, plus the own-class term. That queue
 is set by the urgent senders, not by how their leaf orders them: the egress backlog
 measured in the heavy-tail experiment is the same with the rule on 100-packet fair
@@ -90,7 +99,8 @@ its class, so priority shortens an urgent job's start-up as it shortens its batc
 With priority on, a job is registered with the controller, its rules in place, before it
 starts: ``startup_priority_s`` more. ``startup_s`` and ``startup_priority_s`` are measured
 on jobs alone, ``startup_rounds`` on small jobs arriving while six bulk jobs fill the FIFO
-(the calibration).
+(the calibration); ``loss_timeouts`` and ``fair_round_bytes`` on the same small jobs
+arriving among the same bulk jobs on the short FIFO and on the fair queue.
 """
 
 from __future__ import annotations
@@ -105,6 +115,8 @@ from typing import Iterable, Mapping, Sequence
 
 MTU_BYTES = 1514                # a full Ethernet frame on the emulated fabric
 CTRL_BYTES = 120                # one ps-lite control message (ack, pull request) on the wire
+MSS_BYTES = 1448                # a full segment's payload (1500 MTU less IP, TCP, timestamps)
+DUPACK_SEGMENTS = 3             # duplicate ACKs that trigger a fast retransmit
 INIT_CWND_PACKETS = 10          # Linux's initial congestion window
 DATA_FILE = Path(__file__).parent / "data" / "exchange_constants.yaml"
 FITTED = ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps")
@@ -127,11 +139,14 @@ class ExchangeConstants:
     startup_s: float = 0.5
     startup_rounds: float = 0.0
     startup_priority_s: float = 0.0
+    loss_timeouts: float = 0.0
+    fair_round_bytes: float = 0.0
     provenance: Mapping[str, object] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         for name in ("overhead_s", "per_key_s", "hop_s", "rto_min_s", "startup_s",
-                     "startup_rounds", "startup_priority_s", "queue_fill_per_sender"):
+                     "startup_rounds", "startup_priority_s", "queue_fill_per_sender",
+                     "loss_timeouts", "fair_round_bytes"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 < self.efficiency <= 1:
@@ -357,7 +372,8 @@ def egress_state(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
                  urgent_bytes: float | None = None
                  ) -> tuple[dict[str, float], dict[str, float]]:
     """:func:`share_egress`'s fixed point: (each job's iteration, each job's ``wait_j``,
-    what one of its message rounds waits in the queue of its class)."""
+    what one of its control message rounds waits in the queue of its class, drops
+    included: what a start-up's rounds wait)."""
     c = c or default_constants()
     jobs = list(jobs)
     if not capacity > 0 or buffer_bytes < 0 or (urgent_bytes is not None and urgent_bytes < 0):
@@ -385,19 +401,24 @@ def egress_state(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
             r = min(min(j.path) if j.path else math.inf, left / (1.0 + same))
             ahead = [rho[i.name] for i in jobs if i is not j and rank[i.cls] <= k]
             busy = busy_share(ahead)
+            key = j.bytes_per_batch / j.keys
             if urgent_bytes is None:        # FIFO leaves: one queue ahead of the message
-                wait = queue_wait_s(ahead, left, buffer_bytes, c)
+                # a batch's rounds carry its keys; wait_of (start-up) control messages
+                wait = fifo_round_wait_s(ahead, left, buffer_bytes, c, key)
+                control_wait = fifo_round_wait_s(ahead, left, buffer_bytes, c)
             else:                           # fair leaves: a DRR round in its own class
-                wait = (queue_wait_s([rho[i.name] for i in jobs if i is not j
-                                      and rank[i.cls] == k], left, buffer_bytes, c)
+                same_class = [rho[i.name] for i in jobs if i is not j and rank[i.cls] == k]
+                wait = (queue_wait_s(same_class, left, buffer_bytes, c)
+                        + fair_round_wait_s(same_class, left, c)
                         + queue_wait_s([rho[i.name] for i in jobs if rank[i.cls] < k],
                                        left, urgent_bytes, c))
+                control_wait = wait
             x = transfer_s(j.bytes_per_batch, j.keys, j.path, j.window, c)
             t = (alone[j.name] - x + rounds(j.keys, j.window) * wait
                  + transfer_s(j.bytes_per_batch, j.keys, j.path, j.window, c, r, 1.0 - busy))
             new[j.name] = t
             rate[j.name] = r
-            wait_of[j.name] = wait
+            wait_of[j.name] = control_wait
         delta = max(abs(new[n] - it[n]) / it[n] for n in it)
         it = {n: 0.5 * it[n] + 0.5 * new[n] for n in it}      # damped: the map may oscillate
         if delta < 1e-6:
@@ -422,6 +443,70 @@ def queue_wait_s(ahead: Sequence[float], left: float, buffer_bytes: float,
         raise ValueError("the class's rate must be > 0 and buffer_bytes >= 0")
     fill = min(1.0, c.queue_fill + c.queue_fill_per_sender * max(0.0, sum(ahead) - 1))
     return busy_share(ahead) * fill * buffer_bytes / left
+
+
+def overflow_share(ahead: Sequence[float], buffer_bytes: float,
+                   c: ExchangeConstants | None = None) -> float:
+    """The share of what arrives at once at a busy FIFO that does not fit in it: the
+    message's own sender and the others sending at the same time (``1 + sum(ahead)`` on
+    average) may each bring one burst (``burst_bytes``: what a host's shaper or TCP's
+    window releases back to back); a FIFO of ``buffer_bytes`` holds that much of it.
+    0 for a FIFO deeper than every sender's burst together (the deep FIFO)."""
+    c = c or default_constants()
+    arriving = (1.0 + sum(ahead)) * c.burst_bytes
+    return max(0.0, 1.0 - buffer_bytes / arriving) if arriving > 0 else 0.0
+
+
+def tail_share(message_bytes: float | None) -> float:
+    """The chance that a drop in a message of ``message_bytes`` needs a timeout: it hits one
+    of the message's last ``DUPACK_SEGMENTS`` segments, after which too few segments follow
+    to send the three duplicate ACKs of a fast retransmit, ``min(1, 3 MSS / bytes)``. None:
+    a control message (one segment)."""
+    if message_bytes is None or message_bytes <= DUPACK_SEGMENTS * MSS_BYTES:
+        return 1.0
+    return DUPACK_SEGMENTS * MSS_BYTES / message_bytes
+
+
+def loss_wait_s(ahead: Sequence[float], buffer_bytes: float,
+                c: ExchangeConstants | None = None, message_bytes: float | None = None) -> float:
+    """The loss and timeout term of a shallow FIFO (issue 47 item 6): what one message round
+    loses, on average, to drops, ``busy_j * overflow * tail * loss_timeouts * rto_min_s``.
+    A round that meets the egress busy (``busy_j``) has the share ``overflow`` of its burst
+    dropped (:func:`overflow_share`); a drop costs a timeout only where fast retransmit
+    cannot recover it (``tail``, :func:`tail_share` of the round's message: 1 for control
+    messages and small keys, small for a bulk key, whose drops are recovered while others
+    fill the link, bench.fabric.shallow_loss); ``loss_timeouts`` (fitted on the
+    calibration's own probe mix on the short FIFO) is how many retransmission timeouts of
+    ``rto_min_s`` such a round pays: a lost tail segment, a lost SYN, a lost retransmission."""
+    c = c or default_constants()
+    if buffer_bytes < 0:
+        raise ValueError("buffer_bytes must be >= 0")
+    return (busy_share(ahead) * overflow_share(ahead, buffer_bytes, c) * tail_share(message_bytes)
+            * c.loss_timeouts * c.rto_min_s)
+
+
+def fifo_round_wait_s(ahead: Sequence[float], left: float, buffer_bytes: float,
+                      c: ExchangeConstants | None = None,
+                      message_bytes: float | None = None) -> float:
+    """One message round's wait at a FIFO leaf: the standing queue (:func:`queue_wait_s`)
+    plus what drops cost it when the FIFO is shallow (:func:`loss_wait_s`; ``message_bytes``:
+    the round's message, None a control message)."""
+    return (queue_wait_s(ahead, left, buffer_bytes, c)
+            + loss_wait_s(ahead, buffer_bytes, c, message_bytes))
+
+
+def fair_round_wait_s(same_class: Sequence[float], left: float,
+                      c: ExchangeConstants | None = None) -> float:
+    """The per-flow fair-share term of a fair-queued leaf (issue 47 item 6): a message of a
+    flow that has just become active leaves after one DRR round of every other flow of its
+    class that has bytes queued, ``sum(rho_i) * fair_round_bytes / C_k``: ``sum(rho_i)``
+    the others sending at once on average, ``fair_round_bytes`` what each sends per round
+    ahead of it (a quantum, and the flows the hash puts in its bucket; fitted on the
+    calibration's own probe mix on the fair queue)."""
+    c = c or default_constants()
+    if not left > 0:
+        raise ValueError("the class's rate must be > 0")
+    return sum(min(1.0, max(0.0, p)) for p in same_class) * c.fair_round_bytes / left
 
 
 def startup_time(wait_s: float, c: ExchangeConstants | None = None,

@@ -14,12 +14,14 @@ local_Bps`` (the model's linear terms); then two equal cross-rack jobs at once (
 class, no controller) fit ``queue_fill`` of the sharing model by bisection; last, through
 the run loop the experiments and ``sluice run`` use (controller process, warm PS
 processes, one FIFO class), small jobs alone give ``startup_s``, six bulk jobs at once
-``queue_fill_per_sender`` and small jobs arriving among them ``startup_rounds``. Prints every
+``queue_fill_per_sender`` and small jobs arriving among them ``startup_rounds``; then the
+same bulk and small jobs on the short FIFO fit ``loss_timeouts`` and on the fair queue
+``fair_round_bytes`` (``bench.fabric.calibrate_queues``). Prints every
 point's measured and fitted time and residual, the run-queue delay of the job's processes
 (CPU wait: the machine is shared) and the load average before and after; ``--write``
 replaces ``sluice_common/data/exchange_constants.yaml`` with the fit and its provenance;
 ``--from JSON`` fits the measurements an earlier ``--json`` output holds (no fabric).
-About 5 minutes. Needs root (the fabric) and takes the fabric lock.
+About 7 minutes. Needs root (the fabric) and takes the fabric lock.
 """
 
 from __future__ import annotations
@@ -166,15 +168,20 @@ def fit_queue_fill(c, jobs, capacity: float, buffer_bytes: float, measured: floa
     def model(q):
         got = share_egress(jobs, capacity, buffer_bytes, replace(c, **{name: q}))
         return statistics.mean(got.values())
-    lo, hi = 0.0, 1.0
+    return bisect_constant(model, measured, 0.0, 1.0)[0]
+
+
+def bisect_constant(model, measured: float, lo: float, hi: float) -> tuple[float, bool]:
+    """The value in [lo, hi] at which the increasing ``model`` meets ``measured``, and
+    whether it was clamped to an end (the term cannot explain the figure)."""
     if model(lo) >= measured:
-        return 0.0
+        return lo, True
     if model(hi) <= measured:
-        return 1.0
+        return hi, True
     for _ in range(40):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if model(mid) < measured else (lo, mid)
-    return (lo + hi) / 2
+    return (lo + hi) / 2, False
 
 
 def measure_fabric() -> dict:
@@ -223,10 +230,11 @@ def measure_fabric() -> dict:
             finally:
                 runner.close()
 
-        driver = measure_driver_points(out)
+        driver, queues = measure_driver_points(out)
     finally:
         subprocess.run(["rm", "-rf", str(out)], check=False)
-    return {"rows": rows, "shared": shared, "driver": driver, "started": started,
+    return {"rows": rows, "shared": shared, "driver": driver, "queues": queues,
+            "started": started,
             "load_before": load_before,
             "load_after": loadavg(), "wall_s": round(time.monotonic() - t_start, 1)}
 
@@ -285,15 +293,19 @@ def run_mix(topology, fabric, client, runner, out: Path, mix: list, priority: bo
     return {"jobs": jobs, "tcp": {k: after[k] - before[k] for k in after}}
 
 
-def measure_driver_points(out: Path) -> dict[str, dict]:
+def measure_driver_points(out: Path) -> tuple[dict[str, dict], dict]:
     """Run :func:`driver_mix` through the experiments' run loop (controller process,
     priority off, warm PS processes), then its jobs alone again with priority on (each
     registered with the controller, its rules in place, before it starts: ``cal-on-*``);
-    per job its JCT and its median iteration after SKIP batches."""
+    per job its JCT and its median iteration after SKIP batches. Then the queue stage on
+    the same fabric and pool (``calibrate_queues.measure_queues``: the short FIFO and the
+    fair queue), whose measurements come second."""
+    from bench.fabric.calibrate_queues import measure_queues
     from dataclasses import replace as copy
 
     from end_to_end.run import environment, warm_processes
-    from mininet_tests.heavy_tail.fabric_setup import experiment_topology, machine_cc, topology_arg
+    from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, experiment_topology,
+                                                       machine_cc, measure_rtt, topology_arg)
     from sluice_common.rank_rules import DEFAULT_RULE
 
     topology, _ = experiment_topology(UPLINK_MBPS)
@@ -310,7 +322,9 @@ def measure_driver_points(out: Path) -> dict[str, dict]:
                           mode == "on", 20000 + 2000 * k)
             got.update({n: {"jct_s": v["jct_s"], "iteration_s": v["iteration_s"]}
                         for n, v in ran["jobs"].items()})
-    return got
+        rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
+        queues = measure_queues(topology, fabric, client, runner, out, rtt_s, 26000)
+    return got, queues
 
 
 def probe_sharers(capacity: float, names, nbytes: int):
@@ -387,7 +401,7 @@ def fit_constants(m: dict):
     buffer_bytes = LEAF_QUEUE_PACKETS * MTU_BYTES
     qf = fit_queue_fill(c, sharers, capacity, buffer_bytes, measured_shared)
     c = replace(c, queue_fill=round(float(qf), 4))
-    start = many = None
+    start = many = queues = None
     if m.get("driver"):
         many = fit_many(c, m["driver"], capacity, buffer_bytes)
         c = replace(c, queue_fill_per_sender=round(float(many), 4))
@@ -395,7 +409,11 @@ def fit_constants(m: dict):
         c = replace(c, startup_s=round(start["startup_s"], 4),
                     startup_rounds=round(start["startup_rounds"], 2),
                     startup_priority_s=round(start["startup_priority_s"], 4))
-    return c, pred, qf, many, start, measured_shared
+    if m.get("queues"):
+        from bench.fabric.calibrate_queues import fit_queues
+
+        c, queues = fit_queues(c, m["queues"], capacity)
+    return c, pred, qf, many, start, measured_shared, queues
 
 
 def main() -> int:
@@ -414,9 +432,16 @@ def main() -> int:
 
     m = json.loads(Path(args.from_json).read_text())["measured"] if args.from_json \
         else measure_fabric()
-    c, pred, qf, many, start, measured_shared = fit_constants(m)
+    c, pred, qf, many, start, measured_shared, queues = fit_constants(m)
     figures, rel = report_fit(m, c, pred, qf, many, start, measured_shared)
-    provenance = provenance_of(m, start, rel, measured_shared, args.from_json)
+    if queues:
+        from bench.fabric.calibrate_queues import print_fit
+
+        print_fit(queues)
+    else:
+        print("queue stage: not measured in this input; loss_timeouts and fair_round_bytes "
+              "unchanged", flush=True)
+    provenance = provenance_of(m, start, rel, measured_shared, args.from_json, queues)
     c = replace(c, provenance=provenance)
     if args.write:
         path = save_constants(c, DATA_FILE, comment=(
@@ -428,7 +453,8 @@ def main() -> int:
                                                  ("overhead_s", "per_key_s", "hop_s",
                                                   "efficiency", "local_Bps", "queue_fill",
                                                   "queue_fill_per_sender", "startup_s",
-                                                  "startup_rounds", "startup_priority_s")},
+                                                  "startup_rounds", "startup_priority_s",
+                                                  "loss_timeouts", "fair_round_bytes")},
                                    "provenance": provenance})
     return 0
 

@@ -51,7 +51,7 @@ def report_fit(m: dict, c, pred: list[float], qf: float, many, start, measured_s
     figures = [harness.figure(f"exchange {k}", getattr(c, k))
                for k in ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps",
                          "startup_s", "startup_rounds", "startup_priority_s",
-                         "queue_fill_per_sender")]
+                         "queue_fill_per_sender", "loss_timeouts", "fair_round_bytes")]
     figures.append(harness.figure("exchange queue_fill", c.queue_fill))
     rel = [abs(r["measured_s"] - r["model_s"]) / r["measured_s"] for r in rows]
     figures.append(harness.figure("fit median |residual|", 100 * statistics.median(rel), "%"))
@@ -78,7 +78,7 @@ def source_commit() -> str:
 
 
 def provenance_of(m: dict, start, rel: list[float], measured_shared: float,
-                  refit_from: str | None) -> dict:
+                  refit_from: str | None, queues: dict | None = None) -> dict:
     """Where the constants come from: command, machine, fabric, load, residuals."""
     from mininet_fabric.priority import LEAF_QUEUE_PACKETS
     from mininet_tests.heavy_tail.fabric_setup import machine_cc
@@ -101,6 +101,12 @@ def provenance_of(m: dict, start, rel: list[float], measured_shared: float,
                           many_jobs=BULK_JOBS, many_median_iteration_s=round(statistics.median(
                               v["iteration_s"] for n, v in m["driver"].items()
                               if n.startswith("cal-bulk")), 4))
+    if queues:
+        provenance["queue_stage"] = {
+            q: {k: r[k] for k in ("constant", "value", "clamped", "probes_measured_s",
+                                  "model_without_term_s", "model_with_term_s", "load")}
+            for q, r in queues.items()}
+        provenance["queue_stage_rtt_s"] = m["queues"]["rtt_s"]
     if refit_from:
         provenance["refit_from"] = refit_from
     return provenance

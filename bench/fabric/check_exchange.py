@@ -69,9 +69,10 @@ def sent_bytes(mix: list) -> float:
     return sum(2 * (j.batches + KV_INIT_BATCHES) * j.bytes_per_batch for j in mix)
 
 
-def model_figure(name: str, mix: list, capacity: float, buffer_bytes: float, c) -> float:
+def model_figure(name: str, mix: list, capacity: float, buffer_bytes: float, c,
+                 urgent_bytes: float | None = None) -> float:
     """The model's figure for a scenario: the arriving jobs' mean JCT (``ARRIVING``), else the bulk
-    jobs' mean iteration."""
+    jobs' mean iteration. ``urgent_bytes``: the leaves are fair-queued (the baseline's)."""
     from mininet_tests import fluid
     from mininet_tests.heavy_tail.predict import KEYS, PIPELINE_KEYS, SLOT_S, cross_path
     from sluice_common.exchange import share_egress
@@ -80,10 +81,10 @@ def model_figure(name: str, mix: list, capacity: float, buffer_bytes: float, c) 
         jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s,
                                KEYS, PIPELINE_KEYS, cross_path(capacity)) for j in mix]
         jct = fluid.simulate_batches(jobs, "off", capacity, buffer_bytes, c,
-                                     overhead_s=SLOT_S / 2)
+                                     overhead_s=SLOT_S / 2, urgent_bytes=urgent_bytes)
         return statistics.mean(v for n, v in jct.items() if "-probe-" in n)
     its = share_egress(probe_sharers(capacity, [j.name for j in mix], BULK[0]), capacity,
-                       buffer_bytes, c)
+                       buffer_bytes, c, urgent_bytes=urgent_bytes)
     return statistics.mean(its.values())
 
 
@@ -111,7 +112,7 @@ def compare(measured: dict, c=None) -> list[dict]:
             if run is None:
                 continue
             got = measured_figure(name, run["jobs"])
-            model = model_figure(name, mix, capacity, buffer, c)
+            model = model_figure(name, mix, capacity, buffer, c, bl.urgent_bytes(disc))
             rows.append({"discipline": disc, "scenario": name,
                          "figure": "mean JCT" if name in ARRIVING else "mean iteration",
                          "measured_s": round(got, 4), "model_s": round(model, 4),

@@ -15,7 +15,8 @@ the model's ``efficiency``):
   messages, ``R`` message rounds of one round trip each and the store-and-forward fill;
 - at every shared rack uplink, each message round's wait behind the queue the jobs in its
   priority class and the more urgent ones keep there
-  (:func:`~sluice_common.exchange.queue_wait_s`), which the simulator works out from the
+  (:func:`~sluice_common.exchange.fifo_round_wait_s`: the standing queue, and what
+  drops cost a round when the FIFO is shallow), which the simulator works out from the
   jobs sharing each uplink (``Simulator``; a policy's look at an unstarted placement
   leaves it out, as it leaves out the sharing).
 
@@ -44,7 +45,7 @@ import math
 from dataclasses import dataclass, replace
 
 from sluice_common.exchange import (MTU_BYTES, ExchangeConstants, burst_credit,
-                                    default_constants, fixed_batch_s, queue_wait_s, rounds,
+                                    default_constants, fifo_round_wait_s, fixed_batch_s, rounds,
                                     wire_key_bytes)
 
 HARDWARE_HOP_S = 1e-6              # forwarding per hop in a real switch (module doc)
@@ -124,8 +125,8 @@ class ExchangePricing:
         """One message round's wait at a shared egress whose class gets
         ``class_rate_mbps`` (described, times ``scale`` on the fabric), behind jobs sending
         shares ``ahead`` of their iterations."""
-        return queue_wait_s(ahead, class_rate_mbps * self.scale * 1e6 / 8, self.buffer_bytes,
-                            self.constants)
+        return fifo_round_wait_s(ahead, class_rate_mbps * self.scale * 1e6 / 8,
+                                 self.buffer_bytes, self.constants)
 
 
 def cross_rack_rates(topology) -> list[float]:

@@ -278,7 +278,7 @@ def test_the_check_compares_each_scenario_with_the_model_per_discipline():
     slower gives -20 %; the resent share comes from the counters over the bytes sent."""
     from bench.fabric.check_exchange import (ARRIVING, compare, measured_figure, model_figure,
                                              scenarios, sent_bytes)
-    from mininet_fabric.baselines import queues
+    from mininet_fabric.baselines import queues, urgent_bytes
     from mininet_tests.heavy_tail.predict import buffer_bytes
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
 
@@ -289,7 +289,7 @@ def test_the_check_compares_each_scenario_with_the_model_per_discipline():
     for disc in queues():
         buf = buffer_bytes(disc, capacity, 0.001)
         for name, mix in mixes.items():
-            figure = model_figure(name, mix, capacity, buf, C)
+            figure = model_figure(name, mix, capacity, buf, C, urgent_bytes(disc))
             slower = 1.25 if (disc, name) == ("off-fair", "two") else 1.0
             key = "jct_s" if name in ARRIVING else "iteration_s"
             jobs = {j.name: {"jct_s": 0.0, "iteration_s": 0.0} for j in mix}
