@@ -7,8 +7,10 @@ jobs into the priority levels, and each level's queue is the baseline's):
 
 - ``off``: today's tree (``priority.priority_tree``): per level one deep FIFO of
   ``priority.LEAF_QUEUE_PACKETS`` (200) packets, about 200 ms at 12 Mbit/s.
-- ``off-shallow``: the same tree with a FIFO of about twice the bandwidth-delay product
-  (:func:`shallow_limit_packets`), never below one HTB burst (the shaper releases up to
+- ``off-shallow``: the same tree with a FIFO of the depth a sweep chose at the run's load
+  and congestion control (``mininet_fabric.fifo_depths``, :func:`swept_shallow`), else
+  about twice the bandwidth-delay product (:func:`shallow_limit_packets`), never below one
+  HTB burst (the shaper releases up to
   ``priority.BURST`` at once, so a queue shorter than that drops inside a burst).
 - ``off-fair``: per-flow fair queueing, built from what this kernel has (HTB, pfifo and
   the u32 filter; no fq_codel, no sfq): each level is an inner HTB class whose children
@@ -44,6 +46,7 @@ All functions return ``tc -batch`` lines (without the leading ``tc``), like prio
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -247,16 +250,46 @@ def urgent_bytes(baseline_name: str) -> float | None:
     return None if packets is None else packets * MTU_BYTES
 
 
+def shallow_baseline(depth_packets: int | None = None) -> Baseline:
+    """``off-shallow``: a FIFO of ``depth_packets`` per level (the depth a sweep chose,
+    ``mininet_fabric.fifo_depths``); None: twice the bandwidth-delay product, at least one
+    HTB burst."""
+    if depth_packets is None:
+        return Baseline(
+            "off-shallow", "a FIFO of twice the bandwidth-delay product (at least one HTB "
+            "burst), or the depth the sweep chose at the run's load and congestion control",
+            tree=lambda intf, rate, levels, rtt: priority.priority_tree(
+                intf, rate, levels, leaf_limit=shallow_limit_packets(rate, rtt)),
+            queue_packets=lambda rate, rtt: shallow_limit_packets(rate, rtt))
+    return Baseline(
+        "off-shallow", f"a FIFO of {depth_packets} packets per level (the sweep's best depth)",
+        tree=lambda intf, rate, levels, rtt: priority.priority_tree(
+            intf, rate, levels, leaf_limit=depth_packets),
+        queue_packets=lambda rate, rtt: depth_packets)
+
+
+@contextmanager
+def swept_shallow(load: float, cc: str):
+    """For the ``with`` block, ``off-shallow`` has the depth the sweep chose at ``load``
+    and ``cc`` (``mininet_fabric.fifo_depths``); yields that entry, or None (no sweep there:
+    the default depth). The default is registered again after, also on failure."""
+    from mininet_fabric.fifo_depths import swept_depth
+
+    swept = swept_depth(load, cc)
+    if swept is not None:
+        register(shallow_baseline(swept.depth_packets))
+    try:
+        yield swept
+    finally:
+        register(shallow_baseline())
+
+
 register(Baseline(
     "off", f"one deep FIFO of {priority.LEAF_QUEUE_PACKETS} packets per level (no job "
     "registered: every packet in the least urgent level)",
     tree=lambda intf, rate, levels, rtt: priority.priority_tree(intf, rate, levels),
     queue_packets=lambda rate, rtt: priority.LEAF_QUEUE_PACKETS))
-register(Baseline(
-    "off-shallow", "a FIFO of twice the bandwidth-delay product (at least one HTB burst)",
-    tree=lambda intf, rate, levels, rtt: priority.priority_tree(
-        intf, rate, levels, leaf_limit=shallow_limit_packets(rate, rtt)),
-    queue_packets=lambda rate, rtt: shallow_limit_packets(rate, rtt)))
+register(shallow_baseline())
 register(Baseline(
     "off-fair", f"per-flow fair queueing ({FAIR_BUCKETS} DRR buckets of "
     f"{FAIR_BUCKET_PACKETS} packets per level)",

@@ -4,7 +4,13 @@ the depth with the lowest mean JCT (median over seeds) is the best a FIFO can do
 and so the depth the ``off-shallow`` baseline should have.
 
     sudo .venv/bin/python -m bench.fabric.sweep_fifo --depths 5,11,25,50,100 --load 0.7 \\
-        --seed-list 1,2,3,4,5 [--cc machine|bbr|cubic] --out DIR [--json OUT]
+        --seed-list 1,2,3,4,5 [--cc machine|bbr|cubic] --out DIR [--json OUT] \\
+        [--record "RESULTS SECTION"]
+
+``--record`` enters the best depth in ``mininet_fabric/data/fifo_depths.yaml`` (with the
+section of bench/RESULTS.md that holds the sweep's table), so the heavy-tail experiment's
+``off-shallow`` has it at this load and congestion control; ``--from DIR`` reads a finished
+sweep's summary again (no fabric).
 
 Each depth is registered as a baseline ``fifo-N`` for the run (mininet_fabric.baselines:
 the deep FIFO's tree with N packets a level), so the heavy-tail experiment runs it as a
@@ -68,19 +74,31 @@ def main() -> int:
     ap.add_argument("--seed-list", default="1,2,3,4,5")
     ap.add_argument("--cc", default="machine", choices=("machine", "bbr", "cubic"))
     ap.add_argument("--out", required=True)
+    ap.add_argument("--record", default=None, metavar="SECTION",
+                    help="enter the best depth in mininet_fabric/data/fifo_depths.yaml, "
+                         "naming the RESULTS section with this sweep")
+    ap.add_argument("--from", dest="from_dir", action="store_true",
+                    help="read the finished sweep in --out again (no fabric)")
     args = ap.parse_args()
     depths = sorted({int(d) for d in args.depths.split(",")} - {DEEP})
     modes = tuple(register_depth(d) for d in depths)
     out = Path(args.out)
     config = HeavyTailConfig(load=args.load, seeds=tuple(int(s) for s in args.seed_list.split(",")),
                              baselines="all", only_modes=modes, cc=args.cc, out=out)
-    rc = run(config)
-    rows = table(json.loads((out / "summary.json").read_text()), depths)
+    rc = 0 if args.from_dir else run(config)
+    summary = json.loads((out / "summary.json").read_text())
+    rows = table(summary, depths)
     best = best_depth(rows)
+    if args.record:
+        from mininet_fabric.fifo_depths import SweptDepth, record_depth
+
+        path = record_depth(SweptDepth(summary["load"], summary["host_cc"], best, args.record,
+                                       tuple(summary["seeds"])))
+        print(f"recorded {best} packets at load {summary['load']}, {summary['host_cc']} in {path}")
     figures = [harness.figure(f"mean JCT, FIFO of {r['depth_packets']} packets", r["mean_jct_s"],
                               "s", note=f"({r['vs_deep_pct']:+.1f} % vs {DEEP}, paired)")
                for r in rows]
-    print(f"best FIFO depth at load {args.load}, cc {args.cc}: {best} packets")
+    print(f"best FIFO depth at load {args.load}, cc {summary['host_cc']}: {best} packets")
     harness.write_json(args.json, {"rows": rows, "best_depth_packets": best, "figures": figures,
                                    "load": args.load, "cc": args.cc, "seeds": config.seeds})
     return rc

@@ -73,3 +73,4 @@ class RunFacts:
     cc: str | None = None           # the hosts' congestion control, resolved
     rtt_s: float | None = None      # the idle round trip worker -> PS
     wall_s: float = 0.0
+    shallow_sweep: str | None = None  # where the sweep that chose off-shallow's depth is

@@ -60,9 +60,16 @@ class _Bench:
 def run(config: HeavyTailConfig) -> int:
     out = config.out or Path(f"runs/experiment-{config.mix}-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
+    cc = fs.resolve_cc(config.cc)
+    # off-shallow has the depth the sweep chose at this load and congestion control
+    with bl.swept_shallow(config.load, cc) as swept:
+        return _run(config, out, cc, swept)
+
+
+def _run(config: HeavyTailConfig, out: Path, cc: str, swept) -> int:
     topology, capacity = fs.experiment_topology(config.uplink_mbps)
     modes = modes_for(config.baselines, config.only_modes)
-    cc, cc_before = fs.resolve_cc(config.cc), fs.machine_cc()
+    cc_before = fs.machine_cc()
     per_host = (3 if config.mix == "same-start" else config.jobs) + 1
     started = time.monotonic()
     per_seed: list[dict] = []
@@ -78,12 +85,14 @@ def run(config: HeavyTailConfig) -> int:
                        out, started)
         print(f"experiment: modes {', '.join(modes)}; host TCP {cc}; idle RTT "
               f"{1000 * rtt_s:.2f} ms (shallow FIFO "
-              f"{bl.shallow_limit_packets(capacity * 8 / 1e6, rtt_s)} packets)",
+              f"{bl.baseline('off-shallow').queue_packets(capacity * 8 / 1e6, rtt_s)} packets, "
+              f"{'the sweep in ' + swept.sweep if swept else 'no sweep at this load and cc'})",
               file=sys.stderr, flush=True)
         for k, seed in enumerate(config.seeds):
             per_seed.append(_run_seed(bench, k, seed))
             (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))
-    facts = RunFacts(cc=cc, rtt_s=rtt_s, wall_s=time.monotonic() - started)
+    facts = RunFacts(cc=cc, rtt_s=rtt_s, wall_s=time.monotonic() - started,
+                     shallow_sweep=swept.sweep if swept else None)
     if fs.machine_cc() != cc_before:     # hosts set theirs per namespace; never the machine's
         raise RuntimeError(f"the machine's TCP congestion control changed from {cc_before} "
                            f"to {fs.machine_cc()} during the run")
@@ -222,9 +231,17 @@ def resummarize(out: Path, config: HeavyTailConfig, merge: list[Path] = (),
     added to ``out``'s, each re-measured from its own reports where they are kept (a
     seed stored without them keeps its measurements). ``repredict``: the model's
     ``predicted_mean_jct_s`` computed again with the current constants (from the mix
-    alone, never from the measurements); the summary says so."""
+    alone, never from the measurements); the summary says so. A run whose ``off-shallow``
+    had a swept depth is re-read with that depth."""
     out = Path(out)
     old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    if not old.get("shallow_depth_sweep"):
+        return _resummarize(out, config, merge, repredict, old)
+    with bl.swept_shallow(old["load"], old["host_cc"]):
+        return _resummarize(out, config, merge, repredict, old)
+
+
+def _resummarize(out: Path, config: HeavyTailConfig, merge, repredict: bool, old: dict) -> dict:
     # how the runs were made, not how they are re-read
     config = replace(config, uplink_mbps=old.get("uplink_mbps"),
                      host_tcp=old.get("host_tcp", config.host_tcp),
@@ -254,7 +271,8 @@ def resummarize(out: Path, config: HeavyTailConfig, merge: list[Path] = (),
         per_seed.append(seed)
     (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))
     facts = RunFacts(cc=old.get("host_cc"), rtt_s=old.get("rtt_s"),
-                     wall_s=old.get("wall_time_s", 0.0))
+                     wall_s=old.get("wall_time_s", 0.0),
+                     shallow_sweep=old.get("shallow_depth_sweep"))
     summary = summarize(per_seed, config, facts, edges)
     if repredict or "predictions" in old:
         summary["predictions"] = model_provenance() if repredict else old["predictions"]

@@ -149,8 +149,9 @@ def summarize(per_seed: list[dict], config: HeavyTailConfig, facts: RunFacts, ed
             "default_rule_on_best_baseline": combo, "best_mode": best_mode,
             "bounds": bounds(per_seed),
             "host_cc": facts.cc, "rtt_s": facts.rtt_s,
-            "shallow_limit_packets": (bl.shallow_limit_packets(
+            "shallow_limit_packets": (bl.baseline("off-shallow").queue_packets(
                 config.uplink_mbps or 50.0, facts.rtt_s) if facts.rtt_s else None),
+            "shallow_depth_sweep": facts.shallow_sweep,
             "mix": config.mix, "load": config.load,
             "seeds": [s["seed"] for s in per_seed], "jobs_per_seed": len(per_seed[0]["mix"]),
             "scale": config.scale, "bytes_lo": config.bytes_lo, "host_tcp": config.host_tcp,
