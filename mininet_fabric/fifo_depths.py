@@ -80,5 +80,6 @@ def record_depth(entry: SweptDepth, path: str | Path | None = None) -> Path:
              "seeds": list(d.seeds)} for d in sorted(kept + [entry], key=lambda d: (d.load, d.cc))]
     head = "".join(line + "\n" for line in path.read_text(encoding="utf-8").splitlines()
                    if line.startswith("#")) if path.exists() else ""
-    path.write_text(head + yaml.safe_dump(rows, sort_keys=False), encoding="utf-8")
+    path.write_text(head + yaml.safe_dump(rows, sort_keys=False, allow_unicode=True, width=200),
+                    encoding="utf-8")
     return path
