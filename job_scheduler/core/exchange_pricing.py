@@ -15,7 +15,7 @@ the model's ``efficiency``):
   messages, ``R`` message rounds of one round trip each and the store-and-forward fill;
 - at every shared rack uplink, each message round's wait behind the queue the jobs in its
   priority class and the more urgent ones keep there
-  (:func:`~sluice_common.exchange.fifo_round_wait_s`: the standing queue, and what
+  (:func:`~sluice_common.exchange_waits.fifo_round_wait_s`: the standing queue, and what
   drops cost a round when the FIFO is shallow), which the simulator works out from the
   jobs sharing each uplink (``Simulator``; a policy's look at an unstarted placement
   leaves it out, as it leaves out the sharing).
@@ -45,8 +45,8 @@ import math
 from dataclasses import dataclass, replace
 
 from sluice_common.exchange import (MTU_BYTES, ExchangeConstants, burst_credit,
-                                    default_constants, fifo_round_wait_s, fixed_batch_s, rounds,
-                                    wire_key_bytes)
+                                    default_constants, fixed_batch_s, rounds, wire_key_bytes)
+from sluice_common.exchange_waits import fifo_round_wait_s
 
 HARDWARE_HOP_S = 1e-6              # forwarding per hop in a real switch (module doc)
 KEY_BYTES = 4 * 2 ** 20            # the worker's bucket: ps_runtime's default bucket_mb, 4

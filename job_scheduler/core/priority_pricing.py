@@ -19,7 +19,7 @@ the bottom gets what the more urgent jobs leave. With the rule off (``None``) ev
 is in one level, and the price is the fair share, ``nps * cap / (flows on the uplink +
 its own)``: the simulator's ``live_bandwidth`` to the last bit
 (tests/unit/job_scheduler/core/test_priority_pricing.py). The queueing the exchange model
-adds (:func:`sluice_common.exchange.queue_wait_s`) is left out here as it is for the fair
+adds (:func:`sluice_common.exchange_waits.queue_wait_s`) is left out here as it is for the fair
 share: a policy's look at a placement prices its bandwidth.
 
 Pure: a loop (the simulator, a ``LiveView``) hands in what it knows of its running jobs.

@@ -31,7 +31,7 @@ With the estimator's exchange pricing (``Estimator(exchange=...)``,
 :mod:`job_scheduler.core.exchange_pricing`) each batch also pays the exchange's fixed
 time (in the estimator) and, at every rack uplink the job crosses, each message round
 waits the queue that the jobs of its priority class and the more urgent ones keep there
-(:func:`sluice_common.exchange.fifo_round_wait_s`; all of them with priority off): the same
+(:func:`sluice_common.exchange_waits.fifo_round_wait_s`; all of them with priority off): the same
 formula as the exchange model's fixed point, fed with the simulator's own shares
 (``_round_wait``), and recomputed when the job is re-timed.
 Exchange between a PS and workers on one host is charged at the host's bus

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from sluice_common.exchange import (MSS_BYTES, ExchangeConstants, Sharer, egress_state,
-                                    fair_round_wait_s, fifo_round_wait_s, loss_wait_s,
-                                    overflow_share, queue_wait_s, tail_share)
+from sluice_common.exchange import ExchangeConstants, Sharer, egress_state
+from sluice_common.exchange_waits import (MSS_BYTES, fair_round_wait_s, fifo_round_wait_s,
+                                          loss_wait_s, overflow_share, queue_wait_s, tail_share)
 
 C = ExchangeConstants(overhead_s=0.01, per_key_s=0.002, hop_s=0.0005, efficiency=0.8,
                       local_Bps=100e6, queue_fill=0.5, burst_bytes=15000.0, rto_min_s=0.2,

@@ -1,0 +1,101 @@
+"""What one message round of a PS job waits at a shared shaped egress (issue 47 item 6): the
+standing queue of a FIFO, the drops of a shallow one, a fair queue's round; the terms of
+:mod:`sluice_common.exchange`'s fixed point (its module doc has the formulas). Pure.
+``c``: the model's constants (``ExchangeConstants``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Protocol, Sequence
+
+MSS_BYTES = 1448                # a full segment's payload (1500 MTU less IP, TCP, timestamps)
+DUPACK_SEGMENTS = 3             # duplicate ACKs that trigger a fast retransmit
+
+
+class WaitConstants(Protocol):
+    """The constants these terms read (``sluice_common.exchange.ExchangeConstants``)."""
+    queue_fill: float
+    queue_fill_per_sender: float
+    burst_bytes: float
+    loss_timeouts: float
+    rto_min_s: float
+    fair_round_bytes: float
+
+
+def busy_share(ahead: Iterable[float]) -> float:
+    """``busy_j = 1 - prod(1 - rho_i)``: the chance that one of the jobs ``ahead`` (each
+    sending a share ``rho_i`` of its iteration) is sending when a message of job j comes."""
+    return 1.0 - math.prod(1.0 - min(1.0, max(0.0, p)) for p in ahead)
+
+
+def queue_wait_s(ahead: Sequence[float], left: float, buffer_bytes: float,
+                 c: WaitConstants) -> float:
+    """What one message round of a job waits at a shared egress (module doc): ``busy_j *
+    fill(m_j) * Q / C_k``. ``ahead``: the send shares ``rho_i`` of the other jobs in its
+    class and the more urgent ones; ``left``: the rate its class has, bytes/s; ``Q``: the
+    FIFO's bytes per class."""
+    if not left > 0 or buffer_bytes < 0:
+        raise ValueError("the class's rate must be > 0 and buffer_bytes >= 0")
+    fill = min(1.0, c.queue_fill + c.queue_fill_per_sender * max(0.0, sum(ahead) - 1))
+    return busy_share(ahead) * fill * buffer_bytes / left
+
+
+def overflow_share(ahead: Sequence[float], buffer_bytes: float,
+                   c: WaitConstants) -> float:
+    """The share of what arrives at once at a busy FIFO that does not fit in it: the
+    message's own sender and the others sending at the same time (``1 + sum(ahead)`` on
+    average) may each bring one burst (``burst_bytes``: what a host's shaper or TCP's
+    window releases back to back); a FIFO of ``buffer_bytes`` holds that much of it.
+    0 for a FIFO deeper than every sender's burst together (the deep FIFO)."""
+    arriving = (1.0 + sum(ahead)) * c.burst_bytes
+    return max(0.0, 1.0 - buffer_bytes / arriving) if arriving > 0 else 0.0
+
+
+def tail_share(message_bytes: float | None) -> float:
+    """The chance that a drop in a message of ``message_bytes`` needs a timeout: it hits one
+    of the message's last ``DUPACK_SEGMENTS`` segments, after which too few segments follow
+    to send the three duplicate ACKs of a fast retransmit, ``min(1, 3 MSS / bytes)``. None:
+    a control message (one segment)."""
+    if message_bytes is None or message_bytes <= DUPACK_SEGMENTS * MSS_BYTES:
+        return 1.0
+    return DUPACK_SEGMENTS * MSS_BYTES / message_bytes
+
+
+def loss_wait_s(ahead: Sequence[float], buffer_bytes: float,
+                c: WaitConstants, message_bytes: float | None = None) -> float:
+    """The loss and timeout term of a shallow FIFO (issue 47 item 6): what one message round
+    loses, on average, to drops, ``busy_j * overflow * tail * loss_timeouts * rto_min_s``.
+    A round that meets the egress busy (``busy_j``) has the share ``overflow`` of its burst
+    dropped (:func:`overflow_share`); a drop costs a timeout only where fast retransmit
+    cannot recover it (``tail``, :func:`tail_share` of the round's message: 1 for control
+    messages and small keys, small for a bulk key, whose drops are recovered while others
+    fill the link, bench.fabric.shallow_loss); ``loss_timeouts`` (fitted on the
+    calibration's own probe mix on the short FIFO) is how many retransmission timeouts of
+    ``rto_min_s`` such a round pays: a lost tail segment, a lost SYN, a lost retransmission."""
+    if buffer_bytes < 0:
+        raise ValueError("buffer_bytes must be >= 0")
+    return (busy_share(ahead) * overflow_share(ahead, buffer_bytes, c) * tail_share(message_bytes)
+            * c.loss_timeouts * c.rto_min_s)
+
+
+def fifo_round_wait_s(ahead: Sequence[float], left: float, buffer_bytes: float,
+                      c: WaitConstants,
+                      message_bytes: float | None = None) -> float:
+    """One message round's wait at a FIFO leaf: the standing queue (:func:`queue_wait_s`)
+    plus what drops cost it when the FIFO is shallow (:func:`loss_wait_s`; ``message_bytes``:
+    the round's message, None a control message)."""
+    return (queue_wait_s(ahead, left, buffer_bytes, c)
+            + loss_wait_s(ahead, buffer_bytes, c, message_bytes))
+
+
+def fair_round_wait_s(same_class: Sequence[float], left: float,
+                      c: WaitConstants) -> float:
+    """The per-flow fair-share term of a fair-queued leaf (issue 47 item 6): a message of a
+    flow that has just become active leaves after one DRR round of every other flow of its
+    class that has bytes queued, ``sum(rho_i) * fair_round_bytes / C_k``: ``sum(rho_i)``
+    the others sending at once on average, ``fair_round_bytes`` what each sends per round
+    ahead of it (a quantum, and the flows the hash puts in its bucket; fitted on the
+    calibration's own probe mix on the fair queue)."""
+    if not left > 0:
+        raise ValueError("the class's rate must be > 0")
+    return sum(min(1.0, max(0.0, p)) for p in same_class) * c.fair_round_bytes / left
