@@ -168,5 +168,7 @@ def test_slurmd_and_slurmctld_restart(slurm_fabric):
     env.cluster.start_slurmctld()
     env.cluster.kill_slurmd("h4")
     env.cluster.start_slurmd("h4")
+    # the restarted node registers again before it is given work (an operator waits too)
+    env.cluster.wait_idle(["h4"], 30)
     assert slurm(env, "srun", "-w", "h4", "hostname").stdout.strip() == "h4"
     env.cluster.wait_idle(env.cluster.hosts, 30)
