@@ -1,5 +1,5 @@
 """What a shallow FIFO loses, and what that costs jobs that share it (issue 27: why the
-exchange model has no loss term).
+exchange model charges drops as timeouts of small messages, not as a goodput loss).
 
     sudo .venv/bin/python -m bench.fabric.shallow_loss [--cc bbr,cubic] [--runs N] [--json [OUT]]
 
@@ -11,7 +11,8 @@ least one HTB burst), the six bulk cross-rack jobs of ``calibrate_exchange`` arr
 the machine's congestion control is restored afterwards, also on failure) it prints the
 hosts' retransmitted segments and timeouts over the run, their bytes' share of all bytes
 sent (the jobs' own, known from their batches and ``kv.init``'s, plus the resent ones),
-and the jobs' median iteration beside the exchange model's (no loss term).
+and the jobs' median iteration beside the exchange model's (the shipped constants; since
+session 20 with its loss and timeout term, which charges a bulk key's drops little).
 
 What it showed (2026-11-27, five BBR and four CUBIC runs): BBR resends 31-33 % of the
 bytes and CUBIC 9-10 %, yet the bulk jobs' median iteration is 0.78-1.10x the exchange
@@ -63,7 +64,7 @@ def retrans_share(retrans_segs: int, goodput_bytes: float) -> float:
 
 def model_iteration_s(rtt_s: float) -> float:
     """The exchange model's iteration of one of the bulk jobs beside the others in the
-    shallow FIFO (``share_egress``, the shipped constants, no loss term)."""
+    shallow FIFO (``share_egress``, the shipped constants)."""
     from bench.fabric.calibrate_exchange import UPLINK_MBPS, probe_sharers
     from mininet_tests.heavy_tail.predict import buffer_bytes
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
@@ -136,7 +137,7 @@ def main() -> int:
             print(f"shallow_loss: {cc}: {g['shallow_limit_packets']}-packet FIFO (idle RTT "
                   f"{1000 * g['rtt_s']:.2f} ms): {g['retrans_segs']} segments retransmitted, "
                   f"{g['timeouts']} timeouts, share {100 * g['share']:.1f} %; median iteration "
-                  f"{1000 * g['median_iteration_s']:.0f} ms, model (no loss term) "
+                  f"{1000 * g['median_iteration_s']:.0f} ms, model "
                   f"{1000 * g['model_iteration_s']:.0f} ms", file=sys.stderr, flush=True)
     got = {cc: {"share": round(statistics.median(g["share"] for g in gs), 4), "runs": gs}
            for cc, gs in runs.items()}
