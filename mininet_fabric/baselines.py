@@ -254,18 +254,17 @@ def shallow_baseline(depth_packets: int | None = None) -> Baseline:
     """``off-shallow``: a FIFO of ``depth_packets`` per level (the depth a sweep chose,
     ``mininet_fabric.fifo_depths``); None: twice the bandwidth-delay product, at least one
     HTB burst."""
-    if depth_packets is None:
-        return Baseline(
-            "off-shallow", "a FIFO of twice the bandwidth-delay product (at least one HTB "
-            "burst), or the depth the sweep chose at the run's load and congestion control",
-            tree=lambda intf, rate, levels, rtt: priority.priority_tree(
-                intf, rate, levels, leaf_limit=shallow_limit_packets(rate, rtt)),
-            queue_packets=lambda rate, rtt: shallow_limit_packets(rate, rtt))
-    return Baseline(
-        "off-shallow", f"a FIFO of {depth_packets} packets per level (the sweep's best depth)",
-        tree=lambda intf, rate, levels, rtt: priority.priority_tree(
-            intf, rate, levels, leaf_limit=depth_packets),
-        queue_packets=lambda rate, rtt: depth_packets)
+    def depth(rate: float, rtt: float) -> int:
+        return shallow_limit_packets(rate, rtt) if depth_packets is None else depth_packets
+
+    summary = ("a FIFO of twice the bandwidth-delay product (at least one HTB burst), or the "
+               "depth the sweep chose at the run's load and congestion control"
+               if depth_packets is None
+               else f"a FIFO of {depth_packets} packets per level (the sweep's best depth)")
+    return Baseline("off-shallow", summary,
+                    tree=lambda intf, rate, levels, rtt: priority.priority_tree(
+                        intf, rate, levels, leaf_limit=depth(rate, rtt)),
+                    queue_packets=depth)
 
 
 @contextmanager

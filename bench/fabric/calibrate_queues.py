@@ -66,17 +66,14 @@ def measure_queues(topology, fabric, client, runner, out: Path, rtt_s: float,
 
 
 def model_probe_jct(c, queue: str, capacity: float, rtt_s: float) -> float:
-    """The model's mean JCT of the probes of :func:`queue_mix` on ``queue``."""
+    """The model's mean JCT of the probes of :func:`queue_mix` on ``queue`` (the check's
+    figure for arriving jobs, ``check_exchange.model_figure``)."""
+    from bench.fabric.check_exchange import model_figure
     from mininet_fabric import baselines as bl
-    from mininet_tests import fluid
-    from mininet_tests.heavy_tail.predict import (KEYS, PIPELINE_KEYS, SLOT_S, buffer_bytes,
-                                                  cross_path)
+    from mininet_tests.heavy_tail.predict import buffer_bytes
 
-    jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s, KEYS,
-                           PIPELINE_KEYS, cross_path(capacity)) for j in queue_mix(queue)]
-    jct = fluid.simulate_batches(jobs, "off", capacity, buffer_bytes(queue, capacity, rtt_s), c,
-                                 overhead_s=SLOT_S / 2, urgent_bytes=bl.urgent_bytes(queue))
-    return statistics.mean(v for n, v in jct.items() if "-probe-" in n)
+    return model_figure("probes", queue_mix(queue), capacity, buffer_bytes(queue, capacity, rtt_s),
+                        c, bl.urgent_bytes(queue))
 
 
 def fit_queues(c, measured: dict, capacity: float) -> tuple[object, dict]:
