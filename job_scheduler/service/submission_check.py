@@ -127,6 +127,15 @@ def main(argv: list[str]) -> int:
         if len(found) > MAX_REPORTED:       # the answer is bounded anyway (a few KB)
             errors.append(InputError(source, f"... and {len(found) - MAX_REPORTED} more "
                                      "problems").to_dict())
+    except BaseException as err:
+        # an allocation that fails inside a Rust extension (pydantic-core) reaches us as
+        # PyO3's PanicException ("PyObject pointer is null"), not MemoryError: still a
+        # refusal, named as what it most likely is under the address-space limit
+        if type(err).__name__ != "PanicException":
+            raise
+        errors = [InputError(source, f"refused: checking it needs more than "
+                             f"{int(argv[3]) >> 20} MiB (a native parser failed: "
+                             f"{str(err)[:120]})").to_dict()]
     json.dump({"errors": errors}, sys.stdout)
     return 0
 
