@@ -3,14 +3,16 @@ predicted one by one (the model of ``mininet_tests.heavy_tail.predict``, the shi
 constants, from each seed's mix alone) against their measured JCT, start-up and time
 split, per mode and size bucket, over every seed.
 
-    .venv/bin/python -m bench.fabric.model_by_bucket DIR_OR_PER_SEED_JSON [...] [--modes off,off-fair]
+    .venv/bin/python -m bench.fabric.model_by_bucket DIR_OR_PER_SEED_JSON [...] [--modes off,off-fair] [--phases]
 
 A reading of stored results: no fabric, a few seconds. A directory is an experiment's
 ``--out`` (its ``per_seed.json`` and ``summary.json``); a file is a stored
 ``*-per-seed.json`` beside its ``*-summary.json``. Prints, per mode and bucket, the mean
 measured and predicted JCT and their difference, the measured start-up, the wait for the
 link (``network_wait_s``) and retransmission timeouts, and each bucket's share of the
-mode's total error (which jobs the mean's error comes from). Then, per mode, the
+mode's total error (which jobs the mean's error comes from); with ``--phases``, that
+error split into the start-up and the rest of the job, each predicted against measured,
+beside the measured rest's parts (which phase the model misses). Then, per mode, the
 measured and predicted mean JCT and the model's error as the experiment's summary
 gives them (medians over seeds), and the model's bound on the default rule on the best
 baseline against it, all from the current model: how a
@@ -20,10 +22,15 @@ model change reads on runs made before it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
+from mininet_fabric import baselines as bl
+from mininet_tests.heavy_tail import host_tagging
+from mininet_tests.heavy_tail.config import HeavyTailConfig
 from mininet_tests.heavy_tail.fabric_setup import experiment_topology
 from mininet_tests.heavy_tail.predict import model_jobs
 from mininet_tests.heavy_tail.run import stored_mix
@@ -43,22 +50,45 @@ def sources(path: str) -> tuple[list[dict], dict]:
     return json.loads(p.read_text()), json.loads(summary.read_text())
 
 
-def predict(per_seed: list[dict], summary: dict) -> list[dict[str, dict[str, float]]]:
-    """Per seed, mode -> job -> the current model's JCT (``heavy_tail.predict.model_jobs``
-    from the seed's mix alone): computed once for both tables."""
+def predict(per_seed: list[dict], summary: dict) -> list[dict[str, "Predicted"]]:
+    """Per seed, mode -> the current model's jobs (``heavy_tail.predict.model_jobs`` from
+    the seed's mix alone: each job's JCT and start-up): computed once for every table.
+    ``off-shallow`` has the depth the run had (its sweep's, where the summary names one),
+    and ``pias`` the thresholds of the run's mix and load, as the experiment predicted
+    them."""
     _, capacity = experiment_topology(summary.get("uplink_mbps"))
+    workload = host_tagging.workload_of(HeavyTailConfig(mix=summary.get("mix", "heavy-tail"),
+                                                        load=summary["load"]))
     out = []
-    for seed in per_seed:
-        mix = stored_mix(seed)
-        out.append({mode: model_jobs(mix, capacity, mode, summary.get("rtt_s"))[0]
-                    for mode in seed["modes"]})
+    with _run_depth(summary):
+        for seed in per_seed:
+            mix = stored_mix(seed)
+            out.append({mode: Predicted(*model_jobs(mix, capacity, mode, summary.get("rtt_s"),
+                                                    workload))
+                        for mode in seed["modes"]})
     return out
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """One mode's model on one seed: job -> JCT, job -> start-up (arrival to its first
+    batch after ``kv.init``'s, as the experiment measures it)."""
+    jct: dict[str, float]
+    startup: dict[str, float]
+
+
+def _run_depth(summary: dict):
+    """The short FIFO's depth as the run had it: its sweep's, where it had one."""
+    if summary.get("shallow_depth_sweep"):
+        return bl.swept_shallow(summary["load"], summary["host_cc"])
+    return contextlib.nullcontext()
 
 
 def by_bucket(per_seed: list[dict], summary: dict, modes: list[str] | None = None,
               predicted: list[dict] | None = None) -> dict:
     """mode -> bucket -> sums over every job of every seed (``n``, measured and predicted
-    JCT, start-up, network wait, TCP timeouts). ``predicted``: :func:`predict`'s, if made."""
+    JCT, measured and predicted start-up, and the measured split of the rest: transfer,
+    network wait, TCP timeouts, CPU wait). ``predicted``: :func:`predict`'s, if made."""
     predicted = predicted or predict(per_seed, summary)
     out: dict[str, dict[str, dict[str, float]]] = {}
     for seed, jobs in zip(per_seed, predicted):
@@ -68,11 +98,15 @@ def by_bucket(per_seed: list[dict], summary: dict, modes: list[str] | None = Non
             for name, bucket in m["bucket_of"].items():
                 split = m["time_split"][name]
                 a = out.setdefault(mode, {}).setdefault(bucket, dict.fromkeys(
-                    ("n", "measured", "predicted", "startup", "network_wait", "tcp_rto"), 0.0))
+                    ("n", "measured", "predicted", "startup", "predicted_startup",
+                     "network_wait", "tcp_rto", "cpu_wait", "transfer"), 0.0))
                 a["n"] += 1
                 a["measured"] += m["jct_s"][name]
-                a["predicted"] += jobs[mode][name]
+                a["predicted"] += jobs[mode].jct[name]
                 a["startup"] += split["startup_s"]
+                a["predicted_startup"] += jobs[mode].startup[name]
+                a["cpu_wait"] += split["cpu_wait_s"]
+                a["transfer"] += split["transfer_s"]
                 a["network_wait"] += split["network_wait_s"]
                 a["tcp_rto"] += split["tcp_rto_s"]
     return out
@@ -86,7 +120,7 @@ def by_mode(per_seed: list[dict], summary: dict, modes: list[str] | None = None,
     rows: dict[str, dict[str, list[float]]] = {}
     for seed, jobs in zip(per_seed, predicted or predict(per_seed, summary)):
         # the mean as the experiment's summary rounds it (model_prediction)
-        predicted = {mode: round(statistics.fmean(jct.values()), 3) for mode, jct in jobs.items()}
+        predicted = {mode: round(statistics.fmean(p.jct.values()), 3) for mode, p in jobs.items()}
         for mode, m in seed["modes"].items():
             if modes and mode not in modes:
                 continue
@@ -135,10 +169,37 @@ def table(out: dict) -> list[str]:
     return lines
 
 
+def phase_table(out: dict) -> list[str]:
+    """Per mode and bucket, the model's error split into the start-up (arrival to the first
+    batch after ``kv.init``'s) and the rest of the job (its batches and the end), each
+    predicted against measured, with the measured rest's parts: which phase the model
+    misses, in which mode."""
+    lines = ["| mode | bucket | jobs | start-up measured (s) | predicted | error | rest "
+             "measured (s) | predicted | error | rest: transfer | wait for the link | "
+             "TCP timeouts | CPU wait |", "|---|---|---:|" + "---:|" * 10]
+    for mode, buckets in out.items():
+        for bucket, a in sorted(buckets.items(), key=lambda x: BUCKET_ORDER.get(x[0], 9)):
+            n = a["n"]
+            rest, rest_pred = a["measured"] - a["startup"], a["predicted"] - a["predicted_startup"]
+            lines.append(
+                f"| {mode} | {bucket} | {n:.0f} | {a['startup'] / n:.2f} | "
+                f"{a['predicted_startup'] / n:.2f} | {_pct(a['predicted_startup'], a['startup'])} | "
+                f"{rest / n:.2f} | {rest_pred / n:.2f} | {_pct(rest_pred, rest)} | "
+                f"{a['transfer'] / n:.2f} | {a['network_wait'] / n:.2f} | "
+                f"{a['tcp_rto'] / n:.2f} | {a['cpu_wait'] / n:.2f} |")
+    return lines
+
+
+def _pct(predicted: float, measured: float) -> str:
+    return f"{100 * (predicted / measured - 1):+.0f} %" if measured > 0 else "n/a"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="+", help="experiment directories or stored *-per-seed.json")
     ap.add_argument("--modes", help="comma-separated modes (default: every mode stored)")
+    ap.add_argument("--phases", action="store_true",
+                    help="also the error split into start-up and the rest of the job")
     args = ap.parse_args(argv)
     modes = args.modes.split(",") if args.modes else None
     for path in args.paths:
@@ -146,7 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{path} (load {summary.get('load')}, {len(per_seed)} seeds, host TCP "
               f"{summary.get('host_cc') or summary.get('host_tcp')})\n")
         predicted = predict(per_seed, summary)
-        print("\n".join(table(by_bucket(per_seed, summary, modes, predicted))))
+        buckets = by_bucket(per_seed, summary, modes, predicted)
+        print("\n".join(table(buckets)))
+        if args.phases:
+            print()
+            print("\n".join(phase_table(buckets)))
         print()
         print("\n".join(mode_table(by_mode(per_seed, summary, modes, predicted),
                                     summary.get("best_baseline", "off"))))

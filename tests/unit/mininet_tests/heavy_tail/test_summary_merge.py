@@ -100,7 +100,7 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
     mean the experiment predicts."""
     import json
 
-    from bench.fabric.model_by_bucket import by_bucket, by_mode, mode_table, table
+    from bench.fabric.model_by_bucket import by_bucket, by_mode, mode_table, phase_table, table
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from mininet_tests.heavy_tail.predict import model_prediction
     from mininet_tests.heavy_tail.run import stored_mix
@@ -115,10 +115,16 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
         sum(run["jct_s"].values()))
     mix = stored_mix(per_seed[0])
     _, capacity = experiment_topology(summary.get("uplink_mbps"))
-    mean = model_prediction(mix, capacity, "off-fair", summary.get("rtt_s"))["predicted_mean_jct_s"]
+    model = model_prediction(mix, capacity, "off-fair", summary.get("rtt_s"))
+    mean = model["predicted_mean_jct_s"]
     assert sum(a["predicted"] for a in out["off-fair"].values()) / len(mix) == pytest.approx(
         mean, abs=1e-3)
+    assert sum(a["predicted_startup"] for a in out["off-fair"].values()) / len(mix) == \
+        pytest.approx(model["predicted_mean_startup_s"], abs=1e-3)
+    assert sum(a["startup"] for a in out["off-fair"].values()) == pytest.approx(
+        sum(s["startup_s"] for s in run["time_split"].values()))
     assert len(table(out)) == 2 + len(run["bucket_sizes"])
+    assert len(phase_table(out)) == 2 + len(run["bucket_sizes"])
     # per mode, as the experiment's summary reads it, with the model's bound
     rows = by_mode(per_seed, summary, ["off", "off-fair", "remaining", "remaining+off-fair"])
     assert rows["off-fair"]["predicted_mean_jct_s"] == pytest.approx(mean, abs=1e-3)
@@ -128,6 +134,39 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
     assert rows[best]["predicted_vs_best_baseline_pct"] == 0.0
     lines = mode_table(rows, best)
     assert len(lines) == 2 + 4 + 2 and "The model's figure for `remaining`" in lines[-1]
+
+
+def test_model_by_bucket_reads_pias_and_the_swept_depth_as_the_run_had_them():
+    """A stored verdict with ``pias`` and a swept ``off-shallow``: the reading predicts
+    ``pias`` with the thresholds of the run's mix and load, and ``off-shallow`` at the
+    depth its sweep chose, not the default depth."""
+    import json
+
+    from bench.fabric.model_by_bucket import by_mode
+    from mininet_fabric import baselines as bl
+    from mininet_tests.heavy_tail import host_tagging
+    from mininet_tests.heavy_tail.config import HeavyTailConfig
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology
+    from mininet_tests.heavy_tail.predict import model_prediction
+    from mininet_tests.heavy_tail.run import stored_mix
+
+    stored = REPO / "bench/results/priority-rules"
+    per_seed = json.loads((stored / "verdict-0.9-bbr-per-seed.json").read_text())[:1]
+    summary = json.loads((stored / "verdict-0.9-bbr-summary.json").read_text())
+    assert summary["shallow_depth_sweep"]
+    rows = by_mode(per_seed, summary, ["off-shallow", "pias"])
+    mix = stored_mix(per_seed[0])
+    _, capacity = experiment_topology(summary.get("uplink_mbps"))
+    workload = host_tagging.workload(HeavyTailConfig(load=summary["load"]))
+    default = model_prediction(mix, capacity, "off-shallow", summary["rtt_s"])
+    with bl.swept_shallow(summary["load"], summary["host_cc"]) as swept:
+        assert swept is not None
+        for mode in ("off-shallow", "pias"):
+            want = model_prediction(mix, capacity, mode, summary["rtt_s"], workload)
+            assert rows[mode]["predicted_mean_jct_s"] == pytest.approx(
+                want["predicted_mean_jct_s"], abs=1e-3)
+    assert rows["off-shallow"]["predicted_mean_jct_s"] != pytest.approx(
+        default["predicted_mean_jct_s"], abs=1e-3)
 
 
 def test_the_rule_on_fair_leaves_waits_behind_the_urgent_classes_queue(monkeypatch):
