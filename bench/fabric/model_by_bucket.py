@@ -12,7 +12,8 @@ measured and predicted JCT and their difference, the measured start-up, the wait
 link (``network_wait_s``) and retransmission timeouts, and each bucket's share of the
 mode's total error (which jobs the mean's error comes from); with ``--phases``, that
 error split into the start-up and the rest of the job, each predicted against measured,
-beside the measured rest's parts (which phase the model misses). Then, per mode, the
+beside the measured rest's parts, and per mode the error of the mean JCT with only the
+model's start-up or only its rest (which phase the model misses). Then, per mode, the
 measured and predicted mean JCT and the model's error as the experiment's summary
 gives them (medians over seeds), and the model's bound on the default rule on the best
 baseline against it, all from the current model: how a
@@ -190,6 +191,40 @@ def phase_table(out: dict) -> list[str]:
     return lines
 
 
+def phase_errors(per_seed: list[dict], predicted: list[dict],
+                 modes: list[str] | None = None) -> dict[str, dict[str, float]]:
+    """mode -> the model's error of the mean JCT (median over seeds, as the checker takes
+    it) with one phase measured and the other the model's: ``startup_only_pct`` the
+    model's start-ups with the measured rest (what its start-up alone misses),
+    ``rest_only_pct`` the measured start-ups with the model's rest. Runs stored without
+    a per-job time split are left out."""
+    rows: dict[str, dict[str, list[float]]] = {}
+    for seed, jobs in zip(per_seed, predicted):
+        for mode, m in seed["modes"].items():
+            split = m.get("time_split") or {}
+            p = jobs[mode]
+            if (modes and mode not in modes) or not all(n in split for n in p.jct):
+                continue
+            measured_start = {n: split[n]["startup_s"] for n in p.jct}
+            start_only = statistics.fmean(p.startup[n] + m["jct_s"][n] - measured_start[n]
+                                          for n in p.jct)
+            rest_only = statistics.fmean(measured_start[n] + p.jct[n] - p.startup[n]
+                                         for n in p.jct)
+            r = rows.setdefault(mode, {"startup_only_pct": [], "rest_only_pct": []})
+            r["startup_only_pct"].append(100 * (start_only / m["mean_jct_s"] - 1))
+            r["rest_only_pct"].append(100 * (rest_only / m["mean_jct_s"] - 1))
+    return {mode: {k: round(statistics.median(v), 1) for k, v in r.items()}
+            for mode, r in rows.items()}
+
+
+def phase_error_table(rows: dict) -> list[str]:
+    lines = ["| mode | error, the model's start-up only | error, the model's rest only |",
+             "|---|---:|---:|"]
+    lines += [f"| {mode} | {x['startup_only_pct']:+.1f} % | {x['rest_only_pct']:+.1f} % |"
+              for mode, x in rows.items()]
+    return lines
+
+
 def _pct(predicted: float, measured: float) -> str:
     return f"{100 * (predicted / measured - 1):+.0f} %" if measured > 0 else "n/a"
 
@@ -212,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.phases:
             print()
             print("\n".join(phase_table(buckets)))
+            print()
+            print("\n".join(phase_error_table(phase_errors(per_seed, predicted, modes))))
         print()
         print("\n".join(mode_table(by_mode(per_seed, summary, modes, predicted),
                                     summary.get("best_baseline", "off"))))

@@ -100,7 +100,8 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
     mean the experiment predicts."""
     import json
 
-    from bench.fabric.model_by_bucket import by_bucket, by_mode, mode_table, phase_table, table
+    from bench.fabric.model_by_bucket import (by_bucket, by_mode, mode_table, phase_errors,
+                                              phase_table, predict, table)
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from mininet_tests.heavy_tail.predict import model_prediction
     from mininet_tests.heavy_tail.run import stored_mix
@@ -125,6 +126,10 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
         sum(s["startup_s"] for s in run["time_split"].values()))
     assert len(table(out)) == 2 + len(run["bucket_sizes"])
     assert len(phase_table(out)) == 2 + len(run["bucket_sizes"])
+    # one seed: the two one-phase errors add up to the model's error (each phase's miss)
+    phases = phase_errors(per_seed, predict(per_seed, summary), ["off-fair"])["off-fair"]
+    assert phases["startup_only_pct"] + phases["rest_only_pct"] == pytest.approx(
+        100 * (mean / run["mean_jct_s"] - 1), abs=0.2)
     # per mode, as the experiment's summary reads it, with the model's bound
     rows = by_mode(per_seed, summary, ["off", "off-fair", "remaining", "remaining+off-fair"])
     assert rows["off-fair"]["predicted_mean_jct_s"] == pytest.approx(mean, abs=1e-3)
