@@ -51,7 +51,7 @@ def sources(path: str) -> tuple[list[dict], dict]:
     return json.loads(p.read_text()), json.loads(summary.read_text())
 
 
-def predict(per_seed: list[dict], summary: dict) -> list[dict[str, "Predicted"]]:
+def predict(per_seed: list[dict], summary: dict) -> list[dict[str, Predicted]]:
     """Per seed, mode -> the current model's jobs (``heavy_tail.predict.model_jobs`` from
     the seed's mix alone: each job's JCT and start-up): computed once for every table.
     ``off-shallow`` has the depth the run had (its sweep's, where the summary names one),
@@ -193,8 +193,9 @@ def phase_table(out: dict) -> list[str]:
 
 def phase_errors(per_seed: list[dict], predicted: list[dict],
                  modes: list[str] | None = None) -> dict[str, dict[str, float]]:
-    """mode -> the model's error of the mean JCT (median over seeds, as the checker takes
-    it) with one phase measured and the other the model's: ``startup_only_pct`` the
+    """mode -> the model's error of the mean JCT (the median over seeds of the signed
+    error; the checker takes the median of its absolute value) with one phase measured
+    and the other the model's: ``startup_only_pct`` the
     model's start-ups with the measured rest (what its start-up alone misses),
     ``rest_only_pct`` the measured start-ups with the model's rest. Runs stored without
     a per-job time split are left out."""
