@@ -13,7 +13,8 @@ While jobs run together, :func:`sluice_common.exchange.share_links` shares every
 two of them cross: priority off in one FIFO class, on in the levels the controller's rule
 gives (``remaining``, ``attained``: sluice_common.job_rank; ``progress``: fewest batches done
 first). Each job starts training ``startup_s`` after its start and advances one batch
-per iteration; its JCT is its predicted finish minus its arrival.
+per iteration; its JCT is its predicted finish minus its arrival. A job the dry run
+suspended (``las``, ``sluice``) is idle between its runs and pays a start-up at each.
 """
 
 from __future__ import annotations
@@ -89,40 +90,69 @@ def _classes(jobs: list[dict], done: dict[str, float], rule: str | None) -> dict
     return rank_rules.job_levels(rule, loads, LEVELS)
 
 
+def _segments(rec: dict) -> list[dict]:
+    """The job's runs (``planned_records``' ``segments``: start, stop or None, placement,
+    batches per worker); a record without them runs once, from its ``start`` to its end."""
+    return rec.get("segments") or [{k: rec.get(k) for k in ("start", "ps_hosts",
+                                                            "worker_hosts", "batches")}]
+
+
+def _running(jobs: list[dict], finish: dict, t: float, startup_s: float) -> list[dict]:
+    """The jobs training at ``t``, each as its record with the placement and batches of
+    the run it is in: past that run's start-up, before its stop."""
+    out = []
+    for j in jobs:
+        if j["name"] in finish:
+            continue
+        for k, seg in enumerate(_segments(j)):
+            stop = seg.get("stop")
+            if seg["start"] + startup_s <= t + 1e-9 and (stop is None or t < stop - 1e-9):
+                out.append({**j, **seg, "segment": k})
+                break
+    return out
+
+
 def predict_pass(topology, records: list[dict], rule: str | None, startup_s: float,
                  c: ExchangeConstants | None = None, dt: float = 0.25) -> dict[str, float]:
     """Job name -> predicted JCT for the jobs of one pass that were started (``rule``
-    None: priority off)."""
+    None: priority off). A job the dry run suspended (its ``segments``) trains in each of
+    its runs after that run's start-up and keeps its progress, as a share of its work,
+    across them; one whose runs end before its work is left out."""
     c = c or default_constants()
     need = ("ps_hosts", "worker_hosts", "batches", "bytes_per_batch", "start", "arrival")
     jobs = [r for r in records if all(r.get(k) is not None for k in need)]
     if not jobs:
         return {}
     buffer = BUFFER_PACKETS * MTU_BYTES
-    done = {j["name"]: 0.0 for j in jobs}
+    share = {j["name"]: 0.0 for j in jobs}        # of the job's work, done
     finish: dict[str, float] = {}
-    t = min(j["start"] for j in jobs) + startup_s
+    edges = sorted({e for j in jobs for seg in _segments(j)
+                    for e in (seg["start"] + startup_s, seg.get("stop")) if e is not None})
+    t = edges[0]
     cache: dict[tuple, dict[str, float]] = {}
     while len(finish) < len(jobs):
-        active = [j for j in jobs if j["start"] + startup_s <= t + 1e-9 and j["name"] not in finish]
-        later = [j["start"] + startup_s for j in jobs if j["start"] + startup_s > t + 1e-9]
+        active = _running(jobs, finish, t, startup_s)
+        later = [e for e in edges if e > t + 1e-9]
         if not active:
-            t = min(later)
+            if not later:
+                break                 # the rest never run again: no prediction for them
+            t = later[0]
             continue
+        done = {j["name"]: share[j["name"]] * j["batches"] for j in active}
         cls = _classes(active, done, rule)
-        key = tuple(sorted((j["name"], -1 if cls[j["name"]] is None else cls[j["name"]])
-                           for j in active))
+        key = tuple(sorted((j["name"], j["segment"],
+                            -1 if cls[j["name"]] is None else cls[j["name"]]) for j in active))
         if key not in cache:
             cache[key] = share_links([link_job(topology, j, c, cls[j["name"]]) for j in active],
                                      buffer, c)
         it = cache[key]
-        step = min([dt] + [max((j["batches"] - done[j["name"]]) * it[j["name"]], 1e-6)
-                           for j in active] + [s - t for s in later])
+        step = min([dt] + [max((1.0 - share[j["name"]]) * j["batches"] * it[j["name"]], 1e-6)
+                           for j in active] + [e - t for e in later])
         for j in active:
-            done[j["name"]] += step / it[j["name"]]
+            share[j["name"]] += step / (it[j["name"]] * j["batches"])
         t += step
         for j in active:
-            if done[j["name"]] >= j["batches"] * (1 - 1e-9):
+            if share[j["name"]] >= 1 - 1e-9:
                 finish[j["name"]] = t
-    return {j["name"]: round(finish[j["name"]] - j["arrival"], 3) for j in jobs}
-
+    return {j["name"]: round(finish[j["name"]] - j["arrival"], 3) for j in jobs
+            if j["name"] in finish}

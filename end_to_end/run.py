@@ -316,22 +316,38 @@ def dry_run(jobs, topology, config: RunConfig) -> int:
 
 def planned_records(jobs, topology, config: RunConfig) -> list[dict]:
     """The dry run's first start of every job as run records (placement, start, batches
-    and the exchange facts), for the exchange model's prediction before a pass."""
+    and the exchange facts), for the exchange model's prediction before a pass; and its
+    ``segments``: every run of the job in the dry run, a start and, when the policy
+    suspended it (``las``, ``sluice``), the stop, each with its placement and batches, so
+    that a suspended job is predicted idle between its runs."""
+    from job_scheduler.core.decisions import StartDecision, Suspend
     from job_scheduler.core.estimator import batches_for
     from end_to_end.predict import exchange_facts, wire_bytes_of
     from ps_runtime.launcher import WorkerOptions
 
-    starts: dict[int, tuple[float, object]] = {}
-    sim = _simulator(jobs, topology, config, lambda t, plan: starts.update(
-        {d.job_id: (t, d) for d in plan.starts if d.job_id not in starts}))
+    segments: dict[int, list[dict]] = {}
+
+    def on_plan(t: float, plan) -> None:
+        for step in plan.steps:
+            if isinstance(step, StartDecision):
+                d = step
+                segments.setdefault(d.job_id, []).append(
+                    {"start": t, "stop": None, "ps_hosts": list(d.ps_hosts),
+                     "worker_hosts": list(d.worker_hosts),
+                     "batches": batches_for(sim.jobs[d.job_id], d.gpus, config.batches)})
+            elif isinstance(step, Suspend) and segments.get(step.job_id):
+                segments[step.job_id][-1]["stop"] = t
+
+    sim = _simulator(jobs, topology, config, on_plan)
     sim.run()
     est = run_estimator(topology, config.compute, config.profile)
     options = WorkerOptions(compute=config.compute, bw_scale=topology.emulation_bw_scale)
     out = []
-    for j, (t, d) in sorted(starts.items()):
+    for j, runs in sorted(segments.items()):
         spec = sim.jobs[j]
-        out.append({"name": spec.name, "arrival": spec.arrival, "start": t,
-                    "ps_hosts": list(d.ps_hosts), "worker_hosts": list(d.worker_hosts),
-                    "batches": batches_for(spec, d.gpus, config.batches),
+        first = runs[0]
+        out.append({"name": spec.name, "arrival": spec.arrival, "start": first["start"],
+                    "ps_hosts": first["ps_hosts"], "worker_hosts": first["worker_hosts"],
+                    "batches": first["batches"], "segments": runs,
                     **exchange_facts(est, spec, options, wire_bytes_of(est, spec, options))})
     return out

@@ -42,15 +42,20 @@ from job_scheduler.simulation.workloads import philly_model
 from sluice_common.jobspec import JobSpec
 
 DISTRIBUTIONS = DEFAULT_OUT
-DEMO_SEED = 48   # 47 for session 18's runs; 48 fixed before session 19's (after the model change); --seed changes it
+# 47 for session 18's runs; 48 fixed before session 19's (after the model change); 49 fixed
+# before session 24's (ten jobs, suspended jobs predicted); --seed changes it
+DEMO_SEED = 49
 
 
 @dataclass(frozen=True)
 class DrawSpec:
-    # six: a job is one process per worker plus a server and a ps-lite scheduler, each
-    # importing MXNet (~2.5 CPU-s on this 2-core machine) in the pool refilled before
-    # every arm; six drawn jobs are 27-36 processes an arm, eight were 37-46
-    jobs: int = 6
+    # ten (six until session 24, when each PS process still imported MXNet): the fork
+    # server makes a process milliseconds, and at most 16 workers run at once whatever the
+    # count. Six made the comparison a draw's luck: over tuning seeds 2000-2039 the
+    # model's arm d against arm a was -61 % to 0 % (10th-90th percentile), half the draws
+    # -30 % or better; ten: -65 % to -8 %, 65 %. Ten jobs' arrival windows are 36 s
+    # (median) to 57 s (most of 200 draws): four arms in about 3-4.5 minutes.
+    jobs: int = 10
     load: float = 0.95                      # offered load, of the cluster's GPUs
     min_gpus: int = 2                       # the distributed jobs of the trace
     max_gpus: int = 8

@@ -103,3 +103,45 @@ def test_demo_predictions_come_from_the_dry_run_before_any_pass():
     assert len(cross) >= 2
     assert any(abs(on[r["name"]] - off[r["name"]]) > 1e-3 for r in cross)
     assert all(on[n] == off[n] for n in off if n not in {r["name"] for r in cross})
+
+
+def test_a_suspended_job_is_idle_between_its_runs_and_pays_each_start_up():
+    whole = rec("s", ["h1"], ["h1", "h1"], batches=40, compute=0.1)
+    alone = predict_pass(TOPO, [whole], None, 1.0, C)["s"]
+    # the dry run stopped it at 3 s and started it again at 10 s, on another host
+    runs = [{"start": 0.0, "stop": 3.0, "ps_hosts": ["h1"], "worker_hosts": ["h1", "h1"],
+             "batches": 40},
+            {"start": 10.0, "stop": None, "ps_hosts": ["h3"], "worker_hosts": ["h3", "h3"],
+             "batches": 40}]
+    got = predict_pass(TOPO, [dict(whole, segments=runs)], None, 1.0, C)["s"]
+    # 2 s of training before the stop, the rest after the second start-up
+    assert got == pytest.approx(10.0 + 1.0 + (alone - 1.0) - 2.0, rel=1e-3)
+    # a job whose last run stops before its work is done gets no prediction
+    cut = dict(whole, name="cut", segments=runs[:1])
+    assert "cut" not in predict_pass(TOPO, [cut], None, 1.0, C)
+
+
+def test_planned_records_carry_the_dry_runs_suspensions():
+    from end_to_end import run
+    from end_to_end.arms import ARMS
+    from end_to_end.demo_arms import arm_config, workload
+    from end_to_end.workload_draw import DrawSpec
+
+    topology = load_topology("two-rack-100g")
+    config = arm_config(run.RunConfig(jobs="x.yaml", topology="two-rack-100g",
+                                      compute="emulated"), ARMS["d"])
+    # a draw (tuning seed 1000) on which the sluice policy suspends its first, long job
+    jobs = workload(topology, config, 1000, DrawSpec(jobs=10)).jobs
+    planned = run.planned_records(jobs, topology, config)
+    assert [r["name"] for r in planned] == [j.name for j in jobs]
+    suspended = [r for r in planned if len(r["segments"]) > 1]
+    assert suspended
+    for r in planned:
+        segs = r["segments"]
+        assert segs[0]["start"] == r["start"] and segs[-1]["stop"] is None
+        assert all(s["stop"] is not None and s["stop"] >= s["start"] for s in segs[:-1])
+        assert all(b["start"] >= a["stop"] for a, b in zip(segs, segs[1:]))
+    # its prediction waits for its second run
+    pred = predict_pass(topology, planned, config.rank, 1.0)
+    for r in suspended:
+        assert pred[r["name"]] > r["segments"][-1]["start"] + 1.0 - r["arrival"]
