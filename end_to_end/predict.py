@@ -12,9 +12,12 @@ worker-server pairs gives each ``rate / m``; the job's batch alone is its slowes
 While jobs run together, :func:`sluice_common.exchange.share_links` shares every link
 two of them cross: priority off in one FIFO class, on in the levels the controller's rule
 gives (``remaining``, ``attained``: sluice_common.job_rank; ``progress``: fewest batches done
-first). Each job starts training ``startup_s`` after its start and advances one batch
-per iteration; its JCT is its predicted finish minus its arrival. A job the dry run
-suspended (``las``, ``sluice``) is idle between its runs and pays a start-up at each.
+first). Each job starts training after its start-up (:func:`startup_of`: the runtime's
+``startup_s``, ``kv.init``'s exchange of every key alone and, with priority on, the
+controller's registration: the exchange model's start-up, ``sluice_common.exchange``) and
+advances one batch per iteration; its JCT is its predicted finish minus its arrival. A
+job the dry run suspended (``las``, ``sluice``) is idle between its runs and pays a
+start-up at each.
 """
 
 from __future__ import annotations
@@ -97,16 +100,30 @@ def _segments(rec: dict) -> list[dict]:
                                                             "worker_hosts", "batches")}]
 
 
-def _running(jobs: list[dict], finish: dict, t: float, startup_s: float) -> list[dict]:
+def startup_of(topology, rec: dict, startup_s: float, rule: str | None,
+               c: ExchangeConstants) -> float:
+    """Launch -> the job's first batch: ``startup_s`` (the runtime's hand-over and
+    rendezvous), ``kv.init``'s push and first pull of every key alone over the job's
+    slowest pair (window 0, no compute: ``sluice_common.exchange.batch_exchange_s``) and,
+    with priority on (``rule``), ``startup_priority_s``: the job registered with the
+    controller and its rules in place before it starts."""
+    job = link_job(topology, rec, c)
+    return (startup_s + batch_exchange_s(job.bytes_per_batch, job.keys, job.path, 0, c)
+            + (c.startup_priority_s if rule is not None else 0.0))
+
+
+def _running(jobs: list[dict], finish: dict, t: float, startup: dict) -> list[dict]:
     """The jobs training at ``t``, each as its record with the placement and batches of
-    the run it is in: past that run's start-up, before its stop."""
+    the run it is in: past that run's start-up (``startup``: (job, run) -> seconds),
+    before its stop."""
     out = []
     for j in jobs:
         if j["name"] in finish:
             continue
         for k, seg in enumerate(_segments(j)):
             stop = seg.get("stop")
-            if seg["start"] + startup_s <= t + 1e-9 and (stop is None or t < stop - 1e-9):
+            ready = seg["start"] + startup[j["name"], k]
+            if ready <= t + 1e-9 and (stop is None or t < stop - 1e-9):
                 out.append({**j, **seg, "segment": k})
                 break
     return out
@@ -115,7 +132,8 @@ def _running(jobs: list[dict], finish: dict, t: float, startup_s: float) -> list
 def predict_pass(topology, records: list[dict], rule: str | None, startup_s: float,
                  c: ExchangeConstants | None = None, dt: float = 0.25) -> dict[str, float]:
     """Job name -> predicted JCT for the jobs of one pass that were started (``rule``
-    None: priority off). A job the dry run suspended (its ``segments``) trains in each of
+    None: priority off; ``startup_s``: the runtime's part of each start-up,
+    :func:`startup_of`). A job the dry run suspended (its ``segments``) trains in each of
     its runs after that run's start-up and keeps its progress, as a share of its work,
     across them; one whose runs end before its work is left out."""
     c = c or default_constants()
@@ -126,12 +144,15 @@ def predict_pass(topology, records: list[dict], rule: str | None, startup_s: flo
     buffer = BUFFER_PACKETS * MTU_BYTES
     share = {j["name"]: 0.0 for j in jobs}        # of the job's work, done
     finish: dict[str, float] = {}
-    edges = sorted({e for j in jobs for seg in _segments(j)
-                    for e in (seg["start"] + startup_s, seg.get("stop")) if e is not None})
+    startup = {(j["name"], k): startup_of(topology, {**j, **seg}, startup_s, rule, c)
+               for j in jobs for k, seg in enumerate(_segments(j))}
+    edges = sorted({e for j in jobs for k, seg in enumerate(_segments(j))
+                    for e in (seg["start"] + startup[j["name"], k], seg.get("stop"))
+                    if e is not None})
     t = edges[0]
     cache: dict[tuple, dict[str, float]] = {}
     while len(finish) < len(jobs):
-        active = _running(jobs, finish, t, startup_s)
+        active = _running(jobs, finish, t, startup)
         later = [e for e in edges if e > t + 1e-9]
         if not active:
             if not later:

@@ -13,12 +13,13 @@ Closed loop: before each decision the loop reads the controller's measured link 
 are what is still available, so Comm(n) sees the load of the running jobs. Every
 decision is recorded with the bandwidth estimate and the C(n) it implies.
 
-Decisions: each slot, ``decisions.decide_slot`` (the simulator's loop body) on the
+Decisions: each slot, on the simulator's grid (k x slot; a job joins the queue at the
+first slot at or after its arrival, as in the dry run), ``decisions.decide_slot`` on the
 run's ``LiveView`` with the policy (las and sluice suspend jobs too) and the mechanisms;
 the loop carries the plan out: a ``Suspend`` stops the job at a batch boundary with a
 checkpoint (end_to_end.suspend), a start launches once its GPUs are free (a suspension
-in flight may still hold them), a resume restores the checkpoint, a packed start
-shares a running job's GPU.
+in flight may still hold them), a resume restores the checkpoint, a packed start shares
+a running job's GPU.
 
 The fabric, the controller client and the policy are passed in: ``sluice demo`` runs
 two passes on one fabric, the experiment scripts pass a fixed-placement function.
@@ -168,14 +169,6 @@ class RealTimeRun:
         try:
             while pending or view.waiting or self.running or self.deferred:
                 now = self.now()
-                while pending and pending[0].arrival <= now:
-                    spec = pending.pop(0)
-                    view.add(self.ids[spec.name], spec)
-                    arrived.append(self.ids[spec.name])
-                    self.records[spec.name] = JobRunRecord(spec.name, spec.model, spec.arrival,
-                                                           "queued")
-                    self.say(f"arrive {spec.name} ({spec.model}, max {spec.max_gpus} GPUs); "
-                             f"{len(view.waiting)} queued")
                 ended = [n for n in list(self.running) if self._watch(self.running[n])]
                 for name in ended:
                     self._ended(self.running.pop(name))
@@ -187,16 +180,16 @@ class RealTimeRun:
                 if now >= next_sample:
                     self.sample_links()
                     next_sample = now + LINK_SAMPLE_S
-                if (view.waiting or view.running) and now >= next_slot:
-                    self._slot(arrived)
-                    arrived = []
-                    next_slot = now + self.options.slot_s
-                    waiting = (tuple(view.jobs[j].name for j in view.waiting),
-                               self.state.total_free)
-                    if view.waiting and waiting != last_waiting:      # one line per change
-                        self.say(f"slot: {len(view.waiting)} waiting ({', '.join(waiting[0])}), "
-                                 f"{waiting[1]} GPUs free")
-                    last_waiting = waiting
+                if now >= next_slot:
+                    # the slot of nominal time next_slot sees the jobs arrived by then,
+                    # as the dry run's does, not those that came while it was due
+                    tick, next_slot = next_slot, next_slot + self.options.slot_s
+                    while pending and pending[0].arrival <= tick + 1e-9:
+                        arrived.append(self._arrive(pending.pop(0)))
+                    if view.waiting or view.running:
+                        self._slot(arrived)
+                        arrived = []
+                        last_waiting = self._say_waiting(last_waiting)
                 self.show_status(pending, [view.jobs[j] for j in view.waiting], self.running)
                 time.sleep(POLL_S)
         except KeyboardInterrupt:
@@ -211,6 +204,23 @@ class RealTimeRun:
                 self._update(r.qjob.spec.name, status="stopped", iterations=tuple(r.iterations))
         self.sample_links()
         return self.result()
+
+    def _say_waiting(self, last: tuple | None) -> tuple:
+        """One line per change of the queue after a slot."""
+        view = self.view
+        waiting = (tuple(view.jobs[j].name for j in view.waiting), self.state.total_free)
+        if view.waiting and waiting != last:
+            self.say(f"slot: {len(view.waiting)} waiting ({', '.join(waiting[0])}), "
+                     f"{waiting[1]} GPUs free")
+        return waiting
+
+    def _arrive(self, spec: JobSpec) -> int:
+        j = self.ids[spec.name]
+        self.view.add(j, spec)
+        self.records[spec.name] = JobRunRecord(spec.name, spec.model, spec.arrival, "queued")
+        self.say(f"arrive {spec.name} ({spec.model}, max {spec.max_gpus} GPUs); "
+                 f"{len(self.view.waiting)} queued")
+        return j
 
     # ---- deciding ------------------------------------------------------------------
     def _plan(self, decide) -> SlotPlan:

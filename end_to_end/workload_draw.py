@@ -43,8 +43,9 @@ from sluice_common.jobspec import JobSpec
 
 DISTRIBUTIONS = DEFAULT_OUT
 # 47 for session 18's runs; 48 fixed before session 19's (after the model change); 49 fixed
-# before session 24's (ten jobs, suspended jobs predicted); --seed changes it
-DEMO_SEED = 49
+# before session 24's first runs (ten jobs, suspended jobs predicted), 50 before its second
+# (one start-up constant, live slots on the dry run's grid); --seed changes it
+DEMO_SEED = 50
 
 
 @dataclass(frozen=True)

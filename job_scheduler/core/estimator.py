@@ -181,8 +181,20 @@ class Estimator:
 
     def run_time(self, job: JobSpec, n: int, bw_mbps: float | None = None,
                  path: tuple[float, ...] | None = None) -> float:
-        """Predicted start -> finish of a job that starts now: start-up + C(n)."""
-        return self.startup_s + self.C(job, n, bw_mbps, path)
+        """Predicted start -> finish of a job that starts now: start-up (``startup_s`` and
+        ``kv.init``'s exchange, :meth:`init_s`) + C(n)."""
+        return self.startup_s + self.init_s(job, n, bw_mbps, path) + self.C(job, n, bw_mbps, path)
+
+    def init_s(self, job: JobSpec, n: int, bw_mbps: float | None = None,
+               path: tuple[float, ...] | None = None) -> float:
+        """``kv.init``: before its first batch a PS job pushes and pulls every key once,
+        an exchange without compute (the exchange model's start-up,
+        ``sluice_common.exchange``). 0 without an exchange pricing (the paper's model)."""
+        if self.exchange is None:
+            return 0.0
+        bw = self.nominal_bw_mbps if bw_mbps is None else bw_mbps
+        per_batch = self._raw_comm(job, n, bw) / self._iterations_per_worker(job, n)
+        return self.fixed_s(job, n, path) + per_batch
 
     def bus_mbps(self, host) -> float:
         """Mbit/s of ``host``'s in-host exchange (a PS and its workers on one host): the
