@@ -181,15 +181,15 @@ class RealTimeRun:
                     self.sample_links()
                     next_sample = now + LINK_SAMPLE_S
                 if now >= next_slot:
-                    # the slot of nominal time next_slot sees the jobs arrived by then,
-                    # as the dry run's does, not those that came while it was due
-                    tick, next_slot = next_slot, next_slot + self.options.slot_s
+                    tick, next_slot = next_slot, next_slot + self.options.slot_s  # sees arrivals by tick
                     while pending and pending[0].arrival <= tick + 1e-9:
                         arrived.append(self._arrive(pending.pop(0)))
                     if view.waiting or view.running:
                         self._slot(arrived)
                         arrived = []
                         last_waiting = self._say_waiting(last_waiting)
+                    elif hasattr(self.policy, "idle"):   # as the dry run's (lyapunov: Z decays)
+                        self.policy.idle(view, 1)
                 self.show_status(pending, [view.jobs[j] for j in view.waiting], self.running)
                 time.sleep(POLL_S)
         except KeyboardInterrupt:

@@ -44,8 +44,9 @@ from sluice_common.jobspec import JobSpec
 DISTRIBUTIONS = DEFAULT_OUT
 # 47 for session 18's runs; 48 fixed before session 19's (after the model change); 49 fixed
 # before session 24's first runs (ten jobs, suspended jobs predicted), 50 before its second
-# (one start-up constant, live slots on the dry run's grid); --seed changes it
-DEMO_SEED = 50
+# (one start-up constant, live slots on the dry run's grid), 51 before its third (idle
+# slots); --seed changes it
+DEMO_SEED = 51
 
 
 @dataclass(frozen=True)

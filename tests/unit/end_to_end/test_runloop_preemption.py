@@ -169,3 +169,33 @@ def test_a_cross_rack_job_migrates_when_its_rack_frees_up(tmp_path, free_port_ba
     assert mig[0]["from_hosts"] == ["h1", "h2"] and mig[0]["to_hosts"] == ["h2"]
     moved = {j["name"]: j for j in result["jobs"]}["moved"]
     assert _batches_done(moved) == {0: list(range(1, 401)), 1: list(range(1, 401))}
+
+
+def test_every_slot_on_the_grid_is_a_step_or_an_idle_one_as_in_the_dry_run(tmp_path,
+                                                                         free_port_base):
+    """The live loop's slots fall on the grid k x slot and a job joins the queue at the
+    first slot at or after its arrival, as the simulator's; a slot with nothing waiting
+    or running is an idle one for the policy (the lyapunov policy's Z decays in it, as
+    in the dry run), so the live decisions follow the dry run's."""
+    topo = loopback_topology(tmp_path, (2, 2))
+    jobs = [JobSpec(name="first", model="resnet18", dataset_size=32 * 3, epochs=1,
+                    batch_size=32, max_gpus=1),
+            JobSpec(name="later", model="resnet18", dataset_size=32 * 3, epochs=1,
+                    batch_size=32, max_gpus=1, arrival=6.2)]
+    policy = make_policy("fifo")
+    idle_at: list[float] = []
+    policy.idle = lambda view, slots: idle_at.append(view_now())
+    loop = RealTimeRun(topo, jobs, policy, Estimator(), None, NoController(), tmp_path / "run",
+                       RunOptions(priority=False, slot_s=0.5, compute="emulated",
+                                  worker_overrides=EMULATED, job_timeout_s=240,
+                                  port_base=free_port_base(PORTS)),
+                       policy_name="test", runner=LocalRunner())
+    view_now = loop.now
+    result = loop.run()
+    starts = {j["name"]: j["start"] for j in result["jobs"]}
+    assert all(j["status"] == "finished" for j in result["jobs"])
+    # "later" arrives at 6.2 s: it joins at the 6.5 s slot, not before
+    assert 6.5 <= starts["later"] < 7.5, starts
+    # between the first job's end and 6.5 s the slots were idle ones, on the grid
+    assert idle_at and all(t < 6.5 for t in idle_at)
+    assert max(idle_at) >= 6.0
