@@ -330,11 +330,10 @@ def planned_records(jobs, topology, config: RunConfig) -> list[dict]:
     def on_plan(t: float, plan) -> None:
         for step in plan.steps:
             if isinstance(step, StartDecision):
-                d = step
-                segments.setdefault(d.job_id, []).append(
-                    {"start": t, "stop": None, "ps_hosts": list(d.ps_hosts),
-                     "worker_hosts": list(d.worker_hosts),
-                     "batches": batches_for(sim.jobs[d.job_id], d.gpus, config.batches)})
+                segments.setdefault(step.job_id, []).append(
+                    {"start": t, "stop": None, "ps_hosts": list(step.ps_hosts),
+                     "worker_hosts": list(step.worker_hosts),
+                     "batches": batches_for(sim.jobs[step.job_id], step.gpus, config.batches)})
             elif isinstance(step, Suspend) and segments.get(step.job_id):
                 segments[step.job_id][-1]["stop"] = t
 
