@@ -183,14 +183,13 @@ def test_every_slot_on_the_grid_is_a_step_or_an_idle_one_as_in_the_dry_run(tmp_p
             JobSpec(name="later", model="resnet18", dataset_size=32 * 3, epochs=1,
                     batch_size=32, max_gpus=1, arrival=6.2)]
     policy = make_policy("fifo")
-    idle_at: list[float] = []
-    policy.idle = lambda view, slots: idle_at.append(view_now())
     loop = RealTimeRun(topo, jobs, policy, Estimator(), None, NoController(), tmp_path / "run",
                        RunOptions(priority=False, slot_s=0.5, compute="emulated",
                                   worker_overrides=EMULATED, job_timeout_s=240,
                                   port_base=free_port_base(PORTS)),
                        policy_name="test", runner=LocalRunner())
-    view_now = loop.now
+    idle_at: list[float] = []
+    policy.idle = lambda view, slots: idle_at.append(loop.now())
     result = loop.run()
     starts = {j["name"]: j["start"] for j in result["jobs"]}
     assert all(j["status"] == "finished" for j in result["jobs"])
