@@ -197,6 +197,14 @@ def _startup(job: BatchJob, running: list[BatchJob], classes, in_init, capacity:
     return startup_time(wait[job.name], c, prioritised)
 
 
+def seen_bytes(done: float, init: int, bytes_per_batch: float, host_tagged: bool) -> float:
+    """Bytes a job has moved (push and pull) as its rule sees them, ``done`` batches
+    modelled of which the first ``init`` are ``kv.init``'s exchange: the controller's
+    reports count batches, not ``kv.init``'s; a host-tagging rule (PIAS's thresholds)
+    counts every byte its flows sent."""
+    return 2 * max(0.0, done - (0 if host_tagged else init)) * bytes_per_batch
+
+
 def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_bytes: float,
                      constants: ExchangeConstants | None = None, dt: float = 0.05,
                      startup_s: float | None = None, attained_base: float = ATTAINED_BASE_BYTES,
@@ -230,15 +238,16 @@ def simulate_batches(jobs: list[BatchJob], mode: str, capacity: float, buffer_by
     cache: dict[tuple, dict[str, float]] = {}
     need = {j.name: j.batches + (0 if startup_s is not None else 1) for j in jobs}
 
+    init = 0 if startup_s is not None else 1          # batches of kv.init still to model
+
     def classes(active: list[BatchJob]) -> dict[str, int | None]:
         if mode == "off":
             return {j.name: None for j in active}
-        moved = {j.name: 2 * done[j.name] * j.bytes_per_batch for j in active}
+        moved = {j.name: seen_bytes(done[j.name], init, j.bytes_per_batch,
+                                    attained_thresholds is not None) for j in active}
         groups = rank_groups(active, mode, moved, attained_base, attained_factor, levels,
                              attained_thresholds)
         return {n: k for k, g in enumerate(groups) for n in g}
-
-    init = 0 if startup_s is not None else 1          # batches of kv.init still to model
 
     def in_init(name: str) -> bool:
         return done[name] < init * (1 - 1e-9)

@@ -49,15 +49,19 @@ A fixed point over the jobs' iteration times ``I_j``:
 
 - ``rho_i = B_i / (efficiency * r_i * I_i)``: the share of its iteration job ``i``
   occupies one direction (a batch moves ``B`` each way: push one way, pull the other);
-- the capacity left to class ``k``: ``C_k = C * (1 - sum_{i in classes before k} u_i)``,
-  ``u_i = B_i / (efficiency * C * I_i)`` the link share job ``i`` uses, at least
-  ``min_share``;
+- the capacity left to class ``k``: ``C_k = C * (1 - priority_cost * sum_{i in classes
+  before k} u_i)``, ``u_i = B_i / (efficiency * C * I_i)`` the link share job ``i`` uses,
+  at least ``min_share``; ``priority_cost`` (1 with one class) is what each share a more
+  urgent class uses costs the classes below: their TCP flows, stopped by its bursts, do
+  not take the gaps between them at once (fitted on the calibration's priority stage);
 - job ``j``'s rate while it moves bytes: ``r_j = min(path_j, C_k / (1 + sum_{i != j in
   k} rho_i))`` (processor sharing with the same-class jobs busy at the same time);
 - ``busy_j = 1 - prod_{i != j in classes <= k} (1 - rho_i)``: someone ahead of it is
-  sending. Each of its ``R`` message rounds waits the standing queue
-  ``wait_j = busy_j * fill(m_j) * Q / C_k``, where ``m_j = sum_{i != j in classes <= k}
-  rho_i`` is how many others send at once on average and ``fill(m) = min(1, queue_fill +
+  sending. Each of its ``R`` message rounds waits the standing queue of its class's FIFO,
+  ``wait_j = busy * fill(m_j) * Q / C_k`` (``busy``, ``m_j``: over the others of its
+  class), after the more urgent classes' queue, ``busy * fill(m) * Q / C`` over theirs
+  (the link drains it at its full rate); ``m`` is how many send at once on average and
+  ``fill(m) = min(1, queue_fill +
   queue_fill_per_sender * max(0, m - 1))`` the share of the FIFO they keep full (one
   TCP sender, BBR here, keeps little queue; every further one adds its own), and it gets
   the shaper's burst only when the link is idle (``1 - busy_j``);
@@ -68,17 +72,16 @@ A fixed point over the jobs' iteration times ``I_j``:
   rto_min_s`` (0 on the deep FIFO), a batch's rounds times ``tail``, the chance that a
   drop in one of its keys needs a timeout, not a fast retransmit (:func:`tail_share`);
   ``queue_j = wait_j + loss_j`` (:func:`fifo_round_wait_s`);
-- ``I_j = c_j + T_j`` with ``X`` at ``r_j`` + ``R_j * queue_j``.
-
-Priority off is the same with every job in one class. With strict priority the first
-class sees only its own class's queue and rate; the last sees what the others leave.
+- ``I_j = c_j + T_j`` with ``X`` at ``r_j`` + ``R_j * queue_j``. Priority off is the same
+  with every job in one class.
 
 **Fair-queued leaves** (``urgent_bytes`` given): each class's leaf is per-flow DRR, so
 within its own class a message waits behind its own flow's bytes in its bucket
 (``buffer_bytes``: about a burst) and one DRR round of every other flow of its class
 that has bytes queued, ``sum(rho_i) * fair_round_bytes / C_k`` (:func:`fair_round_wait_s`,
 the per-flow fair-share term), not the others' whole queue; but behind the more urgent classes it waits what they keep
-queued, ``busy_urgent * fill * urgent_bytes / C_k``, plus the own-class term. That queue
+queued, ``busy_urgent * fill * urgent_bytes / C`` (the link drains them at its full
+rate), plus the own-class term. That queue
 is set by the urgent senders, not by how their leaf orders them: the egress backlog
 measured in the heavy-tail experiment is the same with the rule on 100-packet fair
 leaves as on the 200-packet FIFO leaves (28-52 and 29-47 ms, six runs), so the caller
@@ -142,6 +145,7 @@ class ExchangeConstants:
     startup_priority_s: float = 0.0
     loss_timeouts: float = 0.0
     fair_round_bytes: float = 0.0
+    priority_cost: float = 1.0
     provenance: Mapping[str, object] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -156,6 +160,8 @@ class ExchangeConstants:
             raise ValueError(f"local_Bps must be > 0, got {self.local_Bps}")
         if not 0 <= self.queue_fill <= 1 or not 0 < self.min_share <= 1:
             raise ValueError("need 0 <= queue_fill <= 1 and 0 < min_share <= 1")
+        if not self.priority_cost > 0:
+            raise ValueError(f"priority_cost must be > 0, got {self.priority_cost}")
 
 
 def load_constants(path: str | Path | None = None) -> ExchangeConstants:
@@ -396,23 +402,25 @@ def egress_state(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
         new = {}
         for j in jobs:
             k = rank[j.cls]
-            before = sum(use[i.name] for i in jobs if rank[i.cls] < k)
+            before = c.priority_cost * sum(use[i.name] for i in jobs if rank[i.cls] < k)
             left = capacity * max(c.min_share, 1.0 - before)
             same = sum(rho[i.name] for i in jobs if i is not j and rank[i.cls] == k)
             r = min(min(j.path) if j.path else math.inf, left / (1.0 + same))
             ahead = [rho[i.name] for i in jobs if i is not j and rank[i.cls] <= k]
             busy = busy_share(ahead)
             key = j.bytes_per_batch / j.keys
-            if urgent_bytes is None:        # FIFO leaves: one queue ahead of the message
+            same_class = [rho[i.name] for i in jobs if i is not j and rank[i.cls] == k]
+            # the urgent classes' standing queue goes first, at the link's full rate
+            upper = [rho[i.name] for i in jobs if rank[i.cls] < k]
+            if urgent_bytes is None:        # FIFO leaves: one FIFO per class
                 # a batch's rounds carry its keys; wait_of (start-up) control messages
-                wait = fifo_round_wait_s(ahead, left, buffer_bytes, c, key)
-                control_wait = fifo_round_wait_s(ahead, left, buffer_bytes, c)
+                above = queue_wait_s(upper, capacity, buffer_bytes, c)
+                wait = above + fifo_round_wait_s(same_class, left, buffer_bytes, c, key)
+                control_wait = above + fifo_round_wait_s(same_class, left, buffer_bytes, c)
             else:                           # fair leaves: a DRR round in its own class
-                same_class = [rho[i.name] for i in jobs if i is not j and rank[i.cls] == k]
                 wait = (queue_wait_s(same_class, left, buffer_bytes, c)
                         + fair_round_wait_s(same_class, left, c)
-                        + queue_wait_s([rho[i.name] for i in jobs if rank[i.cls] < k],
-                                       left, urgent_bytes, c))
+                        + queue_wait_s(upper, capacity, urgent_bytes, c))
                 control_wait = wait
             x = transfer_s(j.bytes_per_batch, j.keys, j.path, j.window, c)
             t = (alone[j.name] - x + rounds(j.keys, j.window) * wait

@@ -16,7 +16,8 @@ the run loop the experiments and ``sluice run`` use (controller process, warm PS
 processes, one FIFO class), small jobs alone give ``startup_s``, six bulk jobs at once
 ``queue_fill_per_sender`` and small jobs arriving among them ``startup_rounds``; then the
 same bulk and small jobs on the short FIFO fit ``loss_timeouts`` and on the fair queue
-``fair_round_bytes`` (``bench.fabric.calibrate_queues``). Prints every
+``fair_round_bytes``, and newcomers that compute among two bulk jobs, with the default rule
+on, ``priority_cost`` (``bench.fabric.calibrate_queues``). Prints every
 point's measured and fitted time and residual, the run-queue delay of the job's processes
 (CPU wait: the machine is shared) and the load average before and after; ``--write``
 replaces ``sluice_common/data/exchange_constants.yaml`` with the fit and its provenance;
@@ -298,8 +299,8 @@ def measure_driver_points(out: Path) -> tuple[dict[str, dict], dict]:
     priority off, warm PS processes), then its jobs alone again with priority on (each
     registered with the controller, its rules in place, before it starts: ``cal-on-*``);
     per job its JCT and its median iteration after SKIP batches. Then the queue stage on
-    the same fabric and pool (``calibrate_queues.measure_queues``: the short FIFO and the
-    fair queue), whose measurements come second."""
+    the same fabric and pool (``calibrate_queues.measure_queues``: the short FIFO, the
+    fair queue and the priority stage), whose measurements come second."""
     from bench.fabric.calibrate_queues import measure_queues
     from dataclasses import replace as copy
 
@@ -454,7 +455,8 @@ def main() -> int:
                                                   "efficiency", "local_Bps", "queue_fill",
                                                   "queue_fill_per_sender", "startup_s",
                                                   "startup_rounds", "startup_priority_s",
-                                                  "loss_timeouts", "fair_round_bytes")},
+                                                  "loss_timeouts", "fair_round_bytes",
+                                                  "priority_cost")},
                                    "provenance": provenance})
     return 0
 

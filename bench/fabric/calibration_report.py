@@ -51,7 +51,8 @@ def report_fit(m: dict, c, pred: list[float], qf: float, many, start, measured_s
     figures = [harness.figure(f"exchange {k}", getattr(c, k))
                for k in ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps",
                          "startup_s", "startup_rounds", "startup_priority_s",
-                         "queue_fill_per_sender", "loss_timeouts", "fair_round_bytes")]
+                         "queue_fill_per_sender", "loss_timeouts", "fair_round_bytes",
+                         "priority_cost")]
     figures.append(harness.figure("exchange queue_fill", c.queue_fill))
     rel = [abs(r["measured_s"] - r["model_s"]) / r["measured_s"] for r in rows]
     figures.append(harness.figure("fit median |residual|", 100 * statistics.median(rel), "%"))

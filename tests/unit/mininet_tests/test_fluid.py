@@ -135,3 +135,14 @@ def test_exchange_model_serial_bulk_and_pipelined_windows():
         assert 9.0 <= key_times(8, w) <= 16.0
     with pytest.raises(ValueError):
         key_times(0, 1)
+
+
+def test_a_rule_sees_batches_as_the_controller_counts_them():
+    """The controller's reports count batches, not kv.init's exchange; PIAS's hosts count
+    every byte their flows sent."""
+    from mininet_tests.fluid import seen_bytes
+
+    assert seen_bytes(1.0, 1, 1e5, host_tagged=False) == 0.0
+    assert seen_bytes(3.5, 1, 1e5, host_tagged=False) == pytest.approx(5e5)
+    assert seen_bytes(1.0, 1, 1e5, host_tagged=True) == pytest.approx(2e5)
+    assert seen_bytes(0.5, 0, 1e5, host_tagged=False) == pytest.approx(1e5)

@@ -1,6 +1,7 @@
 """The one exchange model (sluice_common.exchange): a batch alone, jobs sharing an egress."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -109,7 +110,6 @@ def test_fair_leaves_spare_a_message_its_own_class_but_not_the_urgent_classes_qu
     own class (``buffer_bytes``) and the urgent classes' queue (``urgent_bytes``) above it:
     one class is the FIFO model with the round as its buffer; the most urgent class never
     waits the urgent term; a lower class waits more the deeper the urgent queue."""
-    from dataclasses import replace
     from sluice_common.exchange import egress_state
     bulk = Sharer("bulk", 1e6, 4, CROSS, 0.0, 0)
     small = Sharer("small", 2e4, 4, CROSS, 0.01, 0)
@@ -120,7 +120,8 @@ def test_fair_leaves_spare_a_message_its_own_class_but_not_the_urgent_classes_qu
     shallow = egress_state(ranked, 1.5e6, 2e4, C, urgent_bytes=0.0)[1]
     deep = egress_state(ranked, 1.5e6, 2e4, C, urgent_bytes=3e5)[1]
     assert deep["bulk"] == shallow["bulk"] == 0.0
-    assert deep["small"] > shallow["small"] + 0.5 * 0.5 * 3e5 / 1.5e6
+    # the urgent queue goes first, drained at the link's full rate: at most its depth / C
+    assert shallow["small"] + 0.1 * 3e5 / 1.5e6 < deep["small"] <= shallow["small"] + 3e5 / 1.5e6
     # the FIFO leaves' one queue of 3e5 bytes costs the lower class about as much
     fifo = egress_state(ranked, 1.5e6, 3e5, C)[1]
     assert deep["small"] == pytest.approx(fifo["small"], rel=0.05)
@@ -164,14 +165,18 @@ def test_batch_simulation_alone_and_shortest_remaining_first():
     off = simulate_batches(jobs, "off", 1.5e6, 3e5, C)
     srpt = simulate_batches(jobs, "remaining", 1.5e6, 3e5, C)
     assert mean(srpt.values()) < 0.9 * mean(off.values())
-    assert srpt["j0"] < off["j0"] and srpt["j2"] >= 0.95 * off["j2"]
+    # the largest job gains little: it runs last, in what the others leave (its own
+    # class's queue, not the one FIFO's, so somewhat less than in one class)
+    assert srpt["j0"] < off["j0"] and srpt["j2"] >= 0.9 * off["j2"]
+    # each share a more urgent class uses costs the classes below priority_cost of theirs
+    costly = simulate_batches(jobs, "remaining", 1.5e6, 3e5, replace(C, priority_cost=1.5))
+    assert costly["j0"] == pytest.approx(srpt["j0"], rel=0.02) and costly["j2"] > srpt["j2"]
     # the rules run every job to its end
     for mode in ("progress", "attained"):
         assert set(simulate_batches(jobs, mode, 1.5e6, 3e5, C)) == {"j0", "j1", "j2"}
 
 
 def test_startup_grows_with_the_queue_it_meets_and_priority_shortens_it():
-    from dataclasses import replace
 
     from mininet_tests.fluid import BatchJob, simulate_batches
     from sluice_common.exchange import egress_state, startup_time
@@ -233,7 +238,6 @@ def test_startup_grows_with_the_queue_it_meets_and_priority_shortens_it():
 
 def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
     """The run-loop points, made by the model itself at known constants, give them back."""
-    from dataclasses import replace
 
     from bench.fabric.calibrate_exchange import (BULK, PROBE, probe_sharers, driver_mix, fit_many,
                                                  fit_startup)

@@ -89,23 +89,29 @@ def test_the_queue_stage_fits_back_constants_the_model_itself_measured():
     """Probe JCTs made by the model at known ``loss_timeouts`` and ``fair_round_bytes``
     give them back; a figure no value can reach is clamped and says so."""
     from bench.fabric.calibrate_exchange import bisect_constant
-    from bench.fabric.calibrate_queues import (FITS, fit_queues,
-                                               model_probe_jct, queue_mix)
+    from bench.fabric.calibrate_queues import (STAGES, fit_queues, model_probe_jct,
+                                               queue_mix, stage_mix)
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
 
     _, capacity = experiment_topology(12.0)
     rtt_s = 0.001
-    truth = replace(C, loss_timeouts=0.8, fair_round_bytes=30000.0)
+    truth = replace(C, loss_timeouts=0.8, fair_round_bytes=30000.0, priority_cost=1.4)
     runs = {}
-    for queue in FITS:
+    for queue, stage in STAGES.items():
         jct = model_probe_jct(truth, queue, capacity, rtt_s)
-        jobs = {j.name: {"jct_s": jct if "-probe-" in j.name else 99.0, "iteration_s": 1.0}
-                for j in queue_mix(queue)}
+        # a queue stage's figure is its probes' mean JCT, the priority stage's every job's
+        jobs = {j.name: {"jct_s": jct if stage.priority or "-probe-" in j.name else 99.0,
+                         "iteration_s": 1.0} for j in stage_mix(queue)}
         runs[queue] = {"jobs": jobs, "tcp": {"retrans_segs": 1, "timeouts": 0}, "load": "1 1 1"}
-    start = replace(truth, loss_timeouts=0.0, fair_round_bytes=0.0)
+    start = replace(truth, loss_timeouts=0.0, fair_round_bytes=0.0, priority_cost=1.0)
     got, report = fit_queues(start, {"rtt_s": rtt_s, "runs": runs}, capacity)
     assert got.loss_timeouts == pytest.approx(0.8, rel=1e-3)
     assert got.fair_round_bytes == pytest.approx(30000.0, rel=1e-3)
+    assert got.priority_cost == pytest.approx(1.4, rel=1e-3)
+    # a stage the measurements lack keeps its constant (an older calibration's --from)
+    kept, partial = fit_queues(start, {"rtt_s": rtt_s, "runs": {
+        q: r for q, r in runs.items() if q != "priority"}}, capacity)
+    assert kept.priority_cost == 1.0 and "priority" not in partial
     assert not any(r["clamped"] for r in report.values())
     assert report["off-shallow"]["model_with_term_s"] == pytest.approx(
         report["off-shallow"]["probes_measured_s"], rel=1e-3)
