@@ -179,7 +179,8 @@ def fit_queues(c, measured: dict, capacity: float) -> tuple[object, dict]:
 def print_fit(report: dict) -> None:
     for queue, r in report.items():
         note = " (clamped: the term cannot reach the figure)" if r["clamped"] else ""
-        print(f"{queue}: probes' mean JCT measured {r['probes_measured_s']:.3f} s, model "
+        figure = "every job's" if STAGES[queue].priority else "probes'"
+        print(f"{queue}: {figure} mean JCT measured {r['probes_measured_s']:.3f} s, model "
               f"without the term {r['model_without_term_s']:.3f} s -> {r['constant']} "
               f"{r['value']:g}{note}, model {r['model_with_term_s']:.3f} s; TCP {r['tcp']}; "
               f"load {r['load']}", flush=True)
