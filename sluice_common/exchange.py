@@ -404,14 +404,12 @@ def egress_state(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
             k = rank[j.cls]
             before = c.priority_cost * sum(use[i.name] for i in jobs if rank[i.cls] < k)
             left = capacity * max(c.min_share, 1.0 - before)
-            same = sum(rho[i.name] for i in jobs if i is not j and rank[i.cls] == k)
-            r = min(min(j.path) if j.path else math.inf, left / (1.0 + same))
-            ahead = [rho[i.name] for i in jobs if i is not j and rank[i.cls] <= k]
-            busy = busy_share(ahead)
-            key = j.bytes_per_batch / j.keys
             same_class = [rho[i.name] for i in jobs if i is not j and rank[i.cls] == k]
+            r = min(min(j.path) if j.path else math.inf, left / (1.0 + sum(same_class)))
             # the urgent classes' standing queue goes first, at the link's full rate
             upper = [rho[i.name] for i in jobs if rank[i.cls] < k]
+            busy = busy_share(upper + same_class)       # someone ahead of j is sending
+            key = j.bytes_per_batch / j.keys
             if urgent_bytes is None:        # FIFO leaves: one FIFO per class
                 # a batch's rounds carry its keys; wait_of (start-up) control messages
                 above = queue_wait_s(upper, capacity, buffer_bytes, c)
