@@ -58,9 +58,11 @@ A fixed point over the jobs' iteration times ``I_j``:
   k} rho_i))`` (processor sharing with the same-class jobs busy at the same time);
 - ``busy_j = 1 - prod_{i != j in classes <= k} (1 - rho_i)``: someone ahead of it is
   sending. Each of its ``R`` message rounds waits the standing queue of its class's FIFO,
-  ``wait_j = busy * fill(m_j) * Q / C_k`` (``busy``, ``m_j``: over the others of its
-  class), after the more urgent classes' queue, ``busy * fill(m) * Q / C`` over theirs
-  (the link drains it at its full rate); ``m`` is how many send at once on average and
+  ``wait_j = busy * fill(m_j) * Q' / C_k`` (``busy``, ``m_j``: over the others of its
+  class), after the more urgent classes' queue, ``busy * fill(m) * Q' / C`` over theirs
+  (the link drains it at its full rate); ``Q' = max(Q, backlog_bytes)``: a FIFO shorter
+  than the senders' backlog drops the rest, which waits at the senders to be resent, still
+  ahead of the round (fitted on a mid-depth FIFO); ``m`` is how many send at once and
   ``fill(m) = min(1, queue_fill +
   queue_fill_per_sender * max(0, m - 1))`` the share of the FIFO they keep full (one
   TCP sender, BBR here, keeps little queue; every further one adds its own), and it gets
@@ -102,8 +104,8 @@ its class, so priority shortens an urgent job's start-up as it shortens its batc
 With priority on, a job is registered with the controller, its rules in place, before it
 starts: ``startup_priority_s`` more. ``startup_s`` and ``startup_priority_s`` are measured
 on jobs alone, ``startup_rounds`` on small jobs arriving while six bulk jobs fill the FIFO
-(the calibration); ``loss_timeouts`` and ``fair_round_bytes`` on the same small jobs
-arriving among the same bulk jobs on the short FIFO and on the fair queue.
+(the calibration); ``loss_timeouts``, ``backlog_bytes`` and ``fair_round_bytes`` on the
+same small jobs among the same bulk jobs on the short FIFO, a mid-depth one, the fair queue.
 """
 
 from __future__ import annotations
@@ -116,8 +118,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from sluice_common.exchange_waits import (busy_share, fair_round_wait_s, fifo_round_wait_s,
-                                          queue_wait_s)
+from sluice_common.exchange_waits import (backlog_bytes, busy_share, fair_round_wait_s,
+                                          fifo_round_wait_s, queue_wait_s)
 
 MTU_BYTES = 1514                # a full Ethernet frame on the emulated fabric
 CTRL_BYTES = 120                # one ps-lite control message (ack, pull request) on the wire
@@ -146,12 +148,13 @@ class ExchangeConstants:
     loss_timeouts: float = 0.0
     fair_round_bytes: float = 0.0
     priority_cost: float = 1.0
+    backlog_bytes: float = 0.0
     provenance: Mapping[str, object] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         for name in ("overhead_s", "per_key_s", "hop_s", "rto_min_s", "startup_s",
                      "startup_rounds", "startup_priority_s", "queue_fill_per_sender",
-                     "loss_timeouts", "fair_round_bytes"):
+                     "loss_timeouts", "fair_round_bytes", "backlog_bytes"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 < self.efficiency <= 1:
@@ -412,7 +415,7 @@ def egress_state(jobs: Iterable[Sharer], capacity: float, buffer_bytes: float,
             key = j.bytes_per_batch / j.keys
             if urgent_bytes is None:        # FIFO leaves: one FIFO per class
                 # a batch's rounds carry its keys; wait_of (start-up) control messages
-                above = queue_wait_s(upper, capacity, buffer_bytes, c)
+                above = queue_wait_s(upper, capacity, backlog_bytes(buffer_bytes, c), c)
                 wait = above + fifo_round_wait_s(same_class, left, buffer_bytes, c, key)
                 control_wait = above + fifo_round_wait_s(same_class, left, buffer_bytes, c)
             else:                           # fair leaves: a DRR round in its own class

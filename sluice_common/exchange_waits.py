@@ -20,6 +20,7 @@ class WaitConstants(Protocol):
     loss_timeouts: float
     rto_min_s: float
     fair_round_bytes: float
+    backlog_bytes: float
 
 
 def busy_share(ahead: Iterable[float]) -> float:
@@ -78,13 +79,22 @@ def loss_wait_s(ahead: Sequence[float], buffer_bytes: float,
             * c.loss_timeouts * c.rto_min_s)
 
 
+def backlog_bytes(buffer_bytes: float, c: WaitConstants) -> float:
+    """The bytes a round waits behind at a busy FIFO of ``buffer_bytes``: the FIFO's own,
+    but never less than the senders' backlog (``backlog_bytes``). What a FIFO shorter
+    than the backlog cannot hold is dropped and waits at its sender to be resent, still
+    ahead of the round: a shorter FIFO moves the wait, it does not remove it (the link
+    drains the same bytes either way; fitted on the calibration's mid-depth stage)."""
+    return max(buffer_bytes, c.backlog_bytes)
+
+
 def fifo_round_wait_s(ahead: Sequence[float], left: float, buffer_bytes: float,
                       c: WaitConstants,
                       message_bytes: float | None = None) -> float:
-    """One message round's wait at a FIFO leaf: the standing queue (:func:`queue_wait_s`)
-    plus what drops cost it when the FIFO is shallow (:func:`loss_wait_s`; ``message_bytes``:
-    the round's message, None a control message)."""
-    return (queue_wait_s(ahead, left, buffer_bytes, c)
+    """One message round's wait at a FIFO leaf: the backlog ahead of it (:func:`queue_wait_s`
+    of :func:`backlog_bytes`) plus what drops cost it when the FIFO is shallow
+    (:func:`loss_wait_s`; ``message_bytes``: the round's message, None a control message)."""
+    return (queue_wait_s(ahead, left, backlog_bytes(buffer_bytes, c), c)
             + loss_wait_s(ahead, buffer_bytes, c, message_bytes))
 
 

@@ -1,35 +1,45 @@
 """Fit the exchange model's queue terms on the calibration's own probe mixes (issue 47).
 
 The calibration's queue stage (issue 47 item 6): the exchange model's loss and timeout
-term of a shallow FIFO (``loss_timeouts``), its per-flow fair-share term of the fair
-queue (``fair_round_bytes``) and what strict priority costs the classes below
+term of a shallow FIFO (``loss_timeouts``), the senders' backlog a FIFO shorter than it
+moves to the senders (``backlog_bytes``), its per-flow fair-share term of the fair queue
+(``fair_round_bytes``) and what strict priority costs the classes below
 (``priority_cost``), each fitted on the calibration's own probe mix, never on an
 experiment's.
 
 The queue mixes (:func:`queue_mix`): ``BULK_JOBS`` cross-rack bulk jobs arriving at once
 and ``PROBES`` small jobs arriving among them, ``PROBE_GAP_S`` apart (the run-loop stage's
 bulk and probe jobs, ``calibrate_exchange``), run through the experiments' run loop with
-priority off on the short FIFO (``off-shallow`` at the fabric's measured idle RTT) and on
-the fair queue (``off-fair``); the figure is the probes' mean JCT. The priority mix
+priority off on the short FIFO (``off-shallow`` at the fabric's measured idle RTT), on a
+FIFO of ``MID_DEPTH_PACKETS`` (the ``backlog`` stage) and on the fair queue
+(``off-fair``); the figure is the probes' mean JCT. The priority mix
 (:func:`priority_mix`): two bulk jobs and, arriving among them one by one, newcomers of
 the heavy-tail's medium size that compute between batches, run on the deep FIFO with the
 controller's default rule on: the newcomers take the upper classes part of the time and
 the bulk jobs get what they leave; the figure is every job's mean JCT. Each constant is
 bisected until the model's figure (``fluid.simulate_batches``, as the experiments'
-predictions compute it) matches the measured one; the other constants are the ones
-fitted before it in the same run. Run from ``calibrate_exchange`` (one fabric, one warm
-pool); ``--from`` refits stored measurements (a stage they lack keeps its constant).
+predictions compute it) matches the measured one, the stages in turn until none moves
+(the short FIFO's figure has a backlog term too). Run from ``calibrate_exchange`` (one
+fabric, one warm pool); ``--from`` takes a stage's measurements from a stored run (a
+stage no stored run has is measured; a stage not named keeps its constant).
 
 A stage alone, on top of the shipped constants (the others stay as their calibration
 fitted them; the stage's date, commit and figures join their provenance)::
 
     sudo .venv/bin/python -m bench.fabric.calibrate_queues --stage priority [--write] [--json [OUT]]
 
+The backlog stage measured, refitted with the short FIFO's stored measurements (the two
+constants meet in both figures)::
+
+    sudo .venv/bin/python -m bench.fabric.calibrate_queues --stage backlog --stage off-shallow \
+        --from bench/results/exchange-calibration-s20.json --write --json OUT
+
 About 2 minutes a stage; needs root (the fabric) and takes the fabric lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -40,10 +50,15 @@ from functools import partial
 from pathlib import Path
 
 from bench import harness
+from mininet_fabric import priority as fabric_priority
+from mininet_fabric.baselines import MTU_BYTES
 
 from bench.fabric.calibrate_exchange import (BULK, BULK_JOBS, PROBE, PROBE_GAP_S, PROBES,
                                              bisect_constant, loadavg, run_mix)
 
+
+
+DEEP_BYTES = fabric_priority.LEAF_QUEUE_PACKETS * MTU_BYTES
 
 
 @dataclass(frozen=True)
@@ -59,9 +74,18 @@ class Stage:
     neutral: float
 
 
+# the backlog stage's FIFO: between the short FIFO of the loss stage (11 packets) and the
+# deep one (200), short enough that the senders' backlog overflows it, deep enough that
+# few of its drops need a timeout
+MID_DEPTH_PACKETS = 50
+MID_QUEUE = f"fifo-{MID_DEPTH_PACKETS}"
 STAGES = {"off-shallow": Stage("off-shallow", False, "loss_timeouts", 0.0, 50.0, 0.0),
+          "backlog": Stage(MID_QUEUE, False, "backlog_bytes", 0.0, DEEP_BYTES, 0.0),
           "off-fair": Stage("off-fair", False, "fair_round_bytes", 0.0, 2_000_000.0, 0.0),
           "priority": Stage("off", True, "priority_cost", 0.5, 3.0, 1.0)}
+# the stages' constants interact (the short FIFO's figure has the backlog term, the
+# mid-depth one a loss term): fitted in turn until none moves by more than this share
+JOINT_TOLERANCE, JOINT_ROUNDS = 1e-3, 30
 BULK_AT_S = 1.0
 # the priority mix: two bulk jobs of BULK's batches times PRIORITY_BULK_BATCHES / BULK[1]
 # ... at once, then NEWCOMERS (bytes per batch, batches, compute per batch) every
@@ -100,6 +124,24 @@ def stage_mix(name: str) -> list:
     return priority_mix() if STAGES[name].priority else queue_mix(name)
 
 
+@contextlib.contextmanager
+def stage_queue(name: str):
+    """The baseline a stage runs on; the backlog stage's FIFO (a swept depth, not one of
+    the experiments' baselines) is registered only while it is used."""
+    from bench.fabric.sweep_fifo import register_depth
+    from mininet_fabric import baselines as bl
+
+    queue = STAGES[name].queue
+    if queue != MID_QUEUE or queue in bl.names():
+        yield queue
+        return
+    register_depth(MID_DEPTH_PACKETS)
+    try:
+        yield queue
+    finally:
+        bl.unregister(queue)
+
+
 def measure_queues(topology, fabric, client, runner, out: Path, rtt_s: float,
                    port_base: int, stages: tuple[str, ...] = tuple(STAGES)) -> dict:
     """Run each of ``stages`` on its queue (the deep FIFO put back after, also on
@@ -109,10 +151,10 @@ def measure_queues(topology, fabric, client, runner, out: Path, rtt_s: float,
     got = {}
     try:
         for k, name in enumerate(stages):
-            stage = STAGES[name]
-            fabric.install_priority_tree(partial(bl.egress_tree, stage.queue, rtt_s=rtt_s))
-            ran = run_mix(topology, fabric, client, runner, out / f"queue-{name}",
-                          stage_mix(name), stage.priority, port_base + 2000 * k)
+            with stage_queue(name) as queue:
+                fabric.install_priority_tree(partial(bl.egress_tree, queue, rtt_s=rtt_s))
+                ran = run_mix(topology, fabric, client, runner, out / f"queue-{name}",
+                              stage_mix(name), STAGES[name].priority, port_base + 2000 * k)
             ran["load"] = loadavg()
             got[name] = ran
             print(f"calibrate: {name}: figure {measured_figure(name, ran['jobs']):.3f} s, TCP "
@@ -140,40 +182,58 @@ def model_probe_jct(c, queue: str, capacity: float, rtt_s: float) -> float:
     from sluice_common.rank_rules import DEFAULT_RULE
 
     stage = STAGES[queue]
-    buffer = buffer_bytes(stage.queue, capacity, rtt_s)
+    with stage_queue(queue) as name:
+        buffer, urgent = buffer_bytes(name, capacity, rtt_s), bl.urgent_bytes(name)
     if not stage.priority:
-        return model_figure("probes", queue_mix(queue), capacity, buffer, c,
-                            bl.urgent_bytes(stage.queue))
+        return model_figure("probes", queue_mix(queue), capacity, buffer, c, urgent)
     jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s, KEYS,
                            PIPELINE_KEYS, cross_path(capacity)) for j in priority_mix()]
     jct = fluid.simulate_batches(jobs, DEFAULT_RULE, capacity, buffer, c,
-                                 overhead_s=SLOT_S / 2, urgent_bytes=bl.urgent_bytes(stage.queue))
+                                 overhead_s=SLOT_S / 2, urgent_bytes=urgent)
     return statistics.mean(jct.values())
 
 
 def fit_queues(c, measured: dict, capacity: float) -> tuple[object, dict]:
     """``c`` with each measured stage's constant fitted to ``measured``
     (:func:`measure_queues`'), and per stage the measured and model figures; a stage the
-    measurements lack keeps its constant."""
-    rtt_s = measured["rtt_s"]
+    measurements lack keeps its constant. The stages are fitted in turn, each with the
+    others' latest values, until no constant moves by more than ``JOINT_TOLERANCE``
+    (the short and the mid-depth FIFO each see both of their terms)."""
+    runs = {q: r for q, r in measured["runs"].items() if q in STAGES}
+    rtt = {q: r.get("rtt_s", measured.get("rtt_s")) for q, r in runs.items()}
+    fitted = {}
+    for _ in range(JOINT_ROUNDS):
+        moved = 0.0
+        for queue, run in runs.items():
+            name = STAGES[queue].constant
+            value, clamped = _fit_stage(c, queue, run, capacity, rtt[queue])
+            old = getattr(c, name)
+            moved = max(moved, abs(value - old) / max(abs(old), abs(value), 1e-9))
+            c = replace(c, **{name: value})
+            fitted[queue] = clamped
+        if moved <= JOINT_TOLERANCE:
+            break
     report = {}
-    for queue, stage in STAGES.items():
-        run = measured["runs"].get(queue)
-        if run is None:
-            continue
-        name = stage.constant
-        target = measured_figure(queue, run["jobs"])
-        before = model_probe_jct(replace(c, **{name: stage.neutral}), queue, capacity, rtt_s)
-        value, clamped = bisect_constant(
-            lambda x, q=queue, n=name: model_probe_jct(replace(c, **{n: x}), q, capacity, rtt_s),
-            target, stage.lo, stage.hi)
-        c = replace(c, **{name: round(value, 4)})
-        report[queue] = {"constant": name, "value": round(value, 4), "clamped": clamped,
-                         "probes_measured_s": round(target, 4),
-                         "model_without_term_s": round(before, 4),
-                         "model_with_term_s": round(model_probe_jct(c, queue, capacity, rtt_s), 4),
-                         "tcp": run["tcp"], "load": run["load"]}
+    for queue, run in runs.items():
+        stage = STAGES[queue]
+        report[queue] = {
+            "constant": stage.constant, "value": getattr(c, stage.constant),
+            "clamped": fitted[queue],
+            "probes_measured_s": round(measured_figure(queue, run["jobs"]), 4),
+            "model_without_term_s": round(model_probe_jct(
+                replace(c, **{stage.constant: stage.neutral}), queue, capacity, rtt[queue]), 4),
+            "model_with_term_s": round(model_probe_jct(c, queue, capacity, rtt[queue]), 4),
+            "tcp": run["tcp"], "load": run["load"]}
     return c, report
+
+
+def _fit_stage(c, queue: str, run: dict, capacity: float, rtt_s: float) -> tuple[float, bool]:
+    """One stage's constant bisected until the model's figure meets the measured one."""
+    stage = STAGES[queue]
+    value, clamped = bisect_constant(
+        lambda x: model_probe_jct(replace(c, **{stage.constant: x}), queue, capacity, rtt_s),
+        measured_figure(queue, run["jobs"]), stage.lo, stage.hi)
+    return round(value, 4), clamped
 
 
 def print_fit(report: dict) -> None:
@@ -210,38 +270,62 @@ def measure_stages(stages: tuple[str, ...]) -> dict:
     return {**queues, "started": started, "load_before": load_before, "load_after": loadavg()}
 
 
+def gather(stages: tuple[str, ...], stored: list[str]) -> dict:
+    """The measurements of ``stages``: each from the first of the ``stored`` runs' --json
+    outputs (this module's or ``calibrate_exchange``'s) that has it, the others measured
+    on the fabric now. Every run carries its RTT, its date and where it came from."""
+    import json
+
+    runs = {}
+    for path in stored:
+        m = json.loads(Path(path).read_text())["measured"]
+        if "queues" in m:           # a whole calibration's output (calibrate_exchange --json)
+            m = {**m["queues"], **{k: m[k] for k in ("started", "load_before", "load_after")}}
+        for name, run in m["runs"].items():
+            if name in stages and name not in runs:
+                runs[name] = {**_tagged(m, run), "refit_from": path}
+    live = tuple(n for n in stages if n not in runs)
+    if live:
+        m = measure_stages(live)
+        runs.update({n: {**_tagged(m, m["runs"][n]), "refit_from": None} for n in live})
+    return {"runs": {n: runs[n] for n in stages}}
+
+
+def _tagged(m: dict, run: dict) -> dict:
+    """A stage's run with its RTT, date and load, from the run or else from its whole run."""
+    keys = ("rtt_s", "started", "load_before", "load_after")
+    return {**run, **{k: run.get(k, m.get(k)) for k in keys}}
+
+
 def main() -> int:
     ap = harness.parser(__doc__)
     ap.add_argument("--stage", action="append", choices=sorted(STAGES), required=True,
-                    help="the stage to run and fit (repeatable)")
+                    help="a stage to fit (repeatable; the stages are fitted together)")
     ap.add_argument("--write", action="store_true",
                     help="write the fitted constants to sluice_common/data/exchange_constants.yaml")
-    ap.add_argument("--from", dest="from_json", default=None, metavar="JSON",
-                    help="fit the measurements of an earlier run's --json output (no fabric)")
+    ap.add_argument("--from", dest="from_json", action="append", default=[], metavar="JSON",
+                    help="take a stage's measurements from an earlier run's --json output "
+                    "(repeatable; no fabric for the stages they have, the others are measured)")
     args = ap.parse_args()
-    import json
 
     from bench.fabric.calibration_report import source_commit
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology, machine_cc
     from sluice_common.exchange import DATA_FILE, default_constants, save_constants
     from bench.fabric.calibrate_exchange import UPLINK_MBPS
 
-    stages = tuple(dict.fromkeys(args.stage))
-    m = (json.loads(Path(args.from_json).read_text())["measured"] if args.from_json
-         else measure_stages(stages))
-    if "queues" in m:           # a whole calibration's output (calibrate_exchange --json)
-        m = {**m["queues"], **{k: m[k] for k in ("started", "load_before", "load_after")}}
-    m = {**m, "runs": {k: v for k, v in m["runs"].items() if k in stages}}
+    m = gather(tuple(dict.fromkeys(args.stage)), args.from_json)
     _, capacity = experiment_topology(UPLINK_MBPS)
     c, report = fit_queues(default_constants(), m, capacity)
     print_fit(report)
     provenance = dict(c.provenance)
     for name, r in report.items():
+        run = m["runs"][name]
         provenance[f"{name}_stage"] = {
-            "command": f"python -m bench.fabric.calibrate_queues --stage {name} --write",
-            "date": m["started"], "commit": source_commit(), "host_tcp": machine_cc(),
-            "rtt_s": m["rtt_s"], "load_average_before": m["load_before"],
-            "load_average_after": m["load_after"], "refit_from": args.from_json,
+            "command": f"python -m bench.fabric.calibrate_queues "
+                       + " ".join(f"--stage {n}" for n in report) + " --write",
+            "date": run["started"], "commit": source_commit(), "host_tcp": machine_cc(),
+            "rtt_s": run["rtt_s"], "load_average_before": run["load_before"],
+            "load_average_after": run["load_after"], "refit_from": run["refit_from"],
             **{k: r[k] for k in ("constant", "value", "clamped", "probes_measured_s",
                                  "model_without_term_s", "model_with_term_s", "tcp", "load")}}
     c = replace(c, provenance=provenance)

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from sluice_common.exchange import ExchangeConstants, Sharer, egress_state
-from sluice_common.exchange_waits import (MSS_BYTES, fair_round_wait_s, fifo_round_wait_s,
-                                          loss_wait_s, overflow_share, queue_wait_s, tail_share)
+from sluice_common.exchange_waits import (MSS_BYTES, backlog_bytes, fair_round_wait_s,
+                                          fifo_round_wait_s, loss_wait_s, overflow_share, queue_wait_s, tail_share)
 
 C = ExchangeConstants(overhead_s=0.01, per_key_s=0.002, hop_s=0.0005, efficiency=0.8,
                       local_Bps=100e6, queue_fill=0.5, burst_bytes=15000.0, rto_min_s=0.2,
@@ -37,6 +37,31 @@ def test_loss_wait_is_busy_times_overflow_times_timeouts():
         queue_wait_s(ahead, 1.5e6, 15000.0, C) + expected)
     with pytest.raises(ValueError):
         loss_wait_s(ahead, -1.0, C)
+
+
+def test_a_fifo_shorter_than_the_backlog_moves_the_wait_it_does_not_remove_it():
+    deep, mid, short = 200 * 1514.0, 50 * 1514.0, 15000.0
+    backlog = replace(C, backlog_bytes=150000.0, loss_timeouts=0.0)
+    assert backlog_bytes(short, backlog) == backlog_bytes(mid, backlog) == 150000.0
+    assert backlog_bytes(deep, backlog) == deep          # a deeper FIFO holds it all
+    assert backlog_bytes(mid, C) == mid                  # no backlog: the FIFO's own bytes
+    ahead = [0.5, 0.5]
+    # below the backlog every depth waits the same standing bytes ...
+    assert fifo_round_wait_s(ahead, 1.5e6, short, backlog) == pytest.approx(
+        fifo_round_wait_s(ahead, 1.5e6, mid, backlog))
+    assert fifo_round_wait_s(ahead, 1.5e6, mid, backlog) == pytest.approx(
+        queue_wait_s(ahead, 1.5e6, 150000.0, backlog))
+    # ... above it the FIFO's depth counts, as without the term
+    assert fifo_round_wait_s(ahead, 1.5e6, deep, backlog) == pytest.approx(
+        fifo_round_wait_s(ahead, 1.5e6, deep, replace(backlog, backlog_bytes=0.0)))
+    # a class below waits the upper classes' backlog, not only what their FIFO holds
+    jobs = [Sharer("urgent", 8e5, 8, CROSS, 0.05, 3, cls=0),
+            Sharer("bulk", 8e5, 8, CROSS, 0.05, 3, cls=1)]
+    slow, _ = egress_state(jobs, 1.5e6, mid, backlog)
+    fast, _ = egress_state(jobs, 1.5e6, mid, replace(backlog, backlog_bytes=0.0))
+    assert slow["bulk"] > fast["bulk"]
+    with pytest.raises(ValueError, match="backlog_bytes"):
+        replace(C, backlog_bytes=-1.0)
 
 
 def test_only_a_drop_fast_retransmit_cannot_recover_needs_a_timeout():
@@ -95,7 +120,8 @@ def test_the_queue_stage_fits_back_constants_the_model_itself_measured():
 
     _, capacity = experiment_topology(12.0)
     rtt_s = 0.001
-    truth = replace(C, loss_timeouts=0.8, fair_round_bytes=30000.0, priority_cost=1.4)
+    truth = replace(C, loss_timeouts=0.8, fair_round_bytes=30000.0, priority_cost=1.4,
+                    backlog_bytes=150000.0)
     runs = {}
     for queue, stage in STAGES.items():
         jct = model_probe_jct(truth, queue, capacity, rtt_s)
@@ -103,11 +129,13 @@ def test_the_queue_stage_fits_back_constants_the_model_itself_measured():
         jobs = {j.name: {"jct_s": jct if stage.priority or "-probe-" in j.name else 99.0,
                          "iteration_s": 1.0} for j in stage_mix(queue)}
         runs[queue] = {"jobs": jobs, "tcp": {"retrans_segs": 1, "timeouts": 0}, "load": "1 1 1"}
-    start = replace(truth, loss_timeouts=0.0, fair_round_bytes=0.0, priority_cost=1.0)
+    start = replace(truth, loss_timeouts=0.0, fair_round_bytes=0.0, priority_cost=1.0,
+                    backlog_bytes=0.0)
     got, report = fit_queues(start, {"rtt_s": rtt_s, "runs": runs}, capacity)
     assert got.loss_timeouts == pytest.approx(0.8, rel=1e-3)
     assert got.fair_round_bytes == pytest.approx(30000.0, rel=1e-3)
     assert got.priority_cost == pytest.approx(1.4, rel=1e-3)
+    assert got.backlog_bytes == pytest.approx(150000.0, rel=1e-3)
     # a stage the measurements lack keeps its constant (an older calibration's --from)
     kept, partial = fit_queues(start, {"rtt_s": rtt_s, "runs": {
         q: r for q, r in runs.items() if q != "priority"}}, capacity)
@@ -126,3 +154,27 @@ def test_the_queue_stage_fits_back_constants_the_model_itself_measured():
     assert bisect_constant(lambda x: 1.0 + x, 20.0, 0.0, 10.0) == (10.0, True)
     value, clamped = bisect_constant(lambda x: 1.0 + x, 4.0, 0.0, 10.0)
     assert value == pytest.approx(3.0, abs=1e-6) and not clamped
+
+
+def test_stored_stages_are_refitted_beside_each_other_with_their_own_rtt(tmp_path):
+    """``calibrate_queues --from A --from B``: each stage's measurements come from the first
+    stored run that has it, whichever tool wrote it, and keep their RTT, date and source."""
+    import json
+
+    from bench.fabric.calibrate_queues import gather
+
+    run = {"jobs": {}, "tcp": {"retrans_segs": 1, "timeouts": 0}, "load": "1 1 1"}
+    whole = tmp_path / "whole.json"             # calibrate_exchange --json
+    whole.write_text(json.dumps({"measured": {
+        "queues": {"rtt_s": 0.0007, "runs": {"off-shallow": run, "off-fair": run}},
+        "started": "s20", "load_before": "0", "load_after": "1"}}))
+    stage = tmp_path / "stage.json"             # calibrate_queues --json
+    stage.write_text(json.dumps({"measured": {
+        "runs": {"backlog": {**run, "rtt_s": 0.0005, "started": "s26", "load_before": "0",
+                             "load_after": "2", "refit_from": None}}}}))
+    got = gather(("off-shallow", "backlog"), [str(whole), str(stage)])["runs"]
+    assert list(got) == ["off-shallow", "backlog"]
+    assert (got["off-shallow"]["rtt_s"], got["off-shallow"]["started"]) == (0.0007, "s20")
+    assert got["off-shallow"]["refit_from"] == str(whole)
+    assert (got["backlog"]["rtt_s"], got["backlog"]["started"]) == (0.0005, "s26")
+    assert got["backlog"]["refit_from"] == str(stage)
