@@ -200,3 +200,29 @@ def test_the_rule_on_fair_leaves_waits_behind_the_urgent_classes_queue(monkeypat
     monkeypatch.setattr(bl, "urgent_bytes", lambda baseline: None)
     drr_only = model_prediction(mix, capacity, "remaining+off-fair", 0.001)
     assert mean["remaining+off-fair"] > drr_only["predicted_mean_jct_s"]
+
+
+def test_model_by_depth_reads_a_stored_sweep_depth_by_depth(tmp_path):
+    """bench.fabric.model_by_depth: each swept FIFO read at its own depth (the deep one as
+    ``off``), the measured medians those of the sweep, the depths registered only while
+    read; the plot is a PNG."""
+    import json
+    import statistics
+
+    from bench.fabric.model_by_depth import by_depth, plot, table
+    from mininet_fabric import baselines as bl
+
+    path = REPO / "bench/results/priority-rules/sweep-fifo-0.7-cubic-per-seed.json"
+    per_seed = json.loads(path.read_text())
+    summary, rows = by_depth(str(path))
+    assert list(rows) == [5, 11, 25, 50, 100, 200]
+    for depth, mode in ((25, "fifo-25"), (200, "off")):
+        assert rows[depth]["mean_jct_s"] == pytest.approx(
+            statistics.median(s["modes"][mode]["mean_jct_s"] for s in per_seed))
+    # below the senders' backlog a FIFO's depth moves the wait, it does not remove it: the
+    # 5-packet FIFO, with more drops, is predicted no faster than the 50-packet one
+    assert rows[5]["predicted_mean_jct_s"] >= rows[50]["predicted_mean_jct_s"]
+    assert not any(n.startswith("fifo-") for n in bl.names())
+    assert len(table("x", rows)) == 2 + 6
+    png = plot([(summary, rows)], tmp_path / "depth.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
