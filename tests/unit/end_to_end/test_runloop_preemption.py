@@ -181,7 +181,7 @@ def test_every_slot_on_the_grid_is_a_step_or_an_idle_one_as_in_the_dry_run(tmp_p
     jobs = [JobSpec(name="first", model="resnet18", dataset_size=32 * 3, epochs=1,
                     batch_size=32, max_gpus=1),
             JobSpec(name="later", model="resnet18", dataset_size=32 * 3, epochs=1,
-                    batch_size=32, max_gpus=1, arrival=6.2)]
+                    batch_size=32, max_gpus=1, arrival=12.2)]
     policy = make_policy("fifo")
     loop = RealTimeRun(topo, jobs, policy, Estimator(), None, NoController(), tmp_path / "run",
                        RunOptions(priority=False, slot_s=0.5, compute="emulated",
@@ -193,8 +193,9 @@ def test_every_slot_on_the_grid_is_a_step_or_an_idle_one_as_in_the_dry_run(tmp_p
     result = loop.run()
     starts = {j["name"]: j["start"] for j in result["jobs"]}
     assert all(j["status"] == "finished" for j in result["jobs"])
-    # "later" arrives at 6.2 s: it joins at the 6.5 s slot, not before
-    assert 6.5 <= starts["later"] < 7.5, starts
-    # between the first job's end and 6.5 s the slots were idle ones, on the grid
-    assert idle_at and all(t < 6.5 for t in idle_at)
-    assert max(idle_at) >= 6.0
+    # "later" arrives at 12.2 s (time for "first" to end on a loaded machine): it joins at
+    # the 12.5 s slot, not before
+    assert 12.5 <= starts["later"] < 13.5, starts
+    # between the first job's end and 12.5 s the slots were idle ones, on the grid
+    assert idle_at and all(t < 12.5 for t in idle_at)
+    assert max(idle_at) >= 12.0
