@@ -128,18 +128,11 @@ def stage_mix(name: str) -> list:
 def stage_queue(name: str):
     """The baseline a stage runs on; the backlog stage's FIFO (a swept depth, not one of
     the experiments' baselines) is registered only while it is used."""
-    from bench.fabric.sweep_fifo import register_depth
-    from mininet_fabric import baselines as bl
+    from bench.fabric.sweep_fifo import depths_registered
 
     queue = STAGES[name].queue
-    if queue != MID_QUEUE or queue in bl.names():
+    with depths_registered([MID_DEPTH_PACKETS] if queue == MID_QUEUE else []):
         yield queue
-        return
-    register_depth(MID_DEPTH_PACKETS)
-    try:
-        yield queue
-    finally:
-        bl.unregister(queue)
 
 
 def measure_queues(topology, fabric, client, runner, out: Path, rtt_s: float,

@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 
 from bench.fabric import model_by_bucket as mb
-from bench.fabric.sweep_fifo import DEEP, register_depth
+from bench.fabric.sweep_fifo import DEEP, depths_registered
 
 
 def depth_of(mode: str) -> int:
@@ -27,17 +27,10 @@ def depth_of(mode: str) -> int:
 def by_depth(path: str) -> tuple[dict, dict[int, dict]]:
     """(the sweep's summary, depth -> ``model_by_bucket.by_mode``'s row for it). The swept
     depths are baselines only while they are read."""
-    from mininet_fabric import baselines as bl
-
     per_seed, summary = mb.sources(path)
-    added = [m for m in per_seed[0]["modes"] if m != "off" and m not in bl.names()]
-    for mode in added:
-        register_depth(depth_of(mode))
-    try:
-        rows = mb.by_mode(per_seed, summary, list(per_seed[0]["modes"]))
-    finally:
-        for mode in added:
-            bl.unregister(mode)
+    modes = list(per_seed[0]["modes"])
+    with depths_registered(depth_of(m) for m in modes if m != "off"):
+        rows = mb.by_mode(per_seed, summary, modes)
     return summary, {depth_of(m): rows[m] for m in sorted(rows, key=depth_of)}
 
 

@@ -20,6 +20,7 @@ mode and seed on this machine. Use tuning seeds, never a verdict's.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -38,6 +39,21 @@ def register_depth(packets: int) -> str:
             intf, rate, levels, leaf_limit=n),
         queue_packets=lambda rate, rtt, n=packets: n))
     return f"fifo-{packets}"
+
+
+@contextlib.contextmanager
+def depths_registered(depths):
+    """The FIFOs of ``depths`` (packets) as baselines ``fifo-N`` while the block runs; those
+    registered here are unregistered after, so no other reader sees them."""
+    depths = list(dict.fromkeys(depths))
+    added = [d for d in depths if f"fifo-{d}" not in bl.names()]
+    for d in added:
+        register_depth(d)
+    try:
+        yield [f"fifo-{d}" for d in depths]
+    finally:
+        for d in added:
+            bl.unregister(f"fifo-{d}")
 
 
 def mode_of(depth: int) -> str:
