@@ -1,30 +1,48 @@
 """The verdict on the heavy-tail experiment's bounds, from its per-seed figures.
 
-    .venv/bin/python -m mininet_tests.check_bounds RUN_DIR | SUMMARY.json | PER_SEED.json
+    .venv/bin/python -m mininet_tests.check_bounds RUN_DIR|SUMMARY.json|PER_SEED.json [--queue Q]
 
-prints one line per bound (value, bound, met or NOT met) and a last line with the count;
-exit status 0 when every bound is met, 1 when one is not, 2 when the input cannot be read.
+prints one line per bound (value, bound, ``met``, ``NOT met`` or ``cannot judge``) and a
+last line with the count; exit status 0 when every bound is met, 1 when one is not met or
+cannot be judged, 2 when the input cannot be read.
 
-The bounds are issue 47's, fixed here before any verdict run and never moved by a model:
-the default ranking rule, on the switch queue where it does best (the deep FIFO, or one of
-the baselines' queues: ``remaining``, ``remaining+off-fair``, ...), against ``off`` and
-against the best baseline (the baseline mode with the lowest mean JCT, median over seeds):
+The bounds are the project's, fixed here and never moved by a model or by a run's data.
+The default ranking rule is judged on one switch queue, named before the run starts: the
+run's configuration records it (``rule_queue`` in its summary, set by the experiment's
+``--rule-queue``; default ``off``, the deep FIFO, where the rule's mode is the rule's own
+name). ``--queue Q`` judges it on another queue (``off``, ``off-shallow``, ``off-fair``,
+... or the mode's name, ``remaining+off-fair``); a summary without ``rule_queue`` is
+judged on the default queue, and the first line says so. The queue is never picked from
+the data being judged.
 
-- mean JCT at least 30 % below ``off`` and 20 % below the best baseline;
-- p95 JCT at most 10 % above the best baseline's;
-- no size bucket's mean slowdown more than 10 % above the best baseline's;
-- bottleneck throughput at least 95 % of the best baseline's;
+The rule is compared with ``off`` and with the hardest baseline: for each registered
+baseline (``off``, ``off-shallow``, ``off-fair``, ``pias``, ...) the rule's mean JCT change
+against it, paired per seed, median over seeds; the hardest is the one where that figure
+is highest (where the rule looks worst). The header prints the figure against every
+baseline. The bounds:
+
+- mean JCT at least 30 % below ``off`` and 20 % below the hardest baseline;
+- p95 JCT at most 10 % above the hardest baseline's;
+- no size bucket's mean slowdown more than 10 % above the hardest baseline's (a bucket
+  is judged over the seeds whose mix has it, and only when at least three seeds do);
+- bottleneck throughput at least 95 % of the hardest baseline's;
 - CPU wait under 10 % of every mode's mean JCT;
 - every mode's predicted mean JCT (computed before the run) within 15 % of measured.
 
 Every comparison is paired per seed (this mode against the other in the same seed), and the
-median over seeds is the figure judged. A figure that cannot be computed (a mode missing,
-a prediction absent) is NOT met: the checker fails closed.
+median over seeds is the figure judged. The checker fails closed: a bound is ``cannot
+judge`` (and counts as not met) when a figure it needs is missing, not a finite number
+(NaN, inf, text), when a mode it needs is missing from any seed, when the figures lack a
+seed the run registered (``registered_seeds`` in the summary; an older summary's
+``seeds``), or when a size bucket is in fewer than three seeds; the line names the mode,
+the seed, the field or the bucket.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import statistics
 import sys
 from dataclasses import dataclass
@@ -40,6 +58,9 @@ SLOWDOWN_ABOVE_BEST_PCT = 10.0
 BOTTLENECK_OF_BEST_PCT = 95.0
 CPU_WAIT_SHARE = 0.10
 PREDICTION_ERROR_PCT = 15.0
+MIN_SEEDS_PER_BUCKET = 3
+RULE_QUEUE_DEFAULT = "off"
+_SHOWN_PROBLEMS = 6          # a line names this many problems, then counts the rest
 
 
 @dataclass(frozen=True)
@@ -50,14 +71,19 @@ class Verdict:
     met: bool
     detail: str = ""
     signed: bool = True      # a change (+/-) rather than a level
+    judged: bool = True      # False: a figure it needs is missing ("cannot judge")
 
     def line(self) -> str:
-        value = ("n/a" if self.value is None else
-                 f"{self.value:+.1f} %" if self.signed else f"{self.value:.1f} %")
-        word = "met" if self.met else "NOT met"
         extra = f" [{self.detail}]" if self.detail else ""
-        shown = "" if self.value is None and self.met else f"{value} "
-        return f"{self.name}: {shown}({self.bound}): {word}{extra}"
+        if not self.judged:
+            return f"{self.name}: cannot judge ({self.bound}){extra}"
+        value = ("" if self.value is None else
+                 f"{self.value:+.1f} % " if self.signed else f"{self.value:.1f} % ")
+        return f"{self.name}: {value}({self.bound}): {'met' if self.met else 'NOT met'}{extra}"
+
+
+class _NoFigure(Exception):
+    """A figure that cannot be computed; its message says which field and why."""
 
 
 def rule_mode(baseline: str, rule: str = DEFAULT_RULE) -> str:
@@ -65,146 +91,369 @@ def rule_mode(baseline: str, rule: str = DEFAULT_RULE) -> str:
     return rule if baseline == "off" else f"{rule}+{baseline}"
 
 
-def _median(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
+def queue_of(name: str, rule: str = DEFAULT_RULE) -> str:
+    """The queue ``name`` means: a queue (``off-fair``) or the rule's mode on it
+    (``remaining+off-fair``, ``remaining``). ValueError when it is neither."""
+    queues = bl.queues()
+    if name in queues:
+        return name
+    for q in queues:
+        if name == rule_mode(q, rule):
+            return q
+    raise ValueError(f"queue {name!r} is not one of {', '.join(queues)} (nor the rule "
+                     f"{rule!r} on one of them)")
 
 
-def _pct(a, b) -> float | None:
-    return None if a is None or not b else 100.0 * (a / b - 1.0)
+def _number(value, what: str) -> float:
+    """``value`` as a finite number, or _NoFigure naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _NoFigure(f"{what} is {value!r}")
+    return float(value)
 
 
-def _paired(per_seed: list[dict], mode: str, other: str, figure) -> float | None:
-    """Median over seeds of ``figure(mode's record, other's record)``."""
-    return _median(figure(s["modes"][mode], s["modes"][other]) for s in per_seed
-                   if mode in s["modes"] and other in s["modes"])
+def _get(record: dict, mode: str, *path: str) -> float:
+    value = record
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return _number(value, f"{mode} {'.'.join(path)}")
 
 
-def _median_of(per_seed: list[dict], mode: str, key: str) -> float | None:
-    return _median(s["modes"][mode].get(key) for s in per_seed if mode in s["modes"])
+def _pct(a: float, b: float, what: str) -> float:
+    if b <= 0:
+        raise _NoFigure(f"{what} is {b!r} (a change needs a positive base)")
+    return 100.0 * (a / b - 1.0)
 
 
-def best_of(per_seed: list[dict], modes) -> str | None:
-    """The mode among ``modes`` with the lowest mean JCT (median over seeds)."""
-    present = [(m, _median_of(per_seed, m, "mean_jct_s")) for m in modes]
-    present = [(m, v) for m, v in present if v is not None]
-    return min(present, key=lambda mv: mv[1])[0] if present else None
+def _problems_text(problems: list[str]) -> str:
+    shown = problems[:_SHOWN_PROBLEMS]
+    more = len(problems) - len(shown)
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
 
 
-def _at_most(name, value, bound, detail="") -> Verdict:
-    return Verdict(name, value, f"bound <= {bound:+g} %", value is not None and value <= bound,
-                   detail)
+def _paired(per_seed: list[dict], mode: str, other: str, figure) -> tuple[float | None, list[str]]:
+    """Median over every seed of ``figure(seed, mode's record, other's record)``, and what
+    kept it from being computed (a mode missing from a seed, a field not a finite number):
+    the median is None when anything is."""
+    values, problems = [], []
+    for s in per_seed:
+        seed = s.get("seed")
+        missing = [m for m in dict.fromkeys((mode, other)) if m not in s["modes"]]
+        if missing:
+            problems.append(f"{', '.join(missing)} missing from seed {seed}")
+            continue
+        try:
+            values.append(_number(figure(s["modes"][mode], s["modes"][other]), "the figure"))
+        except _NoFigure as err:
+            problems.append(f"seed {seed}: {err}")
+    if problems or not values:
+        return None, problems or ["no seed"]
+    return statistics.median(values), []
 
 
-def _bottleneck(rule: dict, base: dict) -> float | None:
-    a, b = (rule.get("bottleneck") or {}).get("mean"), (base.get("bottleneck") or {}).get("mean")
-    return None if a is None or not b else 100.0 * a / b
+def _mean_change(rule: str, other: str):
+    return lambda a, b: _pct(_get(a, rule, "mean_jct_s"), _get(b, other, "mean_jct_s"),
+                             f"{other} mean_jct_s")
 
 
-def _worst_bucket(per_seed: list[dict], rule: str, best: str) -> tuple[float | None, str]:
-    buckets = sorted({b for s in per_seed for m in (rule, best) if m in s["modes"]
-                      for b in s["modes"][m].get("slowdown_by_bucket", {})})
-    figures = {b: _paired(per_seed, rule, best, lambda r, x, b=b: _pct(
-        r.get("slowdown_by_bucket", {}).get(b), x.get("slowdown_by_bucket", {}).get(b)))
-        for b in buckets}
-    if not figures or any(v is None for v in figures.values()):
-        return None, "a bucket without figures"
-    worst = max(figures, key=figures.get)
-    return figures[worst], ", ".join(f"{b} {v:+.1f} %" for b, v in figures.items())
+def against_every_baseline(per_seed: list[dict], mode: str, baselines) -> dict:
+    """For each baseline, the rule's mean JCT change against it (paired per seed, median
+    over seeds) and what kept it from being computed: ``{b: (value, problems)}``."""
+    return {b: _paired(per_seed, mode, b, _mean_change(mode, b)) for b in baselines}
 
 
-def _every_mode(per_seed: list[dict], figure) -> tuple[float | None, str]:
-    """The worst mode's median of ``figure(record)``; None when a mode lacks it."""
-    modes = [m for m in per_seed[0]["modes"]]
-    values = {m: _median(figure(s["modes"][m]) for s in per_seed if m in s["modes"])
-              for m in modes}
-    if not values or any(v is None for v in values.values()):
-        missing = [m for m, v in values.items() if v is None]
-        return None, f"no figure for {', '.join(missing) or 'any mode'}"
+def hardest_baseline(against: dict) -> tuple[str | None, list[str]]:
+    """The baseline the rule looks worst against (the highest paired mean JCT change);
+    None, with the reasons, when any baseline's figure is missing (it might be that one)."""
+    problems = [f"vs {b}: {p}" for b, (_, ps) in against.items() for p in ps]
+    if problems or not against:
+        return None, problems or ["no baseline in the run"]
+    return max(against, key=lambda b: against[b][0]), []
+
+
+def _bucket_figure(per_seed: list[dict], rule: str, best: str) -> tuple[float | None, list[str], str]:
+    """The worst size bucket's slowdown change (each bucket: paired over the seeds whose
+    mix has it, median), what kept it from being judged, and every bucket's figure."""
+    problems, per_bucket, seeds_of = [], {}, {}
+    for s in per_seed:
+        seed = s.get("seed")
+        missing = [m for m in dict.fromkeys((rule, best)) if m not in s["modes"]]
+        if missing:
+            problems.append(f"{', '.join(missing)} missing from seed {seed}")
+            continue
+        r, b = (s["modes"][m].get("slowdown_by_bucket") for m in (rule, best))
+        if not isinstance(r, dict) or not isinstance(b, dict):
+            problems.append(f"seed {seed}: no slowdown_by_bucket for "
+                            f"{rule if not isinstance(r, dict) else best}")
+            continue
+        for bucket in sorted(set(r) | set(b)):
+            if bucket not in r or bucket not in b:
+                problems.append(f"bucket {bucket} in seed {seed} for "
+                                f"{rule if bucket in r else best} only")
+                continue
+            try:
+                value = _pct(_number(r[bucket], f"{rule} slowdown {bucket}"),
+                             _number(b[bucket], f"{best} slowdown {bucket}"),
+                             f"{best} slowdown {bucket}")
+            except _NoFigure as err:
+                problems.append(f"seed {seed}: {err}")
+                continue
+            per_bucket.setdefault(bucket, []).append(value)
+            seeds_of.setdefault(bucket, []).append(seed)
+    for bucket, seeds in sorted(seeds_of.items()):
+        if len(seeds) < MIN_SEEDS_PER_BUCKET:
+            problems.append(f"bucket {bucket} in {len(seeds)} seed(s) only ({_seeds(seeds)}; "
+                            f"at least {MIN_SEEDS_PER_BUCKET} needed)")
+    figures = {b: statistics.median(v) for b, v in per_bucket.items()
+               if len(v) >= MIN_SEEDS_PER_BUCKET}
+    detail = ", ".join(f"{b} {v:+.1f} % ({len(seeds_of[b])} seeds)"
+                       for b, v in sorted(figures.items()))
+    if problems or not figures:
+        return None, problems or ["no size bucket"], detail
+    return max(figures.values()), [], detail
+
+
+def _seeds(seeds) -> str:
+    return "seed " + ", ".join(str(s) for s in seeds) if len(seeds) == 1 else \
+        "seeds " + ", ".join(str(s) for s in seeds)
+
+
+def _every_mode(per_seed: list[dict], modes, figure) -> tuple[float | None, list[str], str]:
+    """The worst mode's median over seeds of ``figure(mode, record)``: every mode in every
+    seed, else None with what is missing."""
+    values, problems = {}, []
+    for mode in modes:
+        got = []
+        for s in per_seed:
+            if mode not in s["modes"]:
+                problems.append(f"{mode} missing from seed {s.get('seed')}")
+                continue
+            try:
+                got.append(_number(figure(mode, s["modes"][mode]), f"{mode}'s figure"))
+            except _NoFigure as err:
+                problems.append(f"seed {s.get('seed')}: {err}")
+        if got:
+            values[mode] = statistics.median(got)
+    if problems or not values:
+        return None, problems or ["no mode"], ""
     worst = max(values, key=values.get)
-    return values[worst], f"worst {worst}"
+    return values[worst], [], f"worst {worst}"
 
 
-def verdicts(per_seed: list[dict], rule: str = DEFAULT_RULE) -> tuple[dict, list[Verdict]]:
-    """Which modes are compared, and each bound's verdict."""
-    baselines = [b for b in bl.names() if any(b in s["modes"] for s in per_seed)]
-    best = best_of(per_seed, baselines)
-    # the rule runs on queues (not on pias, which tags at the hosts)
-    on_best_queue = best_of(per_seed, [rule_mode(b, rule) for b in baselines
-                                       if b in bl.queues()])
-    if best is None or on_best_queue is None or "off" not in per_seed[0]["modes"]:
-        raise ValueError(f"the run needs 'off', a baseline and the rule {rule!r} on one of "
-                         f"its queues; it has {sorted(per_seed[0]['modes'])}")
-    r = on_best_queue
+def _cpu_wait(mode: str, m: dict) -> float:
+    return 100.0 * _get(m, mode, "cpu_wait_share")
 
-    def mean(a, b):
-        return _pct(a.get("mean_jct_s"), b.get("mean_jct_s"))
 
-    worst, buckets = _worst_bucket(per_seed, r, best)
-    cpu, cpu_detail = _every_mode(per_seed, lambda m: (
-        None if m.get("cpu_wait_share") is None else 100.0 * m["cpu_wait_share"]))
-    err, err_detail = _every_mode(per_seed, lambda m: (
-        None if not m.get("predicted_mean_jct_s") else abs(_pct(m["predicted_mean_jct_s"],
-                                                               m["mean_jct_s"]))))
-    bottleneck = _paired(per_seed, r, best, _bottleneck)
+def _prediction_error(mode: str, m: dict) -> float:
+    return abs(_pct(_get(m, mode, "predicted_mean_jct_s"), _get(m, mode, "mean_jct_s"),
+                    f"{mode} mean_jct_s"))
+
+
+def _bottleneck(rule: str, best: str):
+    def figure(a: dict, b: dict) -> float:
+        base = _get(b, best, "bottleneck", "mean")
+        if base <= 0:
+            raise _NoFigure(f"{best} bottleneck.mean is {base!r}")
+        return 100.0 * _get(a, rule, "bottleneck", "mean") / base
+    return figure
+
+
+def _judge(name: str, figure: tuple, bound: str, test, detail: str = "",
+           signed: bool = True) -> Verdict:
+    value, problems = figure[0], figure[1]
+    if problems:
+        judged_part = f"; judged: {detail}" if detail else ""
+        return Verdict(name, None, bound, False, _problems_text(problems) + judged_part,
+                       signed, judged=False)
+    return Verdict(name, value, bound, test(value), detail, signed)
+
+
+def _seed_check(per_seed: list[dict], registered) -> tuple[Verdict, str]:
+    """Whether the figures hold every seed the run registered (and only those)."""
+    name = "every registered seed in the figures"
+    present = [s.get("seed") for s in per_seed]
+    if registered is None:
+        why = "the run's registered seeds are unknown (no summary with its seeds)"
+        return Verdict(name, None, "seeds", False, why, judged=False), why
+    registered = list(registered)
+    problems = []
+    missing = [s for s in registered if s not in present]
+    if missing:
+        problems.append(f"{_seeds(missing)} registered, not in the figures")
+    extra = [s for s in present if s not in registered]
+    if extra:
+        problems.append(f"{_seeds(extra)} in the figures, not registered")
+    twice = sorted({s for s in present if present.count(s) > 1})
+    if twice:
+        problems.append(f"{_seeds(twice)} twice in the figures")
+    bound = _seeds(registered) if registered else "no seed registered"
+    if problems or not registered:
+        why = "; ".join(problems) or "no seed registered"
+        return Verdict(name, None, bound, False, why, judged=False), why
+    return Verdict(name, None, bound, True), ""
+
+
+def verdicts(per_seed: list[dict], rule: str = DEFAULT_RULE, queue: str = RULE_QUEUE_DEFAULT,
+             registered_seeds=None) -> tuple[dict, list[Verdict]]:
+    """Which modes are compared, the rule's paired figure against every baseline, and each
+    bound's verdict. ValueError when the run is not one the bounds are for (no ``off``, no
+    baseline or not the judged mode in any seed)."""
+    queue = queue_of(queue, rule)
+    r = rule_mode(queue, rule)
+    run_modes = list(dict.fromkeys(m for s in per_seed for m in s["modes"]))
+    baselines = [b for b in bl.names() if b in run_modes]
+    if "off" not in run_modes or not baselines or r not in run_modes:
+        raise ValueError(f"the run needs 'off', a baseline and the rule {rule!r} on queue "
+                         f"{queue!r} ({r}); it has {sorted(run_modes)}")
+    against = against_every_baseline(per_seed, r, bl.names())
+    best, best_problems = hardest_baseline(against)
+    shown = best or "the hardest baseline"
+
+    def vs_best(figure_of):
+        return (None, best_problems) if best is None else _paired(per_seed, r, best,
+                                                                   figure_of(best))
+
+    bucket_value, bucket_problems, bucket_detail = (
+        (None, best_problems, "") if best is None else _bucket_figure(per_seed, r, best))
+    cpu = _every_mode(per_seed, run_modes, _cpu_wait)
+    err = _every_mode(per_seed, run_modes, _prediction_error)
+    missing = [f"{b} missing from {_seeds([s.get('seed') for s in per_seed if b not in s['modes']])}"
+               for b in bl.names() if not all(b in s["modes"] for s in per_seed)]
     out = [
-        _at_most("mean JCT vs off", _paired(per_seed, r, "off", mean), MEAN_JCT_VS_OFF_PCT),
-        _at_most(f"mean JCT vs {best}", _paired(per_seed, r, best, mean), MEAN_JCT_VS_BEST_PCT),
-        _at_most(f"p95 JCT vs {best}", _paired(per_seed, r, best, lambda a, b: _pct(
-            a.get("p95_jct_s"), b.get("p95_jct_s"))), P95_ABOVE_BEST_PCT),
-        _at_most(f"worst size bucket's slowdown vs {best}", worst, SLOWDOWN_ABOVE_BEST_PCT,
-                 buckets),
-        Verdict(f"bottleneck throughput, of {best}'s", bottleneck,
-                f"bound >= {BOTTLENECK_OF_BEST_PCT:g} %",
-                bottleneck is not None and bottleneck >= BOTTLENECK_OF_BEST_PCT, signed=False),
-        Verdict("CPU wait, of mean JCT, every mode", cpu, f"bound < {100 * CPU_WAIT_SHARE:g} %",
-                cpu is not None and cpu < 100 * CPU_WAIT_SHARE, cpu_detail, signed=False),
-        Verdict("prediction error |predicted/measured - 1|, every mode", err,
-                f"bound <= {PREDICTION_ERROR_PCT:g} %",
-                err is not None and err <= PREDICTION_ERROR_PCT, err_detail, signed=False),
+        Verdict("every baseline run in every seed", None, ", ".join(bl.names()), not missing,
+                "; ".join(missing), judged=not missing),
+        _judge("mean JCT vs off", _paired(per_seed, r, "off", _mean_change(r, "off")),
+               f"bound <= {MEAN_JCT_VS_OFF_PCT:+g} %", lambda v: v <= MEAN_JCT_VS_OFF_PCT),
+        _judge(f"mean JCT vs {shown}", vs_best(lambda b: _mean_change(r, b)),
+               f"bound <= {MEAN_JCT_VS_BEST_PCT:+g} %", lambda v: v <= MEAN_JCT_VS_BEST_PCT),
+        _judge(f"p95 JCT vs {shown}", vs_best(lambda b: lambda x, y: _pct(
+            _get(x, r, "p95_jct_s"), _get(y, b, "p95_jct_s"), f"{b} p95_jct_s")),
+            f"bound <= {P95_ABOVE_BEST_PCT:+g} %", lambda v: v <= P95_ABOVE_BEST_PCT),
+        _judge(f"worst size bucket's slowdown vs {shown}", (bucket_value, bucket_problems),
+               f"bound <= {SLOWDOWN_ABOVE_BEST_PCT:+g} %",
+               lambda v: v <= SLOWDOWN_ABOVE_BEST_PCT, bucket_detail),
+        _judge(f"bottleneck throughput, of {shown}'s", vs_best(lambda b: _bottleneck(r, b)),
+               f"bound >= {BOTTLENECK_OF_BEST_PCT:g} %",
+               lambda v: v >= BOTTLENECK_OF_BEST_PCT, signed=False),
+        _judge("CPU wait, of mean JCT, every mode", cpu, f"bound < {100 * CPU_WAIT_SHARE:g} %",
+               lambda v: v < 100 * CPU_WAIT_SHARE, cpu[2], signed=False),
+        _judge("prediction error |predicted/measured - 1|, every mode", err,
+               f"bound <= {PREDICTION_ERROR_PCT:g} %", lambda v: v <= PREDICTION_ERROR_PCT,
+               err[2], signed=False),
     ]
-    # the best baseline is the best of them all: a run that left one out has no verdict
-    missing = [b for b in bl.names() if not all(b in s["modes"] for s in per_seed)]
-    out.insert(0, Verdict("every baseline run in every seed", None, ", ".join(bl.names()),
-                          not missing, f"missing {', '.join(missing)}" if missing else ""))
-    seeds = [s.get("seed") for s in per_seed]
-    return {"rule": r, "best_baseline": best, "seeds": seeds}, out
+    seed_verdict, seed_problem = _seed_check(per_seed, registered_seeds)
+    if seed_problem:      # figures over other seeds than the registered ones judge nothing
+        out = [Verdict(v.name, None, v.bound, False,
+                       seed_problem + (f"; {v.detail}" if v.detail else ""), v.signed,
+                       judged=False) for v in out]
+    out.insert(1, seed_verdict)
+    what = {"rule": r, "queue": queue, "best_baseline": best,
+            "against": {b: v for b, (v, _) in against.items()},
+            "seeds": [s.get("seed") for s in per_seed],
+            "registered_seeds": None if registered_seeds is None else list(registered_seeds)}
+    return what, out
 
 
-def load_per_seed(path: Path) -> list[dict]:
-    """The per-seed records of a run: its directory, its summary.json (per_seed.json is
-    beside it) or the per-seed file itself (``*per_seed.json``, ``*-per-seed.json``)."""
+@dataclass(frozen=True)
+class Run:
+    """A stored run: its per-seed records and its summary (None: none found)."""
+    per_seed: list
+    summary: dict | None
+    where: Path
+
+
+def load_run(path: Path) -> Run:
+    """A run's per-seed records and summary, from its directory (``per_seed.json``,
+    ``summary.json``), its summary (``X-summary.json`` beside ``X-per-seed.json``) or the
+    per-seed file (``X-per-seed.json`` beside ``X-summary.json``). ValueError/OSError on
+    a file that cannot be read."""
+    path = Path(path)
     if path.is_dir():
-        path = path / "per_seed.json"
+        per, summary = path / "per_seed.json", path / "summary.json"
     elif path.name.endswith("summary.json"):
+        summary = path
         beside = path.with_name(path.name[:-len("summary.json")] + "per-seed.json")
-        path = beside if beside.exists() else path.with_name("per_seed.json")
-    data = json.loads(path.read_text())
-    if not isinstance(data, list) or not data or not all("modes" in s for s in data):
-        raise ValueError(f"{path}: not a list of per-seed records with 'modes'")
-    return data
+        per = beside if beside.exists() else path.with_name("per_seed.json")
+    else:
+        per = path
+        if path.name.endswith("per-seed.json"):
+            summary = path.with_name(path.name[:-len("per-seed.json")] + "summary.json")
+        else:
+            summary = path.with_name("summary.json")
+    data = _read_json(per)
+    if not isinstance(data, list) or not data or not all(
+            isinstance(s, dict) and isinstance(s.get("modes"), dict) for s in data):
+        raise ValueError(f"{per}: not a list of per-seed records with 'modes'")
+    meta = _read_json(summary) if summary.exists() else None
+    if meta is not None and not isinstance(meta, dict):
+        raise ValueError(f"{summary}: not a summary (a JSON object)")
+    return Run(data, meta, per)
 
 
-def report(per_seed: list[dict]) -> tuple[str, bool]:
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except ValueError as err:
+        raise ValueError(f"{path}: not JSON ({err})") from None
+
+
+def registered_of(summary: dict | None) -> tuple[list | None, str]:
+    """The seeds the run registered, and where that came from."""
+    if summary is None:
+        return None, "no summary"
+    for key, source in (("registered_seeds", "the run's configuration"),
+                        ("seeds", "the summary's seeds (it records no registered_seeds)")):
+        seeds = summary.get(key)
+        if isinstance(seeds, list) and seeds:
+            return seeds, source
+    return None, "the summary records no seeds"
+
+
+def queue_from(summary: dict | None, given: str | None) -> tuple[str, str]:
+    """The queue the rule is judged on, and where it came from."""
+    if given is not None:
+        return given, "--queue"
+    if summary is not None and summary.get("rule_queue"):
+        return summary["rule_queue"], "the run's configuration (rule_queue)"
+    return RULE_QUEUE_DEFAULT, "the default queue: the run registered none"
+
+
+def report(per_seed: list[dict], queue: str = RULE_QUEUE_DEFAULT, registered_seeds=None,
+           queue_source: str = "", seeds_source: str = "") -> tuple[str, bool]:
     """The printed verdict, and whether every bound is met."""
-    what, found = verdicts(per_seed)
-    missed = [v for v in found if not v.met]
-    lines = [f"the rule on its best queue: {what['rule']}; best baseline: "
-             f"{what['best_baseline']}; seeds {what['seeds']} (paired medians over seeds)"]
+    what, found = verdicts(per_seed, queue=queue, registered_seeds=registered_seeds)
+    against = ", ".join(f"{b} {'n/a' if v is None else f'{v:+.1f} %'}"
+                        for b, v in what["against"].items())
+    lines = [f"the rule on queue {what['queue']}: {what['rule']}"
+             + (f" ({queue_source})" if queue_source else ""),
+             f"hardest baseline: {what['best_baseline'] or 'cannot judge'} (the rule's mean "
+             f"JCT change, paired per seed, median: {against})",
+             f"seeds {what['seeds']}; registered {what['registered_seeds']}"
+             + (f" ({seeds_source})" if seeds_source else "")]
     lines += [v.line() for v in found]
+    missed = [v for v in found if not v.met]
+    unjudged = [v for v in found if not v.judged]
     lines.append("verdict: every bound met" if not missed else
-                 f"verdict: {len(missed)} of {len(found)} bounds NOT met")
+                 f"verdict: {len(missed)} of {len(found)} bounds NOT met or not judged "
+                 f"({len(missed) - len(unjudged)} NOT met, {len(unjudged)} cannot judge)")
     return "\n".join(lines), not missed
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
-        return 2
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mininet_tests.check_bounds",
+                                 description="The project's bounds on a heavy-tail run.")
+    ap.add_argument("run", help="the run's directory, its summary.json or its per-seed file")
+    ap.add_argument("--queue", default=None, metavar="Q",
+                    help="judge the rule on queue Q (a queue or the rule's mode on it; "
+                         "default: the run's rule_queue, else "
+                         f"{RULE_QUEUE_DEFAULT!r})")
+    args = ap.parse_args(argv)
     try:
-        text, ok = report(load_per_seed(Path(argv[0])))
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        print(f"check_bounds: {argv[0]}: {err}", file=sys.stderr)
+        run = load_run(Path(args.run))
+        queue, queue_source = queue_from(run.summary, args.queue)
+        seeds, seeds_source = registered_of(run.summary)
+        text, ok = report(run.per_seed, queue, seeds, queue_source, seeds_source)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        print(f"check_bounds: {args.run}: {err}", file=sys.stderr)
         return 2
     print(text)
     return 0 if ok else 1

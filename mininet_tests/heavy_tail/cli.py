@@ -59,6 +59,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--cc", default="machine", choices=cfg.CONGESTION_CONTROLS,
                     help="the hosts' TCP congestion control, set in each host's network "
                          "namespace (default: this machine's)")
+    ap.add_argument("--rule-queue", default="off", metavar="QUEUE",
+                    help="the queue the default rule's verdict is judged on, recorded in the "
+                         "summary before the run (mininet_tests.check_bounds): one of "
+                         f"{', '.join(bl.queues())}; default off, the deep FIFO")
     ap.add_argument("--resummarize", default=None, metavar="DIR",
                     help="recompute DIR's summary from its run reports")
     ap.add_argument("--merge", default=None, metavar="DIR[,DIR...]",
@@ -84,7 +88,7 @@ def config_of(args: argparse.Namespace) -> HeavyTailConfig:
         seeds=args.seed_list or tuple(range(1, args.seeds + 1)), jobs=args.jobs,
         scale=args.scale, bytes_lo=args.bytes_lo, compute=args.compute, start=args.start,
         uplink_mbps=uplink, job_timeout_s=args.job_timeout, host_tcp=args.host_tcp,
-        baselines=args.baselines, only_modes=modes, cc=args.cc,
+        baselines=args.baselines, only_modes=modes, cc=args.cc, rule_queue=args.rule_queue,
         out=Path(args.out) if args.out else None)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from mininet_fabric import baselines as bl
+
 MIXES = ("heavy-tail", "same-start")
 COMPUTE = ("profile", "share")
 STARTS = ("warm", "cold")
@@ -40,6 +42,9 @@ class HeavyTailConfig:
     baselines: str = "none"                # "all": every registered baseline as a mode too
     only_modes: tuple[str, ...] = ()       # run only these modes (off always); () all
     cc: str = "machine"                    # the hosts' congestion control
+    # the queue the default rule's verdict is judged on (mininet_tests.check_bounds), named
+    # before the run: a switch-queue baseline, "off" the deep FIFO (the rule's own mode)
+    rule_queue: str = "off"
     out: Path | None = None
 
     def __post_init__(self):
@@ -51,6 +56,9 @@ class HeavyTailConfig:
                                       ("host_tcp", self.host_tcp, tuple(HOST_TCP))):
             if value not in allowed:
                 problems.append(f"{field} must be one of {', '.join(allowed)}, got {value!r}")
+        if self.rule_queue not in bl.queues():
+            problems.append(f"rule_queue must be one of {', '.join(bl.queues())}, "
+                            f"got {self.rule_queue!r}")
         if not 0 < self.load < 1:
             problems.append(f"load must be in (0, 1), got {self.load}")
         if not self.seeds or self.jobs < 1:

@@ -88,7 +88,8 @@ def markdown(summary: dict) -> str:
 
 def _bounds_text(b: dict) -> str:
     """The checker's verdicts, one line each."""
-    lines = [f"Bounds (mininet_tests.check_bounds), {b['rule']} against {b['best_baseline']}:"]
+    lines = [f"Bounds (mininet_tests.check_bounds), {b['rule']} against "
+             f"{b['best_baseline'] or 'the hardest baseline (cannot judge)'}:"]
     lines += [f"- {check_bounds.Verdict(**v).line()}" for v in b["verdicts"]]
     return "\n".join(lines)
 

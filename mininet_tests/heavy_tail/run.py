@@ -254,6 +254,10 @@ def _resummarize(out: Path, config: HeavyTailConfig, merge, repredict: bool, old
     seen = [seed["seed"] for _, seed in sources]
     if len(set(seen)) != len(seen):
         raise ValueError(f"a seed appears twice in {out} and {list(merge)}: {sorted(seen)}")
+    # what the run registered, when its summary recorded it; merged seeds are all registered
+    registered = old.get("registered_seeds") if not merge else None
+    config = replace(config, seeds=tuple(registered or sorted(seen)),
+                     rule_queue=old.get("rule_queue", config.rule_queue))
     per_seed = []
     for where, seed in sorted(sources, key=lambda x: x[1]["seed"]):
         mix = stored_mix(seed)

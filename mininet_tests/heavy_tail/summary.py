@@ -147,7 +147,8 @@ def summarize(per_seed: list[dict], config: HeavyTailConfig, facts: RunFacts, ed
     best_mode = min(modes, key=lambda m: modes[m]["mean_jct_s"] or math.inf)
     return {"default_rule": DEFAULT_RULE, "best_baseline": best,
             "default_rule_on_best_baseline": combo, "best_mode": best_mode,
-            "bounds": bounds(per_seed),
+            "rule_queue": config.rule_queue, "registered_seeds": list(config.seeds),
+            "bounds": bounds(per_seed, config.seeds, config.rule_queue),
             "host_cc": facts.cc, "rtt_s": facts.rtt_s,
             "shallow_limit_packets": (bl.baseline("off-shallow").queue_packets(
                 config.uplink_mbps or 50.0, facts.rtt_s) if facts.rtt_s else None),
@@ -187,11 +188,13 @@ def _against_best(per_seed: list[dict], modes: dict) -> tuple[str, str]:
     return best, combo
 
 
-def bounds(per_seed: list[dict]) -> dict | None:
-    """The committed checker's verdicts (:mod:`mininet_tests.check_bounds`, issue 47's
-    bounds) on this run's per-seed figures; None where the run lacks the modes they need."""
+def bounds(per_seed: list[dict], registered_seeds, rule_queue: str) -> dict | None:
+    """The committed checker's verdicts (:mod:`mininet_tests.check_bounds`, the project's
+    bounds) on this run's per-seed figures, the rule on the queue the run's configuration
+    named; None where the run lacks the modes they need."""
     try:
-        what, found = check_bounds.verdicts(per_seed)
+        what, found = check_bounds.verdicts(per_seed, queue=rule_queue,
+                                            registered_seeds=registered_seeds)
     except ValueError:
         return None
     return {**what, "verdicts": [asdict(v) for v in found], "met": all(v.met for v in found)}
