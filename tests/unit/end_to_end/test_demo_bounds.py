@@ -1,7 +1,10 @@
-"""The checker of issue 47's bounds on three demo runs: each bound's verdict from the
-comparison.json figures."""
+"""The checker of the project's bounds on three demo runs: each bound's verdict from the
+comparison.json figures, fail-closed."""
 
 import json
+import math
+
+import pytest
 
 from end_to_end.demo_bounds import verdicts
 from end_to_end.demo_bounds_cli import main
@@ -22,7 +25,7 @@ def run(a: float, b: float, c: float, d: float, wall: float = 250.0, err: float 
 def test_every_bound_met():
     v = verdicts([run(100, 80, 65, 64), run(100, 84, 60, 61), run(100, 90, 70, 69)])
     assert all(x.met for x in v), [x.line() for x in v]
-    assert len(v) == 6
+    assert len(v) == 7 and v[0].figures == "seed 47, 3 runs"
 
 
 def test_each_bound_can_fail_on_its_own():
@@ -49,8 +52,45 @@ def test_each_bound_can_fail_on_its_own():
 def test_a_missing_arm_is_not_met():
     partial = run(100, 80, 65, 64)
     del partial["arms"]["b"]
-    (v,) = verdicts([partial])
-    assert not v.met and "run 1 has no arm b" in v.figures
+    runs, v = verdicts([partial, run(100, 80, 65, 64), run(100, 80, 65, 64)])
+    assert runs.met and not v.met and not v.judged and "run 1 has no arm b" in v.figures
+    nan = run(100, 80, 65, 64)
+    nan["arms"]["c"]["avg_jct_s"] = math.nan
+    runs, v = verdicts([nan, run(100, 80, 65, 64), run(100, 80, 65, 64)])
+    assert not v.judged and "run 1 arm c: avg_jct_s is nan" in v.figures
+
+
+PREDICTION = "every job's prediction within 20 %, every arm, every run"
+
+
+@pytest.mark.parametrize("bad", [math.nan, None, math.inf, "1.0"])
+def test_a_missing_or_nan_prediction_cannot_be_judged(bad):
+    every = [run(100, 80, 65, 64) for _ in range(3)]
+    for r in every:
+        for arm in r["arms"].values():
+            for job in arm["jobs"].values():
+                job["predicted_jct_s"] = bad
+    v = {x.bound: x for x in verdicts(every)}[PREDICTION]
+    assert not v.met and not v.judged and "worst 0.0 %" not in v.figures
+    assert "run 1 arm a x" in v.figures and v.line().startswith("cannot judge: ")
+    one = [run(100, 80, 65, 64) for _ in range(3)]
+    one[2]["arms"]["d"]["jobs"]["y"]["predicted_jct_s"] = bad
+    v = {x.bound: x for x in verdicts(one)}[PREDICTION]
+    assert not v.judged and v.figures.endswith("run 3 arm d y (jct_s 64, predicted_jct_s "
+                                               f"{bad!r})")
+
+
+def test_runs_of_mixed_seeds_or_not_three_judge_nothing():
+    other = run(100, 80, 65, 64)
+    other["seed"] = 48
+    found = verdicts([run(100, 80, 65, 64), other, run(100, 80, 65, 64)])
+    assert not found[0].judged and "the runs are of seeds 47 (run 1, 3), 48 (run 2)" in \
+        found[0].figures
+    assert not any(v.met or v.judged for v in found)
+    found = verdicts([run(100, 80, 65, 64), run(100, 80, 65, 64)])
+    assert not found[0].judged and "2 run(s) given, the bounds name 3" in found[0].figures
+    assert not any(v.met for v in found)
+    assert found[2].figures.startswith("not 3 runs of one seed (first line); figures: run 1")
 
 
 def test_the_command_prints_each_verdict(tmp_path, capsys):
@@ -63,4 +103,12 @@ def test_the_command_prints_each_verdict(tmp_path, capsys):
     assert main(paths) == 1
     out = capsys.readouterr().out
     assert "NOT met: d at least 30 % below a" in out and "met: wall time" in out
+    assert main(paths[:2]) == 1
+    assert "cannot judge: 3 runs of one seed -- 2 run(s) given" in capsys.readouterr().out
+    for p in paths:
+        (tmp_path / p / "comparison.json").write_text(json.dumps(run(100, 80, 65, 64)))
+    assert main(paths) == 0
     assert main([str(tmp_path / "nothing.json")]) == 2
+    (tmp_path / "list.json").write_text("[]")
+    assert main([str(tmp_path / "list.json")]) == 2
+    assert "not a demo comparison" in capsys.readouterr().err
