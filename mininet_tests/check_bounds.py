@@ -401,7 +401,7 @@ def registered_of(summary: dict | None) -> tuple[list | None, str]:
     if summary is None:
         return None, "no summary"
     for key, source in (("registered_seeds", "the run's configuration"),
-                        ("seeds", "the summary's seeds (it records no registered_seeds)")):
+                        ("seeds", "the summary's seeds; it records no registered_seeds")):
         seeds = summary.get(key)
         if isinstance(seeds, list) and seeds:
             return seeds, source
