@@ -2,9 +2,9 @@
 
 import argparse
 
-from sluice.reference import (CLI_COMMAND, api_markdown, cli_markdown, command_parsers,
-                              metrics_markdown)
+from sluice.reference import api_markdown, metrics_markdown
 from sluice.reference import main as reference_main
+from sluice.reference_cli import CLI_COMMAND, cli_markdown, command_parsers
 from support.paths import REPO
 
 DOCS = REPO / "docs"
