@@ -124,11 +124,12 @@ def cli_markdown() -> str:
     parsers = command_parsers()
     lines = ["# Command-line reference", "",
              "Generated from the `sluice` command's parsers (sluice/reference_cli.py) by "
-             f"`{CLI_COMMAND}` (also "
-             "written by `python -m sluice.reference docs/`); "
+             f"`{CLI_COMMAND}` (also written by `python -m sluice.reference docs/`); "
              "tests/unit/sluice/test_reference.py fails when this page is not what that "
-             "writes. `sluice COMMAND --help` prints the same; defaults read from the environment are shown as they are without any `SLUICE_*` variable set. Bad input exits with "
-             "status 2 and a message naming the file, the field and the reason.", "",
+             "writes. `sluice COMMAND --help` prints the same; defaults read from the "
+             "environment are shown as they are without any `SLUICE_*` variable set. Bad "
+             "input exits with status 2 and a message naming the file, the field and the "
+             "reason.", "",
              "| command | what it does |", "| --- | --- |"]
     lines += [f"| [`sluice {title}`](#{_anchor(title)}) | {_cell(parser.description)} |"
               for title, parser in parsers]
