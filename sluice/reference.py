@@ -1,17 +1,22 @@
 """The API and metrics references in docs/, generated from the code.
 
-    python -m sluice.reference docs/        # writes docs/api.md and docs/metrics.md
+    python -m sluice.reference docs/              # writes docs/api.md, metrics.md, cli.md
+    python -m sluice.reference --cli docs/cli.md  # writes the command-line reference only
 
 The API reference comes from the two services' OpenAPI documents (the FastAPI apps
 themselves), the metrics reference from the series declarations (controller/metrics.py,
-job_scheduler/service/metrics.py). tests/unit/sluice/test_reference.py fails when the committed
-files are not what this writes.
+job_scheduler/service/metrics.py), the command-line reference from the parsers the
+`sluice` command builds (sluice/cli.py's COMMANDS and ROUTES).
+tests/unit/sluice/test_reference.py fails when the committed files are not what this
+writes.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from sluice.reference_cli import cli_markdown
 
 
 def openapi_documents() -> dict[str, dict]:
@@ -136,12 +141,26 @@ def metrics_markdown() -> str:
 
 def write(out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / "api.md", out_dir / "metrics.md"]
+    paths = [out_dir / "api.md", out_dir / "metrics.md", out_dir / "cli.md"]
     paths[0].write_text(api_markdown())
     paths[1].write_text(metrics_markdown())
+    paths[2].write_text(cli_markdown())
     return paths
 
 
-if __name__ == "__main__":
-    for p in write(Path(sys.argv[1] if len(sys.argv) > 1 else "docs")):
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--cli"]:
+        if len(argv) != 2:
+            print("usage: python -m sluice.reference --cli FILE", file=sys.stderr)
+            return 2
+        out = Path(argv[1])
+        out.write_text(cli_markdown())
+        print(f"wrote {out}")
+        return 0
+    for p in write(Path(argv[0] if argv else "docs")):
         print(f"wrote {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
