@@ -32,7 +32,7 @@ The backlog stage measured, refitted with the short FIFO's stored measurements (
 constants meet in both figures)::
 
     sudo .venv/bin/python -m bench.fabric.calibrate_queues --stage backlog --stage off-shallow \
-        --from bench/results/exchange-calibration-s20.json --write --json OUT
+        --from bench/results/exchange-calibration-2026-11-28.json --write --json OUT
 
 About 2 minutes a stage; needs root (the fabric) and takes the fabric lock.
 """
