@@ -53,7 +53,7 @@ from controller.service import ControllerService
 from sluice_common.http_service import (BodyLimit, JsonBodyBounds, ThreadedServer, bearer_of,
                                         bearer_token, document_400_for_bad_requests,
                                         http_error_reason, json_bounds_refusal, page_of, read_body,
-                                        validation_messages)
+                                        serve_api_pages, validation_messages)
 
 LOG = logging.getLogger("sluice.controller.api")
 MAX_BODY = 64 * 1024
@@ -407,12 +407,13 @@ def build_app(service: ControllerService) -> FastAPI:
     # one batch of reports at a time in the service (it serialises them anyway)
     reporters = ProgressBatcher(guard, ThreadPoolExecutor(
         max_workers=1, thread_name_prefix="sluice-progress"))
-    app = FastAPI(title="sluice controller", version="1",
+    app = FastAPI(title="sluice controller", version="1", docs_url=None, redoc_url=None,
                   description="Northbound API of the sluice OpenFlow controller: the "
                   "scheduler registers PS jobs, workers report progress, anyone reads "
                   "jobs, flows, rules, links and metrics.")
     app.state.guard, app.state.reporters = guard, reporters     # for serve_app
     _refusals(app)
+    serve_api_pages(app, "sluice controller")     # /docs, /redoc: no CDN needed
 
     def admin(token: str | None = Depends(bearer_token)) -> str:
         guard.check_admin(token)

@@ -39,7 +39,7 @@ from sluice_common.errors import InputError
 from sluice_common.job_schema import JobFile
 from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_token,
                                         document_400_for_bad_requests, http_error_reason,
-                                        validation_messages)
+                                        serve_api_pages, validation_messages)
 
 log = logging.getLogger("sluice.scheduler.api")
 
@@ -198,12 +198,13 @@ def _submit_route(app: FastAPI, server: "SchedulerHTTPServer", admin) -> None:
 
 
 def build_app(server: "SchedulerHTTPServer") -> FastAPI:
-    app = FastAPI(title="sluice scheduler", version="1",
+    app = FastAPI(title="sluice scheduler", version="1", docs_url=None, redoc_url=None,
                   description="The sluice job scheduler as a durable service: submit job "
                   "files, list and cancel jobs, read its metrics.")
     app.add_middleware(BodyLimit, max_body=server.max_body,
                        error_body=lambda status, reason: {"error": reason})
     _error_handlers(app)
+    serve_api_pages(app, "sluice scheduler")      # /docs, /redoc: no CDN needed
 
     def admin(token: str | None = Depends(bearer_token)) -> None:
         if server.token and not (token and hmac.compare_digest(token.encode(),
