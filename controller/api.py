@@ -332,7 +332,12 @@ def _refusals(app: FastAPI) -> None:
     @app.exception_handler(Refused)
     async def refused(_request: Request, err: Refused):
         status, answer = refusal(err)
-        return JSONResponse(answer, status)
+        headers = None
+        if isinstance(err, Unauthorized):     # RFC 6750: how to authenticate
+            from sluice_common.tokens import www_authenticate
+            headers = {"WWW-Authenticate": www_authenticate(
+                "sluice-controller", "given" if err.token_given else None)}
+        return JSONResponse(answer, status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def bad_body(_request: Request, err: RequestValidationError):
