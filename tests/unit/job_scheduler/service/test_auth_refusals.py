@@ -159,3 +159,12 @@ def test_a_scheduler_without_an_admin_token_warns_that_anyone_can_act(tmp_path, 
         assert WARNING in log and "WARNING" in log and "SLUICE_SCHEDULER_TOKEN" in log
     else:
         assert WARNING not in log
+
+
+def test_a_controller_never_starts_without_an_admin_token(monkeypatch, capsys):
+    """(So it has no open mode to warn about: every rule would be anyone's to change.)"""
+    from sluice.cli import main
+
+    monkeypatch.delenv("SLUICE_ADMIN_TOKEN", raising=False)
+    assert main(["controller", "--api", "127.0.0.1:1", "--ofp-port", "1"]) == 2
+    assert "an admin token is required: set SLUICE_ADMIN_TOKEN" in capsys.readouterr().err
