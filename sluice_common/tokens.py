@@ -5,6 +5,10 @@ and ``sluice controller`` (SLUICE_ADMIN_TOKEN or --admin-token; always required)
 a token shorter than :data:`MIN_ADMIN_TOKEN_CHARS` at start, with exit status 2 and this
 module's message naming the environment variable. ``python -c "import secrets;
 print(secrets.token_urlsafe(24))"`` makes a good one.
+
+The wording of a refusal is shared too: a request without a token and one with a wrong
+token are told apart (:func:`token_refusal`), and a service started without an admin
+token says who can then act on it (:func:`no_admin_token_warning`).
 """
 
 from __future__ import annotations
