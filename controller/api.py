@@ -53,7 +53,7 @@ from controller.service import ControllerService
 from sluice_common.http_service import (BodyLimit, JsonBodyBounds, ThreadedServer, bearer_of,
                                         bearer_token, document_400_for_bad_requests,
                                         http_error_reason, json_bounds_refusal, page_of, read_body,
-                                        validation_messages)
+                                        serve_api_pages, validation_messages)
 
 LOG = logging.getLogger("sluice.controller.api")
 MAX_BODY = 64 * 1024
@@ -332,7 +332,12 @@ def _refusals(app: FastAPI) -> None:
     @app.exception_handler(Refused)
     async def refused(_request: Request, err: Refused):
         status, answer = refusal(err)
-        return JSONResponse(answer, status)
+        headers = None
+        if isinstance(err, Unauthorized):     # RFC 6750: how to authenticate
+            from sluice_common.tokens import www_authenticate
+            headers = {"WWW-Authenticate": www_authenticate(
+                "sluice-controller", "given" if err.token_given else None)}
+        return JSONResponse(answer, status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def bad_body(_request: Request, err: RequestValidationError):
@@ -407,12 +412,13 @@ def build_app(service: ControllerService) -> FastAPI:
     # one batch of reports at a time in the service (it serialises them anyway)
     reporters = ProgressBatcher(guard, ThreadPoolExecutor(
         max_workers=1, thread_name_prefix="sluice-progress"))
-    app = FastAPI(title="sluice controller", version="1",
+    app = FastAPI(title="sluice controller", version="1", docs_url=None, redoc_url=None,
                   description="Northbound API of the sluice OpenFlow controller: the "
                   "scheduler registers PS jobs, workers report progress, anyone reads "
                   "jobs, flows, rules, links and metrics.")
     app.state.guard, app.state.reporters = guard, reporters     # for serve_app
     _refusals(app)
+    serve_api_pages(app, "sluice controller")     # /docs, /redoc: no CDN needed
 
     def admin(token: str | None = Depends(bearer_token)) -> str:
         guard.check_admin(token)

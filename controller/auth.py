@@ -25,8 +25,11 @@ from controller.errors import RateLimited, Refused, Unauthorized
 from controller.ratelimit import RateLimiter
 from controller.service import ControllerService
 from sluice_common.errors import InputError
+from sluice_common.tokens import token_refusal
 
 Answer = tuple[dict[str, Any], threading.Event | None]
+ADMIN_TOKEN = "the controller's admin token"
+ADMIN_TOKEN_HOW = "the SLUICE_ADMIN_TOKEN the controller was started with"
 
 
 def token_sha(token: str) -> str:
@@ -50,8 +53,11 @@ class Northbound:
 
     # ---- authentication -----------------------------------------------------------
     def check_admin(self, token: str | None) -> None:
+        """Unauthorized unless ``token`` is the admin token; no token and a wrong one get
+        different reasons."""
         if not token or not hmac.compare_digest(token.encode(), self._admin):
-            raise Unauthorized("missing or wrong admin token")
+            raise Unauthorized(token_refusal(token, ADMIN_TOKEN, ADMIN_TOKEN_HOW),
+                               token_given=bool(token))
 
     @staticmethod
     def _credential(token: str | None) -> str:

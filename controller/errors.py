@@ -30,7 +30,12 @@ class Unprocessable(Refused):
 
 
 class Unauthorized(Refused):
-    """Missing or wrong token."""
+    """Missing or wrong token; ``token_given``: whether the request carried one (the
+    answer's ``WWW-Authenticate`` says ``invalid_token`` then, RFC 6750)."""
+
+    def __init__(self, reason: str, token_given: bool = False):
+        super().__init__(reason)
+        self.token_given = token_given
 
 
 class NotFound(Refused):

@@ -15,6 +15,7 @@ import threading
 from typing import Any, Callable
 
 from controller.errors import BadRequest, NotFound, Refused, Unauthorized
+from sluice_common.tokens import token_refusal
 from controller.hinting import Hints
 from controller.persistence import StateStore
 from controller.reconcile import Reconciler
@@ -95,7 +96,10 @@ class Reports:
                 raise NotFound(f"no job '{job_id}'")
             if credential is not None and not (
                     credential and hmac.compare_digest(credential, s.credentials[job_id])):
-                raise Unauthorized("missing or wrong job token")
+                raise Unauthorized(token_refusal(
+                    credential, f"job '{job_id}''s token",
+                    "the `token` of the job's registration; each registration makes a new one"),
+                    token_given=bool(credential))
             try:
                 worker, batch = parse_progress(body, job)
             except InputError as err:

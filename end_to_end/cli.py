@@ -117,7 +117,10 @@ def run_demo(args: argparse.Namespace) -> int:
                                  "end_to_end/data/demo_jobs.yaml)")
         from end_to_end.slurm_demo import run_slurm_demo
 
-        return run_slurm_demo(config)
+        try:
+            return run_slurm_demo(config)
+        except InputError as err:       # an option's field -> its flag
+            raise flag_error(err, FLAGS)
     from end_to_end.arms import ALL_ARMS, parse_arms
     from end_to_end.demo_arms import demo
     from end_to_end.workload_draw import DEMO_SEED, DrawSpec

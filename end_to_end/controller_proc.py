@@ -19,6 +19,7 @@ from typing import Iterator
 
 from controller.client import ControllerClient
 from ps_runtime.ports import free_port
+from sluice_common.errors import EXIT_BAD_INPUT, InputError
 
 
 class ControllerStartError(RuntimeError):
@@ -40,12 +41,17 @@ def stop_process(proc: subprocess.Popen, timeout: float) -> None:
 def wait_healthy(client, proc: subprocess.Popen, log_path: Path, timeout: float, what: str,
                  error: type[Exception] = RuntimeError) -> None:
     """Until ``client.health()`` answers; ``error`` when ``proc`` (``what``) exits first
-    (with the end of its log) or after ``timeout`` seconds."""
+    (with the end of its log) or after ``timeout`` seconds. A service that refused what it
+    was given (exit status 2, its own ``error:`` lines) raises InputError with those
+    lines: a clear message, not a failure of this run's code."""
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
-            raise error(f"{what} exited with {proc.returncode}: "
-                        f"{log_path.read_text(errors='replace')[-2000:]}")
+            text = log_path.read_text(errors="replace")
+            refused = refusal_lines(text) if proc.returncode == EXIT_BAD_INPUT else []
+            if refused:
+                raise InputError(f"{what} refused to start", "; ".join(refused))
+            raise error(f"{what} exited with {proc.returncode}: {text[-2000:]}")
         try:
             client.health()
             return
@@ -53,6 +59,17 @@ def wait_healthy(client, proc: subprocess.Popen, log_path: Path, timeout: float,
             if time.monotonic() > deadline:
                 raise error(f"{what} did not answer in {timeout:.0f} s (log: {log_path})")
             time.sleep(0.2)
+
+
+def refusal_lines(log_text: str) -> list[str]:
+    """What a ``sluice`` command said it refused (``sluice X: error: REASON``): each
+    REASON, in order."""
+    out = []
+    for line in log_text.splitlines():
+        head, sep, reason = line.partition(": error: ")
+        if sep and head.startswith("sluice ") and reason.strip():
+            out.append(reason.strip())
+    return out
 
 
 @contextmanager

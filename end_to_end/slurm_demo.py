@@ -30,6 +30,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -126,6 +127,62 @@ def report_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# ---- before anything starts: the jobs' user reaches the output directory ---------------------
+
+def can_enter(directory: Path, uid: int, gids: set[int]) -> bool:
+    """Whether the user ``uid`` (groups ``gids``) may enter ``directory`` by its mode
+    bits (the owner's bits for its owner, the group's for a member, else the others')."""
+    st = directory.stat()
+    if uid == 0:
+        return True
+    if st.st_uid == uid:
+        return bool(st.st_mode & stat.S_IXUSR)
+    if st.st_gid in gids:
+        return bool(st.st_mode & stat.S_IXGRP)
+    return bool(st.st_mode & stat.S_IXOTH)
+
+
+def blocked_directories(path: Path, uid: int, gids: set[int], opened: Iterable[Path] = ()
+                        ) -> list[Path]:
+    """The existing directories from ``/`` down to ``path`` that the user cannot enter,
+    leaving out those the cluster's bring-up opens for it (``opened``, with every
+    directory above each: mininet_fabric.traverse). Directories still to be made are
+    made by root with mode 0755: enterable."""
+    from mininet_fabric.traverse import closed_ancestors
+
+    path = Path(path).absolute()
+    chain = [p for p in [*reversed(path.parents), path] if p.is_dir()]
+    made_open = {d for p in opened for d in closed_ancestors(p)}
+    return [d for d in chain if d.resolve() not in made_open and not can_enter(d, uid, gids)]
+
+
+def check_out_reachable(out: Path, user: str | None = None) -> None:
+    """An option error on ``out`` naming each directory above ``out`` that the jobs'
+    user (:data:`DEMO_USER`) cannot enter: its jobs write under ``out`` (the scheduler's
+    run directories), and the scheduler would refuse to start (its ``users`` check)."""
+    import grp
+    import pwd
+
+    from end_to_end.slurm_env import opened_for_users
+    from mininet_fabric.fabric import FabricError
+    from sluice_common.errors import option_error
+
+    user = user or DEMO_USER
+    try:
+        pw = pwd.getpwnam(user)
+    except KeyError:
+        raise FabricError(f"no Unix user {user!r}, whom the demo's jobs run as: run "
+                          "`make slurm` (it creates the cluster's users)")
+    gids = {pw.pw_gid, *(g.gr_gid for g in grp.getgrall() if user in g.gr_mem)}
+    blocked = blocked_directories(out, pw.pw_uid, gids, opened_for_users())
+    if blocked:
+        modes = ", ".join(f"{d} (mode {stat.S_IMODE(d.stat().st_mode):04o})" for d in blocked)
+        raise option_error("out", f"user {user} cannot enter {modes}: the demo's jobs run "
+                           f"as {user} and write under {out}, so every directory above it "
+                           f"needs o+x: run `chmod o+x {' '.join(map(str, blocked))}` or "
+                           "choose an output directory it can reach")
+
+
 # ---- the run ---------------------------------------------------------------------------------
 
 def _say(text: str) -> None:
@@ -141,10 +198,10 @@ def run_slurm_demo(config) -> int:
     from mininet_fabric.slurm_cluster import missing_binaries
 
     jobs, topology = validate(config)
-    missing = missing_binaries()
-    if missing:
-        raise FabricError(f"Slurm is not installed (missing {', '.join(missing)}): run `make slurm`")
     out = out_dir(config, "demo-slurm")
+    check_out_reachable(out)
+    if missing := missing_binaries():
+        raise FabricError(f"Slurm is not installed (missing {', '.join(missing)}): run `make slurm`")
     out.mkdir(parents=True, exist_ok=True)
     db = out / "scheduler.db"
     run_root = Path(str(db) + ".slurm-runs")

@@ -40,6 +40,14 @@ class SlurmFabric:
         return self.topology.host_by_name[host].ip
 
 
+def opened_for_users() -> tuple[Path, ...]:
+    """What :func:`slurm_environment` makes the cluster's users able to enter while the
+    cluster runs (with every directory above): the checkout and its Python."""
+    from ps_runtime.runners import REPO_ROOT
+
+    return Path(REPO_ROOT), Path(sys.executable).parent
+
+
 @contextmanager
 def slurm_environment(topology: Topology | str, out: Path, *, progress: bool = True,
                       stats_interval: float = 1.0, rank: str | None = None,
@@ -50,7 +58,6 @@ def slurm_environment(topology: Topology | str, out: Path, *, progress: bool = T
     from mininet_fabric.fabric import Fabric
     from mininet_fabric.slurm_cluster import SlurmCluster, with_head_node, write_topology_yaml
     from mininet_fabric.traverse import traversable
-    from ps_runtime.runners import REPO_ROOT
 
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     out = Path(out)
@@ -72,7 +79,7 @@ def slurm_environment(topology: Topology | str, out: Path, *, progress: bool = T
         workdir = Path(tempfile.mkdtemp(prefix="sluice-slurm-"))
         workdir.chmod(0o755)
         # the jobs of the cluster's users run this checkout's Python (mininet_fabric.traverse)
-        with traversable(REPO_ROOT, Path(sys.executable).parent), \
+        with traversable(*opened_for_users()), \
                 SlurmCluster(fabric, workdir, {h.name: h.gpus for h in topo.hosts},
                              progress=progress, keep_logs=out / "slurm-logs") as cluster:
             env = SlurmFabric(fabric, cluster, topo, client.url, client.admin_token, ofp,

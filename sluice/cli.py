@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from sluice_common.errors import EXIT_BAD_INPUT, InputError
@@ -89,3 +90,34 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"sluice {name}: interrupted", file=sys.stderr)
         return 130
+    except Exception as err:
+        # the machine, not the code (no fabric, no Slurm, a path it may not write): one
+        # line, exit 1; anything else is a bug and keeps its traceback
+        said = environment_error(err)
+        if said is None or os.environ.get(TRACEBACK_ENV):
+            raise
+        print(f"sluice {name}: error: {said}", file=sys.stderr)
+        return 1
+
+
+TRACEBACK_ENV = "SLUICE_TRACEBACK"    # set: every error shows its traceback too
+# Errors of the environment a command runs in, by (module, class): one line each. A
+# module not imported yet cannot have raised its error (and is not imported for it).
+ENVIRONMENT_ERRORS = (("mininet_fabric.lock", "FabricError"),
+                      ("slurm_client.client", "SlurmUnavailable"),
+                      ("ps_runtime.transport_install", "TransportMissing"))
+_PATH_ERRORS = (PermissionError, FileNotFoundError, FileExistsError, NotADirectoryError,
+                IsADirectoryError)
+
+
+def environment_error(err: BaseException) -> str | None:
+    """The one line that tells ``err`` when it is an error of the environment (None: a
+    bug, shown with its traceback)."""
+    for module, kind in ENVIRONMENT_ERRORS:
+        cls = getattr(sys.modules.get(module), kind, None)
+        if cls is not None and isinstance(err, cls):
+            return str(err)
+    if isinstance(err, _PATH_ERRORS) and err.filename:
+        where = str(err.filename) + (f" -> {err.filename2}" if err.filename2 else "")
+        return f"{where}: {err.strerror or err}"
+    return None

@@ -11,6 +11,9 @@
   without a Content-Type is taken as the API's own type (JSON for the controller).
 - :func:`bearer_token` is the dependency that reads ``Authorization: Bearer <token>``
   (declared as an HTTP bearer security scheme in the OpenAPI document).
+- :func:`serve_api_pages` serves ``/docs`` (Swagger UI) and ``/redoc`` with their scripts
+  and styles from the service itself: FastAPI's own pages load them from a public CDN,
+  which an offline cluster cannot reach (a blank page).
 """
 
 from __future__ import annotations
@@ -19,14 +22,16 @@ import json
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 import uvicorn
-from fastapi import Depends
+from fastapi import Depends, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 _bearer = HTTPBearer(auto_error=False)
+API_PAGE_ASSETS = "/api-page-assets"     # the scripts and styles of /docs and /redoc
 
 
 async def bearer_token(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)
@@ -35,6 +40,45 @@ async def bearer_token(credentials: HTTPAuthorizationCredentials | None = Depend
     # on every request)
     return credentials.credentials.strip() if credentials and credentials.credentials.strip() \
         else None
+
+
+def serve_api_pages(app, title: str) -> None:
+    """``/docs`` and ``/redoc`` for ``app`` (built with ``docs_url=None, redoc_url=None``),
+    every asset under :data:`API_PAGE_ASSETS` on the service itself. The assets are the
+    Swagger UI 5 and ReDoc bundles the ``fastapi-offline`` package ships (a dependency;
+    Swagger UI 5: FastAPI's documents are OpenAPI 3.1, which Swagger UI 4 cannot show)."""
+    from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount(API_PAGE_ASSETS, StaticFiles(directory=str(api_page_assets_dir())),
+              name="api-page-assets")
+
+    def at(request, path: str) -> str:    # behind a proxy that strips a prefix too
+        return f"{request.scope.get('root_path', '')}{path}"
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui(request: Request):
+        return get_swagger_ui_html(
+            openapi_url=at(request, app.openapi_url), title=f"{title} - API",
+            swagger_js_url=at(request, f"{API_PAGE_ASSETS}/swagger-ui-bundle.js"),
+            swagger_css_url=at(request, f"{API_PAGE_ASSETS}/swagger-ui.css"),
+            swagger_favicon_url=at(request, f"{API_PAGE_ASSETS}/favicon.png"),
+            oauth2_redirect_url=None)
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request):
+        return get_redoc_html(
+            openapi_url=at(request, app.openapi_url), title=f"{title} - API",
+            redoc_js_url=at(request, f"{API_PAGE_ASSETS}/redoc.standalone.js"),
+            redoc_favicon_url=at(request, f"{API_PAGE_ASSETS}/favicon.png"),
+            with_google_fonts=False)
+
+
+def api_page_assets_dir() -> Path:
+    """Where the installed ``fastapi-offline`` keeps the Swagger UI and ReDoc bundles."""
+    import fastapi_offline
+
+    return Path(fastapi_offline.__file__).parent / "static"
 
 
 def bearer_of(header: str | None) -> str | None:

@@ -9,7 +9,8 @@
     GET  /openapi.json | /docs   the machine-readable API and its browsable page
 
 Admin auth: when a token is configured, POST needs ``Authorization: Bearer <token>``
-(401 otherwise); reads stay open on the (loopback by default) listen address. Bodies
+(401 without one or with an unknown one, each its own reason; 403 for a user's own token
+where the admin token is needed); reads stay open on the (loopback by default) listen address. Bodies
 over ``max_body`` bytes get 413 without being read (middleware). A job file with
 problems gets 400 listing every one (``errors``). Nothing is logged per request: tokens
 are never logged.
@@ -17,7 +18,6 @@ are never logged.
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import re
@@ -39,7 +39,7 @@ from sluice_common.errors import InputError
 from sluice_common.job_schema import JobFile
 from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_token,
                                         document_400_for_bad_requests, http_error_reason,
-                                        validation_messages)
+                                        serve_api_pages, validation_messages)
 
 log = logging.getLogger("sluice.scheduler.api")
 
@@ -88,7 +88,8 @@ def _documented(description: str, schema: str = "Error") -> dict:
 
 
 ERRORS = {400: _documented("bad request: every problem listed"),
-          401: _documented("missing or wrong admin token"),
+          401: _documented("no token given, or not the admin token (the error says which)"),
+          403: _documented("a user's own token (--users) where the admin token is needed"),
           404: _documented("no such job"),
           409: _documented("the job is no longer queued or running"),
           413: _documented("body over the size limit"),
@@ -137,7 +138,7 @@ def _submit_route(app: FastAPI, server: "SchedulerHTTPServer", admin) -> None:
                                    "parameters": {"job_id": "$response.body#/jobs/0"}},
                         "CancelJob": {"operationId": "cancel_jobs__job_id__cancel_post",
                                       "parameters": {"job_id": "$response.body#/jobs/0"}}}},
-        **{k: v for k, v in ERRORS.items() if k != 404},
+        **{k: v for k, v in ERRORS.items() if k not in (403, 404)},
         411: _documented("a chunked body (no Content-Length)"),
         415: _documented("the body's Content-Type is not a job file's (application/yaml)"),
         422: _documented("the Idempotency-Key was used before with a different body")}
@@ -198,18 +199,20 @@ def _submit_route(app: FastAPI, server: "SchedulerHTTPServer", admin) -> None:
 
 
 def build_app(server: "SchedulerHTTPServer") -> FastAPI:
-    app = FastAPI(title="sluice scheduler", version="1",
+    app = FastAPI(title="sluice scheduler", version="1", docs_url=None, redoc_url=None,
                   description="The sluice job scheduler as a durable service: submit job "
                   "files, list and cancel jobs, read its metrics.")
     app.add_middleware(BodyLimit, max_body=server.max_body,
                        error_body=lambda status, reason: {"error": reason})
     _error_handlers(app)
+    serve_api_pages(app, "sluice scheduler")      # /docs, /redoc: no CDN needed
 
     def admin(token: str | None = Depends(bearer_token)) -> None:
-        if server.token and not (token and hmac.compare_digest(token.encode(),
-                                                               server.token.encode())):
-            raise ApiError(401, "missing or wrong admin token",
-                           {"WWW-Authenticate": 'Bearer realm="sluice-scheduler"'})
+        from job_scheduler.service.users import admin_refusal
+
+        refused = admin_refusal(token, server.token, server.users)
+        if refused:
+            raise ApiError(*refused)
 
     @app.get("/health")
     def health() -> dict:
@@ -250,7 +253,7 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
     _submit_route(app, server, admin)
 
     @app.post("/jobs/{job_id}/cancel", dependencies=[Depends(admin)],
-              responses={k: ERRORS[k] for k in (401, 404, 409, 503)})
+              responses={k: ERRORS[k] for k in (401, 403, 404, 409, 503)})
     def cancel(job_id: int) -> dict:
         """Cancel a queued or running job."""
         try:

@@ -239,6 +239,10 @@ def serve(service: SchedulerService, server: SchedulerHTTPServer, slot: float,
     print(f"sluice scheduler: listening on http://{host}:{port} "
           f"(db {service.store.path}, executor {service.executor}, "
           f"auth {'token' if token_set else 'none'})", file=sys.stderr, flush=True)
+    if not token_set:
+        from sluice_common.tokens import no_admin_token_warning
+        log.warning(no_admin_token_warning("submit jobs and cancel every job",
+                                           "SLUICE_SCHEDULER_TOKEN", "--token"))
     try:
         server.serve_forever(poll_interval=0.2)
     finally:

@@ -249,9 +249,10 @@ def _client(args: argparse.Namespace) -> SchedulerClient:
 
 def _service_failure(command: str, err: Exception) -> int:
     if isinstance(err, ServiceError):
-        if err.status == 401:
-            print(f"sluice {command}: error: the scheduler wants the admin token "
-                  f"(--token or {TOKEN_ENV})", file=sys.stderr)
+        if err.status in (401, 403):      # no token, a wrong one, a user's: it says which
+            said = err.body.get("error") or "the scheduler wants its admin token"
+            hint = "" if TOKEN_ENV in said else f" (--token or {TOKEN_ENV})"
+            print(f"sluice {command}: error: {said}{hint}", file=sys.stderr)
             return 1
         print(f"sluice {command}: error: {err.body.get('error', err)}", file=sys.stderr)
         return EXIT_BAD_INPUT if err.status in (400, 404, 409, 413) else 1

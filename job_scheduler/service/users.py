@@ -96,3 +96,26 @@ def user_of(token: str | None, users: Mapping[str, str]) -> str | None:
         if hmac.compare_digest(token.encode(), known.encode()):
             found = name
     return found
+
+
+ADMIN_TOKEN = "the scheduler's admin token"
+ADMIN_TOKEN_HOW = "sluice submit/cancel: --token or SLUICE_SCHEDULER_TOKEN"
+
+
+def admin_refusal(token: str | None, admin_token: str | None, users: Mapping[str, str]
+                  ) -> tuple[int, str, dict[str, str]] | None:
+    """Why a request that needs the admin token is refused - (status, reason, headers) -
+    or None when it may go on (no admin token configured, or this one). A user's own
+    token is a valid one without that right (403); no token or an unknown one is 401,
+    each with its own reason."""
+    from sluice_common.tokens import token_refusal, www_authenticate
+
+    if not admin_token or (token and hmac.compare_digest(token.encode(), admin_token.encode())):
+        return None
+    user = user_of(token, users)
+    if user is not None:
+        return 403, (f"the token given is user {user}'s, which may submit jobs; this needs "
+                     f"{ADMIN_TOKEN}"), {}
+    wanted = ADMIN_TOKEN + (" nor a user's token (--users)" if users else "")
+    return 401, token_refusal(token, wanted, ADMIN_TOKEN_HOW), {
+        "WWW-Authenticate": www_authenticate("sluice-scheduler", token)}
