@@ -188,7 +188,7 @@ def _against_best(per_seed: list[dict], modes: dict) -> tuple[str, str]:
 
 
 def bounds(per_seed: list[dict]) -> dict | None:
-    """The committed checker's verdicts (:mod:`mininet_tests.check_bounds`, issue 47's
+    """The committed checker's verdicts (:mod:`mininet_tests.check_bounds`, the fabric's
     bounds) on this run's per-seed figures; None where the run lacks the modes they need."""
     try:
         what, found = check_bounds.verdicts(per_seed)
