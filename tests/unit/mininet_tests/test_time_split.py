@@ -1,4 +1,4 @@
-"""Issue 27's experiment bookkeeping without a fabric: the time split and its parsers,
+"""The heavy-tail experiment's bookkeeping without a fabric: the time split and its parsers,
 the run-queue sampler on this process, the mode list, and a summary with every mode the
 checks read (best baseline, the default rule on it, CPU wait share, prediction)."""
 
