@@ -103,8 +103,8 @@ JsonInt = Annotated[StrictInt, BeforeValidator(_whole)]
 def json_int(**bounds: int) -> Any:
     """JsonInt within ``bounds`` (ge, le, lt): the bounds go on the integer itself, so
     the schema says ``minimum``/``maximum``; put after the BeforeValidator (as in
-    ``Annotated[JsonInt, Field(ge=1)]``) they reached the OpenAPI document as the
-    non-standard keys ``ge``/``le`` that no client or validator reads (issue 44)."""
+    ``Annotated[JsonInt, Field(ge=1)]``) they would reach the OpenAPI document as the
+    non-standard keys ``ge``/``le`` that no client or validator reads."""
     return Annotated[int, Field(strict=True, **bounds), BeforeValidator(_whole)]
 
 
@@ -124,7 +124,7 @@ class JobRegistration(_Body):
     scheduler: Endpoint = Field(
         None, json_schema_extra=_no_default, description="the ps-lite scheduler: workers' control messages to it travel "
                           "at the level of their pull from the first server")
-    # sizes for the ranking rules of issue 14 (the service decides whether it takes them)
+    # sizes for the size-aware ranking rules (the service decides whether it takes them)
     total_batches: json_int(ge=1, lt=2**62) = Field(
         None, json_schema_extra=_no_default)
     bytes_per_batch: json_int(ge=1, lt=2**62) = Field(

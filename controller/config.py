@@ -43,7 +43,7 @@ class ControllerConfig:
     attained_base_bytes: float = job_rank.ATTAINED_BASE_BYTES
     attained_factor: float = job_rank.ATTAINED_FACTOR
     # the hint in each progress report's answer (controller/report_hints.py); off: no
-    # hint, every client reports as often as it likes (as before issue 49)
+    # hint, every client reports as often as it likes
     report_hints: bool = True
     # keep the DSCP hosts give their packets instead of re-marking it to 0 (end-host
     # tagging such as PIAS; any host can then buy priority: controller.rules.admission_rules)

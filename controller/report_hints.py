@@ -23,7 +23,7 @@ by those jobs. So the controller answers each report with a :class:`Hint`:
   with the square of their distance (controller/hinting.py), every job under
   ``attained`` the heartbeat only.
 
-A client that ignores the hint (any client before this module) keeps working: the
+A client that ignores the hint (one written without it in mind) keeps working: the
 controller ranks on whatever it is told.
 """
 

@@ -1,4 +1,4 @@
-"""The four arms of ``sluice demo`` (issue 47): one workload, four ways to run it. Each
+"""The four arms of ``sluice demo``: one workload, four ways to run it. Each
 arm's scheduler options live here and only here, so that an arm can be switched to
 another scheduler (e.g. arm d to a priority-priced ``sluice`` policy) in one line.
 
@@ -12,7 +12,7 @@ another scheduler (e.g. arm d to a priority-priced ``sluice`` policy) in one lin
 - **d** sluice's scheduler (the ``sluice`` policy) pricing each candidate placement's
   bandwidth with the fabric's rule (``price_priority``: the share of the class the
   controller's rule would give the job, ``job_scheduler.core.priority_pricing``), and
-  sluice's flow priority by that same rule (issue 47 item 2).
+  sluice's flow priority by that same rule.
 """
 
 from __future__ import annotations

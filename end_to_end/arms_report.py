@@ -1,4 +1,4 @@
-"""``sluice demo``'s four-arm comparison (issue 47): ``comparison.json``, ``comparison.md``
+"""``sluice demo``'s four-arm comparison: ``comparison.json``, ``comparison.md``
 and the plot ``comparison.png``, from each arm's ``RealTimeRun.result()`` and the exchange
 model's JCTs predicted before the passes. Pure apart from writing the plot.
 

@@ -9,8 +9,8 @@ arm's dry run (its policy and placement in the simulator, the estimator's durati
 the predictions never see a measured time. Each arm starts with a full pool of
 pre-started PS processes, forked from one fork server per host that imported MXNet once
 (``ps_runtime.zygote``): filled between arms, never during one, in about a second where
-importing again took ~25 s an arm; a host whose pool runs dry in an arm forks one
-(milliseconds of CPU) where it used to start one cold (an MXNet import in the job's time).
+importing again would take ~25 s an arm; a host whose pool runs dry in an arm forks one
+(milliseconds of CPU) rather than starting one cold (an MXNet import in the job's time).
 """
 
 from __future__ import annotations

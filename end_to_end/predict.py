@@ -1,7 +1,7 @@
 """The exchange model's JCT of every job of one pass (``sluice demo``), priority off or on
-(issue 27 item 1). Pure: from placements and start times (``sluice demo`` takes them from
-the dry run, before its passes: ``end_to_end.run.planned_records``), never from measured
-durations.
+(``sluice_common.exchange``, the one exchange model). Pure: from placements and start
+times (``sluice demo`` takes them from the dry run, before its passes:
+``end_to_end.run.planned_records``), never from measured durations.
 
 Per job (a record of ``RealTimeRun.result()["jobs"]``: ``ps_hosts``, ``worker_hosts``,
 ``batches`` per worker, ``bytes_per_batch``, ``batch_compute_s``, ``keys``,

@@ -176,7 +176,7 @@ def run_estimator(topology, compute: str, profile: str | None = None):
     run uses (``ExchangePricing.for_topology(emulated=True)``): the same model and the same
     committed constants as the predictions (``end_to_end/predict.py``). Its fixed time
     per batch stands for the runtime's ``sync_s``, its ``efficiency`` for the link
-    efficiency and its loopback for the in-host bus (issue 47 item 6)."""
+    efficiency and its loopback for the in-host bus."""
     from job_scheduler.core.estimator import Estimator, nominal_bandwidth
     from job_scheduler.core.exchange_pricing import ExchangePricing
     from ps_runtime.calibration import runtime_terms
@@ -207,8 +207,9 @@ def warm_processes(topology, fabric, compute: str, planned: list[dict] | None = 
     (an experiment that knows its largest pass). ``refill`` False: a process handed to
     a job is replaced only by ``runner.fill()``, which a caller that measures passes runs
     between them. Refilling during a pass imports MXNet in ~30 processes at once; even at
-    nice 19 that kept the 2-core machine at 0 % idle and doubled the demo's cross-rack
-    jobs' batches (0.22 s against 0.09 s without it, 2026-11-27). ``fork``: the pool's
+    nice 19 that keeps a host with two cores at 0 % idle and doubled the demo's cross-rack
+    jobs' batches there (0.22 s against 0.09 s without it, 2026-11-27; docs/design.md,
+    "The test machine"). ``fork``: the pool's
     processes are forked from one fork server per host (``ps_runtime.zygote``), which
     imports once: a fill takes milliseconds, and a dry pool forks rather than starting a
     process cold."""

@@ -42,20 +42,17 @@ from job_scheduler.simulation.workloads import philly_model
 from sluice_common.jobspec import JobSpec
 
 DISTRIBUTIONS = DEFAULT_OUT
-# 47 for session 18's runs; 48 fixed before session 19's (after the model change); 49 fixed
-# before session 24's first runs (ten jobs, suspended jobs predicted), 50 before its second
-# (one start-up constant, live slots on the dry run's grid), 51 before its third (idle
-# slots); --seed changes it
+# the seed of the stored demo runs (bench/RESULTS.md, "End to end: the four-arm demo");
+# --seed changes it
 DEMO_SEED = 51
 
 
 @dataclass(frozen=True)
 class DrawSpec:
-    # ten (six until session 24, when each PS process still imported MXNet): the fork
-    # server makes a process milliseconds, and at most 16 workers run at once whatever the
-    # count. Six made the comparison a draw's luck: over tuning seeds 2000-2039 the
-    # model's arm d against arm a was -61 % to 0 % (10th-90th percentile), half the draws
-    # -30 % or better; ten: -65 % to -8 %, 65 %. Ten jobs' arrival windows are 36 s
+    # ten: the fork server makes a process milliseconds, and at most 16 workers run at
+    # once whatever the count. Six make the comparison a draw's luck: over tuning seeds
+    # 2000-2039 the model's arm d against arm a was -61 % to 0 % (10th-90th percentile),
+    # half the draws -30 % or better; ten: -65 % to -8 %, 65 %. Ten jobs' arrival windows are 36 s
     # (median) to 57 s (most of 200 draws): four arms in about 3-4.5 minutes.
     jobs: int = 10
     load: float = 0.95                      # offered load, of the cluster's GPUs

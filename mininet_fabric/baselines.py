@@ -19,10 +19,9 @@ jobs into the priority levels, and each level's queue is the baseline's):
   robin with a 1514-byte quantum, so backlogged buckets share the link packet by packet
   (DRR, Shreedhar & Varghese 1995). Each bucket holds ``FAIR_BUCKET_PACKETS`` (100), the
   per-flow limit of Linux's ``fq`` (``flow_limit``): a deep bucket delays only its own
-  flow, and a bucket of one HTB burst (11 packets, the first version) dropped so often
-  (14,809 retransmissions a heavy-tail run, 794-841 with 100) that it was a weaker
-  baseline than the deep FIFO (bench/HISTORY.md, "Issue 27 — a fair queue that does not
-  drop").
+  flow, and a bucket of one HTB burst (11 packets) drops so often (14,809
+  retransmissions a heavy-tail run, 794-841 with 100) that it is a weaker baseline than
+  the deep FIFO (bench/RESULTS.md, "Fabric and network priority").
 
 The hash: u32 can only take masked bits of one 32-bit word (no real hash function). The
 word at offset 20 of an option-less IPv4 header is ``source port << 16 | destination

@@ -420,7 +420,7 @@ class Fabric:
         """Ping every ordered pair of hosts (``count`` pings each); loss in percent.
         ``timeout_s`` is how long a reply may take: a pair's first packet goes through the
         userspace datapath's upcall and the controller's packet-in, which took over 1 s
-        once on a loaded 2-core CI machine (a late reply, counted as a lost one)."""
+        once on a loaded CI host with two cores (a late reply, counted as a lost one)."""
         hosts = [h.name for h in self.topology.hosts]
         sent = received = 0
         self.lost_pairs = []

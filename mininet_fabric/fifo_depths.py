@@ -1,4 +1,4 @@
-"""The short FIFO's depth chosen by a sweep (issue 47 item 4), per offered load and TCP
+"""The short FIFO's depth chosen by a sweep, per offered load and TCP
 congestion control (pure apart from :func:`load_depths`).
 
 ``bench.fabric.sweep_fifo`` runs the heavy-tail mix with priority off on FIFOs of a few

@@ -1,5 +1,5 @@
 """How long one emulated PS batch's push + pull takes alone on a link: moved to
-:mod:`sluice_common.exchange` (the one exchange model, issue 27); kept as a name here for
+:mod:`sluice_common.exchange` (the one exchange model); kept as a name here for
 the experiment's imports."""
 
 from sluice_common.exchange import key_times

@@ -10,8 +10,8 @@ and one fabric brought up once; the table gives average JCT, makespan, mean wait
 mean iteration time over all jobs per policy, beside the simulator's prediction of the
 average JCT for the same jobs, policy and estimator (its C(n) with the runtime's terms),
 and the model check per job (predicted start -> finish against the measured one). The
-plot shows measured and predicted average JCT per policy. One run per policy: on this
-shared 2-core machine expect a few seconds of noise per run.
+plot shows measured and predicted average JCT per policy. One run per policy: on a
+shared host with two cores expect a few seconds of noise per run.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from topologies import priority_classes as pc
 
 IPERF_PORTS = (5201, 5202)
 # The contended port's default ceiling (Mbit/s). Open vSwitch's software datapath forwards
-# every packet of these veth ports on one core; on a slow 2-core host it carried about
+# every packet of these veth ports on one core; on a slow host with two cores it carried about
 # 90 Mbit/s through fat-tree's three switches at 93-98 % of that core, so a 100 Mbit/s
 # egress never queued and strict priority decided only part of the split (ratios 0.6-18.7
 # over six runs). Below the datapath's rate the queue builds at the shaped port, which is

@@ -1,4 +1,4 @@
-"""Where a job's time goes in the heavy-tail experiment (issue 27 item 0).
+"""Where a job's time goes in the heavy-tail experiment.
 
 Per job, its JCT split into:
 

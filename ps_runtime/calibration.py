@@ -1,25 +1,26 @@
 """What the PS runtime costs beyond the Proteus model, for the estimator of a real run.
 
 The paper's C(n) counts compute and the gradient bytes over the link; a real ps-lite job
-also pays (figures measured on this 2-core machine, ``bench/ps_runtime/bench_emulation.py``):
+also pays (figures measured on a host with two cores, docs/design.md, "The test machine";
+``bench/ps_runtime/bench_emulation.py``):
 
 - ``startup_s``: launch -> the job's ``kv.init`` (process hand-over, ps-lite's rendezvous
   and start barrier) and its closing barrier. For emulated workers, pre-started and handed
   over (``ps_runtime.warm``, ``ps_runtime.zygote``), it is the exchange model's calibrated
   ``startup_s`` (:func:`runtime_terms`; ``kv.init``'s exchange itself is priced by the
-  estimator, ``Estimator.init_s``, and the predictions); it was a round second before
-  session 24, which put a 2 s job of the demo 0.6 s long;
+  estimator, ``Estimator.init_s``, and the predictions); a round second in its place
+  would put a 2 s job of the demo 0.6 s long;
 - ``sync_s``: one push + pull round through the PS beyond moving the bytes (ZeroMQ
   messages, the server's summation, waiting for the slowest worker's batch; on a loaded
   machine also the CPU the other jobs' processes take), every iteration;
-- ``link_efficiency``: the share of a link's rate the payload gets (now the exchange model's
-  calibrated ``efficiency``, :func:`runtime_terms`; the 0.8 below was the first estimate).
+- ``link_efficiency``: the share of a link's rate the payload gets (the exchange model's
+  calibrated ``efficiency``, :func:`runtime_terms`, which replaces the 0.8 below).
   docs/design.md's measurement
   (2 workers, 1 server, 8 MB key, 100 Mbit/s links: 3.2 s per push + pull against the
   2.56 s the bytes need at line rate) fits 0.8: TCP/IP headers and ACKs, HTB shaping.
 
 The simulator keeps the paper's model (no such terms). ``sluice run``/``demo`` and the
-experiment scripts take ``startup_s`` from here; since issue 47 (session 19) their
+experiment scripts take ``startup_s`` from here; their
 estimator prices the exchange with the exchange model instead of ``sync_s`` and
 ``link_efficiency`` (``end_to_end.run.run_estimator``: one set of constants for the
 scheduler and the predictions).

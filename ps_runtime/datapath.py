@@ -30,8 +30,9 @@ from ps_runtime.quick_exit import drop_kvstore
 # Buckets of at least this many float32 elements (1 MiB) are split over all servers.
 BIGARRAY_BOUND = 2 ** 18
 # Servers a loopback job runs by default (`sluice train`): ps-lite's server loop is one
-# thread per process, so several processes on one host carry more bytes (bench/HISTORY.md,
-# issue 17: MXNet's kvstore alone moves 0.75-0.80 GB/s with one server, 1.4-1.7 with four).
+# thread per process, so several processes on one host carry more bytes (bench/RESULTS.md,
+# "PS runtime": MXNet's kvstore alone moves 0.75-0.80 GB/s with one server, 1.4-1.7 with
+# four).
 DEFAULT_LOOPBACK_SERVERS = 4
 # The key :meth:`FlatKVStore.broadcast` stages float32 values through: far above any bucket
 # number, and not ps_runtime.checkpoint's VOTE_KEY (999_983).

@@ -2,8 +2,9 @@
 
 After ps-lite's closing barrier (``ps::Finalize``) a scheduler, server or worker has
 nothing left to do, but the normal interpreter exit still tears MXNet down (engine
-threads, static objects, the ZeroMQ context). Measured on the loaded 2-core machine in
-the heavy-tail priority experiment (16 jobs, load average ~10): 2-5 s per process from
+threads, static objects, the ZeroMQ context). Measured on a loaded host with two cores
+(docs/design.md, "The test machine") in the heavy-tail priority experiment (16 jobs, load
+average ~10): 2-5 s per process from
 the barrier to the exit, every job, with and without network priority, while the job
 still held its GPUs and its completion time kept running; idle, 0.3 s. Nothing is lost
 by skipping it: the barrier has passed, so every peer is done with this process, and

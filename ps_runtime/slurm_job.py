@@ -23,7 +23,7 @@ Facts of Slurm 22.05 handled here:
   ("Duplicate jobid"): the second start finds ``RUN_DIR/batch.started`` (O_EXCL) and
   waits for the first one's exit status instead of starting any process again.
 
-Suspend (issue 46): the job checkpoints into ``RUN_DIR/ps/checkpoint`` and stops after
+Suspend: the job checkpoints into ``RUN_DIR/ps/checkpoint`` and stops after
 the batch in progress when the scheduler writes the request file there, or when Slurm
 sends SIGUSR1 to this batch script (``sbatch --signal=B:USR1@N``: before a preemption
 or the time limit); it then writes ``RUN_DIR/suspended.json`` (the checkpoint, the

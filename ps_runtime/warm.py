@@ -1,6 +1,7 @@
 """Pre-started PS processes: a job's processes start in well under a second.
 
-Importing MXNet costs 1.5-3.5 s of CPU per process on this 2-core machine; a job is 3-9
+Importing MXNet costs 1.5-3.5 s of CPU per process on a host with two cores (docs/design.md,
+"The test machine"); a job is 3-9
 processes (ps-lite scheduler, servers, workers), so when several jobs start at once their
 processes queue for the CPU and a job waits ~14 s for its first batch. A
 :class:`WarmRunner` keeps a few processes per host that have already imported MXNet

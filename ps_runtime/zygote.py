@@ -1,8 +1,9 @@
 """A fork server per host: MXNet imported once, every warm process forked from it.
 
 A warm process (``ps_runtime.warm``) costs 1.5-3.5 s of CPU for its MXNet import; the
-four-arm demo takes ~30 of them per arm, and importing them again between arms was a
-quarter of its wall time on the 2-core machine (bench/RESULTS.md, issue 47, session 18).
+four-arm demo takes ~30 of them per arm, and importing them again between arms takes a
+quarter of its wall time on a host with two cores (docs/design.md, "The test machine";
+bench/RESULTS.md, "End to end: the four-arm demo").
 A *zygote* (``python -m ps_runtime.zygote mxnet``), started inside a host's namespaces
 like any PS process, imports once and then forks a warm process on each request, in a
 few milliseconds: the child already holds MXNet (MXNet's own ``pthread_atfork`` handlers

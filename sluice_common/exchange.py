@@ -1,5 +1,5 @@
 """One model of a PS job's exchange: how long a batch's push + pull takes, alone on its
-path and sharing shaped egresses with other jobs (issue 27 item 1). Pure apart from
+path and sharing shaped egresses with other jobs. Pure apart from
 :func:`load_constants` / :func:`save_constants`, which read and write the calibrated data
 file (``sluice_common/data/exchange_constants.yaml``, written by
 ``python -m bench.fabric.calibrate_exchange --write``).

@@ -1,4 +1,4 @@
-"""What one message round of a PS job waits at a shared shaped egress (issue 47 item 6): the
+"""What one message round of a PS job waits at a shared shaped egress: the
 standing queue of a FIFO, the drops of a shallow one, a fair queue's round; the terms of
 :mod:`sluice_common.exchange`'s fixed point (its module doc has the formulas). Pure.
 ``c``: the model's constants (``ExchangeConstants``)."""
@@ -64,7 +64,7 @@ def tail_share(message_bytes: float | None) -> float:
 
 def loss_wait_s(ahead: Sequence[float], buffer_bytes: float,
                 c: WaitConstants, message_bytes: float | None = None) -> float:
-    """The loss and timeout term of a shallow FIFO (issue 47 item 6): what one message round
+    """The loss and timeout term of a shallow FIFO: what one message round
     loses, on average, to drops, ``busy_j * overflow * tail * loss_timeouts * rto_min_s``.
     A round that meets the egress busy (``busy_j``) has the share ``overflow`` of its burst
     dropped (:func:`overflow_share`); a drop costs a timeout only where fast retransmit
@@ -100,7 +100,7 @@ def fifo_round_wait_s(ahead: Sequence[float], left: float, buffer_bytes: float,
 
 def fair_round_wait_s(same_class: Sequence[float], left: float,
                       c: WaitConstants) -> float:
-    """The per-flow fair-share term of a fair-queued leaf (issue 47 item 6): a message of a
+    """The per-flow fair-share term of a fair-queued leaf: a message of a
     flow that has just become active leaves after one DRR round of every other flow of its
     class that has bytes queued, ``sum(rho_i) * fair_round_bytes / C_k``: ``sum(rho_i)``
     the others sending at once on average, ``fair_round_bytes`` what each sends per round

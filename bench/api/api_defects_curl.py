@@ -1,4 +1,4 @@
-"""Issue 30: each defect of the issue's "Why", reproduced with ``curl`` before and after.
+"""Each REST API defect the contract tests guard, reproduced with ``curl`` on two trees.
 
 Starts ``sluice scheduler`` and ``sluice controller`` (no switch connected) from a source
 tree (``PYTHONPATH=TREE``, run in TREE) with admin tokens on free loopback ports, sends
@@ -6,7 +6,7 @@ each request with ``curl`` and records the status, the answer's size, curl's tim
 first ~200 bytes of the answer (or a gist where the answer is long). With ``--before``
 and ``--after`` it does so for both trees and prints a Markdown table side by side.
 
-    git worktree add --detach /tmp/wt-before 441f1ab     # the commit before issue 30
+    git worktree add --detach /tmp/wt-before 441f1ab     # a tree without the fixes
     .venv/bin/python -m bench.api.api_defects_curl --before /tmp/wt-before --after .
     git worktree remove --force /tmp/wt-before
 """

@@ -1,4 +1,4 @@
-"""Issue 30: bursts of bad requests against both services, then valid ones.
+"""Bursts of bad requests against both services, then valid ones.
 
 Starts ``sluice scheduler`` and ``sluice controller`` (no switch connected) as processes
 with admin tokens on free loopback ports, measures the latency of valid requests and each

@@ -1,4 +1,4 @@
-"""Issue 44: twenty hostile clients against both services while a valid client works.
+"""Twenty hostile clients against both services while a valid client works.
 
 Starts ``sluice scheduler`` and ``sluice controller`` (no switch connected) as processes
 with admin tokens on free loopback ports. A valid client (bench/api/valid_client.py)
@@ -14,8 +14,9 @@ restart is no supervisor: deploy/systemd/ is).
 Prints the hostile answers per kind (statuses, largest answer, longest time), the valid
 client's latency p50/p99 idle and under the storm, each service's resident memory
 (VmRSS) before and after the storm, the valid jobs/reports acknowledged and lost, and a
-verdict per bound of the issue, computed here: p99 <= 250 ms, RSS after <= 1.2x before,
-0 crashes, 0 acknowledged items lost, every hostile answer a 4xx of <= 64 KB within 3 s.
+verdict per bound (bench/api/verdicts.py), computed here: p99 <= 250 ms, RSS after
+<= 1.2x before, 0 crashes, 0 acknowledged items lost, every hostile answer a 4xx of
+<= 64 KB within 3 s.
 
     .venv/bin/python -m bench.api.bench_hostile [--minutes 5] [--quick] [--clients 20]
 """

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 44's verdict: schemathesis (the CLI, `st`) against both services as a site runs
+# The schemathesis verdict: schemathesis (the CLI, `st`) against both services as a site runs
 # them (real processes, admin tokens), every check and every phase (examples, coverage,
 # fuzzing, stateful), with the widening of tests/data/api_schemathesis_<service>.toml (a
 # schema-valid body may be refused for what a schema cannot say: 400/422).

@@ -1,4 +1,4 @@
-"""The bounds of issue 44 and the checker bench/api/bench_hostile.py prints: plain
+"""The hostile-client bounds and the checker bench/api/bench_hostile.py prints: plain
 functions of the figures, unit-tested (tests/unit/bench/api/test_bench_hostile.py).
 """
 

@@ -42,7 +42,7 @@ from mininet_fabric.fabric import Fabric
 from ps_runtime.ports import free_port
 
 PY = str(ROOT / ".venv" / "bin" / "python")
-REACTION_RATE, REACTION_BOUND_MS = 200.0, 5.0      # issue 49: median < 5 ms at 200/s
+REACTION_RATE, REACTION_BOUND_MS = 200.0, 5.0      # the bound: median < 5 ms at 200/s
 SLUICE = str(ROOT / ".venv" / "bin" / "sluice")
 ADMIN = "bench-admin-token-0123"
 
@@ -281,7 +281,7 @@ def main() -> int:
 
 
 def reaction_verdicts(reaction: dict) -> dict[str, bool]:
-    """Issue 49's bound on the reaction to a level change: median under 5 ms at 200
+    """The bound on the reaction to a level change: median under 5 ms at 200
     reports a second (judged only at that rate: another rate is another experiment)."""
     if abs(reaction["rate_per_s"] - REACTION_RATE) > 0.05 * REACTION_RATE:
         return {}

@@ -1,4 +1,4 @@
-"""What moving a job's flows costs the controller's service (issue 18, migration).
+"""What moving a job's flows costs the controller's service (migration).
 
     .venv/bin/python -m bench.controller.bench_rule_swap [--jobs 100] [--workers 8] [--repeats 50]
 

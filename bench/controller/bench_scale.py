@@ -20,8 +20,8 @@ client would send: every worker every max(step, 0.2 s)), the controller process'
 own figure in each answer that changed rules; the client's round trip beside it), flow
 mods per second and rules per switch (counted by the switches), reports lost (not
 answered 200, or acknowledged and not held by the controller at the end). The verdicts
-are the bounds of issue 49: CPU < 25 % of a core, level change p99 < 50 ms, 0 lost,
-rules per edge switch against 2,000 entries.
+are the controller's bounds at cluster scale: CPU < 25 % of a core, level change p99
+< 50 ms, 0 lost, rules per edge switch against 2,000 entries.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import statistics
 import sys
 from itertools import combinations, pairwise
 
-GAIN_BOUND_PCT = -15.0      # issue 47: arm b at least 15 % below arm a in average JCT
+GAIN_BOUND_PCT = -15.0      # the demo's bound: arm b at least 15 % below arm a in average JCT
 
 
 def job_links(topology, record: dict) -> frozenset:

@@ -1,5 +1,5 @@
 """Every example file runs what its `# try:` line says, within the time it states and
-under 5 minutes (the bar for an example on a 2-core laptop-class machine).
+under 5 minutes (the bar for an example on a laptop-class host with two cores).
 
     sudo .venv/bin/python -m bench.end_to_end.bench_examples [--json]
 

@@ -1,4 +1,4 @@
-"""One migration in a real run, side by side with the same run without it (issue 18).
+"""One migration in a real run, side by side with the same run without it.
 
     sudo .venv/bin/python -m bench.end_to_end.bench_migration [--out DIR]
 

@@ -446,7 +446,7 @@ def main() -> int:
     c = replace(c, provenance=provenance)
     if args.write:
         path = save_constants(c, DATA_FILE, comment=(
-            "Constants of sluice_common.exchange (issue 27 item 1), fitted on the fabric by\n"
+            "Constants of sluice_common.exchange, fitted on the fabric by\n"
             "`python -m bench.fabric.calibrate_exchange --write`; see provenance."))
         print(f"wrote {path}", flush=True)
     harness.write_json(args.json, {"figures": figures, "measured": m,

@@ -1,6 +1,6 @@
-"""Fit the exchange model's queue terms on the calibration's own probe mixes (issue 47).
+"""Fit the exchange model's queue terms on the calibration's own probe mixes.
 
-The calibration's queue stage (issue 47 item 6): the exchange model's loss and timeout
+The calibration's queue stage: the exchange model's loss and timeout
 term of a shallow FIFO (``loss_timeouts``), the senders' backlog a FIFO shorter than it
 moves to the senders (``backlog_bytes``), its per-flow fair-share term of the fair queue
 (``fair_round_bytes``) and what strict priority costs the classes below
@@ -324,7 +324,7 @@ def main() -> int:
     c = replace(c, provenance=provenance)
     if args.write:
         path = save_constants(c, DATA_FILE, comment=(
-            "Constants of sluice_common.exchange (issue 27 item 1), fitted on the fabric by\n"
+            "Constants of sluice_common.exchange, fitted on the fabric by\n"
             "`python -m bench.fabric.calibrate_exchange --write` (and its stages by\n"
             "`python -m bench.fabric.calibrate_queues --stage NAME --write`); see provenance."))
         print(f"wrote {path}", flush=True)

@@ -63,8 +63,8 @@ def report_fit(m: dict, c, pred: list[float], qf: float, many, start, measured_s
 
 
 def source_commit() -> str:
-    """The commit the calibration runs at (``+dirty`` with uncommitted changes; issue 47
-    item 6: the constants carry the date and commit of their calibration)."""
+    """The commit the calibration runs at (``+dirty`` with uncommitted changes: the
+    constants carry the date and commit of their calibration)."""
     import subprocess
 
     def git(*args: str) -> str:

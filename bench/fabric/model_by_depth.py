@@ -1,4 +1,4 @@
-"""The exchange model against the stored FIFO sweeps, depth by depth (issue 47): per depth,
+"""The exchange model against the stored FIFO sweeps, depth by depth: per depth,
 the measured mean JCT and the current model's (medians over seeds) and the model's error
 (the median over seeds of the signed error), with ``--plot`` a PNG of both against the
 FIFO's depth, one panel per sweep.

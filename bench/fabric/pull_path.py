@@ -1,4 +1,4 @@
-"""The pull path under contention (issue 27 item 3): an urgent job's per-batch time with
+"""The pull path under contention: an urgent job's per-batch time with
 its pulls held behind its pushes (window 0) and with a window of keys in flight.
 
     sudo .venv/bin/python -m bench.fabric.pull_path [--reps N] [--json [OUT]]

@@ -1,4 +1,4 @@
-"""What a shallow FIFO loses, and what that costs jobs that share it (issue 27: why the
+"""What a shallow FIFO loses, and what that costs jobs that share it (why the
 exchange model charges drops as timeouts of small messages, not as a goodput loss).
 
     sudo .venv/bin/python -m bench.fabric.shallow_loss [--cc bbr,cubic] [--runs N] [--json [OUT]]
@@ -11,8 +11,8 @@ least one HTB burst), the six bulk cross-rack jobs of ``calibrate_exchange`` arr
 the machine's congestion control is restored afterwards, also on failure) it prints the
 hosts' retransmitted segments and timeouts over the run, their bytes' share of all bytes
 sent (the jobs' own, known from their batches and ``kv.init``'s, plus the resent ones),
-and the jobs' median iteration beside the exchange model's (the shipped constants; since
-session 20 with its loss and timeout term, which charges a bulk key's drops little).
+and the jobs' median iteration beside the exchange model's (the shipped constants, with
+its loss and timeout term, which charges a bulk key's drops little).
 
 What it showed (2026-11-27, five BBR and four CUBIC runs): BBR resends 31-33 % of the
 bytes and CUBIC 9-10 %, yet the bulk jobs' median iteration is 0.78-1.10x the exchange

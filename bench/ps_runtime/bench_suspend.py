@@ -1,9 +1,9 @@
-"""Suspend and resume costs of real PS jobs, per model and worker count (issue 18).
+"""Suspend and resume costs of real PS jobs, per model and worker count.
 
     .venv/bin/python -m bench.ps_runtime.bench_suspend [--repeats 2] [--write job_scheduler/core/data/preemption_costs.yaml]
     sudo .venv/bin/python -m bench.ps_runtime.bench_suspend --fabric [--repeats 2]     # the demo fabric
     sudo .venv/bin/python -m bench.ps_runtime.bench_suspend --fabric --fabric-workers 8 --repeats 5
-        # issue 46's bound: suspend + resume of the 8-worker job, median of 5 under 5 s
+        # the bound: suspend + resume of the 8-worker job, median of 5 under 5 s
 
 Each case runs a real ps-lite job on this machine's loopback (1 server, N workers, warm
 pre-started processes as `sluice run` uses), waits until every worker has done 3
@@ -109,7 +109,7 @@ def measure(model: str, compute: str, workers: int, runner, tmp: Path, placement
             "state_mb": round(sum(f.stat().st_size for f in ckpt.glob("worker*.state")) / 1e6, 1)}
 
 
-BOUND_S = 5.0      # issue 46: suspend + resume on the demo fabric (8 workers), median
+BOUND_S = 5.0      # the bound: suspend + resume on the demo fabric (8 workers), median
 
 
 def on_fabric(repeats: int, out: Path, workers: tuple[int, ...] = (4, 8)) -> int:

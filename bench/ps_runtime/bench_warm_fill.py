@@ -1,5 +1,5 @@
 """Filling a warm pool: every process imports MXNet, against forking them from one fork
-server that imported once (``ps_runtime.zygote``, issue 47: the demo's wall time).
+server that imported once (``ps_runtime.zygote``: the demo's wall time).
 
     .venv/bin/python -m bench.ps_runtime.bench_warm_fill [--quick] [--json]
 

@@ -39,7 +39,8 @@ from ps_runtime.ports import free_port_block
 from bench import harness
 from bench.harness import ROOT
 
-# model -> (batch size, input pixels on CUDA) as in the H100 figures
+# model -> (batch size, input pixels on CUDA) as in the H100 figures (bench/RESULTS.md,
+# "PS runtime")
 STEP_MODELS = {"smallcnn": (32, 28), "resnet18": (64, 224), "alexnet": (128, 224),
                "vgg16": (32, 224)}
 CPU_INPUT = 64                  # CPU runs use 64 px images, like `sluice train`

@@ -1,8 +1,8 @@
 """Open-loop paced HTTP/1.1 requests over keep-alive connections, on one event loop.
 
-The soak's load used to come from 64 threads of ``http.client``: about 0.2 ms of CPU per
-request, as much as the controller spent answering it, and on a 2-core machine the
-client's own thread switching under the GIL landed in the latencies it measured. Here one
+A load from 64 threads of ``http.client`` costs about 0.2 ms of CPU per
+request, as much as the controller spends answering it, and on a host with two cores the
+client's own thread switching under the GIL lands in the latencies it measures. Here one
 asyncio loop (uvloop, which uvicorn uses too) writes each request whole and parses the
 answers with httptools (uvicorn's C parser): a few tens of microseconds per request.
 

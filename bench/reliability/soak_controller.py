@@ -4,9 +4,9 @@
 
 Same controller server (100 jobs x 8 workers on leaf-spine, real HTTP API, in-memory
 fabric), same open-loop load (every report ``?wait=1``), same 10 s windows and loss
-check as bench/reliability/soak.py; on a 2-core machine the scheduler half takes a core of its own,
-so this separates what the controller holds from what the two together hold. Also
-prints the controller process's CPU time per answered report.
+check as bench/reliability/soak.py; on a host with two cores the scheduler half takes a
+core of its own, so this separates what the controller holds from what the two together
+hold. Also prints the controller process's CPU time per answered report.
 """
 
 from __future__ import annotations

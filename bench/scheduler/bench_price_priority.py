@@ -1,5 +1,5 @@
-"""The sluice policy pricing placements with the fabric's priority, against the fair share
-(issue 47 item 2): the same workloads through the simulator with uplink priority on,
+"""The sluice policy pricing placements with the fabric's priority, against the fair
+share: the same workloads through the simulator with uplink priority on,
 pricing off (the baseline, measured in the same run) and on.
 
 Both runs of a cell have the fabric's strict priority by ``--rule`` on the rack uplinks
@@ -15,8 +15,8 @@ uplinks other jobs cross. Cells (average JCT, the mean over seeds for generated 
   * the `sluice demo` jobs on two-rack-100g (H100 profile, slot 1 s);
   * philly-drawn: 80 jobs drawn (seeded) from the Philly trace's jobs of at most 8 GPUs
     (their GPU counts and durations), Poisson arrivals at an offered load of 0.9 of
-    two-rack-100g's 16 GPUs (H100 profile, slot 10 s): the kind of workload issue 47's
-    demo arms run, not their generator;
+    two-rack-100g's 16 GPUs (H100 profile, slot 10 s): the kind of workload the
+    demo's arms run, not their generator;
   * cross-rack: proteus-big-dispersed and bursty-heavy on racks of two one-GPU hosts
     (leaf-spine, 8 racks, 5 Gbit/s uplinks), where every job of more than 2 GPUs spans
     racks: a cluster built to make the uplinks matter, not one anyone runs.

@@ -4,7 +4,7 @@
     lyapunov / random (paper: ~0.4-0.5 and ~0.7), several seeds, plus what the Lyapunov
     queues did (mean Q, mean Z, mean GPUs given) to explain the differences; for each
     setting of the scenarios' max_gpus in ``--caps`` (workloads.SCENARIO_CAPS: "paper" =
-    8 for every job, the default; "mixed" = 1/2/4/8 per job, the earlier setting);
+    8 for every job, the default; "mixed" = 1/2/4/8 per job, kept for comparison);
 (b) tiresias_60_job.csv on two-rack: lyapunov vs fifo vs las, with our network model,
     with every policy on Liquid best fit, and with the network switched off (the
     Tiresias simulator's assumption: 215.9 s FIFO, 190.7 s 2D-LAS);

@@ -5,8 +5,8 @@ varying one thing at a time from the defaults (caps="paper", N = 8, exchange ins
 host charged at the host's intra_bw, 100 Gbit/s, shared by the job's flows):
 
   * N, the one max_gpus of every job: 4, 8 (default), 16;
-  * caps="mixed" (1/2/4/8 per job, the setting before 2026-11-22);
-  * in-host exchange free (the model before issue 19: ``Simulator(in_host=False)``);
+  * caps="mixed" (1/2/4/8 per job);
+  * in-host exchange free (``Simulator(in_host=False)``);
   * in-host exchange over a host bus of B Gbit/s shared by the job's workers on the
     host, B = 200 and 50 (the default is 100, ``topologies.model.DEFAULT_INTRA_BW_MBPS``);
   * the paper's eq. 5 taken literally: every worker of an n > 1 job gets the nominal
@@ -54,7 +54,7 @@ def bus_simulator(bus_gbps: float):
 
 
 class FreeHostSimulator(Simulator):
-    """Exchange inside one host costs nothing (the model before issue 19)."""
+    """Exchange inside one host costs nothing (``in_host=False``)."""
 
     def __init__(self, *args, **kw):
         super().__init__(*args, in_host=False, **kw)

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         plain[name] = (cpu, res.avg_jct)
         walls[name] = wall
-        # CPU time too: on this shared 2-core machine wall time depends on the neighbours
+        # CPU time too: on a shared host with two cores wall time depends on the neighbours
         print(f"{name:<9} wall {wall:7.1f} s  cpu {cpu:7.1f} s  {len(jobs) / wall:9.0f} jobs/s  "
               f"{res.decisions / wall:9.0f} decisions/s ({res.decisions} decisions)  "
               f"peak RSS {peak_rss_mb():6.0f} MB  | avg JCT {res.avg_jct:10.0f} s  "

@@ -1,14 +1,14 @@
-"""Lines of end_to_end/ + job_scheduler/ (issue 29's measure) against a base commit, and
-which issue's commits wrote the lines there now (git blame).
+"""Lines of end_to_end/ + job_scheduler/ against a base commit, and which commits'
+subject labels wrote the lines there now (git blame).
 
     .venv/bin/python -m bench.scheduler.engine_lines [--base REV] [--json [OUT]]
 
-The base defaults to be04916, the main that issue 29 was measured on (7,933 lines). A
-line counts for the issue named at the start of the subject of the commit that last
-wrote it ("issue 28: ..." -> 28); lines from commits that name no issue (reviews,
-merges) and the base's own lines count as "restructure or base", so the like-for-like
-figure is the restructured code of the base without the features other issues added
-since, given against the base. Needs a git checkout with that history.
+The base defaults to be04916 (7,933 lines). A line counts for the number that starts
+the subject of the commit that last wrote it (see ``ISSUE``); lines from commits whose
+subject starts with no such number, or with the restructuring's own, and the base's own
+lines count as "restructure or base", so the like-for-like figure is the restructured
+code of the base without the features added since, given against the base. Needs a git
+checkout with that history.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def lines_at(rev: str) -> int:
 
 
 def lines_by_issue(base: str) -> Counter:
-    """Issue number (or "restructure or base") -> lines of today's files it last wrote."""
+    """Subject number (or "restructure or base") -> lines of today's files it last wrote."""
     count: Counter = Counter()
     for path in python_files():
         subject, boundary = None, False

@@ -1,4 +1,4 @@
-"""Issue 48: Slurm commands per minute with 200 running jobs, per-job polling vs batched.
+"""Slurm commands per minute with 200 running jobs, per-job polling vs batched.
 
     python -m bench.slurm.bench_poll_cost [--jobs 200] [--slot 1] [--poll-interval 5] [--json OUT]
 
@@ -9,13 +9,13 @@ running job polled, then capacity read before the decision) runs over a job stor
 22.05 answers (every job RUNNING, nodes from the recorded ``sinfo --json``) and a count
 of each command. One simulated minute of slots (``--slot`` s each, simulated clock):
 
-- before: each job asked alone (what the executor did before issue 48, still its path
-  when the service does not call ``prepare_poll``), capacity read every slot;
+- before: each job asked alone (the executor's path when the service does not call
+  ``prepare_poll``), capacity read every slot;
 - after: ``prepare_poll`` (one ``squeue --jobs=...`` for all, one ``sacct`` only for jobs
   squeue lacks: none here) every ``--poll-interval`` s, capacity read on those polls.
 
-Prints the commands per minute of each and the ratio after/before; the goal of the issue
-is "at most a few per poll, independent of the number of jobs", so it also prints the
+Prints the commands per minute of each and the ratio after/before; the goal is "at most
+a few per poll, independent of the number of jobs", so it also prints the
 commands per poll for ``--jobs`` and for 10 jobs.
 """
 
@@ -115,7 +115,7 @@ def one_minute(jobs: int, slot: float, poll_interval: float, batched: bool) -> C
 
 
 def _absent(*_args, **_kw):
-    """Stands for "the service does not call prepare_poll" (before issue 48)."""
+    """Stands for "the service does not call prepare_poll" (the per-job path)."""
     return None
 
 

@@ -1,4 +1,4 @@
-"""Issue 28: the Slurm executor's costs, on a real Slurm 22.05 cluster on the Mininet fabric.
+"""The Slurm executor's costs, on a real Slurm 22.05 cluster on the Mininet fabric.
 
     python -m bench.slurm.bench_slurm [--repeats 5] [--foreign 1000] [--json OUT]
 

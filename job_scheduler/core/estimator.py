@@ -14,7 +14,7 @@ Units: seconds, Mbit/s (1 Mbit = 10^6 bit), parameters as counts.
   ``comm(job, 1, .) = 0`` (a single GPU holds the model itself), and an infinite
   bandwidth (everything on one host) costs no time either.
 - With an ``exchange`` pricing (:mod:`job_scheduler.core.exchange_pricing`, the exchange
-  model of issue 27, the same model and the same committed constants as the demo's
+  model, the same model and the same committed constants as the demo's
   predictions, ``end_to_end/predict.py``) every job also pays, per batch, the exchange's
   fixed time (the batch's overhead, ps-lite's per-key messages and the round trips) over
   its placement's path (``path``: :func:`exchange_path`; None: a cross-rack path; one GPU:
@@ -229,7 +229,7 @@ def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterabl
     several on it). Every (worker, PS) pair on different hosts is one flow on
     ``topology.path``; a pair on one host is one flow over that host's exchange bus
     (``Host.intra_bw``, PCIe- or NVLink-class, or ``bus(host)``: ``Estimator.bus_mbps``,
-    the exchange model's; ``in_host=False`` makes it free, the earlier model). A link's
+    the exchange model's; ``in_host=False`` makes it free). A link's
     (or bus's) bandwidth is split equally among the job's flows crossing it; a flow gets
     the smallest share along its path. A worker exchanges 1/P of the parameters with each
     of the P servers in parallel, so the job waits for the slowest flow: the result is ``P * min(flow share)`` — a bandwidth to plug into

@@ -1,5 +1,5 @@
 """The exchange model (:mod:`sluice_common.exchange`) as the scheduler prices a job, on a
-topology the scheduler plans for (issue 27 item 1: one model for the estimator, the
+topology the scheduler plans for (one model for the estimator, the
 simulator, the fluid model and the policies).
 
 With an :class:`ExchangePricing` (``sluice simulate --exchange``, and the estimator of

@@ -1,4 +1,4 @@
-"""Scheduling mechanisms by composition: migration, time-slicing and packing (issue 18,
+"""Scheduling mechanisms by composition: migration, time-slicing and packing (as in
 Gandiva and Liquid) as small objects a loop holds in a tuple and calls through one
 declared protocol (:class:`Mechanism`, every hook a no-op), the way FAUCET's ``Valve``
 loops over its managers. Any policy may be combined with any of them; a policy with

@@ -1,5 +1,5 @@
-"""What a placement's bandwidth is worth when the fabric runs strict priority (issue 47
-item 2): the simulator's strict-priority uplink model, written once, for the simulator
+"""What a placement's bandwidth is worth when the fabric runs strict priority: the
+simulator's strict-priority uplink model, written once, for the simulator
 that times running jobs and for a policy that prices a placement it has not started.
 
 On a rack uplink of capacity ``cap`` the jobs crossing it are put in the levels the

@@ -7,7 +7,7 @@ the moment its state is written. After a restart the first slot polls every 'run
 job through its executor (see ``executors.py``) and so reconciles what happened while
 the service was down.
 
-Failure policy (issue item 5, a worker crashing mid-job): the job's process exits
+Failure policy (a worker crashing mid-job): the job's process exits
 non-zero (or vanishes), the job is marked ``failed`` with the reason, its GPUs return to
 the pool and, when a controller is configured, its flow rules are removed
 (``ControllerClient.remove_job``). No retry by default; with ``max_retries=N`` a failed

@@ -1,4 +1,4 @@
-"""Suspend and resume of a Slurm-run job (``SlurmExecutor.suspend``, issue 46).
+"""Suspend and resume of a Slurm-run job (``SlurmExecutor.suspend``).
 
 The checkpoint first, then the allocation: the request file in the job's checkpoint
 directory (``ps_runtime.checkpoint.request_suspend``; the run directory is on a file

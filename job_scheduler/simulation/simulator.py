@@ -36,8 +36,8 @@ formula as the exchange model's fixed point, fed with the simulator's own shares
 (``_round_wait``), and recomputed when the job is re-timed.
 Exchange between a PS and workers on one host is charged at the host's bus
 (``Estimator.bus_mbps``: ``intra_bw``, or the exchange pricing's, the emulated fabric's
-loopback; shared by the job's flows on that host; ``in_host=False`` makes it free, the
-model before issue 19), and the fixed exchange time per batch over the placement's own
+loopback; shared by the job's flows on that host; ``in_host=False`` makes it
+free), and the fixed exchange time per batch over the placement's own
 path (``exchange_path``) under an exchange pricing. ``network=False`` is the ideal fabric: no communication time at all.
 
 Each slot's decisions come from ``decisions.decide_slot`` (the loop body of every loop),
@@ -137,7 +137,7 @@ class Simulator(Pricing):
         # without progress (``preempt(j, overhead_s)``; LAS is charged none)
         self.restart_overhead = [0.0] * len(self.jobs)
         self.preemptions = 0
-        # a resumed job started on another GPU count than its last run (issue 18)
+        # a resumed job started on another GPU count than its last run (migration)
         self.grows = 0
         self.shrinks = 0
         self.ran_gpus = [0] * len(self.jobs)

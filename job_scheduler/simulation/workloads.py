@@ -25,10 +25,10 @@ scenarios and all policies, never tuned to favour one):
 - epochs: uniform integer in [1, 3]; batch_size: uniformly 32 or 64; num_ps: 1.
 - max_gpus (``caps``): ``"paper"`` (default) = 8 for every job. The paper's decision
   ranges over n in (0, N] with one N for all jobs, i.e. the scheduler, not the user,
-  picks the count; 8 is one 8-GPU server and the largest cap the earlier mix allowed.
+  picks the count; 8 is one 8-GPU server and the largest cap of ``"mixed"``.
   On two-rack (4 GPUs per host) N = 4, 8 and 16 give identical results: the decision
-  never crosses a host there. ``"mixed"`` = uniformly 1, 2, 4 or 8 per job, the
-  setting before 2026-11-22, kept for comparison (a quarter of the jobs are then
+  never crosses a host there. ``"mixed"`` = uniformly 1, 2, 4 or 8 per job, kept for
+  comparison (a quarter of the jobs are then
   pinned to one GPU, which caps what any count policy can gain over single-GPU at
   about 0.5; ``bench/results/proteus-reproduction.md``). Both settings draw the same
   random numbers, so a seed gives the same jobs under either; only max_gpus differs.

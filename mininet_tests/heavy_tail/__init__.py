@@ -8,15 +8,15 @@ Every job has its parameter server in rack 1 (h1/h2) and its worker in rack 2 (h
 every push leaves rack 2 through tor2's 50 Mbit/s uplink egress and every pull leaves
 rack 1 through tor1's, both shaped at the ToR egress with the HTB priority tree. Workers
 are emulated (``ps_runtime.emulated_worker``: a sleep of the job's compute time per batch,
-then a real ps-lite push and pull of its bytes), so the 2-core machine runs 12 jobs
+then a real ps-lite push and pull of its bytes), so a host with two cores runs 12 jobs
 without torch. "Load" is the bottleneck link's offered load: offered bytes/s across the
 uplink (per direction) divided by its capacity. With ``--compute profile`` (default) each
 batch computes for the device profile's time of the model (:func:`profile_compute_s`:
 AlexNet, batch 32, on the measured H100 profile, 4.2 ms: the profile's large-parameter,
 little-compute model), so the jobs are communication-dominated, as large models on fast
-GPUs are; ``--compute share`` draws a communication share of 30-70 % per job instead (the
-previous round's mix). The job mix is :mod:`mininet_tests.heavy_tail.mix` (seeded); ``same-start`` is
-the sanity case: three equal communication-bound jobs arriving together.
+GPUs are; ``--compute share`` draws a communication share of 30-70 % per job instead (a
+mix with more compute). The job mix is :mod:`mininet_tests.heavy_tail.mix` (seeded);
+``same-start`` is the sanity case: three equal communication-bound jobs arriving together.
 
 For each seed the same jobs run once per mode, on one controller and fabric: ``off``
 (no job registered: every flow in one FIFO class, TCP fair sharing), then the rules

@@ -22,7 +22,8 @@ HOST_TCP = {"kernel": {},
                            "net.ipv4.tcp_rto_max_ms": "1000"}}
 # The heavy-tail mix's defaults (mininet_tests.heavy_tail.mix): batches per job 10..1000
 # times SCALE, bytes per batch log-uniform on [BYTES_LO, 10 x BYTES_LO], JOBS per seed; the
-# rack uplinks shaped at UPLINK_MBPS (the 2-core machine carries about 12 Mbit/s in all)
+# rack uplinks shaped at UPLINK_MBPS (a host with two cores carries about 12 Mbit/s in all:
+# docs/design.md, "The test machine")
 SCALE, BYTES_LO, JOBS, UPLINK_MBPS = 0.1, 150_000, 16, 12.0
 
 

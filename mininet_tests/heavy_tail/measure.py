@@ -133,7 +133,7 @@ def measure(result: dict, mix: list[MixJob], capacity: float, edges) -> dict:
     jct = {j["name"]: j["turnaround"] for j in jobs}
     slow = {n: t / alone_s(by_name[n], capacity) for n, t in jct.items()}
     # The part a network rule can change: arrival to the last batch, minus start-up
-    # (process start and ps-lite rendezvous take seconds on this loaded 2-core machine).
+    # (process start and ps-lite rendezvous take seconds on a loaded host with two cores).
     start = {j["name"]: startup_s(j) or 0.0 for j in jobs}
     net_slow = {n: max(0.0, t - start[n]) / alone_s(by_name[n], capacity) for n, t in jct.items()}
     buckets: dict[str, list[float]] = {}

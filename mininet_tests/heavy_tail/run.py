@@ -104,7 +104,7 @@ def _run(config: HeavyTailConfig, out: Path, cc: str, swept) -> int:
 
 def _pool(topology, fabric, start: str, per_host: int):
     """warm: ``per_host`` PS processes per host that imported MXNet before the jobs arrive,
-    so a job's start-up (~25 s cold on the loaded 2-core machine, longer than most jobs'
+    so a job's start-up (~25 s cold on a loaded host with two cores, longer than most jobs'
     transfers) does not hide the network. The pool holds a whole mode's processes (a job
     is 3: ps-lite scheduler and server on its PS host, a worker on another) and is refilled
     only between modes, so no MXNet import runs while jobs are measured; cold: None."""

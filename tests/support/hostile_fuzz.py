@@ -1,4 +1,4 @@
-"""Hypothesis strategies for hostile bodies and job files (issue 44): nesting far past
+"""Hypothesis strategies for hostile bodies and job files: nesting far past
 any parser's recursion, huge and non-finite numbers, long strings, binary, YAML tags,
 anchors, aliases and merge keys, dropped into a job file's fields or standing alone."""
 

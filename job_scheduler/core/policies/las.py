@@ -27,8 +27,8 @@ class LasPolicy(Policy):
     crossing (``next_wakeup``) instead of every slot, and keeps waiting and running
     jobs in :class:`~job_scheduler.core.fit_index.FitIndex` lists (one per GPU count). A
     decision then costs O(started + running) when a preemption is possible and
-    O(started x GPU counts) otherwise, never O(queue): the earlier version sorted the
-    whole queue every slot and went quadratic on the Philly trace
+    O(started x GPU counts) otherwise, never O(queue): sorting the whole queue every
+    slot goes quadratic on the Philly trace
     (bench/results/sluice.md)."""
 
     name = "las"

@@ -17,6 +17,6 @@ def test_no_host_can_buy_priority(tmp_path):
     assert r["dscp56_class"] == LEAST_URGENT, r
     assert r["forged_delivered_mbps"] == 0, r
     assert r["dscp56_sent_mbps"] > r["bottleneck_mbps"] and r["forged_sent_mbps"] > 0, r
-    # 0.9 is the target (bench/RESULTS.md); 0.8 leaves room for a loaded 2-core machine
+    # 0.9 is the target (bench/RESULTS.md); 0.8 leaves room for a loaded host with two cores
     assert r["ps_with_dscp56_mbps"] >= 0.8 * r["ps_only_mbps"], r
     assert r["ps_with_forged_mbps"] >= 0.8 * r["ps_only_mbps"], r

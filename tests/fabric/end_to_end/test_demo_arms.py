@@ -1,6 +1,6 @@
 """``sluice demo --arms a,d`` end to end on the fabric, on a reduced workload (the first
-three jobs of the seeded draw): comparison.json has the issue's shape, every job of
-both arms finished, and each arm's figures are its jobs'."""
+three jobs of the seeded draw): comparison.json has the shape end_to_end.arms_report
+documents, every job of both arms finished, and each arm's figures are its jobs'."""
 
 from __future__ import annotations
 

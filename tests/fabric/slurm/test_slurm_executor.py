@@ -2,7 +2,7 @@
 (the ``slurm_fabric`` fixture: the sluice controller, the two-rack fabric, munged,
 slurmctld and one slurmd per Mininet host). Jobs are submitted with `sluice submit`;
 every PS and worker process reports where it ran; the controller's rules on the switches
-show the jobs' push and pull packets; then the faults of issue 28: a foreign sbatch job
+show the jobs' push and pull packets; then the faults a Slurm site meets: a foreign sbatch job
 holding GPUs, a drained node, kill -9 of the scheduler, kill -9 of slurmctld, a slurmd
 killed under a job. Jobs are tiny (emulated compute, a few batches)."""
 

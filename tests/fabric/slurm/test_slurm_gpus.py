@@ -1,4 +1,4 @@
-"""Issue 46 under Slurm: each worker step asks Slurm for its own GPU (``--gres=gpu:1
+"""GPU binding under Slurm: each worker step asks Slurm for its own GPU (``--gres=gpu:1
 --exact``; PS steps ``--overlap --gres=none``), the indices Slurm gave every job (its
 ``scontrol -d show job`` GRES detail) are the truth for capacity, and another user's
 GPUs are never handed out. Real Slurm 22.05 daemons on the Mininet fabric."""

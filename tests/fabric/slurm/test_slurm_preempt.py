@@ -1,5 +1,5 @@
-"""Suspend and resume through a real Slurm 22.05 cluster on the Mininet fabric (issue
-46, item 3; the ``slurm_fabric`` fixture): the service suspends a running Slurm job (the
+"""Suspend and resume through a real Slurm 22.05 cluster on the Mininet fabric (the
+``slurm_fabric`` fixture): the service suspends a running Slurm job (the
 checkpoint first, then ``scancel``: its allocation released) and resumes it as a new
 submission from the checkpoint on another host; Slurm's own warning
 (``--signal=B:USR1@N``, sent here with ``scancel --batch --signal=USR1``) is the same

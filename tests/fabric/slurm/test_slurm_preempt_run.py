@@ -1,4 +1,4 @@
-"""``sluice scheduler --policy sluice --executor slurm`` for real (issue 46, item 4): the
+"""``sluice scheduler --policy sluice --executor slurm`` for real: the
 three jobs of tests/unit/job_scheduler/service/test_scheduler_preempt_run.py (long2 shorter: ~102 s) on a 2-GPU
 host of a real Slurm 22.05 cluster on the Mininet fabric; the policy suspends the long
 job for the short one (its checkpoint, then its Slurm allocation released), resumes it

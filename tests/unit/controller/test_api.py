@@ -77,7 +77,7 @@ def test_bad_json_oversize_and_missing_length(server):
     conn = http.client.HTTPConnection(api.host, api.port, timeout=5)
     conn.putrequest("POST", "/jobs")
     conn.putheader("Authorization", f"Bearer {ADMIN}")
-    conn.endheaders()                 # no body at all: one is required here (issue 30)
+    conn.endheaders()                 # no body at all: one is required here
     resp = conn.getresponse()
     assert resp.status == 400 and b"body" in resp.read()
     conn.close()

@@ -1,7 +1,7 @@
-"""Issue 44: the published OpenAPI documents are the validation truth. The controller's
-carried its integer bounds as the non-standard keys ``ge``/``le`` (no client or validator
-reads them), so `POST /jobs` with port 0, total_batches 0 or bytes_per_batch 0 was valid
-by the document and refused by the service (schemathesis found it at ~17,000 cases)."""
+"""The published OpenAPI documents are the validation truth. Integer bounds carried as
+the non-standard keys ``ge``/``le`` (no client or validator reads them) would make
+`POST /jobs` with port 0, total_batches 0 or bytes_per_batch 0 valid by the document and
+refused by the service (a defect schemathesis finds at ~17,000 cases)."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def test_starts_serves_and_stops_cleanly_on_sigterm(tmp_path):
                             stderr=subprocess.PIPE, text=True)
     client = ControllerClient(f"http://127.0.0.1:{api}", "cli-test-token-1")
     try:
-        deadline = time.monotonic() + 60      # imports are slow on a loaded 2-core box
+        deadline = time.monotonic() + 60      # imports are slow on a loaded host with two cores
         while True:
             try:
                 client.health()

@@ -1,4 +1,4 @@
-"""Issue 49: reports that follow the controller's hints install the same levels and rules
+"""Reports that follow the controller's hints install the same levels and rules
 as reports of every batch. One recorded stream of batch starts (jobs arriving, training
 with their own step times, finishing and leaving) is replayed through two controllers
 on the same fake fabric: the old path gets every batch of every worker; the new path

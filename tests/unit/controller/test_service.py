@@ -411,7 +411,7 @@ def _ips_in(rules):
 
 
 def test_a_migrated_job_leaves_exactly_the_new_placements_rules():
-    """Issue 18: a job moved (suspended on h1 -> h3, resumed on h2 -> h4) is removed and
+    """Migration: a job moved (suspended on h1 -> h3, resumed on h2 -> h4) is removed and
     registered again, as the run loop does. The removal's one reconcile deletes every
     rule of the old flows and nothing else; the registration's one reconcile installs
     the new flows' rules; nothing of the old placement stays, and the other job's

@@ -24,7 +24,7 @@ NAMES = [h.name for h in TOPO.hosts]
 HOSTS = {"x": [NAMES[0], NAMES[0]], "y": [NAMES[0], NAMES[3]], "z": [NAMES[2]]}
 
 
-def test_comparison_has_the_issue_s_shape_and_figures():
+def test_comparison_has_the_documented_shape_and_figures():
     results = {"a": result({"x": 10.0, "y": 30.0, "z": 20.0}, HOSTS),
                "d": result({"x": 8.0, "y": 12.0, "z": None}, HOSTS)}
     predicted = {"a": {"x": 11.0, "y": 24.0, "z": 20.0}, "d": {"x": 8.0, "y": 12.6}}

@@ -1,4 +1,4 @@
-"""The typed records (issue 45): each one's JSON round trip, and the on-disk shapes the
+"""The typed records: each one's JSON round trip, and the on-disk shapes the
 untyped dicts before them wrote still read."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``sluice run --price-priority RULE`` (issue 47 item 2): the RunConfig field, checked
+"""``sluice run --price-priority RULE``: the RunConfig field, checked
 as the other commands check it (the sluice policy only, a known rule), handed to the
 policy of the run, its dry run and its estimate."""
 

@@ -1,4 +1,4 @@
-"""The short FIFO's depth chosen by a sweep (issue 47 item 4): the data file, its lookup,
+"""The short FIFO's depth chosen by a sweep: the data file, its lookup,
 and the ``off-shallow`` baseline that takes it for one run."""
 
 import pytest

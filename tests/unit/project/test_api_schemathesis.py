@@ -1,10 +1,10 @@
-"""Both REST services against their own OpenAPI documents, with schemathesis (issue 30).
+"""Both REST services against their own OpenAPI documents, with schemathesis.
 
 The real services are started as processes (`sluice scheduler`, `sluice controller` with
 no switch connected) with admin tokens on free loopback ports; schemathesis runs every
 operation of each document through all its phases (examples, coverage, fuzzing and the
 stateful phase that follows the documents' links) with every check, and must find
-nothing. Two budgets (issue 44): `quick` (``make test-fast``: 10 examples per operation,
+nothing. Two budgets: `quick` (``make test-fast``: 10 examples per operation,
 45 s a service) and `full` (marked slow, ``make test``: 50 examples per operation and
 ``MAX_TIME`` seconds a service, the budget of schemathesis' own run that found the
 controller's ``ge``/``le`` defect at ~17,000 cases; see bench/RESULTS.md for the case

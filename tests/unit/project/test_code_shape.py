@@ -1,4 +1,4 @@
-"""The code's shape (issue 45, the developer guide): outside ``tests/`` no ``.py`` file
+"""The code's shape (the developer guide): outside ``tests/`` no ``.py`` file
 over 500 lines and no function (or method, or nested function) over 80 lines. The test
 walks every package of the repository and lists every offender with its size."""
 

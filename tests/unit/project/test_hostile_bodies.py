@@ -1,4 +1,4 @@
-"""Issue 44: no body takes a service down. Every crash a fuzzer or a user ever found stays
+"""No body takes a service down. Every crash a fuzzer or a user ever found stays
 here as a named regression, against the REAL service processes (`sluice scheduler`,
 `sluice controller`): the answer is a 4xx of at most 64 KB within 3 s, the process is
 still running and answers /health afterwards, and what was accepted before is still there.
@@ -68,9 +68,9 @@ def deep_block_yaml(n: int) -> bytes:
     return b"jobs:\n" + b"".join(b"  " * i + b"-\n" for i in range(n)) + b"  " * n + b"- 1\n"
 
 
-# (name, body, Content-Type): the issue's body, then the same shapes as JSON, deep
-# objects and block style; 50,000 deep (100 KB: the large-body child check) and 30,000
-# deep (60 KB: the in-process parse)
+# (name, body, Content-Type): the body that crashed the scheduler (module doc), then the
+# same shapes as JSON, deep objects and block style; 50,000 deep (100 KB: the large-body
+# child check) and 30,000 deep (60 KB: the in-process parse)
 SCHEDULER_BODIES = [
     ("yaml-flow-50000", deep_yaml(50_000), "application/yaml"),
     ("yaml-flow-30000", deep_yaml(30_000), "application/yaml"),

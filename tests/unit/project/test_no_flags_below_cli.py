@@ -1,4 +1,4 @@
-"""Options are typed below the command lines (issue 29): each command turns its namespace
+"""Options are typed below the command lines: each command turns its namespace
 into a frozen config once; nothing below a cli.py / *_cli.py module imports argparse,
 adds arguments to a parser, reads an ``args`` namespace, or names a flag in an error or
 a default (the CLI that owns the parser turns a field into its flag). A process entry

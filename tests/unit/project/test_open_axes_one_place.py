@@ -1,4 +1,4 @@
-"""Issue 45, "one change, one place": outside tests/, no module but an axis's registry
+"""One change, one place: outside tests/, no module but an axis's registry
 compares a value with, or lists in a tuple, list or set, the names of its members
 (``off-fair`` a network baseline, ``remaining`` a priority rule, ``slurm`` an executor):
 every other user derives its list, choices and behaviour from the registry."""

@@ -3,7 +3,7 @@
 - ``systemd-analyze verify`` accepts both units without a single warning (it exits 0
   on warnings, so any output fails the test), and ``systemd-analyze security`` rates
   both at most 2.0 ("OK"; the hardening a distribution ships).
-- The kill test (issue 44, item 2): a real systemd (tests/support/systemd_sandbox.py: PID 1 of
+- The kill test: a real systemd (tests/support/systemd_sandbox.py: PID 1 of
   its own PID/mount/cgroup namespaces; PID 1 of this machine is no systemd) runs the
   repository's unit files unchanged. While a valid client submits jobs to the scheduler
   and reports progress to the controller, each service's main process is killed with

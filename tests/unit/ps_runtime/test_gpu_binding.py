@@ -1,4 +1,4 @@
-"""Issue 46, items 1-2: GPUs by index, each worker on its own GPU.
+"""GPUs by index, each worker on its own GPU.
 
 The cluster state names which GPU indices of each host a job holds (the lowest free,
 the same in every loop); the service's store keeps them across a restart, and a record
@@ -166,7 +166,7 @@ def test_a_record_with_fewer_indices_than_workers_fails_that_job_alone(tmp_path)
 def test_a_record_holding_another_jobs_gpus_fails_that_job_alone(tmp_path, caplog):
     """Two records naming the same GPUs (a store edited by hand, a defect): the later
     job fails alone, the earlier keeps its GPUs, and the slot goes on (a ValueError in
-    cluster_state used to stop every slot); a restart on that store still starts."""
+    cluster_state must not stop every slot); a restart on that store still starts."""
     svc = service(tmp_path)
     svc.submit(jobs_yaml("first", "second"), "f.yaml")
     svc.tick()

@@ -1,4 +1,4 @@
-"""Warm-pool sizing (issue 27): each host's pool holds what its planned jobs take.
+"""Warm-pool sizing: each host's pool holds what its planned jobs take.
 
 In `sluice demo`, h2 runs goog-b, res-e and res-f (12 PS processes) within 17 s; with one
 pool size (8) for every host, res-f's processes on h2 were refills still importing MXNet

@@ -11,7 +11,7 @@ start from the same bits and see the same data.
 
 Tolerance: every batch's loss within 3 % of float32's, plus 0.01 absolute for losses
 near zero, and the mean of the last five within 3 %, while both losses fall to under half
-their start. Measured (bench/HISTORY.md, issue 17 round 4; seeds 0, 1, 2, both workers)
+their start. Measured (bench/RESULTS.md, "PS runtime"; seeds 0, 1, 2, both workers)
 fp16 strays from float32 by at most 1.7 % (0.004) at any batch and 0.3 % in the final
 loss, so the bound has twice that as margin; two float32 runs whose seeds differ are a
 median 3-12 % apart per batch, up to 60-700 %, and 7-285 % apart at the end: the bound

@@ -1,4 +1,4 @@
-"""Warm processes forked from one fork server per host (``ps_runtime.zygote``, issue 47:
+"""Warm processes forked from one fork server per host (``ps_runtime.zygote``, for
 the demo's wall time): they become a job's processes as imported ones do, their exit
 status and signals reach the launcher through the zygote, and no process is started
 cold when a pool runs dry."""

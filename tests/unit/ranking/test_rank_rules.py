@@ -1,4 +1,4 @@
-"""Issue 45: a new priority rule is one registry entry (sluice_common/rank_rules.py) and
+"""A new priority rule is one registry entry (sluice_common/rank_rules.py) and
 reaches every user of the axis: the controller (its command line, config, REST, rankers
 on the switches, report hints), the simulator's command line, the fluid model, the
 heavy-tail experiment's modes, the exchange model's predictions and `sluice run`."""
@@ -44,7 +44,7 @@ def test_the_command_lines_offer_it(arrival_rule):
     assert _parser(configure_run).parse_args(["jobs.yaml", "--rank", NAME]).rank == NAME
     assert _parser(configure_simulate).parse_args(
         ["--workload", "w", "--priority", NAME]).priority == NAME
-    # the sluice policy's pricing with the fabric's rule (issue 47 item 2)
+    # the sluice policy's pricing with the fabric's rule
     assert _parser(configure_simulate).parse_args(
         ["--workload", "w", "--price-priority", NAME]).price_priority == NAME
 

@@ -1,4 +1,4 @@
-"""Issue 44: property-based fuzzing of the job-file parser and of both services' request
+"""Property-based fuzzing of the job-file parser and of both services' request
 bodies (tests/support/hostile_fuzz.py: nesting past every recursion limit, huge and non-finite
 numbers, long strings, binary, YAML tags, anchors and aliases). Whatever comes in, the
 parser refuses it with an InputError (nothing else escapes), and each service answers a

@@ -1,4 +1,4 @@
-"""The commands' frozen configs (issue 29): their own checks name fields; only the CLI that
+"""The commands' frozen configs: their own checks name fields; only the CLI that
 owns the parser names the flag (``sluice_common.errors.flag_error``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The exchange model's queue terms (issue 47 item 6): the loss and timeout term of a
+"""The exchange model's queue terms: the loss and timeout term of a
 shallow FIFO, the per-flow fair-share term of the fair queue, and their calibration on
 the calibration's own probe mix."""
 

@@ -68,7 +68,7 @@ def test_the_hostile_bodies_are_what_they_say():
     assert {r[1] for r in ctl.values()} == {"/jobs", "/jobs/j/progress", "/rank"}
 
 
-@pytest.mark.slow          # 26 s on the 2-core development machine
+@pytest.mark.slow          # 26 s on a host with two cores (docs/design.md, "The test machine")
 def test_quick_run_reaches_its_verdicts_with_no_crash_and_nothing_lost(tmp_path):
     out = tmp_path / "hostile.json"
     res = subprocess.run([sys.executable, "-m", "bench.api.bench_hostile", "--quick",

@@ -1,4 +1,4 @@
-"""bench.fabric.pull_path's runs (issue 27 item 3): only the urgent job gets the window,
+"""bench.fabric.pull_path's runs: only the urgent job gets the window,
 the bulk job arrives first and keeps every push before its pulls."""
 
 from bench.fabric.pull_path import BULK, URGENT, mix

@@ -116,7 +116,7 @@ def test_the_service_view_is_a_scheduling_context():
     assert isinstance(view, SchedulingContext) and view.slot == SLOT
 
 
-# ---- the preemptive policies: suspends included (issue 46) ----------------------------
+# ---- the preemptive policies: suspends included -----------------------------------------
 
 DEMO = (load_jobs(ROOT / "end_to_end" / "data" / "demo_jobs.yaml"), load_topology("two-rack-100g"))
 
@@ -225,7 +225,7 @@ def test_preemptive_policies_decide_in_the_service_as_in_the_simulator(tmp_path,
 @pytest.mark.parametrize("workload", ["demo", "tiresias-20"])
 def test_sluice_pricing_with_priority_decides_in_the_service_as_in_the_simulator(
         tmp_path, workload):
-    """``price_priority`` (issue 47 item 2): the service's view and the simulator price a
+    """``price_priority``: the service's view and the simulator price a
     placement with the same running jobs on the uplinks, so they take the same steps."""
     jobs, topo, est = WORKLOADS[workload]()
     sim = simulator_plans(jobs, topo, est, "sluice", seed=3, price_priority="remaining")

@@ -1,4 +1,4 @@
-"""One loop body, several drivers (issue 29): ``decisions.decide_slot`` makes the decisions of
+"""One loop body, several drivers: ``decisions.decide_slot`` makes the decisions of
 the simulator, the scheduler service's policy step and ``sluice run --dry-run``.
 
 For the same jobs and seed, ``sluice run --dry-run`` prints exactly the plans (starts,

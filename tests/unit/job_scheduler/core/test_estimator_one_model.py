@@ -1,10 +1,10 @@
 """The scheduler's estimator and the demo's predictions are one exchange model with one
-set of constants (issue 47 item 6): the same job on the same placement, priced by the
+set of constants: the same job on the same placement, priced by the
 estimator of a run (``end_to_end.run.run_estimator``: what the ``lyapunov`` and ``sluice``
 policies, the dry run and the run loop price with) and by the predictions
 (``end_to_end.predict.predict_pass``), agrees in-host, in-rack and across racks; and a
 4-GPU alexnet-like job on one host is priced, and given, below one GPU's time as the
-model says (session 18's demo had the estimator price it at 8x the model)."""
+model says (an estimator apart from the model can price it at 8x the model)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The exchange model as the scheduler prices jobs: the estimator's fixed exchange term,
 the simulator's queue wait per message round by priority class, and `sluice simulate
---exchange` (issue 27 item 1)."""
+--exchange`."""
 
 from __future__ import annotations
 

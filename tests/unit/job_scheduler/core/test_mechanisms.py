@@ -1,4 +1,4 @@
-"""Issue 18 in the simulator: a resumed job's GPU count picked again (grows/shrinks,
+"""Migration in the simulator: a resumed job's GPU count picked again (grows/shrinks,
 charged at the measured resume cost of the new count), Gandiva time-slicing and packing
 (job_scheduler/core/mechanisms.py), and `sluice simulate --time-slice/--pack --json`."""
 

@@ -1,4 +1,4 @@
-"""Pricing a placement with the fabric's strict priority (issue 47 item 2): the one
+"""Pricing a placement with the fabric's strict priority: the one
 strict-priority uplink model (job_scheduler/core/priority_pricing.py), what it gives a
 job on top and at the bottom, and that with the rule off it is today's fair share."""
 

@@ -1,5 +1,5 @@
-"""Issue 30: one regression test per defect found in both REST APIs (each failed on the
-code before the fix). The services run in process on real uvicorn servers on loopback;
+"""One regression test per defect found in both REST APIs (each fails on code that has
+the defect). The services run in process on real uvicorn servers on loopback;
 tests/unit/project/test_api_schemathesis.py runs both as processes against their OpenAPI
 documents."""
 

@@ -1,5 +1,5 @@
 """A refused job file is freed when its answer is sent, not at some later garbage
-collection (issue 44: twenty clients sending large bad files left the scheduler at
+collection (otherwise twenty clients sending large bad files leave the scheduler at
 2.4-2.7x its resident memory; bench/api/bench_hostile.py).
 
 The submission runs in the threadpool; an exception re-raised from anyio's future formed

@@ -1,4 +1,4 @@
-"""Issue 45: a new executor is one registry entry (job_scheduler/service/executor_registry.py)
+"""A new executor is one registry entry (job_scheduler/service/executor_registry.py)
 and its own module (here, the class below): `sluice scheduler --executor NAME` offers it,
 the service builds it with its options, starts jobs through it, records its external id
 and takes capacity from it."""

@@ -298,7 +298,7 @@ def test_restart_reconciles_running_jobs(tmp_path, services):
 def test_restart_while_simulated_job_runs(tmp_path, services):
     # fifo gives the job its 2 GPUs on one host (no fabric; its 2 flows share the host's
     # 100 Gbit/s bus); a time factor makes C(2) 10 s of wall time, long enough to
-    # outlive a restart on a busy 2-core machine.
+    # outlive a restart on a busy host with two cores.
     (spec,) = parse_jobs_text(job_file("sim"))
     factor = 10.0 / EST.C(spec, 2, 50_000.0)
     svc = ServiceProcess(tmp_path, "--slot", "0.05", "--policy", "fifo",
@@ -325,7 +325,7 @@ def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 def test_cli_auth_limits_cancel_and_bad_input(tmp_path, services):
     svc = ServiceProcess(tmp_path, "--slot", "0.05", "--time-factor", "1000",
-                         token="s3cret-scheduler-token")     # 16+ characters (issue 30)
+                         token="s3cret-scheduler-token")     # 16+ characters (the minimum)
     services.append(svc.start())
     env_without = {k: v for k, v in os.environ.items() if k != "SLUICE_SCHEDULER_TOKEN"}
     env_with = {**env_without, "SLUICE_SCHEDULER_TOKEN": "s3cret-scheduler-token"}
@@ -446,7 +446,7 @@ def _rules(notifier):
 
 @pytest.mark.slow
 def test_real_ps_worker_crash_fails_job_and_cleans_up(tmp_path, monkeypatch):
-    """Issue item 5 end to end: a real PS job (``sluice train``: MXNet ps-lite server and
+    """The failure policy end to end: a real PS job (``sluice train``: MXNet ps-lite server and
     workers on loopback) reporting progress to the controller; one worker is SIGKILLed
     mid-job. The job is marked failed with the launcher's reason, its GPUs are released,
     the controller forgets it, and no process of the job is left."""

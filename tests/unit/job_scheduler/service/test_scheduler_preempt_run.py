@@ -1,4 +1,4 @@
-"""``sluice scheduler --policy sluice --executor local`` for real (issue 46, item 4):
+"""``sluice scheduler --policy sluice --executor local`` for real:
 three ``sluice train`` jobs (MXNet ps-lite, emulated compute) on a two-GPU host; the
 policy suspends the long job for a short one (a checkpoint, its GPU freed), resumes it,
 and resizes it onto both GPUs once they are idle (suspended and started again in one

@@ -1,4 +1,4 @@
-"""Capacity as Slurm sees it (issue 48 item 2), pure: only the configured partition's
+"""Capacity as Slurm sees it, pure: only the configured partition's
 nodes count, and a node's free CPUs and memory bound the GPUs sluice may still use
 there (a worker asks --cpus-per-gpu CPUs, default one, and --mem-per-gpu)."""
 

@@ -196,7 +196,7 @@ def test_progress_relay_sends_each_workers_latest_batch_once(tmp_path):
     assert sent[1:] == [("job-a", "w0", 3, "tok"), ("job-a", "w1", 1, "tok")]
 
 
-# ---- suspend and resume (issue 46) ------------------------------------------------------
+# ---- suspend and resume ------------------------------------------------------------------
 
 def _suspended_by_batch_script(run_dir: Path, batch: int = 4, batches: int = 10) -> None:
     """What ps_runtime.slurm_job leaves after a checkpointed stop."""

@@ -1,4 +1,4 @@
-"""Site policy and the smaller points of issue 48, without Slurm: the scheduler's
+"""Site policy and the smaller points of running under Slurm, without Slurm: the scheduler's
 ``--slurm-*`` options and a job's ``slurm:`` block reaching sbatch's argv, typed GPUs
 counted apart, data-fabric addresses apart from NodeAddr, PS port blocks reserved per
 host per job below the ephemeral range, and one job's Slurm error kept to that job

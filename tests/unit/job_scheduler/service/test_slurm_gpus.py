@@ -1,4 +1,4 @@
-"""Issue 46 under Slurm, without Slurm: the indices Slurm gave every job (its ``scontrol -d
+"""GPU binding under Slurm, without Slurm: the indices Slurm gave every job (its ``scontrol -d
 show job`` GRES detail) parsed, and taken as the truth for capacity, so another user's GPUs
 are never handed out. The same on real Slurm 22.05 daemons on the Mininet fabric:
 tests/fabric/slurm/test_slurm_gpus.py."""

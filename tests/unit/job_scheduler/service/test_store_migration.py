@@ -8,7 +8,7 @@ import sqlite3
 from sluice_common.jobspec import JobSpec
 from job_scheduler.service.store import SCHEMA_VERSION, JobStore, spec_to_json
 
-# The jobs table as schema 2 wrote it (job_scheduler/service/store.py before issue 45).
+# The jobs table as schema 2 wrote it (a store an older job_scheduler/service/store.py left).
 SCHEMA_2 = """
 CREATE TABLE submissions (id INTEGER PRIMARY KEY AUTOINCREMENT, idempotency_key TEXT UNIQUE,
     source TEXT NOT NULL, body TEXT NOT NULL, received_at REAL NOT NULL);

@@ -70,8 +70,8 @@ def test_a_child_that_times_out_refuses_the_file(monkeypatch):
 
 
 def test_a_child_that_crashes_refuses_the_file_and_nothing_parses_it_again(monkeypatch):
-    """The regression of issue 44: the child died on a body and the service then parsed
-    it itself, and died the same way."""
+    """The regression this guards: a child that dies on a body must not leave the
+    service to parse it itself and die the same way."""
     crashed = subprocess.CompletedProcess([], -11, b"", b"")
     monkeypatch.setattr(submission_check.subprocess, "run", lambda *a, **kw: crashed)
     with pytest.raises(InputError, match=r"died \(SIGSEGV\)"):

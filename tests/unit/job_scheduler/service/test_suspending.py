@@ -1,4 +1,4 @@
-"""The scheduler service suspends and resumes real jobs (issue 46, items 3-4): a
+"""The scheduler service suspends and resumes real jobs: a
 preemptive policy's Suspend checkpoints a local ``sluice train`` job and frees its GPUs;
 its resume starts it from the checkpoint on the GPUs of the new decision; the store
 keeps the checkpoint over a restart and records each suspend's cost; a job suspended

@@ -1,4 +1,4 @@
-"""Users' own identity (issue 48 item 3) without Slurm: the token -> Unix user file
+"""Users' own identity without Slurm: the token -> Unix user file
 (``--users``), a submission made with a user's token recorded as that user's (the API
 and ``sluice jobs``), the admin token as the service's account, any other token refused;
 the sbatch flags and run directory of a user's job."""

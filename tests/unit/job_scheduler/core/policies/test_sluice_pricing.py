@@ -1,4 +1,4 @@
-"""The sluice policy's ``price_priority`` (issue 47 item 2): off unless set, one option
+"""The sluice policy's ``price_priority``: off unless set, one option
 from the policy to every command that builds it (``--price-priority``), and a decision it
 changes: a small job the fabric's rule puts first spans the racks that the fair share
 would have priced out."""
