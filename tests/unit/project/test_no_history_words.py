@@ -33,8 +33,9 @@ PATTERNS: dict[str, re.Pattern[str]] = {name: re.compile(rx, re.IGNORECASE) for 
     "session in parentheses": r"[(]sessions?\b",
     # a numbered round of work: "round N", "roundN", "rounds N-M", "round-N"
     # ("round(x, 2)", "round trip", a ps-lite message round carry no number after the word;
-    # a command's option such as bench_controller's "--rounds N" is a count, not a round)
-    "numbered round": r"(?<!--)\brounds?[ _-]?#?\d+",
+    # a command's option such as bench_controller's "--rounds N" is a count, not a round, and
+    # the exchange model's "start-up rounds N" counts ps-lite message rounds)
+    "numbered round": r"(?<!--)(?<!start-up )\brounds?[ _-]?#?\d+",
     # a run or file name carrying its round of work: "...-all-rN.md", "runs rN, rM"
     # (a rack named rN stands alone, never after a hyphen or the word "run")
     "round suffix": r"[-_]r\d+(?=[-_.*/\s`'\")]|$)|\bruns? r\d+\b",
