@@ -83,6 +83,8 @@ class SimResult:
     gpus: list[int] = field(repr=False, default_factory=list)   # GPU count each job ran at
     trace: list[tuple[float, float, float]] = field(repr=False, default_factory=list)  # (t,Q,Z)
     decisions: int = 0
+    # one record per job, in the workload's order (``Simulator.job_records``)
+    job_records: list[dict] = field(repr=False, default_factory=list)
 
     def metrics(self) -> dict[str, float]:
         return {"avg_jct": self.avg_jct, "median_jct": self.median_jct, "p95_jct": self.p95_jct,
@@ -468,7 +470,31 @@ class Simulator(Pricing):
             median_jct=float(np.median(jct)), p95_jct=float(np.percentile(jct, 95)),
             avg_wait=float(wait.mean()), makespan=makespan, gpu_util=float(util),
             jct=jct.tolist(), gpus=list(self.ran_gpus),
-            trace=list(self.policy.trace), decisions=self.decisions)
+            trace=list(self.policy.trace), decisions=self.decisions,
+            job_records=self.job_records())
+
+    def job_records(self) -> list[dict]:
+        """Each job's outcome: its name, the GPUs and placement of its last run (a
+        preempted job may have run elsewhere before), its arrival, first start, end and
+        JCT (end - arrival) in seconds; None for what a job never reached."""
+        rack_of = {h.name: h.rack for h in self.topology.hosts}
+
+        def seconds(t: float):
+            return None if math.isnan(t) else round(float(t), 3)
+
+        out = []
+        for j, job in enumerate(self.jobs):
+            p = self.placements[j]
+            hosts = sorted(set(p.worker_hosts) | set(p.ps_hosts)) if p is not None else []
+            out.append({
+                "name": job.name, "gpus": self.ran_gpus[j],
+                "placement": None if p is None else {
+                    "gpus_by_host": dict(sorted(p.gpus_by_host().items())),
+                    "ps_hosts": list(p.ps_hosts),
+                    "racks": sorted({rack_of[h] for h in hosts})},
+                "arrival": seconds(job.arrival), "start": seconds(self.first_start[j]),
+                "end": seconds(self.finish[j]), "jct": seconds(self.finish[j] - job.arrival)})
+        return out
 
 
 def simulate(topology: Topology, jobs: Sequence[JobSpec], policy, **kw) -> SimResult:

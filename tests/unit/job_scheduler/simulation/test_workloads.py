@@ -149,7 +149,7 @@ def test_job_file_and_bad_arguments(tmp_path):
     jobs = load_workload(EXAMPLES / "mixed.yaml")
     assert len(jobs) == 6 and [j.arrival for j in jobs] == sorted(j.arrival for j in jobs)
     assert len(load_workload(EXAMPLES / "mixed.yaml", jobs=2)) == 2
-    with pytest.raises(InputError, match="not a scenario"):
+    with pytest.raises(InputError, match="nor a built-in workload"):
         load_workload("proteus-huge-dispersed")
     with pytest.raises(InputError, match="unknown trace format"):
         load_workload(TIRESIAS, trace_format="borg")
