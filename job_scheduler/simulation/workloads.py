@@ -408,11 +408,14 @@ def _load(name_or_path, trace_format, jobs, seed, caps) -> list[JobSpec]:
         return generate_bursty(spec, jobs, seed)
     found = find_workload_file(spec)
     if found is None:
+        builtin = f"nor a built-in workload ({', '.join(BUILTIN_WORKLOADS)})"
+        if Path(spec).is_absolute():
+            raise InputError(spec, f"cannot read: no such file; {builtin}")
         folder = workloads_folder()
         where = (f"${WORKLOADS_ENV} ({folder})" if os.environ.get(WORKLOADS_ENV)
                  else f"{folder} (set ${WORKLOADS_ENV} to look elsewhere)")
-        raise InputError(spec, f"no such file, neither as given ({Path(spec).absolute()}) nor "
-                         f"in {where}; nor a built-in workload ({', '.join(BUILTIN_WORKLOADS)})")
+        raise InputError(spec, f"cannot read: no such file, neither as given "
+                         f"({Path(spec).absolute()}) nor in {where}; {builtin}")
     spec = str(found)
     if trace_format is None:
         trace_format = trace_kind(found)      # a CSV trace given without --trace-format
