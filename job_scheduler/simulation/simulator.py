@@ -60,6 +60,7 @@ from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecis
                                           decide_slot)
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
+from job_scheduler.simulation.job_records import job_records
 from job_scheduler.core.mechanisms import shared_gpus, stopped
 from job_scheduler.core.priority_pricing import (class_capacity, placement_flows, rule_levels,
                                                  uplink_capacities)
@@ -83,7 +84,7 @@ class SimResult:
     gpus: list[int] = field(repr=False, default_factory=list)   # GPU count each job ran at
     trace: list[tuple[float, float, float]] = field(repr=False, default_factory=list)  # (t,Q,Z)
     decisions: int = 0
-    # one record per job, in the workload's order (``Simulator.job_records``)
+    # one record per job, in the workload's order (``job_records.job_records``)
     job_records: list[dict] = field(repr=False, default_factory=list)
 
     def metrics(self) -> dict[str, float]:
@@ -471,30 +472,8 @@ class Simulator(Pricing):
             avg_wait=float(wait.mean()), makespan=makespan, gpu_util=float(util),
             jct=jct.tolist(), gpus=list(self.ran_gpus),
             trace=list(self.policy.trace), decisions=self.decisions,
-            job_records=self.job_records())
-
-    def job_records(self) -> list[dict]:
-        """Each job's outcome: its name, the GPUs and placement of its last run (a
-        preempted job may have run elsewhere before), its arrival, first start, end and
-        JCT (end - arrival) in seconds; None for what a job never reached."""
-        rack_of = {h.name: h.rack for h in self.topology.hosts}
-
-        def seconds(t: float):
-            return None if math.isnan(t) else round(float(t), 3)
-
-        out = []
-        for j, job in enumerate(self.jobs):
-            p = self.placements[j]
-            hosts = sorted(set(p.worker_hosts) | set(p.ps_hosts)) if p is not None else []
-            out.append({
-                "name": job.name, "gpus": self.ran_gpus[j],
-                "placement": None if p is None else {
-                    "gpus_by_host": dict(sorted(p.gpus_by_host().items())),
-                    "ps_hosts": list(p.ps_hosts),
-                    "racks": sorted({rack_of[h] for h in hosts})},
-                "arrival": seconds(job.arrival), "start": seconds(self.first_start[j]),
-                "end": seconds(self.finish[j]), "jct": seconds(self.finish[j] - job.arrival)})
-        return out
+            job_records=job_records(self.topology, self.jobs, self.placements,
+                                    self.ran_gpus, self.first_start, self.finish))
 
 
 def simulate(topology: Topology, jobs: Sequence[JobSpec], policy, **kw) -> SimResult:
