@@ -10,6 +10,10 @@ sorted by arrival:
 - ``trace_format="philly"``: the Philly CSV (``timestamp,duration,num_gpus,gpu_time,
   cluster``).
 - otherwise a job YAML file (``jobspec.load_jobs``).
+
+A file name not found as given (relative to the working directory) is looked up in
+``$SLUICE_WORKLOADS`` (unset: ../shared/workloads beside the checkout); a name found in
+neither is refused naming both places.
 ``jobs=N`` keeps the first N jobs in arrival order.
 
 Generated scenarios (the Proteus paper gives the model set and the small/big x
