@@ -39,7 +39,8 @@ def configure_controller(parser) -> None:
                         "the other pods by their prefixes through the core; 'core': manage "
                         "the core layer's switches (prefix routes only, no jobs). Default: "
                         "the whole fabric")
-    parser.add_argument("--ofp-port", type=int, default=6653, help="OpenFlow listen port")
+    parser.add_argument("--ofp-port", type=int, default=6653,
+                        help="OpenFlow listen port (default: %(default)s)")
     parser.add_argument("--ofp-host", default="127.0.0.1",
                         help="OpenFlow listen address (default 127.0.0.1: the emulated "
                         "switches are on this machine; real switches need the address "
@@ -48,8 +49,9 @@ def configure_controller(parser) -> None:
                         help="northbound API HOST:PORT (default 127.0.0.1:8080)")
     parser.add_argument("--enforce", default="dscp", choices=["dscp", "queue"],
                         help="dscp: set_field ip_dscp (userspace OVS + HTB/u32); "
-                             "queue: set_queue (kernel OVS, hardware)")
-    parser.add_argument("--levels", type=int, default=8, help="priority levels to use (1..8)")
+                             "queue: set_queue (kernel OVS, hardware) (default: %(default)s)")
+    parser.add_argument("--levels", type=int, default=8,
+                        help="priority levels to use (1..8) (default: %(default)s)")
     parser.add_argument("--rank", default=None, choices=rank_rules.names(),
                         help=f"ranking rule (default {rank_rules.DEFAULT_RULE}): "
                              f"{rank_rules.help_text()}; changeable at run time with POST "
@@ -102,7 +104,9 @@ def configure_controller(parser) -> None:
                         help="unanswered echo requests after which a switch counts as "
                              "dead and is routed around (default 3; 0 = never)")
     parser.add_argument("--log-level", default="info",
-                        choices=["debug", "info", "warning", "error"])
+                        choices=["debug", "info", "warning", "error"],
+                        help="the least severe log lines written to stderr (os-ken's own: "
+                             "warning at least) (default: %(default)s)")
 
 
 # ControllerConfig field -> the flag that sets it: the one place that names flags (the

@@ -25,7 +25,8 @@ def _common(parser) -> None:
                         help="batches per worker (default: epochs*dataset_size/(batch_size*GPUs))")
     parser.add_argument("--input-size", type=int, default=64,
                         help="image size for resnet18/alexnet/vgg16/googlenet (default 64; smallcnn is 28x28)")
-    parser.add_argument("--job-timeout", type=float, default=900.0, help="seconds before a job is stopped")
+    parser.add_argument("--job-timeout", type=float, default=900.0,
+                        help="seconds before a job is stopped (default %(default)g)")
     from ps_runtime.cli import add_compute_arguments
 
     add_compute_arguments(parser)
@@ -58,7 +59,21 @@ def configure_run(parser) -> None:
                              "placements): no fabric, no process")
 
 
+def demo_description() -> str:
+    """What ``sluice demo`` does, from the arms and the draw it runs."""
+    from end_to_end.arms import ARMS
+    from end_to_end.workload_draw import DEMO_SEED, DrawSpec
+
+    return (f"The end-to-end demo on {run.DEMO_TOPOLOGY}: {DrawSpec().jobs} jobs drawn from "
+            f"the Philly trace's distributions (seed {DEMO_SEED}), run on the fabric once "
+            f"per arm, {len(ARMS)} arms: " + "; ".join(f"{a.key}: {a.title}"
+                                                      for a in ARMS.values())
+            + ". With --executor slurm: the jobs of end_to_end/data/demo_jobs.yaml through "
+            "`sluice scheduler --executor slurm` and a local Slurm cluster instead.")
+
+
 def configure_demo(parser) -> None:
+    parser.description = demo_description()
     _common(parser)
     from end_to_end.arms import ALL_ARMS, ARMS
     from end_to_end.workload_draw import DEMO_SEED, DrawSpec
@@ -73,8 +88,8 @@ def configure_demo(parser) -> None:
                              f"distributions (default {DEMO_SEED})")
     from job_scheduler.service.executor_registry import SLURM
     parser.add_argument("--executor", default="direct", choices=("direct", SLURM),
-                        help="direct (default): the four arms, jobs started on the fabric's "
-                        "hosts by the run loop; slurm: the six jobs of end_to_end/data/"
+                        help=f"direct (default): the {len(ARMS)} arms, jobs started on the "
+                        "fabric's hosts by the run loop; slurm: the jobs of end_to_end/data/"
                         "demo_jobs.yaml through `sluice scheduler --executor slurm` and a "
                         "local Slurm cluster on the fabric, report DIR/slurm.json")
 

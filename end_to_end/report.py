@@ -24,7 +24,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from end_to_end.result import RunResult, iterations_of  # noqa: E402
+from end_to_end.result import RunResult, bw_text, iterations_of  # noqa: E402
 
 PLOTS = ("turnaround.png", "iterations.png", "bottleneck.png")
 
@@ -76,13 +76,14 @@ def markdown(result: RunResult) -> str:
                      f"{_fmt(j.get('run_s'))} |")
     lines += ["", "## Decisions (closed loop: bandwidth measured by the controller)", "",
               "Bandwidth per worker to its PS in Mbit/s of the description (emulated fabric x "
-              f"1/{result['emulation_bw_scale']:g}); 'local' = PS and workers on one host.", "",
+              f"1/{result['emulation_bw_scale']:g}); 'in-host' = PS and workers on one host.", "",
               "| t s | job | GPUs | workers | PS | bw nominal | bw estimate (measured) | "
               "C(n) nominal s | C(n) used s |", "|---|---|---|---|---|---|---|---|---|"]
     for d in result["decisions"]:
         lines.append(f"| {_fmt(d['t'])} | {d['job']} | {d['gpus']} | {','.join(d['worker_hosts'])} | "
-                     f"{','.join(d['ps_hosts'])} | {_fmt(d['bw_nominal_mbps'], 0) if d['bw_nominal_mbps'] is not None else 'local'} | "
-                     f"{_fmt(d['bw_estimate_mbps'], 0) if d['bw_estimate_mbps'] is not None else 'local'} | "
+                     f"{','.join(d['ps_hosts'])} | "
+                     f"{bw_text(d['bw_nominal_mbps'], d['ps_hosts'], d['worker_hosts'], '')} | "
+                     f"{bw_text(d['bw_estimate_mbps'], d['ps_hosts'], d['worker_hosts'], '')} | "
                      f"{_fmt(d['C_n_nominal_s'], 3)} | {_fmt(d['C_n_s'], 3)} |")
     if result.get("preemptions") is not None:      # a run that may suspend (end_to_end.suspend)
         from end_to_end.preemption_report import preemption_lines

@@ -35,6 +35,18 @@ def iterations_of(job: Mapping[str, Any]) -> list[Iteration]:
     return [Iteration.from_json(row) for row in job.get("iterations") or ()]
 
 
+def bw_text(mbps: float | None, ps_hosts, worker_hosts, unit: str = " Mbit/s") -> str:
+    """A placement's bandwidth per worker as printed: ``in-host`` when the PS and every
+    worker share one host (the exchange never leaves it: its bus rate, the loopback's on
+    the emulated fabric, is no fabric figure), else the rate. ``mbps`` None or inf: no
+    pair needs a path."""
+    import math
+
+    if len(set(ps_hosts) | set(worker_hosts)) <= 1 or mbps is None or math.isinf(mbps):
+        return "in-host"
+    return f"{mbps:.0f}{unit}"
+
+
 # fields written (as null) once their stage is reached, even when None: the report's columns
 _KEPT_WHEN = {"bw_estimate_mbps": "start", "mean_iteration_s": "finish"}
 

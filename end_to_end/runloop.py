@@ -48,7 +48,7 @@ from ps_runtime.plan import BLOCK, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop, run_status
 from end_to_end.predict import exchange_facts, wire_bytes_of
-from end_to_end.result import Iteration, JobRunRecord, RunResult, run_result
+from end_to_end.result import Iteration, JobRunRecord, RunResult, bw_text, run_result
 from end_to_end.run_options import RunOptions  # noqa: F401 (its home before)
 from end_to_end.sampling import NoSampling, RunSampler
 from job_scheduler.core.live_view import LiveView
@@ -354,7 +354,8 @@ class RealTimeRun:
                      **exchange_facts(self.estimator, spec, worker_options, bytes_per_batch))
         self.say(f"start {spec.name}: {n} GPU(s) on {','.join(d.worker_hosts)} (PS "
                  f"{','.join(d.ps_hosts)}; GPUs {d.gpu_ids.as_dict()}), {batches} batches/worker, bw estimate "
-                 f"{_fmt_bw(bw)} (nominal {_fmt_bw(bw_nominal)}), C(n) {c_n:.1f} s")
+                 f"{bw_text(bw, d.ps_hosts, d.worker_hosts)} (nominal "
+                 f"{bw_text(bw_nominal, d.ps_hosts, d.worker_hosts)}), C(n) {c_n:.1f} s")
         self.suspensions.launched(spec.name, n, hosts, r.started, self.say)
         return r
 
@@ -495,6 +496,3 @@ class RealTimeRun:
 def _num(bw: float):
     return None if math.isinf(bw) else round(bw, 1)
 
-
-def _fmt_bw(bw: float) -> str:
-    return "local (no network)" if math.isinf(bw) else f"{bw:.0f} Mbit/s"

@@ -88,7 +88,8 @@ def configure_scheduler(parser: argparse.ArgumentParser) -> None:
                         "slurm it runs and is accounted as that user (the service runs as "
                         "root). The admin token submits as the service's own account")
     parser.add_argument("--max-request-bytes", type=int, default=1 << 20,
-                        help="larger request bodies get 413 (default 1 MiB)")
+                        help="larger request bodies get 413 (default %(default)s bytes, "
+                             "1 MiB)")
     parser.add_argument("--V", type=float, default=None, help="Lyapunov penalty weight V (s)")
     parser.add_argument("--eps", type=float, default=None, help="Lyapunov Z growth per slot (s)")
     parser.add_argument("--profile", default=None, help="device profile YAML for the estimator")

@@ -20,7 +20,8 @@ from job_scheduler.core.policy_cli import add_price_priority_argument
 from job_scheduler.core.mechanisms import PACK_SLOWDOWN, MechanismOptions
 from job_scheduler.core.proteus import K_READINGS
 from job_scheduler.simulation.compare import EXCHANGE_WORLDS, SimulateConfig
-from job_scheduler.simulation.workloads import SCENARIO_CAPS, TRACE_CAPS
+from job_scheduler.simulation.workloads import (BUILTIN_WORKLOADS, SCENARIO_CAPS, TRACE_CAPS,
+                                                TRACE_FORMATS, WORKLOADS_ENV)
 from sluice_common.errors import InputError, flag_error
 from sluice_common import rank_rules
 
@@ -33,12 +34,23 @@ def configure_validate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topology", help="also check every job fits this topology "
                         "(built-in name or YAML path)")
     parser.add_argument("--cap-gpus", action="store_true",
-                        help="print the jobs with max_gpus capped at the point of diminishing "
-                             "returns (Liquid's resource estimator) instead of only warning")
+                        help="write the job file (one) to stdout with max_gpus capped at the "
+                             "point of diminishing returns (Liquid's resource estimator), "
+                             "the table and warnings to stderr: `sluice validate --cap-gpus "
+                             "jobs.yaml > capped.yaml`; without it, only warn")
+
+
+# what the columns of the validate table mean
+VALIDATE_LEGEND = ("  params: the model's parameters; m: dataset_size (samples); e: epochs; "
+                   "b: batch_size;\n  Cost(1) s: the job's predicted work on one GPU "
+                   "(Cost_i(1), GPU-seconds, device profile {profile})")
 
 
 def run_validate(args: argparse.Namespace) -> int:
     from sluice_common.errors import raise_all
+    if args.cap_gpus and len(args.file) > 1:
+        raise InputError("argument --cap-gpus", f"writes one capped job file, got "
+                         f"{len(args.file)} files")
     errors: list[InputError] = []
     for path in args.file:               # every file, then every problem of all of them
         try:
@@ -62,20 +74,25 @@ def _validate_one(args: argparse.Namespace, path: str) -> None:
                                  f"'{topo.name}' has {topo.total_gpus}",
                                  element=f"job '{job.name}'", field="max_gpus")
     est = Estimator()
-    print(f"{path}: {len(jobs)} job(s) OK")
+    # with --cap-gpus stdout carries the capped job file alone
+    table = sys.stderr if args.cap_gpus else sys.stdout
+    print(f"{path}: {len(jobs)} job(s) OK", file=table)
     print(f"  {'name':<20} {'model':<14} {'params':>12} {'m':>9} {'e':>3} {'b':>4} "
-          f"{'max_gpus':>8} {'arrival':>9} {'Cost(1) s':>11}")
+          f"{'max_gpus':>8} {'arrival':>9} {'Cost(1) s':>11}", file=table)
     for job in jobs:
         print(f"  {job.name:<20} {job.model:<14} {est.params(job):>12,} {job.dataset_size:>9} "
               f"{job.epochs:>3} {job.batch_size:>4} {job.max_gpus:>8} {job.arrival:>9.1f} "
-              f"{est.cost1(job):>11.1f}")
+              f"{est.cost1(job):>11.1f}", file=table)
+    print(VALIDATE_LEGEND.format(profile=est.device), file=table)
     from job_scheduler.core.gpu_advice import advise, capped_text
     advice = advise(jobs)
     for a in advice:
         if a.beyond:
-            print(a.warning(), file=sys.stderr)
+            print(f"{path}: {a.warning()}" + (" - capped" if args.cap_gpus else ""),
+                  file=sys.stderr)
     if args.cap_gpus:
-        print("# the job file with max_gpus capped at the point of diminishing returns:")
+        print(f"# {Path(path).name} with max_gpus capped at the point of diminishing returns "
+              "(sluice validate --cap-gpus)")
         print(capped_text(Path(path).read_text(encoding="utf-8"), advice), end="")
 
 
@@ -85,14 +102,20 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "policies (job_scheduler.core.policies):\n" + policy_table()
     parser.add_argument("--workload", required=True,
-                        help="proteus-{small,big}-{dispersed,concentrated}, a job YAML file, "
-                             "or a trace CSV with --trace-format")
-    parser.add_argument("--trace-format", choices=("tiresias", "philly"))
+                        help=f"a built-in workload ({', '.join(BUILTIN_WORKLOADS)}), a job "
+                             "YAML file, or a trace CSV (Tiresias or Philly, told by its "
+                             "header or by --trace-format); a file name not found here is "
+                             f"looked up in ${WORKLOADS_ENV} (unset: ../shared/workloads "
+                             "beside the checkout)")
+    parser.add_argument("--trace-format", choices=TRACE_FORMATS,
+                        help="read --workload as a trace CSV of this format (default: "
+                             "recognised by the CSV header)")
     parser.add_argument("--jobs", type=int, help="keep the first N jobs (arrival order)")
     parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
     parser.add_argument("--policies", default=",".join(SimulateConfig.policies),
                         help=f"comma-separated: {','.join(POLICY_NAMES)}")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the generated workloads and of the seeded policies")
     parser.add_argument("--scenario-caps", choices=SCENARIO_CAPS, default="paper",
                         help="max_gpus of generated proteus-* jobs: 'paper' = 8 for every job "
                              "(the scheduler picks n in (0, N]), 'mixed' = 1, 2, 4 or 8 per job")
@@ -131,7 +154,8 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
                              "rates sluice run uses, the calibrated userspace datapath)")
     parser.add_argument("--profile", default=None, metavar="FILE|NAME",
                         help="device profile for Cost_bat (a `sluice profile` YAML, or h100 "
-                             "(default, measured) or p100 (derived))")
+                             "(measured) or p100 (derived); default: $SLUICE_PROFILE, else "
+                             "h100)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--plot", metavar="DIR", help="write PNG plots into DIR")
     parser.add_argument("--preemption-cost", choices=("measured", "zero"), default=None,

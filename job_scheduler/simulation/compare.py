@@ -137,6 +137,10 @@ def simulate(config: SimulateConfig) -> int:
     pricing = (None if config.exchange == "off" else
                ExchangePricing.for_topology(topo, emulated=config.exchange == "emulated"))
     estimator = Estimator(config.profile, exchange=pricing)
+    profile = profile_text(estimator)
+    if not config.json:
+        print(f"device profile: {profile}")
+        print(f"network model: {network_model(config)}")
     results = {}
     extra: dict[str, dict] = {}
     cost_mode = config.cost_mode
@@ -161,9 +165,11 @@ def simulate(config: SimulateConfig) -> int:
                                 title=f"{config.workload} on {topo.name}"):
             print(f"wrote {path}", file=sys.stderr)
     if config.json:
-        print(json.dumps({"policies": {n: {**r.metrics(), **extra.get(n, {})}
+        print(json.dumps({"policies": {n: {**r.metrics(), **extra.get(n, {}),
+                                           "job_results": r.job_records}
                                        for n, r in results.items()},
                           "workload": str(config.workload), "topology": topo.name,
+                          "device_profile": profile, "network_model": network_model(config),
                           "seed": config.seed, **({"priority": config.priority}
                                                   if config.priority else {}),
                           **({"price_priority": config.price_priority}
@@ -178,6 +184,36 @@ def simulate(config: SimulateConfig) -> int:
                   f"{e['packed']} packed, {e['preemption_cost_s']:.1f} s of suspend/resume "
                   f"charged ({cost_mode} cost)")
     return 0
+
+
+def profile_text(estimator) -> str:
+    """The device profile an estimator prices Cost_bat with: its device and its file."""
+    return f"{estimator.device} ({estimator.profile.path})"
+
+
+def network_model(config: SimulateConfig) -> str:
+    """What the simulator charges for communication under ``config``, in a line."""
+    if not config.network:
+        return ("none: an ideal fabric, no communication time (--no-network)")
+    text = ("eq. 5: every batch pushes and pulls the parameters at its placement's "
+            "bandwidth per worker, capped by its share of each rack uplink it crosses")
+    text += (f" (strict priority by the {config.priority} rule)" if config.priority
+             else " (a fair share)")
+    text += "; a PS and a worker on one host exchange over its bus"
+    if config.exchange != "off":
+        where = ("the emulated fabric's rates" if config.exchange == "emulated"
+                 else "the cluster as described")
+        text += (f"; plus the exchange model on {where}: ps-lite's per-key messages and "
+                 "round trips, each round's wait in the uplink queues")
+    return text
+
+
+# what the columns of the table mean, printed under it
+TABLE_LEGEND = (
+    "avg JCT / median / p95: job completion time, end - arrival, over all jobs; "
+    "avg wait: arrival to first start;\n"
+    "makespan: first arrival to last end; GPU util: GPU-seconds the jobs ran / (the "
+    "topology's GPUs x makespan); jobs: jobs simulated")
 
 
 def _print_table(results, config: SimulateConfig, topo_name: str, n_jobs: int) -> None:
@@ -195,3 +231,4 @@ def _print_table(results, config: SimulateConfig, topo_name: str, n_jobs: int) -
     for name, r in results.items():
         print(f"{name:<10} {r.avg_jct:>11.1f} {r.median_jct:>10.1f} {r.p95_jct:>10.1f} "
               f"{r.avg_wait:>11.1f} {r.makespan:>11.1f} {r.gpu_util:>9.1%} {r.jobs:>6}")
+    print(TABLE_LEGEND)

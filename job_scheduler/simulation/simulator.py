@@ -60,6 +60,7 @@ from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecis
                                           decide_slot)
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
+from job_scheduler.simulation.job_records import job_records
 from job_scheduler.core.mechanisms import shared_gpus, stopped
 from job_scheduler.core.priority_pricing import (class_capacity, placement_flows, rule_levels,
                                                  uplink_capacities)
@@ -83,6 +84,8 @@ class SimResult:
     gpus: list[int] = field(repr=False, default_factory=list)   # GPU count each job ran at
     trace: list[tuple[float, float, float]] = field(repr=False, default_factory=list)  # (t,Q,Z)
     decisions: int = 0
+    # one record per job, in the workload's order (``job_records.job_records``)
+    job_records: list[dict] = field(repr=False, default_factory=list)
 
     def metrics(self) -> dict[str, float]:
         return {"avg_jct": self.avg_jct, "median_jct": self.median_jct, "p95_jct": self.p95_jct,
@@ -468,7 +471,9 @@ class Simulator(Pricing):
             median_jct=float(np.median(jct)), p95_jct=float(np.percentile(jct, 95)),
             avg_wait=float(wait.mean()), makespan=makespan, gpu_util=float(util),
             jct=jct.tolist(), gpus=list(self.ran_gpus),
-            trace=list(self.policy.trace), decisions=self.decisions)
+            trace=list(self.policy.trace), decisions=self.decisions,
+            job_records=job_records(self.topology, self.jobs, self.placements,
+                                    self.ran_gpus, self.first_start, self.finish))
 
 
 def simulate(topology: Topology, jobs: Sequence[JobSpec], policy, **kw) -> SimResult:

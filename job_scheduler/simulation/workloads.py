@@ -10,6 +10,10 @@ sorted by arrival:
 - ``trace_format="philly"``: the Philly CSV (``timestamp,duration,num_gpus,gpu_time,
   cluster``).
 - otherwise a job YAML file (``jobspec.load_jobs``).
+
+A file name not found as given (relative to the working directory) is looked up in
+``$SLUICE_WORKLOADS`` (unset: ../shared/workloads beside the checkout); a name found in
+neither is refused naming both places.
 ``jobs=N`` keeps the first N jobs in arrival order.
 
 Generated scenarios (the Proteus paper gives the model set and the small/big x
@@ -79,8 +83,28 @@ from sluice_common.errors import InputError, InputErrors, option_error
 TRACE_FORMATS = ("tiresias", "philly")
 # The public traces live in the project's sibling folder ../shared/workloads (beside the
 # repository checkout, wherever that is); SLUICE_WORKLOADS overrides it.
-SHARED_WORKLOADS = Path(os.environ.get(
-    "SLUICE_WORKLOADS", Path(__file__).resolve().parents[3] / "shared" / "workloads"))
+WORKLOADS_ENV = "SLUICE_WORKLOADS"
+DEFAULT_SHARED_WORKLOADS = Path(__file__).resolve().parents[3] / "shared" / "workloads"
+SHARED_WORKLOADS = Path(os.environ.get(WORKLOADS_ENV, DEFAULT_SHARED_WORKLOADS))
+
+
+def workloads_folder() -> Path:
+    """The folder a workload file name is looked up in when it is not found as given:
+    ``$SLUICE_WORKLOADS`` as it is now, else ../shared/workloads beside the checkout."""
+    return Path(os.environ.get(WORKLOADS_ENV) or DEFAULT_SHARED_WORKLOADS)
+
+
+def find_workload_file(spec: str) -> Path | None:
+    """``spec`` as given when it exists, else the file of that name in
+    :func:`workloads_folder` (a relative path only), else None."""
+    path = Path(spec)
+    if path.exists():
+        return path
+    if not path.is_absolute():
+        shared = workloads_folder() / path
+        if shared.exists():
+            return shared
+    return None
 TRACE_BATCH_SIZE = 32
 
 # ---- generated scenarios ----------------------------------------------------------------
@@ -101,6 +125,8 @@ BURST_MEAN_GAP_S = 5.0
 
 SCENARIOS = tuple(f"proteus-{size}-{pattern}" for size in ("small", "big")
                   for pattern in ("dispersed", "concentrated"))
+# every workload known by name: ``load_workload`` generates these
+BUILTIN_WORKLOADS = SCENARIOS + tuple(BURSTY)
 
 
 def _arrivals(pattern: str, count: int, rng: random.Random) -> list[float]:
@@ -384,11 +410,19 @@ def _load(name_or_path, trace_format, jobs, seed, caps) -> list[JobSpec]:
         return generate_scenario(spec, jobs, seed, caps)
     elif spec in BURSTY:
         return generate_bursty(spec, jobs, seed)
-    elif Path(spec).exists():
-        trace_format = trace_kind(Path(spec))      # a CSV trace given without --trace-format
-    else:
-        raise InputError(spec, "not a scenario (" + ", ".join(SCENARIOS + tuple(BURSTY)) + ") nor an existing "
-                         "job file; traces need trace_format='tiresias' or 'philly'")
+    found = find_workload_file(spec)
+    if found is None:
+        builtin = f"nor a built-in workload ({', '.join(BUILTIN_WORKLOADS)})"
+        if Path(spec).is_absolute():
+            raise InputError(spec, f"cannot read: no such file; {builtin}")
+        folder = workloads_folder()
+        where = (f"${WORKLOADS_ENV} ({folder})" if os.environ.get(WORKLOADS_ENV)
+                 else f"{folder} (set ${WORKLOADS_ENV} to look elsewhere)")
+        raise InputError(spec, f"cannot read: no such file, neither as given "
+                         f"({Path(spec).absolute()}) nor in {where}; {builtin}")
+    spec = str(found)
+    if trace_format is None:
+        trace_format = trace_kind(found)      # a CSV trace given without --trace-format
     load = {None: load_jobs, "tiresias": load_tiresias, "philly": load_philly}[trace_format]
     loaded = sorted(load(spec), key=lambda j: j.arrival)
     if jobs is not None:

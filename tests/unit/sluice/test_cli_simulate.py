@@ -43,12 +43,13 @@ def test_simulate_json_is_exactly_one_object_with_every_policy(jobs_file: Path):
                "--policies", "lyapunov,single,random,fifo,tetris,las", "--json", "--seed", "4")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)                  # the whole stdout is one JSON document
-    assert set(out) == {"policies", "workload", "topology", "seed"}
+    assert set(out) == {"policies", "workload", "topology", "seed", "device_profile",
+                        "network_model"}
     assert out["topology"] == "two-rack" and out["seed"] == 4
     assert list(out["policies"]) == ["lyapunov", "single", "random", "fifo", "tetris", "las"]
     for name, m in out["policies"].items():
         assert set(m) == {"avg_jct", "median_jct", "p95_jct", "avg_wait", "makespan",
-                          "gpu_util", "jobs"}, name
+                          "gpu_util", "jobs", "job_results"}, name
         assert m["jobs"] == 3 and 0 < m["gpu_util"] <= 1
         assert m["median_jct"] <= m["p95_jct"] and m["avg_jct"] > 0 and m["avg_wait"] >= 0
 
@@ -171,3 +172,109 @@ def test_simulate_sluice_on_a_bursty_trace_with_estimate_error(capsys):
     assert all(p["jobs"] == 20 for p in out["policies"].values())
     assert sluice_main(["simulate", "--workload", "bursty-moderate",
                         "--estimate-error", "-1"]) == 2
+
+
+# ---- what simulate says it used, its legend, its per-job results --------------------------------
+
+def test_simulate_names_its_profile_and_network_model_and_explains_its_columns(capsys):
+    from sluice.cli import main as sluice_main
+    from job_scheduler.core.estimator import Estimator
+
+    assert sluice_main(["simulate", "--workload", "proteus-small-dispersed", "--jobs", "5",
+                        "--policies", "fifo", "--profile", "p100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"device profile: {Estimator('p100').device} " \
+                       f"({Estimator('p100').profile.path})"
+    assert lines[1].startswith("network model: eq. 5") and "fair share" in lines[1]
+    head = next(i for i, line in enumerate(lines) if line.startswith("policy"))
+    legend = " ".join(lines[head + 3:])                    # head, rule, one row, legend
+    for column in ("avg JCT", "median", "p95", "avg wait", "makespan", "GPU util", "jobs"):
+        assert column in lines[head] and f"{column}:" in legend.replace(" / ", ": "), column
+    assert sluice_main(["simulate", "--workload", "proteus-small-dispersed", "--jobs", "5",
+                        "--policies", "fifo", "--no-network", "--priority", "remaining"]) == 0
+    out = capsys.readouterr().out
+    assert "network model: none" in out
+
+
+def test_simulate_json_carries_each_jobs_result_per_policy(capsys):
+    from sluice.cli import main as sluice_main
+    from job_scheduler.simulation.workloads import load_workload
+    from topologies import load_topology
+
+    assert sluice_main(["simulate", "--workload", "proteus-small-dispersed", "--jobs", "8",
+                        "--policies", "fifo,lyapunov", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["device_profile"] and out["network_model"].startswith("eq. 5")
+    jobs = load_workload("proteus-small-dispersed", jobs=8)
+    rack_of = {h.name: h.rack for h in load_topology("two-rack").hosts}
+    for name, policy in out["policies"].items():
+        records = policy["job_results"]
+        assert [r["name"] for r in records] == [j.name for j in jobs], name
+        for r, job in zip(records, jobs):
+            p = r["placement"]
+            assert sum(p["gpus_by_host"].values()) == r["gpus"] >= 1
+            hosts = set(p["gpus_by_host"]) | set(p["ps_hosts"])
+            assert p["racks"] == sorted({rack_of[h] for h in hosts})
+            assert r["arrival"] == pytest.approx(job.arrival, abs=1e-3)
+            assert r["arrival"] <= r["start"] < r["end"]
+            assert r["jct"] == pytest.approx(r["end"] - job.arrival, abs=2e-3)
+        mean = sum(r["jct"] for r in records) / len(records)
+        assert mean == pytest.approx(policy["avg_jct"], abs=1e-2)
+
+
+def test_simulate_finds_a_trace_in_SLUICE_WORKLOADS(tmp_path, monkeypatch, capsys):
+    from sluice.cli import main as sluice_main
+
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "tiny.csv").write_text(
+        "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+        "0,1,0,606,vgg19,164,30\n1,2,30,133,vgg11,147,23\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SLUICE_WORKLOADS", str(folder))
+    assert sluice_main(["simulate", "--workload", "tiny.csv", "--policies", "fifo",
+                        "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["policies"]["fifo"]["jobs"] == 2
+    assert sluice_main(["simulate", "--workload", "absent.csv", "--policies", "fifo"]) == 2
+    err = capsys.readouterr().err
+    assert str(folder) in err and str(tmp_path / "absent.csv") in err
+
+
+# ---- validate --cap-gpus ---------------------------------------------------------------------
+
+BEYOND = ("jobs:\n  - {name: v, model: vgg16, dataset_size: 1000, epochs: 1, batch_size: 32,"
+          " max_gpus: 8}\n  - {name: g, model: googlenet, dataset_size: 1000, epochs: 1,"
+          " batch_size: 32, max_gpus: 1}\n")
+
+
+def test_cap_gpus_writes_only_a_valid_job_file_to_stdout(tmp_path, capsys):
+    from sluice.cli import main as sluice_main
+    from sluice_common.jobspec import load_jobs
+
+    f = tmp_path / "jobs.yaml"
+    f.write_text(BEYOND)
+    assert sluice_main(["validate", "--cap-gpus", str(f)]) == 0
+    out = capsys.readouterr()
+    capped = tmp_path / "capped.yaml"
+    capped.write_text(out.out)
+    jobs = {j.name: j for j in load_jobs(capped)}           # the project's own loader
+    assert set(jobs) == {"v", "g"} and jobs["v"].max_gpus < 8 and jobs["g"].max_gpus == 1
+    assert "job(s) OK" in out.err and "Cost(1) s" in out.err     # the table: stderr
+    assert "job(s) OK" not in out.out
+    two = tmp_path / "two.yaml"
+    two.write_text(BEYOND)
+    assert sluice_main(["validate", "--cap-gpus", str(f), str(two)]) == 2
+    assert "--cap-gpus" in capsys.readouterr().err
+
+
+def test_validate_warnings_name_their_file_and_the_table_has_a_legend(tmp_path, capsys):
+    from sluice.cli import main as sluice_main
+
+    f = tmp_path / "jobs.yaml"
+    f.write_text(BEYOND)
+    assert sluice_main(["validate", str(f)]) == 0
+    out = capsys.readouterr()
+    warning, = [line for line in out.err.splitlines() if "diminishing returns" in line]
+    assert warning.startswith(f"{f}: ") and "job 'v'" in warning
+    for column in ("params:", "m: dataset_size", "e: epochs", "b: batch_size", "Cost(1) s:"):
+        assert column in out.out, column

@@ -149,7 +149,7 @@ def test_job_file_and_bad_arguments(tmp_path):
     jobs = load_workload(EXAMPLES / "mixed.yaml")
     assert len(jobs) == 6 and [j.arrival for j in jobs] == sorted(j.arrival for j in jobs)
     assert len(load_workload(EXAMPLES / "mixed.yaml", jobs=2)) == 2
-    with pytest.raises(InputError, match="not a scenario"):
+    with pytest.raises(InputError, match="nor a built-in workload"):
         load_workload("proteus-huge-dispersed")
     with pytest.raises(InputError, match="unknown trace format"):
         load_workload(TIRESIAS, trace_format="borg")
@@ -178,3 +178,37 @@ def test_trace_caps_paper_raises_max_gpus_only_for_trace_jobs():
     assert all(j.max_gpus == max(j.trace_gpus, 8) for j in jobs)
     with pytest.raises(InputError):
         load_workload("bursty-moderate", trace_caps="nope")
+
+
+# ---- $SLUICE_WORKLOADS -------------------------------------------------------------------------
+
+TINY_TIRESIAS = ("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+                 "0,1,0,606,vgg19,164,30\n1,2,30,133,vgg11,147,23\n")
+
+
+def test_a_file_name_not_found_here_is_looked_up_in_SLUICE_WORKLOADS(tmp_path, monkeypatch):
+    folder, here = tmp_path / "traces", tmp_path / "here"
+    folder.mkdir()
+    here.mkdir()
+    (folder / "tiny.csv").write_text(TINY_TIRESIAS)
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("SLUICE_WORKLOADS", str(folder))
+    jobs = load_workload("tiny.csv")                      # told a Tiresias trace by its header
+    assert [j.name for j in jobs] == ["tiresias-0", "tiresias-1"]
+    assert len(load_workload("tiny.csv", trace_format="tiresias")) == 2
+    (here / "tiny.csv").write_text(TINY_TIRESIAS.splitlines(keepends=True)[0]
+                                   + TINY_TIRESIAS.splitlines(keepends=True)[1])
+    assert len(load_workload("tiny.csv")) == 1            # the file here comes first
+
+
+def test_a_missing_workload_names_both_places(tmp_path, monkeypatch):
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SLUICE_WORKLOADS", str(folder))
+    for trace_format in (None, "tiresias"):
+        with pytest.raises(InputError) as err:
+            load_workload("absent.csv", trace_format=trace_format)
+        text = err.value.format()
+        assert str(tmp_path / "absent.csv") in text and str(folder) in text, text
+        assert "$SLUICE_WORKLOADS" in text
