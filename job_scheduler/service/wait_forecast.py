@@ -13,8 +13,8 @@ simulator it skips to the next event when the policy does not want every slot.
 
 Bounded: the dry run looks at the first ``max_jobs`` waiting jobs (in the queue's
 order; the others keep their place after them, with no estimate) and decides at most
-``max_slots`` slots; a job it has not started by then has ``estimated_start`` None
-("beyond the forecast"). A job that would wait on a running job with no estimated end
+``max_slots`` slots in at most ``max_seconds`` of wall clock; a job it has not started
+by then has ``estimated_start`` None ("beyond the forecast"). A job that would wait on a running job with no estimated end
 (a real job whose C(n) is unknown) gets no estimate either.
 
 :func:`wait_reason` turns a job's place into a stable ``code`` and a sentence
@@ -39,6 +39,7 @@ from job_scheduler.core.placement import ClusterState, Placement
 REASON_CODES = ("gpus", "behind", "arrival", "policy", "suspended", "slurm")
 MAX_SLOTS = 4096        # slots one dry run decides at most
 MAX_JOBS = 500          # waiting jobs one dry run looks at
+MAX_SECONDS = 0.5       # wall-clock seconds one dry run may take (a loaded host, a big queue)
 
 
 @dataclass
@@ -91,10 +92,14 @@ class Forecast:
 
 def clone_step(step):
     """A copy of the service's policy step the dry run may drive: everything the policy
-    decides from is copied, the topology and estimator are shared (never changed) and
-    the policy's histories for plots (deques) start empty."""
+    decides from is copied; the topology, the estimator and each job's spec and model
+    are shared (never changed after they are made) and the policy's histories for
+    plots (deques) start empty."""
     view = step._view
     memo = {id(view.topology): view.topology, id(view.estimator): view.estimator}
+    for shared in (view.jobs, view.models):    # a JobSpec, a JobModel: never changed
+        for value in shared.values():
+            memo[id(value)] = value
     for obj in (step.policy, view):
         for value in vars(obj).values():
             if isinstance(value, deque):
@@ -110,7 +115,7 @@ def dry_run(step, state: ClusterState, at: float, held: dict[int, Held],
             arrivals: Iterable[Arrival],
             run_seconds: Callable[[int, StartDecision, float, float, float], float | None],
             *, max_slots: int = MAX_SLOTS, max_jobs: int = MAX_JOBS,
-            queue: list[int] | None = None) -> Forecast:
+            max_seconds: float = MAX_SECONDS, queue: list[int] | None = None) -> Forecast:
     """The policy's own schedule of the waiting jobs from the slot after ``at``.
 
     ``step``: a :func:`clone_step` copy (driven, so changed); ``state``: the free GPUs
@@ -143,7 +148,11 @@ def dry_run(step, state: ClusterState, at: float, held: dict[int, Held],
     _explain_head(step, state, fc)
     left: dict[int, tuple[float, float]] = {}    # suspended in the dry run: work, restore
     t, k = at, 0
+    deadline = time.monotonic() + max_seconds
     while k < max_slots and watched - set(fc.starts):
+        if k and time.monotonic() > deadline:
+            fc.truncated = True
+            break
         t_next = t + step.slot
         idle = not view.waiting and not step._arrived
         if idle or not step.policy.wants_slot(view):   # as the simulator: to the next event
@@ -152,7 +161,7 @@ def dry_run(step, state: ClusterState, at: float, held: dict[int, Held],
             events.append(step.policy.next_wakeup(view))
             t_event = min(events)
             if math.isinf(t_event):
-                if idle or state.total_free == 0:
+                if idle or k or not step._arrived:
                     break                      # nothing will ever change: no estimate
             else:
                 t_next = max(t_next, at + math.ceil((t_event - at) / step.slot - 1e-9)

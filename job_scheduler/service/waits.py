@@ -25,24 +25,33 @@ from job_scheduler.service.gpu_records import held_state, recorded_placement
 from job_scheduler.service import wait_forecast
 from job_scheduler.service.wait_forecast import Arrival, Forecast, Held
 
+LOCK_WAIT_S = 0.2      # a read waits this long for a slot in progress, then serves the last
+
 
 class Waits:
     """The forecast of one service, cached per (slot, queue change)."""
 
     def __init__(self, svc, max_slots: int = wait_forecast.MAX_SLOTS,
-                 max_jobs: int = wait_forecast.MAX_JOBS):
+                 max_jobs: int = wait_forecast.MAX_JOBS,
+                 max_seconds: float = wait_forecast.MAX_SECONDS):
         self.svc = svc
-        self.max_slots, self.max_jobs = max_slots, max_jobs
+        self.max_slots, self.max_jobs, self.max_seconds = max_slots, max_jobs, max_seconds
         self._lock = threading.Lock()          # one dry run at a time
         self._key = None
         self._forecast: Forecast | None = None
         self._codes: Counter | None = None
+        self._codes_of: Forecast | None = None
 
-    def forecast(self) -> Forecast:
-        """This slot's forecast (taken now when the slot or the queue changed since)."""
+    def forecast(self) -> Forecast | None:
+        """This slot's forecast (taken now when the slot or the queue changed since).
+        A read never waits for a slot in progress (one that suspends a real job waits
+        for its checkpoint): while the scheduling loop holds the service, the last
+        forecast is served (None before the first)."""
         svc = self.svc
         with self._lock:
-            with svc._lock:
+            if not svc._lock.acquire(timeout=LOCK_WAIT_S):
+                return self._forecast
+            try:
                 at = svc.last_slot_at if svc.last_slot_at is not None else svc.clock()
                 svc._sync_queue(at)
                 key = (svc.ticks, svc.queue_changes)
@@ -55,6 +64,8 @@ class Waits:
                 step = wait_forecast.clone_step(svc.policy)
                 records = {**{j.id: j for j in running}, **svc._queued, **svc._delayed}
                 delayed = dict(svc._delayed)
+            finally:
+                svc._lock.release()
             held = {j.id: self._held(j, step, at) for j in running if j.id not in problems}
             arrivals = [Arrival(QueuedJob(j.id, j.spec, j.start_not_before), j.start_not_before,
                                 (j.resume or {}).get("work_left", 1.0),
@@ -62,7 +73,7 @@ class Waits:
                         for j in delayed.values()]
             fc = wait_forecast.dry_run(step, state, at, held, arrivals,
                                        self._run_seconds(records), max_slots=self.max_slots,
-                                       max_jobs=self.max_jobs)
+                                       max_jobs=self.max_jobs, max_seconds=self.max_seconds)
             for j, h in held.items():
                 if h.end is not None:
                     fc.ends[j] = h.end
@@ -106,14 +117,17 @@ class Waits:
         out.update(position=None, estimated_start=None, estimated_end=None)
         if record.state == "queued":
             fc = fc if fc is not None else self.forecast()
+            fc = fc if fc is not None and record.id in fc.needs else None
             now = self.svc.clock() if now is None else now
             out["reason"] = wait_forecast.wait_reason(record, fc, now)
-            out["position"] = fc.position(record.id)
-            out["estimated_start"] = fc.starts.get(record.id)
+            if fc is not None:
+                out["position"] = fc.position(record.id)
+                out["estimated_start"] = fc.starts.get(record.id)
         elif record.state == "running":
             fc = fc if fc is not None else self.forecast()
             out["reason"] = wait_forecast.slurm_reason(record)
-            out["estimated_end"] = fc.ends.get(record.id, record.expected_end)
+            out["estimated_end"] = (fc.ends if fc is not None else {}).get(
+                record.id, record.expected_end)
         return out
 
     def public_many(self, records) -> list[dict]:
@@ -126,12 +140,14 @@ class Waits:
         """Waiting jobs per reason code (every code, 0 where none): the queued jobs,
         and the running ones Slurm keeps PENDING (``slurm``)."""
         fc = self.forecast()
-        if self._codes is None:
+        if self._codes is None or fc is not self._codes_of:
+            self._codes_of = fc
             now = self.svc.clock()
             codes = Counter()
             for job in self.svc.store.jobs(["queued", "running"]):
                 if job.state == "queued":
-                    codes[wait_forecast.wait_reason(job, fc, now)["code"]] += 1
+                    known = fc if fc is not None and job.id in fc.needs else None
+                    codes[wait_forecast.wait_reason(job, known, now)["code"]] += 1
                 elif wait_forecast.slurm_reason(job) is not None:
                     codes["slurm"] += 1
             self._codes = codes

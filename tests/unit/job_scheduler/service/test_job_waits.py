@@ -243,3 +243,31 @@ def test_the_dry_run_is_bounded(tmp_path):
     jobs = [j for j in svc.waits.public_many(svc.store.jobs()) if j["state"] == "queued"]
     # one slot decided: the first wave's start 99 s ahead is beyond it (FIFO skips to it)
     assert sum(j["estimated_start"] is not None for j in jobs) == 4
+
+
+def test_a_read_never_waits_for_a_slot_in_progress(tmp_path):
+    """A slot that suspends a real job holds the service while the job checkpoints: a
+    GET then answers from the last forecast (within LOCK_WAIT_S), not after the slot."""
+    import threading
+    import time as wall
+    from job_scheduler.service import waits as waits_module
+    svc, clock = fourteen_on_sixteen(tmp_path)
+    before = {j["id"]: j["estimated_start"] for j in svc.waits.public_many(svc.store.jobs())}
+    clock.t += 1.0
+    held, release = threading.Event(), threading.Event()
+
+    def slot_in_progress():
+        with svc._lock:
+            held.set()
+            release.wait(30)
+    worker = threading.Thread(target=slot_in_progress)
+    worker.start()
+    try:
+        held.wait(10)
+        began = wall.monotonic()
+        during = {j["id"]: j["estimated_start"] for j in svc.waits.public_many(svc.store.jobs())}
+        assert wall.monotonic() - began < waits_module.LOCK_WAIT_S + 2.0
+        assert during == before
+    finally:
+        release.set()
+        worker.join()
