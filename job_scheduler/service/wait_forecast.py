@@ -261,7 +261,7 @@ def _explain_head(step, state: ClusterState, fc: Forecast) -> None:
         if policy.eps > 0 else None
     fc.explain[head] = (
         f"the lyapunov policy waits: its best count n={n} has a predicted C({n}) = "
-        f"{costs[n]:.0f} s, and V*C(n) + (k*Cost(1))^2 = {penalty:.3g} outweighs the "
+        f"{costs[n]:.3g} s, and V*C(n) + (k*Cost(1))^2 = {penalty:.3g} outweighs the "
         f"queue term k*Cost(1)*(Q+Z) = {backlog:.3g} (Q = {queues.Q:.0f} s queued work, "
         f"Z = {queues.Z:.0f}); it starts once Q+Z reaches {needed:.0f}"
         + (f", about {slots} slot(s) of Z growing by eps = {policy.eps:g}"
@@ -272,7 +272,11 @@ def _clock(t: float) -> str:
     return time.strftime("%H:%M:%S UTC", time.gmtime(t))
 
 
-def wait_reason(job, fc: Forecast | None, now: float, gpus_word: str = "GPUs") -> dict:
+def _gpus(n: int) -> str:
+    return f"{n} GPU" + ("" if n == 1 else "s")
+
+
+def wait_reason(job, fc: Forecast | None, now: float) -> dict:
     """``{"code", "message"}`` for a queued job ``job`` (a JobRecord) given the
     forecast (None: none was taken yet). Precedence: a future ``arrival``, a
     suspension, jobs ahead of it (``behind``), too few free GPUs for the head
@@ -304,16 +308,16 @@ def wait_reason(job, fc: Forecast | None, now: float, gpus_word: str = "GPUs") -
     if ahead > 0:
         return {"code": "behind",
                 "message": f"behind {ahead} job{'s' if ahead != 1 else ''} in the "
-                           f"{fc.policy} policy's order (needs {need} {gpus_word}, {free} "
+                           f"{fc.policy} policy's order (needs {_gpus(need)}, {free} "
                            f"of {total} free){when}{earlier}"}
     if need > free:
         return {"code": "gpus",
-                "message": f"waiting for {need} {gpus_word}: {free} of {total} free{when}"
+                "message": f"waiting for {_gpus(need)}: {free} of {total} free{when}"
                            f"{earlier}"}
     explained = fc.explain.get(job.id)
     return {"code": "policy",
             "message": (explained or f"the {fc.policy} policy chose not to start it with "
-                        f"{free} of {total} {gpus_word} free") + when + earlier}
+                        f"{free} of {total} GPUs free") + when + earlier}
 
 
 PENDING_PREFIX = "pending in Slurm"
