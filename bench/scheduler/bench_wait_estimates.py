@@ -115,6 +115,7 @@ def replay(jobs, policy: str, topology, *, time_factor: float, compress: float,
                           for k, j in enumerate(jobs))
         submitted: dict[int, float] = {}        # job id -> submission time
         estimate: dict[int, float | None] = {}
+        first: dict[int, float] = {}             # job id -> its first start
         nxt, slots, dry_s = 0, 0, 0.0
         while slots < max_slots:
             fresh = []
@@ -134,10 +135,12 @@ def replay(jobs, policy: str, topology, *, time_factor: float, compress: float,
                     estimate[i] = shown[i]["estimated_start"]
             svc.tick()
             slots += 1
+            for r in svc.store.jobs(["running"]):     # its first start (a resume is not)
+                first.setdefault(r.id, r.started_at)
             if nxt == len(arrivals) and not svc.store.jobs(["queued"]):
                 break
             clock.t += slot
-        started = {r.id: r.started_at for r in svc.store.jobs()}
+        started = {r.id: first.get(r.id, r.started_at) for r in svc.store.jobs()}
     shares, errors, waited, missing, zero_ok = [], [], 0, 0, 0
     for i, sub in submitted.items():
         wait = started[i] - sub

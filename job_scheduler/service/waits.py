@@ -52,7 +52,9 @@ class Waits:
             if not svc._lock.acquire(timeout=LOCK_WAIT_S):
                 return self._forecast
             try:
-                at = svc.last_slot_at if svc.last_slot_at is not None else svc.clock()
+                # the dry run's first slot is the service's next one (no slot yet: now)
+                at = (svc.last_slot_at if svc.last_slot_at is not None
+                      else svc.clock() - svc.policy.slot)
                 svc._sync_queue(at)
                 key = (svc.ticks, svc.queue_changes)
                 if key == self._key and self._forecast is not None:
