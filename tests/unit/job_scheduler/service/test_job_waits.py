@@ -7,9 +7,7 @@ from __future__ import annotations
 import dataclasses
 import http.client
 import json
-from pathlib import Path
 
-import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
