@@ -134,7 +134,8 @@ def metrics_markdown() -> str:
               "", "| series | type | labels | meaning |", "| --- | --- | --- | --- |"]
     for name, help_text in SERIES.items():
         kind = "counter" if name.endswith("_total") else "gauge"
-        labels = "state" if name == "sluice_scheduler_jobs" else ""
+        labels = {"sluice_scheduler_jobs": "state",
+                  "sluice_scheduler_queued_jobs": "reason"}.get(name, "")
         lines.append(f"| `{name}` | {kind} | {labels} | {help_text} |")
     return "\n".join(lines) + "\n"
 

@@ -3,6 +3,7 @@
     GET  /health                 counts per state, free GPUs
     GET  /jobs[?state=S]         every job (JSON)
     GET  /jobs/<id>              one job with its event log
+                                 (a waiting job: reason, position, estimated_start)
     POST /submissions            body: a job YAML file; 201 {submission, jobs} once durable
     POST /jobs/<id>/cancel       cancel a queued or running job
     GET  /metrics                Prometheus series (job_scheduler/service/metrics.py)
@@ -26,7 +27,7 @@ from typing import Annotated, Literal
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
@@ -35,6 +36,7 @@ from job_scheduler.service.scheduler import Conflict, NotFound, SchedulerService
 from job_scheduler.service.metrics import metrics_text
 from job_scheduler.service.store import MAX_ID, STATES, KeyReused
 from job_scheduler.service.submission_check import CheckBusy
+from job_scheduler.service.wait_forecast import REASON_CODES
 from sluice_common.errors import InputError
 from sluice_common.job_schema import JobFile
 from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_token,
@@ -231,18 +233,19 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
         on the last), `total` the number of jobs in the given states."""
         after = min(int(cursor), MAX_ID) if cursor else 0
         page, total, more = server.service.store.page(state, after, limit)
-        return {"jobs": [j.to_public() for j in page], "total": total,
+        return {"jobs": server.service.waits.public_many(page), "total": total,
                 "next": str(page[-1].id) if more and page else None}
 
     @app.get("/jobs/{job_id}", responses={404: ERRORS[404]})
-    def job(job_id: int) -> dict:
-        """One job with its event log."""
+    def job(job_id: int) -> JobDetail:
+        """One job with its event log; a waiting job with why it waits, its place in
+        the policy's order and its estimated start."""
         service = server.service
         record = service.store.get(job_id)
         if record is None:
             raise ApiError(404, f"no job {job_id}")
         events = [{"at": at, "kind": k, "detail": d} for at, k, d in service.store.events(job_id)]
-        return {**record.to_public(), "events": events}
+        return {**service.waits.public(record), "events": events}
 
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics():
@@ -301,8 +304,57 @@ class Submitted(BaseModel):
     schedule: list[Scheduled]
 
 
+class WaitReason(BaseModel):
+    """Why a job waits: a stable ``code`` and a sentence."""
+    code: Literal[REASON_CODES] = Field(  # type: ignore[valid-type]
+        description="gpus: too few free GPUs for the job the policy takes next; "
+        "behind: other jobs come first in the policy's order; arrival: its `arrival` "
+        "lies ahead; policy: the policy chose to wait with GPUs free (the message names "
+        "the term that decided, e.g. Lyapunov's Q+Z against V*C(n)); suspended: "
+        "suspended, it waits to resume; slurm: started by sluice, kept PENDING by Slurm "
+        "(the message carries Slurm's reason, e.g. Resources, Priority)")
+    message: str
+
+
+class Job(BaseModel):
+    """A job as the service records it, with what it waits for and its estimates."""
+    model_config = ConfigDict(extra="allow")
+    id: int
+    name: str
+    state: Literal[STATES]  # type: ignore[valid-type]
+    gpus: int | None = None
+    placement: dict | None = None
+    executor: str | None = None
+    submitted_at: float | None = None
+    started_at: float | None = None
+    expected_end: float | None = None
+    finished_at: float | None = None
+    attempts: int = 0
+    reason: WaitReason | str | None = Field(None, description=(
+        "queued (or suspended) jobs, and running ones Slurm keeps PENDING: why it waits "
+        "(WaitReason); an ended job: how it ended (text); a running job: null"))
+    position: int | None = Field(None, description="a queued job's place (1-based) in the "
+                                 "order the policy's dry run starts the queue")
+    estimated_start: float | None = Field(None, description=(
+        "Unix s: when the policy's dry run of the queue and running jobs starts this "
+        "queued job (null: beyond the forecast, or it waits on a job with no "
+        "estimated end)"))
+    estimated_end: float | None = Field(None, description="Unix s: a running job's "
+                                        "estimated end")
+
+
+class Event(BaseModel):
+    at: float
+    kind: str
+    detail: str | None = None
+
+
+class JobDetail(Job):
+    events: list[Event]
+
+
 class JobPage(BaseModel):
-    jobs: list[dict]
+    jobs: list[Job]
     next: str | None = Field(description="cursor of the next page; null on the last")
     total: int = Field(description="jobs in the given states")
 

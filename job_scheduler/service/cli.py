@@ -3,7 +3,7 @@
     sluice scheduler [--topology two-rack] [--policy lyapunov] [--listen 127.0.0.1:8181]
                      [--db PATH] [--slot S] [--executor simulated|local|slurm]
     sluice submit FILE [--server URL]      # validated here first: exit 2, nothing sent
-    sluice jobs [--json] [--state S]
+    sluice jobs [--json] [--state S] [ID]
     sluice cancel ID
 
 The admin token comes from ``--token`` or (better: not visible in ``ps``) the
@@ -299,6 +299,8 @@ def run_submit(args: argparse.Namespace) -> int:
 
 
 def configure_jobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", nargs="?", type=int, default=None,
+                        help="one job whole: why it waits, its estimates, its events")
     _add_client_args(parser, token=False)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--state", default=None,
@@ -306,39 +308,23 @@ def configure_jobs(parser: argparse.ArgumentParser) -> None:
 
 
 def _placement_text(placement: dict | None) -> str:
-    if not placement:
-        return "-"
-    ids = placement.get("gpu_ids") or {}       # h1:2 GPUs, as h1:2[0,1] with their indices
-    gpus = ",".join(f"{h}:{n}" + (f"[{','.join(map(str, ids[h]))}]" if h in ids else "")
-                    for h, n in sorted(placement.get("gpus_by_host", {}).items()))
-    return f"{gpus} ps={','.join(placement.get('ps_hosts', []))}"
+    from job_scheduler.service.jobs_text import placement_text
+    return placement_text(placement)
 
 
 def run_jobs(args: argparse.Namespace) -> int:
+    from job_scheduler.service.jobs_text import one_job, table
+
     try:
-        jobs = _client(args).jobs(args.state)
+        client = _client(args)
+        jobs = [client.job(args.id)] if args.id is not None else client.jobs(args.state)
     except (ServiceError, Unreachable) as err:
         return _service_failure("jobs", err)
     if args.json:
-        print(json.dumps(jobs, indent=2, sort_keys=True))
+        print(json.dumps(jobs[0] if args.id is not None else jobs, indent=2, sort_keys=True))
         return 0
-    print(f"{'ID':>5}  {'NAME':<20} {'STATE':<10} {'GPUS':>4}  PLACEMENT / REASON")
-    now = time.time()
-    for j in jobs:
-        extra = _placement_text(j["placement"])
-        if j.get("external_id") is not None:     # e.g. slurm=1234: the Slurm job id
-            extra += f" {j['executor']}={j['external_id']}"
-        if j.get("user"):
-            extra += f" user={j['user']}"
-        not_before = j.get("not_before")
-        if j["state"] == "queued" and not_before is not None and not_before > now:
-            # its arrival lies ahead: the scheduler does not consider it before then
-            extra = (f"arrives {time.strftime('%H:%M:%S', time.localtime(not_before))} "
-                     f"(in {not_before - now:.0f} s)")
-        if j.get("reason"):
-            extra += f"  ({j['reason']})"
-        gpus = "-" if j["gpus"] is None else j["gpus"]
-        print(f"{j['id']:>5}  {j['name'][:20]:<20} {j['state']:<10} {gpus:>4}  {extra}")
+    lines = one_job(jobs[0], time.time()) if args.id is not None else table(jobs, time.time())
+    print("\n".join(lines))
     return 0
 
 

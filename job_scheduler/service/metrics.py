@@ -2,6 +2,7 @@
 
     sluice_scheduler_jobs{state}        jobs by state (queued, running, done, ...)
     sluice_scheduler_queue_length       jobs waiting
+    sluice_scheduler_queued_jobs{reason} jobs waiting, by why (job_scheduler/service/waits.py)
     sluice_scheduler_free_gpus          GPUs not held by a running job
     sluice_scheduler_total_gpus         GPUs of the topology
     sluice_scheduler_lyapunov_q         Q(t): queued work, seconds (lyapunov policy only)
@@ -22,6 +23,9 @@ from job_scheduler.service.store import STATES
 SERIES = {
     "sluice_scheduler_jobs": "jobs by state",
     "sluice_scheduler_queue_length": "jobs waiting to start",
+    "sluice_scheduler_queued_jobs": "jobs waiting, by reason code (gpus, behind, arrival, "
+                                    "policy, suspended; slurm: started, kept PENDING by "
+                                    "Slurm)",
     "sluice_scheduler_free_gpus": "GPUs not held by a running job",
     "sluice_scheduler_total_gpus": "GPUs of the topology",
     "sluice_scheduler_lyapunov_q": "Q(t), queued work in seconds (lyapunov policy only)",
@@ -50,6 +54,14 @@ class _ServiceCollector:
                             ("sluice_scheduler_free_gpus", health["free_gpus"]),
                             ("sluice_scheduler_total_gpus", health["total_gpus"])):
             yield GaugeMetricFamily(name, SERIES[name], value=value)
+        waits = getattr(svc, "waits", None)
+        if waits is not None:
+            by_reason = GaugeMetricFamily("sluice_scheduler_queued_jobs",
+                                          SERIES["sluice_scheduler_queued_jobs"],
+                                          labels=["reason"])
+            for code, n in waits.queued_by_reason().items():
+                by_reason.add_metric([code], n)
+            yield by_reason
         policy = getattr(svc.policy, "policy", None)
         if getattr(policy, "Q", None) is not None:        # the lyapunov policy
             yield GaugeMetricFamily("sluice_scheduler_lyapunov_q",

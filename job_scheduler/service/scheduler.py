@@ -35,6 +35,7 @@ from job_scheduler.service.policy_step import PolicyStep
 from job_scheduler.service.progress_relay import ProgressRelays
 from job_scheduler.service.store import DuplicateSubmission, JobRecord, JobStore, JobUpdate
 from job_scheduler.service import suspending
+from job_scheduler.service.waits import Waits
 from sluice_common.errors import InputError, option_error
 from topologies import Topology
 
@@ -104,6 +105,10 @@ class SchedulerService:
         self._inbox: list[JobRecord] = []
         self._inbox_lock = threading.Lock()
         store.on_queued = self._received
+        # what GET /jobs shows of waiting jobs: the policy's dry run, once per slot
+        self.last_slot_at: float | None = None
+        self.queue_changes = 0        # bumped when the queue gains or loses a job
+        self.waits = Waits(self)
 
     # ---- admission -------------------------------------------------------------------
     def validate(self, body: str, source: str) -> list[JobSpec]:
@@ -182,6 +187,7 @@ class SchedulerService:
         """The store committed a submission (called with the store locked: only append)."""
         with self._inbox_lock:
             self._inbox.extend(jobs)
+            self.queue_changes += 1
 
     def _sync_queue(self, now: float | None = None) -> None:
         """With ``_lock`` held: read the queue from the store once, then take in what
@@ -212,6 +218,7 @@ class SchedulerService:
             self._enqueue(job)
 
     def _enqueue(self, job: JobRecord, *, in_id_order: bool = False) -> None:
+        self.queue_changes += 1
         self._queued[job.id] = job
         resume = job.resume or {}
         self.policy.add(QueuedJob(job.id, job.spec, job.start_not_before),
@@ -219,6 +226,7 @@ class SchedulerService:
                         restore_s=resume.get("restore_s", 0.0))
 
     def _dequeue(self, job_id: int) -> None:
+        self.queue_changes += 1
         self._delayed.pop(job_id, None)
         self._queued.pop(job_id, None)
         self.policy.remove(job_id)
@@ -240,6 +248,7 @@ class SchedulerService:
             ended = self._reap(now)
             started = self._schedule(now)
             self.ticks += 1
+            self.last_slot_at = now
             return {"ended": ended, "started": started}
 
     def check_running_fit(self) -> None:
