@@ -53,6 +53,16 @@ class PolicyStep:
         self._view = ServiceView(topology, estimator, self.slot)
         self._arrived: list[int] = []     # added since the last slot: told on_arrival
 
+    @property
+    def view(self) -> ServiceView:
+        """The policy's picture of the jobs (read by the wait forecast's dry run)."""
+        return self._view
+
+    @property
+    def has_arrivals(self) -> bool:
+        """Jobs added since the last slot that the policy has not been told of yet."""
+        return bool(self._arrived)
+
     def add(self, q: QueuedJob, *, in_id_order: bool = False, work_left: float = 1.0,
             restore_s: float = 0.0) -> None:
         """``q`` entered the queue (submitted, re-queued, or not started after all), at

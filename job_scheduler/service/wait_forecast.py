@@ -36,7 +36,8 @@ from job_scheduler.core.decisions import QueuedJob, StartDecision, Suspend
 from job_scheduler.core.placement import ClusterState, Placement
 
 # every reason a job may wait, in the order /metrics lists them
-REASON_CODES = ("gpus", "behind", "arrival", "policy", "suspended", "slurm")
+SLURM_PENDING = "slurm"   # Slurm's own pending reason (squeue), not the executor's name
+REASON_CODES = ("gpus", "behind", "arrival", "policy", "suspended", SLURM_PENDING)
 MAX_SLOTS = 4096        # slots one dry run decides at most
 MAX_JOBS = 500          # waiting jobs one dry run looks at
 MAX_SECONDS = 0.5       # wall-clock seconds one dry run may take (a loaded host, a big queue)
@@ -95,7 +96,7 @@ def clone_step(step):
     decides from is copied; the topology, the estimator and each job's spec and model
     are shared (never changed after they are made) and the policy's histories for
     plots (deques) start empty."""
-    view = step._view
+    view = step.view
     memo = {id(view.topology): view.topology, id(view.estimator): view.estimator}
     for shared in (view.jobs, view.models):    # a JobSpec, a JobModel: never changed
         for value in shared.values():
@@ -125,112 +126,144 @@ def dry_run(step, state: ClusterState, at: float, held: dict[int, Held],
     ``run_seconds(job, decision, t, work_left, restore_s)``: seconds a job started at
     ``t`` runs (None: the policy's predicted C(n) times its work left, plus the
     restore)."""
-    view = step._view
-    fc = Forecast(at=at, slot=step.slot, free=state.total_free, total=state.total_gpus,
-                  policy=step.name)
-    pending = sorted(arrivals, key=lambda a: (a.at, a.job.id))
-    waiting_now = list(view.waiting)
-    queue = queue if queue is not None else waiting_now + [a.job.id for a in pending]
-    watched = set(queue[:max_jobs])
-    fc.truncated = len(queue) > max_jobs
-    # a waiting job beyond the cap stays out of the dry run (the policy's work counts
-    # stay as the service's: Q still holds them)
-    for j in waiting_now:
-        if j not in watched:
-            view.waiting.pop(j, None)
-    pending = [a for a in pending if a.job.id in watched]
-    held = dict(held)
-    for j, h in held.items():
-        if h.end is not None:
-            fc.ends[j] = h.end
-    for j in queue:
-        fc.needs[j] = _needs(step, j)
-    _explain_head(step, state, fc)
-    left: dict[int, tuple[float, float]] = {}    # suspended in the dry run: work, restore
-    t, k = at, 0
-    deadline = time.monotonic() + max_seconds
-    while k < max_slots and watched - set(fc.starts):
-        if k and time.monotonic() > deadline:
-            fc.truncated = True
-            break
+    run = _DryRun(step, state, at, held, arrivals, run_seconds, max_jobs, queue)
+    return run.forecast(max_slots, max_seconds)
+
+
+class _DryRun:
+    """One dry run's state: the policy step it drives, the free GPUs, the jobs it holds
+    running and the ones still to arrive, and the forecast it fills."""
+
+    def __init__(self, step, state: ClusterState, at: float, held: dict[int, Held],
+                 arrivals: Iterable[Arrival], run_seconds, max_jobs: int,
+                 queue: list[int] | None):
+        self.step, self.state, self.at, self.run_seconds = step, state, at, run_seconds
+        view = step.view
+        self.fc = Forecast(at=at, slot=step.slot, free=state.total_free,
+                           total=state.total_gpus, policy=step.name)
+        pending = sorted(arrivals, key=lambda a: (a.at, a.job.id))
+        waiting_now = list(view.waiting)
+        self.queue = queue if queue is not None else waiting_now + [a.job.id for a in pending]
+        self.watched = set(self.queue[:max_jobs])
+        self.fc.truncated = len(self.queue) > max_jobs
+        # a waiting job beyond the cap stays out of the dry run (the policy's work counts
+        # stay as the service's: Q still holds them)
+        for j in waiting_now:
+            if j not in self.watched:
+                view.waiting.pop(j, None)
+        self.pending = [a for a in pending if a.job.id in self.watched]
+        self.held = dict(held)
+        for j, h in self.held.items():
+            if h.end is not None:
+                self.fc.ends[j] = h.end
+        for j in self.queue:
+            self.fc.needs[j] = _needs(step, j)
+        _explain_head(step, state, self.fc)
+        self.left: dict[int, tuple[float, float]] = {}   # suspended here: work, restore
+
+    def forecast(self, max_slots: int, max_seconds: float) -> Forecast:
+        fc, step = self.fc, self.step
+        t, k = self.at, 0
+        deadline = time.monotonic() + max_seconds
+        while k < max_slots and self.watched - set(fc.starts):
+            if k and time.monotonic() > deadline:
+                fc.truncated = True
+                break
+            t_next = self._next_slot(t, first=not k)
+            if t_next is None:
+                break                          # nothing will ever change: no estimate
+            t, k = t_next, k + 1
+            for j in [j for j, h in self.held.items() if h.end is not None and h.end <= t]:
+                self.state.release(self.held.pop(j).placement)
+                step.ended(j)
+            while self.pending and self.pending[0].at <= t:
+                a = self.pending.pop(0)
+                step.add(a.job, in_id_order=False, work_left=a.work_left,
+                         restore_s=a.restore_s)
+            for d in step.decide(self.state.copy(), t):
+                if isinstance(d, Suspend):
+                    self._suspend(d, t)
+                else:
+                    self._start(d, t)
+        fc.slots = k
+        fc.truncated = fc.truncated or bool(self.watched - set(fc.starts)) and k >= max_slots
+        rank = {j: i for i, j in enumerate(self.queue)}
+        fc.order = sorted(self.queue, key=lambda j: (fc.starts.get(j, math.inf), rank[j]))
+        for j in list(fc.ends):            # only the running jobs' ends are shown
+            if j in rank:
+                del fc.ends[j]
+        return fc
+
+    def _next_slot(self, t: float, first: bool) -> float | None:
+        """The next slot the policy decides in (as the simulator: straight to the next
+        event when the policy does not want every slot); None when no event will come."""
+        step, view = self.step, self.step.view
         t_next = t + step.slot
-        idle = not view.waiting and not step._arrived
-        if idle or not step.policy.wants_slot(view):   # as the simulator: to the next event
-            events = [h.end for h in held.values() if h.end is not None]
-            events += [a.at for a in pending]
-            events.append(step.policy.next_wakeup(view))
-            t_event = min(events)
-            if math.isinf(t_event):
-                if idle or k or not step._arrived:
-                    break                      # nothing will ever change: no estimate
-            else:
-                t_next = max(t_next, at + math.ceil((t_event - at) / step.slot - 1e-9)
-                             * step.slot)
-            skipped = int(round((t_next - t) / step.slot)) - 1
-            if idle and skipped > 0:
-                step.policy.idle(view, skipped)
-        t = t_next
-        k += 1
-        for j in [j for j, h in held.items() if h.end is not None and h.end <= t]:
-            state.release(held.pop(j).placement)
-            step.ended(j)
-        while pending and pending[0].at <= t:
-            a = pending.pop(0)
-            step.add(a.job, in_id_order=False, work_left=a.work_left, restore_s=a.restore_s)
-        for d in step.decide(state.copy(), t):
-            if isinstance(d, Suspend):
-                h = held.pop(d.job_id, None)
-                if h is not None:
-                    state.release(h.placement)
-                    fc.ends.pop(d.job_id, None)
-                    run = (h.end - h.started) if h.end is not None and h.started else None
-                    frac = (max(h.end - t, 0.0) / run) if run else 1.0
-                    left[d.job_id] = (frac, d.cost_s)
-                continue
-            p = _named(d.placement, d.job_id)
-            state.allocate(p, d.gpu_ids)
-            work, restore = left.pop(d.job_id, (None, None))
-            secs = run_seconds(d.job_id, d, t, work, restore)
-            if secs is None:
-                secs = _predicted(step, d, p, 1.0 if work is None else work, restore or 0.0)
-            end = None if secs is None else t + secs
-            held[d.job_id] = Held(p, end, t)
-            if end is not None:
-                fc.ends.setdefault(d.job_id, end)
-            if d.job_id in watched:
-                fc.starts.setdefault(d.job_id, t)
-    fc.slots = k
-    fc.truncated = fc.truncated or bool(watched - set(fc.starts)) and k >= max_slots
-    rank = {j: i for i, j in enumerate(queue)}
-    fc.order = sorted(queue, key=lambda j: (fc.starts.get(j, math.inf), rank[j]))
-    for j in list(fc.ends):            # only the running jobs' ends are shown
-        if j in rank:
-            del fc.ends[j]
-    return fc
+        idle = not view.waiting and not step.has_arrivals
+        if not idle and step.policy.wants_slot(view):
+            return t_next
+        events = [h.end for h in self.held.values() if h.end is not None]
+        events += [a.at for a in self.pending]
+        events.append(step.policy.next_wakeup(view))
+        t_event = min(events)
+        if math.isinf(t_event):
+            if idle or not first or not step.has_arrivals:
+                return None
+        else:
+            t_next = max(t_next, self.at + math.ceil((t_event - self.at) / step.slot - 1e-9)
+                         * step.slot)
+        skipped = int(round((t_next - t) / step.slot)) - 1
+        if idle and skipped > 0:
+            step.policy.idle(view, skipped)
+        return t_next
+
+    def _suspend(self, d: Suspend, t: float) -> None:
+        h = self.held.pop(d.job_id, None)
+        if h is None:
+            return
+        self.state.release(h.placement)
+        self.fc.ends.pop(d.job_id, None)
+        run = (h.end - h.started) if h.end is not None and h.started else None
+        frac = (max(h.end - t, 0.0) / run) if run else 1.0
+        self.left[d.job_id] = (frac, d.cost_s)
+
+    def _start(self, d: StartDecision, t: float) -> None:
+        p = _named(d.placement, d.job_id)
+        self.state.allocate(p, d.gpu_ids)
+        work, restore = self.left.pop(d.job_id, (None, None))
+        secs = self.run_seconds(d.job_id, d, t, work, restore)
+        if secs is None:
+            secs = _predicted(self.step, d, p, 1.0 if work is None else work, restore or 0.0)
+        end = None if secs is None else t + secs
+        self.held[d.job_id] = Held(p, end, t)
+        if end is not None:
+            self.fc.ends.setdefault(d.job_id, end)
+        if d.job_id in self.watched:
+            self.fc.starts.setdefault(d.job_id, t)
 
 
 def _needs(step, j: int) -> int:
     """GPUs job j needs to start under the policy (fixed-count policies: its count;
     the others: at least 1)."""
     try:
-        return int(step.policy.needs(step._view, j))
+        return int(step.policy.needs(step.view, j))
     except (KeyError, AttributeError, TypeError):
-        spec = step._view.jobs.get(j)
+        spec = step.view.jobs.get(j)
         return int(getattr(spec, "trace_gpus", 0) or getattr(spec, "max_gpus", 1) or 1)
 
 
 def _predicted(step, d: StartDecision, p: Placement, work: float, restore: float):
-    model = step._view.models.get(d.job_id)
+    model = step.view.models.get(d.job_id)
     if model is None:
         return None
-    bw = step._view.live_bandwidth(p)
-    return restore + work * model.C(p.gpus, bw, step._view.exchange_path(p))
+    bw = step.view.live_bandwidth(p)
+    return restore + work * model.C(p.gpus, bw, step.view.exchange_path(p))
 
 
 def _explain_head(step, state: ClusterState, fc: Forecast) -> None:
     """When the head job could start on the free GPUs and the policy waited: which of
     its terms decided (Lyapunov: V*C(n) against the queues Q and Z)."""
-    view, policy = step._view, step.policy
+    view, policy = step.view, step.policy
     head = next(iter(view.waiting), None)
     if head is None or state.total_free == 0:
         return

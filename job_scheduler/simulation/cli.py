@@ -105,8 +105,7 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
                         help=f"a built-in workload ({', '.join(BUILTIN_WORKLOADS)}), a job "
                              "YAML file, or a trace CSV (Tiresias or Philly, told by its "
                              "header or by --trace-format); a file name not found here is "
-                             f"looked up in ${WORKLOADS_ENV} (unset: ../shared/workloads "
-                             "beside the checkout)")
+                             f"looked up in the folder ${WORKLOADS_ENV} names")
     parser.add_argument("--trace-format", choices=TRACE_FORMATS,
                         help="read --workload as a trace CSV of this format (default: "
                              "recognised by the CSV header)")
