@@ -100,7 +100,7 @@ ovs:
 
 test: setup test-numpy2
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 # The unit tree only (tests/unit/: no root, no fabric; tests/fabric/ needs both), without
 # the slow tests: quick feedback while developing.
