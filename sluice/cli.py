@@ -192,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"sluice {name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`sluice simulate | head`): nothing more to say to it; stdout
+        # goes to /dev/null so that the interpreter's own flush at exit stays quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as err:
         # the machine, not the code (no fabric, no Slurm, a path it may not write): one
         # line, exit 1; anything else is a bug and keeps its traceback

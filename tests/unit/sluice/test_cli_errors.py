@@ -64,3 +64,18 @@ def test_sluice_traceback_shows_every_one(monkeypatch):
     _command(monkeypatch, FabricError("Open vSwitch is not running"))
     with pytest.raises(FabricError):
         cli.main(["boom"])
+
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch, capsys):
+    """`sluice simulate ... | head`: the pipe closes while sluice still writes; the command
+    ends with 141 (as a shell reports SIGPIPE), says nothing and shows no traceback, and
+    its stdout is pointed at /dev/null so the interpreter's last flush stays quiet."""
+    monkeypatch.delenv(cli.TRACEBACK_ENV, raising=False)
+    _command(monkeypatch, BrokenPipeError(32, "Broken pipe"))
+    pointed = []
+    monkeypatch.setattr(cli.os, "dup2", lambda fd, to: pointed.append(to))
+    monkeypatch.setattr(cli.sys.stdout, "fileno", lambda: 1, raising=False)
+    assert cli.main(["boom"]) == 141
+    assert capsys.readouterr().err == ""
+    assert pointed == [1]
