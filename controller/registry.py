@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from controller.ranking import PULL, PUSH, FlowKey
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, RuleBroken
 from sluice_common.job_id import JOB_ID_RE, JOB_ID_RULE
 
 CONTROL = "control"          # a worker's control messages to the ps-lite scheduler
@@ -108,12 +108,6 @@ class Job:
 
 class ProgressResult:
     ACCEPTED, STALE = "accepted", "stale"
-
-
-class RuleBroken(InputError):
-    """A body of the right shape that breaks a rule its schema cannot express (the API
-    answers 422 naming ``field``): a duplicate id, an IP that is not a host, the same
-    endpoint twice, a worker the job does not have."""
 
 
 def _endpoint(source: str, job: str, role: str, i: int, raw: Any,

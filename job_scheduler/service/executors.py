@@ -216,6 +216,15 @@ class LocalExecutor:
         self._pending[job.id] = decision
         return {"executor": self.kind, "started_at": now, "run_dir": str(run_dir)}
 
+    def port_block(self, job: JobRecord) -> int:
+        """The PS port block the job's launch will use (reserved now; the launch, right
+        after, reserves the same), for the controller's registration."""
+        return self.ports.reserve(job.id, job.name, {self.HOST})
+
+    def held_port_block(self, job: JobRecord) -> int | None:
+        """The block a running job holds."""
+        return self.ports.block_of(job.id)
+
     def launch(self, job: JobRecord, extra_env: Mapping[str, str] | None = None) -> dict:
         decision = self._pending.pop(job.id)
         run_dir = Path(job.run_dir)
