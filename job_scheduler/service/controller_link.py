@@ -79,9 +79,11 @@ def registration_view(events: list[tuple[float, str, str | None]], running: bool
     for _at, kind, detail in events:
         if kind in _START_EVENTS:
             view = None
-        elif kind == REGISTERED_EVENT:
-            view = {"state": REGISTERED, "id": detail, "error": None,
-                    "attempts": (view or {}).get("attempts", 0) + 1}
+        elif kind == REGISTERED_EVENT:        # detail: "ID" or "ID, attempt N"
+            ident, _, nth = (detail or "").partition(", attempt ")
+            view = {"state": REGISTERED, "id": ident, "error": None,
+                    "attempts": int(nth) if nth.isdigit()
+                    else (view or {}).get("attempts", 0) + 1}
         elif kind == ERROR_EVENT and (detail or "").startswith(REGISTER_ERRORS):
             final = detail.startswith(NOT_RETRIED)
             view = {"state": FAILED if final else PENDING,
@@ -94,6 +96,11 @@ def registration_view(events: list[tuple[float, str, str | None]], running: bool
     if view["state"] == PENDING and not running:
         view["state"] = FAILED          # the job ended before the controller took it
     return view
+
+
+def registered_detail(job: JobRecord, attempt: int = 1) -> str:
+    """The detail of a job's ``controller-registered`` event."""
+    return controller_job_id(job) + (f", attempt {attempt}" if attempt > 1 else "")
 
 
 class Registrations:

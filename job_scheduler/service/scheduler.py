@@ -416,8 +416,7 @@ class SchedulerService:
         suspending.carry_out(self, step, state, now, _REQUEUED)
 
     def _launch(self, executor: Executor, record: JobRecord, decision: StartDecision) -> int:
-        env = self._tell_controller_started(
-            record, executor.port_block(record) if hasattr(executor, "port_block") else None)
+        env = self._tell_controller_started(record, getattr(executor, "port_block", None))
         try:
             launched = executor.launch(record, env)
         except Exception as err:
@@ -435,10 +434,11 @@ class SchedulerService:
                  decision.gpus_by_host())
         return 1
 
-    def _tell_controller_started(self, job: JobRecord, base_port: int | None = None
+    def _tell_controller_started(self, job: JobRecord,
+                                 port_block: Callable[[JobRecord], int] | None = None
                                  ) -> dict[str, str]:
-        """Register the job's endpoints (the ports of ``base_port``, its executor's block)
-        before its processes start, so its first packets are already classified; returns
+        """Register the job's endpoints (the ports of the block its executor reserves,
+        ``port_block``) before its processes start, so its first packets are already classified; returns
         env for the job (its identity at the controller, its progress token). The job is
         registered under its own identity, unique per submission, never its name alone
         (``controller_link.controller_job_id``). A failure does not stop the job: it is
@@ -448,11 +448,12 @@ class SchedulerService:
             return {}
         self.registrations.drop(job.id)       # a new start: its own registration
         try:
-            env = dict(self.controller.job_started(job, base_port) or {})
+            env = dict(self.controller.job_started(
+                job, port_block(job) if port_block else None) or {})
         except Exception as err:   # the controller being down must not stop jobs
             self._registration_failed(job, err)
             return {}
-        self.store.update(job.id, event=ctl.REGISTERED_EVENT, detail=ctl.controller_job_id(job))
+        self.store.update(job.id, event=ctl.REGISTERED_EVENT, detail=ctl.registered_detail(job))
         return env
 
     def _registration_failed(self, job: JobRecord, err: Exception) -> None:
@@ -482,12 +483,12 @@ class SchedulerService:
             except Exception as err:
                 self._registration_failed(job, err)
                 continue
-            attempts = self.registrations.attempts(job_id)
+            attempt = (self.registrations.attempts(job_id) or 0) + 1
             self.registrations.drop(job_id)
             self.store.update(job_id, event=ctl.REGISTERED_EVENT,
-                              detail=ctl.controller_job_id(job))
+                              detail=ctl.registered_detail(job, attempt))
             log.info("controller: job %d (%s) registered as %s at attempt %d", job_id,
-                     job.name, ctl.controller_job_id(job), (attempts or 0) + 1)
+                     job.name, ctl.controller_job_id(job), attempt)
             if getattr(executor, "relays_progress", False) and job_id not in self.relays:
                 workers = len((job.placement or {}).get("worker_hosts", []))
                 self.relays.start(job, env, workers)
