@@ -146,7 +146,9 @@ class JobModel(_Strict):
         "oneOf": [{"required": ["model"]}, {"required": ["layers"]}]})
 
     name: str = Field(min_length=1, pattern=JOB_ID_PATTERN,
-                      description=f"the job's id everywhere, unique within the file: {JOB_ID_RULE}")
+                      description=f"the job's name, unique within the file: {JOB_ID_RULE}; "
+                      "a label: two live jobs may share it (the scheduler service knows "
+                      "each by its job id, the controller as NAME.ID)")
     # (no null: a job without one of them leaves the key out; `model: null` is a mistake)
     model: str = Field(None, json_schema_extra=_model_schema)
     layers: Annotated[list[LayerItem], Field(min_length=1)] = Field(
