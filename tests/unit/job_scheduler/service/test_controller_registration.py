@@ -254,3 +254,27 @@ def test_without_a_controller_the_job_has_no_controller_field(tmp_path):
         assert "controller" not in json.loads(call(api, "GET", "/jobs/1")[1])
     finally:
         api.stop()
+
+
+def test_a_registration_whose_answer_was_lost_is_replaced_not_refused(tmp_path, monkeypatch):
+    """The identity is the submission's own: one found registered is this job's, from an
+    attempt whose answer (and token) was lost; the retry replaces it instead of being
+    refused with 409 for ever."""
+    from controller.api import ApiServer
+    from support.controller_fakes import ADMIN, bring_up, make_service as make_controller
+
+    ctl_svc = bring_up(make_controller("two-rack"))
+    api = ApiServer(ctl_svc, "127.0.0.1", 0).start()
+    try:
+        monkeypatch.setenv("SLUICE_CONTROLLER_TOKEN", ADMIN)
+        notifier = ControllerNotifier(api.url, TOPO)
+        job = _record(1, "a")
+        job = JobRecord(**{**vars(job), "placement": {"ps_hosts": ["h1"],
+                                                      "worker_hosts": ["h2", "h3"]}})
+        lost = notifier.job_started(job)["SLUICE_CONTROLLER_JOB_TOKEN"]
+        env = notifier.job_started(job)                        # the retry
+        assert env["SLUICE_CONTROLLER_JOB_TOKEN"] != lost
+        assert env[ctl.CONTROLLER_JOB_ENV] == "a.1"
+        assert [j["id"] for j in notifier.client.jobs()] == ["a.1"]
+    finally:
+        api.stop()
