@@ -15,8 +15,8 @@ fits its schema but breaks a rule the schema cannot express (``field`` names it:
 duplicate server or worker id, the same endpoint twice, an IP that is not a host of the
 topology, a worker the job does not have), 401 missing/wrong token, 404 unknown job or
 path, 409 conflict with the controller's state (the job id is registered, a flow is
-another job's), 411/413 missing or oversized body, 429 too many reports. A refused request changes
-nothing. Nothing is logged per request: tokens are never logged.
+another job's), 411/413 missing or oversized body, 429 too many reports. A refused
+request changes nothing. Nothing is logged per request: tokens are never logged.
 
 Where the checks live: request models (pydantic) reject malformed bodies with every
 error at once; the body-size limit is ASGI middleware; tokens and the per-job report

@@ -97,10 +97,12 @@ def _model_schema(schema: dict) -> None:
     from sluice_common.models import _LOOKUP
 
     gap = r"[\s_-]*"
+
     def spelled(name: str) -> str:
         return gap.join(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c) for c in name)
     schema.pop("default", None)
-    schema["pattern"] = f"^{gap}(" + "|".join(spelled(n) for n in sorted(_LOOKUP, key=lambda n: (-len(n), n))) + f"){gap}$"
+    names = sorted(_LOOKUP, key=lambda n: (-len(n), n))
+    schema["pattern"] = f"^{gap}(" + "|".join(map(spelled, names)) + f"){gap}$"
     schema["examples"] = _known_models()
     schema["description"] = (f"a known model: {', '.join(_known_models())} (case, spaces, "
                              "_ and - are ignored); give this or `layers` (the network as "

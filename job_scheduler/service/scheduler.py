@@ -438,8 +438,9 @@ class SchedulerService:
                                  port_block: Callable[[JobRecord], int] | None = None
                                  ) -> dict[str, str]:
         """Register the job's endpoints (the ports of the block its executor reserves,
-        ``port_block``) before its processes start, so its first packets are already classified; returns
-        env for the job (its identity at the controller, its progress token). The job is
+        ``port_block``) before its processes start, so its first packets are already
+        classified; returns env for the job (its identity at the controller, its
+        progress token). The job is
         registered under its own identity, unique per submission, never its name alone
         (``controller_link.controller_job_id``). A failure does not stop the job: it is
         recorded on the job (``controller`` of its view, an event) and retried until it
@@ -453,7 +454,8 @@ class SchedulerService:
         except Exception as err:   # the controller being down must not stop jobs
             self._registration_failed(job, err)
             return {}
-        self.store.update(job.id, event=ctl.REGISTERED_EVENT, detail=ctl.registered_detail(job))
+        self.store.update(job.id, event=ctl.REGISTERED_EVENT,
+                          detail=ctl.registered_detail(job))
         return env
 
     def _registration_failed(self, job: JobRecord, err: Exception) -> None:

@@ -194,7 +194,8 @@ class SlurmExecutor:
         """The PS port block the job's launch will use (reserved now; the launch, right
         after, reserves the same), for the controller's registration."""
         decision = self._pending[job.id]
-        return self.ports.reserve(job.id, job.name, {*decision.ps_hosts, *decision.worker_hosts})
+        return self.ports.reserve(job.id, job.name,
+                                  {*decision.ps_hosts, *decision.worker_hosts})
 
     def held_port_block(self, job: JobRecord) -> int | None:
         """The block a running job holds (learned from its plan.json after a restart)."""
