@@ -9,10 +9,14 @@
     GET    /live | /live/state          the live picture (HTML) and its data (JSON)
     GET    /openapi.json | /docs        the machine-readable API and its browsable page
 
-Tokens travel as ``Authorization: Bearer <token>``. Answers: 400 bad body (every problem
-listed in ``errors``), 401 missing/wrong token, 404 unknown job or path, 409 conflict,
-411/413 missing or oversized body, 429 too many reports. A refused request changes
-nothing. Nothing is logged per request: tokens are never logged.
+Tokens travel as ``Authorization: Bearer <token>``. Answers: 400 a body that does not
+parse or does not fit its schema (every problem listed in ``errors``), 422 a body that
+fits its schema but breaks a rule the schema cannot express (``field`` names it: a
+duplicate server or worker id, the same endpoint twice, an IP that is not a host of the
+topology, a worker the job does not have), 401 missing/wrong token, 404 unknown job or
+path, 409 conflict with the controller's state (the job id is registered, a flow is
+another job's), 411/413 missing or oversized body, 429 too many reports. A refused
+request changes nothing. Nothing is logged per request: tokens are never logged.
 
 Where the checks live: request models (pydantic) reject malformed bodies with every
 error at once; the body-size limit is ASGI middleware; tokens and the per-job report
@@ -170,14 +174,27 @@ def _page_params(limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="ite
 
 Paging = Annotated[tuple[int, str | None], Depends(_page_params)]
 ERRORS = {s: {"model": Error} for s in (400, 401, 404, 409, 411, 413, 415, 429)}
+# What a registration must hold to that its schema cannot say (422, `field` names it;
+# 409 for what clashes with the registered jobs): the register operation's description
+# and its 422 answer say it.
+REGISTER_RULES = (
+    "Rules the schema cannot express: the ids of `servers` are unique, and so are those "
+    "of `workers` (422); every endpoint (ip, port) of the job, the scheduler's included, "
+    "appears once: no endpoint is shared by a server and a worker (422); every `ip` is a "
+    "host of the controller's topology (the document's `enum`; 422). Against the "
+    "registered jobs: the `id` is not registered yet, and none of the job's flows "
+    "(worker -> server port, server -> worker port) is another job's (409).")
 REGISTER_ERRORS = {**ERRORS, 201: {"links": {   # what comes next for a registered job
     "RemoveJob": {"operationId": "remove_jobs__job_id__delete",
                   "parameters": {"job_id": "$response.body#/id"}},
     "JobFlows": {"operationId": "flows_flows_get", "parameters": {"job": "$response.body#/id"}},
     "ReportProgress": {"operationId": "progress_jobs__job_id__progress_post",
                        "parameters": {"job_id": "$response.body#/id"}}}},
-    422: {"model": Error, "description": "the same endpoint twice "
-                                   "(or a server on a worker's): `field` names it"}}
+    422: {"model": Error, "description": "the body fits the schema but breaks one of its "
+          "rules (a duplicate server or worker id, one endpoint twice or shared by a server "
+          "and a worker, an IP that is not a host): `field` names it"}}
+PROGRESS_ERRORS = {**ERRORS, 422: {"model": Error, "description": "`worker` is not a "
+                                   "worker of the job: `field` names it"}}
 # The progress route reads its body itself (the hot path); this documents what it reads.
 PROGRESS_OPENAPI = {
     "parameters": [{"name": "wait", "in": "query", "required": False,
@@ -425,16 +442,18 @@ def build_app(service: ControllerService) -> FastAPI:
         return token
 
     _read_routes(app, service)
-    @app.post("/jobs", status_code=201, responses=REGISTER_ERRORS)
+    @app.post("/jobs", status_code=201, responses=REGISTER_ERRORS,
+              description="Register a PS job (admin token); answers with the job's own "
+              "progress token. " + REGISTER_RULES)
     def register(body: JobRegistration, token: str = Depends(admin), wait: Wait = None) -> dict:
-        """Register a PS job (admin token); answers with the job's own progress token."""
         t0, done = time.monotonic(), threading.Event()
         return _wait(wait, guard.register_job(token, _body(body), done), done, t0)
 
-    @app.post("/jobs/{job_id}/progress", responses=ERRORS, response_model=None,
+    @app.post("/jobs/{job_id}/progress", responses=PROGRESS_ERRORS, response_model=None,
               openapi_extra=PROGRESS_OPENAPI)
     async def progress(job_id: str, request: Request) -> JSONResponse:
-        """A worker's progress (the job's token); its flows' levels may change."""
+        """A worker's progress (the job's token); its flows' levels may change. A rule the
+        schema cannot express: `worker` is one of the job's registered workers (422)."""
         # Served by ProgressFastPath before FastAPI (serve_app); this route documents it
         # and answers the same way should a request reach it.
         status, answer = await handle_progress(
@@ -465,7 +484,7 @@ def build_app(service: ControllerService) -> FastAPI:
 
 
 def _document_hosts(app: FastAPI, ips: list[str]) -> None:
-    """A registration's IPs must be hosts of the controller's topology (400 otherwise):
+    """A registration's IPs must be hosts of the controller's topology (422 otherwise):
     the served document says which (``enum``), so that a client, and schemathesis'
     stateful phase, can write a registration the controller takes."""
     build = app.openapi

@@ -17,12 +17,15 @@ class Refused(Exception):
 
 
 class BadRequest(Refused):
-    """The body is malformed or names what the controller does not know (a host, a worker)."""
+    """The body does not fit its request model: not JSON, a wrong type, a missing or
+    unknown field, a value out of its documented bounds (the OpenAPI document says it)."""
 
 
 class Unprocessable(Refused):
-    """A well-formed body that cannot be carried out as it stands (one endpoint twice, a
-    PS on a worker's own address and port); ``field`` names what to fix."""
+    """A body that fits its request model but breaks a rule no schema expresses (a
+    duplicate server or worker id, one endpoint twice, a PS on a worker's own address
+    and port, an IP that is not a host of the topology, a worker the job does not
+    have); ``field`` names what to fix."""
 
     def __init__(self, reason: str, field: str | None = None):
         super().__init__(reason)

@@ -14,7 +14,7 @@ from sluice_common import rank_rules
 from controller.errors import BadRequest, Conflict, NotFound, Unprocessable
 from controller.persistence import StateStore
 from controller.reconcile import Reconciler
-from controller.registry import DegenerateJob, parse_job
+from controller.registry import RuleBroken, parse_job
 from controller.state import Shared
 from sluice_common.errors import InputError
 
@@ -30,9 +30,9 @@ class JobOps:
         s = self.s
         try:
             job = parse_job(body, s.known_ips)
-        except DegenerateJob as err:
+        except RuleBroken as err:       # the right shape, a rule broken: 422 + field
             raise Unprocessable(str(err), err.field)
-        except InputError as err:
+        except InputError as err:       # the wrong shape (the request model says 400 first)
             raise BadRequest(str(err))
         with s.lock:
             with s.report_lock:
@@ -80,8 +80,8 @@ class JobOps:
             raise BadRequest("API body: must be a JSON object {\"rule\": NAME}")
         rule = body["rule"]
         if rule not in rank_rules.names():
-            raise BadRequest(f"API body: field 'rule': must be one of "
-                             f"{', '.join(rank_rules.names())}, got {rule!r}")
+            raise Unprocessable(f"API body: field 'rule': must be one of "
+                             f"{', '.join(rank_rules.names())}, got {rule!r}", "rule")
         s = self.s
         with s.lock:
             old, s.rank = s.rank, rule

@@ -4,7 +4,11 @@ The scheduler/launcher registers a job with its parameter servers and workers (I
 fixed ps-lite ``PORT`` each node listens on). The flows follow ps-lite's layout
 (docs/design.md): push data and pull requests go worker -> server:server_port (push flow),
 pull responses go server -> worker:worker_port (pull flow). Nothing is guessed from
-traffic. Validation raises :class:`InputError`; a rejected body changes nothing.
+traffic. Validation raises :class:`InputError`; a rejected body changes nothing. What a
+body's shape cannot say (the request models and the OpenAPI document say the rest) raises
+:class:`RuleBroken`, which names the field: ids unique within servers and within
+workers, IPs that are hosts of the controller's topology, every endpoint once, a
+progress report from a worker of the job.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from controller.ranking import PULL, PUSH, FlowKey
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, RuleBroken
 from sluice_common.job_id import JOB_ID_RE, JOB_ID_RULE
 
 CONTROL = "control"          # a worker's control messages to the ps-lite scheduler
@@ -109,6 +113,7 @@ class ProgressResult:
 def _endpoint(source: str, job: str, role: str, i: int, raw: Any,
               known_ips: set[str] | None) -> Endpoint:
     label = f"job '{job}' {role} #{i + 1}"
+    path = "scheduler" if role == "scheduler" else f"{role}s[{i}]"      # the body's field
     if not isinstance(raw, dict):
         raise InputError(source, "must be an object with id, ip, port", element=label)
     unknown = sorted(set(raw) - _ENDPOINT_FIELDS)
@@ -125,17 +130,13 @@ def _endpoint(source: str, job: str, role: str, i: int, raw: Any,
     except (ValueError, TypeError):
         raise InputError(source, f"not an IPv4 address: {ip!r}", element=label, field="ip")
     if known_ips is not None and ip not in known_ips:
-        raise InputError(source, f"{ip} is not a host of the topology", element=label,
-                         field="ip")
+        raise RuleBroken(source, f"{ip} is not a host of the topology", element=label,
+                         field=f"{path}.ip")
     port = raw.get("port")
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise InputError(source, f"must be an integer 1..65535, got {port!r}", element=label,
                          field="port")
     return Endpoint(eid, ip, port)
-
-
-class DegenerateJob(InputError):
-    """A registration whose endpoints cannot all be told apart (the API answers 422)."""
 
 
 def _distinct_endpoints(source: str, job_id: str, lists: dict, scheduler) -> None:
@@ -149,7 +150,7 @@ def _distinct_endpoints(source: str, job_id: str, lists: dict, scheduler) -> Non
     for where, e in named:
         other = seen.get((e.ip, e.port))
         if other is not None:
-            raise DegenerateJob(source, f"endpoint {e.ip}:{e.port} is also {other}; each "
+            raise RuleBroken(source, f"endpoint {e.ip}:{e.port} is also {other}; each "
                                 "server, worker and the scheduler needs its own address "
                                 "and port", element=f"job '{job_id}'", field=where)
         seen[(e.ip, e.port)] = where
@@ -178,10 +179,11 @@ def parse_job(body: Any, known_ips: set[str] | None = None, source: str = "API b
         lists[role] = tuple(_endpoint(source, job_id, role[:-1], i, e, known_ips)
                             for i, e in enumerate(raw))
         ids = [e.id for e in lists[role]]
-        dup = next((x for x in ids if ids.count(x) > 1), None)
-        if dup:
-            raise InputError(source, f"duplicate id '{dup}'", element=f"job '{job_id}'",
-                             field=role)
+        dup = next((i for i, x in enumerate(ids) if ids.index(x) < i), None)
+        if dup is not None:
+            raise RuleBroken(source, f"duplicate id '{ids[dup]}' (each of the job's {role} "
+                             f"needs its own)", element=f"job '{job_id}'",
+                             field=f"{role}[{dup}].id")
     scheduler = None
     if body.get("scheduler") is not None:
         scheduler = _endpoint(source, job_id, "scheduler", 0, body["scheduler"], known_ips)
@@ -205,8 +207,11 @@ def parse_progress(body: Any, job: Job, source: str = "API body") -> tuple[str, 
     if unknown:
         raise InputError(source, "unknown field (allowed: worker, batch)", field=unknown[0])
     worker, batch = body.get("worker"), body.get("batch")
-    if not isinstance(worker, str) or worker not in {w.id for w in job.workers}:
-        raise InputError(source, f"not a worker of job '{job.id}': {worker!r}",
+    if not isinstance(worker, str):
+        raise InputError(source, f"must be a worker id, got {worker!r}",
+                         element=f"job '{job.id}'", field="worker")
+    if worker not in {w.id for w in job.workers}:
+        raise RuleBroken(source, f"not a worker of job '{job.id}': {worker!r}",
                          element=f"job '{job.id}'", field="worker")
     if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch < 2**62:
         raise InputError(source, f"must be an integer >= 0, got {batch!r}",

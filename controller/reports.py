@@ -14,12 +14,12 @@ import hmac
 import threading
 from typing import Any, Callable
 
-from controller.errors import BadRequest, NotFound, Refused, Unauthorized
+from controller.errors import BadRequest, NotFound, Refused, Unauthorized, Unprocessable
 from sluice_common.tokens import token_refusal
 from controller.hinting import Hints
 from controller.persistence import StateStore
 from controller.reconcile import Reconciler
-from controller.registry import parse_progress
+from controller.registry import RuleBroken, parse_progress
 from controller.report_hints import Hint
 from controller.state import Shared
 from sluice_common.errors import InputError
@@ -104,6 +104,8 @@ class Reports:
                 worker, batch = parse_progress(body, job)
             except InputError as err:
                 s.metrics.inc("sluice_progress_reports_total", result="rejected")
+                if isinstance(err, RuleBroken):       # a worker the job does not have
+                    raise Unprocessable(str(err), err.field)
                 raise BadRequest(str(err))
             if admit is not None:
                 admit(job_id)          # the rate limit: only admissible reports use it up

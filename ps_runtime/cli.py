@@ -343,7 +343,10 @@ def run_train(args: argparse.Namespace) -> int:
     hosts = HostPlan.loopback(servers, args.workers)
     job = PSJob(spec, hosts.bound(gpus) if gpus else hosts, LocalRunner(), out,
                 batches=batches, base_port=args.base_port, controller_url=args.controller,
-                token=args.token, options=WorkerOptions(input_size=args.input_size, lr=args.lr,
+                token=args.token,
+                # the scheduler service's identity of the job at the controller
+                controller_job=os.environ.get("SLUICE_CONTROLLER_JOB_ID") or None,
+                options=WorkerOptions(input_size=args.input_size, lr=args.lr,
                                                         device=args.device, threads=args.threads,
                                                         compute=compute, profile=args.profile,
                                                         bw_scale=args.bw_scale,

@@ -151,7 +151,8 @@ class PSJob:
     def __init__(self, spec: JobSpec, placement: HostPlan, runner: ProcessRunner,
                  out_dir: str | Path, *, batches: int, base_port: int | None = None,
                  options: WorkerOptions = WorkerOptions(), controller_url: str | None = None,
-                 token: str | None = None, python: str = sys.executable, grace: float = 2.0):
+                 token: str | None = None, python: str = sys.executable, grace: float = 2.0,
+                 controller_job: str | None = None):
         if options.compute == "torch":
             from ps_runtime.models import MODEL_NAMES   # imports torch: only when it computes
 
@@ -169,6 +170,9 @@ class PSJob:
         self.options = options
         self.controller_url = controller_url
         self.token = token
+        # the job's identity at the controller, which its workers report progress under
+        # (the scheduler service's is unique per submission); default: the job's name
+        self.controller_job = controller_job or spec.name
         self.python = python
         self.grace = grace
         self.processes: list[PSProcess] = []
@@ -183,7 +187,7 @@ class PSJob:
 
     def registration(self) -> dict:
         """The body to register this job with the controller (ids w0.., s0..)."""
-        return registration(self.spec.name, self.placement, self.ports)
+        return registration(self.controller_job, self.placement, self.ports)
 
     def _plan(self) -> list[PSProcess]:
         head = self.placement.servers[0]
@@ -232,7 +236,7 @@ class PSJob:
 
     def _torch_argv(self, proc: PSProcess) -> list[str]:
         o = self.options
-        argv = [self.python, "-m", "ps_runtime.worker", "--job", self.spec.name,
+        argv = [self.python, "-m", "ps_runtime.worker", "--job", self.controller_job,
                 "--worker-index", str(proc.rank), "--model", self.spec.model,
                 "--batch-size", str(self.spec.batch_size), "--batches", str(self.batches),
                 "--input-size", str(o.input_size), "--lr", str(o.lr),
@@ -288,7 +292,7 @@ class PSJob:
             self._plan_cache = batch_plan(self.spec.model, self.spec.batch_size, o.bw_scale,
                                           o.profile, None, o.compute_s, o.bytes_per_batch)
         plan = self._plan_cache
-        argv = [self.python, "-m", "ps_runtime.emulated_worker", "--job", self.spec.name,
+        argv = [self.python, "-m", "ps_runtime.emulated_worker", "--job", self.controller_job,
                 "--worker-index", str(proc.rank), "--model", self.spec.model,
                 "--batch-size", str(self.spec.batch_size), "--batches", str(self.batches),
                 "--bw-scale", repr(o.bw_scale), "--bucket-mb", str(o.bucket_mb),

@@ -180,7 +180,8 @@ def run_plan(plan_path: Path) -> int:
     job = PSJob(spec, hosts, runner, run_dir / PS_LOG_DIR, batches=batches, options=options,
                 base_port=plan.base_port,     # reserved per host by the scheduler
                 controller_url=os.environ.get("SLUICE_CONTROLLER_URL") or None,
-                token=os.environ.get("SLUICE_CONTROLLER_JOB_TOKEN") or None)
+                token=os.environ.get("SLUICE_CONTROLLER_JOB_TOKEN") or None,
+                controller_job=os.environ.get("SLUICE_CONTROLLER_JOB_ID") or None)
     old = signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
     from ps_runtime.train_checkpoint import suspend_on_usr1
     suspend_on_usr1(job)          # Slurm's --signal=B:USR1@N: a checkpointed stop

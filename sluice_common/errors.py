@@ -42,6 +42,13 @@ class InputError(ValueError):
                 "reason": self.reason}
 
 
+class RuleBroken(InputError):
+    """Input of the right shape (its schema holds) that breaks a rule no schema can
+    express: two jobs of one file with one name, more GPUs than the topology has, the
+    same endpoint twice. The REST services answer it with 422 naming the field (400 is
+    for what does not parse or does not fit the schema)."""
+
+
 class InputErrors(InputError):
     """Several problems in one input. Its own source/element/field/reason are the first
     problem's (so code that looks at one error keeps working); ``errors`` has them all."""

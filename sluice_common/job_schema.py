@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, RuleBroken
 from sluice_common.job_id import JOB_ID_PATTERN, JOB_ID_RULE, is_job_id
 from sluice_common.validation import validate_document
 
@@ -89,6 +89,26 @@ def _known_models() -> list[str]:
     return list(known_models())
 
 
+def _model_schema(schema: dict) -> None:
+    """``model`` as the service takes it: a known model's name, or an alias of one, in
+    any case and with any spaces, ``_`` and ``-`` (``sluice_common.models``), as a
+    pattern (an ``enum`` of the canonical names would refuse ``ResNet-50``, which the
+    service takes); the names are listed in the description and as ``examples``."""
+    from sluice_common.models import _LOOKUP
+
+    gap = r"[\s_-]*"
+
+    def spelled(name: str) -> str:
+        return gap.join(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c) for c in name)
+    schema.pop("default", None)
+    names = sorted(_LOOKUP, key=lambda n: (-len(n), n))
+    schema["pattern"] = f"^{gap}(" + "|".join(map(spelled, names)) + f"){gap}$"
+    schema["examples"] = _known_models()
+    schema["description"] = (f"a known model: {', '.join(_known_models())} (case, spaces, "
+                             "_ and - are ignored); give this or `layers` (the network as "
+                             "conv/fc layers)")
+
+
 class SlurmModel(_Strict):
     """Per-job Slurm settings (``--executor slurm``): each replaces the scheduler's own
     ``--slurm-*`` option for this job; Slurm itself judges them at submission (a value
@@ -128,11 +148,11 @@ class JobModel(_Strict):
         "oneOf": [{"required": ["model"]}, {"required": ["layers"]}]})
 
     name: str = Field(min_length=1, pattern=JOB_ID_PATTERN,
-                      description=f"the job's id everywhere, unique within the file: {JOB_ID_RULE}")
+                      description=f"the job's name, unique within the file: {JOB_ID_RULE}; "
+                      "a label: two live jobs may share it (the scheduler service knows "
+                      "each by its job id, the controller as NAME.ID)")
     # (no null: a job without one of them leaves the key out; `model: null` is a mistake)
-    model: str = Field(None, json_schema_extra=_no_default, description="a known model (alexnet, resnet18, resnet50, "
-                              "vgg11, vgg16, googlenet, inception_v3, ...; case and _ are "
-                              "ignored); give this or `layers`")
+    model: str = Field(None, json_schema_extra=_model_schema)
     layers: Annotated[list[LayerItem], Field(min_length=1)] = Field(
         None, json_schema_extra=_no_default,
         description="the network as conv/fc layers; give this or `model`")
@@ -155,8 +175,7 @@ class JobModel(_Strict):
     def _job_id(cls, value: Any) -> Any:
         # Before the pattern constraint, so that the message states the rule in words.
         if isinstance(value, str) and not is_job_id(value):
-            raise ValueError(f"{value!r} is not a job name: {JOB_ID_RULE} (the controller "
-                             "registers the job under this name)")
+            raise ValueError(f"{value!r} is not a job name: {JOB_ID_RULE}")
         return value
 
     @field_validator("model", mode="before")
@@ -217,7 +236,7 @@ def _cross_checks(data: dict, source: str) -> list[InputError]:
         name = raw.get("name")
         if isinstance(name, str) and name.strip():
             if name in seen:
-                out.append(InputError(source, "duplicate job name", element=f"job '{name}'",
+                out.append(RuleBroken(source, "duplicate job name", element=f"job '{name}'",
                                       field="name"))
             seen.add(name)
     return out

@@ -13,7 +13,9 @@ Admin auth: when a token is configured, POST needs ``Authorization: Bearer <toke
 (401 without one or with an unknown one, each its own reason; 403 for a user's own token
 where the admin token is needed); reads stay open on the (loopback by default) listen address. Bodies
 over ``max_body`` bytes get 413 without being read (middleware). A job file with
-problems gets 400 listing every one (``errors``). Nothing is logged per request: tokens
+problems gets 400 listing every one (``errors``), or 422 when the file fits its schema
+but breaks a rule no schema can express (duplicate job names, more GPUs or parameter
+servers than the topology has), naming the field. Nothing is logged per request: tokens
 are never logged.
 """
 
@@ -37,7 +39,7 @@ from job_scheduler.service.metrics import metrics_text
 from job_scheduler.service.store import MAX_ID, STATES, KeyReused
 from job_scheduler.service.submission_check import CheckBusy
 from job_scheduler.service.wait_forecast import REASON_CODES
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, RuleBroken
 from sluice_common.job_schema import JobFile
 from sluice_common.http_service import (BodyLimit, ThreadedServer, bearer_token,
                                         document_400_for_bad_requests, http_error_reason,
@@ -143,7 +145,9 @@ def _submit_route(app: FastAPI, server: "SchedulerHTTPServer", admin) -> None:
         **{k: v for k, v in ERRORS.items() if k not in (403, 404)},
         411: _documented("a chunked body (no Content-Length)"),
         415: _documented("the body's Content-Type is not a job file's (application/yaml)"),
-        422: _documented("the Idempotency-Key was used before with a different body")}
+        422: _documented("the job file fits its schema but breaks a rule the schema "
+                         "cannot express (`field` names it; every problem listed), or the "
+                         "Idempotency-Key was used before with a different body")}
 
     @app.post("/submissions", status_code=201,
               responses=submit_responses, response_model=None,
@@ -161,9 +165,13 @@ def _submit_route(app: FastAPI, server: "SchedulerHTTPServer", admin) -> None:
                          "queue the "
                          "file once (200 on a repeat); the same key with another body "
                          "is refused (422)")] = None) -> JSONResponse:
-        """Queue every job of a job YAML file, durably, or none (400 lists every problem).
-        Each job may start at the earliest `arrival` seconds after the submission
-        (`schedule[].not_before`, Unix time)."""
+        """Queue every job of a job YAML file, durably, or none. Each job may start at the
+        earliest `arrival` seconds after the submission (`schedule[].not_before`, Unix
+        time). 400: the body is not UTF-8 YAML or does not fit the job file's schema
+        (every problem listed). 422: it fits the schema but breaks a rule the schema
+        cannot express, naming the field: job names unique within the file (`name`), a
+        job's `max_gpus` at most the GPUs of the service's topology, its `num_ps` at
+        most its hosts."""
         source = _SOURCE_RE.sub("_", x_sluice_source or "API body")[:200]
         idempotency_key = idempotency_key or None        # an empty header: no key
         if idempotency_key is not None and not re.fullmatch(r"[A-Za-z0-9._-]{8,128}",
@@ -185,8 +193,10 @@ def _submit_route(app: FastAPI, server: "SchedulerHTTPServer", admin) -> None:
                                                    idempotency_key, user)
         except InputError as err:
             # The whole file is rejected: nothing of it was queued. The answer stays a
-            # few KB: the first problems in full, then how many more there were.
-            raise ApiError(400, _bounded(str(err)), source=err.source, element=err.element,
+            # few KB: the first problems in full, then how many more there were. 422: it
+            # parses and fits the schema, but breaks a rule no schema says; 400 else.
+            status = 422 if all(isinstance(e, RuleBroken) for e in err.errors) else 400
+            raise ApiError(status, _bounded(str(err)), source=err.source, element=err.element,
                            field=err.field, reason=_bounded(err.reason),
                            **_bounded_errors([e.to_dict() for e in err.errors]))
         except KeyReused as err:
@@ -239,13 +249,17 @@ def build_app(server: "SchedulerHTTPServer") -> FastAPI:
     @app.get("/jobs/{job_id}", responses={404: ERRORS[404]})
     def job(job_id: int) -> JobDetail:
         """One job with its event log; a waiting job with why it waits, its place in
-        the policy's order and its estimated start."""
+        the policy's order and its estimated start; with a controller, `controller`: its
+        registration there for its last start ({state: registered | pending (failed,
+        being retried) | failed, id, error, attempts}; null before its first start)."""
         service = server.service
         record = service.store.get(job_id)
         if record is None:
             raise ApiError(404, f"no job {job_id}")
         events = [{"at": at, "kind": k, "detail": d} for at, k, d in service.store.events(job_id)]
-        return {**service.waits.public(record), "events": events}
+        controller = ({"controller": service.controller_view(record)}
+                      if service.controller else {})
+        return {**service.waits.public(record), **controller, "events": events}
 
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics():
@@ -349,7 +363,19 @@ class Event(BaseModel):
     detail: str | None = None
 
 
+class ControllerRegistration(BaseModel):
+    state: str = Field(description="registered | pending (failed, being retried) | failed "
+                                   "(the job ended without it)")
+    id: str | None = Field(None, description="the job's identity at the controller, "
+                                             "NAME.ID: unique per submission")
+    error: str | None = Field(None, description="the last failure, while not registered")
+    attempts: int | None = Field(None, description="registration attempts so far")
+
+
 class JobDetail(Job):
+    controller: ControllerRegistration | None = Field(None, description=(
+        "with a controller: the job's registration there for its last start (null before "
+        "its first start, and without a controller)"))
     events: list[Event]
 
 

@@ -256,7 +256,7 @@ def _service_failure(command: str, err: Exception) -> int:
             print(f"sluice {command}: error: {said}{hint}", file=sys.stderr)
             return 1
         print(f"sluice {command}: error: {err.body.get('error', err)}", file=sys.stderr)
-        return EXIT_BAD_INPUT if err.status in (400, 404, 409, 413) else 1
+        return EXIT_BAD_INPUT if err.status in (400, 404, 409, 413, 422) else 1
     print(f"sluice {command}: error: {err}", file=sys.stderr)
     return 1
 

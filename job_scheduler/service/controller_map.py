@@ -21,8 +21,10 @@ suspend removes it from the same controller: the controller is derived from the
 placement the job was started with, which the job record keeps. A job whose placement
 spans pods is registered with none: each pod's controller knows only its own hosts (it
 refuses another pod's), so the job runs with its flows in the least urgent class, like
-any unregistered traffic, and the job's events say so (``controller-error``, "placement
-spans pods ..."). Not silently: the scheduler logs it and records it on the job.
+any unregistered traffic, and the job says so (``controller`` in ``GET /jobs/{id}``: state
+``failed``, error "placement spans pods ...", and a ``controller-error`` event). Not
+silently: the scheduler logs it and records it on the job; it is not retried (the same
+placement would be refused again), the job's next start in one pod registers it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from topologies import Topology
 
 class SpansPods(Exception):
     """The job's placement touches hosts of several pods, each with its own controller."""
+    retry = False          # the same placement would be refused again
 
 
 def parse_controller_map(data: Any, source: str, topology: Topology) -> dict[str, str]:
@@ -93,12 +96,12 @@ class PodControllers:
         self.by_pod = {pod: ControllerNotifier(url, topology) for pod, url in urls.items()}
         self.where = ", ".join(f"{pod}={n.where}" for pod, n in self.by_pod.items())
 
-    def job_started(self, job: JobRecord) -> dict[str, str]:
+    def job_started(self, job: JobRecord, base_port: int | None = None) -> dict[str, str]:
         pods = pods_of(job, self.topology)
         if len(pods) != 1:
             raise SpansPods(f"placement spans pods {', '.join(pods)}, each with its own "
                             "controller: registered with none, its flows travel unranked")
-        return self.by_pod[pods[0]].job_started(job)
+        return self.by_pod[pods[0]].job_started(job, base_port)
 
     def job_ended(self, job: JobRecord) -> None:
         pods = pods_of(job, self.topology)

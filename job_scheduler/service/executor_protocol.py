@@ -33,10 +33,15 @@ class Executor(Protocol):
     # Optional: one batched look at the cluster for all of ``running`` before the polls
     # of a slot (Slurm: one squeue for every job, not one per job).
     # def prepare_poll(self, running: Sequence[JobRecord], now: float) -> None: ...
+    # Optional: the PS port block the job will listen on, reserved before its launch
+    # (which keeps it), so that the controller is told the ports the job uses.
+    # def port_block(self, job: JobRecord) -> int: ...
 
 
 class ControllerLink(Protocol):
     """What the service needs from the SDN controller (``controller.client``)."""
 
-    def job_started(self, job: JobRecord) -> Mapping[str, str] | None: ...
+    # ``base_port``: the PS port block the job's executor reserved for it (None: none)
+    def job_started(self, job: JobRecord, base_port: int | None = None
+                    ) -> Mapping[str, str] | None: ...
     def job_ended(self, job: JobRecord) -> None: ...

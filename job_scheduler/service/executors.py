@@ -79,6 +79,18 @@ class SimulatedExecutor:
     def __init__(self, duration_fn: DurationFn, time_factor: float = 1.0):
         self.duration_fn = duration_fn
         self.time_factor = time_factor
+        from job_scheduler.service.slurm_ports import PortBook
+        # Nothing listens on a simulated job's ports, but the controller is told of
+        # them: two simulated jobs sharing hosts must not share flows there either.
+        self.ports = PortBook()
+
+    def port_block(self, job: JobRecord) -> int:
+        placement = job.placement or {}
+        return self.ports.reserve(job.id, job.name, {*placement.get("ps_hosts", ()),
+                                                     *placement.get("worker_hosts", ())})
+
+    def held_port_block(self, job: JobRecord) -> int | None:
+        return self.ports.block_of(job.id)
 
     def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict:
         """A resumed job first restores (``restore_s``, no progress), then does the
@@ -100,6 +112,7 @@ class SimulatedExecutor:
         if not run_s:
             return {"work_left": 0.0 if run_s == 0 else 1.0, "suspend_s": 0.0}
         done = max(now - resume["trains_from"], 0.0) * (1.0 / run_s)   # as the simulator
+        self.ports.release(job.id)
         return {"work_left": max(resume["work_left"] - done, 0.0), "suspend_s": 0.0}
 
     def launch(self, job: JobRecord, env: Mapping[str, str] | None = None) -> dict:
@@ -107,8 +120,10 @@ class SimulatedExecutor:
 
     def poll(self, job: JobRecord, now: float) -> Outcome | None:
         if job.expected_end is None:
+            self.ports.release(job.id)
             return Outcome("failed", now, None, "simulated job has no recorded end time")
         if now >= job.expected_end:
+            self.ports.release(job.id)
             return Outcome("finished", job.expected_end, 0, None)
         return None
 
@@ -116,7 +131,7 @@ class SimulatedExecutor:
         return {}        # everything poll needs is recorded at launch
 
     def stop(self, job: JobRecord) -> None:
-        pass
+        self.ports.release(job.id)
 
 
 # ---- local processes -------------------------------------------------------------------
@@ -215,6 +230,15 @@ class LocalExecutor:
                                    + (f"-resume-{suspends}" if suspends else ""))
         self._pending[job.id] = decision
         return {"executor": self.kind, "started_at": now, "run_dir": str(run_dir)}
+
+    def port_block(self, job: JobRecord) -> int:
+        """The PS port block the job's launch will use (reserved now; the launch, right
+        after, reserves the same), for the controller's registration."""
+        return self.ports.reserve(job.id, job.name, {self.HOST})
+
+    def held_port_block(self, job: JobRecord) -> int | None:
+        """The block a running job holds."""
+        return self.ports.block_of(job.id)
 
     def launch(self, job: JobRecord, extra_env: Mapping[str, str] | None = None) -> dict:
         decision = self._pending.pop(job.id)

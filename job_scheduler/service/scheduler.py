@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from job_scheduler.service import controller_link as ctl
 from job_scheduler.service.executor_protocol import ControllerLink, Executor
 from job_scheduler.service.executors import Outcome
 from job_scheduler.service.gpu_records import held_state
@@ -36,7 +37,7 @@ from job_scheduler.service.progress_relay import ProgressRelays
 from job_scheduler.service.store import DuplicateSubmission, JobRecord, JobStore, JobUpdate
 from job_scheduler.service import suspending
 from job_scheduler.service.waits import Waits
-from sluice_common.errors import InputError, option_error
+from sluice_common.errors import InputError, RuleBroken, option_error
 from topologies import Topology
 
 log = logging.getLogger("sluice.scheduler")
@@ -88,6 +89,7 @@ class SchedulerService:
         # state what sluice may not use (down/drained nodes, other users' GPUs).
         self.capacity = capacity
         self.relays = ProgressRelays()     # shared by the executors that ask for it
+        self.registrations = ctl.Registrations()   # failed registrations, retried
         # Decisions (tick) and cancels are serialised; submissions only append rows.
         self._lock = threading.RLock()
         self.ticks = 0
@@ -122,11 +124,11 @@ class SchedulerService:
         total = self.topology.total_gpus
         for spec in specs:
             if spec.max_gpus > total:
-                raise InputError(source, f"asks for {spec.max_gpus} GPUs but topology "
+                raise RuleBroken(source, f"asks for {spec.max_gpus} GPUs but topology "
                                  f"'{self.topology.name}' has {total}; it could never run",
                                  element=f"job '{spec.name}'", field="max_gpus")
             if spec.num_ps > len(self.topology.hosts):
-                raise InputError(source, f"{spec.num_ps} parameter servers but only "
+                raise RuleBroken(source, f"{spec.num_ps} parameter servers but only "
                                  f"{len(self.topology.hosts)} hosts",
                                  element=f"job '{spec.name}'", field="num_ps")
         return specs
@@ -247,6 +249,7 @@ class SchedulerService:
             self._sync_queue(now)
             ended = self._reap(now)
             started = self._schedule(now)
+            self._retry_registrations(now)
             self.ticks += 1
             self.last_slot_at = now
             return {"ended": ended, "started": started}
@@ -271,6 +274,7 @@ class SchedulerService:
             self._sync_queue()
             before = {j.id for j in self.store.jobs(["running"])}
             self._reap(self.clock())
+            self._resume_registrations()
             after = {j.id: j for j in self.store.jobs()}
         summary = {"running_before": len(before),
                    "still_running": sum(after[i].state == "running" for i in before),
@@ -421,7 +425,7 @@ class SchedulerService:
         suspending.carry_out(self, step, state, now, _REQUEUED)
 
     def _launch(self, executor: Executor, record: JobRecord, decision: StartDecision) -> int:
-        env = self._tell_controller_started(record)
+        env = self._tell_controller_started(record, getattr(executor, "port_block", None))
         try:
             launched = executor.launch(record, env)
         except Exception as err:
@@ -439,20 +443,90 @@ class SchedulerService:
                  decision.gpus_by_host())
         return 1
 
-    def _tell_controller_started(self, job: JobRecord) -> dict[str, str]:
-        """Register the job's endpoints before its processes start (so its first
-        packets are already classified); returns env for the job (its progress token)."""
+    def _tell_controller_started(self, job: JobRecord,
+                                 port_block: Callable[[JobRecord], int] | None = None
+                                 ) -> dict[str, str]:
+        """Register the job's endpoints (the ports of the block its executor reserves,
+        ``port_block``) before its processes start, so its first packets are already
+        classified; returns env for the job (its identity at the controller, its
+        progress token). The job is
+        registered under its own identity, unique per submission, never its name alone
+        (``controller_link.controller_job_id``). A failure does not stop the job: it is
+        recorded on the job (``controller`` of its view, an event) and retried until it
+        succeeds or the job ends (``_retry_registrations``)."""
         if self.controller is None:
             return {}
+        self.registrations.drop(job.id)       # a new start: its own registration
         try:
-            return dict(self.controller.job_started(job) or {})
+            env = dict(self.controller.job_started(
+                job, port_block(job) if port_block else None) or {})
         except Exception as err:   # the controller being down must not stop jobs
-            log.warning("controller: could not register job %d: %s", job.id, err)
-            self.store.update(job.id, event="controller-error", detail=f"register: {err}")
+            self._registration_failed(job, err)
             return {}
+        self.store.update(job.id, event=ctl.REGISTERED_EVENT,
+                          detail=ctl.registered_detail(job))
+        return env
+
+    def _registration_failed(self, job: JobRecord, err: Exception) -> None:
+        retried = getattr(err, "retry", True)
+        attempts, new = self.registrations.failed(job.id, self.clock(), str(err))
+        if not retried:
+            self.registrations.drop(job.id)
+        if new or not retried:     # each change is an event; a repeat only counts
+            log.warning("controller: could not register job %d (%s), attempt %d%s: %s",
+                        job.id, job.name, attempts, "; retrying" if retried else "", err)
+            self.store.update(job.id, event=ctl.ERROR_EVENT,
+                              detail=(ctl.RETRIED if retried else ctl.NOT_RETRIED) + str(err))
+
+    def _retry_registrations(self, now: float) -> None:
+        """Register again each running job whose registration failed, when its delay is
+        up; a job that ended meanwhile is dropped (its end removed nothing: there was
+        nothing there)."""
+        for job_id in self.registrations.due(now):
+            job = self.store.get(job_id)
+            if job is None or job.state != "running":
+                self.registrations.drop(job_id)
+                continue
+            executor = self.executors.get(job.executor)
+            held = getattr(executor, "held_port_block", None)
+            try:
+                env = dict(self.controller.job_started(job, held(job) if held else None) or {})
+            except Exception as err:
+                self._registration_failed(job, err)
+                continue
+            attempt = (self.registrations.attempts(job_id) or 0) + 1
+            self.registrations.drop(job_id)
+            self.store.update(job_id, event=ctl.REGISTERED_EVENT,
+                              detail=ctl.registered_detail(job, attempt))
+            log.info("controller: job %d (%s) registered as %s at attempt %d", job_id,
+                     job.name, ctl.controller_job_id(job), attempt)
+            if getattr(executor, "relays_progress", False) and job_id not in self.relays:
+                workers = len((job.placement or {}).get("worker_hosts", []))
+                self.relays.start(job, env, workers)
+
+    def _resume_registrations(self) -> None:
+        """At start-up: the running jobs a previous run left unregistered are retried."""
+        if self.controller is None:
+            return
+        now = self.clock()
+        for job in self.store.jobs(["running"]):
+            view = ctl.registration_view(self.store.events(job.id), True)
+            if view and view["state"] == ctl.PENDING:
+                self.registrations.resume(job.id, view["attempts"], view["error"], now)
+
+    def controller_view(self, job: JobRecord) -> dict | None:
+        """The job's registration at the controller (``controller`` of ``GET
+        /jobs/{id}``): None without a controller, or for a job never started."""
+        if self.controller is None:
+            return None
+        return ctl.registration_view(self.store.events(job.id), job.state == "running",
+                                     self.registrations.attempts(job.id))
 
     def _tell_controller_ended(self, job: JobRecord) -> None:
         if self.controller is None:
+            return
+        if job.id in self.registrations:      # never registered: nothing to remove
+            self.registrations.drop(job.id)
             return
         try:
             self.controller.job_ended(job)

@@ -190,6 +190,17 @@ class SlurmExecutor:
         self._pending[job.id] = decision
         return {"executor": self.kind, "started_at": now, "run_dir": str(run_dir)}
 
+    def port_block(self, job: JobRecord) -> int:
+        """The PS port block the job's launch will use (reserved now; the launch, right
+        after, reserves the same), for the controller's registration."""
+        decision = self._pending[job.id]
+        return self.ports.reserve(job.id, job.name,
+                                  {*decision.ps_hosts, *decision.worker_hosts})
+
+    def held_port_block(self, job: JobRecord) -> int | None:
+        """The block a running job holds (learned from its plan.json after a restart)."""
+        return self.ports.block_of(job.id)
+
     def launch(self, job: JobRecord, extra_env: Mapping[str, str] | None = None) -> dict:
         import yaml
 

@@ -49,6 +49,11 @@ class PortBook:
     def holds(self, job_id: int) -> bool:
         return job_id in self._held
 
+    def block_of(self, job_id: int) -> int | None:
+        """The base of the block job ``job_id`` holds (None: none)."""
+        held = self._held.get(job_id)
+        return held[0] if held else None
+
     def sync(self, running: Sequence[JobRecord], kind: str = "slurm") -> None:
         """Forget the blocks of jobs no longer running; learn those of running jobs of
         ``kind`` it has not seen (from their plan.json)."""

@@ -81,8 +81,9 @@ def test_pods_route_to_each_other_and_a_job_stays_in_its_pod(tmp_path):
         hosts = {j["name"]: j["placement"]["worker_hosts"] + j["placement"]["ps_hosts"]
                  for j in running}
         assert {TOPO.domain_of(h) for h in hosts["in-pod2"]} == {"pod2"}
-        assert [j["id"] for j in ctl["pod1"][1].jobs()] == ["fills-pod1"]
-        assert [j["id"] for j in ctl["pod2"][1].jobs()] == ["in-pod2"]
+        ids = {j["name"]: f"{j['name']}.{j['id']}" for j in running}   # NAME.ID there
+        assert [j["id"] for j in ctl["pod1"][1].jobs()] == [ids["fills-pod1"]]
+        assert [j["id"] for j in ctl["pod2"][1].jobs()] == [ids["in-pod2"]]
 
         pod_ips = {pod: {h.ip for h in TOPO.hosts if TOPO.domain_of(h.name) == pod}
                    for pod in ("pod1", "pod2")}
@@ -101,4 +102,4 @@ def test_pods_route_to_each_other_and_a_job_stays_in_its_pod(tmp_path):
         client.cancel(next(j["id"] for j in running if j["name"] == "in-pod2"))
         wait_for(lambda: ctl["pod2"][1].jobs() == [], timeout=10)
         assert not any(job_ips(fab.dump_flows(n)) for n in ("tor3", "tor4", "agg2"))
-        assert [j["id"] for j in ctl["pod1"][1].jobs()] == ["fills-pod1"]
+        assert [j["id"] for j in ctl["pod1"][1].jobs()] == [ids["fills-pod1"]]

@@ -129,12 +129,13 @@ def test_jobs_run_where_decided_and_the_controller_classifies_their_flows(slurm_
         push, pull = expected_flows(env, job)
         assert pull, job["placement"]
         for kind, dsts in (("push", push), ("pull", pull)):
-            unseen = [d for d in dsts if not watch.seen(job["name"], kind, d)]
+            unseen = [d for d in dsts if not watch.seen(f"{job['name']}.{job['id']}", kind, d)]
             assert not unseen, (f"{job['name']}: {kind} flows to {unseen} not classified "
                                 f"with packets: {watch.classified} {watch.counted}")
         # the controller had the job's progress (relayed by the scheduler: its API is on
         # this machine's loopback, which the nodes' namespaces do not reach)
-        assert watch.progress.get(job["name"], 0) >= 1, watch.progress
+        # (the controller knows the job as NAME.ID: its submission's own identity)
+        assert watch.progress.get(f"{job['name']}.{job['id']}", 0) >= 1, watch.progress
 
 
 # ---- capacity: foreign jobs and drained nodes ---------------------------------------------

@@ -54,7 +54,7 @@ def test_refusals_change_nothing(server):
         (lambda: admin.remove_job("nope"), 404),
         (lambda: admin.progress("job-a", "w0", 3, "bad-token"), 401),
         (lambda: admin.progress("job-a", "w0", 3, None), 401),
-        (lambda: admin.progress("job-a", "w7", 3, token), 400),
+        (lambda: admin.progress("job-a", "w7", 3, token), 422),    # not a worker of it
         (lambda: admin.progress("job-a", "w0", -1, token), 400),
         (lambda: admin.register_job({**JOB, "workers": "x"}), 400),
         (lambda: admin.register_job(JOB), 409),

@@ -81,7 +81,7 @@ def test_refused_reports_do_not_use_up_the_jobs_rate():
     guard = northbound(svc)
     tok = guard.register_job(ADMIN, JOB_A)["token"]
     for _ in range(5):
-        assert status(lambda: guard.progress("job-a", tok, {"worker": "w9", "batch": 1})) == 400
+        assert status(lambda: guard.progress("job-a", tok, {"worker": "w9", "batch": 1})) == 422
         assert status(lambda: guard.progress("job-a", tok, {"worker": "w0", "batch": -1})) == 400
         assert status(lambda: guard.progress("job-a", "wrong", {"worker": "w0", "batch": 1})) == 401
         assert status(lambda: guard.progress("job-a", None, {"worker": "w0", "batch": 1})) == 401
@@ -96,5 +96,5 @@ def test_refused_reports_do_not_use_up_the_jobs_rate():
                               + [("job-a", tok, {"worker": "w0", "batch": b}, 0.0, None)
                                  for b in (3, 4, 5)])
     assert [status_of(o) if isinstance(o, Refused) else o[0]["result"] for o in out] == \
-        [400] * 4 + ["accepted", "accepted", 429]
+        [422] * 4 + ["accepted", "accepted", 429]
     assert svc.registry.jobs["job-a"].batches == {"w0": 4}

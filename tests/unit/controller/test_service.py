@@ -142,23 +142,45 @@ def test_job_rules_carry_its_cookie_and_go_when_it_ends():
     assert svc.sink.table.with_cookie(svc.registry.jobs["job-b"].cookie)
 
 
+# (the service called directly: over HTTP the request model refuses a wrong shape first)
 @pytest.mark.parametrize("body, field", [
     ({"id": "x", "servers": [], "workers": JOB_A["workers"]}, "servers"),
     ({"id": "x y", "servers": JOB_A["servers"], "workers": JOB_A["workers"]}, "id"),
-    ({"id": "x", "servers": [{"id": "s0", "ip": "10.9.9.9", "port": 1}],
-      "workers": JOB_A["workers"]}, "ip"),
     ({"id": "x", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 70000}],
       "workers": JOB_A["workers"]}, "port"),
     ({"id": "x", "servers": JOB_A["servers"], "workers": JOB_A["workers"], "extra": 1}, "extra"),
     ({**JOB_A, "id": "x", "scheduler": {"ip": "10.0.0.3", "port": 0}}, "port"),
-    ({**JOB_A, "id": "x", "scheduler": {"ip": "10.9.9.9", "port": 9}}, "ip"),
 ])
-def test_bad_registration_is_400_and_changes_nothing(body, field):
+def test_a_registration_of_the_wrong_shape_is_400_and_changes_nothing(body, field):
     svc = bring_up(make_service())
     rules = dict(svc.sink.table.rules)
     with pytest.raises(Refused) as err:
         northbound(svc).register_job(ADMIN, body)
     assert status_of(err.value) == 400 and field in err.value.reason
+    assert svc.jobs() == [] and svc.sink.table.rules == rules
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"id": "x", "servers": [{"id": "s0", "ip": "10.9.9.9", "port": 1}],
+      "workers": JOB_A["workers"]}, "servers[0].ip"),
+    ({**JOB_A, "id": "x", "scheduler": {"ip": "10.9.9.9", "port": 9}}, "scheduler.ip"),
+    ({"id": "x", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000},
+                             {"id": "s0", "ip": "10.0.0.4", "port": 9000}],
+      "workers": JOB_A["workers"]}, "servers[1].id"),
+    ({"id": "x", "servers": JOB_A["servers"],
+      "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9101},
+                  {"id": "w0", "ip": "10.0.0.2", "port": 9101}]}, "workers[1].id"),
+    ({"id": "x", "servers": [{"id": "s0", "ip": "10.0.0.1", "port": 9000}],
+      "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9000}]}, "workers[0]"),
+])
+def test_a_registration_breaking_a_rule_is_422_naming_the_field(body, field):
+    """The right shape, a rule no schema says (unique ids, hosts of the topology, each
+    endpoint once): one status for all, the field named, nothing changed."""
+    svc = bring_up(make_service())
+    rules = dict(svc.sink.table.rules)
+    with pytest.raises(Refused) as err:
+        northbound(svc).register_job(ADMIN, body)
+    assert status_of(err.value) == 422 and err.value.field == field, err.value.reason
     assert svc.jobs() == [] and svc.sink.table.rules == rules
 
 
@@ -183,9 +205,9 @@ def test_conflicts_and_tokens():
     with pytest.raises(Refused) as err:
         northbound(svc).progress("nope", ta, {"worker": "w0", "batch": 1})
     assert status_of(err.value) == 404
-    with pytest.raises(Refused) as err:
+    with pytest.raises(Refused) as err:         # the right shape, not a worker of job-a
         northbound(svc).progress("job-a", ta, {"worker": "w9", "batch": 1})
-    assert status_of(err.value) == 400
+    assert status_of(err.value) == 422 and err.value.field == "worker"
     assert [j["batches"] for j in svc.jobs()] == [{}, {}]
     assert sorted(j["id"] for j in svc.jobs()) == ["job-a", "job-b"]
 

@@ -114,7 +114,8 @@ def _service(tmp_path, controller, clock):
 
 
 def _registered(pod_apis, pod):
-    return sorted(j["id"] for j in pod_apis[pod][0].jobs())
+    """The jobs registered at the pod's controller, by name (each under NAME.ID)."""
+    return sorted(j["id"].rsplit(".", 1)[0] for j in pod_apis[pod][0].jobs())
 
 
 def test_each_job_goes_to_its_pods_controller_and_leaves_it(tmp_path, pod_apis):
@@ -130,7 +131,7 @@ def test_each_job_goes_to_its_pods_controller_and_leaves_it(tmp_path, pod_apis):
     assert _registered(pod_apis, "pod1") == ["whole1"]
     assert _registered(pod_apis, "pod2") == ["small2"]
     pod2_ctl = pod_apis["pod2"][0]
-    cookie = pod2_ctl.registry.jobs["small2"].cookie
+    cookie = pod2_ctl.registry.jobs[f"small2.{by_name['small2'].id}"].cookie
     assert pod2_ctl.sink.table.with_cookie(cookie)
     # (each controller numbers its own cookies: pod1's rules name no host of small2's)
     small2_ips = {PODS.host_by_name[h].ip for h in by_name["small2"].placement["worker_hosts"]}

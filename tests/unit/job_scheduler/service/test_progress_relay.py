@@ -19,7 +19,7 @@ JOBS = ("jobs:\n  - {name: a, model: resnet18, dataset_size: 1000, epochs: 1, ba
 
 
 class Controller:
-    def job_started(self, job):
+    def job_started(self, job, base_port=None):
         return {"SLUICE_CONTROLLER_URL": "http://127.0.0.1:9",
                 "SLUICE_CONTROLLER_JOB_TOKEN": "tok-" + job.name}
 

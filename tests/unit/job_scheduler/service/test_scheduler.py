@@ -49,7 +49,7 @@ class RecordingController:
     def __init__(self):
         self.started, self.ended = [], []
 
-    def job_started(self, job):
+    def job_started(self, job, base_port=None):
         self.started.append(job.name)
         return {"SLUICE_CONTROLLER_JOB_TOKEN": "t-" + job.name}
 
@@ -420,7 +420,7 @@ def test_controller_learns_job_endpoints_and_forgets_crashed_job(tmp_path, monke
         (job,) = svc.store.jobs(["running"])
         (registered,) = notifier.client.jobs()
         hosts = {h.ip: h.name for h in TOPO.hosts}
-        assert registered["id"] == "cross"
+        assert registered["id"] == f"cross.{job.id}"      # its submission's own identity
         assert sorted(hosts[w["ip"]] for w in registered["workers"]) == \
             sorted(job.placement["worker_hosts"])
         assert [hosts[s["ip"]] for s in registered["servers"]] == job.placement["ps_hosts"]
@@ -469,8 +469,9 @@ def test_real_ps_worker_crash_fails_job_and_cleans_up(tmp_path, monkeypatch):
                  timeout=90, interval=0.2)
         # progress reached the controller through the job token the service handed over
         wait_for(lambda: notifier.client.jobs()[0]["batches"], timeout=10)
-        # sluice train's worker: emulated compute without a GPU, torch with one
-        victim = r"ps_runtime\.(emulated_)?worker --job victim --worker-index 1"
+        # sluice train's worker: emulated compute without a GPU, torch with one; it
+        # reports under the job's identity at the controller (NAME.ID)
+        victim = rf"ps_runtime\.(emulated_)?worker --job victim\.{job.id} --worker-index 1"
         pids = subprocess.run(["pgrep", "-f", victim],
                               capture_output=True, text=True).stdout.split()
         assert len(pids) == 1
