@@ -65,8 +65,7 @@ def table(jobs: list[dict], now: float) -> list[str]:
 
 def one_job(job: dict, now: float) -> list[str]:
     """One job whole: state, why it waits (code and sentence), its place and
-    estimates, placement, what the service recorded of the fabric controller for it
-    (its ``controller*`` events) and every event."""
+    estimates, placement, its registration at the fabric controller and every event."""
     def ts(t):
         return "-" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
@@ -98,16 +97,29 @@ def one_job(job: dict, now: float) -> list[str]:
                    + (f", exit code {job['exit_code']}" if job.get("exit_code") is not None
                       else ""))
     events = job.get("events") or []
-    said = [e for e in events if str(e.get("kind", "")).startswith("controller")]
-    if said:              # what the service recorded of the fabric controller for it
-        last = said[-1]
-        out.append(f"  controller: {last.get('kind')} at {ts(last.get('at'))}: "
-                   f"{last.get('detail') or ''}".rstrip())
-    elif job["state"] in ("running", "finished", "failed", "cancelled") and job.get("started_at"):
-        out.append("  controller: no controller error recorded")
-    else:
-        out.append("  controller: not registered (not started)")
+    out.append("  controller: " + controller_text(job, events, ts))
     out.append(f"  events ({len(events)}):")
     for e in events:
         out.append(f"    {ts(e.get('at'))}  {e.get('kind'):<12} {e.get('detail') or ''}".rstrip())
     return out
+
+
+def controller_text(job: dict, events: list[dict], ts) -> str:
+    """The job's registration at the fabric controller: the service's ``controller``
+    view where it gives one (state, identity, last error, attempts), else what its
+    ``controller*`` events recorded."""
+    reg = job.get("controller")
+    if isinstance(reg, dict):
+        text = f"{reg.get('state')}" + (f" as {reg['id']}" if reg.get("id") else "")
+        if reg.get("error"):
+            text += f", last error: {reg['error']}"
+        if reg.get("attempts"):
+            text += f" ({reg['attempts']} attempt{'s' if reg['attempts'] != 1 else ''})"
+        return text
+    said = [e for e in events if str(e.get("kind", "")).startswith("controller")]
+    if said:
+        last = said[-1]
+        return f"{last.get('kind')} at {ts(last.get('at'))}: {last.get('detail') or ''}".rstrip()
+    if job.get("started_at"):
+        return "none (the service has no controller)"
+    return "not registered (not started)"

@@ -269,3 +269,19 @@ def test_a_read_never_waits_for_a_slot_in_progress(tmp_path):
     finally:
         release.set()
         worker.join()
+
+
+def test_one_job_shows_its_registration_at_the_controller():
+    from job_scheduler.service.jobs_text import one_job
+    base = {"id": 7, "name": "a", "state": "running", "started_at": 100.0, "events": []}
+    pending = {**base, "controller": {"state": "pending", "id": "a.7",
+                                      "error": "answered 500", "attempts": 3}}
+    assert "  controller: pending as a.7, last error: answered 500 (3 attempts)" in \
+        one_job(pending, 120.0)
+    assert "  controller: registered as a.7 (1 attempt)" in one_job(
+        {**base, "controller": {"state": "registered", "id": "a.7", "error": None,
+                                "attempts": 1}}, 120.0)
+    assert "  controller: none (the service has no controller)" in \
+        one_job({**base, "controller": None}, 120.0)
+    assert "  controller: not registered (not started)" in \
+        one_job({**base, "state": "queued", "started_at": None}, 120.0)
