@@ -161,7 +161,8 @@ def test_a_job_slurm_keeps_pending_is_requeued_with_slurms_reason(slurm_fabric, 
     try:
         job_id = sched.submit([tiny("held", 2)])["held"]
         deadline = time.monotonic() + 60
-        while "pending in Slurm (PartitionDown)" not in (sched.job(job_id)["reason"] or ""):
+        # Slurm's own pending reason, as the job's wait reason (code `slurm`)
+        while not _slurm_says(sched.job(job_id).get("reason"), "PartitionDown"):
             assert time.monotonic() < deadline, sched.job(job_id)
             time.sleep(0.3)
         first = int(sched.job(job_id)["external_id"])
@@ -181,6 +182,11 @@ def test_a_job_slurm_keeps_pending_is_requeued_with_slurms_reason(slurm_fabric, 
     finally:
         sched.stop()
         cli(env, "scontrol", "delete", "PartitionName=held")
+
+
+def _slurm_says(reason, why: str) -> bool:
+    return (isinstance(reason, dict) and reason.get("code") == "slurm"
+            and f"Slurm's reason: {why}" in reason.get("message", ""))
 
 
 @pytest.fixture
