@@ -92,10 +92,13 @@ def test_set_rank_switches_the_rule_and_needs_the_admin_token():
     with pytest.raises(Refused) as err:
         northbound(svc).set_rank("wrong-token", {"rule": "remaining"})
     assert status_of(err.value) == 401 and svc.rank()["rule"] == "progress"
-    for bad in ({"rule": "fifo"}, {"rule": "remaining", "x": 1}, ["remaining"]):
+    # a body of the wrong shape is 400; a well-formed one naming no rule breaks a rule
+    # of the service (422, naming the field); neither changes the rule
+    for bad, status in (({"rule": "fifo"}, 422), ({"rule": "remaining", "x": 1}, 400),
+                        (["remaining"], 400)):
         with pytest.raises(Refused) as err:
             northbound(svc).set_rank(ADMIN, bad)
-        assert status_of(err.value) == 400 and svc.rank()["rule"] == "progress"
+        assert status_of(err.value) == status and svc.rank()["rule"] == "progress", bad
     answer = northbound(svc).set_rank(ADMIN, {"rule": "remaining"})
     assert answer["previous"] == "progress" and answer["changed_rules"] > 0
     assert dscps(svc, "small") == (dscp_of_level(0),) * 2
