@@ -130,6 +130,13 @@ def _problems_text(problems: list[str]) -> str:
     return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
 
 
+def _missing_from(seed_record: dict, *modes: str) -> str | None:
+    """'A, B missing from seed N' for the modes a seed's record lacks; None when it has all."""
+    missing = [m for m in dict.fromkeys(modes) if m not in seed_record["modes"]]
+    return (f"{', '.join(missing)} missing from seed {seed_record.get('seed')}"
+            if missing else None)
+
+
 def _paired(per_seed: list[dict], mode: str, other: str, figure) -> tuple[float | None, list[str]]:
     """Median over every seed of ``figure(seed, mode's record, other's record)``, and what
     kept it from being computed (a mode missing from a seed, a field not a finite number):
@@ -137,9 +144,9 @@ def _paired(per_seed: list[dict], mode: str, other: str, figure) -> tuple[float 
     values, problems = [], []
     for s in per_seed:
         seed = s.get("seed")
-        missing = [m for m in dict.fromkeys((mode, other)) if m not in s["modes"]]
+        missing = _missing_from(s, mode, other)
         if missing:
-            problems.append(f"{', '.join(missing)} missing from seed {seed}")
+            problems.append(missing)
             continue
         try:
             values.append(_number(figure(s["modes"][mode], s["modes"][other]), "the figure"))
@@ -176,9 +183,9 @@ def _bucket_figure(per_seed: list[dict], rule: str, best: str) -> tuple[float | 
     problems, per_bucket, seeds_of = [], {}, {}
     for s in per_seed:
         seed = s.get("seed")
-        missing = [m for m in dict.fromkeys((rule, best)) if m not in s["modes"]]
+        missing = _missing_from(s, rule, best)
         if missing:
-            problems.append(f"{', '.join(missing)} missing from seed {seed}")
+            problems.append(missing)
             continue
         r, b = (s["modes"][m].get("slowdown_by_bucket") for m in (rule, best))
         if not isinstance(r, dict) or not isinstance(b, dict):
