@@ -84,6 +84,9 @@ def result_problems(result, cell: Cell) -> list[str]:
                                                     else None)
     if isinstance(count, int) and want is not None and count != want:
         problems.append(f"ran {count} jobs, the cell asked {want}")
+    topology = result.get("topology")
+    if isinstance(topology, str) and topology != cell.topology:
+        problems.append(f"ran on '{topology}', the cell asked '{cell.topology}'")
     arms = result.get("arms")
     if not isinstance(arms, dict):
         return problems + ["no 'arms' object"]

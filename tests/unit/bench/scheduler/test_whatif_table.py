@@ -14,8 +14,8 @@ def arm(avg, p95=None, share=0.25, p99=0.5):
             "gpu_util": 0.8, "cross_rack_share": share, "uplink_util_p99": p99}
 
 
-def result(jobs=20_000, a=1000.0, b=900.0, c=500.0, d=450.0):
-    return {"load": 0.7, "jobs": jobs, "topology": "cluster-2k",
+def result(jobs=20_000, a=1000.0, b=900.0, c=500.0, d=450.0, topology="cluster-2k"):
+    return {"load": 0.7, "jobs": jobs, "topology": topology,
             "arms": {"a": arm(a), "b": arm(b), "c": arm(c), "d": arm(d)}}
 
 
@@ -60,6 +60,8 @@ def test_the_table_has_a_row_per_cell_with_both_changes():
     (lambda r: r["arms"]["a"].update(avg_jct_s="fast"), "'avg_jct_s' missing or not a number"),
     (lambda r: r.update(jobs=1999), "ran 1999 jobs, the cell asked 20000"),
     (lambda r: r.pop("arms"), "no 'arms' object"),
+    (lambda r: r.update(topology="cluster-2k-4to1"), "ran on 'cluster-2k-4to1', the cell "
+                                                     "asked 'cluster-2k'"),
 ])
 def test_output_unfit_for_the_table_fails_the_cell(mutate, words):
     bad = result()
@@ -73,7 +75,8 @@ def test_a_failed_process_or_non_json_output_fails_the_cell():
         wt.parse_output(CELLS[0], 2, "", "warming up\nerror: no such topology\n")
     with pytest.raises(wt.CellFailed, match="not JSON"):
         wt.parse_output(CELLS[0], 0, "avg 12 s", "")
-    assert wt.parse_output(CELLS[6], 0, json.dumps(result(jobs=60)), "")["jobs"] == 60
+    tiresias = result(jobs=60, topology="two-rack-64")
+    assert wt.parse_output(CELLS[6], 0, json.dumps(tiresias), "")["jobs"] == 60
 
 
 def fake_runner(fail_topology=None):
@@ -82,7 +85,7 @@ def fake_runner(fail_topology=None):
         if topo == fail_topology:
             return 1, "", "Traceback ...\nRuntimeError: stalled\n"
         jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 60
-        return 0, json.dumps(result(jobs=jobs)), ""
+        return 0, json.dumps(result(jobs=jobs, topology=topo)), ""
     return run
 
 
