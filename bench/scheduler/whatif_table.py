@@ -48,7 +48,7 @@ class Cell:
 
     @property
     def label(self) -> str:
-        size = f"{self.jobs:,} jobs" if self.jobs else "all jobs"
+        size = f"{self.jobs:,} jobs" if self.jobs else "whole trace"
         return f"{self.trace} ({size}) on {self.topology} at load {self.load:g}"
 
 
