@@ -6,11 +6,29 @@ from __future__ import annotations
 from typing import Any
 
 
-def leaf_spine(leaves: int = 4, spines: int = 2, hosts_per_leaf: int = 2, gpus: int = 4,
-               host_bw: float = 10000, uplink_bw: float = 10000, racks_per_domain: int = 0,
-               name: str | None = None, bw_scale: float = 0.01) -> dict[str, Any]:
+def leaf_spine(leaves: int = 4, spines: int | None = None, hosts_per_leaf: int = 2,
+               gpus: int = 4, host_bw: float = 10000, uplink_bw: float = 10000,
+               racks_per_domain: int = 0, name: str | None = None, bw_scale: float = 0.01,
+               oversubscription: float | None = None) -> dict[str, Any]:
     """Every leaf (ToR) links to every spine. ``racks_per_domain`` > 0 groups racks into
-    Liquid domains (pods); 0 puts the whole cluster in one domain."""
+    Liquid domains (pods); 0 puts the whole cluster in one domain.
+
+    ``spines`` (default 2) or ``oversubscription`` sets the spine count: the latter is the
+    rack's host bandwidth over its uplink bandwidth (``oversubscription=2``: 2:1) and gives
+    :func:`spines_for` spines. The ratio is made by the number of uplinks, not their
+    speed: the simulator pools a rack's uplinks (their sum is the rack's uplink capacity,
+    ``job_scheduler.core.priority_pricing.uplink_capacities``) but routes one job's flows
+    on one shortest path (``job_scheduler.core.estimator.effective_bandwidth``), so slower
+    links would cut a job's bandwidth on the fabric alone as well as the pool; fewer links
+    cut the pool only, which is where an oversubscribed fabric differs."""
+    if oversubscription is not None:
+        needed = spines_for(hosts_per_leaf, host_bw, uplink_bw, oversubscription)
+        if spines is not None and spines != needed:
+            raise ValueError(f"spines={spines} and oversubscription={oversubscription} "
+                             f"disagree ({needed} spine(s) make it {oversubscription}:1); "
+                             "give one of them")
+        spines = needed
+    spines = 2 if spines is None else spines
     switches = [{"name": f"tor{i}", "role": "tor"} for i in range(1, leaves + 1)]
     switches += [{"name": f"spine{j}", "role": "spine"} for j in range(1, spines + 1)]
     racks, hosts = [], []
@@ -27,6 +45,22 @@ def leaf_spine(leaves: int = 4, spines: int = 2, hosts_per_leaf: int = 2, gpus: 
     return {"name": name or f"leaf-spine-{leaves}x{spines}x{hosts_per_leaf}",
             "emulation": {"bw_scale": bw_scale},
             "switches": switches, "racks": racks, "hosts": hosts, "links": links}
+
+
+def spines_for(hosts_per_leaf: int, host_bw: float, uplink_bw: float,
+               oversubscription: float) -> int:
+    """The spine count that makes a leaf's ``hosts_per_leaf * host_bw`` of hosts
+    ``oversubscription`` times its ``spines * uplink_bw`` of uplinks; a whole number >= 1."""
+    if not oversubscription > 0:
+        raise ValueError(f"oversubscription must be > 0, got {oversubscription}")
+    exact = hosts_per_leaf * host_bw / (oversubscription * uplink_bw)
+    count = round(exact)
+    if count < 1 or abs(exact - count) > 1e-9 * max(exact, 1.0):
+        raise ValueError(f"oversubscription={oversubscription} needs {exact:g} spines "
+                         f"({hosts_per_leaf} hosts x {host_bw:g} Mbit/s over "
+                         f"{oversubscription:g} x {uplink_bw:g} Mbit/s uplinks); "
+                         "it must come to a whole number >= 1")
+    return count
 
 
 def fat_tree(k: int = 4, gpus: int = 4, bw: float = 10000, bw_scale: float = 0.01) -> dict[str, Any]:

@@ -109,7 +109,8 @@ def test_two_rack_ports_and_links():
     assert port_map(t)["spine1"] == {"tor1": 1, "tor2": 2}
 
 
-@pytest.mark.parametrize("name", ["two-rack", "leaf-spine", "fat-tree", "single-rack"])
+@pytest.mark.parametrize("name", ["two-rack", "leaf-spine", "fat-tree", "single-rack",
+                                  "two-rack-64"])
 def test_ports_unique_per_switch_and_every_link_present(name):
     t = load_topology(name)
     ports = port_map(t)
@@ -119,8 +120,10 @@ def test_ports_unique_per_switch_and_every_link_present(name):
 
 
 def test_too_big_or_badly_named_topologies_are_refused():
-    with pytest.raises(InputError, match="too big to emulate"):
-        check_emulatable(load_topology("cluster-2k"))
+    for name in ("cluster-2k", "cluster-2k-2to1", "cluster-2k-4to1"):
+        with pytest.raises(InputError, match="too big to emulate"):
+            check_emulatable(load_topology(name))
+    check_emulatable(load_topology("two-rack-64"))
     from topologies import parse_topology
     t = parse_topology({"name": "long", "switches": [{"name": "a-very-long-switch"}],
                         "racks": [{"name": "r", "tor": "a-very-long-switch"}],

@@ -34,6 +34,28 @@ def test_cluster_2k_size_and_params():
     assert len(ls.hosts) == 3 and len(ls.links) == 6
 
 
+@pytest.mark.parametrize("name, ratio, spines", [("cluster-2k", 1.0, 8),
+                                                 ("cluster-2k-2to1", 2.0, 4),
+                                                 ("cluster-2k-4to1", 4.0, 2)])
+def test_cluster_2k_fabrics_differ_only_in_their_uplinks(name, ratio, spines):
+    base, topo = load_topology("cluster-2k"), load_topology(name)
+    assert name in builtin_names() and topo.name == name
+    assert topo.hosts == base.hosts and topo.racks == base.racks
+    assert set(topo.oversubscription().values()) == {ratio}
+    assert sum(1 for s in topo.switches if s.role == "spine") == spines
+    assert {link.bw for link in topo.links} == {10000}
+
+
+def test_two_rack_64_holds_the_tiresias_trace_on_two_racks():
+    topo = load_topology("two-rack-64")
+    assert "two-rack-64" in builtin_names()
+    assert topo.total_gpus == 64 and len(topo.racks) == 2
+    assert [len(topo.hosts_by_rack[r.name]) for r in topo.racks] == [8, 8]
+    assert {h.gpus for h in topo.hosts} == {4} and {h.bw for h in topo.hosts} == {10000}
+    assert topo.oversubscription() == {"rack1": 4.0, "rack2": 4.0}
+    assert topo.path_bandwidth("h1", "h9") == 10000
+
+
 BASE = {
     "name": "t",
     "switches": [{"name": "tor1", "role": "tor"}, {"name": "sp", "role": "spine"}],
