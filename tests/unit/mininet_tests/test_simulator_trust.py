@@ -24,11 +24,14 @@ def test_a_stored_demo_run_prints_a_row_per_arm():
     assert "of 4 comparison(s) within bound" in done.stdout
 
 
-def test_heavy_tail_runs_alone_cannot_be_judged_and_exit_1(capsys):
+def test_a_heavy_tail_run_prints_a_row_per_mode_and_pias_keeps_it_from_exit_0(capsys):
     assert simulator_trust.main(["--heavy-tail", str(HEAVY_TAIL)]) == 1
     out = capsys.readouterr().out
-    assert "0 of 9 comparison(s) within bound, 0 not, 9 cannot judge" in out
-    assert "| verdict-0.7-bbr | off-fair |" in out
+    assert re.search(r"^\d of 9 comparison\(s\) within bound, \d not, 1 cannot judge$", out,
+                     re.M), out
+    assert re.search(r"^\| verdict-0.7-bbr \| off-fair \| [\d.]+ \| [\d.]+ \| [+-][\d.]+ \| ",
+                     out, re.M), out
+    assert "| verdict-0.7-bbr | pias | 7.26 | - | - | cannot judge: " in out
 
 
 def test_no_run_or_a_path_that_does_not_exist_is_bad_input(tmp_path, capsys):
