@@ -288,15 +288,19 @@ def run(config: RunConfig) -> int:
     return 0 if result["summary"]["finished"] == len(jobs) else 1
 
 
-def _simulator(jobs, topology, config: RunConfig, on_plan):
+def simulator(jobs, topology, config: RunConfig, on_plan=None, bandwidth: str = "idle",
+              priority: str | None = None):
     """The simulator of ``--dry-run``: the run's policy, mechanisms, estimator, slot and
-    idle-fabric bandwidth, the job durations the estimator predicts."""
+    idle-fabric bandwidth, the job durations the estimator predicts. The simulator's
+    trust check (``end_to_end.demo_trust``) builds the same one with the uplinks shared
+    (``bandwidth="shared"``) and strict ``priority`` by the controller's rule, as
+    ``sluice simulate`` prices a fabric."""
     from job_scheduler.core.preemption import load_costs
     from job_scheduler.simulation.simulator import Simulator
 
-    return Simulator(topology, jobs, config.make_policy(), slot=config.slot, bandwidth="idle",
+    return Simulator(topology, jobs, config.make_policy(), slot=config.slot, bandwidth=bandwidth,
                      estimator=run_estimator(topology, config.compute, config.profile),
-                     mechanisms=config.mechanisms.build(),
+                     mechanisms=config.mechanisms.build(), priority=priority,
                      costs=load_costs(config.mechanisms.costs), on_plan=on_plan)
 
 
@@ -308,7 +312,7 @@ def dry_run(jobs, topology, config: RunConfig) -> int:
               if config.price_priority else "")
     print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {config.policy}"
           f"{priced}, slot {config.slot:g} s (job durations: the estimator's predictions)")
-    sim = _simulator(jobs, topology, config, lambda t, plan: print("\n".join(
+    sim = simulator(jobs, topology, config, lambda t, plan: print("\n".join(
         f"{t:9.1f} s  {line}" for line in plan.lines(names))))
     names = [j.name for j in sim.jobs]
     sim.run()
@@ -338,7 +342,7 @@ def planned_records(jobs, topology, config: RunConfig) -> list[dict]:
             elif isinstance(step, Suspend) and segments.get(step.job_id):
                 segments[step.job_id][-1]["stop"] = t
 
-    sim = _simulator(jobs, topology, config, on_plan)
+    sim = simulator(jobs, topology, config, on_plan)
     sim.run()
     est = run_estimator(topology, config.compute, config.profile)
     options = WorkerOptions(compute=config.compute, bw_scale=topology.emulation_bw_scale)

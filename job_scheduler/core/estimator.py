@@ -26,6 +26,17 @@ Units: seconds, Mbit/s (1 Mbit = 10^6 bit), parameters as counts.
 - ``C(job, n, bw) = cost + comm``; ``cost1(job) = cost(job, 1)`` is Cost_i(1), the work
   that the Lyapunov queues count.
 
+Jobs with their own batch (``extra`` keys ``OWN_BYTES``, ``OWN_COMPUTE``, ``OWN_KEYS``,
+``OWN_WINDOW``: synthetic jobs such as the Mininet heavy-tail mix's, whose workers move
+and compute what they are told, not what a model needs): ``bytes_per_batch`` is what one
+batch pushes (and pulls) on the fabric the job runs on (described bytes: divided by the
+exchange pricing's ``scale``), ``compute_s`` the seconds one batch computes, ``keys`` and
+``window`` how ps-lite cuts and sends it; each replaces the model's figure where given.
+Such a job trains through its parameter server on one GPU too
+(:meth:`Estimator.exchanges_alone`): a lone worker whose PS is on another host pays its
+exchange over the path between them (the bandwidth and path its placement gives, as a
+job of n workers does), where a model's one-GPU job holds the model itself and pays none.
+
 Trace-driven jobs (``trace_gpus`` and ``trace_duration`` set): the trace fixes how long
 the job took on its recorded GPU count but not how much data it processed. Cost and
 Comm are both proportional to the amount of work e*m, so the estimator solves for the
@@ -49,6 +60,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
+from sluice_common.exchange import key_times
 from sluice_common.jobspec import JobSpec
 from sluice_common.models import BYTES_PER_PARAM, params_of
 from sluice_common.profile import DeviceProfile, Profile, load_profile
@@ -57,6 +69,8 @@ if TYPE_CHECKING:
     from job_scheduler.core.exchange_pricing import ExchangePricing
 
 COMM_DIRECTIONS = 2            # push + pull per iteration, see the module docstring
+# a job's own batch, in its ``extra`` (module doc)
+OWN_BYTES, OWN_COMPUTE, OWN_KEYS, OWN_WINDOW = "bytes_per_batch", "compute_s", "keys", "window"
 DEFAULT_NOMINAL_BW_MBPS = 10_000.0
 
 
@@ -95,6 +109,32 @@ class Estimator:
         return self.device_profile.device
 
     # ---- model facts ---------------------------------------------------------------
+    def exchanges_alone(self, job: JobSpec) -> bool:
+        """Does the job train through its PS on one GPU too (it states its own bytes per
+        batch, module doc)? A model's job on one GPU holds the model itself."""
+        return OWN_BYTES in job.extra
+
+    def rule_bytes(self, job: JobSpec) -> int:
+        """Bytes per batch the fabric's ranking rules count: the job's own, as its workers
+        report them on the fabric it runs on, else the model's parameters."""
+        own = job.extra.get(OWN_BYTES)
+        return int(own) if own is not None else int(self.params(job) * BYTES_PER_PARAM)
+
+    def one_way_share(self, job: JobSpec) -> float:
+        """The share of a batch's exchange time one direction is busy: its keys over its
+        key-times (``sluice_common.exchange.key_times``): 1/2 when every key is pushed at
+        once (one direction busy at a time), more when a window lets pulls overlap later
+        pushes; 1/2 without an exchange pricing (eq. 5's push, then pull)."""
+        if self.exchange is None:
+            return 1.0 / COMM_DIRECTIONS
+        own_keys, own_window = self._keys_window(job)
+        keys = self.exchange.keys(self.batch_bytes(job), own_keys)
+        window = self.exchange.window if own_window is None else own_window
+        return keys / key_times(keys, window)
+
+    def _keys_window(self, job: JobSpec) -> tuple[int | None, int | None]:
+        return job.extra.get(OWN_KEYS), job.extra.get(OWN_WINDOW)
+
     def params(self, job: JobSpec) -> int:
         try:
             return params_of(job.model, job.layers)
@@ -104,6 +144,8 @@ class Estimator:
     # ---- eq. 1, 4, 5 -----------------------------------------------------------------
     def cost_bat(self, job: JobSpec, b: float | None = None) -> float:
         """Eq. 1: seconds per batch of b samples (default: the job's batch size) on one GPU."""
+        if OWN_COMPUTE in job.extra:
+            return float(job.extra[OWN_COMPUTE])
         b = job.batch_size if b is None else b
         own = None if job.layers is not None else job.model
         dp = self.device_profile
@@ -118,7 +160,11 @@ class Estimator:
         return self._iterations_per_worker(job, n) * self.work_scale(job)
 
     def batch_bytes(self, job: JobSpec) -> float:
-        """Bytes one batch pushes (and pulls): the model's float32 parameters."""
+        """Bytes one batch pushes (and pulls): the model's float32 parameters, or the job's
+        own (module doc), at described scale."""
+        own = job.extra.get(OWN_BYTES)
+        if own is not None:
+            return float(own) / (self.exchange.scale if self.exchange is not None else 1.0)
         return float(self.params(job) * BYTES_PER_PARAM)
 
     def fixed_s(self, job: JobSpec, n: int, path: tuple[float, ...] | None = None) -> float:
@@ -126,7 +172,9 @@ class Estimator:
         exchange pricing). One GPU exchanges with its PS on its own host (path ``()``)."""
         if self.exchange is None:
             return 0.0
-        return self.exchange.fixed_s(self.batch_bytes(job), () if n <= 1 else path)
+        alone = n <= 1 and not self.exchanges_alone(job)
+        return self.exchange.fixed_s(self.batch_bytes(job), () if alone else path,
+                                     *self._keys_window(job))
 
     def _raw_cost(self, job: JobSpec, n: int, path: tuple[float, ...] | None = None) -> float:
         # sync_s and the exchange's fixed time are paid per iteration whatever the
@@ -136,7 +184,7 @@ class Estimator:
         return (self.cost_bat(job) + self.sync_s + fixed) * self._iterations_per_worker(job, n)
 
     def _raw_comm(self, job: JobSpec, n: int, bw_mbps: float) -> float:
-        if n <= 1 or math.isinf(bw_mbps):
+        if (n <= 1 and not self.exchanges_alone(job)) or math.isinf(bw_mbps):
             return 0.0
         bits = self.wire_bytes(job) * 8
         return self._iterations_per_worker(job, n) * bits / (bw_mbps * 1e6 * self.link_efficiency)
@@ -145,7 +193,8 @@ class Estimator:
         """Bytes one batch moves through its bottleneck: push + pull of the parameters
         (``COMM_DIRECTIONS``), or the exchange model's (``ExchangePricing.wire_bytes``)."""
         if self.exchange is not None:
-            return self.exchange.wire_bytes(self.batch_bytes(job), max(1, job.num_ps))
+            return self.exchange.wire_bytes(self.batch_bytes(job), max(1, job.num_ps),
+                                            *self._keys_window(job))
         return self.batch_bytes(job) * COMM_DIRECTIONS
 
     def work_scale(self, job: JobSpec) -> float:

@@ -20,6 +20,32 @@ the model's ``efficiency``):
   jobs sharing each uplink (``Simulator``; a policy's look at an unstarted placement
   leaves it out, as it leaves out the sharing).
 
+``queue`` names the egress's discipline within a priority class: ``"fifo"`` (the
+default; ``buffer_bytes`` deep, a shallow FIFO drops) or ``"fair"``, per-flow fair
+queueing (the fabric's ``off-fair`` leaves): the link's rate is shared as the simulator
+shares it under a FIFO (per flow, or per sender busy at once), but a message no longer waits
+behind the whole standing queue of its class, only behind its own flow's bucket
+(``buffer_bytes``: about a burst) and one round of every other busy flow
+(:func:`~sluice_common.exchange_waits.fair_round_wait_s`); behind the more urgent classes it
+still waits what they keep queued (``urgent_bytes``, the FIFO leaf's depth), drained at
+the link's full rate: the exchange model's fair-queued leaves
+(``sluice_common.exchange.egress_state``).
+
+``waits`` says how a message round's queueing is counted. ``"uplinks"`` (the default):
+at every shared rack uplink its path crosses (the simulator sums them), behind the jobs of
+its class and of the more urgent ones alike, drained at its class's rate. ``"pair"``: as
+the exchange model counts it (``sluice_common.exchange.egress_state``, whose constants
+were calibrated so): once per egress pair, the two directions of one shaped path (a
+cross-rack job's push leaves by its worker's rack uplink and its pull by its server's, so
+a round waits the mean of the two uplinks' waits, not their sum), and in a FIFO class
+first behind the more urgent classes' queue, which the link drains at its full rate, then
+behind its own class's at its class's rate.
+
+A job may state its own batch (``Estimator``: its bytes, keys and window, the Mininet
+mix's synthetic jobs): ``keys`` and ``window`` given to :meth:`ExchangePricing.fixed_s`,
+:meth:`~ExchangePricing.wire_bytes` and :meth:`~ExchangePricing.rounds` replace the
+``KEY_BYTES`` buckets and the pricing's own window for that batch.
+
 The host-software constants (``overhead_s``, ``per_key_s``, ``queue_fill``,
 ``efficiency``) are the calibrated ones. The per-hop forwarding time ``hop_s`` is a
 property of the fabric: the calibrated value (0.33 ms) is the emulated fabric's
@@ -45,12 +71,16 @@ import math
 from dataclasses import dataclass, replace
 
 from sluice_common.exchange import (MTU_BYTES, ExchangeConstants, burst_credit,
-                                    default_constants, fixed_batch_s, rounds, wire_key_bytes)
-from sluice_common.exchange_waits import fifo_round_wait_s
+                                    default_constants, fixed_batch_s, rounds, startup_time,
+                                    wire_key_bytes)
+from sluice_common.exchange_waits import (backlog_bytes, fair_round_wait_s, fifo_round_wait_s,
+                                          queue_wait_s)
 
 HARDWARE_HOP_S = 1e-6              # forwarding per hop in a real switch (module doc)
 KEY_BYTES = 4 * 2 ** 20            # the worker's bucket: ps_runtime's default bucket_mb, 4
 BUFFER_PACKETS = 200               # per-port FIFO per class, as on the emulated fabric
+QUEUES = ("fifo", "fair")          # an egress class's discipline (module doc)
+WAITS = ("uplinks", "pair")        # how a round's queueing is counted (module doc)
 
 
 @dataclass(frozen=True)
@@ -65,12 +95,21 @@ class ExchangePricing:
     window: int = 0
     scale: float = 1.0         # the fabric's rates and a batch's bytes over the described ones
     emulated: bool = False     # priced on the emulated fabric (in-host: its loopback)
+    queue: str = "fifo"        # each class's discipline: "fifo" or "fair" (module doc)
+    waits: str = "uplinks"     # how a round's queueing is counted: "uplinks" or "pair"
+    urgent_bytes: float | None = None   # "fair": what the more urgent classes keep queued
 
     def __post_init__(self):
         if any(not r > 0 for r in self.path) or self.buffer_bytes < 0 or self.window < 0:
             raise ValueError("need link rates > 0, buffer_bytes >= 0 and window >= 0")
         if not self.scale > 0:
             raise ValueError(f"scale must be > 0, got {self.scale}")
+        if self.queue not in QUEUES:
+            raise ValueError(f"queue must be one of {', '.join(QUEUES)}, got {self.queue!r}")
+        if self.waits not in WAITS:
+            raise ValueError(f"waits must be one of {', '.join(WAITS)}, got {self.waits!r}")
+        if self.urgent_bytes is not None and not self.urgent_bytes >= 0:
+            raise ValueError(f"urgent_bytes must be >= 0, got {self.urgent_bytes}")
 
     @classmethod
     def for_topology(cls, topology, emulated: bool = False,
@@ -85,30 +124,39 @@ class ExchangePricing:
         return cls(c, tuple(mbps * scale * 1e6 / 8 for mbps in cross_rack_rates(topology)),
                    scale=scale, emulated=emulated)
 
-    def keys(self, bytes_per_batch: float) -> int:
-        """The batch's keys: its bytes (as the fabric carries them, times ``scale``) in
-        buckets of ``KEY_BYTES``."""
+    def keys(self, bytes_per_batch: float, keys: int | None = None) -> int:
+        """The batch's keys: ``keys`` when the job states them, else its bytes (as the
+        fabric carries them, times ``scale``) in buckets of ``KEY_BYTES``."""
+        if keys is not None:
+            return keys
         return max(1, math.ceil(bytes_per_batch * self.scale / KEY_BYTES))
 
-    def rounds(self, bytes_per_batch: float) -> int:
-        """Message rounds on the batch's critical path."""
-        return rounds(self.keys(bytes_per_batch), self.window)
+    def _window(self, window: int | None) -> int:
+        return self.window if window is None else window
 
-    def fixed_s(self, bytes_per_batch: float, path: tuple[float, ...] | None = None) -> float:
+    def rounds(self, bytes_per_batch: float, keys: int | None = None,
+               window: int | None = None) -> int:
+        """Message rounds on the batch's critical path."""
+        return rounds(self.keys(bytes_per_batch, keys), self._window(window))
+
+    def fixed_s(self, bytes_per_batch: float, path: tuple[float, ...] | None = None,
+                keys: int | None = None, window: int | None = None) -> float:
         """The batch's fixed exchange time (module doc) over ``path``, described link rates
         in Mbit/s (``job_scheduler.core.estimator.exchange_path``; ``()``: PS and workers
         on one host), or over the cross-rack path (None)."""
         rates = self.path if path is None else tuple(m * self.scale * 1e6 / 8 for m in path)
-        return fixed_batch_s(self.keys(bytes_per_batch), rates, self.window, self.constants)
+        return fixed_batch_s(self.keys(bytes_per_batch, keys), rates, self._window(window),
+                             self.constants)
 
-    def wire_bytes(self, bytes_per_batch: float, servers: int = 1) -> float:
+    def wire_bytes(self, bytes_per_batch: float, servers: int = 1, keys: int | None = None,
+                   window: int | None = None) -> float:
         """Bytes (described scale) one batch puts through its bottleneck alone: its push and
         pull in the order ps-lite sends them (``key_times``), less the idle shaper's burst
         each way, the model's ``X`` term times the bottleneck's rate and ``efficiency``.
         With ``servers`` PS each worker-server pair moves ``1/servers`` of the bytes and
         gets its own burst."""
         b = bytes_per_batch * self.scale / servers
-        wire = (wire_key_bytes(b, self.keys(bytes_per_batch), self.window)
+        wire = (wire_key_bytes(b, self.keys(bytes_per_batch, keys), self._window(window))
                 - burst_credit(b, self.path, self.constants))
         return servers * max(0.0, wire) / self.scale
 
@@ -121,12 +169,35 @@ class ExchangePricing:
             return self.constants.local_Bps * 8 / 1e6 / self.scale
         return host.intra_bw
 
-    def round_wait_s(self, ahead: list[float], class_rate_mbps: float) -> float:
+    def round_wait_s(self, ahead: list[float], class_rate_mbps: float,
+                     urgent: list[float] = (), capacity_mbps: float | None = None) -> float:
         """One message round's wait at a shared egress whose class gets
         ``class_rate_mbps`` (described, times ``scale`` on the fabric), behind jobs sending
-        shares ``ahead`` of their iterations."""
-        return fifo_round_wait_s(ahead, class_rate_mbps * self.scale * 1e6 / 8,
-                                 self.buffer_bytes, self.constants)
+        shares ``ahead`` of their iterations. ``urgent``: those of ``ahead`` in more urgent
+        classes, on a link of ``capacity_mbps``; a FIFO class waits behind all of
+        ``ahead`` alike, a fair one (``queue="fair"``, module doc) tells them apart."""
+        rate = class_rate_mbps * self.scale * 1e6 / 8
+        c = self.constants
+        if self.queue == "fifo" and (self.waits == "uplinks" or not urgent):
+            return fifo_round_wait_s(ahead, rate, self.buffer_bytes, c)
+        same = list(ahead)
+        for share in urgent:
+            same.remove(share)
+        cap = (class_rate_mbps if capacity_mbps is None else capacity_mbps) * self.scale * 1e6 / 8
+        if self.queue == "fifo":        # "pair": the urgent classes' queue at the link's rate
+            return (queue_wait_s(list(urgent), cap, backlog_bytes(self.buffer_bytes, c), c)
+                    + fifo_round_wait_s(same, rate, self.buffer_bytes, c))
+        wait = queue_wait_s(same, rate, self.buffer_bytes, c) + fair_round_wait_s(same, rate, c)
+        if urgent:
+            wait += queue_wait_s(list(urgent), cap, self.urgent_bytes or 0.0, c)
+        return wait
+
+    def startup_s(self, round_wait_s: float, priority: bool = False) -> float:
+        """A job's start-up beyond its ``kv.init`` batch when each of its message rounds
+        waits ``round_wait_s`` (:func:`~sluice_common.exchange.startup_time`: the process
+        hand-over, ps-lite's rendezvous and barriers; with ``priority`` its registration
+        with the controller too)."""
+        return startup_time(round_wait_s, self.constants, priority)
 
 
 def cross_rack_rates(topology) -> list[float]:

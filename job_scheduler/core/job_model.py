@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from job_scheduler.core.estimator import Estimator, exchange_path
+from job_scheduler.core.estimator import OWN_KEYS, OWN_WINDOW, Estimator, exchange_path
 from job_scheduler.core.placement import BestFitPlacement, ClusterState
 from job_scheduler.core.priority_pricing import Candidate, LinkSharer, priced_bandwidth
 from sluice_common.jobspec import JobSpec
@@ -27,7 +27,8 @@ class JobModel:
     fixed-count policy on an idle fabric then reproduces the trace, and sharing or another
     n rescales it."""
 
-    __slots__ = ("spec", "cost1", "_cost", "_comm_unit", "_est", "_factor", "_round_unit")
+    __slots__ = ("spec", "cost1", "_cost", "_comm_unit", "_est", "_factor", "_round_unit",
+                 "_one", "one_way")
 
     def __init__(self, spec: JobSpec, estimator: Estimator,
                  reference_bw: Callable[[int], float] | None = None,
@@ -38,6 +39,10 @@ class JobModel:
         self._comm_unit: dict[int, float] = {}
         self._round_unit: dict[int, float] = {}
         self._factor = 1.0
+        # the fewest workers that exchange: 2, or 1 for a job that trains through its PS
+        # on one GPU too (Estimator.exchanges_alone)
+        self._one = 1 if estimator.exchanges_alone(spec) else 2
+        self.one_way = estimator.one_way_share(spec)
         g = spec.trace_gpus
         if g and spec.trace_duration and reference_bw is not None:
             path = reference_path(g) if reference_path is not None else None
@@ -56,7 +61,7 @@ class JobModel:
         return c
 
     def comm(self, n: int, bw: float) -> float:
-        if n <= 1 or math.isinf(bw):
+        if n < self._one or math.isinf(bw):
             return 0.0
         u = self._comm_unit.get(n)
         if u is None:
@@ -69,12 +74,14 @@ class JobModel:
     def queueing(self, n: int, round_wait_s: float) -> float:
         """Seconds the whole job waits in shared queues when each of its message rounds
         waits ``round_wait_s`` (the estimator's exchange pricing: rounds per batch times
-        batches; 0 without one, or on one GPU)."""
-        if n <= 1 or not round_wait_s or self._est.exchange is None:
+        batches; 0 without one, or on one GPU unless the job exchanges alone)."""
+        if n < self._one or not round_wait_s or self._est.exchange is None:
             return 0.0
         u = self._round_unit.get(n)
         if u is None:
-            rounds = self._est.exchange.rounds(self._est.batch_bytes(self.spec))
+            extra = self.spec.extra
+            rounds = self._est.exchange.rounds(self._est.batch_bytes(self.spec),
+                                               extra.get(OWN_KEYS), extra.get(OWN_WINDOW))
             u = self._round_unit[n] = self._est.iterations(self.spec, n) * rounds * self._factor
         return u * round_wait_s
 

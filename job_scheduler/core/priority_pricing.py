@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from sluice_common import job_rank, rank_rules
-from sluice_common.models import BYTES_PER_PARAM
 from topologies.priority_classes import LEVELS
 
 
@@ -79,13 +78,14 @@ def rule_levels(rule: str, jobs: Iterable[tuple[int, object, float]], estimator
                 ) -> dict[int, int]:
     """Each job's level under ``rule`` (a name of :mod:`sluice_common.rank_rules`), from
     ``(key, spec, fraction of its work left)``: its batches are ``epochs * dataset_size /
-    batch_size``, a batch moves the model's parameter bytes."""
+    batch_size``, a batch moves the model's parameter bytes (a job's own bytes where it
+    states them, ``Estimator.rule_bytes``)."""
     loads = []
     for key, spec, remaining in jobs:
         total = max(1, round(spec.epochs * spec.dataset_size / spec.batch_size))
         done = round((1.0 - remaining) * total)
         loads.append(job_rank.JobLoad(str(key), key, done, total,
-                                      int(estimator.params(spec) * BYTES_PER_PARAM)))
+                                      estimator.rule_bytes(spec)))
     got = rank_rules.job_levels(rule, loads, LEVELS)
     return {int(k): v for k, v in got.items()}
 

@@ -39,6 +39,26 @@ Exchange between a PS and workers on one host is charged at the host's bus
 loopback; shared by the job's flows on that host; ``in_host=False`` makes it
 free), and the fixed exchange time per batch over the placement's own
 path (``exchange_path``) under an exchange pricing. ``network=False`` is the ideal fabric: no communication time at all.
+A job that trains through its PS on one GPU too (``Estimator.exchanges_alone``: it states
+its own batch) and whose lone worker's PS is on another host crosses the links between
+them as any worker-PS pair does; a lone worker with its PS on its own host costs nothing.
+``startup=True`` (with an exchange pricing): a job's first start holds its GPUs, without
+progress, for the exchange model's start-up (``ExchangePricing.startup_s``) at the round
+wait it meets then; while it holds, it sends nothing the others share with (their
+senders, queues and priority levels leave it out), and at the first slot after the hold
+the jobs on its uplinks are re-timed (``kv.init``'s exchange is a job's first batch, its
+own to state).
+``share="senders"`` (with an exchange pricing): a level's rate on an uplink is split among
+the senders busy at once, not the flows: a flow gets ``left / (its flows + sum_i flows_i *
+rho_i)`` over the others ``i`` of its level, ``rho_i`` the share of its iteration job ``i``
+sends one way (queueing and compute included, as ``_round_wait`` counts it): the
+exchange model's processor sharing (``sluice_common.exchange.egress_state``), where a job
+waiting in a queue or computing leaves the link to the others. Each event re-times every
+job on the uplinks it touches. ``share="flows"`` (the default) is the equal split above.
+``rerank=True`` (with ``priority``): the levels are also recomputed at every slot while
+jobs run, as the controller re-ranks jobs while their batches are reported (a rule whose
+order moves with progress, ``progress`` above all, is otherwise frozen between starts and
+stops).
 
 Each slot's decisions come from ``decisions.decide_slot`` (the loop body of every loop),
 carried out as they are taken, with the mechanisms composed in ``mechanisms``; a
@@ -68,6 +88,9 @@ from sluice_common import rank_rules
 from sluice_common.jobspec import JobSpec
 from job_scheduler.core.placement import ClusterState, Placement
 from topologies import Topology
+
+
+SHARES = ("flows", "senders")      # how an uplink's level splits its rate (module doc)
 
 
 @dataclass
@@ -101,13 +124,25 @@ class Simulator(Pricing):
                  progress: Callable[[int, int], None] | None = None, network: bool = True,
                  in_host: bool = True, bandwidth: str = "shared", mechanisms: Sequence = (),
                  costs=None, on_plan: Callable[[float, SlotPlan], None] | None = None,
-                 priority: str | None = None):
+                 priority: str | None = None, startup: bool = False, share: str = "flows",
+                 rerank: bool = False):
         if not slot > 0:
             raise ValueError(f"slot must be > 0 seconds, got {slot}")
         if priority is not None and priority not in rank_rules.names():
             raise ValueError(f"priority must be one of {', '.join(rank_rules.names())} or None, "
                              f"got {priority!r}")
         self.priority = priority
+        if startup and (estimator is None or estimator.exchange is None):
+            raise ValueError("startup needs an estimator with an exchange pricing")
+        self.startup = startup
+        self._holding: dict[int, float] = {}        # job -> end of its start-up hold
+        self._hold_ends: list[tuple[float, int]] = []
+        if share not in SHARES or (share == "senders" and (estimator is None
+                                                          or estimator.exchange is None)):
+            raise ValueError(f"share must be one of {', '.join(SHARES)} (senders with an "
+                             f"exchange pricing), got {share!r}")
+        self.share = share
+        self.rerank = rerank and priority is not None
         if bandwidth not in BANDWIDTH_MODELS:
             raise ValueError(f"bandwidth model must be one of {BANDWIDTH_MODELS}, got {bandwidth!r}")
         # the loop contract's bandwidth model (job_scheduler/core/decisions.py): "shared" caps a
@@ -175,8 +210,10 @@ class Simulator(Pricing):
 
     def base_bandwidth(self, placement: Placement) -> float:
         """The placement's bandwidth with the fabric to itself (memoised)."""
-        if len(placement.worker_hosts) <= 1 or not self.network:
-            return math.inf          # Comm(1) = 0 whatever the bandwidth
+        workers = placement.worker_hosts
+        if not self.network or (len(workers) <= 1
+                                and all(h in workers for h in placement.ps_hosts)):
+            return math.inf          # Comm(1) = 0 whatever the bandwidth (module doc)
         key = (placement.ps_hosts, placement.worker_hosts)
         bw = self._bw_memo.get(key)
         if bw is None:
@@ -231,11 +268,19 @@ class Simulator(Pricing):
         run.t_last = self.now + overhead
         self.gpu_seconds += overhead * n
         self.running[j] = run
-        if math.isnan(self.first_start[j]):
+        first = math.isnan(self.first_start[j])
+        if first:
             self.first_start[j] = self.now
         self.ran_gpus[j] = n
         self.placements[j] = placement
         affected = self._add_flows(flows, j, +1)
+        if self.startup and first:
+            hold = self.estimator.exchange.startup_s(self._round_wait(run),
+                                                     self.priority is not None)
+            run.t_last += hold
+            self.gpu_seconds += hold * n
+            self._holding[j] = run.t_last
+            heapq.heappush(self._hold_ends, (run.t_last, j))
         self._retime(run)
         for k in affected:
             if k != j:
@@ -251,6 +296,7 @@ class Simulator(Pricing):
         simulator has one, names it instead. ``why``: the policy, ``time-slice`` or
         ``migrate`` (counted apart)."""
         run = self.running.pop(j)
+        self._holding.pop(j, None)
         cost = overhead_s if self.costs is None else self.costs.total(self.jobs[j].model, run.n)
         if why == "policy":
             self.preemptions += 1
@@ -287,7 +333,7 @@ class Simulator(Pricing):
             else:
                 self.uplink_jobs[r].discard(j)
             affected |= self.uplink_jobs[r]
-        if self.priority:          # the levels of every job on an uplink may have moved
+        if self.priority or self.share == "senders":   # every job's levels or senders
             affected = set().union(*self.uplink_jobs) - {j}
         return affected
 
@@ -304,10 +350,35 @@ class Simulator(Pricing):
         for r in run.flows:
             on = sorted(self.uplink_jobs[r])
             level = self._levels(on)
-            others = [self.link_sharer(i, r, level[i]) for i in on if i != run.j]
+            others = [self.link_sharer(i, r, level[i]) for i in on
+                      if i != run.j and i not in self._holding]
             left, flows = class_capacity(self.uplink_cap[r], others, level[run.j],
                                          run.flows[r])
+            if self.share == "senders":
+                flows = self._senders(run, r, [i for i in on if level[i] == level[run.j]])
             bw = min(bw, nps * (left / flows))
+        return bw
+
+    def _senders(self, run: Run, r: int, same: Sequence[int]) -> float:
+        """The flows sending on uplink ``r`` at once with the job's own, among ``same``
+        (``share="senders"``, module doc): its own flows and the others' times their
+        send shares."""
+        total = float(run.flows[r])
+        for i in same:
+            other = self.running.get(i)
+            if i == run.j or other is None or other.rate <= 0 or i in self._holding:
+                continue
+            model = self.models[i]
+            rho = min(1.0, model.one_way * model.comm(other.n, other.bw) * other.rate)
+            total += other.flows[r] * rho
+        return total
+
+    def _sender_bandwidth(self, run: Run) -> float:
+        """The job's bandwidth with priority off under ``share="senders"``."""
+        bw = run.base_bw
+        nps = max(len(run.placement.ps_hosts), 1)
+        for r in run.flows:
+            bw = min(bw, nps * self.uplink_cap[r] / self._senders(run, r, self.uplink_jobs[r]))
         return bw
 
     def _round_wait(self, run: Run) -> float:
@@ -315,28 +386,47 @@ class Simulator(Pricing):
         over the uplinks it crosses (a cross-rack pair crosses its worker's and its
         server's): behind the other jobs there of its priority level and the more urgent
         ones, in what the more urgent levels leave (module doc). A job's share of one
-        direction is half its communicating time (push one way, pull the other)."""
+        direction is its one-way share of its communicating time (push one way, pull the
+        other: ``JobModel.one_way``, half when every key is pushed at once). With the
+        pricing's ``waits="pair"`` a round waits the mean of its uplinks' waits
+        (``ExchangePricing``'s module doc)."""
         pricing = self.estimator.exchange
         total = 0.0
         for r in run.flows:
             on = [i for i in self.uplink_jobs[r] if i in self.running]
             level = self._levels(sorted(on)) if self.priority else {i: 0 for i in on}
-            ahead, used = [], 0.0
+            ahead, urgent, used = [], [], 0.0
             for i in on:
-                if i == run.j or level[i] > level[run.j]:
+                if i == run.j or level[i] > level[run.j] or i in self._holding:
                     continue
                 other = self.running[i]
                 if other.rate <= 0:
                     continue        # not yet timed (starting in this very event)
-                rho = min(1.0, 0.5 * self.models[i].comm(other.n, other.bw) * other.rate)
+                model = self.models[i]
+                rho = min(1.0, model.one_way * model.comm(other.n, other.bw) * other.rate)
                 ahead.append(rho)
                 if level[i] < level[run.j]:
+                    urgent.append(rho)
                     nps = max(len(other.placement.ps_hosts), 1)
                     used += other.flows[r] * other.bw / nps * rho
             cap = self.uplink_cap[r]
             left = max(cap - used, pricing.constants.min_share * cap)
-            total += pricing.round_wait_s(ahead, left)
+            total += pricing.round_wait_s(ahead, left, urgent, cap)
+        if pricing.waits == "pair" and run.flows:
+            return total / len(run.flows)
         return total
+
+    def _end_holds(self) -> None:
+        """Start-up holds over by now: the job sends from now on, so every job on its
+        uplinks is re-timed (``startup=True``, module doc)."""
+        while self._hold_ends and self._hold_ends[0][0] <= self.now:
+            _, j = heapq.heappop(self._hold_ends)
+            if self._holding.pop(j, None) is None or j not in self.running:
+                continue
+            run = self.running[j]
+            for k in set().union(*(self.uplink_jobs[r] for r in run.flows)) | {j}:
+                if k in self.running:
+                    self._retime(self.running[k], force=True)
 
     def _advance(self, run: Run) -> None:
         dt = self.now - run.t_last
@@ -349,8 +439,13 @@ class Simulator(Pricing):
         """Bring the job to ``now`` at its old rate, then schedule its completion at
         the rate its current uplink sharing gives (``force``: its slowdown changed)."""
         self._advance(run)
-        bw = (self._priority_bandwidth(run) if self.priority and not math.isinf(run.base_bw)
-              else self.live_bandwidth(run.placement, run.flows, run.base_bw, joining=False))
+        if self.priority and not math.isinf(run.base_bw):
+            bw = self._priority_bandwidth(run)
+        elif (self.share == "senders" and not math.isinf(run.base_bw)
+              and self.bandwidth != "idle"):
+            bw = self._sender_bandwidth(run)
+        else:
+            bw = self.live_bandwidth(run.placement, run.flows, run.base_bw, joining=False)
         wait = self._round_wait(run) if self.estimator.exchange else 0.0
         if run.rate and bw == run.bw and wait == run.round_wait and not force:
             return
@@ -367,6 +462,7 @@ class Simulator(Pricing):
     def _complete(self, j: int, t: float) -> None:
         self.now = t
         run = self.running.pop(j)
+        self._holding.pop(j, None)
         self._advance(run)
         self.finish[j] = t
         self.work_left[j] = 0.0
@@ -410,6 +506,11 @@ class Simulator(Pricing):
                 self._complete(j, t)
                 self.now = slot_now
                 done += 1
+            if self._hold_ends:
+                self._end_holds()
+            if self.rerank:
+                for k in list(self.running):
+                    self._retime(self.running[k])
             while next_arrival < n_jobs and jobs[next_arrival].arrival <= self.now:
                 self.waiting[next_arrival] = None
                 self.policy.on_arrival(self, next_arrival)
@@ -440,6 +541,10 @@ class Simulator(Pricing):
             if next_arrival < n_jobs:
                 t_next = self._slot_at_or_after(jobs[next_arrival].arrival)
             t_next = min(t_next, self._slot_at_or_after(self._next_completion()))
+            if self._hold_ends:
+                t_next = min(t_next, self._slot_at_or_after(self._hold_ends[0][0]))
+            if self.rerank and self.running:
+                t_next = min(t_next, self.now + self.slot)
             if self.waiting:
                 if self.policy.wants_slot(self):
                     t_next = min(t_next, self.now + self.slot)

@@ -30,6 +30,7 @@ JCT), ``DIR/experiment.md`` and plots.
 The package, one concern a module: ``config`` (the frozen options, built once by ``cli``),
 ``mix`` (the seeded job mix), ``fabric_setup`` (topology, hosts, ports, counters),
 ``predict`` (the exchange and fluid models' predictions, made before the runs),
+``simulate`` (the mix in the discrete-event simulator, for its trust check),
 ``measure`` (each run's figures, and the run loop's sampling hook), ``run`` (the seeds and
 modes), ``summary`` (medians, pairing, the checker's verdict), ``render`` (markdown, plot).
 """

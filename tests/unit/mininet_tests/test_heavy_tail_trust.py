@@ -1,0 +1,105 @@
+"""The simulator beside the heavy-tail verdict runs: what it models, what it does not, and
+the mix's jobs as it takes them."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from end_to_end.trust_verdict import CANNOT, MET, NOT_MET
+from mininet_tests import heavy_tail_trust as ht
+from mininet_tests.heavy_tail import simulate as hs
+from mininet_tests.heavy_tail.mix import MixJob
+from mininet_tests.heavy_tail.predict import SLOT_S, model_exchange_s
+from support.paths import REPO
+
+STORED = REPO / "bench" / "results" / "priority-rules"
+RUN = "verdict-0.7-bbr"                 # seeds 6-10
+MODES = ["off", "off-shallow", "off-fair", "pias", "progress", "remaining", "attained",
+         "remaining+off-shallow", "remaining+off-fair"]
+
+
+def test_only_pias_and_unknown_modes_lack_a_model():
+    for mode in ("remaining", "off-shallow", "off-fair", "remaining+off-fair", "off"):
+        assert ht.mode_gaps(mode) == []
+    assert any("PIAS" in g for g in ht.mode_gaps("pias"))
+    assert "'nonsense'" in ht.mode_gaps("nonsense")[-1]
+    assert ht.gap_reason(ht.mode_gaps("pias")).startswith("the simulator has no model of ")
+
+
+def test_a_stored_verdict_run_gives_every_modelled_mode_a_simulated_figure():
+    rows = ht.compare_run(STORED / f"{RUN}-summary.json")
+    assert [r.case for r in rows] == MODES
+    assert {r.run for r in rows} == {RUN}
+    by_mode = {r.case: r for r in rows}
+    assert by_mode["pias"].verdict() == CANNOT and "PIAS" in by_mode["pias"].why_not()
+    for mode in MODES:
+        if mode != "pias":
+            assert by_mode[mode].verdict() in (MET, NOT_MET), by_mode[mode].why_not()
+            assert by_mode[mode].simulated > 0
+    summary = json.loads((STORED / f"{RUN}-summary.json").read_text())
+    assert rows[0].measured == summary["modes"]["off"]["mean_jct_s"]
+
+
+def test_a_seed_without_a_mode_s_figure_is_named(tmp_path):
+    per_seed = json.loads((STORED / f"{RUN}-per-seed.json").read_text())
+    per_seed[1]["modes"]["remaining"]["mean_jct_s"] = math.nan
+    del per_seed[2]["modes"]["pias"]
+    (tmp_path / "per_seed.json").write_text(json.dumps(per_seed))
+    rows = {r.case: r for r in ht.compare_run(tmp_path)}
+    assert rows["remaining"].measured is None
+    assert "seed(s) 7 have no finite mean JCT for remaining" in rows["remaining"].why_not()
+    assert "seed(s) 8" in rows["pias"].why_not()
+    # no summary beside it: the fabric is unknown, so nothing is simulated
+    assert "uplink_mbps" in rows["off"].why_not() and rows["off"].verdict() == CANNOT
+
+
+def test_a_seed_without_its_mix_cannot_be_simulated(tmp_path):
+    per_seed = json.loads((STORED / f"{RUN}-per-seed.json").read_text())
+    del per_seed[0]["mix"]
+    (tmp_path / "per_seed.json").write_text(json.dumps(per_seed))
+    (tmp_path / "summary.json").write_text((STORED / f"{RUN}-summary.json").read_text())
+    rows = {r.case: r for r in ht.compare_run(tmp_path)}
+    assert rows["off"].verdict() == CANNOT and "records no mix" in rows["off"].why_not()
+
+
+def test_a_run_that_cannot_be_read_is_one_cannot_judge_row(tmp_path):
+    (tmp_path / "per_seed.json").write_text("[]")
+    rows = ht.compare_run(tmp_path)
+    assert len(rows) == 1 and rows[0].verdict() == CANNOT
+    assert "cannot be read" in rows[0].why_not()
+
+
+def test_the_mix_s_jobs_carry_their_own_batch_and_one_for_kv_init():
+    mix = [MixJob("ht00", 0.0, 3, 400_000, 0.5, 0.0042)]
+    (spec,) = hs.mix_jobs(mix)
+    assert spec.dataset_size == 32 * 4 and spec.max_gpus == 1
+    assert spec.extra == {"bytes_per_batch": 400_000, "compute_s": 0.0042, "keys": 8,
+                          "window": 3}
+
+
+def test_a_job_alone_takes_its_batches_and_the_model_s_start_up():
+    mix = [MixJob("ht00", 0.0, 9, 600_000, 0.5, 0.0042)]
+    capacity = 12.0 * 1e6 / 8
+    alone = 10 * (0.0042 + model_exchange_s(600_000, capacity))
+    got = hs.simulated_mean_jct(mix, "off", 12.0, 0.0008)
+    from sluice_common.exchange import default_constants
+    assert got == pytest.approx(alone + default_constants().startup_s, rel=0.03)
+    assert hs.simulated_mean_jct(mix, "pias", 12.0, 0.0008) is None
+
+
+def test_the_placement_is_the_experiment_s():
+    mix = [MixJob(f"ht{i:02d}", 0.1 * i, 5, 300_000, 0.5, 0.0042) for i in range(3)]
+    from job_scheduler.core.estimator import Estimator
+    from job_scheduler.simulation.simulator import Simulator
+    from mininet_tests.heavy_tail.fabric_setup import experiment_topology
+
+    topology, _ = experiment_topology(12.0)
+    jobs = hs.mix_jobs(mix)
+    sim = Simulator(topology, jobs, hs.MixPlacement([j.name for j in jobs]),
+                    estimator=Estimator(), slot=SLOT_S)
+    sim.run()
+    assert [(p.ps_hosts, p.worker_hosts) for p in sim.placements] == [
+        (("h1",), ("h3",)), (("h2",), ("h4",)), (("h1",), ("h3",))]
