@@ -1,6 +1,8 @@
 """Accounting for the local Slurm cluster: a MariaDB server and slurmdbd of its own, so
 that ``sacct`` is the record of finished jobs and accounts/QOS are enforced
-(``AccountingStorageEnforce=associations``), as on a real site.
+(``AccountingStorageEnforce=associations``), as on a real site; the GPUs are accounted
+(``AccountingStorageTRES=gres/gpu``: sacct's AllocTRES names ``gres/gpu=N``, the GPU count
+a site's history gives ``sluice simulate --trace-format sacct``).
 
 Everything lives under the cluster's work directory and dies with it: MariaDB gets its
 own data directory (``mariadb-install-db``), socket and a free TCP port on 127.0.0.1
@@ -92,7 +94,10 @@ def with_accounting(slurm_conf: str, dbd_port: int, munge_socket: Path) -> str:
                     # does not reach the slurmdbd connection)
                     f"AccountingStoragePass={munge_socket}",
                     # a job must charge an account its user has an association with
-                    "AccountingStorageEnforce=associations,qos"]
+                    "AccountingStorageEnforce=associations,qos",
+                    # GPUs in the record (sacct's AllocTRES gres/gpu=N), as a GPU site
+                    # keeps them: Slurm's default TRES leave GRES out
+                    "AccountingStorageTRES=gres/gpu"]
         elif line.startswith("# No slurmdbd"):
             out.append("# slurmdbd (MariaDB) keeps the accounting: sacct; also a text file.")
         else:

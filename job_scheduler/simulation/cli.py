@@ -103,12 +103,19 @@ def configure_simulate(parser: argparse.ArgumentParser) -> None:
     parser.epilog = "policies (job_scheduler.core.policies):\n" + policy_table()
     parser.add_argument("--workload", required=True,
                         help=f"a built-in workload ({', '.join(BUILTIN_WORKLOADS)}), a job "
-                             "YAML file, or a trace CSV (Tiresias or Philly, told by its "
-                             "header or by --trace-format); a file name not found here is "
+                             "YAML file, a trace CSV (Tiresias or Philly, told by its "
+                             "header or by --trace-format), or a site's sacct export "
+                             "(--trace-format sacct); a file name not found here is "
                              f"looked up in the folder ${WORKLOADS_ENV} names")
     parser.add_argument("--trace-format", choices=TRACE_FORMATS,
-                        help="read --workload as a trace CSV of this format (default: "
-                             "recognised by the CSV header)")
+                        help="read --workload as a trace of this format; sacct: `sacct "
+                             "--json` or `sacct --parsable2` output (default: recognised "
+                             "by the header: a CSV trace, or a sacct --parsable2 export)")
+    parser.add_argument("--trace-assumptions", metavar="FILE",
+                        help="with --trace-format sacct: a YAML file giving model, "
+                             "batch_size, num_ps per partition or job-name pattern, first "
+                             "match wins (default: none, every job by the Philly rule: "
+                             "model by GPU-time, batch size 32, one PS)")
     parser.add_argument("--jobs", type=int, help="keep the first N jobs (arrival order)")
     parser.add_argument("--topology", default="two-rack", help="built-in name or YAML path")
     parser.add_argument("--policies", default=",".join(SimulateConfig.policies),

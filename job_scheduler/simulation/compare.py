@@ -39,7 +39,8 @@ class SimulateConfig:
     workload: str                        # scenario name, job YAML or trace CSV
     policies: tuple[str, ...] = ("lyapunov", "single", "random", "fifo", "tetris", "las")
     topology: str = "two-rack"           # built-in name or YAML path
-    trace_format: str | None = None      # tiresias | philly
+    trace_format: str | None = None      # tiresias | philly | sacct
+    trace_assumptions: str | None = None  # sacct: assumptions YAML (trace_assumptions.py)
     jobs: int | None = None              # keep the first N jobs
     seed: int = 0
     scenario_caps: str = "paper"
@@ -116,14 +117,15 @@ def simulate(config: SimulateConfig) -> int:
     from job_scheduler.core.mechanisms import summary
     from job_scheduler.core.preemption import load_costs
     from job_scheduler.simulation.simulator import Simulator, stderr_progress
-    from job_scheduler.simulation.workloads import load_workload
+    from job_scheduler.simulation.workloads import load_workload_report
     from topologies import load_topology
 
     names = list(config.policies)
     topo = load_topology(config.topology)
-    jobs = load_workload(config.workload, trace_format=config.trace_format, jobs=config.jobs,
-                         seed=config.seed, caps=config.scenario_caps,
-                         trace_caps=config.trace_caps)
+    jobs, trace = load_workload_report(
+        config.workload, trace_format=config.trace_format, jobs=config.jobs,
+        seed=config.seed, caps=config.scenario_caps, trace_caps=config.trace_caps,
+        trace_assumptions=config.trace_assumptions)
     if not jobs:
         raise InputError(config.workload, "no jobs")
     fixed = [n for n in names if REGISTRY[n].fixed_count]
@@ -141,6 +143,8 @@ def simulate(config: SimulateConfig) -> int:
     if not config.json:
         print(f"device profile: {profile}")
         print(f"network model: {network_model(config)}")
+        for line in trace_lines(jobs, trace):
+            print(line)
     results = {}
     extra: dict[str, dict] = {}
     cost_mode = config.cost_mode
@@ -175,7 +179,8 @@ def simulate(config: SimulateConfig) -> int:
                           **({"price_priority": config.price_priority}
                              if config.price_priority else {}),
                           **({"exchange": config.exchange} if config.exchange != "off"
-                             else {})}))
+                             else {}),
+                          **trace_json(jobs, trace)}))
     else:
         _print_table(results, config, topo.name, len(jobs))
         for n, e in extra.items():
@@ -184,6 +189,36 @@ def simulate(config: SimulateConfig) -> int:
                   f"{e['packed']} packed, {e['preemption_cost_s']:.1f} s of suspend/resume "
                   f"charged ({cost_mode} cost)")
     return 0
+
+
+def trace_lines(jobs, trace) -> list[str]:
+    """What a report says of a trace beyond its jobs: what a sacct export left out and
+    why, and the assumptions that gave the jobs what the trace does not record."""
+    from job_scheduler.simulation.trace_assumptions import assumption_lines
+
+    out = trace.report_lines() if trace is not None else []
+    assumed = assumption_lines(jobs)
+    if assumed:
+        out.append("assumed (the trace records no model, batch size or PS count):")
+        out += [f"  {line}" for line in assumed]
+    return out
+
+
+def trace_json(jobs, trace) -> dict:
+    """:func:`trace_lines` as --json fields: ``trace`` (a sacct export: its form, GPU
+    field, jobs kept, left out by reason, step lines skipped) and ``assumptions``
+    (assumption -> job count)."""
+    from job_scheduler.simulation.trace_assumptions import assumption_summary
+
+    out: dict = {}
+    if trace is not None:
+        out["trace"] = {"source": trace.source, "format": f"sacct {trace.form}",
+                        "gpu_field": trace.gpu_field, "kept": len(trace.jobs),
+                        "left_out": trace.left_out_counts(), "steps_skipped": trace.steps}
+    summary = assumption_summary(jobs)
+    if summary:
+        out["assumptions"] = summary
+    return out
 
 
 def profile_text(estimator) -> str:

@@ -9,6 +9,9 @@ sorted by arrival:
   model_name,duration,interval``), e.g. ``../shared/workloads/tiresias_60_job.csv``.
 - ``trace_format="philly"``: the Philly CSV (``timestamp,duration,num_gpus,gpu_time,
   cluster``).
+- ``trace_format="sacct"``: a site's own Slurm history, ``sacct --json`` or ``sacct
+  --parsable2`` (``sacct_trace.py``; ``trace_assumptions=FILE`` says what the record lacks,
+  ``trace_assumptions.py``); :func:`load_workload_report` also returns what it left out.
 - otherwise a job YAML file (``jobspec.load_jobs``).
 
 A file name not found as given (relative to the working directory) is looked up in
@@ -57,7 +60,8 @@ Trace rules:
   ``trace_gpus`` = ``max_gpus`` = ``num_gpus``, ``trace_duration`` = ``duration``,
   batch_size 32, epochs 1, dataset_size = 32 * num_gpus * round(duration) (a nominal
   one iteration per second; the Estimator re-derives the work from the duration).
-  ``extra`` keeps ``cluster`` and ``gpu_time``.
+  ``extra`` keeps ``cluster`` and ``gpu_time``, and ``assumption`` names the rule
+  (``trace_assumptions.DEFAULT_LABEL``; ``assumption_summary`` counts them).
 
 A malformed trace raises one :class:`TraceErrors` (an InputError) listing every bad row
 and every bad column of it (up to MAX_ERRORS), each naming the file, the line number and
@@ -76,11 +80,15 @@ from pathlib import Path
 from typing import Callable
 
 from job_scheduler.simulation.bursty import BURSTY, generate_bursty
+from job_scheduler.simulation.sacct_trace import SacctTrace, load_sacct, looks_like_parsable
+from job_scheduler.simulation.trace_assumptions import (DEFAULT_LABEL, TRACE_BATCH_SIZE,
+                                                        load_assumptions, philly_model)
+from job_scheduler.simulation.trace_errors import MAX_ERRORS, TraceErrors
 from sluice_common.jobspec import JobSpec, load_jobs
 from sluice_common.models import canonical_name
-from sluice_common.errors import InputError, InputErrors, option_error
+from sluice_common.errors import InputError, option_error
 
-TRACE_FORMATS = ("tiresias", "philly")
+TRACE_FORMATS = ("tiresias", "philly", "sacct")
 # The public traces live in the project's sibling folder ../shared/workloads (beside the
 # repository checkout, wherever that is); SLUICE_WORKLOADS overrides it.
 WORKLOADS_ENV = "SLUICE_WORKLOADS"
@@ -105,7 +113,6 @@ def find_workload_file(spec: str) -> Path | None:
         if shared.exists():
             return shared
     return None
-TRACE_BATCH_SIZE = 32
 
 # ---- generated scenarios ----------------------------------------------------------------
 
@@ -175,25 +182,6 @@ def generate_scenario(name: str, jobs: int | None = None, seed: int = 0,
 
 
 # ---- traces -------------------------------------------------------------------------------
-
-MAX_ERRORS = 100    # a trace that is wrong everywhere is reported by its first 100 errors
-
-
-class TraceErrors(InputErrors):
-    """Every error of a trace file at once (the first MAX_ERRORS of them; ``more``
-    counts the rest)."""
-
-    def __init__(self, errors: list[InputError], more: int = 0):
-        self.more = more
-        super().__init__(errors)
-
-    def format(self) -> str:
-        text = super().format()
-        if getattr(self, "more", 0):
-            text += (f"\n{self.source}: ... and {self.more} more errors "
-                     f"({len(self.errors) + self.more} in all)")
-        return text
-
 
 class _Row:
     """Field access for one CSV row. A bad value is recorded as InputError(file, line,
@@ -299,14 +287,17 @@ def _tiresias_job(r: _Row) -> JobSpec | None:
 
 
 def trace_kind(path: Path) -> str | None:
-    """'tiresias' or 'philly' for a CSV trace recognised by its header, None for what is
-    not CSV (a job YAML file); InputError naming --trace-format for a CSV header of
+    """'tiresias' or 'philly' for a CSV trace recognised by its header, 'sacct' for a
+    sacct parsable2 export (a ``|``-separated header naming JobID), None for what is
+    not CSV (a job YAML file; a sacct JSON export needs its format given); InputError naming --trace-format for a CSV header of
     neither format."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             first = next((line for line in f if line.strip()), "")
     except OSError:
         return None                        # load_jobs says why it cannot be read
+    if looks_like_parsable(first):
+        return "sacct"
     if "," not in first or ":" in first or first.lstrip().startswith(("#", "-", "{")):
         return None
     header = {h.strip() for h in first.split(",")}
@@ -336,15 +327,8 @@ def load_tiresias(path: str | Path) -> list[JobSpec]:
 
 _EPOCH = datetime(1970, 1, 1)
 PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
-# (upper bound of GPU-time in GPU-hours, model) — see the module docstring.
-PHILLY_MODEL_CLASSES = ((1.0, "resnet18"), (10.0, "googlenet"), (100.0, "alexnet"),
-                        (math.inf, "vgg16"))
-
-
-def philly_model(gpu_time_s: float) -> str:
-    hours = gpu_time_s / 3600.0
-    return next((model for bound, model in PHILLY_MODEL_CLASSES if hours < bound),
-                PHILLY_MODEL_CLASSES[-1][1])
+# the Philly rule (philly_model) lives in trace_assumptions.py: it is the default
+# assumption of every trace that names no model
 
 
 def _philly_row(r: _Row) -> tuple | None:
@@ -369,7 +353,8 @@ def load_philly(path: str | Path) -> list[JobSpec]:
         name=f"philly-{line}", model=philly_model(duration * gpus),
         dataset_size=TRACE_BATCH_SIZE * gpus * max(1, round(duration)), epochs=1,
         batch_size=TRACE_BATCH_SIZE, max_gpus=gpus, arrival=ts - first, trace_gpus=gpus,
-        trace_duration=duration, extra={"line": line, "cluster": cluster, "gpu_time": gpu_time})
+        trace_duration=duration, extra={"line": line, "cluster": cluster, "gpu_time": gpu_time,
+                                        "assumption": DEFAULT_LABEL})
         for ts, line, duration, gpus, gpu_time, cluster in rows]
 
 
@@ -380,25 +365,41 @@ TRACE_CAPS = ("requested", "paper")
 
 def load_workload(name_or_path: str | Path, trace_format: str | None = None,
                   jobs: int | None = None, seed: int = 0,
-                  caps: str = "paper", trace_caps: str = "requested") -> list[JobSpec]:
+                  caps: str = "paper", trace_caps: str = "requested", *,
+                  trace_assumptions: str | Path | None = None) -> list[JobSpec]:
     """Jobs sorted by arrival (stable), the first ``jobs`` of them when given;
     ``caps`` applies to generated scenarios only (``generate_scenario``).
-    ``trace_caps`` applies to trace jobs (Tiresias, Philly, bursty): "requested" (the
-    default) = max_gpus is the trace's GPU count, a policy may give fewer, never more;
-    "paper" = max_gpus = max(trace count, PAPER_N), the Proteus setting the scenarios
-    use (the scheduler picks n in (0, N]); fixed-count policies still run the trace's
-    count."""
+    ``trace_caps`` applies to trace jobs (Tiresias, Philly, sacct, bursty): "requested"
+    (the default) = max_gpus is the trace's GPU count, a policy may give fewer, never
+    more; "paper" = max_gpus = max(trace count, PAPER_N), the Proteus setting the
+    scenarios use (the scheduler picks n in (0, N]); fixed-count policies still run the
+    trace's count. ``trace_assumptions``: an assumptions YAML file for a sacct export
+    (``trace_assumptions.py``). :func:`load_workload_report` also says what a sacct
+    export left out."""
+    return load_workload_report(name_or_path, trace_format, jobs, seed, caps, trace_caps,
+                                trace_assumptions=trace_assumptions)[0]
+
+
+def load_workload_report(name_or_path: str | Path, trace_format: str | None = None,
+                         jobs: int | None = None, seed: int = 0, caps: str = "paper",
+                         trace_caps: str = "requested", *,
+                         trace_assumptions: str | Path | None = None,
+                         ) -> tuple[list[JobSpec], SacctTrace | None]:
+    """:func:`load_workload`'s jobs, and for a sacct export its account of itself (the
+    jobs it left out, by reason; :meth:`SacctTrace.report_lines`); None for any other
+    workload."""
     if trace_caps not in TRACE_CAPS:
         raise InputError("argument", f"unknown trace caps {trace_caps!r} (known: "
                          f"{', '.join(TRACE_CAPS)})", field="trace-caps")
-    loaded = _load(name_or_path, trace_format, jobs, seed, caps)
+    loaded, trace = _load(name_or_path, trace_format, jobs, seed, caps, trace_assumptions)
     if trace_caps == "paper":
         loaded = [replace(j, max_gpus=max(j.max_gpus, PAPER_N)) if j.trace_gpus else j
                   for j in loaded]
-    return loaded
+    return loaded, trace
 
 
-def _load(name_or_path, trace_format, jobs, seed, caps) -> list[JobSpec]:
+def _load(name_or_path, trace_format, jobs, seed, caps,
+          trace_assumptions) -> tuple[list[JobSpec], SacctTrace | None]:
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InputError("argument", f"must be an integer >= 1, got {jobs!r}", field="jobs")
     spec = str(name_or_path)
@@ -406,10 +407,11 @@ def _load(name_or_path, trace_format, jobs, seed, caps) -> list[JobSpec]:
         if trace_format not in TRACE_FORMATS:
             raise InputError("argument", f"unknown trace format {trace_format!r} "
                              f"(known: {', '.join(TRACE_FORMATS)})", field="trace-format")
-    elif spec in SCENARIOS:
-        return generate_scenario(spec, jobs, seed, caps)
-    elif spec in BURSTY:
-        return generate_bursty(spec, jobs, seed)
+    elif spec in SCENARIOS or spec in BURSTY:
+        _no_assumptions(trace_assumptions, f"the generated workload {spec}")
+        if spec in SCENARIOS:
+            return generate_scenario(spec, jobs, seed, caps), None
+        return generate_bursty(spec, jobs, seed), None
     found = find_workload_file(spec)
     if found is None:
         builtin = f"nor a built-in workload ({', '.join(BUILTIN_WORKLOADS)})"
@@ -422,12 +424,26 @@ def _load(name_or_path, trace_format, jobs, seed, caps) -> list[JobSpec]:
                          f"({Path(spec).absolute()}) nor in {where}; {builtin}")
     spec = str(found)
     if trace_format is None:
-        trace_format = trace_kind(found)      # a CSV trace given without --trace-format
-    load = {None: load_jobs, "tiresias": load_tiresias, "philly": load_philly}[trace_format]
-    loaded = sorted(load(spec), key=lambda j: j.arrival)
+        trace_format = trace_kind(found)      # a trace given without its format
+    trace = None
+    if trace_format == "sacct":
+        assumptions = load_assumptions(trace_assumptions) if trace_assumptions else ()
+        trace = load_sacct(spec, assumptions)
+        loaded = sorted(trace.jobs, key=lambda j: j.arrival)
+    else:
+        _no_assumptions(trace_assumptions, f"a {trace_format} trace" if trace_format
+                        else "a job file")
+        load = {None: load_jobs, "tiresias": load_tiresias, "philly": load_philly}[trace_format]
+        loaded = sorted(load(spec), key=lambda j: j.arrival)
     if jobs is not None:
         loaded = loaded[:jobs]
-        if trace_format == "philly" and loaded:       # arrivals relative to the first kept
+        if trace_format in ("philly", "sacct") and loaded:   # arrivals from the first kept
             first = loaded[0].arrival
             loaded = [replace(j, arrival=j.arrival - first) for j in loaded]
-    return loaded
+    return loaded, trace
+
+
+def _no_assumptions(trace_assumptions, what: str) -> None:
+    if trace_assumptions:
+        raise option_error("trace_assumptions", f"applies to a sacct export (trace format "
+                           f"sacct), not to {what}")

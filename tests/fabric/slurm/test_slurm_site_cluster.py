@@ -11,6 +11,10 @@ the way an administrator sets it: slurm.conf lines and ``scontrol reconfigure``.
 - A job Slurm keeps pending (its partition DOWN): ``sluice jobs`` shows Slurm's reason,
   and past ``--slurm-pending-timeout`` it is cancelled in Slurm and re-queued; once the
   partition is up it runs.
+- The site's own history as the simulator's trace: jobs run with GPUs asked three ways,
+  exported by ``sacct --json`` and ``sacct --parsable2``, are ``sluice simulate
+  --trace-format sacct``'s jobs with their GPU counts; a CPU-only job, a job still
+  waiting and one cancelled before it started are counted as left out.
 - A typed-GPU node (h4: ``gpu:a100:4``): ``--slurm-gpu-type a100`` counts and requests
   only those GPUs.
 
@@ -24,6 +28,7 @@ submission, the others run, and sacct records the finished ones with their accou
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import re
@@ -281,6 +286,79 @@ def test_only_the_configured_partitions_nodes_are_capacity(slurm_fabric, tmp_pat
     finally:
         sched.stop()
         cli(env, "scontrol", "delete", "PartitionName=rack2")
+
+
+# name -> (sbatch's GPU request, the GPUs it allocates): each way a site's users ask
+SACCT_GPU_JOBS = {"trace-two": (["--gpus=2"], 2), "trace-one": (["--gres=gpu:1"], 1),
+                  "trace-four": (["--nodes=1", "--gpus-per-node=4"], 4)}
+
+
+def sbatch(env, *argv: str) -> str:
+    r = cli(env, "sbatch", "--parsable", "-o", "/dev/null", "--chdir", "/tmp", *argv)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().split(";")[0]
+
+
+def test_the_sites_sacct_history_is_a_trace_for_the_simulator(slurm_fabric, tmp_path):
+    """Jobs run on the cluster (GPUs asked three ways, one CPU-only), one waits (begins
+    in an hour), one is cancelled before it starts; slurmdbd's record, exported by
+    ``sacct --json`` and by ``sacct --parsable2``, is the workload of ``sluice simulate
+    --trace-format sacct``: the jobs that ran with GPUs, each with its GPUs, and the
+    others counted by why they were left out."""
+    from job_scheduler.simulation.sacct_trace import PARSABLE_FORMAT
+
+    env = slurm_fabric
+    version = cli(env, "sacct", "--version").stdout.strip()
+    assert re.search(r"\b22\.05\.", version), version    # --json: 22.05's data parser
+    wait_no_jobs(env)
+    gpus = {sbatch(env, "-J", name, *ask, "--wrap", "sleep 3"): n
+            for name, (ask, n) in SACCT_GPU_JOBS.items()}
+    cpu = sbatch(env, "-J", "trace-cpu", "--wrap", "sleep 2")
+    later = sbatch(env, "-J", "trace-later", "--gpus=1", "--begin=now+1hour", "--wrap", "true")
+    held = sbatch(env, "-J", "trace-held", "--hold", "--gpus=1", "--wrap", "true")
+    assert cli(env, "scancel", held).returncode == 0
+    ids = [*gpus, cpu, later, held]
+    try:
+        acct = accounted(env, [*gpus, cpu], timeout=90)
+        assert {a["State"] for a in acct.values()} == {"COMPLETED"}, acct
+        deadline = time.monotonic() + 30               # slurmdbd has the other two as well
+        while True:
+            states = dict(line.split("|", 1) for line in cli(
+                env, "sacct", "-n", "-P", "-X", "-a", "-j", ",".join(ids), "-o",
+                "JobID,State").stdout.splitlines() if line.strip())
+            if states.get(later) == "PENDING" and states.get(held, "").startswith("CANCELLED"):
+                break
+            assert time.monotonic() < deadline, states
+            time.sleep(0.5)
+        as_json = cli(env, "sacct", "--json", "-a", "-j", ",".join(ids))
+        as_text = cli(env, "sacct", "--parsable2", "-a", "-j", ",".join(ids),
+                      f"--format={PARSABLE_FORMAT}")
+    finally:
+        cli(env, "scancel", later)
+    assert as_json.returncode == 0 and as_text.returncode == 0, as_json.stderr + as_text.stderr
+    exports = {"sacct.json": as_json.stdout, "sacct.txt": as_text.stdout}
+    runs = {}
+    for name, text in exports.items():
+        (tmp_path / name).write_text(text)
+        r = subprocess.run([sys.executable, "-m", "sluice", "simulate", "--workload",
+                            str(tmp_path / name), "--trace-format", "sacct",
+                            "--policies", "fifo", "--json"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, f"{name}: {r.stderr}\n{text[:3000]}"
+        runs[name] = out = json.loads(r.stdout)
+        done = out["policies"]["fifo"]["job_results"]
+        assert sorted((j["name"], j["gpus"]) for j in done) == \
+            sorted((f"sacct-{i}", n) for i, n in gpus.items()), (name, done)
+        assert out["trace"]["kept"] == len(SACCT_GPU_JOBS)
+        assert out["trace"]["left_out"] == {"never_started": 2, "no_gpus": 1}, (name, out)
+        assert out["assumptions"] == {"default (Philly rule: GPU-time)": len(SACCT_GPU_JOBS)}
+    assert runs["sacct.txt"]["trace"]["steps_skipped"] >= len(SACCT_GPU_JOBS)   # .batch lines
+    # both exports are one history: the same jobs, arrivals and durations
+    from job_scheduler.simulation.workloads import load_workload
+    a, b = (load_workload(tmp_path / n, trace_format="sacct") for n in exports)
+    assert [(j.name, j.trace_gpus, j.arrival, j.trace_duration) for j in a] == \
+        [(j.name, j.trace_gpus, j.arrival, j.trace_duration) for j in b]
+    assert all(2.0 <= j.trace_duration <= 10.0 for j in a), a         # sleep 3
 
 
 def make_h4_a100(env) -> None:

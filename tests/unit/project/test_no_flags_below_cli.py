@@ -39,7 +39,7 @@ ENTRY_POINTS = {
 }
 FLAG = re.compile(r"(^|[\s(/'\"`])--[a-zA-Z]")
 # another program's flags in an error about that program are fine ("sbatch --parsable printed")
-FOREIGN = re.compile(r"\b(sinfo|sbatch|squeue|scontrol|scancel|srun|curl|ovs-\w+|pip|iperf3)\b"
+FOREIGN = re.compile(r"\b(sinfo|sbatch|squeue|scontrol|scancel|srun|sacct|curl|ovs-\w+|pip|iperf3)\b"
                      r".*--[a-zA-Z]")
 ERROR_CALLS = {"InputError", "option_error", "ValueError", "SystemExit", "TypeError"}
 

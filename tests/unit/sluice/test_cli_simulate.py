@@ -131,6 +131,44 @@ def test_simulate_bad_workload_files_exit_2(tmp_path: Path):
     assert r.returncode == 2 and "num_gpu" in r.stderr
 
 
+SACCT_EXPORT = """\
+JobID|JobName|Partition|Submit|Start|End|State|AllocTRES
+5|first|gpu|2024-05-01T10:00:00|2024-05-01T10:00:10|2024-05-01T10:10:10|COMPLETED|gres/gpu=1
+5.batch|batch||2024-05-01T10:00:10|2024-05-01T10:00:10|2024-05-01T10:10:10|COMPLETED|gres/gpu=1
+6|wait|gpu|2024-05-01T10:01:00|Unknown|Unknown|PENDING|
+7|bert-1|gpu|2024-05-01T10:02:00|2024-05-01T10:02:30|2024-05-01T10:12:30|FAILED|gres/gpu=2
+"""
+
+
+def test_simulate_a_sacct_export_states_what_it_left_out_and_assumed(tmp_path: Path):
+    export = tmp_path / "site.sacct"
+    export.write_text(SACCT_EXPORT)
+    rules = tmp_path / "assume.yaml"
+    rules.write_text('assumptions:\n  - {name: "bert-*", model: resnet50, batch_size: 64}\n')
+    args = ["simulate", "--workload", str(export), "--trace-format", "sacct",
+            "--trace-assumptions", str(rules), "--policies", "fifo"]
+    r = sluice(*args)
+    assert r.returncode == 0, r.stderr
+    assert "2 job(s) kept, 1 left out" in r.stdout and "1 step line(s) skipped" in r.stdout
+    assert "left out 1: never started" in r.stdout and "(job 6)" in r.stdout
+    assert "1 job(s) by name=bert-*: model resnet50 x1; batch_size 64 x1" in r.stdout
+    assert "1 job(s) by default (Philly rule: GPU-time)" in r.stdout
+    out = json.loads(sluice(*args, "--json").stdout)
+    assert out["trace"]["left_out"] == {"never_started": 1} and out["trace"]["kept"] == 2
+    assert out["assumptions"] == {"name=bert-*": 1, "default (Philly rule: GPU-time)": 1}
+    assert [(j["name"], j["gpus"]) for j in out["policies"]["fifo"]["job_results"]] == \
+        [("sacct-5", 1), ("sacct-7", 2)]
+    rules.write_text("- {name: x, model: nosuch}\n")
+    r = sluice(*args)
+    assert r.returncode == 2 and str(rules) in r.stderr and "field 'model'" in r.stderr
+    export.write_text("JobID|Submit|Start|End\n1|1|2|3\n")
+    r = sluice(*args[:-4], "--policies", "fifo")
+    assert r.returncode == 2 and str(export) in r.stderr and "field 'AllocTRES'" in r.stderr
+    r = sluice("simulate", "--workload", "proteus-small-dispersed", "--trace-assumptions",
+               str(rules))
+    assert r.returncode == 2 and "argument --trace-assumptions" in r.stderr
+
+
 def test_validate_good_and_bad_files(jobs_file: Path, tmp_path: Path):
     r = sluice("validate", str(jobs_file))
     assert r.returncode == 0, r.stderr
