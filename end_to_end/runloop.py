@@ -38,7 +38,7 @@ from typing import Any, Callable, Sequence
 from job_scheduler.core.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
 from job_scheduler.core.estimator import Estimator, batches_for, effective_bandwidth
 from job_scheduler.core.mechanisms import PACK_MEMORY_SHARE, Packing, leave_pair
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.policies import FunctionPolicy, Policy
 from sluice_common.jobspec import JobSpec
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
@@ -49,7 +49,7 @@ from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop, run_status
 from end_to_end.predict import exchange_facts, wire_bytes_of
 from end_to_end.result import Iteration, JobRunRecord, RunResult, bw_text, run_result
-from end_to_end.run_options import RunOptions  # noqa: F401 (its home before)
+from end_to_end.run_options import RunOptions
 from end_to_end.sampling import NoSampling, RunSampler
 from job_scheduler.core.live_view import LiveView
 from end_to_end.suspend import Suspensions

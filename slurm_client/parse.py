@@ -22,9 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from slurm_client.gres import gres_gpus, split_top  # noqa: F401 (gres_gpus: re-exported)
-from slurm_client.nodes import (UNUSABLE, NodeInfo, ParseError, gres_fields,  # noqa: F401
-                                node_state, parse_sinfo_json)
+from slurm_client.gres import split_top
+from slurm_client.nodes import NodeInfo, ParseError, gres_fields, node_state
 from slurm_client.site import SiteOptions
 
 # Job states of a job that is over (Slurm's names).

@@ -267,7 +267,9 @@ def rules_only(cfg: ScaleConfig) -> dict:
     in the bench's time."""
     import collections
 
-    from controller.service import ControllerConfig, ControllerService, TableSink
+    from controller.service import ControllerService
+    from controller.sinks import TableSink
+    from controller.config import ControllerConfig
 
     topo = C.topology_dict(cfg.workers)
     topo_obj = C.load(topo)

@@ -263,7 +263,8 @@ def run_mix(topology, fabric, client, runner, out: Path, mix: list, priority: bo
     batch, after ``kv.init``'s); and the hosts' TCP counters over the run (``tcp``:
     retransmitted segments, timeouts)."""
     from end_to_end.result import iterations_of
-    from end_to_end.runloop import RealTimeRun, RunOptions
+    from end_to_end.runloop import RealTimeRun
+    from end_to_end.run_options import RunOptions
     from job_scheduler.core.estimator import Estimator, nominal_bandwidth
     from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, placement_step,
                                                        specs_and_overrides, tcp_counters)

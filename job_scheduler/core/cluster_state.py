@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from sluice_common.placement import GpuGrant, GpuIndexError, Placement  # noqa: F401
+from sluice_common.placement import GpuGrant, Placement
 from topologies import Topology
 
 
@@ -74,7 +74,8 @@ class ClusterState:
         """Take the placement's GPUs: the indices ``gpus`` names (a decision's, a stored
         record's), else the lowest free ones of each host. Returns the indices taken.
         Checks everything before changing anything: ValueError when a host has too few
-        free, :class:`GpuIndexError` for an index the host does not have."""
+        free, :class:`~sluice_common.placement.GpuIndexError` for an index the host does
+        not have."""
         need = Counter(self.index[h] for h in placement.worker_hosts)
         for i, k in need.items():
             if self.free[i] < k:

@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from job_scheduler.core.cluster_state import ClusterState  # noqa: F401 (re-exported)
+from job_scheduler.core.cluster_state import ClusterState
 from sluice_common.placement import Placement
 
 DEFAULT_LAMBDA = 0.5

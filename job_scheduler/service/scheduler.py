@@ -30,7 +30,7 @@ from job_scheduler.service.executors import Outcome
 from job_scheduler.service.gpu_records import held_state
 from sluice_common.jobspec import JobSpec, parse_jobs_text
 from job_scheduler.service.submission_check import LARGE_BODY, check_in_child
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.decisions import QueuedJob, StartDecision, Suspend
 from job_scheduler.service.policy_step import PolicyStep
 from job_scheduler.service.progress_relay import ProgressRelays

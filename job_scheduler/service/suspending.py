@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from job_scheduler.core.decisions import Suspend
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.service.gpu_records import recorded_placement
 from job_scheduler.service.store import JobRecord
 

@@ -10,9 +10,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sluice_common.jobspec import Layer, job_to_dict, load_jobs, parse_job, parse_jobs
-from sluice_common.models import (MODELS, SMALLCNN_LAYERS, canonical_name, count_params,
-                                  get_model, known_models)
+from sluice_common.jobspec import job_to_dict, load_jobs, parse_job, parse_jobs
+from sluice_common.models import (MODELS, SMALLCNN_LAYERS, canonical_name, count_params, get_model,
+                                  known_models, Layer)
 from sluice_common.errors import InputError
 from support.yaml_fuzz import yaml_values
 from support.paths import REPO

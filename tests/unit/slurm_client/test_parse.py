@@ -7,15 +7,17 @@ No Slurm is needed here; tests/fabric/slurm/test_slurm_executor.py drives a real
 
 import pytest
 
-from job_scheduler.core.placement import ClusterState
-from job_scheduler.service.slurm_executor import (apply_capacity, check_topology, components,
-                                                  foreign_gpus)
+from job_scheduler.core.cluster_state import ClusterState
+from job_scheduler.service.slurm_executor import components
+from job_scheduler.service.slurm_topology import check_topology
+from job_scheduler.service.slurm_capacity import apply_capacity, foreign_gpus
 from slurm_client import SlurmClient, SlurmCommandError, SlurmUnavailable
-from slurm_client.parse import (Component, JobInfo, NodeInfo, ParseError, Submission,
-                                expand_hostlist, gres_gpus, job_outcome, parse_kv_line,
-                                parse_sbatch_parsable, parse_scontrol_jobs,
-                                parse_scontrol_nodes, parse_sinfo_json, parse_squeue_lines,
-                                parse_topology, sbatch_argv)
+from slurm_client.parse import (Component, JobInfo, Submission, expand_hostlist, job_outcome,
+                                parse_kv_line, parse_sbatch_parsable, parse_scontrol_jobs,
+                                parse_scontrol_nodes, parse_squeue_lines, parse_topology,
+                                sbatch_argv)
+from slurm_client.nodes import NodeInfo, ParseError, parse_sinfo_json
+from slurm_client.gres import gres_gpus
 from topologies.model import parse_topology as topology_from_dict
 from support.paths import TEST_DATA
 from support.fake_slurm import TOPO
