@@ -47,6 +47,7 @@ from ps_runtime.worker_overrides import overrides_for
 from ps_runtime.plan import BLOCK, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop, run_status
+from end_to_end.run_status import RunningJob
 from end_to_end.predict import exchange_facts, wire_bytes_of
 from end_to_end.result import Iteration, JobRunRecord, RunResult, bw_text, run_result
 from end_to_end.run_options import RunOptions
@@ -136,7 +137,17 @@ class RealTimeRun:
         now = self.now()
         if self.status is not None and self.status.enabled and now - self._status_at >= 0.5:
             self._status_at = now
-            run_status.update(self, pending, waiting, running)
+            c_n = {d["job"]: d["C_n_s"] for d in self.decisions}
+            live = [RunningJob(r.started, c_n.get(name, 0.0), r.batches,
+                               run_status.slowest_batch(r) or 0)
+                    for name, r in running.items()]
+            total_gpus = self.state.total_gpus
+            waiting = [self.estimator.C(spec, min(spec.max_gpus, total_gpus))
+                       for spec in list(waiting) + list(pending)]
+            done = sum(1 for r in self.records.values() if r.status in ("finished", "failed"))
+            eta = run_status.eta_s(now, live, waiting, max(len(running), 1))
+            self.status.update(run_status.status_line(now, len(pending), len(waiting), live,
+                                                      done, len(self.jobs), eta))
 
     def sample_links(self) -> None:
         try:

@@ -12,6 +12,7 @@ service store's), so the same history gives the same indices in every loop.
 from __future__ import annotations
 
 from collections import Counter
+from typing import ItemsView
 
 from sluice_common.placement import GpuGrant, Placement
 from topologies import Topology
@@ -175,6 +176,11 @@ class ClusterState:
             return 0.0
         used = cap - self.free[host] + extra_used
         return -(req + used) / cap
+
+    def hosts_by_free(self) -> ItemsView[int, set[int]]:
+        """Free GPUs -> the hosts with exactly that many free (the state's own sets:
+        read them, never change them)."""
+        return self._host_bucket.items()
 
     def smallest_host_with(self, n: int) -> int | None:
         """Best fit at host level: the host with the fewest free GPUs that still has n."""

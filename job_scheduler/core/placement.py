@@ -200,7 +200,7 @@ class TetrisPlacement:
         left = n
         while left:
             best = None
-            for free, bucket in state._host_bucket.items():
+            for free, bucket in state.hosts_by_free():
                 hosts = bucket - used if used else bucket
                 if free <= 0 or not hosts:
                     continue

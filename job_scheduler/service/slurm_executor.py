@@ -458,7 +458,15 @@ class SlurmExecutor:
             self.client.cancel(slurm_id)
 
     def suspend(self, job: JobRecord, now: float) -> dict:
-        return slurm_suspend.suspend(self, job)      # the checkpoint, then the allocation
+        # the checkpoint, then the allocation
+        return slurm_suspend.suspend(job, self.options.suspend_timeout,
+                                     lambda: self._release_allocation(job))
+
+    def _release_allocation(self, job: JobRecord) -> None:
+        slurm_id = self._slurm_id(job)
+        if slurm_id is not None:
+            self._cancel(slurm_id)
+        self.ports.release(job.id)
     progress = staticmethod(slurm_suspend.progress)    # its workers' batches / its last
 
     # ---- capacity ----------------------------------------------------------------------

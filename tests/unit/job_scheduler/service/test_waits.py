@@ -256,7 +256,7 @@ def test_a_read_never_waits_for_a_slot_in_progress(tmp_path):
     held, release = threading.Event(), threading.Event()
 
     def slot_in_progress():
-        with svc._lock:
+        with svc.slot_lock:
             held.set()
             release.wait(30)
     worker = threading.Thread(target=slot_in_progress)
