@@ -168,9 +168,9 @@ def controller_load(port: int, tokens: dict, workers: int, phases, out: mp.Queue
                     connections: int = 64) -> None:
     """phases: [(rate, seconds)]. Each worker of each job reports batch 1, 2, 3, ...
     One asyncio loop paces the reports over ``connections`` keep-alive connections
-    (bench/reliability/paced_http.py: a thread-per-connection client cost as much CPU as the
+    (bench/paced_http.py: a thread-per-connection client cost as much CPU as the
     controller and added its own thread switching to the latencies)."""
-    from bench.reliability import paced_http
+    from bench import paced_http
 
     jobs = sorted(tokens)
     acked: dict[tuple[str, str], int] = {}
