@@ -540,6 +540,8 @@ class SchedulerService:
                                      self.registrations.attempts(job.id))
 
     def tell_controller_ended(self, job: JobRecord) -> None:
+        """The job's GPUs went free (it ended, or was suspended): the controller drops
+        its flows; a failure to reach it is logged and recorded, never raised."""
         if self.controller is None:
             return
         if job.id in self.registrations:      # never registered: nothing to remove
