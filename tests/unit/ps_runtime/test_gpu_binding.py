@@ -346,9 +346,9 @@ def test_slurm_gpu_records_come_from_the_worker_steps_records(tmp_path):
 
 
 def test_sluice_jobs_shows_each_hosts_gpu_indices():
-    from job_scheduler.service.cli import _placement_text
+    from job_scheduler.service.jobs_text import placement_text
 
     record = {"ps_hosts": ["h1"], "gpus_by_host": {"h1": 2, "h2": 1},
               "gpu_ids": {"h1": [0, 3], "h2": [1]}}
-    assert _placement_text(record) == "h1:2[0,3],h2:1[1] ps=h1"
-    assert _placement_text({"ps_hosts": ["h1"], "gpus_by_host": {"h1": 2}}) == "h1:2 ps=h1"
+    assert placement_text(record) == "h1:2[0,3],h2:1[1] ps=h1"
+    assert placement_text({"ps_hosts": ["h1"], "gpus_by_host": {"h1": 2}}) == "h1:2 ps=h1"
