@@ -53,7 +53,7 @@ def test_same_start_sanity_case_predicts_about_a_third():
     # the emulated jobs' exchange (the calibrated exchange model: 3 of 8 keys in flight,
     # 1.5 key-times a key, at the link's payload efficiency, plus the ps-lite rounds) fills
     # less than 2 / 1.5 of the two directions: less left to gain
-    from sluice_common.exchange import default_constants, key_times
+    from sluice_common.exchange import default_constants
 
     caps = [j.rate_cap for j in fluid_jobs(mix, C)]
     assert all(0 < cap < 2 / 1.5 * default_constants().efficiency for cap in caps)
@@ -124,6 +124,7 @@ def test_experiment_topology_rescales_every_link_to_the_uplink_rate():
 
 
 def test_exchange_model_serial_bulk_and_pipelined_windows():
+    from sluice_common.exchange import key_times
 
     assert key_times(8, 0) == pytest.approx(16.0)       # push all, then pull all
     assert key_times(8, 1) == pytest.approx(16.0)       # one key at a time: no overlap
