@@ -12,6 +12,7 @@ a thread of its own so that the main thread can wait in short slices (see below)
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import signal
@@ -250,8 +251,8 @@ def run_controller(args) -> int:
     # ---- start ------------------------------------------------------------------------
     # app_manager before os_ken.controller.controller: the latter alone is a circular
     # import in os-ken 4.2.2 (measured); it registers the ofp listen options.
-    from os_ken.base import app_manager  # noqa: F401 (first, see above)
-    import os_ken.controller.controller  # noqa: F401
+    importlib.import_module("os_ken.base.app_manager")
+    importlib.import_module("os_ken.controller.controller")
     from os_ken import cfg
 
     from controller.api import ApiServer

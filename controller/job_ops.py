@@ -14,9 +14,9 @@ from sluice_common import rank_rules
 from controller.errors import BadRequest, Conflict, NotFound, Unprocessable
 from controller.persistence import StateStore
 from controller.reconcile import Reconciler
-from controller.registry import RuleBroken, parse_job
+from controller.registry import parse_job
 from controller.state import Shared
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, RuleBroken
 
 LOG = logging.getLogger("sluice.controller")
 

@@ -19,10 +19,10 @@ from sluice_common.tokens import token_refusal
 from controller.hinting import Hints
 from controller.persistence import StateStore
 from controller.reconcile import Reconciler
-from controller.registry import RuleBroken, parse_progress
+from controller.registry import parse_progress
 from controller.report_hints import Hint
 from controller.state import Shared
-from sluice_common.errors import InputError
+from sluice_common.errors import InputError, RuleBroken
 
 Answer = tuple[dict[str, Any], threading.Event | None]
 

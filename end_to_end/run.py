@@ -235,7 +235,8 @@ def warm_processes(topology, fabric, compute: str, planned: list[dict] | None = 
 
 def one_pass(topology, jobs, fabric, client, out: Path, config: RunConfig, priority: bool,
              port_base: int, runner=None):
-    from end_to_end.runloop import RealTimeRun, RunOptions
+    from end_to_end.runloop import RealTimeRun
+    from end_to_end.run_options import RunOptions
     from job_scheduler.core.preemption import load_costs
     from sluice_common.progress import LiveStatus
 

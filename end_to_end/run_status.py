@@ -1,5 +1,5 @@
 """The live status line of ``sluice run``/``sluice demo``: jobs queued/running/done,
-elapsed time and an ETA from C(n) (pure functions, and the one that reads a run loop)."""
+elapsed time and an ETA from C(n) (pure functions; the run loop feeds them its state)."""
 
 from __future__ import annotations
 
@@ -47,17 +47,3 @@ def slowest_batch(r) -> int | None:
     for it in r.iterations:
         last[it.worker] = max(last.get(it.worker, 0), it.batch)
     return min(last.values()) if len(last) == len(r.followers) else None
-
-
-def update(run, pending, waiting, running) -> None:
-    """Redraw ``run.status`` (a LiveStatus) from a ``end_to_end.runloop.RealTimeRun``'s state."""
-    now = run.now()
-    c_n = {d["job"]: d["C_n_s"] for d in run.decisions}
-    live = [RunningJob(r.started, c_n.get(name, 0.0), r.batches, slowest_batch(r) or 0)
-            for name, r in running.items()]
-    total_gpus = run.state.total_gpus
-    waiting = [run.estimator.C(spec, min(spec.max_gpus, total_gpus))
-               for spec in list(waiting) + list(pending)]
-    done = sum(1 for r in run.records.values() if r.status in ("finished", "failed"))
-    eta = eta_s(now, live, waiting, max(len(running), 1))
-    run.status.update(status_line(now, len(pending), len(waiting), live, done, len(run.jobs), eta))

@@ -38,7 +38,7 @@ from typing import Any, Callable, Sequence
 from job_scheduler.core.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
 from job_scheduler.core.estimator import Estimator, batches_for, effective_bandwidth
 from job_scheduler.core.mechanisms import PACK_MEMORY_SHARE, Packing, leave_pair
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.policies import FunctionPolicy, Policy
 from sluice_common.jobspec import JobSpec
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
@@ -47,9 +47,10 @@ from ps_runtime.worker_overrides import overrides_for
 from ps_runtime.plan import BLOCK, placement_from_scheduler, worker_id
 from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop, run_status
+from end_to_end.run_status import RunningJob
 from end_to_end.predict import exchange_facts, wire_bytes_of
 from end_to_end.result import Iteration, JobRunRecord, RunResult, bw_text, run_result
-from end_to_end.run_options import RunOptions  # noqa: F401 (its home before)
+from end_to_end.run_options import RunOptions
 from end_to_end.sampling import NoSampling, RunSampler
 from job_scheduler.core.live_view import LiveView
 from end_to_end.suspend import Suspensions
@@ -136,7 +137,17 @@ class RealTimeRun:
         now = self.now()
         if self.status is not None and self.status.enabled and now - self._status_at >= 0.5:
             self._status_at = now
-            run_status.update(self, pending, waiting, running)
+            c_n = {d["job"]: d["C_n_s"] for d in self.decisions}
+            live = [RunningJob(r.started, c_n.get(name, 0.0), r.batches,
+                               run_status.slowest_batch(r) or 0)
+                    for name, r in running.items()]
+            total_gpus = self.state.total_gpus
+            waiting = [self.estimator.C(spec, min(spec.max_gpus, total_gpus))
+                       for spec in list(waiting) + list(pending)]
+            done = sum(1 for r in self.records.values() if r.status in ("finished", "failed"))
+            eta = run_status.eta_s(now, live, waiting, max(len(running), 1))
+            self.status.update(run_status.status_line(now, len(pending), len(waiting), live,
+                                                      done, len(self.jobs), eta))
 
     def sample_links(self) -> None:
         try:

@@ -164,7 +164,7 @@ def check_out_reachable(out: Path, user: str | None = None) -> None:
     import pwd
 
     from end_to_end.slurm_env import opened_for_users
-    from mininet_fabric.fabric import FabricError
+    from mininet_fabric.lock import FabricError
     from sluice_common.errors import option_error
 
     user = user or DEMO_USER
@@ -193,8 +193,7 @@ def run_slurm_demo(config) -> int:
     from end_to_end.run import out_dir, validate
     from end_to_end.slurm_env import slurm_environment
     from job_scheduler.service.client import SchedulerClient
-    from mininet_fabric.fabric import FabricError
-    from mininet_fabric.lock import FabricLock
+    from mininet_fabric.lock import FabricError, FabricLock
     from mininet_fabric.slurm_cluster import missing_binaries
 
     jobs, topology = validate(config)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from end_to_end.result import JobRunRecord
 from ps_runtime import checkpoint
-from ps_runtime.checkpoint import resized_last_batch  # noqa: F401 (re-exported)
+from ps_runtime.checkpoint import resized_last_batch
 
 
 class Suspensions:

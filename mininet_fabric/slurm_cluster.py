@@ -46,9 +46,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mininet_fabric.lock import FabricError
-# the configuration text, in a module of its own (re-exported: tests and the site use them)
-from mininet_fabric.slurm_config import (CPUS_PER_NODE, CRED_EXPIRE_S, PARTITION,  # noqa: F401
-                                         gpu_range, gres_conf, slurm_conf, topology_conf)
+# the configuration text, in a module of its own
+from mininet_fabric.slurm_config import gres_conf, slurm_conf, topology_conf
 
 if TYPE_CHECKING:  # pragma: no cover
     from mininet_fabric.fabric import Fabric

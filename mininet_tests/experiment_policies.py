@@ -33,7 +33,8 @@ from sluice_common.errors import InputError  # noqa: E402
 from end_to_end.report import write_report  # noqa: E402
 from end_to_end.run import (DEMO_JOBS, DEMO_TOPOLOGY, environment,  # noqa: E402
                         run_estimator, warm_processes)
-from end_to_end.runloop import RealTimeRun, RunOptions  # noqa: E402
+from end_to_end.runloop import RealTimeRun  # noqa: E402
+from end_to_end.run_options import RunOptions
 from topologies import load_topology  # noqa: E402
 
 

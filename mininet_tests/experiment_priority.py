@@ -43,7 +43,8 @@ from sluice_common.placement import Placement  # noqa: E402
 from end_to_end.report import comparison, write_report  # noqa: E402
 from end_to_end.result import iterations_of  # noqa: E402
 from end_to_end.run import environment  # noqa: E402
-from end_to_end.runloop import RealTimeRun, RunOptions  # noqa: E402
+from end_to_end.runloop import RealTimeRun  # noqa: E402
+from end_to_end.run_options import RunOptions
 from topologies import load_topology  # noqa: E402
 
 LAGGING = "job-c"

@@ -11,6 +11,7 @@ learning), so it is good for loop-free topologies only. The real controller live
 from __future__ import annotations
 
 import argparse
+import importlib
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
@@ -37,7 +38,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=6653)
     args = ap.parse_args()
     from os_ken import cfg
-    import os_ken.controller.controller  # noqa: F401  (registers the ofp listen options)
+    importlib.import_module("os_ken.controller.controller")   # registers the ofp listen options
 
     cfg.CONF(args=["--ofp-listen-host", args.host, "--ofp-tcp-listen-port", str(args.port)],
              project="os_ken")

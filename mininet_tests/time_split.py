@@ -6,7 +6,7 @@ Per job, its JCT split into:
 - ``compute_s``: the batches' compute alone (``batches * compute_s``, the emulated worker
   sleeps exactly that);
 - ``transfer_s``: its bytes at the link rate, alone (``batches * exchange_s``: push + pull
-  of each batch, mininet_tests.exchange_model);
+  of each batch, sluice_common.exchange);
 - ``cpu_wait_s``: its processes' run-queue delay (the second field of
   ``/proc/PID/task/*/schedstat``, summed over the threads of the job's ps-lite scheduler,
   server and worker from when the run loop first sees them, a loop turn after launch,

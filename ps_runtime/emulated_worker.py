@@ -146,7 +146,7 @@ class EmulatedExchange:
         once, the requests wait behind all of them and the pulls start only when the pushes
         end (push, then pull: one direction of the link busy at a time). Holding back later
         pushes lets each pull overlap the next pushes, as buckets leaving a backward pass
-        do (mininet_tests.exchange_model: 3 keys in flight of 8 take 1.5 key-times a key
+        do (sluice_common.exchange: 3 keys in flight of 8 take 1.5 key-times a key
         instead of 2)."""
         if window <= 0 or window >= len(self.keys):
             self.kv.push(self.keys, self.values)

@@ -31,8 +31,8 @@ from collections import Counter, deque
 from typing import IO, Iterable, Mapping, Sequence
 
 from ps_runtime.runners import ProcessRunner, kill_group
-# the process side (check_gpu_binding is imported from here by its tests, too)
-from ps_runtime.warm_process import check_gpu_binding, import_preloads, serve_one  # noqa: F401
+# the process side
+from ps_runtime.warm_process import import_preloads, serve_one
 
 # Set before MXNet is imported (its engine reads them once): one thread each, as the
 # launcher sets for cold processes.

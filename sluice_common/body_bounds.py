@@ -191,14 +191,3 @@ class YamlEventBounds:
         if tag in _NUMBER_TAGS:
             _number(event.value, self.bounds)
 
-
-def check_yaml(text: str, bounds: Bounds = LIMITS) -> None:
-    """BoundsError when the YAML text passes a bound (a YAMLError when it is no YAML)."""
-    loader = yaml.SafeLoader(text) if not hasattr(yaml, "CSafeLoader") else \
-        yaml.CSafeLoader(text)
-    try:
-        walker = YamlEventBounds(loader, bounds)
-        while not loader.check_event(yaml.StreamEndEvent):
-            walker.event(loader.get_event())
-    finally:
-        loader.dispose()

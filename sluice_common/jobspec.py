@@ -26,7 +26,7 @@ import yaml
 
 from sluice_common.body_bounds import LIMITS, BoundsError, YamlEventBounds
 from sluice_common.errors import InputError, raise_all
-from sluice_common.models import Layer  # noqa: F401 (part of the job description)
+from sluice_common.models import Layer
 
 
 @dataclass(frozen=True)

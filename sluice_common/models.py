@@ -114,13 +114,5 @@ def canonical_name(name: str) -> str | None:
     return _LOOKUP.get(_normalise(name))
 
 
-def get_model(name: str) -> Model:
-    """The model for any accepted spelling; KeyError naming the known models otherwise."""
-    canon = canonical_name(name)
-    if canon is None:
-        raise KeyError(f"unknown model {name!r} (known: {', '.join(known_models())})")
-    return MODELS[canon]
-
-
 def known_models() -> list[str]:
     return sorted(MODELS)

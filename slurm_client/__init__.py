@@ -7,8 +7,10 @@ An adapter (the layer of ``ps_runtime`` and ``mininet_fabric``): the scheduler's
 """
 
 from slurm_client.client import SlurmClient, SlurmCommandError, SlurmError, SlurmUnavailable
-from slurm_client.parse import (Component, JobInfo, NodeInfo, ParseError, Submission,
-                                SwitchInfo, expand_hostlist, gres_gpus, job_outcome)
+from slurm_client.parse import (Component, JobInfo, Submission, SwitchInfo, expand_hostlist,
+                                job_outcome)
+from slurm_client.nodes import NodeInfo, ParseError
+from slurm_client.gres import gres_gpus
 from slurm_client.site import SiteOptions
 from slurm_client.versions import SlurmVersion, UnsupportedSlurm
 

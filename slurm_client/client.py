@@ -20,10 +20,10 @@ import shlex
 import subprocess
 from typing import Iterable, Mapping
 
-from slurm_client.parse import (JobInfo, NodeInfo, SQUEUE_FORMAT, Submission, SwitchInfo,
-                                parse_sbatch_parsable, parse_scontrol_jobs,
-                                parse_sinfo_json, parse_squeue_lines, parse_topology,
-                                sbatch_argv)
+from slurm_client.parse import (JobInfo, SQUEUE_FORMAT, Submission, SwitchInfo,
+                                parse_sbatch_parsable, parse_scontrol_jobs, parse_squeue_lines,
+                                parse_topology, sbatch_argv)
+from slurm_client.nodes import NodeInfo, parse_sinfo_json
 from slurm_client.versions import SlurmVersion, layout_for, parse_version_text, sinfo_argv
 
 # Slurm's words for "could not talk to slurmctld" (as opposed to "slurmctld said no").

@@ -4,7 +4,6 @@ documented JSON, tests/data/slurm/versions/).
 
 - ``sinfo --json``                -> :class:`NodeInfo` (:mod:`slurm_client.nodes`: every
                                      layout of :mod:`slurm_client.versions`)
-- ``scontrol -d show node -o``    -> :class:`NodeInfo` (the same facts, one line per node)
 - ``scontrol show job -o ID``     -> :class:`JobInfo` (a heterogeneous job: one line per part)
 - ``squeue -h -t all -o FORMAT``  -> :class:`JobInfo` (``SQUEUE_FORMAT``)
 - ``scontrol show topology``      -> :class:`SwitchInfo` (topology.conf's switches)
@@ -22,9 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from slurm_client.gres import gres_gpus, split_top  # noqa: F401 (gres_gpus: re-exported)
-from slurm_client.nodes import (UNUSABLE, NodeInfo, ParseError, gres_fields,  # noqa: F401
-                                node_state, parse_sinfo_json)
+from slurm_client.gres import split_top
+from slurm_client.nodes import ParseError
 from slurm_client.site import SiteOptions
 
 # Job states of a job that is over (Slurm's names).
@@ -121,25 +119,6 @@ def _int(text: str | None, default: int = 0) -> int:
         return int(str(text).strip())
     except (TypeError, ValueError):
         return default
-
-
-# ---- nodes -----------------------------------------------------------------------------
-
-def parse_scontrol_nodes(text: str) -> list[NodeInfo]:
-    """``scontrol -d show node -o`` (GresUsed only with -d)."""
-    out = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        kv = parse_kv_line(line)
-        if "NodeName" not in kv:
-            raise ParseError(f"scontrol show node: no NodeName in {line[:80]!r}")
-        base, flags = node_state(kv.get("State", ""))
-        out.append(NodeInfo(name=kv["NodeName"], address=kv.get("NodeAddr", kv["NodeName"]),
-                            hostname=kv.get("NodeHostName", kv["NodeName"]), state=base,
-                            flags=flags, reason=kv.get("Reason", ""),
-                            **gres_fields(kv.get("Gres"), kv.get("GresUsed"))))
-    return out
 
 
 # ---- jobs ------------------------------------------------------------------------------

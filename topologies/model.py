@@ -37,7 +37,6 @@ import yaml
 
 from sluice_common.errors import InputError, raise_all
 
-from topologies.schema import SWITCH_ROLES  # noqa: F401 (re-exported)
 
 # A host's in-host exchange bandwidth (Mbit/s) when its YAML gives no ``intra_bw``:
 # PCIe 3.0 x16 class. PCIe 3.0 x16 carries 15.75 GB/s per direction in theory (PCI-SIG

@@ -29,7 +29,8 @@ from pathlib import Path
 from ps_runtime.ports import free_port
 
 from bench import harness
-from bench.api.api_defects_curl import ROOT, start
+from bench.api.api_defects_curl import start
+from bench.harness import ROOT
 
 SCHED_TOKEN = "bench-scheduler-token-0123"
 CTL_TOKEN = "bench-controller-token-0123"

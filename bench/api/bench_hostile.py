@@ -39,7 +39,8 @@ from controller.client import ControllerClient
 from ps_runtime.ports import free_port
 
 from bench import harness
-from bench.api.api_defects_curl import ROOT, start
+from bench.api.api_defects_curl import start
+from bench.harness import ROOT
 from bench.api.bench_api_burst import memory_kb
 from bench.api.hostile_load import run_storm
 from bench.api.valid_client import ValidClient, percentile

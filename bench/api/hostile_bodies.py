@@ -7,7 +7,7 @@ bomb, numbers of 100,000 digits and past float's range, 1 MB bodies (a 1 MB stri
 jobs, random bytes), bodies over the services' limits, and wrong content types. The
 bodies are made once (deterministic: a seeded generator) and cycled by the clients.
 
-A request is ``(method, target, headers, body)`` (bench/reliability/paced_http.py).
+A request is ``(method, target, headers, body)`` (bench/paced_http.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 import random
 
 from bench.api.api_defects_curl import alias_bomb, nested_aliases
-from bench.reliability.paced_http import Request
+from bench.paced_http import Request
 
 DEPTH = 50_000
 MB = 1_000_000

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 
 from bench.api.hostile_bodies import controller_kinds, scheduler_kinds
-from bench.reliability.paced_http import Request, PacedConnection, encode, run
+from bench.paced_http import Request, PacedConnection, encode, run
 
 
 def new_stats() -> dict:

@@ -41,7 +41,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench.controller import bench_scale as B
+from bench.controller import scale_run as R
 from bench.controller import scale_cluster as C
 from controller.pods import CORE, pod_scope, scoped_topology
 
@@ -72,7 +72,7 @@ def cluster_dict(pods: int, pod_workers: int) -> dict:
 class Pod:
     """One scope (a pod, or the core): its topology, jobs, controller and fake switches."""
 
-    def __init__(self, name: str, index: int, cfg: B.ScaleConfig, cluster: dict, full) -> None:
+    def __init__(self, name: str, index: int, cfg: R.ScaleConfig, cluster: dict, full) -> None:
         self.name, self.cluster = name, cluster
         # each pod's jobs are a bench_scale cluster's of its own size, with its own seed
         self.cfg = replace(cfg, seed=cfg.seed + index, workers=cfg.pod_workers, pod_workers=0)
@@ -85,9 +85,9 @@ class Pod:
         self.api = 0
 
     def start(self) -> None:
-        self.proc, ofp, self.api = B.start_controller(self.work, self.cluster, self.jobs,
+        self.proc, ofp, self.api = R.start_controller(self.work, self.cluster, self.jobs,
                                                       self.cfg, pod=self.name)
-        self.switches = B.Switches(self.cluster, ofp, only=self.scope.owned)
+        self.switches = R.Switches(self.cluster, ofp, only=self.scope.owned)
 
     def stop(self) -> None:
         if self.switches is not None:
@@ -101,7 +101,7 @@ class Pod:
                 self.proc.wait(5)
 
 
-def run_pods(cfg: B.ScaleConfig) -> dict:
+def run_pods(cfg: R.ScaleConfig) -> dict:
     n = cfg.workers // cfg.pod_workers
     cluster = cluster_dict(n, cfg.pod_workers)
     full = C.load(cluster)
@@ -111,25 +111,25 @@ def run_pods(cfg: B.ScaleConfig) -> dict:
     try:
         for scope in scopes + [core]:
             scope.start()
-        B.log(f"{n} pod controllers and the core's up; their switches connecting")
+        R.log(f"{n} pod controllers and the core's up; their switches connecting")
         deadline = time.monotonic() + 600
         settled = [s.switches.settle(len(s.scope.owned), max(10.0, deadline - time.monotonic()))
                    for s in scopes + [core]]
         setup_s = time.monotonic() - t_start
-        B.log(f"every scope's switches hold their rules ({sum(s['rules_total'] for s in settled)}"
+        R.log(f"every scope's switches hold their rules ({sum(s['rules_total'] for s in settled)}"
               f" in all) after {time.monotonic() - t_start:.1f} s")
         load_avg0 = os.getloadavg()
-        core_cpu0, t0 = B.cpu_s(core.proc.pid), time.monotonic()
+        core_cpu0, t0 = R.cpu_s(core.proc.pid), time.monotonic()
         if cfg.pods_in_turn:
             outs = []
             for k, pod in enumerate(scopes):
-                B.log(f"driving {pod.name} alone ({k + 1} of {len(scopes)})")
+                R.log(f"driving {pod.name} alone ({k + 1} of {len(scopes)})")
                 outs += asyncio.run(_drive_all([pod]))
         else:
             outs = asyncio.run(_drive_all(scopes))
-        core_cpu = (B.cpu_s(core.proc.pid) - core_cpu0) / (time.monotonic() - t0)
+        core_cpu = (R.cpu_s(core.proc.pid) - core_cpu0) / (time.monotonic() - t0)
         core_rules = core.switches.stats()["rules_total"]
-        held = [B.held_batches(s.api) for s in scopes]
+        held = [R.held_batches(s.api) for s in scopes]
     finally:
         for scope in scopes + [core]:
             scope.stop()
@@ -140,11 +140,11 @@ def run_pods(cfg: B.ScaleConfig) -> dict:
 
 
 async def _drive_all(pods: list[Pod]) -> list[dict]:
-    return await asyncio.gather(*(B.drive(p.topo_obj, p.jobs, p.api, p.cfg, p.proc.pid,
+    return await asyncio.gather(*(R.drive(p.topo_obj, p.jobs, p.api, p.cfg, p.proc.pid,
                                           p.switches) for p in pods))
 
 
-def _figures(cfg: B.ScaleConfig, pods, outs, held, load_avg0) -> dict:
+def _figures(cfg: R.ScaleConfig, pods, outs, held, load_avg0) -> dict:
     changes = [ms for o in outs for ms in o["fig"].level_changes_ms]
     rtts = [ms for o in outs for ms in o["fig"].level_changes_rtt_ms]
     window = max(o["window_s"] for o in outs)
@@ -163,16 +163,16 @@ def _figures(cfg: B.ScaleConfig, pods, outs, held, load_avg0) -> dict:
         "hints": cfg.hints, "seconds": round(window, 1),
         "pods_driven": "in turn" if cfg.pods_in_turn else "together",
         "reports_per_s": summed_rate(lambda o: o["fig"].reports),
-        "reports_per_s_today_client": round(sum(B.today_rate(p.jobs) for p in pods), 1),
+        "reports_per_s_today_client": round(sum(R.today_rate(p.jobs) for p in pods), 1),
         "controller_cpu_share": round(max(o["cpu"] for o in outs), 4),
         "controller_cpu_share_each": [round(o["cpu"], 4) for o in outs],
         "controllers_cpu_share_sum": round(sum(o["cpu"] for o in outs), 4),
         "load_generator_cpu_share": round(max(o["load_cpu"] for o in outs), 4),
         "level_changes": len(changes),
-        "level_change_p50_ms": B.pct(changes, 0.5),
-        "level_change_p99_ms": B.pct(changes, 0.99),
-        "level_change_p99_ms_each": [B.pct(o["fig"].level_changes_ms, 0.99) for o in outs],
-        "level_change_rtt_p99_ms": B.pct(rtts, 0.99),
+        "level_change_p50_ms": R.pct(changes, 0.5),
+        "level_change_p99_ms": R.pct(changes, 0.99),
+        "level_change_p99_ms_each": [R.pct(o["fig"].level_changes_ms, 0.99) for o in outs],
+        "level_change_rtt_p99_ms": R.pct(rtts, 0.99),
         "level_changes_not_applied": not_applied,
         "lost": sum(o["fig"].lost for o in outs) + missing + not_applied,
         "acked_not_held": missing,

@@ -21,7 +21,9 @@ import time
 
 from controller.auth import Northbound
 from controller.fake_fabric import bring_up
-from controller.service import ControllerConfig, ControllerService, TableSink
+from controller.service import ControllerService
+from controller.sinks import TableSink
+from controller.config import ControllerConfig
 from topologies import load_topology
 
 from bench import harness

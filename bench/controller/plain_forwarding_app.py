@@ -14,6 +14,7 @@ Run: python -m bench.controller.plain_forwarding_app --ofp-port 6654 --api 127.0
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import signal
@@ -154,7 +155,7 @@ def main() -> int:
     # app_manager first: importing os_ken.controller.controller on its own is a circular
     # import in os-ken 4.2.2; it still registers the ofp listen options we need.
     from os_ken.base import app_manager
-    import os_ken.controller.controller  # noqa: F401
+    importlib.import_module("os_ken.controller.controller")
     from os_ken import cfg
     cfg.CONF(args=["--ofp-tcp-listen-port", str(args.ofp_port), "--ofp-listen-host",
                    "127.0.0.1"], project="os_ken")

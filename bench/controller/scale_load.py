@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from bench.controller.scale_cluster import EmulatedJob, new_job, token_of
-from bench.reliability.paced_http import PacedConnection, encode
+from bench.paced_http import PacedConnection, encode
 from ps_runtime.progress import ReportGate
 
 MIN_INTERVAL_S = 0.2          # today's client: at most a report every 0.2 s

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import yaml
 
-from end_to_end.runloop import RealTimeRun, RunOptions
+from end_to_end.runloop import RealTimeRun
+from end_to_end.run_options import RunOptions
 from job_scheduler.core.estimator import Estimator
 from job_scheduler.core.mechanisms import MechanismOptions
 from job_scheduler.core.policies import make_policy

@@ -27,7 +27,6 @@ About 7 minutes. Needs root (the fabric) and takes the fabric lock.
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import sys
@@ -37,41 +36,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench import harness
-
-# (path name, server host, worker host)
-PATHS = (("in-host", "h1", "h1"), ("in-rack", "h1", "h2"), ("cross-rack", "h1", "h3"))
-# (bytes per batch, keys, window): small to medium batches, both window settings
-POINTS = ((20_000, 1, 0), (160_000, 4, 0), (400_000, 8, 3))
-UPLINK_MBPS = 12.0
-BATCHES = 10
-SKIP = 2                      # the first batches carry connection set-up
-RUN_TIMEOUT_S = 300           # one run_jobs call, start to the last exit
-SHARED = (300_000, 4, 0)      # the contention point: two such cross-rack jobs at once
-# Start-up and many senders, through the run loop every experiment and `sluice run` use
-# (controller process, one FIFO class): PROBES small jobs (PROBE: bytes, batches) arrive
-# alone PROBE_GAP_S apart (their JCT beyond their batches fits startup_s); then BULK_JOBS
-# cross-rack jobs (BULK) arrive at once (their median iteration fits
-# queue_fill_per_sender) and PROBES more small jobs arrive among them (their JCT beyond
-# startup_s and their batches, over the model's queue wait, fits startup_rounds)
-PROBE, PROBES, PROBE_GAP_S = (20_000, 3), 3, 4.0
-BULK, BULK_JOBS = (300_000, 12), 6
-
-
-def loadavg() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def path_rates(fabric_topology, server: str, worker: str) -> tuple[float, ...]:
-    """The link rates (bytes/s on the emulated fabric) from ``worker`` to ``server``."""
-    if server == worker:
-        return ()
-    t = fabric_topology
-    nodes = t.path(worker, server)
-    scale = t.emulation_bw_scale
-    rates = []
-    for a, b in zip(nodes, nodes[1:]):
-        rates.append(t.graph.edges[a, b]["bw"] * scale * 1e6 / 8)
-    return tuple(rates)
+from bench.fabric.calibration_runs import (BATCHES, BULK, PATHS, POINTS, PROBE, RUN_TIMEOUT_S,
+                                           SHARED, SKIP, UPLINK_MBPS, bisect_constant, driver_mix,
+                                           loadavg, path_rates, probe_sharers, run_mix)
 
 
 def run_jobs(fabric, runner, out: Path, specs: list[tuple[str, str, str, int, int, int]],
@@ -172,19 +139,6 @@ def fit_queue_fill(c, jobs, capacity: float, buffer_bytes: float, measured: floa
     return bisect_constant(model, measured, 0.0, 1.0)[0]
 
 
-def bisect_constant(model, measured: float, lo: float, hi: float) -> tuple[float, bool]:
-    """The value in [lo, hi] at which the increasing ``model`` meets ``measured``, and
-    whether it was clamped to an end (the term cannot explain the figure)."""
-    if model(lo) >= measured:
-        return lo, True
-    if model(hi) <= measured:
-        return hi, True
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if model(mid) < measured else (lo, mid)
-    return (lo + hi) / 2, False
-
-
 def measure_fabric() -> dict:
     """Run every point and the contention point on the fabric (takes the fabric lock)."""
     from mininet_fabric.fabric import Fabric
@@ -240,60 +194,6 @@ def measure_fabric() -> dict:
             "load_after": loadavg(), "wall_s": round(time.monotonic() - t_start, 1)}
 
 
-def driver_mix() -> list:
-    """The run-loop points' jobs (``mininet_tests.heavy_tail.mix.MixJob``): PS on h1/h2,
-    workers on h3/h4 (the experiment's fixed placement), no compute."""
-    from mininet_tests.heavy_tail.mix import MixJob
-
-    alone = [MixJob(f"cal-alone-{k}", k * PROBE_GAP_S, PROBE[1], PROBE[0], 1.0, 0.0)
-             for k in range(PROBES)]
-    t_bulk = PROBES * PROBE_GAP_S + 2.0
-    bulk = [MixJob(f"cal-bulk-{k}", t_bulk, BULK[1], BULK[0], 1.0, 0.0) for k in range(BULK_JOBS)]
-    among = [MixJob(f"cal-probe-{k}", t_bulk + (k + 1) * PROBE_GAP_S, PROBE[1], PROBE[0], 1.0, 0.0)
-             for k in range(PROBES)]
-    return alone + bulk + among
-
-
-def run_mix(topology, fabric, client, runner, out: Path, mix: list, priority: bool,
-            port_base: int, overrides: dict | None = None) -> dict:
-    """Run ``mix`` (``mininet_tests.heavy_tail.mix.MixJob``: PS on h1/h2, workers on h3/h4, the
-    experiments' fixed placement) through the experiments' run loop on a full, idle warm
-    pool (``overrides``: job -> WorkerOverrides, default the experiments'); per job its
-    JCT, its median iteration after SKIP batches and its start-up (arrival to its first
-    batch, after ``kv.init``'s); and the hosts' TCP counters over the run (``tcp``:
-    retransmitted segments, timeouts)."""
-    from end_to_end.result import iterations_of
-    from end_to_end.runloop import RealTimeRun, RunOptions
-    from job_scheduler.core.estimator import Estimator, nominal_bandwidth
-    from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, placement_step,
-                                                       specs_and_overrides, tcp_counters)
-    from mininet_tests.heavy_tail.measure import Sampler, startup_s
-    from mininet_tests.heavy_tail.predict import SLOT_S
-
-    runner.fill()
-    runner.wait_ready(timeout=900)
-    specs, default = specs_and_overrides(mix)
-    options = RunOptions(priority=priority, slot_s=SLOT_S, port_base=port_base,
-                         worker_overrides=overrides or default, job_timeout_s=RUN_TIMEOUT_S)
-    hosts = list(PS_HOSTS + WORKER_HOSTS)
-    before = tcp_counters(fabric, hosts)
-    result = RealTimeRun(topology, specs, placement_step(mix),
-                         Estimator(nominal_bw_mbps=nominal_bandwidth(topology)), fabric,
-                         client, out, options, policy_name="fixed", runner=runner,
-                         sampler=Sampler({}, [])).run()
-    after = tcp_counters(fabric, hosts)
-    jobs = {}
-    for job in result["jobs"]:
-        if job.get("status") != "finished":
-            raise RuntimeError(f"calibration job {job['name']} did not finish: "
-                               f"{job.get('status')}")
-        its = sorted(iterations_of(job), key=lambda it: it.batch)
-        times = [it.time_s for it in its if it.worker == 0][SKIP:] or [it.time_s for it in its]
-        jobs[job["name"]] = {"jct_s": job["turnaround"], "iteration_s": statistics.median(times),
-                             "startup_s": startup_s(job)}
-    return {"jobs": jobs, "tcp": {k: after[k] - before[k] for k in after}}
-
-
 def measure_driver_points(out: Path) -> tuple[dict[str, dict], dict]:
     """Run :func:`driver_mix` through the experiments' run loop (controller process,
     priority off, warm PS processes), then its jobs alone again with priority on (each
@@ -326,13 +226,6 @@ def measure_driver_points(out: Path) -> tuple[dict[str, dict], dict]:
         rtt_s = measure_rtt(fabric, WORKER_HOSTS[0], PS_HOSTS[0])
         queues = measure_queues(topology, fabric, client, runner, out, rtt_s, 26000)
     return got, queues
-
-
-def probe_sharers(capacity: float, names, nbytes: int):
-    from mininet_tests.heavy_tail.predict import KEYS, PIPELINE_KEYS, cross_path
-    from sluice_common.exchange import Sharer
-
-    return [Sharer(n, nbytes, KEYS, cross_path(capacity), 0.0, PIPELINE_KEYS) for n in names]
 
 
 def fit_many(c, driver: dict[str, dict], capacity: float, buffer_bytes: float) -> float:

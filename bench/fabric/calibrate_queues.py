@@ -53,8 +53,8 @@ from bench import harness
 from mininet_fabric import priority as fabric_priority
 from mininet_fabric.baselines import MTU_BYTES
 
-from bench.fabric.calibrate_exchange import (BULK, BULK_JOBS, PROBE, PROBE_GAP_S, PROBES,
-                                             bisect_constant, loadavg, run_mix)
+from bench.fabric.calibration_runs import (BULK, BULK_JOBS, PROBE, PROBE_GAP_S, PROBES,
+                                           bisect_constant, loadavg, run_mix)
 
 
 
@@ -245,7 +245,7 @@ def measure_stages(stages: tuple[str, ...]) -> dict:
     from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, experiment_topology,
                                                        machine_cc, measure_rtt, topology_arg)
     from sluice_common.rank_rules import DEFAULT_RULE
-    from bench.fabric.calibrate_exchange import UPLINK_MBPS
+    from bench.fabric.calibration_runs import UPLINK_MBPS
 
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     load_before = loadavg()
@@ -304,7 +304,7 @@ def main() -> int:
     from bench.fabric.calibration_report import source_commit
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology, machine_cc
     from sluice_common.exchange import DATA_FILE, default_constants, save_constants
-    from bench.fabric.calibrate_exchange import UPLINK_MBPS
+    from bench.fabric.calibration_runs import UPLINK_MBPS
 
     m = gather(tuple(dict.fromkeys(args.stage)), args.from_json)
     _, capacity = experiment_topology(UPLINK_MBPS)

@@ -10,7 +10,7 @@ import statistics
 from pathlib import Path
 
 from bench import harness
-from bench.fabric.calibrate_exchange import BULK_JOBS, SHARED, UPLINK_MBPS, path_rates
+from bench.fabric.calibration_runs import BULK_JOBS, SHARED, UPLINK_MBPS, path_rates
 
 
 def report_fit(m: dict, c, pred: list[float], qf: float, many, start, measured_shared: float):

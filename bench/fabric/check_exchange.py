@@ -34,7 +34,7 @@ from pathlib import Path
 
 from bench import harness
 from mininet_fabric import baselines as bl
-from bench.fabric.calibrate_exchange import BULK, UPLINK_MBPS, probe_sharers, loadavg, run_mix
+from bench.fabric.calibration_runs import BULK, UPLINK_MBPS, probe_sharers, loadavg, run_mix
 
 PROBE = (150_000, 2)            # bytes per batch, batches
 PROBE_AT_S = (2.0, 4.5, 7.0)    # the probes' arrivals among two bulk jobs

@@ -33,7 +33,7 @@ from functools import partial
 from pathlib import Path
 
 from bench import harness
-from bench.fabric.calibrate_exchange import BULK, BULK_JOBS, loadavg, run_mix
+from bench.fabric.calibration_runs import BULK, BULK_JOBS, loadavg, run_mix
 
 CONGESTION_CONTROLS = ("bbr", "cubic", "reno")
 MSS_BYTES = 1448           # a full segment's payload (1500 MTU less IP, TCP and timestamps)
@@ -65,7 +65,7 @@ def retrans_share(retrans_segs: int, goodput_bytes: float) -> float:
 def model_iteration_s(rtt_s: float) -> float:
     """The exchange model's iteration of one of the bulk jobs beside the others in the
     shallow FIFO (``share_egress``, the shipped constants)."""
-    from bench.fabric.calibrate_exchange import UPLINK_MBPS, probe_sharers
+    from bench.fabric.calibration_runs import UPLINK_MBPS, probe_sharers
     from mininet_tests.heavy_tail.predict import buffer_bytes
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from sluice_common.exchange import share_egress
@@ -82,7 +82,7 @@ def measure(cc: str, out: Path) -> dict:
     from mininet_fabric import baselines as bl
     from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, experiment_topology,
                                                        measure_rtt, topology_arg)
-    from bench.fabric.calibrate_exchange import UPLINK_MBPS
+    from bench.fabric.calibration_runs import UPLINK_MBPS
     from sluice_common.rank_rules import DEFAULT_RULE
 
     topology, capacity = experiment_topology(UPLINK_MBPS)

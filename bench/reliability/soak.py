@@ -45,10 +45,8 @@ from ps_runtime.ports import free_port
 
 from bench import harness
 from bench.harness import ROOT
-# the analysis (pure) and the plot: their own module; soak_controller reads them here
-from bench.reliability.soak_analysis import (P99_LIMIT_MS, WINDOW_S, growth_pct, pct,  # noqa: F401
-                                            plot, ramp_point, side_summary, summarize_steps,
-                                            windows)
+# the analysis (pure) and the plot: their own module
+from bench.reliability.soak_analysis import pct, plot, side_summary
 
 ADMIN = "soak-admin-token-0123"
 TOPOLOGY = "leaf-spine"
@@ -79,7 +77,9 @@ def serve_controller(port: int, state: str, jobs: int, workers: int) -> None:
     from controller.api import ApiServer
     from controller.client import ControllerClient
     from controller.fake_fabric import bring_up
-    from controller.service import ControllerConfig, ControllerService, TableSink
+    from controller.service import ControllerService
+    from controller.sinks import TableSink
+    from controller.config import ControllerConfig
     from topologies import load_topology
 
     logging.basicConfig(level=logging.WARNING)
@@ -168,9 +168,9 @@ def controller_load(port: int, tokens: dict, workers: int, phases, out: mp.Queue
                     connections: int = 64) -> None:
     """phases: [(rate, seconds)]. Each worker of each job reports batch 1, 2, 3, ...
     One asyncio loop paces the reports over ``connections`` keep-alive connections
-    (bench/reliability/paced_http.py: a thread-per-connection client cost as much CPU as the
+    (bench/paced_http.py: a thread-per-connection client cost as much CPU as the
     controller and added its own thread switching to the latencies)."""
-    from bench.reliability import paced_http
+    from bench import paced_http
 
     jobs = sorted(tokens)
     acked: dict[tuple[str, str], int] = {}

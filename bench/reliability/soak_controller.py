@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from bench.reliability import soak
+from bench.reliability.soak_analysis import growth_pct, pct, windows
 
 from bench import harness
 
@@ -70,13 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     ok = [r[1] for r in records if r[2]]
     result = {"offered_per_s": args.rate, "minutes": args.minutes,
               "answered_per_s": round(len(ok) / seconds, 1),
-              "p50_ms": soak.pct(ok, 0.5), "p99_ms": soak.pct(ok, 0.99),
+              "p50_ms": pct(ok, 0.5), "p99_ms": pct(ok, 0.99),
               "errors": len(records) - len(ok), "unsent": unsent,
               "acked_batches_missing": missing,
               "reports_lost": len(records) - len(ok) + missing,
               "server_cpu_ms_per_report": round(1000 * cpu / max(1, len(ok)), 3),
-              "rss_growth_pct_after_warmup": soak.growth_pct(rss, min(120.0, seconds / 5)),
-              "load_avg": os.getloadavg(), "windows": soak.windows(records, seconds, rss)}
+              "rss_growth_pct_after_warmup": growth_pct(rss, min(120.0, seconds / 5)),
+              "load_avg": os.getloadavg(), "windows": windows(records, seconds, rss)}
     print(json.dumps({k: v for k, v in result.items() if k != "windows"}, indent=1))
     harness.write_json(args.json, result)
     return 0

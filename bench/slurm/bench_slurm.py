@@ -202,7 +202,7 @@ def decision_time(env, work: Path, foreign: int) -> dict:
 
 
 def faults(env, work: Path) -> dict:
-    from job_scheduler.service.slurm_executor import store_tag
+    from job_scheduler.service.slurm_names import store_tag
     from slurm_client import SlurmClient
 
     client = SlurmClient(env.cluster.env)

@@ -12,8 +12,9 @@ service store's), so the same history gives the same indices in every loop.
 from __future__ import annotations
 
 from collections import Counter
+from typing import ItemsView
 
-from sluice_common.placement import GpuGrant, GpuIndexError, Placement  # noqa: F401
+from sluice_common.placement import GpuGrant, Placement
 from topologies import Topology
 
 
@@ -74,7 +75,8 @@ class ClusterState:
         """Take the placement's GPUs: the indices ``gpus`` names (a decision's, a stored
         record's), else the lowest free ones of each host. Returns the indices taken.
         Checks everything before changing anything: ValueError when a host has too few
-        free, :class:`GpuIndexError` for an index the host does not have."""
+        free, :class:`~sluice_common.placement.GpuIndexError` for an index the host does
+        not have."""
         need = Counter(self.index[h] for h in placement.worker_hosts)
         for i, k in need.items():
             if self.free[i] < k:
@@ -174,6 +176,11 @@ class ClusterState:
             return 0.0
         used = cap - self.free[host] + extra_used
         return -(req + used) / cap
+
+    def hosts_by_free(self) -> ItemsView[int, set[int]]:
+        """Free GPUs -> the hosts with exactly that many free (the state's own sets:
+        read them, never change them)."""
+        return self._host_bucket.items()
 
     def smallest_host_with(self, n: int) -> int | None:
         """Best fit at host level: the host with the fewest free GPUs that still has n."""

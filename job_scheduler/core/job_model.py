@@ -11,7 +11,8 @@ import math
 from typing import Callable
 
 from job_scheduler.core.estimator import OWN_KEYS, OWN_WINDOW, Estimator, exchange_path
-from job_scheduler.core.placement import BestFitPlacement, ClusterState
+from job_scheduler.core.placement import BestFitPlacement
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.priority_pricing import Candidate, LinkSharer, priced_bandwidth
 from sluice_common.jobspec import JobSpec
 

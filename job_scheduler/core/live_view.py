@@ -19,7 +19,8 @@ from collections import Counter
 from job_scheduler.core.decisions import SlotPlan, StartDecision, Suspend
 from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.mechanisms import shared_gpus, stopped
-from job_scheduler.core.placement import ClusterState, Placement
+from sluice_common.placement import Placement
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.core.priority_pricing import placement_flows, uplink_capacities
 from sluice_common.jobspec import JobSpec

@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from job_scheduler.core.cluster_state import ClusterState  # noqa: F401 (re-exported)
+from job_scheduler.core.cluster_state import ClusterState
 from sluice_common.placement import Placement
 
 DEFAULT_LAMBDA = 0.5
@@ -200,7 +200,7 @@ class TetrisPlacement:
         left = n
         while left:
             best = None
-            for free, bucket in state._host_bucket.items():
+            for free, bucket in state.hosts_by_free():
                 hosts = bucket - used if used else bucket
                 if free <= 0 or not hosts:
                     continue

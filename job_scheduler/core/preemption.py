@@ -22,8 +22,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from job_scheduler.core.estimator import BYTES_PER_PARAM
-from sluice_common.models import MODELS
+from sluice_common.models import MODELS, BYTES_PER_PARAM
 from sluice_common.errors import InputError
 
 COSTS_PATH = Path(__file__).resolve().parent / "data" / "preemption_costs.yaml"

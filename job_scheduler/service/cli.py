@@ -307,11 +307,6 @@ def configure_jobs(parser: argparse.ArgumentParser) -> None:
                         choices=("queued", "running", "finished", "failed", "cancelled"))
 
 
-def _placement_text(placement: dict | None) -> str:
-    from job_scheduler.service.jobs_text import placement_text
-    return placement_text(placement)
-
-
 def run_jobs(args: argparse.Namespace) -> int:
     from job_scheduler.service.jobs_text import one_job, table
 

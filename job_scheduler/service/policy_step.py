@@ -21,7 +21,7 @@ from __future__ import annotations
 from job_scheduler.core import policies as sim_policies
 from job_scheduler.core.decisions import QueuedJob, StartDecision, Suspend, decide_slot
 from job_scheduler.core.estimator import Estimator
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.service.service_view import ServiceView
 from sluice_common.errors import option_error
 from topologies import Topology

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ps_runtime.slurm_plan import ERROR_FILE, EXIT_FILE  # noqa: F401 (ps_runtime.slurm_job writes them)
+from ps_runtime.slurm_plan import ERROR_FILE, EXIT_FILE
 
 
 def read_json(path: Path) -> dict | None:

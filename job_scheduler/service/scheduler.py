@@ -30,7 +30,7 @@ from job_scheduler.service.executors import Outcome
 from job_scheduler.service.gpu_records import held_state
 from sluice_common.jobspec import JobSpec, parse_jobs_text
 from job_scheduler.service.submission_check import LARGE_BODY, check_in_child
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.decisions import QueuedJob, StartDecision, Suspend
 from job_scheduler.service.policy_step import PolicyStep
 from job_scheduler.service.progress_relay import ProgressRelays
@@ -90,12 +90,13 @@ class SchedulerService:
         self.capacity = capacity
         self.relays = ProgressRelays()     # shared by the executors that ask for it
         self.registrations = ctl.Registrations()   # failed registrations, retried
-        # Decisions (tick) and cancels are serialised; submissions only append rows.
-        self._lock = threading.RLock()
+        # Decisions (tick), cancels and the wait forecast's reads are serialised;
+        # submissions only append rows.
+        self.slot_lock = threading.RLock()
         self.ticks = 0
         # The queue in memory (the store stays the truth; this is read from it once and
         # then follows every committed change), so a slot costs O(jobs it starts or
-        # ends), not O(queue). Submissions never take ``_lock``: the store hands their
+        # ends), not O(queue). Submissions never take ``slot_lock``: the store hands their
         # jobs over in commit order (``on_queued``) and the next slot takes them in.
         self._queued: dict[int, JobRecord] = {}
         # Jobs whose arrival lies ahead (``not_before`` > now): queued in the store, but
@@ -162,8 +163,8 @@ class SchedulerService:
 
     # ---- cancel ----------------------------------------------------------------------
     def cancel(self, job_id: int) -> JobRecord:
-        with self._lock:
-            self._sync_queue()
+        with self.slot_lock:
+            self.sync_queue()
             job = self.store.get(job_id)
             if job is None:
                 raise NotFound(f"no job {job_id}")
@@ -177,7 +178,7 @@ class SchedulerService:
                                         finished_at=self.clock(), reason="cancelled",
                                         event="cancelled", detail=f"while {job.state}")
             if changed and job.state == "running":
-                self._tell_controller_ended(job)
+                self.tell_controller_ended(job)
             if not changed:
                 raise Conflict(f"job {job_id} changed state while cancelling; retry")
             self._dequeue(job_id)
@@ -191,8 +192,8 @@ class SchedulerService:
             self._inbox.extend(jobs)
             self.queue_changes += 1
 
-    def _sync_queue(self, now: float | None = None) -> None:
-        """With ``_lock`` held: read the queue from the store once, then take in what
+    def sync_queue(self, now: float | None = None) -> None:
+        """With ``slot_lock`` held: read the queue from the store once, then take in what
         was submitted since the last call; a job whose arrival lies ahead waits aside
         until its ``not_before`` (the policy does not see it before)."""
         now = self.clock() if now is None else now
@@ -227,6 +228,17 @@ class SchedulerService:
                         in_id_order=in_id_order, work_left=resume.get("work_left", 1.0),
                         restore_s=resume.get("restore_s", 0.0))
 
+    def requeue_suspended(self, job: JobRecord, work_left: float) -> None:
+        """A suspended job waits again (its record ``job``, stored): the policy learns
+        its work left and the queue in memory holds the new record."""
+        self.policy.suspended(job.id, work_left)
+        self._queued[job.id] = job
+
+    def waiting(self) -> tuple[dict[int, JobRecord], dict[int, JobRecord]]:
+        """With ``slot_lock`` held: copies of the queue in memory and of the jobs whose
+        arrival lies ahead."""
+        return dict(self._queued), dict(self._delayed)
+
     def _dequeue(self, job_id: int) -> None:
         self.queue_changes += 1
         self._delayed.pop(job_id, None)
@@ -237,16 +249,21 @@ class SchedulerService:
     def cluster_state(self, running: Sequence[JobRecord]) -> ClusterState:
         """Free GPUs = topology minus the recorded placements (and GPU indices) of
         running jobs; one whose record is bad holds nothing (``_reap`` fails it)."""
-        state, _ = held_state(self.topology, running, self._capacities)
+        return self.held_state(running)[0]
+
+    def held_state(self, running: Sequence[JobRecord]) -> tuple[ClusterState, dict[int, str]]:
+        """:meth:`cluster_state`, and the running jobs whose record is bad (holding
+        nothing)."""
+        state, problems = held_state(self.topology, running, self._capacities)
         if self.capacity is not None:
             self.capacity(state, running)
-        return state
+        return state, problems
 
     def tick(self) -> dict[str, int]:
         """One slot: reap ended jobs, then let the policy start queued ones."""
-        with self._lock:
+        with self.slot_lock:
             now = self.clock()
-            self._sync_queue(now)
+            self.sync_queue(now)
             ended = self._reap(now)
             started = self._schedule(now)
             self._retry_registrations(now)
@@ -270,8 +287,8 @@ class SchedulerService:
 
     def recover(self) -> dict[str, int]:
         """At start-up: reconcile the jobs a previous run left 'running'."""
-        with self._lock:
-            self._sync_queue()
+        with self.slot_lock:
+            self.sync_queue()
             before = {j.id for j in self.store.jobs(["running"])}
             self._reap(self.clock())
             self._resume_registrations()
@@ -318,7 +335,7 @@ class SchedulerService:
             if ok:
                 self.policy.ended(job.id)
                 self._ended(job, outcome)
-            self._tell_controller_ended(job)
+            self.tell_controller_ended(job)
         return len(ended)
 
     def _end_update(self, job: JobRecord, outcome: Outcome) -> JobUpdate:
@@ -433,7 +450,7 @@ class SchedulerService:
                               finished_at=self.clock(), reason=f"launch failed: {err}",
                               event="failed", detail=f"launch failed: {err}")
             log.error("job %d (%s) launch failed: %s", record.id, record.name, err)
-            self._tell_controller_ended(record)
+            self.tell_controller_ended(record)
             return 0
         if launched:        # the local executor's pid: recorded as soon as it exists
             self.store.update(record.id, **launched)
@@ -522,7 +539,9 @@ class SchedulerService:
         return ctl.registration_view(self.store.events(job.id), job.state == "running",
                                      self.registrations.attempts(job.id))
 
-    def _tell_controller_ended(self, job: JobRecord) -> None:
+    def tell_controller_ended(self, job: JobRecord) -> None:
+        """The job's GPUs went free (it ended, or was suspended): the controller drops
+        its flows; a failure to reach it is logged and recorded, never raised."""
         if self.controller is None:
             return
         if job.id in self.registrations:      # never registered: nothing to remove

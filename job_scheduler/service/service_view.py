@@ -19,7 +19,7 @@ import dataclasses
 
 from job_scheduler.core.job_model import JobModel
 from job_scheduler.core.live_view import LiveView
-from job_scheduler.core.placement import Placement
+from sluice_common.placement import Placement
 from sluice_common.jobspec import JobSpec
 
 

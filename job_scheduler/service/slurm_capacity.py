@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 from typing import Iterable, Mapping, Sequence
 
-from job_scheduler.core.placement import ClusterState, Placement
+from sluice_common.placement import Placement
+from job_scheduler.core.cluster_state import ClusterState
 from slurm_client import NodeInfo, SiteOptions
 
 _MB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}

@@ -51,15 +51,14 @@ from typing import Mapping, Sequence
 
 from job_scheduler.core.estimator import batches_for
 from job_scheduler.service.executors import ADMIN_TOKEN_ENVS, Outcome
-from job_scheduler.service.slurm_names import NAME_PREFIX, slurm_job_name, store_tag  # noqa: F401
-from job_scheduler.service.slurm_capacity import (apply_capacity, foreign_gpus,  # noqa: F401
-                                                 resume_duplicate_drains)
+from job_scheduler.service.slurm_names import slurm_job_name
+from job_scheduler.service.slurm_capacity import apply_capacity, resume_duplicate_drains
 from job_scheduler.service.slurm_poll import PollRounds, accounted_end
 from job_scheduler.service.slurm_ports import PortBook
-from job_scheduler.service.slurm_topology import check_topology  # noqa: F401 (re-exported)
-from job_scheduler.service.run_files import (EXIT_FILE, error_text as _error_text, mtime as _mtime,
+from job_scheduler.service.slurm_topology import check_topology
+from job_scheduler.service.run_files import (error_text as _error_text, mtime as _mtime,
                                              read_exit as _read_exit, read_json as _read_json)
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.decisions import StartDecision
 from job_scheduler.service.slurm_gpus import apply_gres_truth, read_truth
 from job_scheduler.service import slurm_suspend
@@ -68,7 +67,7 @@ from job_scheduler.service.slurm_identity import check_users, submit_as
 from job_scheduler.service.store import JobRecord
 from slurm_client import (Component, JobInfo, NodeInfo, ParseError, SiteOptions, SlurmClient,
                           SlurmError, SlurmUnavailable, Submission, job_outcome)
-from ps_runtime.slurm_plan import ERROR_FILE, STARTED_FILE, SlurmPlan
+from ps_runtime.slurm_plan import ERROR_FILE, EXIT_FILE, STARTED_FILE, SlurmPlan
 from sluice_common.errors import InputError
 from sluice_common.jobspec import job_to_dict
 from topologies import Topology
@@ -459,7 +458,15 @@ class SlurmExecutor:
             self.client.cancel(slurm_id)
 
     def suspend(self, job: JobRecord, now: float) -> dict:
-        return slurm_suspend.suspend(self, job)      # the checkpoint, then the allocation
+        # the checkpoint, then the allocation
+        return slurm_suspend.suspend(job, self.options.suspend_timeout,
+                                     lambda: self._release_allocation(job))
+
+    def _release_allocation(self, job: JobRecord) -> None:
+        slurm_id = self._slurm_id(job)
+        if slurm_id is not None:
+            self._cancel(slurm_id)
+        self.ports.release(job.id)
     progress = staticmethod(slurm_suspend.progress)    # its workers' batches / its last
 
     # ---- capacity ----------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Mapping
 
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.service.gpu_records import recorded_placement
 from job_scheduler.service.store import JobRecord
 from slurm_client.gres_indices import foreign_gpu_indices

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 
-from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions, store_tag
+from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions
+from job_scheduler.service.slurm_names import store_tag
 from sluice_common.errors import option_error
 
 log = logging.getLogger("sluice.scheduler")

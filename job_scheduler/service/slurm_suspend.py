@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Callable
 
 from job_scheduler.service.run_files import error_text, read_exit, read_json
 from job_scheduler.service.store import JobRecord
@@ -21,24 +22,21 @@ from ps_runtime.slurm_plan import CHECKPOINT_DIR, PLAN_FILE, PS_LOG_DIR, SUSPEND
 
 
 
-def suspend(executor, job: JobRecord) -> dict:
-    """Ask, wait for the checkpoint, cancel: {checkpoint, work_left, batch, batches,
-    suspend_s}, or {finished: True} when its last batch came first. RuntimeError when
-    it does not stop in time or stops without a checkpoint (the caller stops it)."""
+def suspend(job: JobRecord, timeout: float, release: Callable[[], None]) -> dict:
+    """Ask, wait for the checkpoint, then ``release`` the allocation (the executor's
+    scancel and ports): {checkpoint, work_left, batch, batches, suspend_s}, or
+    {finished: True} when its last batch came first. RuntimeError when it does not
+    stop within ``timeout`` s or stops without a checkpoint (the caller stops it)."""
     from ps_runtime.checkpoint import request_suspend
 
     started = time.monotonic()
     run_dir = Path(job.run_dir)
     request_suspend(run_dir / CHECKPOINT_DIR)
-    timeout = executor.options.suspend_timeout
     while read_exit(run_dir) is None:
         if time.monotonic() - started > timeout:
             raise RuntimeError(f"no checkpoint within {timeout:g} s")
         time.sleep(0.1)
-    slurm_id = executor._slurm_id(job)
-    if slurm_id is not None:
-        executor._cancel(slurm_id)           # the checkpoint is on disk: release the GPUs
-    executor.ports.release(job.id)
+    release()                            # the checkpoint is on disk: release the GPUs
     stopped = suspended_at(run_dir)
     if stopped is not None:
         return {**stopped, "suspend_s": round(time.monotonic() - started, 3)}

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from sluice_common.jobspec import JobSpec, Layer
+from sluice_common.jobspec import JobSpec
+from sluice_common.models import Layer
 
 log = logging.getLogger("sluice.scheduler.store")
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from job_scheduler.core.decisions import Suspend
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.service.gpu_records import recorded_placement
 from job_scheduler.service.store import JobRecord
 
@@ -121,7 +121,7 @@ def carry_out(svc, step: Suspend, state: ClusterState, now: float, requeued: dic
     svc.relays.drop(job.id)            # a resume starts a new relay with its new launch
     with suppress(ValueError):
         state.release(recorded_placement(job)[0])
-    svc._tell_controller_ended(job)
+    svc.tell_controller_ended(job)
     if got.get("finished"):        # its last batch came first: it leaves the queue
         svc.store.update(job.id, expect_state="running", state="finished",
                          finished_at=svc.clock(), exit_code=0, event="finished",
@@ -136,6 +136,5 @@ def carry_out(svc, step: Suspend, state: ClusterState, now: float, requeued: dic
     fields = {**requeued, "resume": resume, "attempts": max(0, job.attempts - 1)}
     if svc.store.update(job.id, expect_state="running", event="suspended",
                         detail=suspend_detail(job, resume), **fields):
-        svc.policy.suspended(job.id, resume["work_left"])
-        svc._queued[job.id] = dataclasses.replace(job, **fields)
+        svc.requeue_suspended(dataclasses.replace(job, **fields), resume["work_left"])
     log.info("job %d (%s) suspended (%s)", job.id, job.name, step.why)

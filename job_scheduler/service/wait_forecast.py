@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from job_scheduler.core.decisions import QueuedJob, StartDecision, Suspend
-from job_scheduler.core.placement import ClusterState, Placement
+from sluice_common.placement import Placement
+from job_scheduler.core.cluster_state import ClusterState
 
 # every reason a job may wait, in the order /metrics lists them
 SLURM_PENDING = "slurm"   # Slurm's own pending reason (squeue), not the executor's name

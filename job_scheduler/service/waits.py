@@ -21,7 +21,7 @@ from collections import Counter
 from contextlib import suppress
 
 from job_scheduler.core.decisions import QueuedJob
-from job_scheduler.service.gpu_records import held_state, recorded_placement
+from job_scheduler.service.gpu_records import recorded_placement
 from job_scheduler.service import wait_forecast
 from job_scheduler.service.wait_forecast import Arrival, Forecast, Held
 
@@ -49,25 +49,23 @@ class Waits:
         forecast is served (None before the first)."""
         svc = self.svc
         with self._lock:
-            if not svc._lock.acquire(timeout=LOCK_WAIT_S):
+            if not svc.slot_lock.acquire(timeout=LOCK_WAIT_S):
                 return self._forecast
             try:
                 # the dry run's first slot is the service's next one (no slot yet: now)
                 at = (svc.last_slot_at if svc.last_slot_at is not None
                       else svc.clock() - svc.policy.slot)
-                svc._sync_queue(at)
+                svc.sync_queue(at)
                 key = (svc.ticks, svc.queue_changes)
                 if key == self._key and self._forecast is not None:
                     return self._forecast
                 running = svc.store.jobs(["running"])
-                state, problems = held_state(svc.topology, running, svc._capacities)
-                if svc.capacity is not None:
-                    svc.capacity(state, running)
+                state, problems = svc.held_state(running)
                 step = wait_forecast.clone_step(svc.policy)
-                records = {**{j.id: j for j in running}, **svc._queued, **svc._delayed}
-                delayed = dict(svc._delayed)
+                queued, delayed = svc.waiting()
+                records = {**{j.id: j for j in running}, **queued, **delayed}
             finally:
-                svc._lock.release()
+                svc.slot_lock.release()
             held = {j.id: self._held(j, step, at) for j in running if j.id not in problems}
             arrivals = [Arrival(QueuedJob(j.id, j.spec, j.start_not_before), j.start_not_before,
                                 (j.resume or {}).get("work_left", 1.0),

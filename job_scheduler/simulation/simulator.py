@@ -86,7 +86,8 @@ from job_scheduler.core.priority_pricing import (class_capacity, placement_flows
                                                  uplink_capacities)
 from sluice_common import rank_rules
 from sluice_common.jobspec import JobSpec
-from job_scheduler.core.placement import ClusterState, Placement
+from sluice_common.placement import Placement
+from job_scheduler.core.cluster_state import ClusterState
 from topologies import Topology
 
 

@@ -75,12 +75,6 @@ def heavy_tail_mix(seed: int, load: float, capacity_bytes_s: float, jobs: int = 
     return out
 
 
-def size_bucket(job: MixJob, edges: tuple[float, ...]) -> int:
-    """Index of the size bucket (bytes per direction) ``job`` falls in."""
-    size = job.batches * job.bytes_per_batch
-    return sum(1 for e in edges if size >= e)
-
-
 def offered_load(jobs: list[MixJob], capacity_bytes_s: float) -> float:
     """Bytes per direction over the arrival span (mean gap times the number of jobs)."""
     if len(jobs) < 2:

@@ -7,9 +7,8 @@ from __future__ import annotations
 from job_scheduler.core.estimator import Estimator
 from mininet_fabric import baselines as bl
 from mininet_tests import fluid
-from mininet_tests.exchange_model import key_times
 from mininet_tests.heavy_tail.mix import MixJob
-from sluice_common.exchange import batch_exchange_s
+from sluice_common.exchange import batch_exchange_s, key_times
 from sluice_common import rank_rules
 
 # PIAS is modelled as least-attained-service with its own thresholds (see mode_prediction)
@@ -28,7 +27,7 @@ KEYS = 8              # ps-lite keys per batch
 
 
 # Keys in flight per batch (emulated_worker --pipeline-keys): 3 of 8 lets pulls overlap
-# later pushes (1.5 key-times a key, mininet_tests.exchange_model); 0 pushes all, then
+# later pushes (1.5 key-times a key, sluice_common.exchange); 0 pushes all, then
 # pulls all (2 key-times: one direction busy at a time).
 PIPELINE_KEYS = 3
 
@@ -55,7 +54,7 @@ def same_start_mix(capacity: float, batches: int = 40, bytes_per_batch: int = 1_
 
 def exchange_s(nbytes: float, capacity: float, pipeline_keys: int = PIPELINE_KEYS) -> float:
     """One batch's push + pull alone at the link rate: KEYS keys, ``pipeline_keys`` of
-    them in flight (mininet_tests.exchange_model)."""
+    them in flight (sluice_common.exchange)."""
     return nbytes / capacity * key_times(KEYS, pipeline_keys) / KEYS
 
 

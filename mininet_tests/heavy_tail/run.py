@@ -16,7 +16,8 @@ from pathlib import Path
 
 from end_to_end.report import write_report
 from end_to_end.run import environment, warm_processes
-from end_to_end.runloop import RealTimeRun, RunOptions
+from end_to_end.runloop import RealTimeRun
+from end_to_end.run_options import RunOptions
 from job_scheduler.core.estimator import Estimator, nominal_bandwidth
 from mininet_fabric import baselines as bl
 from mininet_tests import fluid

@@ -4,8 +4,10 @@ the service), ports are numbered exactly as the Mininet fabric numbers them
 
 from __future__ import annotations
 
-from controller.fake_fabric import bring_up, wiring  # noqa: F401 (tests import them here)
-from controller.service import ControllerConfig, ControllerService, TableSink
+from controller.fake_fabric import wiring
+from controller.service import ControllerService
+from controller.sinks import TableSink
+from controller.config import ControllerConfig
 from topologies import load_topology
 
 ADMIN = "admin-token-for-tests"

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from controller.fake_fabric import wiring
 from controller.pods import pod_scope, scoped_topology
-from controller.service import ControllerConfig, ControllerService, TableSink
+from controller.service import ControllerService
+from controller.sinks import TableSink
+from controller.config import ControllerConfig
 from support.controller_fakes import ADMIN
 from topologies import load_topology
 from topologies.mininet_topo import mac_of

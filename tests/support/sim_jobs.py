@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from job_scheduler.core.placement import Placement
+from sluice_common.placement import Placement
 from job_scheduler.core.policies import Policy
 from sluice_common.jobspec import JobSpec
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import math
 from typing import Callable
 
-from job_scheduler.core.placement import (BestFitPlacement, FirstFitPlacement, Placement,
-                                          TetrisPlacement)
+from job_scheduler.core.placement import BestFitPlacement, FirstFitPlacement, TetrisPlacement
+from sluice_common.placement import Placement
 from job_scheduler.core.proteus import candidate_counts
 from job_scheduler.core.slurm_placement import SlurmTreePlacement
 from sluice_common.errors import option_error

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import deque
 
 from job_scheduler.core import proteus
-from job_scheduler.core.placement import (DEFAULT_LAMBDA, BestFitPlacement, GroupGA, Placement,
-                                          Request)
+from job_scheduler.core.placement import DEFAULT_LAMBDA, BestFitPlacement, GroupGA, Request
+from sluice_common.placement import Placement
 from job_scheduler.core.policies.base import Policy, PolicyOptions, candidate_costs
 
 # Defaults of the Lyapunov knobs (seconds). V weighs C(n) against the backlog; eps is

@@ -20,8 +20,8 @@ from ps_runtime.ports import free_port
 pytestmark = pytest.mark.fabric
 
 from support.paths import REPO as ROOT
-from support.controller_process import (ADMIN, SLUICE, dscp_marks, start_controller,  # noqa: F401
-                                        stop, wait_located)
+from support.controller_process import (ADMIN, SLUICE, dscp_marks, start_controller, stop,
+                                        wait_located)
 @contextmanager
 def controller(topology: str, *extra: str):
     ofp, api = free_port(), free_port()

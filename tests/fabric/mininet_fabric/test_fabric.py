@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from mininet_fabric.fabric import Fabric, FabricError
-from mininet_fabric.lock import FabricLock
+from mininet_fabric.fabric import Fabric
+from mininet_fabric.lock import FabricLock, FabricError
 from mininet_tests.priority_check import priority_check, single_flow
 from mininet_fabric.system import leftovers
 from topologies import load_topology

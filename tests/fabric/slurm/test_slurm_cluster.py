@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mininet_fabric.slurm_cluster import (HEAD_INTF, gpu_range, gres_conf, slurm_conf,
-                                          topology_conf)
+from mininet_fabric.slurm_cluster import HEAD_INTF
+from mininet_fabric.slurm_config import gpu_range, gres_conf, slurm_conf, topology_conf
 from topologies import load_topology
 
 pytestmark = pytest.mark.fabric

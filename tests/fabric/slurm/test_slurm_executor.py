@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from ps_runtime.plan import HostPlan, PortPlan
-from job_scheduler.service.slurm_executor import store_tag
-from support.slurm_scheduler import (SLURM_TOPOLOGY, Scheduler, ran_on, run_dir,  # noqa: F401
-                                     slurm, start_foreign_job, tiny)
+from job_scheduler.service.slurm_names import store_tag
+from support.slurm_scheduler import (SLURM_TOPOLOGY, Scheduler, ran_on, run_dir, slurm,
+                                     start_foreign_job, tiny)
 
 pytestmark = pytest.mark.fabric
 class FlowWatch:

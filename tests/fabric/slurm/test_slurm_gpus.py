@@ -10,8 +10,7 @@ import subprocess
 
 import pytest
 
-from support.slurm_scheduler import (SLURM_TOPOLOGY, ran_on, slurm,  # noqa: F401
-                                     start_foreign_job, tiny)
+from support.slurm_scheduler import ran_on, slurm, start_foreign_job, tiny
 
 
 @pytest.mark.fabric

@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.slurm_placement import SlurmTreePlacement
 from sluice_common.placement import Placement
 from support.slurm_scheduler import slurm

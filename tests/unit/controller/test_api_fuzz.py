@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from controller.api import ApiServer
 from controller.client import ControllerClient
 from support.controller_api import JOB as API_JOB, raw
-from support.controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service
+from support.controller_fakes import ADMIN as FAKE_ADMIN, make_service
+from controller.fake_fabric import bring_up
 
 
 # ============================================================ API body fuzzing ======

@@ -9,7 +9,8 @@ import pytest
 
 from controller.api import ApiServer
 from support.controller_api import JOB, raw
-from support.controller_fakes import ADMIN, bring_up, make_service
+from support.controller_fakes import ADMIN, make_service
+from controller.fake_fabric import bring_up
 
 HEADERS = {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/json"}
 

@@ -9,7 +9,8 @@ import pytest
 from controller.api import status_of
 from controller.auth import token_sha
 from controller.errors import Refused
-from support.controller_fakes import ADMIN, bring_up, make_service, northbound
+from support.controller_fakes import ADMIN, make_service, northbound
+from controller.fake_fabric import bring_up
 
 JOB_A = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],
          "workers": [{"id": "w0", "ip": "10.0.0.1", "port": 9001}]}

@@ -4,7 +4,8 @@ import pytest
 
 from controller import rules as R
 from controller.flowtable import FlowTable
-from support.controller_fakes import bring_up, make_service, walk
+from support.controller_fakes import make_service, walk
+from controller.fake_fabric import bring_up
 
 
 @pytest.mark.parametrize("topology", ["two-rack", "leaf-spine", "fat-tree",

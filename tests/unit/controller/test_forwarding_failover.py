@@ -6,7 +6,8 @@ wherever another path exists, with the job's priority rules on the new path; a T
 import pytest
 
 from controller import rules as R
-from support.controller_fakes import ADMIN, bring_up, make_service, northbound, walk
+from support.controller_fakes import ADMIN, make_service, northbound, walk
+from controller.fake_fabric import bring_up
 
 # leaf-spine: h1 under leaf1, h3 under leaf2 (see topologies/builtin)
 def job_between(svc, src_host, dst_host):

@@ -18,8 +18,11 @@ import time
 from controller.client import ControllerError
 from controller.journal import ProgressJournal, journal_path
 from controller.rules import COOKIE_FORWARDING, Rule
-from controller.service import ControllerConfig, ControllerService, TableSink
-from support.controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, northbound
+from controller.service import ControllerService
+from controller.sinks import TableSink
+from controller.config import ControllerConfig
+from support.controller_fakes import ADMIN as FAKE_ADMIN, make_service, northbound
+from controller.fake_fabric import bring_up
 from ps_runtime.ports import free_port
 from support.controller_process import start_controller, stop
 

@@ -1,7 +1,8 @@
 """Port counters -> bytes/s per port and the link it belongs to (no switch)."""
 
 from controller.linkstats import LinkStats
-from support.controller_fakes import bring_up, make_service
+from support.controller_fakes import make_service
+from controller.fake_fabric import bring_up
 
 
 def test_rate_from_counter_deltas_and_resets_ignored():

@@ -8,7 +8,8 @@ import urllib.request
 from controller.api import ApiServer
 from controller.client import ControllerClient
 from controller.live import layout, link_load, live_state
-from support.controller_fakes import ADMIN, bring_up, make_service
+from support.controller_fakes import ADMIN, make_service
+from controller.fake_fabric import bring_up
 from topologies import load_topology
 
 TOPO = load_topology("two-rack")

@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from controller.progress_batch import ProgressBatcher
 from controller.api import status_of
 from controller.errors import Refused, Unauthorized
-from support.controller_fakes import ADMIN, bring_up, make_service, northbound
+from support.controller_fakes import ADMIN, make_service, northbound
+from controller.fake_fabric import bring_up
 
 
 class SlowService:

@@ -5,9 +5,13 @@ The same against real Open vSwitch is tests/fabric/controller/test_controller_re
 from __future__ import annotations
 
 from controller.rules import COOKIE_FORWARDING, FlowMod, Rule
-from controller.service import SETTLE_S, ControllerConfig, ControllerService, TableSink
+from controller.service import ControllerService
+from controller.settling import SETTLE_S
+from controller.sinks import TableSink
+from controller.config import ControllerConfig
 from support.controller_api import RESTART_JOB
-from support.controller_fakes import ADMIN as FAKE_ADMIN, bring_up, make_service, northbound, walk
+from support.controller_fakes import ADMIN as FAKE_ADMIN, make_service, northbound, walk
+from controller.fake_fabric import bring_up
 from topologies.priority_classes import dscp_of_level
 
 

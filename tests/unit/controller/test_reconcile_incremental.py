@@ -7,7 +7,8 @@ holds."""
 from hypothesis import given, settings, strategies as st
 
 from controller.errors import Refused
-from support.controller_fakes import bring_up, make_service, wiring
+from support.controller_fakes import make_service
+from controller.fake_fabric import bring_up, wiring
 
 HOSTS = ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]
 MB = 1 << 20
@@ -128,7 +129,9 @@ def _restored(tmp_path, name):
     import json
 
     from bench.controller import scale_cluster as C
-    from controller.service import ControllerConfig, ControllerService, TableSink
+    from controller.service import ControllerService
+    from controller.sinks import TableSink
+    from controller.config import ControllerConfig
 
     topo = C.load(C.topology_dict(32))
     path = tmp_path / f"{name}.json"

@@ -12,7 +12,8 @@ import random
 import pytest
 
 from ps_runtime.progress import ReportGate
-from support.controller_fakes import bring_up, make_service
+from support.controller_fakes import make_service
+from controller.fake_fabric import bring_up
 
 STALENESS_S = 1.0
 MAX_STEP_S = 0.3

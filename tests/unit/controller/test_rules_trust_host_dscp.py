@@ -9,7 +9,8 @@ import pytest
 
 from controller import cli
 from controller import rules as R
-from support.controller_fakes import ADMIN, bring_up, make_service, northbound, walk
+from support.controller_fakes import ADMIN, make_service, northbound, walk
+from controller.fake_fabric import bring_up
 from topologies.priority_classes import LEAST_URGENT, dscp_of_level
 
 JOB = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}],

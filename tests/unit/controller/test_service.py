@@ -10,8 +10,9 @@ from controller import packets
 from controller.api import status_of
 from controller.errors import Refused
 from controller.fabric_events import ROUTES_ACK_TIMEOUT_S
-from controller.service import TableSink
-from support.controller_fakes import ADMIN, bring_up, make_service, northbound, walk
+from controller.sinks import TableSink
+from support.controller_fakes import ADMIN, make_service, northbound, walk
+from controller.fake_fabric import bring_up
 from topologies.mininet_topo import mac_of
 from topologies.priority_classes import dscp_of_level
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from job_scheduler.core.estimator import Estimator, effective_bandwidth, nominal_bandwidth
+from job_scheduler.core.estimator import (Estimator, effective_bandwidth, nominal_bandwidth,
+                                          batches_for)
 from sluice_common.jobspec import JobSpec, load_jobs
 from job_scheduler.core.policies import make_policy
 from end_to_end import closed_loop
@@ -16,7 +17,7 @@ from sluice.cli import main
 from end_to_end.report import (PLOTS, bottleneck_link, comparison,
                            lagging_job, write_report)
 from end_to_end.run import DEMO_JOBS
-from end_to_end.runloop import RealTimeRun, batches_for
+from end_to_end.runloop import RealTimeRun
 from ps_runtime.worker_overrides import WorkerOverrides
 from topologies import load_topology
 from support.run_results import synthetic_result
@@ -128,7 +129,7 @@ def test_registration_carries_the_job_size(tmp_path):
     push the model's float32 gradients, emulated ones what they were told."""
     from ps_runtime.launcher import WorkerOptions
     from end_to_end.predict import wire_bytes_of
-    from end_to_end.runloop import RunOptions
+    from end_to_end.run_options import RunOptions
 
     est = Estimator(nominal_bw_mbps=nominal_bandwidth(TWO_RACK))
     job = JobSpec(name="j", model="resnet18", dataset_size=640, epochs=2, batch_size=32, max_gpus=2)

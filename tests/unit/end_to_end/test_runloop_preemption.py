@@ -23,7 +23,8 @@ from ps_runtime.worker_overrides import WorkerOverrides
 from end_to_end.preemption_report import preemption_lines
 from job_scheduler.core.live_view import LiveView
 from sluice_common.placement import Placement
-from end_to_end.runloop import RealTimeRun, RunOptions
+from end_to_end.runloop import RealTimeRun
+from end_to_end.run_options import RunOptions
 from topologies import load_topology
 from end_to_end.result import iterations_of
 

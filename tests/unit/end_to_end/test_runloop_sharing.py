@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from end_to_end.preemption_report import preemption_lines
-from end_to_end.runloop import RealTimeRun, RunOptions
-from end_to_end.suspend import resized_last_batch
+from end_to_end.runloop import RealTimeRun
+from end_to_end.run_options import RunOptions
+from ps_runtime.checkpoint import resized_last_batch
 from job_scheduler.core.mechanisms import MechanismOptions
 from job_scheduler.core.estimator import Estimator
 from job_scheduler.core.placement import FirstFitPlacement

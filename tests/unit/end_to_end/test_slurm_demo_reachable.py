@@ -89,7 +89,7 @@ def test_sluice_demo_slurm_with_an_unreachable_out_exits_2_in_one_line(tmp_path,
 
 
 def test_an_unknown_jobs_user_is_an_error_of_the_machine(tmp_path):
-    from mininet_fabric.fabric import FabricError
+    from mininet_fabric.lock import FabricError
 
     with pytest.raises(FabricError, match="make slurm"):
         slurm_demo.check_out_reachable(tmp_path, user="no-such-user-xyz")

@@ -124,7 +124,7 @@ def test_experiment_topology_rescales_every_link_to_the_uplink_rate():
 
 
 def test_exchange_model_serial_bulk_and_pipelined_windows():
-    from mininet_tests.exchange_model import key_times
+    from sluice_common.exchange import key_times
 
     assert key_times(8, 0) == pytest.approx(16.0)       # push all, then pull all
     assert key_times(8, 1) == pytest.approx(16.0)       # one key at a time: no overlap

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from sluice_common.rank_rules import names as rule_names
-from support.controller_fakes import ADMIN, bring_up, make_service, northbound, walk
+from support.controller_fakes import ADMIN, make_service, northbound, walk
+from controller.fake_fabric import bring_up
 from mininet_fabric.lock import FabricError
 from mininet_tests.priority_check import (CHECK_JOBS, IPERF_PORTS, check_registrations,
                                           pick_contended_pair, push_level)

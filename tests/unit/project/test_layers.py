@@ -8,7 +8,7 @@ other, across packages and sub-packages, on grimp's graph (the one import-linter
 import grimp
 import networkx as nx
 
-PACKAGES = ("sluice", "mininet_tests", "end_to_end", "job_scheduler", "ps_runtime",
+PACKAGES = ("bench", "sluice", "mininet_tests", "end_to_end", "job_scheduler", "ps_runtime",
             "mininet_fabric", "slurm_client", "controller", "topologies", "sluice_common")
 
 

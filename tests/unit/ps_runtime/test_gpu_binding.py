@@ -18,7 +18,7 @@ import pytest
 
 from end_to_end.gpu_records import check_gpu_records, gpu_records, main as check_main
 from job_scheduler.core.estimator import Estimator
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.service.executors import LocalExecutor, SimulatedExecutor
 from job_scheduler.service.policy_step import make_policy_step
 from job_scheduler.service.scheduler import SchedulerService
@@ -205,7 +205,7 @@ def test_the_launcher_binds_each_worker_and_hides_gpus_from_the_ps(tmp_path):
 
 
 def test_a_warm_process_refuses_a_binding_once_cuda_is_initialised(monkeypatch):
-    from ps_runtime.warm import check_gpu_binding
+    from ps_runtime.warm_process import check_gpu_binding
 
     fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True))
     monkeypatch.setitem(sys.modules, "torch", fake)
@@ -346,9 +346,9 @@ def test_slurm_gpu_records_come_from_the_worker_steps_records(tmp_path):
 
 
 def test_sluice_jobs_shows_each_hosts_gpu_indices():
-    from job_scheduler.service.cli import _placement_text
+    from job_scheduler.service.jobs_text import placement_text
 
     record = {"ps_hosts": ["h1"], "gpus_by_host": {"h1": 2, "h2": 1},
               "gpu_ids": {"h1": [0, 3], "h2": [1]}}
-    assert _placement_text(record) == "h1:2[0,3],h2:1[1] ps=h1"
-    assert _placement_text({"ps_hosts": ["h1"], "gpus_by_host": {"h1": 2}}) == "h1:2 ps=h1"
+    assert placement_text(record) == "h1:2[0,3],h2:1[1] ps=h1"
+    assert placement_text({"ps_hosts": ["h1"], "gpus_by_host": {"h1": 2}}) == "h1:2 ps=h1"

@@ -79,7 +79,8 @@ def test_two_workers_one_server_train_with_falling_loss_and_report_progress(tmp_
     batch to the controller's real HTTP API (its service on a fake flow table)."""
     from controller.api import ApiServer
     from controller.client import ControllerClient
-    from support.controller_fakes import ADMIN, bring_up, make_service
+    from support.controller_fakes import ADMIN, make_service
+    from controller.fake_fabric import bring_up
 
     api = ApiServer(bring_up(make_service("two-rack")), "127.0.0.1", 0).start()
     try:
@@ -336,7 +337,7 @@ def test_port_plan_and_endpoints_are_deterministic():
         HostPlan.on_hosts(topo, ["h1"], ["h9"])
     # The scheduler's placement (a host repeats once per GPU) maps one worker per GPU,
     # each with its own port.
-    from job_scheduler.core.placement import Placement as SchedulerPlacement
+    from sluice_common.placement import Placement as SchedulerPlacement
 
     two_on_h3 = placement_from_scheduler(topo, SchedulerPlacement("j", ("h1",), ("h3", "h3")))
     plan = PortPlan.for_job("j", two_on_h3)

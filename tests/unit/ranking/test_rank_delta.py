@@ -125,7 +125,8 @@ def test_flow_ranker_moves_only_the_reporting_workers_flows():
 
 # ---------------------------------------------------------------- in the controller --
 def _controller(rank, enforce, sizes):
-    from support.controller_fakes import ADMIN, bring_up, make_service, northbound
+    from support.controller_fakes import ADMIN, make_service, northbound
+    from controller.fake_fabric import bring_up
 
     svc = bring_up(make_service("leaf-spine", rank=rank, enforce=enforce))
     tokens = {}

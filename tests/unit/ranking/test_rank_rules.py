@@ -12,7 +12,8 @@ import pytest
 from sluice_common import rank_rules
 from sluice_common.rank_rules import ORDER, RankRule
 
-from support.controller_fakes import ADMIN, bring_up, make_service, northbound, walk
+from support.controller_fakes import ADMIN, make_service, northbound, walk
+from controller.fake_fabric import bring_up
 from topologies.priority_classes import dscp_of_level
 
 NAME = "arrival"      # first come, first served between jobs: the earlier one goes first

@@ -7,7 +7,8 @@ from controller.api import ApiServer
 from controller.client import ControllerClient, ControllerError
 from controller.api import status_of
 from controller.errors import Refused
-from support.controller_fakes import ADMIN, bring_up, make_service, northbound, walk
+from support.controller_fakes import ADMIN, make_service, northbound, walk
+from controller.fake_fabric import bring_up
 from topologies.priority_classes import dscp_of_level
 
 MB = 1 << 20

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.api import ApiServer, JobRegistration, ProgressReport
-from support.controller_fakes import ADMIN, bring_up, make_service as make_controller
+from support.controller_fakes import ADMIN, make_service as make_controller
+from controller.fake_fabric import bring_up
 from support.hostile_fuzz import job_files, json_bodies, nested
 from job_scheduler.service.api import SchedulerHTTPServer
 from sluice_common.body_bounds import LIMITS, BoundsError, YamlEventBounds, check_json

@@ -239,8 +239,8 @@ def test_startup_grows_with_the_queue_it_meets_and_priority_shortens_it():
 def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
     """The run-loop points, made by the model itself at known constants, give them back."""
 
-    from bench.fabric.calibrate_exchange import (BULK, PROBE, probe_sharers, driver_mix, fit_many,
-                                                 fit_startup)
+    from bench.fabric.calibrate_exchange import fit_many, fit_startup
+    from bench.fabric.calibration_runs import BULK, PROBE, probe_sharers, driver_mix
     from mininet_tests.heavy_tail.predict import SLOT_S
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from sluice_common.exchange import egress_state, share_egress
@@ -328,7 +328,7 @@ def test_shallow_loss_bench_counts_resent_bytes_over_all_sent():
     assert retrans_share(1000, 1000 * MSS_BYTES) == pytest.approx(0.5)
     with pytest.raises(ValueError):
         retrans_share(-1, 1e6)
-    from bench.fabric.calibrate_exchange import BULK, UPLINK_MBPS
+    from bench.fabric.calibration_runs import BULK, UPLINK_MBPS
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from mininet_tests.heavy_tail.predict import model_exchange_s
     _, capacity = experiment_topology(UPLINK_MBPS)

@@ -113,7 +113,7 @@ def test_bad_constants_are_refused():
 def test_the_queue_stage_fits_back_constants_the_model_itself_measured():
     """Probe JCTs made by the model at known ``loss_timeouts`` and ``fair_round_bytes``
     give them back; a figure no value can reach is clamped and says so."""
-    from bench.fabric.calibrate_exchange import bisect_constant
+    from bench.fabric.calibration_runs import bisect_constant
     from bench.fabric.calibrate_queues import (STAGES, fit_queues, model_probe_jct,
                                                queue_mix, stage_mix)
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology

@@ -10,7 +10,8 @@ import pytest
 
 from controller.api import ApiServer
 from job_scheduler.service.api import SchedulerHTTPServer
-from support.controller_fakes import bring_up, make_service
+from support.controller_fakes import make_service
+from controller.fake_fabric import bring_up
 from support.scheduler_service import make_service as make_scheduler
 
 

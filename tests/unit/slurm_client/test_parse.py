@@ -7,15 +7,16 @@ No Slurm is needed here; tests/fabric/slurm/test_slurm_executor.py drives a real
 
 import pytest
 
-from job_scheduler.core.placement import ClusterState
-from job_scheduler.service.slurm_executor import (apply_capacity, check_topology, components,
-                                                  foreign_gpus)
+from job_scheduler.core.cluster_state import ClusterState
+from job_scheduler.service.slurm_executor import components
+from job_scheduler.service.slurm_topology import check_topology
+from job_scheduler.service.slurm_capacity import apply_capacity, foreign_gpus
 from slurm_client import SlurmClient, SlurmCommandError, SlurmUnavailable
-from slurm_client.parse import (Component, JobInfo, NodeInfo, ParseError, Submission,
-                                expand_hostlist, gres_gpus, job_outcome, parse_kv_line,
-                                parse_sbatch_parsable, parse_scontrol_jobs,
-                                parse_scontrol_nodes, parse_sinfo_json, parse_squeue_lines,
-                                parse_topology, sbatch_argv)
+from slurm_client.parse import (Component, JobInfo, Submission, expand_hostlist, job_outcome,
+                                parse_kv_line, parse_sbatch_parsable, parse_scontrol_jobs,
+                                parse_squeue_lines, parse_topology, sbatch_argv)
+from slurm_client.nodes import NodeInfo, ParseError, parse_sinfo_json
+from slurm_client.gres import gres_gpus
 from topologies.model import parse_topology as topology_from_dict
 from support.paths import TEST_DATA
 from support.fake_slurm import TOPO
@@ -84,17 +85,6 @@ def test_a_node_backfill_planned_for_a_pending_job_is_still_usable():
     idle_planned = NodeInfo("n3", "127.0.0.1", "n3", "IDLE", frozenset({"PLANNED"}), gpus=4)
     assert idle_planned.usable
     assert not NodeInfo("n4", "127.0.0.1", "n4", "IDLE", frozenset({"DRAIN"}), gpus=4).usable
-
-
-def test_scontrol_nodes_agree_with_sinfo():
-    by_scontrol = {n.name: n for n in parse_scontrol_nodes(read("scontrol_d_show_node.txt"))}
-    by_sinfo = {n.name: n for n in parse_sinfo_json(read("sinfo.json"))}
-    for name in ("n1", "n2"):
-        a, b = by_scontrol[name], by_sinfo[name]
-        assert (a.gpus, a.gpus_used, a.usable, a.address) == (b.gpus, b.gpus_used, b.usable,
-                                                              b.address)
-    assert by_scontrol["n2"].state_text == "MIXED+DRAIN"
-    assert by_scontrol["n2"].reason.startswith("disk check")
 
 
 def test_scontrol_jobs_het_failed_pending():

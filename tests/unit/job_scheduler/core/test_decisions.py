@@ -110,7 +110,7 @@ def test_the_bandwidth_model_is_declared_and_used():
 
 
 def test_the_service_view_is_a_scheduling_context():
-    from job_scheduler.core.placement import ClusterState
+    from job_scheduler.core.cluster_state import ClusterState
     view = LiveView(TOPO, EST, SLOT)
     view.state = ClusterState(TOPO)
     assert isinstance(view, SchedulingContext) and view.slot == SLOT

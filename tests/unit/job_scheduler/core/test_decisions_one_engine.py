@@ -17,7 +17,7 @@ import pytest
 from job_scheduler.core.decisions import QueuedJob, StartDecision
 from job_scheduler.core.estimator import Estimator
 from job_scheduler.core.mechanisms import MechanismOptions
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.policies import make_policy
 from job_scheduler.core.preemption import load_costs
 from job_scheduler.service.policy_step import PolicyStep

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from job_scheduler.core.estimator import (Estimator, effective_bandwidth, nominal_bandwidth)
-from sluice_common.jobspec import JobSpec, Layer
-from sluice_common.models import MODELS
+from sluice_common.jobspec import JobSpec
+from sluice_common.models import Layer
 from sluice_common.profile import (P100_PROFILE_PATH, fit_alpha, load_profile, parse_profile,
                                    save_profile)
 from job_scheduler.simulation.workloads import load_workload

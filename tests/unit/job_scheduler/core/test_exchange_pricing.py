@@ -12,7 +12,7 @@ import pytest
 from job_scheduler.core.estimator import Estimator
 from job_scheduler.core.exchange_pricing import (HARDWARE_HOP_S, KEY_BYTES, ExchangePricing,
                                                  cross_rack_rates)
-from job_scheduler.core.placement import Placement
+from sluice_common.placement import Placement
 from job_scheduler.simulation.simulator import Simulator
 from sluice_common import exchange as ex
 from support.sim_jobs import CROSS_A, CROSS_B, Pinned, job

@@ -6,8 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from job_scheduler.core.placement import (BestFitPlacement, ClusterState, FirstFitPlacement,
-                                          GroupGA, Placement, Request, TetrisPlacement, _score_idx)
+from job_scheduler.core.placement import (BestFitPlacement, FirstFitPlacement, GroupGA, Request,
+                                          TetrisPlacement, _score_idx)
+from sluice_common.placement import Placement
+from job_scheduler.core.cluster_state import ClusterState
 from topologies import load_topology
 
 TWO_RACK = load_topology("two-rack")           # rack1: h1 h2, rack2: h3 h4, 4 GPUs each

@@ -9,7 +9,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from job_scheduler.core.placement import Placement
+from sluice_common.placement import Placement
 from job_scheduler.core.priority_pricing import LinkSharer, class_capacity
 from job_scheduler.service.service_view import ServiceView
 from job_scheduler.simulation.simulator import Simulator

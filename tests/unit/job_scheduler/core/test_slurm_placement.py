@@ -1,6 +1,6 @@
 """The model of Slurm's cons_tres + topology/tree choice (arms a and b of sluice demo)."""
 
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.policies import make_policy
 from job_scheduler.core.slurm_placement import SlurmTreePlacement, slurm_counts
 from sluice_common.placement import Placement

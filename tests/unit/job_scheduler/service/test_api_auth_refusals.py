@@ -15,7 +15,8 @@ from controller.api import ApiServer
 from controller.client import ControllerClient, ControllerError
 from job_scheduler.service.api import SchedulerHTTPServer
 from support.controller_api import JOB
-from support.controller_fakes import ADMIN, bring_up, make_service as make_controller
+from support.controller_fakes import ADMIN, make_service as make_controller
+from controller.fake_fabric import bring_up
 from support.scheduler_api import TOKEN, job_file, make_service
 from support.scheduler_process import ServiceProcess
 

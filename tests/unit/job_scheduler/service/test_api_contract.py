@@ -290,7 +290,8 @@ CJOB = {"id": "job-a", "servers": [{"id": "s0", "ip": "10.0.0.3", "port": 9000}]
 @pytest.fixture
 def controller():
     from controller.api import ApiServer
-    from support.controller_fakes import bring_up, make_service as make_controller
+    from support.controller_fakes import make_service as make_controller
+    from controller.fake_fabric import bring_up
     svc = bring_up(make_controller("two-rack"))
     server = ApiServer(svc, "127.0.0.1", 0).start()
     yield svc, server

@@ -12,7 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from controller.api import ApiServer
 from controller.client import ControllerClient
-from support.controller_fakes import ADMIN, bring_up, make_service
+from support.controller_fakes import ADMIN, make_service
+from controller.fake_fabric import bring_up
 from job_scheduler.service.api import SchedulerHTTPServer
 from job_scheduler.service.client import SchedulerClient
 from support.scheduler_service import job_file

@@ -262,7 +262,8 @@ def test_a_registration_whose_answer_was_lost_is_replaced_not_refused(tmp_path, 
     attempt whose answer (and token) was lost; the retry replaces it instead of being
     refused with 409 for ever."""
     from controller.api import ApiServer
-    from support.controller_fakes import ADMIN, bring_up, make_service as make_controller
+    from support.controller_fakes import ADMIN, make_service as make_controller
+    from controller.fake_fabric import bring_up
 
     ctl_svc = bring_up(make_controller("two-rack"))
     api = ApiServer(ctl_svc, "127.0.0.1", 0).start()

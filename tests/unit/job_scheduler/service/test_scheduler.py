@@ -402,7 +402,8 @@ def test_controller_learns_job_endpoints_and_forgets_crashed_job(tmp_path, monke
     """Against the real northbound API (controller logic on a fake flow table): a started
     job's endpoints are registered, and a worker crash removes the job and its rules."""
     from controller.api import ApiServer
-    from support.controller_fakes import ADMIN, bring_up, make_service as make_controller
+    from support.controller_fakes import ADMIN, make_service as make_controller
+    from controller.fake_fabric import bring_up
     from job_scheduler.service.controller_link import ControllerNotifier
 
     ctl = bring_up(make_controller("two-rack"))
@@ -451,7 +452,8 @@ def test_real_ps_worker_crash_fails_job_and_cleans_up(tmp_path, monkeypatch):
     mid-job. The job is marked failed with the launcher's reason, its GPUs are released,
     the controller forgets it, and no process of the job is left."""
     from controller.api import ApiServer
-    from support.controller_fakes import ADMIN, bring_up, make_service as make_controller
+    from support.controller_fakes import ADMIN, make_service as make_controller
+    from controller.fake_fabric import bring_up
     from job_scheduler.service.controller_link import ControllerNotifier
 
     ctl = bring_up(make_controller("two-rack"))

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.service.slurm_capacity import apply_capacity, memory_mb, resource_room
 from slurm_client import NodeInfo, SiteOptions
 from support.fake_slurm import TOPO

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from job_scheduler.core.decisions import StartDecision
-from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions, slurm_job_name
+from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions
+from job_scheduler.service.slurm_names import slurm_job_name
 from job_scheduler.service.store import JobRecord
 from slurm_client import JobInfo, SlurmCommandError, SlurmUnavailable
 from sluice_common.placement import Placement
@@ -163,7 +164,7 @@ def test_slurm_down_means_still_running_and_no_capacity(setup):
     ex, fake, job, _ = setup
     fake.down = True
     assert ex.poll(with_id(job, 101), 50.0) is None
-    from job_scheduler.core.placement import ClusterState
+    from job_scheduler.core.cluster_state import ClusterState
 
     class Nodes(FakeSlurm):
         def nodes(self):
@@ -265,7 +266,7 @@ def test_slurms_gpus_of_a_jobs_old_slurm_job_never_overwrite_its_new_record(setu
     in one slot; the GPU indices Slurm gave the old Slurm job, read at the start of that
     slot, must not be written over the new record (they did, and every later slot failed
     on a record of 2 workers with 1 index)."""
-    from job_scheduler.core.placement import ClusterState
+    from job_scheduler.core.cluster_state import ClusterState
     from job_scheduler.service.gpu_records import recorded_placement
     from slurm_client.nodes import NodeInfo
 

@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 
 from job_scheduler.core.estimator import Estimator
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.service.app import ServiceConfig
 from job_scheduler.service.policy_step import make_policy_step
 from job_scheduler.service.scheduler import SchedulerService
 from job_scheduler.service.slurm_addresses import load_fabric_addresses, parse_fabric_addresses
-from job_scheduler.service.slurm_executor import (SlurmExecutor, SlurmJobOptions, apply_capacity,
-                                                  check_topology)
+from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions
+from job_scheduler.service.slurm_topology import check_topology
+from job_scheduler.service.slurm_capacity import apply_capacity
 from job_scheduler.service.store import JobStore
 from ps_runtime.plan import BLOCK, EPHEMERAL_LOW, PORT_LOW, default_base_port, reserve_base_port
 from slurm_client import JobInfo, NodeInfo, SiteOptions, SlurmCommandError

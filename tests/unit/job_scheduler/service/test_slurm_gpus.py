@@ -5,7 +5,7 @@ tests/fabric/slurm/test_slurm_gpus.py."""
 
 from __future__ import annotations
 
-from job_scheduler.core.placement import ClusterState
+from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.service.gpu_records import recorded_placement
 from job_scheduler.service.slurm_gpus import apply_gres_truth
 from job_scheduler.service.store import JobRecord

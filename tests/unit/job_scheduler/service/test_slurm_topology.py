@@ -5,7 +5,8 @@ command-line routes of `sluice topology from-slurm` / `sluice validate --slurm`.
 import pytest
 
 from job_scheduler.service.slurm_topology import topology_from_slurm
-from slurm_client.parse import NodeInfo, SwitchInfo, parse_sinfo_json, parse_topology
+from slurm_client.parse import SwitchInfo, parse_topology
+from slurm_client.nodes import NodeInfo, parse_sinfo_json
 from sluice.cli import _route, main
 from sluice_common.errors import InputError
 from topologies.model import parse_topology as load_dict

@@ -7,7 +7,8 @@ import signal
 
 import pytest
 
-from sluice_common.jobspec import JobSpec, Layer, parse_jobs_text
+from sluice_common.jobspec import JobSpec, parse_jobs_text
+from sluice_common.models import Layer
 from job_scheduler.service.store import (SCHEMA_VERSION, DuplicateSubmission, JobStore,
                                          spec_from_json, spec_to_json)
 

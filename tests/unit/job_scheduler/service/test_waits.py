@@ -22,12 +22,11 @@ from job_scheduler.service.scheduler import SchedulerService
 from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions
 from job_scheduler.service.store import JobRecord, JobStore
 from job_scheduler.service.wait_forecast import REASON_CODES, slurm_pending
-from slurm_client.jobs_json import parse_squeue_json
+from slurm_client.parse import JobInfo
 from sluice_common.placement import Placement
 from topologies import load_topology, parse_topology
 
 from support.fake_slurm import SPEC, FakeSlurm
-from support.paths import REPO
 from support.scheduler_service import job_file, make_service
 
 
@@ -190,13 +189,15 @@ def test_a_suspended_job_says_so(tmp_path):
     assert "of its work left" in seen["reason"]["message"] and seen["position"] >= 1
 
 
-def test_slurms_pending_reason_from_squeue_json(tmp_path):
-    text = (REPO / "tests/data/slurm/versions/squeue-24.11.json").read_text()
-    data = json.loads(text)
-    for j in data["jobs"]:          # the same answer, for a job a QOS limit holds
-        if j["job_id"] == 12:
-            j["job_state"], j["state_reason"] = ["PENDING"], "QOSMaxGRESPerUser"
-    parts = parse_squeue_json(json.dumps(data))
+def test_slurms_pending_reason_from_squeue(tmp_path):
+    parts = [JobInfo(9, "RUNNING", "sluice-st0re-job-9-attempt-1", nodes=("h1",), het_job_id=9,
+                     het_offset=0, batch_host="h1"),
+             JobInfo(10, "RUNNING", "sluice-st0re-job-9-attempt-1", nodes=("h2",), het_job_id=9,
+                     het_offset=1, batch_host="h2"),
+             # a job a QOS limit holds, and one waiting for resources
+             JobInfo(12, "PENDING", "exits3", reason="QOSMaxGRESPerUser", nodes=("h3",),
+                     exit_code="3:0", batch_host="h3"),
+             JobInfo(13, "PENDING", "waits", reason="Resources")]
     fake = FakeSlurm()
     for p in parts:
         fake.parts.setdefault(p.leader, []).append(p)
@@ -255,7 +256,7 @@ def test_a_read_never_waits_for_a_slot_in_progress(tmp_path):
     held, release = threading.Event(), threading.Event()
 
     def slot_in_progress():
-        with svc._lock:
+        with svc.slot_lock:
             held.set()
             release.wait(30)
     worker = threading.Thread(target=slot_in_progress)

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from sluice_common.jobspec import JobSpec
-from job_scheduler.core.placement import Placement
+from sluice_common.placement import Placement
 from job_scheduler.core.policies import make_policy
 from job_scheduler.simulation.simulator import Simulator, simulate
 from job_scheduler.simulation.workloads import SHARED_WORKLOADS, load_workload

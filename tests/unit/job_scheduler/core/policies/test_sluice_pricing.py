@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from job_scheduler.core.placement import Placement
+from sluice_common.placement import Placement
 from job_scheduler.core.policies import make_policy
 from job_scheduler.core.policies.base import candidate_costs
 from job_scheduler.service.app import ServiceConfig
