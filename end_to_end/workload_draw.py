@@ -38,7 +38,7 @@ from typing import Callable
 import yaml
 
 from end_to_end.philly_distributions import DEFAULT_OUT, gpu_class
-from job_scheduler.simulation.workloads import philly_model
+from job_scheduler.simulation.trace_assumptions import philly_model
 from sluice_common.jobspec import JobSpec
 
 DISTRIBUTIONS = DEFAULT_OUT

@@ -12,7 +12,7 @@ import pytest
 from job_scheduler.core.estimator import (OWN_BYTES, OWN_COMPUTE, OWN_KEYS, OWN_WINDOW,
                                           Estimator)
 from job_scheduler.core.exchange_pricing import ExchangePricing
-from job_scheduler.core.placement import Placement
+from sluice_common.placement import Placement
 from job_scheduler.simulation.simulator import Simulator
 from sluice_common import exchange as ex
 from sluice_common.jobspec import JobSpec

@@ -3,7 +3,7 @@ half and a quarter of cluster-2k's, while a job alone on the fabric is as fast a
 
 import pytest
 
-from job_scheduler.core.placement import Placement
+from sluice_common.placement import Placement
 from job_scheduler.simulation.simulator import Simulator
 from support.sim_jobs import Pinned, job
 from topologies import load_topology

@@ -9,7 +9,8 @@ import pytest
 
 from sluice_common.models import MODELS
 from job_scheduler.simulation.workloads import (BIG_DATA, MIXED_MAX_GPUS, PAPER_N, SCENARIOS,
-                                                SMALL_DATA, load_workload, philly_model)
+                                                SMALL_DATA, load_workload)
+from job_scheduler.simulation.trace_assumptions import philly_model
 from sluice_common.errors import InputError
 from job_scheduler.simulation.workloads import SHARED_WORKLOADS
 from support.paths import REPO

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from job_scheduler.simulation.workloads import TraceErrors, load_workload
+from job_scheduler.simulation.trace_errors import TraceErrors
+from job_scheduler.simulation.workloads import load_workload
 from sluice_common.errors import InputError
 
 HEADER = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval"
