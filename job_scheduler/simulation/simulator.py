@@ -526,9 +526,9 @@ class Simulator(Pricing):
         wait = np.array(self.first_start) - arrival
         makespan = float(finish.max() - arrival.min())
         util = self.gpu_seconds / (self.state.total_gpus * makespan) if makespan > 0 else 0.0
-        end = float(finish.max())
+        uplink_time, end = list(self.uplink_time), float(finish.max())
         for since in self._uplink_since:         # every uplink idle since its last change
-            self.uplink_time[0] += max(end - since, 0.0)
+            uplink_time[0] += max(end - since, 0.0)
         return SimResult(
             policy=self.policy.name, jobs=len(self.jobs), avg_jct=float(jct.mean()),
             median_jct=float(np.median(jct)), p95_jct=float(np.percentile(jct, 95)),
@@ -538,7 +538,7 @@ class Simulator(Pricing):
             job_records=job_records(self.topology, self.jobs, self.placements,
                                     self.ran_gpus, self.first_start, self.finish),
             exchange_share=self.exchange_s / self.run_s if self.run_s > 0 else 0.0,
-            uplink_time=list(self.uplink_time))
+            uplink_time=uplink_time)
 
 
 def simulate(topology: Topology, jobs: Sequence[JobSpec], policy, **kw) -> SimResult:

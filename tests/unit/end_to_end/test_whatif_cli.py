@@ -126,3 +126,11 @@ def test_an_unreadable_trace_or_format_exits_2(capsys, tmp_path):
         main(["whatif", "--trace", str(bad), "--trace-format", "nope", "--load", "0.5"])
     assert exit_.value.code == 2
     assert "--trace-format" in capsys.readouterr().err
+
+
+def test_a_plot_folder_that_is_a_file_exits_2_before_any_run(capsys, tmp_path):
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    rc, out, err = whatif(capsys, "--load", "0.5", "--plot", str(taken))
+    assert rc == 2 and out == ""
+    assert "taken" in err and "plot" in err and "not a directory" in err
