@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("end_to_end.cli", "the end-to-end demo on two-rack-100g: 10 jobs drawn from "
              "the Philly trace, run by 4 arms (a Slurm today, b + sluice's priority, "
              "c sluice's scheduler, d both)"),
+    "whatif": ("end_to_end.whatif_cli", "what sluice buys on your cluster: the demo's four "
+               "arms in the simulator on your trace and topology, at its load or another"),
     "scheduler": ("job_scheduler.service.cli", "run the scheduler as a service"),
     "submit": ("job_scheduler.service.cli", "submit a job YAML file to the scheduler service"),
     "jobs": ("job_scheduler.service.cli", "list the scheduler service's jobs"),

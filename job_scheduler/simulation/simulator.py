@@ -64,6 +64,18 @@ Each slot's decisions come from ``decisions.decide_slot`` (the loop body of ever
 carried out as they are taken, with the mechanisms composed in ``mechanisms``; a
 suspension costs what ``costs`` says (``preemption.PreemptionCosts``; None: what the
 asker says), paid as seconds without progress, GPUs held, when the job starts again.
+
+Two instruments ride along, at a few float operations per re-timing (``SimResult``):
+``exchange_share``, the share of all jobs' running time spent exchanging (each job's
+``1 - Cost(n) / (C(n) + queueing)`` at its current rate, weighted by the seconds it runs
+at it), and ``uplink_time``, the rack uplinks' utilisation over time: an uplink's
+utilisation is what its flows carry, ``sum_i flows_i * bw_i / nps_i * Comm_i * rate_i``
+(each flow's rate while its job exchanges times the share of the job's time spent
+exchanging), over the uplink's capacity, capped at 1; it is piecewise constant between
+the events that re-time a job crossing it, and ``uplink_time[k]`` holds the
+uplink-seconds, summed over every uplink from the first arrival to the last end, spent
+at a utilisation in bin ``k`` (:data:`UTIL_BINS`: bin 0 is exactly idle, bin ``k >= 1``
+is ``((k - 1) / (UTIL_BINS - 1), k / (UTIL_BINS - 1)]``).
 """
 
 from __future__ import annotations
@@ -90,6 +102,9 @@ from sluice_common.placement import Placement
 from job_scheduler.core.cluster_state import ClusterState
 from topologies import Topology
 
+# bins of ``SimResult.uplink_time``: 0 = idle, then 1/1000-wide steps up to a full uplink
+UTIL_BINS = 1001
+
 
 SHARES = ("flows", "senders")      # how an uplink's level splits its rate (module doc)
 
@@ -110,6 +125,10 @@ class SimResult:
     decisions: int = 0
     # one record per job, in the workload's order (``job_records.job_records``)
     job_records: list[dict] = field(repr=False, default_factory=list)
+    # the instruments (module doc): running time spent exchanging, uplink-seconds per
+    # utilisation bin (UTIL_BINS)
+    exchange_share: float = 0.0
+    uplink_time: list[float] = field(repr=False, default_factory=list)
 
     def metrics(self) -> dict[str, float]:
         return {"avg_jct": self.avg_jct, "median_jct": self.median_jct, "p95_jct": self.p95_jct,
@@ -189,6 +208,17 @@ class Simulator(Pricing):
         self.uplink_cap = uplink_capacities(topology)
         self.uplink_flows = [0] * len(topology.racks)
         self.uplink_jobs: list[set[int]] = [set() for _ in topology.racks]
+        # the instruments (module doc): seconds run and spent exchanging over all jobs;
+        # each job's current share of time exchanging and rate per flow on an uplink
+        # (Mbit/s, averaged over its iteration); each uplink's carried rate and when it
+        # last changed; uplink-seconds per utilisation bin
+        self.run_s = 0.0
+        self.exchange_s = 0.0
+        self._exch = [0.0] * len(self.jobs)
+        self._flow_use = [0.0] * len(self.jobs)
+        self.uplink_used = [0.0] * len(topology.racks)
+        self._uplink_since = [0.0] * len(topology.racks)
+        self.uplink_time = [0.0] * UTIL_BINS
         # a policy that leaves jobs waiting on an idle cluster this long is broken
         self.max_stalled_slots = 1_000_000
         self.mechanisms = tuple(mechanisms)
@@ -322,6 +352,8 @@ class Simulator(Pricing):
         shared them are re-timed)."""
         if not stopped(self.mechanisms, self, j):    # else a packed partner keeps them
             self.state.release(run.placement)
+        self._exch[j] = 0.0
+        self._use_uplinks(j, run.flows, 0.0)
         for k in self._add_flows(run.flows, j, -1):
             self._retime(self.running[k])
 
@@ -434,7 +466,26 @@ class Simulator(Pricing):
         if dt > 0:
             run.work_left = max(run.work_left - dt * run.rate, 0.0)
             self.gpu_seconds += dt * run.n
+            self.run_s += dt
+            self.exchange_s += dt * self._exch[run.j]
             run.t_last = self.now
+
+    def _use_uplinks(self, j: int, flows: dict[int, int], per_flow: float) -> None:
+        """Job j's flows now carry ``per_flow`` Mbit/s each on average: the uplinks they
+        cross close their current utilisation's stretch of time (module doc)."""
+        old = self._flow_use[j]
+        if per_flow == old:
+            return
+        self._flow_use[j] = per_flow
+        now, top = self.now, UTIL_BINS - 1
+        for r, f in flows.items():
+            used, cap = self.uplink_used[r], self.uplink_cap[r]
+            util = used / cap if used > 0 else 0.0
+            k = max(1, min(math.ceil(util * top - 1e-9), top)) if util > 0 else 0
+            self.uplink_time[k] += now - self._uplink_since[r]
+            self._uplink_since[r] = now
+            used += (per_flow - old) * f
+            self.uplink_used[r] = used if self.uplink_flows[r] > 0 and used > 1e-9 else 0.0
 
     def _retime(self, run: Run, force: bool = False) -> None:
         """Bring the job to ``now`` at its old rate, then schedule its completion at
@@ -454,8 +505,16 @@ class Simulator(Pricing):
         # a mechanism may slow it (packing: two jobs on one GPU)
         slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms)
         model = self.models[run.j]
-        c_n = model.C(run.n, bw, self.exchange_path(run.placement))
-        run.rate = 1.0 / ((c_n + model.queueing(run.n, wait)) * slowdown)
+        path = self.exchange_path(run.placement)
+        c_n = model.C(run.n, bw, path)
+        iteration = c_n + model.queueing(run.n, wait)
+        run.rate = 1.0 / (iteration * slowdown)
+        if iteration > 0:
+            self._exch[run.j] = 1.0 - model.cost(run.n, path) / iteration
+        if run.flows:
+            nps = max(len(run.placement.ps_hosts), 1)
+            self._use_uplinks(run.j, run.flows,
+                              bw / nps * model.comm(run.n, bw) * run.rate)
         self._version[run.j] += 1
         heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
                                     self._version[run.j], run.j))
@@ -495,6 +554,7 @@ class Simulator(Pricing):
         done = 0
         stalled = 0
         self.now = self._slot_at_or_after(jobs[0].arrival)
+        self._uplink_since = [jobs[0].arrival] * len(self.uplink_cap)
         last_progress = 0.0
         while done < n_jobs:
             # completions up to now, in time order (each may re-time others)
@@ -572,6 +632,9 @@ class Simulator(Pricing):
         wait = np.array(self.first_start) - arrival
         makespan = float(finish.max() - arrival.min())
         util = self.gpu_seconds / (self.state.total_gpus * makespan) if makespan > 0 else 0.0
+        uplink_time, end = list(self.uplink_time), float(finish.max())
+        for since in self._uplink_since:         # every uplink idle since its last change
+            uplink_time[0] += max(end - since, 0.0)
         return SimResult(
             policy=self.policy.name, jobs=len(self.jobs), avg_jct=float(jct.mean()),
             median_jct=float(np.median(jct)), p95_jct=float(np.percentile(jct, 95)),
@@ -579,7 +642,9 @@ class Simulator(Pricing):
             jct=jct.tolist(), gpus=list(self.ran_gpus),
             trace=list(self.policy.trace), decisions=self.decisions,
             job_records=job_records(self.topology, self.jobs, self.placements,
-                                    self.ran_gpus, self.first_start, self.finish))
+                                    self.ran_gpus, self.first_start, self.finish),
+            exchange_share=self.exchange_s / self.run_s if self.run_s > 0 else 0.0,
+            uplink_time=uplink_time)
 
 
 def simulate(topology: Topology, jobs: Sequence[JobSpec], policy, **kw) -> SimResult:
