@@ -22,8 +22,8 @@ and level by level each gets, per flow, an equal share of what the levels before
 ``left_k = cap - sum_{i in levels < k} f_i * d_i``, where ``d_i = min(share, base_i / nps_i)
 * Comm_i / C_i`` is what a flow of job ``i`` really uses: its rate while it communicates,
 times the share of its iteration spent communicating (the model is
-:mod:`job_scheduler.core.priority_pricing`'s). Levels are recomputed whenever a job
-starts or stops (not as jobs progress between those events). A policy's look at a
+:mod:`job_scheduler.core.priority_pricing`'s). Levels on an uplink are recomputed whenever a
+job crossing it starts or stops (not as jobs progress between those events). A policy's look at a
 placement it has not started (``live_bandwidth``) stays the fair share, unless it prices
 with the fabric's priority (``priority_bandwidth``, the sluice policy's
 ``price_priority``): the same model, with the job ranked among the running ones.
@@ -208,6 +208,7 @@ class Simulator(Pricing):
         self.uplink_cap = uplink_capacities(topology)
         self.uplink_flows = [0] * len(topology.racks)
         self.uplink_jobs: list[set[int]] = [set() for _ in topology.racks]
+        self._levels_at, self._levels_memo = math.nan, {}   # _levels: one instant's answers
         # the instruments (module doc): seconds run and spent exchanging over all jobs;
         # each job's current share of time exchanging and rate per flow on an uplink
         # (Mbit/s, averaged over its iteration); each uplink's carried rate and when it
@@ -366,14 +367,26 @@ class Simulator(Pricing):
             else:
                 self.uplink_jobs[r].discard(j)
             affected |= self.uplink_jobs[r]
-        if self.priority or self.share == "senders":   # every job's levels or senders
+        # A job's level, share and queue wait on an uplink depend only on the jobs that
+        # cross that uplink, so priority re-times just those; the senders' share counts
+        # who is busy at once across the fabric, so it re-times every job on an uplink.
+        if self.share == "senders":
             affected = set().union(*self.uplink_jobs) - {j}
         return affected
 
     def _levels(self, jobs: Sequence[int]) -> dict[int, int]:
         """Each job's level under the priority rule, on its bytes now
         (:func:`~job_scheduler.core.priority_pricing.rule_levels`)."""
-        return rule_levels(self.priority, [self.rule_load(j) for j in jobs], self.estimator)
+        # Every job re-timed at one instant asks for the levels of the same uplinks; the
+        # rule reads only the jobs' bytes at ``now``, so one answer serves them all.
+        if self._levels_at != self.now:
+            self._levels_at, self._levels_memo = self.now, {}
+        key = tuple(jobs)
+        got = self._levels_memo.get(key)
+        if got is None:
+            got = self._levels_memo[key] = rule_levels(
+                self.priority, [self.rule_load(j) for j in jobs], self.estimator)
+        return got
 
     def _priority_bandwidth(self, run: Run) -> float:
         """The job's bandwidth under strict priority on the uplinks it crosses (module
