@@ -97,3 +97,14 @@ def all_met(rows: list[Comparison]) -> bool:
 def exit_code(rows: list[Comparison]) -> int:
     """0 when every comparison is within its bound; 1 otherwise (a cannot-judge too)."""
     return 0 if all_met(rows) else 1
+
+
+def summary(rows: list[Comparison]) -> dict:
+    """What ``sluice whatif`` states beside its figures: how many comparisons, how many
+    within the bound, and the range of the errors that could be judged (percent)."""
+    errors = [e for e in (r.error_pct() for r in rows) if e is not None]
+    return {"comparisons": len(rows), "within_bound": sum(r.met for r in rows),
+            "cannot_judge": sum(r.verdict() == CANNOT for r in rows),
+            "bound_pct": max((r.bound_pct for r in rows), default=None),
+            "error_min_pct": round(min(errors), 1) if errors else None,
+            "error_max_pct": round(max(errors), 1) if errors else None}

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import Path
 from typing import Sequence
 
 from sluice_common.errors import InputError, option_error
@@ -105,15 +106,40 @@ def scale_to_load(jobs: Sequence[JobSpec], total_gpus: int, load: float | None,
     return [replace(j, arrival=first + (j.arrival - first) * factor) for j in jobs], factor
 
 
-def assumptions(jobs: Sequence[JobSpec]) -> list[str]:
-    """What the trace's loader had to assume (``extra["assumptions"]``, a string or a
-    list of them, per job), each once, in the order first seen."""
-    seen: dict[str, None] = {}
-    for job in jobs:
-        said = (job.extra or {}).get("assumptions")
-        for text in ([said] if isinstance(said, str) else said or ()):
-            seen.setdefault(str(text), None)
-    return list(seen)
+KNOWN_ERROR = Path(__file__).resolve().parent / "data" / "simulator_error.yaml"
+
+
+def known_error(path: Path = KNOWN_ERROR) -> dict:
+    """The simulator's error against measured runs, as its trust check last recorded it
+    (``python -m mininet_tests.simulator_trust --record``): per kind of run, how many
+    comparisons were within the bound and the range of the errors. A missing or
+    unreadable record is said so, never taken as no error."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        return {"unknown": f"{path}: {err}"}
+    if not isinstance(data, dict):
+        return {"unknown": f"{path}: not a mapping"}
+    return data
+
+
+def known_error_lines(error: dict) -> list[str]:
+    """The record as the lines printed under the table."""
+    if "unknown" in error:
+        return [f"the simulator's error against measured runs is unknown ({error['unknown']})"]
+    lines = []
+    for key in ("demo", "heavy_tail"):
+        kind = error.get(key)
+        if not isinstance(kind, dict):
+            continue
+        lines.append(f"simulator against measured ({kind.get('what', key)}): errors "
+                     f"{kind.get('error_min_pct')} to {kind.get('error_max_pct')} %, "
+                     f"{kind.get('within_bound')} of {kind.get('comparisons')} within "
+                     f"{kind.get('bound_pct')} %, {kind.get('cannot_judge')} cannot judge "
+                     f"(judged {error.get('judged')} at {error.get('commit')})")
+    return lines or ["the simulator's error record names no kind of run"]
 
 
 # ---- the report ---------------------------------------------------------------------------
@@ -180,12 +206,10 @@ def pair_changes(arms: dict[str, dict]) -> dict[str, float | None]:
 
 def report(*, arms: dict[str, dict], load: float | None, load_requested: float | None,
            load_recorded: float | None, jobs: int, topology: str, total_gpus: int,
-           window_s: float, scale: float, said: Sequence[str] = (), **context) -> dict:
+           window_s: float, scale: float, **context) -> dict:
     """The whole report, as ``--json`` prints it."""
     out = {"load": load, "load_requested": RECORDED if load_requested is None else load_requested,
            "load_recorded": load_recorded, "jobs": jobs, "topology": topology,
            "total_gpus": total_gpus, "window_s": window_s, "arrival_scale": scale,
            **context, "arms": arms, **pair_changes(arms)}
-    if said:
-        out["assumptions"] = list(said)
     return out

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 from end_to_end.arms import ALL_ARMS, ARMS, parse_arms
-from end_to_end.whatif import (RECORDED, arrival_window, assumptions, offered_load,
+from end_to_end.whatif import (RECORDED, arrival_window, known_error, known_error_lines,
+                              offered_load,
                                parse_load, report, scale_to_load)
 from end_to_end.whatif_run import SimOptions
 from job_scheduler.simulation.compare import EXCHANGE_WORLDS
@@ -45,6 +46,10 @@ def configure_whatif(parser: argparse.ArgumentParser) -> None:
                              "recorded GPU-seconds over (the topology's GPUs x the arrival "
                              "window), the window stretched or shrunk, its shape kept; "
                              f"'{RECORDED}': the arrivals as recorded")
+    parser.add_argument("--trace-assumptions", metavar="FILE",
+                        help="what a sacct record lacks (model, batch size, PS count), per "
+                             "partition or job-name pattern (YAML; default: the Philly rule "
+                             "on each job's GPU-time)")
     parser.add_argument("--jobs", type=int, help="keep the first N jobs (arrival order)")
     parser.add_argument("--arms", default=ALL_ARMS, help="comma-separated arms to run")
     parser.add_argument("--exchange", choices=EXCHANGE_WORLDS, default="cluster",
@@ -85,10 +90,22 @@ def run_whatif(args: argparse.Namespace) -> int:
         raise flag_error(err, {})
 
 
+def _trace_fields(fields: dict) -> dict:
+    """The sacct export's account of itself as ``trace_export`` (``trace`` is the
+    file), and the assumptions (assumption -> job count)."""
+    out = {}
+    if "trace" in fields:
+        out["trace_export"] = fields["trace"]
+    if "assumptions" in fields:
+        out["assumptions"] = fields["assumptions"]
+    return out
+
+
 def _whatif(args: argparse.Namespace) -> int:
     from job_scheduler.core.policies import requested_gpus
     from job_scheduler.simulation.compare import profile_text
-    from job_scheduler.simulation.workloads import load_workload
+    from job_scheduler.simulation.compare import trace_json
+    from job_scheduler.simulation.workloads import load_workload_report
     from end_to_end.whatif_run import estimator_for, run_arms
     from topologies import load_topology
 
@@ -101,7 +118,10 @@ def _whatif(args: argparse.Namespace) -> int:
     if args.plot:
         _check_plot_dir(args.plot)
     topo = load_topology(args.topology)
-    jobs = load_workload(args.trace, trace_format=args.trace_format, jobs=args.jobs)
+    jobs, trace = load_workload_report(args.trace, trace_format=args.trace_format,
+                                       jobs=args.jobs, trace_assumptions=args.trace_assumptions)
+    if trace is not None and not args.json:
+        print("\n".join(trace.report_lines()), file=sys.stderr)
     for job in jobs:
         if requested_gpus(job) > topo.total_gpus:
             raise InputError(args.trace, f"asks for {requested_gpus(job)} GPUs; arms a and b "
@@ -122,8 +142,9 @@ def _whatif(args: argparse.Namespace) -> int:
         results = run_arms(topo, jobs, arms, options, args.workers, bars.update)
     out = report(arms=results, load=used, load_requested=load, load_recorded=recorded,
                  jobs=len(jobs), topology=topo.name, total_gpus=topo.total_gpus,
-                 window_s=arrival_window(jobs), scale=scale, said=assumptions(jobs),
-                 trace=str(args.trace), exchange=args.exchange, rank=args.rank,
+                 window_s=arrival_window(jobs), scale=scale,
+                 trace=str(args.trace), **_trace_fields(trace_json(jobs, trace)),
+                 simulator_error=known_error(), exchange=args.exchange, rank=args.rank,
                  slot_s=args.slot, device_profile=profile)
     if args.plot:
         path = write_plot(out, args.plot)
@@ -199,8 +220,10 @@ def print_table(out: dict) -> None:
                        ("d_vs_c", "d against c (the fabric's rule in the price, and priority)")):
         if out.get(name) is not None:
             console.print(f"{text}: average JCT {out[name]:+.1%}", highlight=False)
-    for said in out.get("assumptions", ()):
-        console.print(f"assumed: {said}", highlight=False)
+    for said, count in out.get("assumptions", {}).items():
+        console.print(f"assumed for {count} job(s): {said}", highlight=False)
+    for line in known_error_lines(out.get("simulator_error", {})):
+        console.print(line, highlight=False)
     console.print(LEGEND, highlight=False)
 
 

@@ -353,6 +353,16 @@ def test_the_sites_sacct_history_is_a_trace_for_the_simulator(slurm_fabric, tmp_
         assert out["trace"]["left_out"] == {"never_started": 2, "no_gpus": 1}, (name, out)
         assert out["assumptions"] == {"default (Philly rule: GPU-time)": len(SACCT_GPU_JOBS)}
     assert runs["sacct.txt"]["trace"]["steps_skipped"] >= len(SACCT_GPU_JOBS)   # .batch lines
+    # and what sluice would have bought this cluster: the four arms on its own history
+    r = subprocess.run([sys.executable, "-m", "sluice", "whatif", "--trace",
+                        str(tmp_path / "sacct.json"), "--trace-format", "sacct", "--topology",
+                        "two-rack", "--load", "recorded", "--json", "--workers", "1"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    whatif = json.loads(r.stdout)
+    assert whatif["jobs"] == len(SACCT_GPU_JOBS) and set(whatif["arms"]) == set("abcd")
+    assert whatif["trace_export"]["left_out"] == {"never_started": 2, "no_gpus": 1}
+    assert all(a["avg_jct_s"] > 0 for a in whatif["arms"].values()), whatif["arms"]
     # both exports are one history: the same jobs, arrivals and durations
     from job_scheduler.simulation.workloads import load_workload
     a, b = (load_workload(tmp_path / n, trace_format="sacct") for n in exports)

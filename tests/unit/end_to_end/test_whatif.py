@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from end_to_end.whatif import (arrival_window, assumptions, bins_quantile, cross_rack_share,
+from end_to_end.whatif import (arrival_window, bins_quantile, known_error, known_error_lines, cross_rack_share,
                                offered_load, pair_changes, parse_load, report, scale_to_load)
 from sluice_common.errors import InputError
 from sluice_common.jobspec import JobSpec
@@ -73,12 +73,17 @@ def test_a_load_outside_0_1_or_not_a_number_names_the_field(text):
     assert err.value.field == "load" and "(0, 1]" in err.value.reason
 
 
-def test_assumptions_are_passed_through_once_each_in_order():
-    jobs = [trace_job("a", 0, 1, 1.0, assumptions=["one GPU per task", "x"]),
-            trace_job("b", 1, 1, 1.0), trace_job("c", 2, 1, 1.0, assumptions="x"),
-            trace_job("d", 3, 1, 1.0, assumptions=["y", "one GPU per task"])]
-    assert assumptions(jobs) == ["one GPU per task", "x", "y"]
-    assert assumptions(JOBS) == []
+def test_the_known_error_is_read_and_said_and_a_missing_record_is_unknown(tmp_path):
+    path = tmp_path / "err.yaml"
+    path.write_text("judged: '2026-01-01'\ncommit: abc\ndemo: {what: demo arms, comparisons: 4,"
+                    " within_bound: 3, cannot_judge: 0, bound_pct: 10.0, error_min_pct: -12.5,"
+                    " error_max_pct: 2.0}\n")
+    lines = known_error_lines(known_error(path))
+    assert len(lines) == 1 and "-12.5 to 2.0 %" in lines[0] and "3 of 4" in lines[0]
+    missing = known_error(tmp_path / "none.yaml")
+    assert "unknown" in missing and "unknown" in known_error_lines(missing)[0]
+    committed = known_error()
+    assert {"demo", "heavy_tail"} <= set(committed), committed
 
 
 def record(hosts, ps, racks):
@@ -112,9 +117,8 @@ def test_the_pairs_compare_average_jct_where_both_arms_ran():
     arms = {"a": {"avg_jct_s": 200.0}, "b": {"avg_jct_s": 150.0}, "c": {"avg_jct_s": 100.0}}
     assert pair_changes(arms) == {"b_vs_a": pytest.approx(-0.25)}
     out = report(arms=arms, load=0.5, load_requested=0.5, load_recorded=0.2, jobs=3,
-                 topology="t", total_gpus=8, window_s=1.0, scale=0.4, said=["z"])
+                 topology="t", total_gpus=8, window_s=1.0, scale=0.4)
     assert out["b_vs_a"] == pytest.approx(-0.25) and "d_vs_c" not in out
-    assert out["assumptions"] == ["z"]
     assert report(arms=arms, load=None, load_requested=None, load_recorded=None, jobs=3,
                   topology="t", total_gpus=8, window_s=0.0, scale=1.0)["load_requested"] \
         == "recorded"

@@ -134,3 +134,22 @@ def test_a_plot_folder_that_is_a_file_exits_2_before_any_run(capsys, tmp_path):
     rc, out, err = whatif(capsys, "--load", "0.5", "--plot", str(taken))
     assert rc == 2 and out == ""
     assert "taken" in err and "plot" in err and "not a directory" in err
+
+
+def test_a_sacct_export_of_the_local_cluster_runs_with_its_account_and_known_error(capsys):
+    """The export a real 22.05 cluster wrote (tests/data/slurm): the jobs it kept, those it
+    left out and why, the assumptions it used, and the simulator's recorded error."""
+    export = REPO / "tests" / "data" / "slurm" / "sacct-22.05.json"
+    rc = main(["whatif", "--trace", str(export), "--trace-format", "sacct", "--topology",
+               "two-rack", "--load", "recorded", "--json", "--workers", "1"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert set(out["arms"]) == set(ARMS) and out["jobs"] == out["trace_export"]["kept"] > 0
+    assert out["trace_export"]["left_out"], out["trace_export"]
+    assert sum(out["assumptions"].values()) == out["jobs"]
+    assert {"demo", "heavy_tail"} <= set(out["simulator_error"])
+    rc = main(["whatif", "--trace", str(export), "--trace-format", "sacct", "--topology",
+               "two-rack", "--load", "recorded", "--workers", "1"])
+    text, err = capsys.readouterr()
+    assert rc == 0 and "left out" in err and "assumed for" in text
+    assert "simulator against measured" in text

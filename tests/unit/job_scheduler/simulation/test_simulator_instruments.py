@@ -32,7 +32,7 @@ def test_a_lone_cross_rack_job_fills_both_uplinks_for_its_exchange_share():
 
 
 def test_uplink_seconds_cover_every_uplink_for_the_whole_run():
-    from job_scheduler.core.placement import Placement
+    from sluice_common.placement import Placement
 
     jobs = [job("a"), job("b", arrival=30.0), job("c", arrival=500.0, max_gpus=1)]
     placements = {"a": CROSS_A, "b": CROSS_B, "c": Placement("c", ("h1",), ("h1",))}
@@ -48,7 +48,7 @@ def test_uplink_seconds_cover_every_uplink_for_the_whole_run():
 
 
 def test_jobs_in_one_rack_exchange_nothing_over_the_uplinks():
-    from job_scheduler.core.placement import Placement
+    from sluice_common.placement import Placement
 
     one_host = Placement("a", ("h1",), ("h1",) * 4)
     res = Simulator(TWO_RACK, [job("a")], Pinned({"a": one_host}), slot=1.0).run()
