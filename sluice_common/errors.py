@@ -68,6 +68,19 @@ class InputErrors(InputError):
         return "\n".join(e.format() for e in getattr(self, "_all", [])) or super().format()
 
 
+def read_user_text(path) -> str:
+    """A file the user named, as UTF-8 text; what keeps it from being read is an
+    InputError naming the file."""
+    from pathlib import Path
+
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(str(path), f"cannot read: {err.strerror or err}")
+    except UnicodeDecodeError as err:
+        raise InputError(str(path), f"not UTF-8 text: {err.reason} at byte {err.start}")
+
+
 def raise_all(errors: list[InputError]) -> None:
     """Raise nothing, the one error, or all of them."""
     if len(errors) == 1:

@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from sluice_common.body_bounds import LIMITS, BoundsError, YamlEventBounds
-from sluice_common.errors import InputError, raise_all
+from sluice_common.errors import InputError, raise_all, read_user_text
 from sluice_common.models import Layer
 
 
@@ -90,14 +90,7 @@ def parse_jobs(data: Any, source: str = "<jobs>") -> list[JobSpec]:
 
 def load_jobs(path: str | Path) -> list[JobSpec]:
     """Read and validate a job YAML file (see the module docstring)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(str(path), f"cannot read: {err.strerror or err}")
-    except UnicodeDecodeError as err:
-        raise InputError(str(path), f"not UTF-8 text: {err.reason} at byte {err.start}")
-    return parse_jobs_text(text, str(path))
+    return parse_jobs_text(read_user_text(path), str(path))
 
 
 # libyaml's parser when PyYAML has it (7x faster on a 10,000-job file)

@@ -59,7 +59,7 @@ from typing import Any, Iterable
 
 from job_scheduler.simulation.trace_assumptions import Assumption, assume
 from job_scheduler.simulation.trace_errors import MAX_ERRORS, TraceErrors
-from sluice_common.errors import InputError, raise_all
+from sluice_common.errors import InputError, raise_all, read_user_text
 from sluice_common.jobspec import JobSpec
 
 PARSABLE_FIELDS = ("JobID", "JobName", "Partition", "Submit", "Start", "End", "State",
@@ -478,14 +478,7 @@ def parse_sacct(text: str, source: str,
 
 def load_sacct(path: str | Path, assumptions: Iterable[Assumption] = ()) -> SacctTrace:
     """Read an export file (the one I/O here)."""
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(source, f"cannot read: {err.strerror or err}")
-    except UnicodeDecodeError as err:
-        raise InputError(source, f"not UTF-8 text: {err.reason}")
-    return parse_sacct(text, source, assumptions)
+    return parse_sacct(read_user_text(path), str(path), assumptions)
 
 
 def looks_like_parsable(first_line: str) -> bool:

@@ -30,7 +30,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from sluice_common.errors import InputError, raise_all
+from sluice_common.errors import InputError, raise_all, read_user_text
 # the job schema's bounds: a trace job is a job like any other
 from sluice_common.job_schema import MAX_BATCH_SIZE, MAX_NUM_PS
 from sluice_common.models import canonical_name, known_models
@@ -176,12 +176,7 @@ def parse_assumptions(data: Any, source: str) -> tuple[Assumption, ...]:
 def load_assumptions(path: str | Path) -> tuple[Assumption, ...]:
     """Read and check an assumptions YAML file."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(source, f"cannot read: {err.strerror or err}")
-    except UnicodeDecodeError as err:
-        raise InputError(source, f"not UTF-8 text: {err.reason}")
+    text = read_user_text(path)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
