@@ -130,10 +130,12 @@ def _running(jobs: list[dict], finish: dict, t: float, startup: dict) -> list[di
 
 
 def predict_pass(topology, records: list[dict], rule: str | None, startup_s: float,
-                 c: ExchangeConstants | None = None, dt: float = 0.25) -> dict[str, float]:
+                 c: ExchangeConstants | None = None, dt: float = 0.25,
+                 close_s: float = 0.0) -> dict[str, float]:
     """Job name -> predicted JCT for the jobs of one pass that were started (``rule``
     None: priority off; ``startup_s``: the runtime's part of each start-up,
-    :func:`startup_of`). A job the dry run suspended (its ``segments``) trains in each of
+    :func:`startup_of`; ``close_s``: its last batch's end until its processes have
+    exited, ``ps_runtime.calibration.runtime_terms``). A job the dry run suspended (its ``segments``) trains in each of
     its runs after that run's start-up and keeps its progress, as a share of its work,
     across them; one whose runs end before its work is left out."""
     c = c or default_constants()
@@ -175,5 +177,5 @@ def predict_pass(topology, records: list[dict], rule: str | None, startup_s: flo
         for j in active:
             if share[j["name"]] >= 1 - 1e-9:
                 finish[j["name"]] = t
-    return {j["name"]: round(finish[j["name"]] - j["arrival"], 3) for j in jobs
+    return {j["name"]: round(finish[j["name"]] + close_s - j["arrival"], 3) for j in jobs
             if j["name"] in finish}

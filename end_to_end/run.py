@@ -298,11 +298,16 @@ def simulator(jobs, topology, config: RunConfig, on_plan=None, bandwidth: str = 
     ``sluice simulate`` prices a fabric."""
     from job_scheduler.core.preemption import load_costs
     from job_scheduler.simulation.simulator import Simulator
+    from ps_runtime.calibration import launch_and_close
 
+    # every job's first start holds its GPUs for the runtime's launch and close as measured
+    # on the demo's runs, and for the exchange model's start-up rounds at the wait it meets
+    launch_s, close_s = launch_and_close(config.compute)
     return Simulator(topology, jobs, config.make_policy(), slot=config.slot, bandwidth=bandwidth,
                      estimator=run_estimator(topology, config.compute, config.profile),
                      mechanisms=config.mechanisms.build(), priority=priority,
-                     costs=load_costs(config.mechanisms.costs), on_plan=on_plan)
+                     costs=load_costs(config.mechanisms.costs), on_plan=on_plan,
+                     startup=True, startup_alone_s=launch_s + close_s)
 
 
 def dry_run(jobs, topology, config: RunConfig) -> int:

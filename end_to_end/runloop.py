@@ -195,12 +195,9 @@ class RealTimeRun:
                     tick, next_slot = next_slot, next_slot + self.options.slot_s  # sees arrivals by tick
                     while pending and pending[0].arrival <= tick + 1e-9:
                         arrived.append(self._arrive(pending.pop(0)))
-                    if view.waiting or view.running:
-                        self._slot(arrived)
-                        arrived = []
-                        last_waiting = self._say_waiting(last_waiting)
-                    elif hasattr(self.policy, "idle"):   # as the dry run's (lyapunov: Z decays)
-                        self.policy.idle(view, 1)
+                    self._slot(arrived)          # every slot, as the dry run visits it
+                    arrived = []
+                    last_waiting = self._say_waiting(last_waiting)
                 self.show_status(pending, [view.jobs[j] for j in view.waiting], self.running)
                 time.sleep(POLL_S)
         except KeyboardInterrupt:

@@ -19,6 +19,15 @@ also pays (figures measured on a host with two cores, docs/design.md, "The test 
   (2 workers, 1 server, 8 MB key, 100 Mbit/s links: 3.2 s per push + pull against the
   2.56 s the bytes need at line rate) fits 0.8: TCP/IP headers and ACKs, HTB shaping.
 
+- ``launch_s`` and ``close_s``: a job's start until its first batch begins, and its last
+  batch's end until its last process has exited, measured on ``sluice demo`` runs
+  (:func:`launch_and_close`; ``end_to_end.runtime_overheads``, recorded in
+  ``sluice_common/data/runtime_overheads.yaml``); their sum is the start-up and close a
+  job pays alone in the demo's simulator (``end_to_end.run.simulator``). The exchange
+  model's own ``startup_s`` was measured on one small calibration job alone; the demo's
+  jobs, with up to eight workers on a loaded machine, take about four times as long.
+  torch's launch is its ``startup_s``.
+
 The simulator keeps the paper's model (no such terms). ``sluice run``/``demo`` and the
 experiment scripts take ``startup_s`` from here; their
 estimator prices the exchange with the exchange model instead of ``sync_s`` and
@@ -47,3 +56,21 @@ def runtime_terms(compute: str) -> dict[str, float]:
     terms["link_efficiency"] = c.efficiency
     terms.setdefault("startup_s", c.startup_s)
     return terms
+
+
+OVERHEADS_FILE = "runtime_overheads.yaml"
+
+
+def launch_and_close(compute: str) -> tuple[float, float]:
+    """``(launch_s, close_s)`` for ``compute`` as measured on the demo's runs (module
+    doc); a compute with a start-up of its own (torch builds its model) launches in that
+    time."""
+    import sluice_common
+    import yaml
+    from pathlib import Path
+
+    path = Path(sluice_common.__file__).resolve().parent / "data" / OVERHEADS_FILE
+    data = yaml.safe_load(path.read_text())
+    own = RUNTIME.get(compute, RUNTIME["emulated"])
+    launch = own["startup_s"] if "startup_s" in own else float(data["launch_s"])
+    return launch, float(data["close_s"])

@@ -147,7 +147,10 @@ def decide_slot(ctx, policy, mechanisms: Sequence = ()) -> SlotPlan:
     """One slot of any loop; ``ctx.start`` and ``ctx.preempt`` record each step into
     ``ctx.plan``. While jobs wait: the mechanisms' ``before_step`` (time-slicing frees
     GPUs), the policy's ``step``, the mechanisms' ``after_step`` (packing); when nothing
-    waits and GPUs are idle: the policy's ``regrow`` (sluice resizes running jobs)."""
+    waits and GPUs are idle: the policy's ``regrow`` (sluice resizes running jobs); when
+    nothing waits and nothing runs: the policy's ``idle`` for this slot (lyapunov: Z
+    decays). A loop that skips slots calls ``idle`` for the skipped ones on the same
+    condition, so every loop ages the policy alike."""
     plan = ctx.plan = SlotPlan()
     if ctx.waiting:
         for m in mechanisms:
@@ -157,4 +160,6 @@ def decide_slot(ctx, policy, mechanisms: Sequence = ()) -> SlotPlan:
             m.after_step(ctx, policy)
     if not ctx.waiting and ctx.state.total_free and ctx.running:
         policy.regrow(ctx)
+    if not ctx.waiting and not ctx.running:
+        policy.idle(ctx, 1)
     return plan

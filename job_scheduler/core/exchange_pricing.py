@@ -192,12 +192,16 @@ class ExchangePricing:
             wait += queue_wait_s(list(urgent), cap, self.urgent_bytes or 0.0, c)
         return wait
 
-    def startup_s(self, round_wait_s: float, priority: bool = False) -> float:
+    def startup_s(self, round_wait_s: float, priority: bool = False,
+                  alone_s: float | None = None) -> float:
         """A job's start-up beyond its ``kv.init`` batch when each of its message rounds
         waits ``round_wait_s`` (:func:`~sluice_common.exchange.startup_time`: the process
         hand-over, ps-lite's rendezvous and barriers; with ``priority`` its registration
-        with the controller too)."""
-        return startup_time(round_wait_s, self.constants, priority)
+        with the controller too). ``alone_s``: its start-up and close alone where it was
+        measured on the runs being modelled (``ps_runtime.calibration.runtime_terms``),
+        in place of the constants' own, measured on one calibration job."""
+        c = self.constants if alone_s is None else replace(self.constants, startup_s=alone_s)
+        return startup_time(round_wait_s, c, priority)
 
 
 def cross_rack_rates(topology) -> list[float]:

@@ -52,6 +52,9 @@ class PolicyStep:
         # the "idle" bandwidth model: C(n) on the topology itself
         self._view = ServiceView(topology, estimator, self.slot)
         self._arrived: list[int] = []     # added since the last slot: told on_arrival
+        # started and not ended (a non-preemptive policy's view forgets them): a slot with
+        # nothing waiting ages the policy only while none runs, as in every loop
+        self._started: set[int] = set()
 
     @property
     def view(self) -> ServiceView:
@@ -71,6 +74,7 @@ class PolicyStep:
         the job is older than the tail. A job suspended before comes with the
         ``work_left`` (fraction) it has and the ``restore_s`` its next start pays."""
         view = self._view
+        self._started.discard(q.id)
         if q.id in view.waiting:
             return
         tail = next(reversed(view.waiting), None)
@@ -97,6 +101,7 @@ class PolicyStep:
         """Running job ``job_id`` ended (finished, failed, cancelled, or suspended by
         its resource manager): a preemptive policy stops counting it."""
         view = self._view
+        self._started.discard(job_id)
         if job_id in view.running:
             view.finished(job_id, self.policy)
         self._forget(job_id)
@@ -125,13 +130,15 @@ class PolicyStep:
                 self.policy.on_arrival(view, j)
         regrow = self.preemptive and view.running and state.total_free
         if not view.waiting and not regrow:
-            self.policy.idle(view, 1)
+            if not self._started:
+                self.policy.idle(view, 1)       # as decide_slot ages it
             return []
         out: list[StartDecision | Suspend] = []
         for d in decide_slot(view, self.policy).steps:
             if isinstance(d, Suspend):
                 out.append(d)
                 continue
+            self._started.add(d.job_id)
             bw = view.live_bandwidth(d.placement)
             out.append(StartDecision(d.job_id, view.user_placement(d.job_id, d.placement),
                                      d.gpu_ids, notes={

@@ -47,7 +47,10 @@ progress, for the exchange model's start-up (``ExchangePricing.startup_s``) at t
 wait it meets then; while it holds, it sends nothing the others share with (their
 senders, queues and priority levels leave it out), and at the first slot after the hold
 the jobs on its uplinks are re-timed (``kv.init``'s exchange is a job's first batch, its
-own to state).
+own to state). ``startup_alone_s``: that start-up's part a job pays alone (launch and
+close) where it was measured on the runs being modelled (``ps_runtime.calibration``:
+the demo's fabric), in place of the exchange constants' own; the close is held at the
+start too (the same JCT and GPU-seconds as at the end).
 ``share="senders"`` (with an exchange pricing): a level's rate on an uplink is split among
 the senders busy at once, not the flows: a flow gets ``left / (its flows + sum_i flows_i *
 rho_i)`` over the others ``i`` of its level, ``rho_i`` the share of its iteration job ``i``
@@ -145,7 +148,7 @@ class Simulator(Pricing):
                  in_host: bool = True, bandwidth: str = "shared", mechanisms: Sequence = (),
                  costs=None, on_plan: Callable[[float, SlotPlan], None] | None = None,
                  priority: str | None = None, startup: bool = False, share: str = "flows",
-                 rerank: bool = False):
+                 rerank: bool = False, startup_alone_s: float | None = None):
         if not slot > 0:
             raise ValueError(f"slot must be > 0 seconds, got {slot}")
         if priority is not None and priority not in rank_rules.names():
@@ -155,6 +158,9 @@ class Simulator(Pricing):
         if startup and (estimator is None or estimator.exchange is None):
             raise ValueError("startup needs an estimator with an exchange pricing")
         self.startup = startup
+        if startup_alone_s is not None and not startup_alone_s >= 0:
+            raise ValueError(f"startup_alone_s must be >= 0 seconds, got {startup_alone_s}")
+        self.startup_alone_s = startup_alone_s
         self._holding: dict[int, float] = {}        # job -> end of its start-up hold
         self._hold_ends: list[tuple[float, int]] = []
         if share not in SHARES or (share == "senders" and (estimator is None
@@ -308,7 +314,8 @@ class Simulator(Pricing):
         affected = self._add_flows(flows, j, +1)
         if self.startup and first:
             hold = self.estimator.exchange.startup_s(self._round_wait(run),
-                                                     self.priority is not None)
+                                                     self.priority is not None,
+                                                     self.startup_alone_s)
             run.t_last += hold
             self.gpu_seconds += hold * n
             self._holding[j] = run.t_last
@@ -631,8 +638,8 @@ class Simulator(Pricing):
                                    "and nothing is running")
             t_next = max(t_next, self.now + self.slot)
             skipped = int(round((t_next - self.now) / self.slot)) - 1
-            if skipped > 0:
-                self.policy.idle(self, skipped)
+            if skipped > 0 and not self.running and not self.waiting:
+                self.policy.idle(self, skipped)     # as decide_slot ages it on a visited slot
             self.now = t_next
         if self.progress:
             self.progress(n_jobs, n_jobs)

@@ -43,13 +43,15 @@ def files(tmp_path):
 def simulator_plans(files, policy: str, mech: MechanismOptions = MechanismOptions()) -> list[str]:
     """The simulator's plans as the dry run prints them: 'time  step' lines."""
     from end_to_end.run import run_estimator
+    from ps_runtime.calibration import launch_and_close
     topo = load_topology(str(files[1]))
     lines: list[str] = []
     sim = Simulator(topo, load_jobs(files[0]),
                     make_policy(policy, seed=SEED, las_thresholds=(20.0,)),
                     estimator=run_estimator(topo, "emulated"),
                     slot=1.0, bandwidth="idle", mechanisms=mech.build(),
-                    costs=load_costs(mech.costs),
+                    costs=load_costs(mech.costs), startup=True,
+                    startup_alone_s=sum(launch_and_close("emulated")),
                     on_plan=lambda t, p: lines.extend(
                         f"{t:9.1f} s  {s}" for s in p.lines([j.name for j in sim.jobs])))
     sim.run()

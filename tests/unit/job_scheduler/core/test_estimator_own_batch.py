@@ -82,6 +82,15 @@ def test_startup_holds_a_job_for_the_model_s_start_up():
         Simulator(TWO_RACK, [own_job()], Pinned({}), startup=True)
 
 
+def test_a_start_up_measured_on_the_runs_replaces_the_constants_alone_part():
+    plain, held = _sim(REMOTE).run(), _sim(REMOTE, startup=True, startup_alone_s=0.7).run()
+    rounds = EMULATED.startup_s(0.0) - EMULATED.constants.startup_s
+    assert held.avg_jct - plain.avg_jct == pytest.approx(0.7 + rounds, rel=1e-6)
+    assert EMULATED.startup_s(0.0, alone_s=0.7) == pytest.approx(0.7 + rounds)
+    with pytest.raises(ValueError, match="startup_alone_s"):
+        _sim(REMOTE, startup=True, startup_alone_s=-0.1)
+
+
 def test_a_job_in_its_start_up_leaves_the_link_to_the_one_that_sends():
     jobs = [own_job("a", batches=40), own_job("b", batches=5, arrival=1.0)]
     places = {"a": Placement("a", ("h1",), ("h3",)), "b": Placement("b", ("h2",), ("h4",))}

@@ -1,0 +1,134 @@
+"""The PS runtime's launch and close, measured on ``sluice demo`` runs: what a job spends
+holding its GPUs without training, which neither the Proteus model nor the exchange
+model's batches count.
+
+- **launch**: the scheduler's decision (the slot boundary at which the job started)
+  until its first batch begins: the executor's start of the job, process hand-over from
+  the warm pool, ps-lite's rendezvous, ``kv.init``;
+- **close**: its last batch's end until its last process has exited: the closing
+  barrier, ps-lite's finalize, the processes' exit.
+
+Both are read from the per-job records of a run's ``report.json`` (``start``,
+``finish`` and the ``iterations`` ``[end_s, worker, batch, seconds]``; the run's
+``slot_s``: its slots are whole multiples of it from the run's start), over the jobs
+that ran once (a suspended job's records mix two launches), and reported as medians: a
+demo run's jobs are few and a single slow launch on a busy machine would move a mean.
+
+``python -m end_to_end.runtime_overheads RUN_DIR... [--write]`` measures them on demo
+runs' directories and, with ``--write``, records them with their provenance in
+``sluice_common/data/runtime_overheads.yaml``, which ``ps_runtime.calibration`` reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+DATA_FILE = Path(__file__).resolve().parent.parent / "sluice_common" / "data" / "runtime_overheads.yaml"
+
+
+@dataclass(frozen=True)
+class JobOverheads:
+    name: str
+    launch_s: float
+    close_s: float
+
+
+def job_overheads(record: dict, slot_s: float) -> JobOverheads | None:
+    """One job's launch and close from its run record in a run of ``slot_s`` slots; None
+    for a job that did not run exactly once to its end (suspended, failed, or without
+    batch records)."""
+    if record.get("status") != "finished" or record.get("preemptions", 0):
+        return None
+    runs = record.get("gpu_runs") or []
+    batches = record.get("iterations") or []
+    if len(runs) != 1 or not batches:
+        return None
+    first_begin = min(end - seconds for end, _worker, batch, seconds in batches if batch == 1)
+    last_end = max(end for end, *_ in batches)
+    decided = math.floor(record["start"] / slot_s + 1e-9) * slot_s
+    return JobOverheads(record["name"], first_begin - decided, record["finish"] - last_end)
+
+
+def run_overheads(report: dict) -> list[JobOverheads]:
+    """Every measurable job of one arm's ``report.json``."""
+    slot_s = report.get("slot_s")
+    if not isinstance(slot_s, (int, float)) or not slot_s > 0:
+        raise ValueError(f"no slot_s > 0 in the report (got {slot_s!r})")
+    return [o for o in (job_overheads(j, float(slot_s)) for j in report.get("jobs", []))
+            if o is not None]
+
+
+def summarise(samples: list[JobOverheads]) -> dict[str, float | int]:
+    """The medians the runtime's terms take, and how many jobs they come from."""
+    if not samples:
+        raise ValueError("no job ran exactly once to its end: nothing to measure")
+    return {"launch_s": round(statistics.median(o.launch_s for o in samples), 4),
+            "close_s": round(statistics.median(o.close_s for o in samples), 4),
+            "jobs": len(samples)}
+
+
+def reports_of(run_dir: Path) -> list[Path]:
+    """The arms' reports of a demo run's directory (``arm-*/report.json``)."""
+    found = sorted(run_dir.glob("arm-*/report.json"))
+    if not found:
+        raise ValueError(f"{run_dir}: no arm-*/report.json (not a `sluice demo --out` directory)")
+    return found
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from sluice_common.errors import InputError
+
+    parser = argparse.ArgumentParser(prog="python -m end_to_end.runtime_overheads",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="`sluice demo --out` directories")
+    parser.add_argument("--write", action="store_true",
+                        help=f"record the medians in {DATA_FILE.name} (default: print only)")
+    args = parser.parse_args(argv)
+    samples: list[JobOverheads] = []
+    try:
+        for run in args.runs:
+            for path in reports_of(run):
+                try:
+                    samples += run_overheads(json.loads(path.read_text()))
+                except (OSError, ValueError) as err:
+                    raise InputError(str(path), f"cannot be read ({err})") from err
+        figures = summarise(samples)
+    except (InputError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"launch {figures['launch_s']:.3f} s, close {figures['close_s']:.3f} s "
+          f"(medians over {figures['jobs']} jobs of {len(args.runs)} runs)")
+    if args.write:
+        import yaml
+
+        body = dict(figures, provenance={
+            "command": "python -m end_to_end.runtime_overheads " + " ".join(map(str, args.runs))
+                       + " --write",
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+            "commit": _commit(),
+            "runs": [str(r) for r in args.runs]})
+        DATA_FILE.write_text("# The PS runtime's launch and close on the emulated fabric, measured on\n"
+                             "# `sluice demo` runs by end_to_end/runtime_overheads.py.\n"
+                             + yaml.safe_dump(body, sort_keys=False))
+        print(f"wrote {DATA_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
