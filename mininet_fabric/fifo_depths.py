@@ -1,9 +1,9 @@
 """The short FIFO's depth chosen by a sweep, per offered load and TCP
 congestion control (pure apart from :func:`load_depths`).
 
-``bench.fabric.sweep_fifo`` runs the heavy-tail mix with priority off on FIFOs of a few
-packets up to the deep FIFO's 200 on tuning seeds and prints the depth with the lowest
-mean JCT; that depth, with the run that chose it, is entered in
+``sluice calibrate fifo-depth`` (:mod:`mininet_tests.calibration.fifo_depth`) runs the
+heavy-tail mix with priority off on FIFOs of a few packets up to the deep FIFO's 200 on
+tuning seeds and prints the depth with the lowest mean JCT; that depth, with the run that chose it, is entered in
 ``mininet_fabric/data/fifo_depths.yaml``. The heavy-tail experiment's ``off-shallow``
 baseline then has that depth at that load and congestion control
 (:func:`mininet_fabric.baselines.swept_shallow`); where no sweep was run it keeps twice

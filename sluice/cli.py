@@ -27,6 +27,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fabric": ("mininet_tests.cli", "bring up the Mininet/OVS fabric, check it, clean up"),
     "controller": ("controller.cli", "run the OpenFlow 1.3 controller (os-ken) with its northbound API"),
     "profile": ("ps_runtime.cli", "profile Cost_bat(1) and alpha(b) on the real device"),
+    "calibrate": ("mininet_tests.calibration.cli", "fit the package's data files on your fabric: "
+                  "the exchange model's constants, its queue stages, the short FIFO's depth, "
+                  "the derived P100 profile"),
     "train": ("ps_runtime.cli", "run one PS training job on local processes"),
     "run": ("end_to_end.cli", "schedule YAML jobs onto the Mininet fabric and run them for "
             "real (--dry-run: print the plan only)"),

@@ -2,7 +2,7 @@
 path and sharing shaped egresses with other jobs. Pure apart from
 :func:`load_constants` / :func:`save_constants`, which read and write the calibrated data
 file (``sluice_common/data/exchange_constants.yaml``, written by
-``python -m bench.fabric.calibrate_exchange --write``).
+``sluice calibrate exchange --write``).
 
 Units: seconds, bytes, bytes/s. A *path* is the list of link rates (bytes/s) a message
 crosses from worker to server, one per hop (host link, ToR uplink, ...); the reverse

@@ -11,7 +11,8 @@ bulk jobs, and six newcomers of the heavy-tail's medium size arriving one by one
 two bulk jobs. Per scenario it prints the measured figure against the model's with the
 shipped constants (the bulk jobs' mean iteration against
 :func:`sluice_common.exchange.share_egress`, the arriving jobs' mean JCT against
-:func:`mininet_tests.fluid.simulate_batches`), and per discipline the share of the bytes
+:func:`mininet_tests.fluid.simulate_batches`; :func:`mininet_tests.calibration.runs.model_figure`),
+and per discipline the share of the bytes
 the hosts resent and their retransmission timeouts, with the load average: the model's
 FIFO queue term was calibrated under the load the experiments run at. A check, not a
 fit: it writes no constants. ``--from JSON`` compares the measurements of an earlier
@@ -34,15 +35,14 @@ from pathlib import Path
 
 from bench import harness
 from mininet_fabric import baselines as bl
-from bench.fabric.calibration_runs import BULK, UPLINK_MBPS, probe_sharers, loadavg, run_mix
+from mininet_tests.calibration.runs import (ARRIVING, BULK, UPLINK_MBPS, loadavg, model_figure,
+                                           run_mix)
 
 PROBE = (150_000, 2)            # bytes per batch, batches
 PROBE_AT_S = (2.0, 4.5, 7.0)    # the probes' arrivals among two bulk jobs
 # newcomers: jobs of the heavy-tail's medium size (bytes per batch, batches) arriving
 # NEWCOMER_GAP_S apart among two bulk jobs of NEWCOMER_BULK_BATCHES batches
 NEWCOMER, NEWCOMERS, NEWCOMER_GAP_S, NEWCOMER_BULK_BATCHES = (600_000, 4), 6, 3.0, 40
-# the scenarios whose figure is the arriving jobs' (``*-probe-*``) mean JCT
-ARRIVING = ("probes", "newcomers")
 MSS_BYTES = 1448
 # every batch, and kv.init's exchange, moves its bytes once each way
 KV_INIT_BATCHES = 1
@@ -67,25 +67,6 @@ def scenarios() -> dict[str, list]:
 
 def sent_bytes(mix: list) -> float:
     return sum(2 * (j.batches + KV_INIT_BATCHES) * j.bytes_per_batch for j in mix)
-
-
-def model_figure(name: str, mix: list, capacity: float, buffer_bytes: float, c,
-                 urgent_bytes: float | None = None) -> float:
-    """The model's figure for a scenario: the arriving jobs' mean JCT (``ARRIVING``), else the bulk
-    jobs' mean iteration. ``urgent_bytes``: the leaves are fair-queued (the baseline's)."""
-    from mininet_tests import fluid
-    from mininet_tests.heavy_tail.predict import KEYS, PIPELINE_KEYS, SLOT_S, cross_path
-    from sluice_common.exchange import share_egress
-
-    if name in ARRIVING:
-        jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s,
-                               KEYS, PIPELINE_KEYS, cross_path(capacity)) for j in mix]
-        jct = fluid.simulate_batches(jobs, "off", capacity, buffer_bytes, c,
-                                     overhead_s=SLOT_S / 2, urgent_bytes=urgent_bytes)
-        return statistics.mean(v for n, v in jct.items() if "-probe-" in n)
-    its = share_egress(probe_sharers(capacity, [j.name for j in mix], BULK[0]), capacity,
-                       buffer_bytes, c, urgent_bytes=urgent_bytes)
-    return statistics.mean(its.values())
 
 
 def measured_figure(name: str, jobs: dict[str, dict]) -> float:

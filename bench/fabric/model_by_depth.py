@@ -5,7 +5,7 @@ FIFO's depth, one panel per sweep.
 
     .venv/bin/python -m bench.fabric.model_by_depth bench/results/priority-rules/sweep-fifo-0.7-bbr-per-seed.json [...] [--plot OUT.png]
 
-A reading of stored results (``bench.fabric.sweep_fifo``'s runs: the deep FIFO ``off`` and
+A reading of stored results (``sluice calibrate fifo-depth``'s runs: the deep FIFO ``off`` and
 ``fifo-N`` for each swept depth): no fabric, a few seconds a sweep. The sweeps ran on
 tuning seeds, so this chooses or checks a model's structure; it is not a verdict.
 """
@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 
 from bench.fabric import model_by_bucket as mb
-from bench.fabric.sweep_fifo import DEEP, depths_registered
+from mininet_tests.calibration.fifo_depth import DEEP, depths_registered
 
 
 def depth_of(mode: str) -> int:

@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench import harness
-from bench.fabric.calibration_runs import UPLINK_MBPS, loadavg, run_mix
+from mininet_tests.calibration.runs import UPLINK_MBPS, loadavg, run_mix
 
 URGENT = ("pp-urgent", 400_000, 12)          # name, bytes per batch, batches
 BULK = ("pp-bulk", 900_000, 25)

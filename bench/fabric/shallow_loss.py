@@ -6,7 +6,7 @@ exchange model charges drops as timeouts of small messages, not as a goodput los
 On the heavy-tail experiment's fabric (two-rack, rack uplinks shaped at 12 Mbit/s, the
 controller process, warm PS processes), with every egress leaf the experiment's
 ``off-shallow`` FIFO (about twice the bandwidth-delay product of the measured idle RTT, at
-least one HTB burst), the six bulk cross-rack jobs of ``calibrate_exchange`` arrive at once
+least one HTB burst), the six bulk cross-rack jobs of the exchange calibration arrive at once
 (no compute: 300 kB a batch, 12 batches). Per congestion control and run (interleaved;
 the machine's congestion control is restored afterwards, also on failure) it prints the
 hosts' retransmitted segments and timeouts over the run, their bytes' share of all bytes
@@ -33,7 +33,7 @@ from functools import partial
 from pathlib import Path
 
 from bench import harness
-from bench.fabric.calibration_runs import BULK, BULK_JOBS, loadavg, run_mix
+from mininet_tests.calibration.runs import BULK, BULK_JOBS, loadavg, run_mix
 
 CONGESTION_CONTROLS = ("bbr", "cubic", "reno")
 MSS_BYTES = 1448           # a full segment's payload (1500 MTU less IP, TCP and timestamps)
@@ -65,7 +65,7 @@ def retrans_share(retrans_segs: int, goodput_bytes: float) -> float:
 def model_iteration_s(rtt_s: float) -> float:
     """The exchange model's iteration of one of the bulk jobs beside the others in the
     shallow FIFO (``share_egress``, the shipped constants)."""
-    from bench.fabric.calibration_runs import UPLINK_MBPS, probe_sharers
+    from mininet_tests.calibration.runs import UPLINK_MBPS, probe_sharers
     from mininet_tests.heavy_tail.predict import buffer_bytes
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from sluice_common.exchange import share_egress
@@ -82,7 +82,7 @@ def measure(cc: str, out: Path) -> dict:
     from mininet_fabric import baselines as bl
     from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, experiment_topology,
                                                        measure_rtt, topology_arg)
-    from bench.fabric.calibration_runs import UPLINK_MBPS
+    from mininet_tests.calibration.runs import UPLINK_MBPS
     from sluice_common.rank_rules import DEFAULT_RULE
 
     topology, capacity = experiment_topology(UPLINK_MBPS)
@@ -130,7 +130,7 @@ def main() -> int:
         for cc in ccs:
             print(f"shallow_loss: {BULK_JOBS} bulk jobs through the shallow FIFO, TCP {cc}, "
                   f"run {k + 1}/{args.runs} (load {loadavg()})", file=sys.stderr, flush=True)
-            # the run's logs are not kept (as calibrate_exchange)
+            # the run's logs are not kept (as the calibration's)
             with tempfile.TemporaryDirectory(prefix=f"sluice-loss-{cc}-") as out:
                 g = measure(cc, Path(out))
             runs[cc].append(g)

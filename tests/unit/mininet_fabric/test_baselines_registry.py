@@ -80,25 +80,3 @@ def test_a_registered_baseline_reaches_the_checks_and_the_help(tiny):
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
         experiment_priority.main(["--mix", "heavy-tail", "--help"])
     assert "tiny-fifo: a FIFO of 5 packets per level (test)" in " ".join(out.getvalue().split())
-
-
-def test_the_fifo_sweep_registers_each_depth_and_picks_the_fastest():
-    from bench.fabric import sweep_fifo
-
-    name = sweep_fifo.register_depth(7)
-    try:
-        assert name == "fifo-7" and any("limit 7" in line
-                                        for line in bl.egress_tree(name, "s1-eth1", 12.0))
-        summary = {"modes": {
-            "off": {"mean_jct_s": 8.0, "mean_jct_change_pct": 0.0, "p95_jct_s": 20.0},
-            "fifo-7": {"mean_jct_s": 9.5, "mean_jct_change_pct": 18.0, "p95_jct_s": 25.0,
-                       "tcp_retrans_segs": 900}}}
-        rows = sweep_fifo.table(summary, [7])
-        assert [r["depth_packets"] for r in rows] == [7, 200]
-        assert sweep_fifo.best_depth(rows) == 200
-        summary["modes"]["fifo-7"]["mean_jct_s"] = 7.0
-        assert sweep_fifo.best_depth(sweep_fifo.table(summary, [7])) == 7
-        with pytest.raises(ValueError, match="fifo-9"):
-            sweep_fifo.table(summary, [9])
-    finally:
-        bl.unregister(name)

@@ -236,52 +236,11 @@ def test_startup_grows_with_the_queue_it_meets_and_priority_shortens_it():
     assert started["small"] > 0.4 + small.alone_s(c) + 0.5         # behind the bulk job
 
 
-def test_calibration_fits_the_startup_constants_from_alone_points_and_probes():
-    """The run-loop points, made by the model itself at known constants, give them back."""
-
-    from bench.fabric.calibrate_exchange import fit_many, fit_startup
-    from bench.fabric.calibration_runs import BULK, PROBE, probe_sharers, driver_mix
-    from mininet_tests.heavy_tail.predict import SLOT_S
-    from mininet_tests.heavy_tail.fabric_setup import experiment_topology
-    from sluice_common.exchange import egress_state, share_egress
-
-    _, capacity = experiment_topology(12.0)
-    names = [j.name for j in driver_mix()]
-    bulk = [n for n in names if n.startswith("cal-bulk")]
-    assert len(bulk) == 6 and sum(n.startswith("cal-probe") for n in names) == 3
-    truth = replace(C, queue_fill=0.1, queue_fill_per_sender=0.15, startup_s=0.7,
-                    startup_rounds=12.0)
-    shared = share_egress(probe_sharers(capacity, bulk, BULK[0]), capacity, 3e5, truth)
-    (probe,) = probe_sharers(capacity, ["probe"], PROBE[0])
-    init = replace(probe, compute_s=0.0, window=0)     # kv.init: every key at once
-    its, waits = egress_state(probe_sharers(capacity, bulk, BULK[0]) + [probe], capacity, 3e5, truth)
-    init_its = egress_state(probe_sharers(capacity, bulk, BULK[0]) + [init], capacity, 3e5, truth)[0]
-    run_alone = PROBE[1] * probe.alone_s(truth) + init.alone_s(truth)
-    driver = {n: {"iteration_s": shared[n], "jct_s": 0.0} for n in bulk}
-    for n in names:
-        if n.startswith("cal-alone"):
-            driver[n] = {"jct_s": SLOT_S / 2 + 0.7 + run_alone, "iteration_s": 0}
-            # the same job alone with priority on: 0.4 s more (its registration)
-            driver[n.replace("cal-alone", "cal-on")] = {
-                "jct_s": SLOT_S / 2 + 0.7 + 0.4 + run_alone, "iteration_s": 0}
-        elif n.startswith("cal-probe"):
-            driver[n] = {"jct_s": SLOT_S / 2 + 0.7 + 12 * waits["probe"]
-                         + PROBE[1] * its["probe"] + init_its["probe"], "iteration_s": 0}
-    c = replace(truth, queue_fill_per_sender=0.0, startup_s=0.0, startup_rounds=0.0)
-    many = fit_many(c, driver, capacity, 3e5)
-    assert many == pytest.approx(0.15, abs=1e-3)
-    got = fit_startup(replace(c, queue_fill_per_sender=many), driver, capacity, 3e5)
-    assert got["startup_s"] == pytest.approx(0.7, abs=1e-3)
-    assert got["startup_wait_s"] == pytest.approx(waits["probe"], rel=1e-2) and waits["probe"] > 0
-    assert got["startup_rounds"] == pytest.approx(12.0, rel=1e-2)
-    assert got["startup_priority_s"] == pytest.approx(0.4, abs=1e-3)
-
-
 def test_the_check_compares_each_scenario_with_the_model_per_discipline():
     """Measurements made by the model itself give 0 % error; a scenario measured 25 %
     slower gives -20 %; the resent share comes from the counters over the bytes sent."""
-    from bench.fabric.check_exchange import (ARRIVING, compare, measured_figure, model_figure,
-                                             scenarios, sent_bytes)
+    from bench.fabric.check_exchange import compare, measured_figure, scenarios, sent_bytes
+    from mininet_tests.calibration.runs import ARRIVING, model_figure
     from mininet_fabric.baselines import queues, urgent_bytes
     from mininet_tests.heavy_tail.predict import buffer_bytes
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
@@ -328,7 +287,7 @@ def test_shallow_loss_bench_counts_resent_bytes_over_all_sent():
     assert retrans_share(1000, 1000 * MSS_BYTES) == pytest.approx(0.5)
     with pytest.raises(ValueError):
         retrans_share(-1, 1e6)
-    from bench.fabric.calibration_runs import BULK, UPLINK_MBPS
+    from mininet_tests.calibration.runs import BULK, UPLINK_MBPS
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from mininet_tests.heavy_tail.predict import model_exchange_s
     _, capacity = experiment_topology(UPLINK_MBPS)

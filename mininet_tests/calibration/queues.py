@@ -9,7 +9,7 @@ experiment's.
 
 The queue mixes (:func:`queue_mix`): ``BULK_JOBS`` cross-rack bulk jobs arriving at once
 and ``PROBES`` small jobs arriving among them, ``PROBE_GAP_S`` apart (the run-loop stage's
-bulk and probe jobs, ``calibrate_exchange``), run through the experiments' run loop with
+bulk and probe jobs, :mod:`mininet_tests.calibration.exchange`), run through the experiments' run loop with
 priority off on the short FIFO (``off-shallow`` at the fabric's measured idle RTT), on a
 FIFO of ``MID_DEPTH_PACKETS`` (the ``backlog`` stage) and on the fair queue
 (``off-fair``); the figure is the probes' mean JCT. The priority mix
@@ -19,19 +19,19 @@ controller's default rule on: the newcomers take the upper classes part of the t
 the bulk jobs get what they leave; the figure is every job's mean JCT. Each constant is
 bisected until the model's figure (``fluid.simulate_batches``, as the experiments'
 predictions compute it) matches the measured one, the stages in turn until none moves
-(the short FIFO's figure has a backlog term too). Run from ``calibrate_exchange`` (one
+(the short FIFO's figure has a backlog term too). Run from the exchange calibration (one
 fabric, one warm pool); ``--from`` takes a stage's measurements from a stored run (a
 stage no stored run has is measured; a stage not named keeps its constant).
 
 A stage alone, on top of the shipped constants (the others stay as their calibration
 fitted them; the stage's date, commit and figures join their provenance)::
 
-    sudo .venv/bin/python -m bench.fabric.calibrate_queues --stage priority [--write] [--json [OUT]]
+    sudo .venv/bin/sluice calibrate queues --stage priority [--write] [--json [OUT]]
 
 The backlog stage measured, refitted with the short FIFO's stored measurements (the two
 constants meet in both figures)::
 
-    sudo .venv/bin/python -m bench.fabric.calibrate_queues --stage backlog --stage off-shallow \
+    sudo .venv/bin/sluice calibrate queues --stage backlog --stage off-shallow \
         --from bench/results/exchange-calibration-2026-11-28.json --write --json OUT
 
 About 2 minutes a stage; needs root (the fabric) and takes the fabric lock.
@@ -49,14 +49,12 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from bench import harness
 from mininet_fabric import priority as fabric_priority
 from mininet_fabric.baselines import MTU_BYTES
-
-from bench.fabric.calibration_runs import (BULK, BULK_JOBS, PROBE, PROBE_GAP_S, PROBES,
-                                           bisect_constant, loadavg, run_mix)
-
-
+from mininet_tests.calibration.runs import (BULK, BULK_JOBS, PROBE, PROBE_GAP_S, PROBES,
+                                            UPLINK_MBPS, bisect_constant, loadavg,
+                                            model_figure, read_measured, run_mix)
+from sluice_common.errors import InputError
 
 DEEP_BYTES = fabric_priority.LEAF_QUEUE_PACKETS * MTU_BYTES
 
@@ -128,7 +126,7 @@ def stage_mix(name: str) -> list:
 def stage_queue(name: str):
     """The baseline a stage runs on; the backlog stage's FIFO (a swept depth, not one of
     the experiments' baselines) is registered only while it is used."""
-    from bench.fabric.sweep_fifo import depths_registered
+    from mininet_tests.calibration.fifo_depth import depths_registered
 
     queue = STAGES[name].queue
     with depths_registered([MID_DEPTH_PACKETS] if queue == MID_QUEUE else []):
@@ -165,9 +163,8 @@ def measured_figure(name: str, jobs: dict[str, dict]) -> float:
 
 def model_probe_jct(c, queue: str, capacity: float, rtt_s: float) -> float:
     """The model's figure for the stage ``queue`` (a ``STAGES`` key): the probes' mean JCT
-    (the check's figure for arriving jobs, ``check_exchange.model_figure``), or for the
-    priority stage every job's under the controller's default rule."""
-    from bench.fabric.check_exchange import model_figure
+    (the figure for arriving jobs, :func:`~mininet_tests.calibration.runs.model_figure`), or
+    for the priority stage every job's under the controller's default rule."""
     from mininet_fabric import baselines as bl
     from mininet_tests import fluid
     from mininet_tests.heavy_tail.predict import (KEYS, PIPELINE_KEYS, SLOT_S, buffer_bytes,
@@ -245,7 +242,6 @@ def measure_stages(stages: tuple[str, ...]) -> dict:
     from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, experiment_topology,
                                                        machine_cc, measure_rtt, topology_arg)
     from sluice_common.rank_rules import DEFAULT_RULE
-    from bench.fabric.calibration_runs import UPLINK_MBPS
 
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     load_before = loadavg()
@@ -265,15 +261,15 @@ def measure_stages(stages: tuple[str, ...]) -> dict:
 
 def gather(stages: tuple[str, ...], stored: list[str]) -> dict:
     """The measurements of ``stages``: each from the first of the ``stored`` runs' --json
-    outputs (this module's or ``calibrate_exchange``'s) that has it, the others measured
+    outputs (this module's or the exchange calibration's) that has it, the others measured
     on the fabric now. Every run carries its RTT, its date and where it came from."""
-    import json
-
     runs = {}
     for path in stored:
-        m = json.loads(Path(path).read_text())["measured"]
-        if "queues" in m:           # a whole calibration's output (calibrate_exchange --json)
+        m = read_measured(path)
+        if "queues" in m:           # a whole calibration's output (calibrate exchange --json)
             m = {**m["queues"], **{k: m[k] for k in ("started", "load_before", "load_after")}}
+        if not isinstance(m.get("runs"), dict):
+            raise InputError(path, "missing: the queue stages' runs", field="measured.runs")
         for name, run in m["runs"].items():
             if name in stages and name not in runs:
                 runs[name] = {**_tagged(m, run), "refit_from": path}
@@ -290,23 +286,15 @@ def _tagged(m: dict, run: dict) -> dict:
     return {**run, **{k: run.get(k, m.get(k)) for k in keys}}
 
 
-def main() -> int:
-    ap = harness.parser(__doc__)
-    ap.add_argument("--stage", action="append", choices=sorted(STAGES), required=True,
-                    help="a stage to fit (repeatable; the stages are fitted together)")
-    ap.add_argument("--write", action="store_true",
-                    help="write the fitted constants to sluice_common/data/exchange_constants.yaml")
-    ap.add_argument("--from", dest="from_json", action="append", default=[], metavar="JSON",
-                    help="take a stage's measurements from an earlier run's --json output "
-                    "(repeatable; no fabric for the stages they have, the others are measured)")
-    args = ap.parse_args()
-
-    from bench.fabric.calibration_report import source_commit
+def calibrate(stages: tuple[str, ...], stored: list[str], write: bool,
+              json_out: str | None) -> int:
+    """Fit ``stages`` together (measured, or taken from the ``stored`` runs), report; with
+    ``write`` enter them, with their provenance, in the shipped constants."""
+    from mininet_tests.calibration.report import source_commit, write_json
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology, machine_cc
     from sluice_common.exchange import DATA_FILE, default_constants, save_constants
-    from bench.fabric.calibration_runs import UPLINK_MBPS
 
-    m = gather(tuple(dict.fromkeys(args.stage)), args.from_json)
+    m = gather(tuple(dict.fromkeys(stages)), stored)
     _, capacity = experiment_topology(UPLINK_MBPS)
     c, report = fit_queues(default_constants(), m, capacity)
     print_fit(report)
@@ -314,7 +302,7 @@ def main() -> int:
     for name, r in report.items():
         run = m["runs"][name]
         provenance[f"{name}_stage"] = {
-            "command": f"python -m bench.fabric.calibrate_queues "
+            "command": "sluice calibrate queues "
                        + " ".join(f"--stage {n}" for n in report) + " --write",
             "date": run["started"], "commit": source_commit(), "host_tcp": machine_cc(),
             "rtt_s": run["rtt_s"], "load_average_before": run["load_before"],
@@ -322,17 +310,12 @@ def main() -> int:
             **{k: r[k] for k in ("constant", "value", "clamped", "probes_measured_s",
                                  "model_without_term_s", "model_with_term_s", "tcp", "load")}}
     c = replace(c, provenance=provenance)
-    if args.write:
+    if write:
         path = save_constants(c, DATA_FILE, comment=(
             "Constants of sluice_common.exchange, fitted on the fabric by\n"
-            "`python -m bench.fabric.calibrate_exchange --write` (and its stages by\n"
-            "`python -m bench.fabric.calibrate_queues --stage NAME --write`); see provenance."))
+            "`sluice calibrate exchange --write` (and its stages by\n"
+            "`sluice calibrate queues --stage NAME --write`); see provenance."))
         print(f"wrote {path}", flush=True)
-    harness.write_json(args.json, {"measured": m, "report": report,
-                                   "constants": {r["constant"]: r["value"]
-                                                 for r in report.values()}})
+    write_json(json_out, {"measured": m, "report": report,
+                          "constants": {r["constant"]: r["value"] for r in report.values()}})
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -3,7 +3,7 @@ of a few packets up to the deep FIFO's 200 (``off``), at one load and congestion
 the depth with the lowest mean JCT (median over seeds) is the best a FIFO can do there,
 and so the depth the ``off-shallow`` baseline should have.
 
-    sudo .venv/bin/python -m bench.fabric.sweep_fifo --depths 5,11,25,50,100 --load 0.7 \\
+    sudo .venv/bin/sluice calibrate fifo-depth --depths 5,11,25,50,100 --load 0.7 \\
         --seed-list 1,2,3,4,5 [--cc machine|bbr|cubic] --out DIR [--json OUT] \\
         [--record "RESULTS SECTION"]
 
@@ -24,9 +24,9 @@ import contextlib
 import json
 from pathlib import Path
 
-from bench import harness
 from mininet_fabric import baselines as bl
 from mininet_fabric import priority
+from sluice_common.errors import InputError, read_user_text
 
 DEEP = priority.LEAF_QUEUE_PACKETS
 
@@ -79,46 +79,57 @@ def best_depth(rows: list[dict]) -> int:
     return min(rows, key=lambda r: (r["mean_jct_s"], -r["depth_packets"]))["depth_packets"]
 
 
-def main() -> int:
+def sweep(depths: tuple[int, ...], load: float, seeds: tuple[int, ...], cc: str, out: Path,
+          record: str | None, from_dir: bool, json_out: str | None,
+          data_file: Path | None = None) -> int:
+    """Run the sweep into ``out`` (or read the finished one there, ``from_dir``), print the
+    best depth; ``record``: enter it in the data file (``data_file``, default the shipped
+    one), naming that RESULTS section."""
+    from mininet_tests.calibration.report import figure, write_json
     from mininet_tests.heavy_tail.config import HeavyTailConfig
     from mininet_tests.heavy_tail.run import run
 
-    ap = harness.parser(__doc__)
-    ap.add_argument("--depths", default="5,11,25,50,100",
-                    help="FIFO depths in packets per level (the deep FIFO's is always run)")
-    ap.add_argument("--load", type=float, default=0.7)
-    ap.add_argument("--seed-list", default="1,2,3,4,5")
-    ap.add_argument("--cc", default="machine", choices=("machine", "bbr", "cubic"))
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--record", default=None, metavar="SECTION",
-                    help="enter the best depth in mininet_fabric/data/fifo_depths.yaml, "
-                         "naming the RESULTS section with this sweep")
-    ap.add_argument("--from", dest="from_dir", action="store_true",
-                    help="read the finished sweep in --out again (no fabric)")
-    args = ap.parse_args()
-    depths = sorted({int(d) for d in args.depths.split(",")} - {DEEP})
-    modes = tuple(register_depth(d) for d in depths)
-    out = Path(args.out)
-    config = HeavyTailConfig(load=args.load, seeds=tuple(int(s) for s in args.seed_list.split(",")),
-                             baselines="all", only_modes=modes, cc=args.cc, out=out)
-    rc = 0 if args.from_dir else run(config)
-    summary = json.loads((out / "summary.json").read_text())
-    rows = table(summary, depths)
+    depths = tuple(sorted(set(depths) - {DEEP}))
+    summary_file = out / "summary.json"
+    with depths_registered(depths) as modes:
+        config = HeavyTailConfig(load=load, seeds=seeds, baselines="all",
+                                 only_modes=tuple(modes), cc=cc, out=out)
+        rc = 0 if from_dir else run(config)
+    summary = read_summary(summary_file)
+    missing = [mode_of(d) for d in depths + (DEEP,) if mode_of(d) not in summary["modes"]]
+    if missing:
+        raise InputError(str(summary_file), f"no mode {', '.join(missing)}: the sweep there "
+                         "ran other depths", field="modes")
+    rows = table(summary, list(depths))
     best = best_depth(rows)
-    if args.record:
+    if record:
         from mininet_fabric.fifo_depths import SweptDepth, record_depth
 
-        path = record_depth(SweptDepth(summary["load"], summary["host_cc"], best, args.record,
-                                       tuple(summary["seeds"])))
+        path = record_depth(SweptDepth(summary["load"], summary["host_cc"], best, record,
+                                       tuple(summary["seeds"])), data_file)
         print(f"recorded {best} packets at load {summary['load']}, {summary['host_cc']} in {path}")
-    figures = [harness.figure(f"mean JCT, FIFO of {r['depth_packets']} packets", r["mean_jct_s"],
-                              "s", note=f"({r['vs_deep_pct']:+.1f} % vs {DEEP}, paired)")
+    figures = [figure(f"mean JCT, FIFO of {r['depth_packets']} packets", r["mean_jct_s"],
+                      "s", note=f"({r['vs_deep_pct']:+.1f} % vs {DEEP}, paired)")
                for r in rows]
-    print(f"best FIFO depth at load {args.load}, cc {summary['host_cc']}: {best} packets")
-    harness.write_json(args.json, {"rows": rows, "best_depth_packets": best, "figures": figures,
-                                   "load": args.load, "cc": args.cc, "seeds": config.seeds})
+    print(f"best FIFO depth at load {load}, cc {summary['host_cc']}: {best} packets")
+    write_json(json_out, {"rows": rows, "best_depth_packets": best, "figures": figures,
+                          "load": load, "cc": cc, "seeds": list(config.seeds)})
     return rc
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+SUMMARY_FIELDS = ("modes", "load", "host_cc", "seeds")
+
+
+def read_summary(path: Path) -> dict:
+    """A heavy-tail run's ``summary.json``; one that does not parse or lacks a field the
+    sweep reads is an InputError naming the file and the field."""
+    try:
+        summary = json.loads(read_user_text(path))
+    except json.JSONDecodeError as err:
+        raise InputError(str(path), f"not JSON: {err}") from None
+    if not isinstance(summary, dict):
+        raise InputError(str(path), "not a run's summary (a mapping)")
+    for name in SUMMARY_FIELDS:
+        if name not in summary:
+            raise InputError(str(path), "missing", field=name)
+    return summary

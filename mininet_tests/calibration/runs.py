@@ -1,13 +1,17 @@
 """The calibration's workload and how it runs on the fabric: the points and jobs
-:mod:`bench.fabric.calibrate_exchange` measures (also those of ``calibrate_queues``,
-``check_exchange``, ``pull_path`` and ``shallow_loss``), one mix through the experiments'
-run loop, and the bisection every single-constant fit uses."""
+:mod:`mininet_tests.calibration.exchange` measures (also those of
+:mod:`~mininet_tests.calibration.queues` and of the benchmarks that check the model on the
+same fabric), one mix through the experiments' run loop, the model's figure for a mix and
+the bisection every single-constant fit uses."""
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 from pathlib import Path
+
+from sluice_common.errors import InputError, read_user_text
 
 # (path name, server host, worker host)
 PATHS = (("in-host", "h1", "h1"), ("in-rack", "h1", "h2"), ("cross-rack", "h1", "h3"))
@@ -118,3 +122,44 @@ def probe_sharers(capacity: float, names, nbytes: int):
     from sluice_common.exchange import Sharer
 
     return [Sharer(n, nbytes, KEYS, cross_path(capacity), 0.0, PIPELINE_KEYS) for n in names]
+
+
+# the mixes whose figure is the arriving jobs' (``*-probe-*``) mean JCT
+ARRIVING = ("probes", "newcomers")
+
+
+def model_figure(name: str, mix: list, capacity: float, buffer_bytes: float, c,
+                 urgent_bytes: float | None = None) -> float:
+    """The model's figure for a mix: the arriving jobs' mean JCT (``ARRIVING``), else the bulk
+    jobs' mean iteration. ``urgent_bytes``: the leaves are fair-queued (the baseline's)."""
+    from mininet_tests import fluid
+    from mininet_tests.heavy_tail.predict import KEYS, PIPELINE_KEYS, SLOT_S, cross_path
+    from sluice_common.exchange import share_egress
+
+    if name in ARRIVING:
+        jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s,
+                               KEYS, PIPELINE_KEYS, cross_path(capacity)) for j in mix]
+        jct = fluid.simulate_batches(jobs, "off", capacity, buffer_bytes, c,
+                                     overhead_s=SLOT_S / 2, urgent_bytes=urgent_bytes)
+        return statistics.mean(v for n, v in jct.items() if "-probe-" in n)
+    its = share_egress(probe_sharers(capacity, [j.name for j in mix], BULK[0]), capacity,
+                       buffer_bytes, c, urgent_bytes=urgent_bytes)
+    return statistics.mean(its.values())
+
+
+def read_measured(path: str, needs: tuple[str, ...] = ()) -> dict:
+    """The measurements (``measured``) of an earlier calibration's JSON output at ``path``;
+    a file that does not parse, or lacks them or one of the ``needs`` fields in them, is an
+    InputError naming the file and the field."""
+    try:
+        data = json.loads(read_user_text(path))
+    except json.JSONDecodeError as err:
+        raise InputError(path, f"not JSON: {err}") from None
+    measured = data.get("measured") if isinstance(data, dict) else None
+    if not isinstance(measured, dict):
+        raise InputError(path, "missing: the measurements of a calibration's JSON output",
+                         field="measured")
+    for name in needs:
+        if name not in measured:
+            raise InputError(path, "missing", field=f"measured.{name}")
+    return measured

@@ -1,6 +1,6 @@
 """Calibrate the exchange model (sluice_common.exchange) on the Mininet fabric.
 
-    sudo .venv/bin/python -m bench.fabric.calibrate_exchange [--write] [--json [OUT]]
+    sudo .venv/bin/sluice calibrate exchange [--write] [--json [OUT]] [--from JSON]
 
 On the heavy-tail experiment's fabric (two-rack, rack uplinks shaped at 12 Mbit/s, host
 links 24 Mbit/s, the HTB tree with its 200-packet FIFO per class at every egress), runs
@@ -17,7 +17,7 @@ processes, one FIFO class), small jobs alone give ``startup_s``, six bulk jobs a
 ``queue_fill_per_sender`` and small jobs arriving among them ``startup_rounds``; then the
 same bulk and small jobs on the short FIFO fit ``loss_timeouts`` and on the fair queue
 ``fair_round_bytes``, and newcomers that compute among two bulk jobs, with the default rule
-on, ``priority_cost`` (``bench.fabric.calibrate_queues``). Prints every
+on, ``priority_cost`` (``mininet_tests.calibration.queues``). Prints every
 point's measured and fitted time and residual, the run-queue delay of the job's processes
 (CPU wait: the machine is shared) and the load average before and after; ``--write``
 replaces ``sluice_common/data/exchange_constants.yaml`` with the fit and its provenance;
@@ -35,10 +35,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench import harness
-from bench.fabric.calibration_runs import (BATCHES, BULK, PATHS, POINTS, PROBE, RUN_TIMEOUT_S,
-                                           SHARED, SKIP, UPLINK_MBPS, bisect_constant, driver_mix,
-                                           loadavg, path_rates, probe_sharers, run_mix)
+from mininet_tests.calibration.runs import (BATCHES, BULK, PATHS, POINTS, PROBE, RUN_TIMEOUT_S,
+                                            SHARED, SKIP, UPLINK_MBPS, bisect_constant,
+                                            driver_mix, loadavg, path_rates, probe_sharers,
+                                            read_measured, run_mix)
 
 
 def run_jobs(fabric, runner, out: Path, specs: list[tuple[str, str, str, int, int, int]],
@@ -199,10 +199,11 @@ def measure_driver_points(out: Path) -> tuple[dict[str, dict], dict]:
     priority off, warm PS processes), then its jobs alone again with priority on (each
     registered with the controller, its rules in place, before it starts: ``cal-on-*``);
     per job its JCT and its median iteration after SKIP batches. Then the queue stage on
-    the same fabric and pool (``calibrate_queues.measure_queues``: the short FIFO, the
+    the same fabric and pool (``queues.measure_queues``: the short FIFO, the
     fair queue and the priority stage), whose measurements come second."""
-    from bench.fabric.calibrate_queues import measure_queues
     from dataclasses import replace as copy
+
+    from mininet_tests.calibration.queues import measure_queues
 
     from end_to_end.run import environment, warm_processes
     from mininet_tests.heavy_tail.fabric_setup import (PS_HOSTS, WORKER_HOSTS, experiment_topology,
@@ -304,55 +305,40 @@ def fit_constants(m: dict):
                     startup_rounds=round(start["startup_rounds"], 2),
                     startup_priority_s=round(start["startup_priority_s"], 4))
     if m.get("queues"):
-        from bench.fabric.calibrate_queues import fit_queues
+        from mininet_tests.calibration.queues import fit_queues
 
         c, queues = fit_queues(c, m["queues"], capacity)
     return c, pred, qf, many, start, measured_shared, queues
 
 
-def main() -> int:
-    ap = harness.parser(__doc__)
-    ap.add_argument("--write", action="store_true",
-                    help="write the fit to sluice_common/data/exchange_constants.yaml")
-    ap.add_argument("--from", dest="from_json", default=None, metavar="JSON",
-                    help="fit the measurements of an earlier run's --json output (no fabric)")
-    args = ap.parse_args()
+CONSTANTS = ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps", "queue_fill",
+             "queue_fill_per_sender", "startup_s", "startup_rounds", "startup_priority_s",
+             "loss_timeouts", "fair_round_bytes", "priority_cost")
 
-    import json
 
+def calibrate(write: bool, from_json: str | None, json_out: str | None) -> int:
+    """Measure on the fabric (or take ``from_json``'s measurements), fit, report; with
+    ``write`` replace the shipped constants; ``json_out``: the JSON output ("-": stdout)."""
+    from mininet_tests.calibration.queues import print_fit
+    from mininet_tests.calibration.report import provenance_of, report_fit, write_json
     from sluice_common.exchange import DATA_FILE, save_constants
 
-    from bench.fabric.calibration_report import provenance_of, report_fit
-
-    m = json.loads(Path(args.from_json).read_text())["measured"] if args.from_json \
-        else measure_fabric()
+    m = read_measured(from_json, ("rows", "shared")) if from_json else measure_fabric()
     c, pred, qf, many, start, measured_shared, queues = fit_constants(m)
     figures, rel = report_fit(m, c, pred, qf, many, start, measured_shared)
     if queues:
-        from bench.fabric.calibrate_queues import print_fit
-
         print_fit(queues)
     else:
         print("queue stage: not measured in this input; loss_timeouts and fair_round_bytes "
               "unchanged", flush=True)
-    provenance = provenance_of(m, start, rel, measured_shared, args.from_json, queues)
+    provenance = provenance_of(m, start, rel, measured_shared, from_json, queues)
     c = replace(c, provenance=provenance)
-    if args.write:
+    if write:
         path = save_constants(c, DATA_FILE, comment=(
             "Constants of sluice_common.exchange, fitted on the fabric by\n"
-            "`python -m bench.fabric.calibrate_exchange --write`; see provenance."))
+            "`sluice calibrate exchange --write`; see provenance."))
         print(f"wrote {path}", flush=True)
-    harness.write_json(args.json, {"figures": figures, "measured": m,
-                                   "constants": {k: getattr(c, k) for k in
-                                                 ("overhead_s", "per_key_s", "hop_s",
-                                                  "efficiency", "local_Bps", "queue_fill",
-                                                  "queue_fill_per_sender", "startup_s",
-                                                  "startup_rounds", "startup_priority_s",
-                                                  "loss_timeouts", "fair_round_bytes",
-                                                  "priority_cost")},
-                                   "provenance": provenance})
+    write_json(json_out, {"figures": figures, "measured": m,
+                          "constants": {k: getattr(c, k) for k in CONSTANTS},
+                          "provenance": provenance})
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,21 +1,40 @@
-"""What ``python -m bench.fabric.calibrate_exchange`` says about its fit: the table of
-points with the model's time and residual, the contention and start-up figures, the
-harness figures, and the provenance written beside the constants."""
+"""What ``sluice calibrate exchange`` says about its fit: the table of points with the
+model's time and residual, the contention and start-up figures, the figure lines and the
+``--json`` output, and the provenance written beside the constants."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
 from pathlib import Path
 
-from bench import harness
-from bench.fabric.calibration_runs import BULK_JOBS, SHARED, UPLINK_MBPS, path_rates
+from mininet_tests.calibration.runs import BULK_JOBS, SHARED, UPLINK_MBPS, path_rates
+
+
+def figure(name: str, value: float, unit: str = "", note: str = "") -> dict:
+    """Print ``FIGURE name: value unit note`` and return it as a dict (the benchmarks'
+    figure lines, so a calibration's output reads like theirs)."""
+    print(f"FIGURE {name}: {value:.4g}{' ' + unit if unit else ''}{' ' + note if note else ''}",
+          flush=True)
+    return {"name": name, "value": value, "unit": unit, "note": note}
+
+
+def write_json(dest: str | None, data) -> None:
+    """The JSON output: nothing when ``dest`` is None, stdout for "-", else the file."""
+    if dest is None:
+        return
+    text = json.dumps(data, indent=1)
+    if dest == "-":
+        print(text, flush=True)
+    else:
+        Path(dest).write_text(text + "\n")
 
 
 def report_fit(m: dict, c, pred: list[float], qf: float, many, start, measured_shared: float):
     """Print the fit point by point and its contention and start-up figures; the
-    harness figures and each point's relative residual (rows get their ``model_s``)."""
+    figure lines and each point's relative residual (rows get their ``model_s``)."""
     from mininet_tests.heavy_tail.fabric_setup import experiment_topology
     from sluice_common.exchange import batch_exchange_s
 
@@ -48,34 +67,47 @@ def report_fit(m: dict, c, pred: list[float], qf: float, many, start, measured_s
               f"{start['startup_priority_s']:.3f}")
     else:
         print("start-up: not measured in this input (no run-loop points); those constants unchanged")
-    figures = [harness.figure(f"exchange {k}", getattr(c, k))
+    figures = [figure(f"exchange {k}", getattr(c, k))
                for k in ("overhead_s", "per_key_s", "hop_s", "efficiency", "local_Bps",
                          "startup_s", "startup_rounds", "startup_priority_s",
                          "queue_fill_per_sender", "loss_timeouts", "fair_round_bytes",
                          "priority_cost")]
-    figures.append(harness.figure("exchange queue_fill", c.queue_fill))
+    figures.append(figure("exchange queue_fill", c.queue_fill))
     rel = [abs(r["measured_s"] - r["model_s"]) / r["measured_s"] for r in rows]
-    figures.append(harness.figure("fit median |residual|", 100 * statistics.median(rel), "%"))
-    figures.append(harness.figure("fit worst |residual|", 100 * max(rel), "%"))
+    figures.append(figure("fit median |residual|", 100 * statistics.median(rel), "%"))
+    figures.append(figure("fit worst |residual|", 100 * max(rel), "%"))
     print(f"load average before {m['load_before']}, after {m['load_after']}; "
           f"{m['wall_s']:.0f} s", flush=True)
     return figures, rel
 
 
-def source_commit() -> str:
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+"""The checkout (or the site-packages folder) the calibration's code runs from."""
+
+
+def source_commit(root: Path = SOURCE_ROOT) -> str:
     """The commit the calibration runs at (``+dirty`` with uncommitted changes: the
-    constants carry the date and commit of their calibration)."""
+    constants carry the date and commit of their calibration); installed from a package
+    (``root`` is no git checkout of its own), the package's version instead."""
     import subprocess
 
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, check=True).stdout.strip()
+                              cwd=root, check=True).stdout.strip()
     try:
-        head = git("rev-parse", "HEAD")
-        return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
-    except (OSError, subprocess.CalledProcessError) as err:
-        raise RuntimeError(f"calibrate_exchange: cannot read the source commit ({err}); "
-                           "run it from a git checkout") from None
+        # a repository that merely holds site-packages is not the code's checkout
+        if Path(git("rev-parse", "--show-toplevel")).resolve() == root.resolve():
+            head = git("rev-parse", "HEAD")
+            dirty = git("status", "--porcelain", "--untracked-files=no")
+            return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"sluice {version('sluice')} (installed, no git checkout)"
+    except PackageNotFoundError:
+        return "unknown (no git checkout, no installed package)"
 
 
 def provenance_of(m: dict, start, rel: list[float], measured_shared: float,
@@ -84,7 +116,7 @@ def provenance_of(m: dict, start, rel: list[float], measured_shared: float,
     from mininet_fabric.priority import LEAF_QUEUE_PACKETS
     from mininet_tests.heavy_tail.fabric_setup import machine_cc
 
-    provenance = {"command": "python -m bench.fabric.calibrate_exchange --write",
+    provenance = {"command": "sluice calibrate exchange --write",
                   "date": m["started"], "commit": source_commit(), "machine": f"{platform.node()} ({os.cpu_count()} cores)",
                   "fabric": f"two-rack, uplinks {UPLINK_MBPS:g} Mbit/s, host links "
                             f"{2 * UPLINK_MBPS:g} Mbit/s, HTB FIFO {LEAF_QUEUE_PACKETS} packets, "
