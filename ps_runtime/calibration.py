@@ -19,9 +19,10 @@ also pays (figures measured on a host with two cores, docs/design.md, "The test 
   (2 workers, 1 server, 8 MB key, 100 Mbit/s links: 3.2 s per push + pull against the
   2.56 s the bytes need at line rate) fits 0.8: TCP/IP headers and ACKs, HTB shaping.
 
-- ``launch_s`` and ``close_s``: a job's start until its first batch begins, and its last
+- ``launch_s`` and ``close_s``: the scheduler's decision to start a job until its first
+  batch begins, and its last
   batch's end until its last process has exited, measured on ``sluice demo`` runs
-  (:func:`launch_and_close`; ``end_to_end.runtime_overheads``, recorded in
+  (:func:`launch_and_close`; ``sluice calibrate runtime``, recorded in
   ``sluice_common/data/runtime_overheads.yaml``); their sum is the start-up and close a
   job pays alone in the demo's simulator (``end_to_end.run.simulator``). The exchange
   model's own ``startup_s`` was measured on one small calibration job alone; the demo's

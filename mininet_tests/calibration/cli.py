@@ -1,4 +1,4 @@
-"""``sluice calibrate exchange|queues|fifo-depth|profile``: the fits behind the data files.
+"""``sluice calibrate exchange|queues|fifo-depth|profile|runtime``: the fits behind the data files.
 
 - ``exchange [--write] [--json [OUT]] [--from JSON]``: measure the exchange model's points
   on the fabric (about 7 minutes, root, the fabric lock) or take an earlier run's
@@ -10,6 +10,9 @@
   [--record SECTION]``: sweep the short FIFO's depth with the heavy-tail mix; ``--record``
   enters the best in ``mininet_fabric/data/fifo_depths.yaml``.
 - ``profile [--out PATH]``: write the derived P100 compute profile (no fabric).
+- ``runtime RUN_DIR... [--write]``: the PS runtime's launch and close, medians over the
+  jobs of ``sluice demo`` runs (no fabric); ``--write`` replaces
+  ``sluice_common/data/runtime_overheads.yaml``.
 
 Exit codes: 0 ok, 1 the fabric could not run, 2 bad input (nothing written).
 """
@@ -38,6 +41,13 @@ def configure_calibrate(parser) -> None:
                                              "mix and enter the best one")
     profile = sub.add_parser("profile", help="write the P100 compute profile derived from "
                                              "published throughputs (no fabric)")
+    runtime = sub.add_parser("runtime", help="measure the PS runtime's launch and close on "
+                                             "`sluice demo` runs (no fabric)")
+    runtime.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
+                         help="`sluice demo --out` directories")
+    runtime.add_argument("--write", action="store_true",
+                         help="write the medians to sluice_common/data/runtime_overheads.yaml "
+                              "(default: print only)")
     for p in (exchange, queues, fifo):
         p.add_argument("--json", nargs="?", const="-", default=None, metavar="OUT",
                        help="write the fit's figures as JSON to OUT (stdout without OUT; "
@@ -120,6 +130,10 @@ def run_calibrate(args) -> int:
         depths, seeds = _fifo_options(args)
         return sweep(depths, args.load, seeds, args.cc, Path(args.out), args.record,
                      args.from_dir, args.json)
+    if args.action == "runtime":
+        from mininet_tests.calibration.runtime import calibrate as runtime
+
+        return runtime(list(args.runs), args.write)
     from mininet_tests.calibration.p100_profile import derive
     from sluice_common.profile import P100_PROFILE_PATH
 

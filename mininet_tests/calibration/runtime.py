@@ -14,24 +14,26 @@ Both are read from the per-job records of a run's ``report.json`` (``start``,
 that ran once (a suspended job's records mix two launches), and reported as medians: a
 demo run's jobs are few and a single slow launch on a busy machine would move a mean.
 
-``python -m end_to_end.runtime_overheads RUN_DIR... [--write]`` measures them on demo
-runs' directories and, with ``--write``, records them with their provenance in
-``sluice_common/data/runtime_overheads.yaml``, which ``ps_runtime.calibration`` reads.
+``sluice calibrate runtime RUN_DIR... [--write]`` measures them on demo runs'
+directories (``sluice demo --out``, no fabric needed) and, with ``--write``, records them
+with their provenance in ``sluice_common/data/runtime_overheads.yaml``, which
+``ps_runtime.calibration.launch_and_close`` reads.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
-import subprocess
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-DATA_FILE = Path(__file__).resolve().parent.parent / "sluice_common" / "data" / "runtime_overheads.yaml"
+import sluice_common
+from sluice_common.errors import InputError
+
+DATA_FILE = Path(sluice_common.__file__).resolve().parent / "data" / "runtime_overheads.yaml"
 
 
 @dataclass(frozen=True)
@@ -79,56 +81,51 @@ def reports_of(run_dir: Path) -> list[Path]:
     """The arms' reports of a demo run's directory (``arm-*/report.json``)."""
     found = sorted(run_dir.glob("arm-*/report.json"))
     if not found:
-        raise ValueError(f"{run_dir}: no arm-*/report.json (not a `sluice demo --out` directory)")
+        raise ValueError(f"{run_dir}: no arm-*/report.json (not the output directory of a demo run)")
     return found
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def main(argv: list[str] | None = None) -> int:
-    from sluice_common.errors import InputError
-
-    parser = argparse.ArgumentParser(prog="python -m end_to_end.runtime_overheads",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="`sluice demo --out` directories")
-    parser.add_argument("--write", action="store_true",
-                        help=f"record the medians in {DATA_FILE.name} (default: print only)")
-    args = parser.parse_args(argv)
+def measure(runs: list[Path]) -> dict[str, float | int]:
+    """The medians over every measurable job of the runs' arms; InputError naming the
+    file that cannot be read or holds no report."""
     samples: list[JobOverheads] = []
+    for run in runs:
+        try:
+            paths = reports_of(run)
+        except ValueError as err:
+            raise InputError(str(run), str(err).removeprefix(f"{run}: ")) from None
+        for path in paths:
+            try:
+                samples += run_overheads(json.loads(path.read_text()))
+            except (OSError, ValueError) as err:
+                raise InputError(str(path), f"cannot be read ({err})") from err
     try:
-        for run in args.runs:
-            for path in reports_of(run):
-                try:
-                    samples += run_overheads(json.loads(path.read_text()))
-                except (OSError, ValueError) as err:
-                    raise InputError(str(path), f"cannot be read ({err})") from err
-        figures = summarise(samples)
-    except (InputError, ValueError) as err:
+        return summarise(samples)
+    except ValueError as err:
+        raise InputError(", ".join(map(str, runs)), str(err)) from None
+
+
+def calibrate(runs: list[Path], write: bool, out: Path = DATA_FILE) -> int:
+    """``sluice calibrate runtime``: print the medians; ``write``: record them in ``out``."""
+    from mininet_tests.calibration.report import source_commit
+
+    try:
+        figures = measure(runs)
+    except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(f"launch {figures['launch_s']:.3f} s, close {figures['close_s']:.3f} s "
-          f"(medians over {figures['jobs']} jobs of {len(args.runs)} runs)")
-    if args.write:
+          f"(medians over {figures['jobs']} jobs of {len(runs)} runs)")
+    if write:
         import yaml
 
         body = dict(figures, provenance={
-            "command": "python -m end_to_end.runtime_overheads " + " ".join(map(str, args.runs))
-                       + " --write",
+            "command": "sluice calibrate runtime " + " ".join(map(str, runs)) + " --write",
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-            "commit": _commit(),
-            "runs": [str(r) for r in args.runs]})
-        DATA_FILE.write_text("# The PS runtime's launch and close on the emulated fabric, measured on\n"
-                             "# `sluice demo` runs by end_to_end/runtime_overheads.py.\n"
-                             + yaml.safe_dump(body, sort_keys=False))
-        print(f"wrote {DATA_FILE}")
+            "commit": source_commit(),
+            "runs": [str(r) for r in runs]})
+        out.write_text("# The PS runtime's launch and close on the emulated fabric, measured on\n"
+                       "# `sluice demo` runs by `sluice calibrate runtime`.\n"
+                       + yaml.safe_dump(body, sort_keys=False))
+        print(f"wrote {out}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

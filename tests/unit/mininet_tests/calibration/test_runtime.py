@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from end_to_end import runtime_overheads as ro
+from mininet_tests.calibration import runtime as ro
+from sluice.cli import main as sluice_main
 from ps_runtime.calibration import launch_and_close
 
 
@@ -49,18 +50,27 @@ def test_the_medians_come_from_every_measurable_job_and_none_is_an_error():
         ro.run_overheads({"jobs": jobs})
 
 
-def test_the_command_reads_run_directories_and_bad_ones_exit_2(tmp_path, capsys):
+def test_the_command_reads_run_directories_writes_and_bad_ones_exit_2(tmp_path, capsys):
+    import yaml
+
     run = tmp_path / "run"
     (run / "arm-a").mkdir(parents=True)
     (run / "arm-a" / "report.json").write_text(json.dumps({"slot_s": 1.0, "jobs": [
         record("j", 0.05, 2.5, [(0.8, 0, 1, 0.5), (2.2, 0, 2, 0.5)])]}))
-    assert ro.main([str(run)]) == 0
+    assert sluice_main(["calibrate", "runtime", str(run)]) == 0
     assert "launch 0.300 s, close 0.300 s (medians over 1 jobs of 1 runs)" in capsys.readouterr().out
-    assert ro.main([str(tmp_path / "nowhere")]) == 2
+    out = tmp_path / "overheads.yaml"
+    assert ro.calibrate([run], write=True, out=out) == 0
+    written = yaml.safe_load(out.read_text())
+    assert (written["launch_s"], written["close_s"], written["jobs"]) == (0.3, 0.3, 1)
+    assert written["provenance"]["command"] == f"sluice calibrate runtime {run} --write"
+    before = out.read_text()
+    assert ro.calibrate([tmp_path / "nowhere"], write=True, out=out) == 2
     assert "no arm-*/report.json" in capsys.readouterr().err
     (run / "arm-a" / "report.json").write_text("{not json")
-    assert ro.main([str(run)]) == 2
+    assert ro.calibrate([run], write=True, out=out) == 2
     assert "report.json: cannot be read" in capsys.readouterr().err
+    assert out.read_text() == before            # nothing written on bad input
 
 
 def test_the_package_s_figures_are_the_recorded_ones():
@@ -70,6 +80,6 @@ def test_the_package_s_figures_are_the_recorded_ones():
     launch, close = launch_and_close("emulated")
     assert (launch, close) == (data["launch_s"], data["close_s"])
     assert data["jobs"] > 0 and data["provenance"]["command"].startswith(
-        "python -m end_to_end.runtime_overheads")
+        "sluice calibrate runtime")
     # torch builds its model first: its launch is its own start-up
     assert launch_and_close("torch") == (12.0, close)
