@@ -20,10 +20,14 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from job_scheduler.service.client import (DEFAULT_URL, TOKEN_ENV, URL_ENV, SchedulerClient,
                                           ServiceError, Unreachable)
 from sluice_common.errors import EXIT_BAD_INPUT, InputError
+
+if TYPE_CHECKING:
+    from job_scheduler.service.app import ServiceConfig
 
 DEFAULT_LISTEN = "127.0.0.1:8181"
 
@@ -181,7 +185,7 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def service_config(args: argparse.Namespace):
+def service_config(args: argparse.Namespace) -> ServiceConfig:
     """The namespace as a :class:`~job_scheduler.service.app.ServiceConfig` (field errors
     named by their flags by the caller); every field is the flag's namesake but db,
     listen, token and tls."""

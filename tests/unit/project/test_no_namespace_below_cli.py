@@ -1,14 +1,16 @@
-"""ps_runtime passes typed options below its command lines, never the argparse namespace.
+"""Below the command lines, functions get typed options, never the argparse namespace.
 
-The rule, checked on every function of every module under ``ps_runtime/``:
+The rule, checked on every function of every module of the code's packages (ps_runtime
+first; every top-level package but the tests):
 
-* A *namespace parameter* is a parameter named ``args`` (whatever its annotation; ``*args``
-  is a tuple, not one) or a parameter of any name annotated ``Namespace`` or
-  ``argparse.Namespace``.
+* A *namespace parameter* is a parameter named ``args`` that is unannotated or annotated
+  ``Namespace`` (``*args`` is a tuple, and ``args: list[str]`` an argument list: neither
+  is one), or a parameter of any name annotated ``Namespace`` / ``argparse.Namespace``.
 * Only two kinds of function may have one:
 
-  - an *entry point*: ``run_<suffix>`` in a module that ``sluice/cli.py``'s COMMANDS
-    routes to (the dispatcher calls it with the parsed namespace);
+  - an *entry point*: ``run_<suffix>`` in a module that ``sluice/cli.py``'s COMMANDS or
+    ROUTES route to (the dispatcher, ``sluice.cli.main``, calls it with the parsed
+    namespace);
   - a *builder*: a function of a command-line module (one that builds a parser: it calls
     ``ArgumentParser`` or ``add_argument``) whose return annotation names a frozen
     dataclass defined in ps_runtime and which calls that class itself: it turns the
@@ -17,8 +19,8 @@ The rule, checked on every function of every module under ``ps_runtime/``:
 
 * A *namespace name* inside a function is its namespace parameter or a name assigned
   from a ``parse_args(...)`` call (a worker's ``main``). Outside a builder, such a name is
-  passed whole (a plain positional or keyword argument) only to a builder; a builder may
-  hand it to ``getattr``/``vars`` to read it.
+  passed whole (a plain positional or keyword argument) only to a builder, or to
+  ``getattr``/``vars``/``hasattr``, which read it where it is.
 
 So ``def open_device(args)``, ``def f(ns: argparse.Namespace)`` and ``main`` calling
 ``finish(args, ...)`` all fail, while ``run_train(args)`` -> ``train(train_options(args))``
@@ -35,6 +37,8 @@ from pathlib import Path
 from support.paths import REPO as ROOT
 
 PACKAGE = "ps_runtime"
+DISPATCHER = "sluice.cli.main"
+READS = {"getattr", "vars", "hasattr"}
 
 
 def _name(node: ast.AST | None) -> str:
@@ -57,8 +61,8 @@ def _params(fn) -> list[ast.arg]:
 
 
 def namespace_params(fn) -> list[str]:
-    return [p.arg for p in _params(fn)
-            if p.arg == "args" or _name(p.annotation) == "Namespace"]
+    return [p.arg for p in _params(fn) if _name(p.annotation) == "Namespace"
+            or (p.arg == "args" and p.annotation is None)]
 
 
 def builds_parser(tree: ast.AST) -> bool:
@@ -80,14 +84,16 @@ def frozen_dataclasses(trees) -> set[str]:
 
 
 def routed_modules(root: Path = ROOT) -> set[str]:
-    """The modules sluice/cli.py's COMMANDS routes to (read from its source)."""
+    """The modules sluice/cli.py's COMMANDS and ROUTES route to (read from its source)."""
     tree = ast.parse((root / "sluice" / "cli.py").read_text(encoding="utf-8"))
+    found = {}
     for node in ast.walk(tree):
         target = node.target if isinstance(node, ast.AnnAssign) else (
             node.targets[0] if isinstance(node, ast.Assign) else None)
-        if _name(target) == "COMMANDS" and isinstance(node.value, ast.Dict):
-            return {v.elts[0].value for v in node.value.values}
-    raise AssertionError("sluice/cli.py has no COMMANDS dict")
+        if _name(target) in ("COMMANDS", "ROUTES") and isinstance(node.value, ast.Dict):
+            found[_name(target)] = {v.elts[0].value for v in node.value.values}
+    assert set(found) == {"COMMANDS", "ROUTES"}, f"sluice/cli.py: found only {set(found)}"
+    return found["COMMANDS"] | found["ROUTES"]
 
 
 def _called(fn) -> set[str]:
@@ -121,11 +127,11 @@ def problems_in(modules: dict[str, str], routed: set[str]) -> list[str]:
             params = namespace_params(fn)
             if params and not (is_builder or is_entry):
                 out.append(f"{where}: takes the namespace as {', '.join(params)!r}")
-            if is_builder:
+            if is_builder or where.startswith(DISPATCHER + " "):
                 continue
             names = _namespace_names(fn)
             for call in ast.walk(fn):
-                if not isinstance(call, ast.Call) or _name(call.func) in builder_names:
+                if not isinstance(call, ast.Call) or _name(call.func) in builder_names | READS:
                     continue
                 passed = [a for a in call.args + [k.value for k in call.keywords]
                           if isinstance(a, ast.Name) and a.id in names]
@@ -139,8 +145,27 @@ def package_sources(root: Path = ROOT, package: str = PACKAGE) -> dict[str, str]
             for p in sorted((root / package).rglob("*.py"))}
 
 
+def all_sources(root: Path = ROOT) -> dict[str, str]:
+    """Every top-level package with Python code but the tests (a package added later is
+    covered without a change here)."""
+    out: dict[str, str] = {}
+    for p in sorted(root.iterdir()):
+        if p.is_dir() and not p.name.startswith(".") and p.name != "tests" \
+                and any(p.rglob("*.py")):
+            out.update(package_sources(root, p.name))
+    return out
+
+
 def test_no_function_below_ps_runtimes_command_lines_takes_the_namespace():
     found = problems_in(package_sources(), routed_modules())
+    assert not found, "\n".join(found)
+
+
+def test_no_function_below_any_command_line_takes_the_namespace():
+    sources = all_sources()
+    assert {"ps_runtime", "job_scheduler", "end_to_end", "controller", "mininet_tests",
+            "sluice", "bench"} <= {m.split(".")[0] for m in sources}
+    found = problems_in(sources, routed_modules())
     assert not found, "\n".join(found)
 
 
@@ -180,6 +205,8 @@ def varargs(*args):
     return len(args)
 def manifest_of(args) -> Opts:
     return read_opts(args.dir)
+def argv_of(args: list[str]):
+    return helper2(args)
 '''
     worker = '''
 import argparse
@@ -187,7 +214,8 @@ def open_device(args):
     return args.device
 def main(argv=None):
     args = argparse.ArgumentParser().parse_args(argv)
-    return finish(args, 1) + finish(options=args)
+    seed = getattr(args, "seed", 0) + len(vars(args))
+    return finish(args, seed) + finish(options=args)
 '''
     found = problems_in({"pkg.cli": cli, "pkg.worker": worker}, routed={"pkg.cli"})
     assert found == sorted([
@@ -195,7 +223,7 @@ def main(argv=None):
         "pkg.cli.loose_of (line 14): takes the namespace as 'args'",
         "pkg.cli.manifest_of (line 23): takes the namespace as 'args'",
         "pkg.cli.run_thing (line 16): passes the namespace 'args' whole to helper() (line 17)",
-        "pkg.worker.main (line 5): passes the namespace 'args' whole to finish() (line 7)",
+        "pkg.worker.main (line 5): passes the namespace 'args' whole to finish() (line 8)",
         "pkg.worker.open_device (line 3): takes the namespace as 'args'",
     ]), found
     # the same builder in a module that builds no parser is no builder
