@@ -106,6 +106,7 @@ class WhatifOptions:
 
 
 def whatif_options(args: argparse.Namespace) -> WhatifOptions:
+    """The namespace of :func:`configure_whatif` as :class:`WhatifOptions`."""
     return WhatifOptions(**{f.name: getattr(args, f.name) for f in fields(WhatifOptions)})
 
 

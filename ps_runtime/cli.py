@@ -16,6 +16,7 @@ import socket
 import statistics
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -236,7 +237,8 @@ class TrainOptions:
     controller_job: str | None = None
 
 
-def train_options(args: argparse.Namespace, environ=os.environ) -> TrainOptions:
+def train_options(args: argparse.Namespace,
+                  environ: Mapping[str, str] = os.environ) -> TrainOptions:
     """The namespace of :func:`configure_train` as :class:`TrainOptions` (no checks yet:
     :func:`train` makes them, in the order the user reads them)."""
     names = {f.name for f in fields(TrainOptions)} - {"checkpoint", "controller_job"}
