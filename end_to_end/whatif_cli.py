@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from end_to_end.arms import ALL_ARMS, ARMS, parse_arms
@@ -83,9 +84,35 @@ def _check_plot_dir(plot: str) -> None:
         raise InputError(plot, f"cannot create a plot under '{existing}'", field="plot")
 
 
+@dataclass(frozen=True)
+class WhatifOptions:
+    """``sluice whatif``'s options, built once from its namespace (:func:`whatif_options`);
+    the defaults are the parser's. Checked by :func:`_whatif`."""
+    trace: str                        # the trace CSV
+    load: str                         # "L" in (0, 1], or RECORDED
+    trace_format: str | None = None   # None: told by the CSV header
+    topology: str = "cluster-2k"
+    trace_assumptions: str | None = None
+    jobs: int | None = None           # keep the first N jobs
+    arms: str = ALL_ARMS
+    exchange: str = "cluster"
+    profile: str | None = None
+    rank: str = DEFAULT_RULE
+    slot: float = 10.0
+    seed: int = 0
+    workers: int | None = None        # None: one process per arm, at most the CPUs
+    json: bool = False
+    plot: str | None = None
+
+
+def whatif_options(args: argparse.Namespace) -> WhatifOptions:
+    """The namespace of :func:`configure_whatif` as :class:`WhatifOptions`."""
+    return WhatifOptions(**{f.name: getattr(args, f.name) for f in fields(WhatifOptions)})
+
+
 def run_whatif(args: argparse.Namespace) -> int:
     try:
-        return _whatif(args)
+        return _whatif(whatif_options(args))
     except InputError as err:        # an option's field (load, arms, ...) -> its flag
         raise flag_error(err, {})
 
@@ -101,7 +128,7 @@ def _trace_fields(fields: dict) -> dict:
     return out
 
 
-def _whatif(args: argparse.Namespace) -> int:
+def _whatif(opts: WhatifOptions) -> int:
     from job_scheduler.core.policies import requested_gpus
     from job_scheduler.simulation.compare import profile_text
     from job_scheduler.simulation.compare import trace_json
@@ -109,47 +136,47 @@ def _whatif(args: argparse.Namespace) -> int:
     from end_to_end.whatif_run import estimator_for, run_arms
     from topologies import load_topology
 
-    arms = parse_arms(args.arms)
-    load = parse_load(args.load)
-    if not args.slot > 0:
-        raise InputError("argument --slot", f"must be > 0 seconds, got {args.slot:g}")
-    if args.workers is not None and args.workers < 1:
-        raise InputError("argument --workers", f"must be >= 1, got {args.workers}")
-    if args.plot:
-        _check_plot_dir(args.plot)
-    topo = load_topology(args.topology)
-    jobs, trace = load_workload_report(args.trace, trace_format=args.trace_format,
-                                       jobs=args.jobs, trace_assumptions=args.trace_assumptions)
-    if trace is not None and not args.json:
+    arms = parse_arms(opts.arms)
+    load = parse_load(opts.load)
+    if not opts.slot > 0:
+        raise InputError("argument --slot", f"must be > 0 seconds, got {opts.slot:g}")
+    if opts.workers is not None and opts.workers < 1:
+        raise InputError("argument --workers", f"must be >= 1, got {opts.workers}")
+    if opts.plot:
+        _check_plot_dir(opts.plot)
+    topo = load_topology(opts.topology)
+    jobs, trace = load_workload_report(opts.trace, trace_format=opts.trace_format,
+                                       jobs=opts.jobs, trace_assumptions=opts.trace_assumptions)
+    if trace is not None and not opts.json:
         print("\n".join(trace.report_lines()), file=sys.stderr)
     for job in jobs:
         if requested_gpus(job) > topo.total_gpus:
-            raise InputError(args.trace, f"asks for {requested_gpus(job)} GPUs; arms a and b "
+            raise InputError(opts.trace, f"asks for {requested_gpus(job)} GPUs; arms a and b "
                              f"run jobs at that count and topology '{topo.name}' has "
                              f"{topo.total_gpus}", element=f"job '{job.name}'", field="num_gpus")
-    recorded = offered_load(jobs, topo.total_gpus, args.trace)
-    jobs, scale = scale_to_load(jobs, topo.total_gpus, load, args.trace)
-    used = offered_load(jobs, topo.total_gpus, args.trace)
-    options = SimOptions(exchange=args.exchange, profile=args.profile, slot=args.slot,
-                         rank=args.rank, seed=args.seed)
+    recorded = offered_load(jobs, topo.total_gpus, opts.trace)
+    jobs, scale = scale_to_load(jobs, topo.total_gpus, load, opts.trace)
+    used = offered_load(jobs, topo.total_gpus, opts.trace)
+    options = SimOptions(exchange=opts.exchange, profile=opts.profile, slot=opts.slot,
+                         rank=opts.rank, seed=opts.seed)
     profile = profile_text(estimator_for(topo, options))     # a bad profile: before the runs
-    if not args.json:
-        print(f"{len(jobs)} jobs of {args.trace} on {topo.name} ({topo.total_gpus} GPUs), "
+    if not opts.json:
+        print(f"{len(jobs)} jobs of {opts.trace} on {topo.name} ({topo.total_gpus} GPUs), "
               f"offered load {_load_text(used)}"
               + ("" if load is None else f" (recorded {_load_text(recorded)}, arrivals x "
                  f"{scale:.4g})") + f"; device profile {profile}", file=sys.stderr)
     with _Bars([a.key for a in arms]) as bars:
-        results = run_arms(topo, jobs, arms, options, args.workers, bars.update)
+        results = run_arms(topo, jobs, arms, options, opts.workers, bars.update)
     out = report(arms=results, load=used, load_requested=load, load_recorded=recorded,
                  jobs=len(jobs), topology=topo.name, total_gpus=topo.total_gpus,
                  window_s=arrival_window(jobs), scale=scale,
-                 trace=str(args.trace), **_trace_fields(trace_json(jobs, trace)),
-                 simulator_error=known_error(), exchange=args.exchange, rank=args.rank,
-                 slot_s=args.slot, device_profile=profile)
-    if args.plot:
-        path = write_plot(out, args.plot)
+                 trace=str(opts.trace), **_trace_fields(trace_json(jobs, trace)),
+                 simulator_error=known_error(), exchange=opts.exchange, rank=opts.rank,
+                 slot_s=opts.slot, device_profile=profile)
+    if opts.plot:
+        path = write_plot(out, opts.plot)
         print(f"wrote {path}", file=sys.stderr)
-    if args.json:
+    if opts.json:
         print(json.dumps(out))
     else:
         print_table(out)

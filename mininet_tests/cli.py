@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass, fields
 
 from mininet_fabric.lock import FabricError
 from mininet_tests.priority_check import DEFAULT_BOTTLENECK_MBIT
@@ -66,35 +67,59 @@ def configure_fabric(parser) -> None:
     sub.add_parser("clean", help="remove leftovers of a crashed fabric run")
 
 
-def _validate(args) -> None:
+@dataclass(frozen=True)
+class FabricOptions:
+    """``sluice fabric check|up``'s options, built once from the namespace
+    (:func:`fabric_options`); the defaults are the parser's. ``up`` has none of the
+    check's own flags: those fields keep their defaults and nothing reads them."""
+    action: str                       # check | up
+    topology: str = "two-rack"
+    controller: str | None = None     # HOST:PORT of a remote OpenFlow controller
+    levels: int = 8
+    wait_connected: float = 30.0
+    controller_api: str = DEFAULT_API
+    json: bool = False
+    seconds: float = 8.0
+    min_ratio: float = MIN_RATIO
+    single_flow: bool = False
+    bottleneck_mbit: float = DEFAULT_BOTTLENECK_MBIT
+
+
+def fabric_options(args) -> FabricOptions:
+    given = vars(args)
+    return FabricOptions(**{f.name: given[f.name] for f in fields(FabricOptions)
+                            if f.name in given})
+
+
+def _validate(opts: FabricOptions):
     """All input checks before anything is touched (bad input changes nothing)."""
     from mininet_fabric.fabric import has_loops, parse_controller
     from topologies import load_topology
     from topologies.mininet_topo import check_emulatable
 
-    if args.controller:
+    if opts.controller:
         try:
-            parse_controller(args.controller)
+            parse_controller(opts.controller)
         except InputError as err:
             raise as_flags(err, {"controller": "--controller"}) from None
-    if not 1 <= args.levels <= 8:
-        raise InputError("--levels", f"must be 1..8, got {args.levels}")
-    if args.wait_connected < 0:
-        raise InputError("--wait-connected", f"must be >= 0, got {args.wait_connected:g}")
-    topology = load_topology(args.topology)
+    if not 1 <= opts.levels <= 8:
+        raise InputError("--levels", f"must be 1..8, got {opts.levels}")
+    if opts.wait_connected < 0:
+        raise InputError("--wait-connected", f"must be >= 0, got {opts.wait_connected:g}")
+    topology = load_topology(opts.topology)
     check_emulatable(topology)
-    if args.action == "check":
-        if not 1 <= args.seconds <= 300:
-            raise InputError("--seconds", f"must be 1..300, got {args.seconds:g}")
-        if not (args.bottleneck_mbit == 0 or 1 <= args.bottleneck_mbit <= 10_000):
+    if opts.action == "check":
+        if not 1 <= opts.seconds <= 300:
+            raise InputError("--seconds", f"must be 1..300, got {opts.seconds:g}")
+        if not (opts.bottleneck_mbit == 0 or 1 <= opts.bottleneck_mbit <= 10_000):
             raise InputError("--bottleneck-mbit", f"must be 0 or 1..10000, got "
-                             f"{args.bottleneck_mbit:g}")
+                             f"{opts.bottleneck_mbit:g}")
         if len(topology.hosts) < 3:
             raise InputError(topology.source, "the priority check needs at least 3 hosts",
                              element=f"topology '{topology.name}'", field="hosts")
-        if args.controller and args.controller_api != "none":
-            _check_api(args.controller_api)
-        if has_loops(topology) and not args.controller:
+        if opts.controller and opts.controller_api != "none":
+            _check_api(opts.controller_api)
+        if has_loops(topology) and not opts.controller:
             raise InputError(topology.source, "the fabric has loops: standalone L2 learning "
                              "would storm, so checking it needs a loop-free forwarding "
                              "controller (--controller HOST:PORT)",
@@ -122,11 +147,12 @@ def _check_api(url: str) -> None:
 def run_fabric(args) -> int:
     if args.action == "clean":
         return _clean()
-    topology = _validate(args)
+    opts = fabric_options(args)
+    topology = _validate(opts)
     try:
-        if args.action == "up":
-            return _up(args, topology)
-        return _check(args, topology)
+        if opts.action == "up":
+            return _up(opts, topology)
+        return _check(opts, topology)
     except FabricError as err:
         print(f"sluice fabric: {err}", file=sys.stderr)
         return 1
@@ -146,49 +172,49 @@ def _clean() -> int:
     return 0
 
 
-def _check(args, topology) -> int:
+def _check(opts: FabricOptions, topology) -> int:
     from mininet_fabric.fabric import Fabric
     from mininet_tests.priority_check import (capped_for_check, controller_priority_check,
                                               priority_check, single_flow)
 
     started = time.monotonic()
-    topology = capped_for_check(topology, args.bottleneck_mbit)
-    result: dict = {"topology": topology.name, "controller": args.controller,
+    topology = capped_for_check(topology, opts.bottleneck_mbit)
+    result: dict = {"topology": topology.name, "controller": opts.controller,
                     "bw_scale": topology.emulation_bw_scale}
-    with Fabric(topology, controller=args.controller, priority_levels=args.levels,
-                wait_connected_s=args.wait_connected) as fab:
+    with Fabric(topology, controller=opts.controller, priority_levels=opts.levels,
+                wait_connected_s=opts.wait_connected) as fab:
         result["up_s"] = round(time.monotonic() - started, 2)
         print("fabric: ping all pairs", file=sys.stderr, flush=True)
         result["loss"] = fab.ping_all()
         if fab.lost_pairs:
             result["lost_pairs"] = fab.lost_pairs
-        if args.single_flow:
+        if opts.single_flow:
             print("fabric: single-flow throughput", file=sys.stderr, flush=True)
             pair = fab.topology.hosts[0].name, _farthest(fab.topology)
-            result["single_flow"] = single_flow(fab, *pair, seconds=args.seconds)
-        if args.controller and args.controller_api != "none":
+            result["single_flow"] = single_flow(fab, *pair, seconds=opts.seconds)
+        if opts.controller and opts.controller_api != "none":
             from controller.client import ControllerClient
 
-            print(f"fabric: priority check ({args.seconds:g} s), flows registered with the "
-                  f"controller at {args.controller_api}", file=sys.stderr, flush=True)
-            client = ControllerClient(args.controller_api, os.environ["SLUICE_ADMIN_TOKEN"],
+            print(f"fabric: priority check ({opts.seconds:g} s), flows registered with the "
+                  f"controller at {opts.controller_api}", file=sys.stderr, flush=True)
+            client = ControllerClient(opts.controller_api, os.environ["SLUICE_ADMIN_TOKEN"],
                                       timeout=30.0)
             try:
-                prio = controller_priority_check(fab, client, seconds=args.seconds)
+                prio = controller_priority_check(fab, client, seconds=opts.seconds)
             finally:
                 client.close()
         else:
-            print(f"fabric: priority check ({args.seconds:g} s)", file=sys.stderr, flush=True)
-            prio = priority_check(fab, seconds=args.seconds)
+            print(f"fabric: priority check ({opts.seconds:g} s)", file=sys.stderr, flush=True)
+            prio = priority_check(fab, seconds=opts.seconds)
         result.update(prio)
         result["tc_intact"] = not fab.priority_tree_intact()
     result["total_s"] = round(time.monotonic() - started, 2)
-    result["ok"] = (result["loss"] == 0 and result["priority_ratio"] >= args.min_ratio
+    result["ok"] = (result["loss"] == 0 and result["priority_ratio"] >= opts.min_ratio
                     and result["tc_intact"])
-    if args.json:
+    if opts.json:
         print(json.dumps(result))
     else:
-        _print_human(result, args.min_ratio)
+        _print_human(result, opts.min_ratio)
     return 0 if result["ok"] else 1
 
 
@@ -219,11 +245,11 @@ def _print_human(r: dict, min_ratio: float) -> None:
     print(f"  {'PASS' if r['ok'] else 'FAIL'} in {r['total_s']:.1f} s")
 
 
-def _up(args, topology) -> int:
+def _up(opts: FabricOptions, topology) -> int:
     from mininet_fabric.fabric import Fabric
 
-    with Fabric(topology, controller=args.controller, priority_levels=args.levels,
-                wait_connected_s=args.wait_connected) as fab:
+    with Fabric(topology, controller=opts.controller, priority_levels=opts.levels,
+                wait_connected_s=opts.wait_connected) as fab:
         for h in fab.topology.hosts:
             print(f"  {h.name:<6} {h.ip:<15} rack {h.rack}")
         print(f"fabric {topology.name} is up; Ctrl-C to tear it down "

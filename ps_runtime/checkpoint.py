@@ -21,21 +21,42 @@ each batch every worker pushes 1 when it wants to stop (``--suspend-at K`` reach
 the request file ``DIR/SUSPEND`` exists) and pulls the sum; the sum is the same on every
 worker, so all stop after the same batch. The vote is pushed at the start of the batch
 and read at its end: it rides along with the gradients and costs no extra round trip.
+
+The workers' side (:class:`WorkerCheckpoint`: saving and loading one worker's state, the
+last step of a suspension) is shared by ``ps_runtime.worker`` (torch) and
+``ps_runtime.emulated_worker``; torch is imported only by the torch worker's calls.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from ps_runtime.quick_exit import exit_now
 
 MANIFEST = "manifest.json"
 REQUEST = "SUSPEND"
 # A KVStore key far above any bucket number (buckets are 0..n-1).
 VOTE_KEY = 999_983
+
+
+@dataclass(frozen=True)
+class WorkerCheckpoint:
+    """One worker's part in suspend/resume: the job and the worker it is (the manifest
+    and the messages name them), and where its checkpoint goes and comes from."""
+    job: str
+    worker_index: int
+    batches: int                      # batches per worker of the whole job
+    model: str = ""                   # "" when an emulated worker has none
+    checkpoint_dir: str | None = None     # suspendable: vote every batch, save here
+    suspend_at: int | None = None     # stop after this batch
+    resume: str | None = None         # continue from the checkpoint in this directory
 
 
 @dataclass(frozen=True)
@@ -157,3 +178,54 @@ class SuspendVote:
         """Drop the KVStore, so that closing it (the workers' barrier) is not held up
         by this reference."""
         self.kv = None
+
+
+# ---- a worker's side ----------------------------------------------------------------
+
+def resume_manifest(ck: WorkerCheckpoint) -> Manifest:
+    try:
+        return read_manifest(ck.resume)
+    except ValueError as err:
+        raise SystemExit(f"worker {ck.worker_index}: {err}")
+
+
+def load_resume_state(ck: WorkerCheckpoint) -> dict:
+    """Torch worker: the saved state this worker continues from (``batch`` = the last
+    batch done)."""
+    import torch
+
+    m = resume_manifest(ck)
+    path = state_path(ck.resume, source_worker(ck.worker_index, m.workers))
+    t = time.perf_counter()
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    print(f"worker {ck.worker_index}: resuming after batch {m.batch} from {path} "
+          f"({time.perf_counter() - t:.3f} s to load)", file=sys.stderr, flush=True)
+    state["batch"] = m.batch
+    return state
+
+
+def save_worker_state(ck: WorkerCheckpoint, state: dict) -> None:
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    save_bytes(state_path(ck.checkpoint_dir, ck.worker_index), buf.getvalue())
+
+
+def finish_suspend(ck: WorkerCheckpoint, compute: str, batch: int) -> None:
+    """After the KVStore's closing barrier (every worker has saved): worker 0 writes the
+    manifest, which makes the checkpoint complete."""
+    if ck.worker_index == 0:
+        clear_request(ck.checkpoint_dir)
+        write_manifest(ck.checkpoint_dir, Manifest(
+            job=ck.job, model=ck.model, compute=compute, batch=batch,
+            batches=ck.batches, workers=_num_workers(), saved_at=time.time()))
+    print(f"worker {ck.worker_index}: suspended after batch {batch}; checkpoint in "
+          f"{ck.checkpoint_dir}", file=sys.stderr, flush=True)
+    # The checkpoint is complete and the KVStore closed: skip the interpreter's and
+    # MXNet's teardown, which only delays the moment the job's GPUs are free again.
+    exit_now(0)
+
+
+def _num_workers() -> int:
+    return int(os.environ.get("DMLC_NUM_WORKER", "1"))

@@ -16,9 +16,12 @@ import socket
 import statistics
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ps_runtime.datapath import DEFAULT_LOOPBACK_SERVERS
+from ps_runtime.train_checkpoint import CheckpointOptions
 from sluice_common.errors import InputError, as_flags
 
 DEFAULT_TRAIN_OUT = Path("out") / "train"
@@ -204,46 +207,88 @@ def add_compute_arguments(parser, compute: bool = True) -> None:
                              "(default, measured on an H100) or p100 (derived)")
 
 
-def _check_train_numbers(args: argparse.Namespace, servers: int) -> None:
+@dataclass(frozen=True)
+class TrainOptions:
+    """``sluice train``'s options, built once from its namespace (:func:`train_options`);
+    the defaults are the parser's."""
+    jobs: str                         # the job file
+    job: str                          # the job's name in it
+    workers: int = 2
+    worker_gpus: str | None = None    # "I,J,...": each worker's GPU index on this host
+    servers: int | None = None        # None: the job's num_ps, at least DEFAULT_LOOPBACK_SERVERS
+    batches: int | None = None        # None: dataset_size*epochs/(batch_size*workers)
+    controller: str | None = None     # controller API base URL for progress reports
+    token: str | None = None
+    out: str | None = None            # None: DEFAULT_TRAIN_OUT/JOB (resume: DIR/resumed)
+    base_port: int | None = None      # None: from the job name
+    timeout: float = 3600.0
+    device: str = "auto"
+    input_size: int = 64
+    lr: float = 0.01
+    threads: int = 1
+    quiet: bool = False
+    compress: str = "fp16"
+    bw_scale: float = 1.0
+    compute: str = "auto"
+    profile: str | None = None
+    checkpoint: CheckpointOptions = field(default_factory=CheckpointOptions)
+    # the scheduler service's identity of the job at the controller
+    # ($SLUICE_CONTROLLER_JOB_ID; None when unset or empty)
+    controller_job: str | None = None
+
+
+def train_options(args: argparse.Namespace,
+                  environ: Mapping[str, str] = os.environ) -> TrainOptions:
+    """The namespace of :func:`configure_train` as :class:`TrainOptions` (no checks yet:
+    :func:`train` makes them, in the order the user reads them)."""
+    names = {f.name for f in fields(TrainOptions)} - {"checkpoint", "controller_job"}
+    return TrainOptions(**{n: getattr(args, n) for n in names},
+                        checkpoint=CheckpointOptions(suspend_at=args.suspend_at,
+                                                     suspendable=args.suspendable,
+                                                     resume=args.resume),
+                        controller_job=environ.get("SLUICE_CONTROLLER_JOB_ID") or None)
+
+
+def _check_train_numbers(opts: TrainOptions, servers: int) -> None:
     from ps_runtime.plan import BLOCK
 
-    for value, flag in ((args.workers, "--workers"), (servers, "--servers"),
-                        (args.batches, "--batches"), (args.threads, "--threads")):
+    for value, flag in ((opts.workers, "--workers"), (servers, "--servers"),
+                        (opts.batches, "--batches"), (opts.threads, "--threads")):
         _positive(value, flag)
-    _positive(args.timeout, "--timeout", 0.001)
-    _positive(args.input_size, "--input-size", 16)
-    if not (args.lr > 0 and math.isfinite(args.lr)):
-        raise InputError("argument", f"must be a number > 0, got {args.lr}", field="--lr")
-    if 1 + servers + args.workers > BLOCK:
+    _positive(opts.timeout, "--timeout", 0.001)
+    _positive(opts.input_size, "--input-size", 16)
+    if not (opts.lr > 0 and math.isfinite(opts.lr)):
+        raise InputError("argument", f"must be a number > 0, got {opts.lr}", field="--lr")
+    if 1 + servers + opts.workers > BLOCK:
         raise InputError("argument", f"at most {BLOCK - 1} servers + workers per job",
                          field="--workers")
-    if args.base_port is not None and not 1024 <= args.base_port <= 65535 - BLOCK:
+    if opts.base_port is not None and not 1024 <= opts.base_port <= 65535 - BLOCK:
         raise InputError("argument", f"must be 1024..{65535 - BLOCK}", field="--base-port")
-    if args.controller and not args.controller.startswith(("http://", "https://")):
-        raise InputError("argument", f"must be an http(s) URL, got {args.controller!r}",
+    if opts.controller and not opts.controller.startswith(("http://", "https://")):
+        raise InputError("argument", f"must be an http(s) URL, got {opts.controller!r}",
                          field="--controller")
 
 
-def _worker_gpus(args: argparse.Namespace) -> list[int] | None:
+def _worker_gpus(worker_gpus: str | None, workers: int) -> list[int] | None:
     """``--worker-gpus 0,1``: worker j's GPU index on this host (its CUDA_VISIBLE_DEVICES),
     one per worker; the scheduler service's local executor passes its decision's."""
-    if args.worker_gpus is None:
+    if worker_gpus is None:
         return None
     try:
-        gpus = [int(g) for g in args.worker_gpus.split(",")]
+        gpus = [int(g) for g in worker_gpus.split(",")]
     except ValueError:
         gpus = []
-    if len(gpus) != args.workers or any(g < 0 for g in gpus):
-        raise InputError("argument", f"must be {args.workers} GPU indices >= 0 (one per worker), "
-                         f"comma-separated, got {args.worker_gpus!r}", field="--worker-gpus")
+    if len(gpus) != workers or any(g < 0 for g in gpus):
+        raise InputError("argument", f"must be {workers} GPU indices >= 0 (one per worker), "
+                         f"comma-separated, got {worker_gpus!r}", field="--worker-gpus")
     return gpus
 
 
-def _train_and_report(job, args: argparse.Namespace, spec, batches: int) -> int:
+def _train_and_report(job, spec, batches: int, timeout: float, quiet: bool) -> int:
     from ps_runtime.launcher import JobFailed
 
     def on_batch(worker: int, rec) -> None:
-        if not args.quiet:
+        if not quiet:
             print(f"worker {worker} batch {rec.batch}/{batches} loss {rec.loss:.4f} "
                   f"time_s {rec.time_s:.3f}", flush=True)
 
@@ -254,7 +299,7 @@ def _train_and_report(job, args: argparse.Namespace, spec, batches: int) -> int:
     try:
         with job:
             job.start()
-            result = job.wait(timeout=args.timeout, on_batch=on_batch)
+            result = job.wait(timeout=timeout, on_batch=on_batch)
     except JobFailed as err:
         print(f"sluice train: {err}", file=sys.stderr)
         return 1
@@ -285,6 +330,11 @@ def _port_busy(port: int) -> bool:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    return train(train_options(args))
+
+
+def train(opts: TrainOptions) -> int:
+    """Check every option, then run the job (exit status: 0 done or suspended, 1 failed)."""
     from sluice_common.jobspec import load_jobs
     from ps_runtime.models import MODEL_NAMES
     from ps_runtime.plan import HostPlan
@@ -292,39 +342,40 @@ def run_train(args: argparse.Namespace) -> int:
     from sluice_common.models import MODELS
     from ps_runtime.compute import describe, resolve_compute
 
-    jobs = {j.name: j for j in load_jobs(args.jobs)}
-    if args.job not in jobs:
-        raise InputError(args.jobs, f"no job named '{args.job}' (jobs: {', '.join(jobs)})",
+    jobs = {j.name: j for j in load_jobs(opts.jobs)}
+    if opts.job not in jobs:
+        raise InputError(opts.jobs, f"no job named '{opts.job}' (jobs: {', '.join(jobs)})",
                          field="--job")
-    spec = jobs[args.job]
+    spec = jobs[opts.job]
     # A device named on the command line asks for real compute on it.
     try:
-        compute = resolve_compute("torch" if args.compute == "auto" and args.device != "auto"
-                                  else args.compute)
+        compute = resolve_compute("torch" if opts.compute == "auto" and opts.device != "auto"
+                                  else opts.compute)
     except InputError as err:
         raise as_flags(err, {"compute": "--compute"}) from None
-    info = describe(compute, args.profile, args.device)
-    if not (args.bw_scale > 0 and math.isfinite(args.bw_scale)):
-        raise InputError("argument", f"must be a number > 0, got {args.bw_scale}", field="--bw-scale")
+    info = describe(compute, opts.profile, opts.device)
+    if not (opts.bw_scale > 0 and math.isfinite(opts.bw_scale)):
+        raise InputError("argument", f"must be a number > 0, got {opts.bw_scale}", field="--bw-scale")
     if compute == "emulated":
         MODEL_NAMES = tuple(MODELS)          # noqa: N806 -- any model with a parameter count
     if spec.model not in MODEL_NAMES:
-        raise InputError(args.jobs, f"model '{spec.model}' cannot be trained by the PS runtime "
+        raise InputError(opts.jobs, f"model '{spec.model}' cannot be trained by the PS runtime "
                          f"(trainable: {', '.join(MODEL_NAMES)})", element=f"job '{spec.name}'",
                          field="model")
     # Loopback servers share this host: several ps-lite server processes carry more bytes
     # than one (every bucket is split over all of them), see ps_runtime.datapath.
-    servers = (args.servers if args.servers is not None
+    servers = (opts.servers if opts.servers is not None
                else max(spec.num_ps, DEFAULT_LOOPBACK_SERVERS))
-    _check_train_numbers(args, servers)
-    gpus = _worker_gpus(args)
-    batches = args.batches or max(1, math.ceil(spec.dataset_size * spec.epochs
-                                               / (spec.batch_size * args.workers)))
+    _check_train_numbers(opts, servers)
+    gpus = _worker_gpus(opts.worker_gpus, opts.workers)
+    batches = opts.batches or max(1, math.ceil(spec.dataset_size * spec.epochs
+                                               / (spec.batch_size * opts.workers)))
     from ps_runtime.train_checkpoint import checkpoint_options
 
-    batches, ckpt = checkpoint_options(args, spec, batches, compute)
+    batches, ckpt = checkpoint_options(opts.checkpoint, spec, batches, compute,
+                                       asked_batches=opts.batches)
     if compute == "torch":
-        _device(args.device)
+        _device(opts.device)
     from ps_runtime.transport_install import TransportMissing, ensure_mxnet
 
     try:
@@ -338,28 +389,26 @@ def run_train(args: argparse.Namespace) -> int:
     from ps_runtime.launcher import PSJob, WorkerOptions
     from ps_runtime.runners import LocalRunner
 
-    out = Path(args.out) if args.out else (Path(args.resume) / "resumed" if args.resume
+    resume = opts.checkpoint.resume
+    out = Path(opts.out) if opts.out else (Path(resume) / "resumed" if resume
                                            else DEFAULT_TRAIN_OUT / spec.name)
-    hosts = HostPlan.loopback(servers, args.workers)
+    hosts = HostPlan.loopback(servers, opts.workers)
     job = PSJob(spec, hosts.bound(gpus) if gpus else hosts, LocalRunner(), out,
-                batches=batches, base_port=args.base_port, controller_url=args.controller,
-                token=args.token,
-                # the scheduler service's identity of the job at the controller
-                controller_job=os.environ.get("SLUICE_CONTROLLER_JOB_ID") or None,
-                options=WorkerOptions(input_size=args.input_size, lr=args.lr,
-                                                        device=args.device, threads=args.threads,
-                                                        compute=compute, profile=args.profile,
-                                                        bw_scale=args.bw_scale,
-                                                        compress=args.compress,
-                                                        **ckpt(out)))
+                batches=batches, base_port=opts.base_port, controller_url=opts.controller,
+                token=opts.token, controller_job=opts.controller_job,
+                options=WorkerOptions(input_size=opts.input_size, lr=opts.lr,
+                                      device=opts.device, threads=opts.threads,
+                                      compute=compute, profile=opts.profile,
+                                      bw_scale=opts.bw_scale, compress=opts.compress,
+                                      **ckpt(out)))
     busy = [p for p in job.ports.all_ports() if _port_busy(p)]
     if busy:
         print(f"sluice train: port(s) {', '.join(map(str, busy))} of job '{spec.name}' are in "
               "use on 127.0.0.1; pick another block with --base-port", file=sys.stderr)
         return 1
-    print(f"job {spec.name}: {spec.model}, batch size {spec.batch_size}, {args.workers} "
+    print(f"job {spec.name}: {spec.model}, batch size {spec.batch_size}, {opts.workers} "
           f"workers, {servers} server(s), {batches} batches per worker; logs in {out}",
           file=sys.stderr)
     print(f"endpoints {job.endpoints()}", file=sys.stderr)
 
-    return _train_and_report(job, args, spec, batches)
+    return _train_and_report(job, spec, batches, opts.timeout, opts.quiet)

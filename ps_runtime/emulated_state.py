@@ -10,26 +10,26 @@ import sys
 import time
 
 from ps_runtime import checkpoint
-from ps_runtime.checkpoint_args import resume_manifest
+from ps_runtime.checkpoint import WorkerCheckpoint, resume_manifest
 
 STATE_COPIES = 2          # parameters + SGD momentum
 
 
-def save_state(args, model_bytes: int) -> None:
-    size = STATE_COPIES * model_bytes if args.worker_index == 0 else 0
+def save_state(ck: WorkerCheckpoint, model_bytes: int) -> None:
+    size = STATE_COPIES * model_bytes if ck.worker_index == 0 else 0
     t = time.perf_counter()
-    checkpoint.save_bytes(checkpoint.state_path(args.checkpoint_dir, args.worker_index),
+    checkpoint.save_bytes(checkpoint.state_path(ck.checkpoint_dir, ck.worker_index),
                           bytes(size))
-    print(f"worker {args.worker_index}: saved {size / 1e6:.1f} MB of state in "
+    print(f"worker {ck.worker_index}: saved {size / 1e6:.1f} MB of state in "
           f"{time.perf_counter() - t:.3f} s", file=sys.stderr, flush=True)
 
 
-def load_state(args) -> int:
+def load_state(ck: WorkerCheckpoint) -> int:
     """Read this worker's saved state back; returns the last batch done."""
-    m = resume_manifest(args)
-    path = checkpoint.state_path(args.resume, checkpoint.source_worker(args.worker_index, m.workers))
+    m = resume_manifest(ck)
+    path = checkpoint.state_path(ck.resume, checkpoint.source_worker(ck.worker_index, m.workers))
     t = time.perf_counter()
     size = len(path.read_bytes())
-    print(f"worker {args.worker_index}: resuming after batch {m.batch}, read {size / 1e6:.1f} MB "
+    print(f"worker {ck.worker_index}: resuming after batch {m.batch}, read {size / 1e6:.1f} MB "
           f"from {path} in {time.perf_counter() - t:.3f} s", file=sys.stderr, flush=True)
     return m.batch

@@ -184,9 +184,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--report-interval", type=float, default=0.2,
                     help="seconds between progress reports when the controller gives no "
                          "hint (with one, reports follow it: ps_runtime/progress.py)")
-    from ps_runtime.checkpoint_args import add_checkpoint_arguments
+    from ps_runtime.train_checkpoint import add_worker_arguments
 
-    add_checkpoint_arguments(ap)
+    add_worker_arguments(ap)
     args = ap.parse_args(argv)
     if (args.compute_s is None or args.bytes_per_batch is None) and (
             args.model is None or args.batch_size is None):
@@ -204,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
 
     start_watchdog()
     args = parse_args(argv)
+    from ps_runtime.train_checkpoint import worker_checkpoint_of
+
+    ck = worker_checkpoint_of(args)
     started = time.perf_counter()
     plan = batch_plan(args.model or "", args.batch_size or 1, args.bw_scale, args.profile,
                       args.profile_device, args.compute_s, args.bytes_per_batch)
@@ -213,16 +216,16 @@ def main(argv: list[str] | None = None) -> int:
 
     record_worker(args.worker_index, "emulated", "emulated")   # its GPU index, if bound
     first = 1
-    if args.resume:             # the model state a real worker would load
+    if ck.resume:               # the model state a real worker would load
         from ps_runtime.emulated_state import load_state
 
-        first = load_state(args) + 1
+        first = load_state(ck) + 1
     kv = EmulatedExchange(key_lengths(plan.wire_bytes, int(args.bucket_mb * 2 ** 20)))
     vote = None
-    if args.checkpoint_dir:
+    if ck.checkpoint_dir:
         from ps_runtime.checkpoint import SuspendVote
 
-        vote = SuspendVote(kv.mx, kv.kv, args.checkpoint_dir, args.suspend_at)
+        vote = SuspendVote(kv.mx, kv.kv, ck.checkpoint_dir, ck.suspend_at)
     suspended = None
     print(f"worker {args.worker_index}: ps-lite rank {kv.rank} of {kv.num_workers}, "
           f"{len(kv.keys)} keys, ready {time.perf_counter() - started:.2f} s after start",
@@ -252,16 +255,16 @@ def main(argv: list[str] | None = None) -> int:
     if reporter:
         reporter.close()
     if suspended:
-        from ps_runtime.checkpoint_args import finish_suspend
+        from ps_runtime.checkpoint import finish_suspend
         from ps_runtime.emulated_state import save_state
 
-        save_state(args, plan.model_bytes)
+        save_state(ck, plan.model_bytes)
         vote.release()
         t_close = time.perf_counter()
         kv.close()              # the closing barrier: every worker has saved before it
         print(f"worker {args.worker_index}: left the job in {time.perf_counter() - t_close:.3f} s",
               file=sys.stderr, flush=True)
-        finish_suspend(args, "emulated", suspended)
+        finish_suspend(ck, "emulated", suspended)
         return 0
     t_done = time.perf_counter()
     print(f"worker {args.worker_index}: done after {args.batches} batches", file=sys.stderr,

@@ -10,15 +10,31 @@ directory); ``--resume DIR`` (the run directory or the checkpoint itself) contin
 to the job's last batch on any number of workers, logging to ``DIR/resumed`` unless
 ``--out`` says otherwise. Both print the final ``weights_checksum`` (torch compute) and
 the batch the job stopped after.
+
+The flags of both command lines live here: ``sluice train``'s (:func:`add_train_arguments`,
+turned into :class:`CheckpointOptions` by ``ps_runtime/cli.py``) and the workers'
+(:func:`add_worker_arguments`, turned into a :class:`~ps_runtime.checkpoint.WorkerCheckpoint`
+by :func:`worker_checkpoint_of`); nothing below them sees a namespace.
 """
 
 from __future__ import annotations
 
+import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
+from ps_runtime.checkpoint import WorkerCheckpoint, read_manifest
 from sluice_common.errors import InputError
 
 CHECKPOINT_SUBDIR = "checkpoint"
+
+
+@dataclass(frozen=True)
+class CheckpointOptions:
+    """What ``sluice train`` was asked to do with checkpoints."""
+    suspend_at: int | None = None     # stop after this batch
+    suspendable: bool = False         # checkpoint and stop when asked
+    resume: str | None = None         # continue the job suspended here
 
 
 def add_train_arguments(parser) -> None:
@@ -32,20 +48,39 @@ def add_train_arguments(parser) -> None:
                         help="continue the job suspended in DIR (its --out) from its next batch")
 
 
+def add_worker_arguments(ap) -> None:
+    """A worker process's checkpoint flags (``ps_runtime.worker``, ``ps_runtime.emulated_worker``)."""
+    ap.add_argument("--checkpoint-dir", default=None,
+                    help="suspendable: vote every batch; stop when any worker sees "
+                         "DIR/SUSPEND or --suspend-at, leaving the checkpoint in DIR")
+    ap.add_argument("--suspend-at", type=int, default=None,
+                    help="stop after this batch (needs --checkpoint-dir)")
+    ap.add_argument("--resume", default=None, metavar="DIR",
+                    help="continue from the checkpoint in DIR (from its next batch)")
+
+
+def worker_checkpoint_of(args: argparse.Namespace) -> WorkerCheckpoint:
+    """A worker's namespace (its identity and :func:`add_worker_arguments`' flags) as its
+    :class:`~ps_runtime.checkpoint.WorkerCheckpoint`, built once by its ``main``."""
+    return WorkerCheckpoint(job=args.job, worker_index=args.worker_index, batches=args.batches,
+                            model=args.model or "", checkpoint_dir=args.checkpoint_dir,
+                            suspend_at=args.suspend_at, resume=args.resume)
+
+
 def checkpoint_dir_of(path: str | Path) -> Path:
     """The checkpoint of a run directory (or the checkpoint directory itself)."""
     p = Path(path)
     return p if (p / "manifest.json").exists() else p / CHECKPOINT_SUBDIR
 
 
-def checkpoint_options(args, spec, batches: int, compute: str):
-    """-> (batches per worker, out_dir -> WorkerOptions fields). InputError (exit 2) for
-    a bad --suspend-at / --resume, before anything starts."""
-    from ps_runtime.checkpoint import read_manifest
-
+def checkpoint_options(options: CheckpointOptions, spec, batches: int, compute: str,
+                       asked_batches: int | None = None):
+    """-> (batches per worker, out_dir -> WorkerOptions fields). ``batches``: the job's
+    own count; ``asked_batches``: the user's ``--batches`` (None: not given). InputError
+    (exit 2) for a bad --suspend-at / --resume, before anything starts."""
     resume = None
-    if args.resume:
-        ckpt = checkpoint_dir_of(args.resume)
+    if options.resume:
+        ckpt = checkpoint_dir_of(options.resume)
         try:
             m = read_manifest(ckpt)
         except ValueError as err:
@@ -56,22 +91,22 @@ def checkpoint_options(args, spec, batches: int, compute: str):
         if m.compute != compute:
             raise InputError(str(ckpt), f"was saved with {m.compute} compute, this run uses "
                              f"{compute} (pass --compute {m.compute})", field="--resume")
-        if args.batches is not None and args.batches != m.batches:
+        if asked_batches is not None and asked_batches != m.batches:
             raise InputError("argument", f"the checkpoint's job has {m.batches} batches per "
-                             f"worker, got {args.batches}", field="--batches")
+                             f"worker, got {asked_batches}", field="--batches")
         batches, resume = m.batches, ckpt
-    if args.suspend_at is not None:
+    if options.suspend_at is not None:
         first = (m.batch + 1) if resume else 1
-        if not first <= args.suspend_at < batches:
+        if not first <= options.suspend_at < batches:
             raise InputError("argument", f"must be a batch in {first}..{batches - 1} (the job "
                              f"runs batches {first}..{batches})", field="--suspend-at")
 
     def fields(out: Path) -> dict:
         f = {}
-        if args.suspend_at is not None or args.suspendable:
+        if options.suspend_at is not None or options.suspendable:
             f["checkpoint_dir"] = str(out / CHECKPOINT_SUBDIR)
-        if args.suspend_at is not None:
-            f["suspend_at"] = args.suspend_at
+        if options.suspend_at is not None:
+            f["suspend_at"] = options.suspend_at
         if resume is not None:
             f["resume_from"] = str(resume)
         return f

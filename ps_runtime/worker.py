@@ -35,8 +35,8 @@ if __name__ == "__main__":
 import torch
 from torch import nn
 
-from ps_runtime.checkpoint import SuspendVote
-from ps_runtime.checkpoint_args import finish_suspend, load_resume_state, save_worker_state
+from ps_runtime.checkpoint import (SuspendVote, WorkerCheckpoint, finish_suspend,
+                                   load_resume_state, save_worker_state)
 from ps_runtime.data import SyntheticImages
 from ps_runtime.datapath import FlatKVStore
 from ps_runtime.gpu_binding import device_uuid, record_worker
@@ -44,6 +44,7 @@ from ps_runtime.numpy_compat import import_mxnet
 from ps_runtime.models import MODEL_NAMES, build_model, input_shape
 from ps_runtime.plan import worker_id
 from ps_runtime.progress import ProgressReporter, controller_sender
+from ps_runtime.train_checkpoint import add_worker_arguments, worker_checkpoint_of
 from ps_runtime.watchdog import start_watchdog
 
 
@@ -269,34 +270,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--report-interval", type=float, default=0.2,
                     help="seconds between progress reports when the controller gives no "
                          "hint (with one, reports follow it: ps_runtime/progress.py)")
-    from ps_runtime.checkpoint_args import add_checkpoint_arguments
-
-    add_checkpoint_arguments(ap)
+    add_worker_arguments(ap)
     return ap.parse_args(argv)
 
 
-def open_device(args) -> torch.device:
-    """This worker's device (its own GPU where it has one), its memory share when packed,
-    and its ran-on record (``ps_runtime.gpu_binding``: host GPU index, device, UUID)."""
-    device = pick_device(args.device)
-    if args.gpu_memory_fraction is not None and device.type == "cuda":
+def open_device(choice: str, memory_fraction: float | None, ck: WorkerCheckpoint,
+                batch_size: int) -> torch.device:
+    """This worker's device (``choice``: auto | cpu | cuda; its own GPU where it has one),
+    its memory share when packed (``memory_fraction``, None: all of it), and its ran-on
+    record (``ps_runtime.gpu_binding``: host GPU index, device, UUID). ``ck`` and
+    ``batch_size`` name the worker in its first line."""
+    device = pick_device(choice)
+    if memory_fraction is not None and device.type == "cuda":
         # a packed job (job_scheduler.core.mechanisms.Packing): an allocation past its share fails here
         # instead of starving the job it shares the GPU with
-        torch.cuda.set_per_process_memory_fraction(args.gpu_memory_fraction, device)
+        torch.cuda.set_per_process_memory_fraction(memory_fraction, device)
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    ran = record_worker(args.worker_index, "torch", str(device), device_uuid(device))
+    ran = record_worker(ck.worker_index, "torch", str(device), device_uuid(device))
     gpu = f", host GPU {ran['gpu']}" if ran and ran["gpu"] is not None else ""
-    print(f"worker {args.worker_index} of job {args.job}: computing on {device.type} ({where}"
-          f"{gpu}), model {args.model}, batch size {args.batch_size}", file=sys.stderr, flush=True)
+    print(f"worker {ck.worker_index} of job {ck.job}: computing on {device.type} ({where}"
+          f"{gpu}), model {ck.model}, batch size {batch_size}", file=sys.stderr, flush=True)
     return device
 
 
-def finish(args, model, optimizer, params, sync, vote, reporter, suspended: int | None) -> int:
+def finish(ck: WorkerCheckpoint, model, optimizer, params, sync, vote, reporter,
+           suspended: int | None) -> int:
     """After the last batch (or the one the job was suspended after): the checkpoint, the
     weights checksum, the KVStore's closing barrier."""
     if suspended:
-        save_worker_state(args, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                                 "rng": torch.get_rng_state(), "batch": suspended})
+        save_worker_state(ck, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                               "rng": torch.get_rng_state(), "batch": suspended})
     if reporter:
         reporter.close()
     # Synchronous training keeps every replica's parameters identical (batch-norm running
@@ -308,9 +311,9 @@ def finish(args, model, optimizer, params, sync, vote, reporter, suspended: int 
         vote.release()
     left = sync.kv.close()      # a barrier: every worker has saved its state after it
     if suspended:
-        finish_suspend(args, "torch", suspended)
+        finish_suspend(ck, "torch", suspended)
         return 0
-    print(f"worker {args.worker_index}: done after {args.batches} batches", file=sys.stderr,
+    print(f"worker {ck.worker_index}: done after {ck.batches} batches", file=sys.stderr,
           flush=True)
     if left:                    # after the closing barrier: skip MXNet's slow teardown
         from ps_runtime.quick_exit import exit_now
@@ -322,9 +325,10 @@ def finish(args, model, optimizer, params, sync, vote, reporter, suspended: int 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     start_watchdog()            # no-op if already running (see the top of this module)
+    ck = worker_checkpoint_of(args)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    device = open_device(args)
+    device = open_device(args.device, args.gpu_memory_fraction, ck, args.batch_size)
     torch.manual_seed(args.seed)
     model = build_model(args.model, args.num_classes, args.input_size).to(device)
     shape = input_shape(args.model, args.input_size)
@@ -333,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         num_classes = model(torch.zeros(1, *shape, device=device)).shape[1]
     data = SyntheticImages(num_classes, shape, seed=args.seed, device=device)
     params = [p for p in model.parameters() if p.requires_grad]
-    resume = load_resume_state(args) if args.resume else None   # ps_runtime.checkpoint
+    resume = load_resume_state(ck) if ck.resume else None   # ps_runtime.checkpoint
     if resume:
         model.load_state_dict(resume["model"])
         torch.set_rng_state(resume["rng"])
@@ -352,8 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     optimizer = torch.optim.SGD(params, lr=args.lr, momentum=0.9, foreach=True)
     if resume:
         optimizer.load_state_dict(resume["optimizer"])
-    vote = (SuspendVote(mx, sync.kv.kv, args.checkpoint_dir, args.suspend_at)
-            if args.checkpoint_dir else None)
+    vote = (SuspendVote(mx, sync.kv.kv, ck.checkpoint_dir, ck.suspend_at)
+            if ck.checkpoint_dir else None)
     first = resume["batch"] + 1 if resume else 1
     suspended = None
     loss_fn = nn.CrossEntropyLoss()
@@ -388,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         if vote and batch < args.batches and vote.decided():
             suspended = batch
             break
-    return finish(args, model, optimizer, params, sync, vote, reporter, suspended)
+    return finish(ck, model, optimizer, params, sync, vote, reporter, suspended)
 
 
 if __name__ == "__main__":

@@ -20,10 +20,14 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from job_scheduler.service.client import (DEFAULT_URL, TOKEN_ENV, URL_ENV, SchedulerClient,
                                           ServiceError, Unreachable)
 from sluice_common.errors import EXIT_BAD_INPUT, InputError
+
+if TYPE_CHECKING:
+    from job_scheduler.service.app import ServiceConfig
 
 DEFAULT_LISTEN = "127.0.0.1:8181"
 
@@ -181,7 +185,7 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def service_config(args: argparse.Namespace):
+def service_config(args: argparse.Namespace) -> ServiceConfig:
     """The namespace as a :class:`~job_scheduler.service.app.ServiceConfig` (field errors
     named by their flags by the caller); every field is the flag's namesake but db,
     listen, token and tls."""
@@ -241,9 +245,10 @@ def _add_client_args(parser: argparse.ArgumentParser, token: bool) -> None:
         parser.add_argument("--token", default=None, help=f"admin token (or env {TOKEN_ENV})")
 
 
-def _client(args: argparse.Namespace) -> SchedulerClient:
+def _client(server: str | None, token: str | None = None) -> SchedulerClient:
+    """The scheduler's client: ``server`` / ``token`` as given (None: from the environment)."""
     try:
-        return SchedulerClient.from_env(args.server, getattr(args, "token", None))
+        return SchedulerClient.from_env(server, token)
     except ValueError as err:
         raise InputError("--server", str(err))
 
@@ -283,7 +288,7 @@ def run_submit(args: argparse.Namespace) -> int:
             print(a.warning() + (" - capped" if args.cap_gpus else ""), file=sys.stderr)
     if args.cap_gpus and any(a.beyond for a in advice):
         text = capped_text(text, advice)
-    client = _client(args)
+    client = _client(args.server, args.token)
     try:
         result = client.submit(text, source=args.file.name, retry_seconds=args.retry_seconds)
     except (ServiceError, Unreachable) as err:
@@ -311,7 +316,7 @@ def run_jobs(args: argparse.Namespace) -> int:
     from job_scheduler.service.jobs_text import one_job, table
 
     try:
-        client = _client(args)
+        client = _client(args.server)
         jobs = [client.job(args.id)] if args.id is not None else client.jobs(args.state)
     except (ServiceError, Unreachable) as err:
         return _service_failure("jobs", err)
@@ -330,7 +335,7 @@ def configure_cancel(parser: argparse.ArgumentParser) -> None:
 
 def run_cancel(args: argparse.Namespace) -> int:
     try:
-        job = _client(args).cancel(args.id)
+        job = _client(args.server, args.token).cancel(args.id)
     except (ServiceError, Unreachable) as err:
         return _service_failure("cancel", err)
     print(f"job {job['id']} ({job['name']}) cancelled")

@@ -54,20 +54,22 @@ def run_validate(args: argparse.Namespace) -> int:
     errors: list[InputError] = []
     for path in args.file:               # every file, then every problem of all of them
         try:
-            _validate_one(args, path)
+            _validate_one(path, args.topology, args.cap_gpus)
         except InputError as err:
             errors += err.errors
     raise_all(errors)
     return 0
 
 
-def _validate_one(args: argparse.Namespace, path: str) -> None:
+def _validate_one(path: str, topology: str | None, cap_gpus: bool) -> None:
+    """One job file's report; ``topology``: check the jobs fit it (None: no check);
+    ``cap_gpus``: print the file with max_gpus capped (stdout) and the table on stderr."""
     from job_scheduler.core.estimator import Estimator
     from sluice_common.jobspec import load_jobs
     jobs = load_jobs(path)
-    if args.topology:
+    if topology:
         from topologies import load_topology
-        topo = load_topology(args.topology)
+        topo = load_topology(topology)
         for job in jobs:
             if job.max_gpus > topo.total_gpus:
                 raise InputError(path, f"asks for {job.max_gpus} GPUs, topology "
@@ -75,7 +77,7 @@ def _validate_one(args: argparse.Namespace, path: str) -> None:
                                  element=f"job '{job.name}'", field="max_gpus")
     est = Estimator()
     # with --cap-gpus stdout carries the capped job file alone
-    table = sys.stderr if args.cap_gpus else sys.stdout
+    table = sys.stderr if cap_gpus else sys.stdout
     print(f"{path}: {len(jobs)} job(s) OK", file=table)
     print(f"  {'name':<20} {'model':<14} {'params':>12} {'m':>9} {'e':>3} {'b':>4} "
           f"{'max_gpus':>8} {'arrival':>9} {'Cost(1) s':>11}", file=table)
@@ -88,9 +90,9 @@ def _validate_one(args: argparse.Namespace, path: str) -> None:
     advice = advise(jobs)
     for a in advice:
         if a.beyond:
-            print(f"{path}: {a.warning()}" + (" - capped" if args.cap_gpus else ""),
+            print(f"{path}: {a.warning()}" + (" - capped" if cap_gpus else ""),
                   file=sys.stderr)
-    if args.cap_gpus:
+    if cap_gpus:
         print(f"# {Path(path).name} with max_gpus capped at the point of diminishing returns "
               "(sluice validate --cap-gpus)")
         print(capped_text(Path(path).read_text(encoding="utf-8"), advice), end="")

@@ -153,3 +153,19 @@ def test_a_sacct_export_of_the_local_cluster_runs_with_its_account_and_known_err
     text, err = capsys.readouterr()
     assert rc == 0 and "left out" in err and "assumed for" in text
     assert "simulator against measured" in text
+
+
+def test_the_options_defaults_are_the_parsers_and_every_flag_lands_in_its_field():
+    from end_to_end.whatif_cli import WhatifOptions, whatif_options
+    from sluice.cli import build_parser
+
+    def parsed(*flags):
+        parser, _, _, rest = build_parser("whatif", ["--trace", "t.csv", "--load", "0.5",
+                                                     *flags])
+        return whatif_options(parser.parse_args(rest))
+
+    assert parsed() == WhatifOptions(trace="t.csv", load="0.5")
+    opts = parsed("--jobs", "7", "--slot", "5", "--workers", "2", "--json", "--plot", "d",
+                  "--exchange", "off", "--seed", "3")
+    assert (opts.jobs, opts.slot, opts.workers, opts.json, opts.plot, opts.exchange,
+            opts.seed) == (7, 5.0, 2, True, "d", "off", 3)

@@ -32,9 +32,8 @@ ENTRY_POINTS = {
     "ps_runtime/emulated_worker.py": "python -m ps_runtime.emulated_worker",
     "ps_runtime/slurm_job.py": "python -m ps_runtime.slurm_job",
     "ps_runtime/auto_worker.py": "python -m ps_runtime.auto_worker (compute decided per worker)",
-    "ps_runtime/checkpoint_args.py": "the workers' checkpoint flags and their namespace",
-    "ps_runtime/emulated_state.py": "the emulated worker's state, from its namespace",
-    "ps_runtime/train_checkpoint.py": "sluice train's checkpoint flags (ps_runtime/cli.py)",
+    "ps_runtime/train_checkpoint.py": "the checkpoint flags of sluice train (ps_runtime/cli.py) "
+                                      "and of the workers, and their namespaces as configs",
     "bench/harness.py": "the flags every benchmark's command line shares (--json, --quick)",
 }
 FLAG = re.compile(r"(^|[\s(/'\"`])--[a-zA-Z]")
