@@ -100,16 +100,17 @@ def int_list(text: str, flag: str, least: int) -> tuple[int, ...]:
     return values
 
 
-def _fifo_options(args) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _fifo_options(depths: str, seed_list: str,
+                  load: float) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The sweep's depths and seeds; every bad option at once (exit 2, nothing run)."""
     problems, values = [], {}
-    for flag, text, least in (("--depths", args.depths, 1), ("--seed-list", args.seed_list, 0)):
+    for flag, text, least in (("--depths", depths, 1), ("--seed-list", seed_list, 0)):
         try:
             values[flag] = int_list(text, flag, least)
         except InputError as err:
             problems.append(err)
-    if not 0 < args.load < 1:
-        problems.append(InputError("argument --load", f"must be in (0, 1), got {args.load:g}"))
+    if not 0 < load < 1:
+        problems.append(InputError("argument --load", f"must be in (0, 1), got {load:g}"))
     if problems:
         raise problems[0] if len(problems) == 1 else InputErrors(problems)
     return values["--depths"], values["--seed-list"]
@@ -127,7 +128,7 @@ def run_calibrate(args) -> int:
     if args.action == "fifo-depth":
         from mininet_tests.calibration.fifo_depth import sweep
 
-        depths, seeds = _fifo_options(args)
+        depths, seeds = _fifo_options(args.depths, args.seed_list, args.load)
         return sweep(depths, args.load, seeds, args.cc, Path(args.out), args.record,
                      args.from_dir, args.json)
     if args.action == "runtime":
