@@ -25,6 +25,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("fabric") is not None:
             item.fixturenames.insert(0, "fabric_env")
+    if hasattr(config, "workerinput"):
+        # a pytest-xdist worker (each collects the same list, in the same order): the slow
+        # tests first, so the run does not end waiting on one of them while the other
+        # workers are idle
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
