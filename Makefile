@@ -98,12 +98,27 @@ ovs:
 	  ovs-vsctl --timeout=10 show >/dev/null || { echo "Open vSwitch did not start" >&2; exit 1; }; \
 	fi
 
+# Two pytest runs: the unit tree (tests/unit/) on TEST_WORKERS processes (pytest-xdist;
+# its tests share no machine-wide state), then the fabric tree (tests/fabric/) alone and
+# serially: its tests share one Open vSwitch and the interface names, and measure the
+# network's timing, so nothing else runs beside them. Both run even if the first fails;
+# then one list of the 25 slowest tests over both, from the runs' JUnit XML reports.
+# `fast_only` tests (the small budget of a slow test) are left out: the slow one runs.
+TEST_WORKERS ?= auto
+TEST_REPORTS := $(VENV)/test-reports
 test: setup test-numpy2
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
+	@mkdir -p $(TEST_REPORTS); rm -f $(TEST_REPORTS)/unit.xml $(TEST_REPORTS)/fabric.xml; rc=0; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not fast_only" \
+	  --junitxml=$(TEST_REPORTS)/unit.xml tests/unit $(PYTEST_ARGS) || rc=1; \
+	$(PY) -m pytest -q -m "not fast_only" --junitxml=$(TEST_REPORTS)/fabric.xml \
+	  tests/fabric $(PYTEST_ARGS) || rc=1; \
+	$(PY) tests/support/slowest_tests.py 25 $(TEST_REPORTS)/unit.xml $(TEST_REPORTS)/fabric.xml; \
+	exit $$rc
 
 # The unit tree only (tests/unit/: no root, no fabric; tests/fabric/ needs both), without
-# the slow tests: quick feedback while developing.
+# the slow tests (with the small budgets of some of them, `fast_only`): quick feedback
+# while developing. `make test-fast PYTEST_ARGS="-n auto"` runs it on every core.
 test-fast: venv
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -m "not slow" tests/unit $(PYTEST_ARGS)

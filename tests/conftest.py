@@ -9,6 +9,7 @@ both up). Run ``make test-fast`` for the tests that need neither.
 from __future__ import annotations
 
 import importlib
+import os
 import socket
 import subprocess
 import sys
@@ -24,6 +25,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("fabric") is not None:
             item.fixturenames.insert(0, "fabric_env")
+    if hasattr(config, "workerinput"):
+        # a pytest-xdist worker (each collects the same list, in the same order): the slow
+        # tests first, so the run does not end waiting on one of them while the other
+        # workers are idle
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
@@ -61,14 +67,18 @@ def _all_free(base: int, count: int) -> bool:
 def free_port_base():
     """A function ``(count) -> base``: ``count`` consecutive TCP ports, all free now, below
     the kernel's ephemeral range (so no outgoing connection takes one later), for tests
-    that start real ps-lite processes on loopback ports from a base."""
+    that start real ps-lite processes on loopback ports from a base. Under pytest-xdist
+    each worker searches a band of its own, so two workers never pick one base at once."""
     low_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    band = (low_ephemeral - 20000) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    low, high = 20000 + worker * band, 20000 + (worker + 1) * band
 
     def pick(count: int) -> int:
-        for base in range(20000, low_ephemeral - count, count):
+        for base in range(low, high - count, count):
             if _all_free(base, count):
                 return base
-        pytest.fail(f"no {count} free consecutive TCP ports below {low_ephemeral}", pytrace=False)
+        pytest.fail(f"no {count} free consecutive TCP ports in {low}..{high - 1}", pytrace=False)
     return pick
 
 
