@@ -221,6 +221,7 @@ class Simulator(Pricing):
         # is re-timed, -1 before its first timing): what the others' queue waits and the
         # senders' share read of it, read far more often than it changes
         self._send = [-1.0] * len(self.jobs)
+        self._sharers: dict[tuple[int, int], tuple[Run, object]] = {}   # _sharer's
         self.uplink_used = [0.0] * len(topology.racks)
         self._uplink_since = [0.0] * len(topology.racks)
         self.uplink_time = [0.0] * UTIL_BINS
@@ -360,6 +361,8 @@ class Simulator(Pricing):
             self.state.release(run.placement)
         self._exch[j] = 0.0
         self._send[j] = -1.0
+        for r in run.flows:
+            self._sharers.pop((j, r), None)
         self._use_uplinks(j, run.flows, 0.0)
         for k in self._add_flows(run.flows, j, -1):
             self._retime(self.running[k])
@@ -402,14 +405,25 @@ class Simulator(Pricing):
         for r in run.flows:
             on = sorted(self.uplink_jobs[r])
             level = self._levels(on)
-            others = [self.link_sharer(i, r, level[i]) for i in on
-                      if i != run.j and i not in self._holding]
-            left, flows = class_capacity(self.uplink_cap[r], others, level[run.j],
-                                         run.flows[r])
+            mine = level[run.j]
+            # the less urgent levels take nothing from the job's (class_capacity stops at
+            # its level): only the others up to it are priced
+            others = [self._sharer(i, r, level[i]) for i in on
+                      if level[i] <= mine and i != run.j and i not in self._holding]
+            left, flows = class_capacity(self.uplink_cap[r], others, mine, run.flows[r])
             if self.share == "senders":
                 flows = self._senders(run, r, [i for i in on if level[i] == level[run.j]])
             bw = min(bw, nps * (left / flows))
         return bw
+
+    def _sharer(self, k: int, r: int, level: int):
+        """``link_sharer(k, r, level)``, kept while job ``k`` runs on the same placement
+        (all it holds but the level is fixed for a run)."""
+        run = self.running[k]
+        got = self._sharers.get((k, r))
+        if got is None or got[0] is not run or got[1].level != level:
+            got = self._sharers[(k, r)] = (run, self.link_sharer(k, r, level))
+        return got[1]
 
     def _senders(self, run: Run, r: int, same: Sequence[int]) -> float:
         """The flows sending on uplink ``r`` at once with the job's own, among ``same``

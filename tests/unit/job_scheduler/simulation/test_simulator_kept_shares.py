@@ -1,6 +1,7 @@
-"""The simulator keeps each running job's one-way send share (what the others' round
-waits and the senders' share read of it): at every slot it is what the job's current
-rate and bandwidth give, with priority on and off, as jobs start, share and end."""
+"""What the simulator keeps of each running job between re-timings: its one-way send
+share (what the others' round waits and the senders' share read of it) and, with
+priority, its figures as a sharer of each uplink it crosses. At every slot each is what
+the job's current rate, bandwidth and placement give, as jobs start, share and end."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class Checked(Pinned):
     def __init__(self, placements):
         super().__init__(placements)
         self.checked = 0
+        self.sharers = 0
 
     def step(self, sim):
         for j, run in sim.running.items():
@@ -29,6 +31,16 @@ class Checked(Pinned):
             want = min(1.0, model.one_way * model.comm(run.n, run.bw) * run.rate)
             assert run.rate > 0 and sim._send[j] == want
             self.checked += 1
+            for r in run.flows:
+                kept = sim._sharers.get((j, r))
+                if kept is None:
+                    continue
+                assert kept[0] is run
+                fresh = sim.link_sharer(j, r, kept[1].level)
+                assert ((kept[1].flows, kept[1].servers, kept[1].base_bw, kept[1].cost_s)
+                        == (fresh.flows, fresh.servers, fresh.base_bw, fresh.cost_s))
+                assert kept[1].comm_s(800.0) == fresh.comm_s(800.0) > 0
+                self.sharers += 1
         super().step(sim)
 
 
@@ -43,4 +55,5 @@ def test_each_running_jobs_send_share_follows_its_rate(options):
     sim = Simulator(TWO_RACK, jobs, pins, slot=1.0, estimator=est, **options)
     res = sim.run()
     assert res.jobs == 4 and pins.checked > 0
+    assert (pins.sharers > 0) == ("priority" in options)
     assert min(res.jct) > 0
