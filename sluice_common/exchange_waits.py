@@ -26,7 +26,9 @@ class WaitConstants(Protocol):
 def busy_share(ahead: Iterable[float]) -> float:
     """``busy_j = 1 - prod(1 - rho_i)``: the chance that one of the jobs ``ahead`` (each
     sending a share ``rho_i`` of its iteration) is sending when a message of job j comes."""
-    return 1.0 - math.prod(1.0 - min(1.0, max(0.0, p)) for p in ahead)
+    # a share already in [0, 1] is its own clamp: the comparison costs less than min/max
+    return 1.0 - math.prod([1.0 - (p if 0.0 <= p <= 1.0 else min(1.0, max(0.0, p)))
+                            for p in ahead])
 
 
 def queue_wait_s(ahead: Sequence[float], left: float, buffer_bytes: float,
@@ -35,10 +37,16 @@ def queue_wait_s(ahead: Sequence[float], left: float, buffer_bytes: float,
     fill(m_j) * Q / C_k``. ``ahead``: the send shares ``rho_i`` of the other jobs in its
     class and the more urgent ones; ``left``: the rate its class has, bytes/s; ``Q``: the
     FIFO's bytes per class."""
+    return _queue_wait(busy_share(ahead), sum(ahead), left, buffer_bytes, c)
+
+
+def _queue_wait(busy: float, senders: float, left: float, buffer_bytes: float,
+                c: WaitConstants) -> float:
+    """:func:`queue_wait_s` of ``busy = busy_share(ahead)`` and ``senders = sum(ahead)``."""
     if not left > 0 or buffer_bytes < 0:
         raise ValueError("the class's rate must be > 0 and buffer_bytes >= 0")
-    fill = min(1.0, c.queue_fill + c.queue_fill_per_sender * max(0.0, sum(ahead) - 1))
-    return busy_share(ahead) * fill * buffer_bytes / left
+    fill = min(1.0, c.queue_fill + c.queue_fill_per_sender * max(0.0, senders - 1))
+    return busy * fill * buffer_bytes / left
 
 
 def overflow_share(ahead: Sequence[float], buffer_bytes: float,
@@ -48,7 +56,12 @@ def overflow_share(ahead: Sequence[float], buffer_bytes: float,
     average) may each bring one burst (``burst_bytes``: what a host's shaper or TCP's
     window releases back to back); a FIFO of ``buffer_bytes`` holds that much of it.
     0 for a FIFO deeper than every sender's burst together (the deep FIFO)."""
-    arriving = (1.0 + sum(ahead)) * c.burst_bytes
+    return _overflow(sum(ahead), buffer_bytes, c)
+
+
+def _overflow(senders: float, buffer_bytes: float, c: WaitConstants) -> float:
+    """:func:`overflow_share` of ``senders = sum(ahead)``."""
+    arriving = (1.0 + senders) * c.burst_bytes
     return max(0.0, 1.0 - buffer_bytes / arriving) if arriving > 0 else 0.0
 
 
@@ -73,9 +86,15 @@ def loss_wait_s(ahead: Sequence[float], buffer_bytes: float,
     fill the link, bench.fabric.shallow_loss); ``loss_timeouts`` (fitted on the
     calibration's own probe mix on the short FIFO) is how many retransmission timeouts of
     ``rto_min_s`` such a round pays: a lost tail segment, a lost SYN, a lost retransmission."""
+    return _loss_wait(busy_share(ahead), sum(ahead), buffer_bytes, c, message_bytes)
+
+
+def _loss_wait(busy: float, senders: float, buffer_bytes: float, c: WaitConstants,
+               message_bytes: float | None) -> float:
+    """:func:`loss_wait_s` of ``busy = busy_share(ahead)`` and ``senders = sum(ahead)``."""
     if buffer_bytes < 0:
         raise ValueError("buffer_bytes must be >= 0")
-    return (busy_share(ahead) * overflow_share(ahead, buffer_bytes, c) * tail_share(message_bytes)
+    return (busy * _overflow(senders, buffer_bytes, c) * tail_share(message_bytes)
             * c.loss_timeouts * c.rto_min_s)
 
 
@@ -94,8 +113,10 @@ def fifo_round_wait_s(ahead: Sequence[float], left: float, buffer_bytes: float,
     """One message round's wait at a FIFO leaf: the backlog ahead of it (:func:`queue_wait_s`
     of :func:`backlog_bytes`) plus what drops cost it when the FIFO is shallow
     (:func:`loss_wait_s`; ``message_bytes``: the round's message, None a control message)."""
-    return (queue_wait_s(ahead, left, backlog_bytes(buffer_bytes, c), c)
-            + loss_wait_s(ahead, buffer_bytes, c, message_bytes))
+    # both terms read the same busy share and sum of ``ahead``: computed once
+    busy, senders = busy_share(ahead), sum(ahead)
+    return (_queue_wait(busy, senders, left, backlog_bytes(buffer_bytes, c), c)
+            + _loss_wait(busy, senders, buffer_bytes, c, message_bytes))
 
 
 def fair_round_wait_s(same_class: Sequence[float], left: float,

@@ -45,6 +45,8 @@ class ClusterState:
         self.cluster_size = len(hosts)
         self.rack_free = [sum(self.capacity[i] for i in hs) for hs in self.rack_hosts]
         self.domain_free = [sum(self.rack_free[r] for r in rs) for rs in self.domain_racks]
+        # hosts with a free GPU per rack (Slurm's best fit counts a rack's nodes so)
+        self.rack_open = [sum(1 for i in hs if self.capacity[i] > 0) for hs in self.rack_hosts]
         self.total_gpus = sum(self.capacity)
         self.total_free = self.total_gpus
         # free-count buckets: free GPUs -> hosts with exactly that many free (best fit)
@@ -67,7 +69,10 @@ class ClusterState:
         self._host_bucket[old].discard(host)
         self._host_bucket.setdefault(new, set()).add(host)
         self.free[host] = new
-        self.rack_free[self.rack_of[host]] += delta
+        rack = self.rack_of[host]
+        self.rack_free[rack] += delta
+        if (old > 0) != (new > 0):
+            self.rack_open[rack] += 1 if new > 0 else -1
         self.domain_free[self.domain_of[host]] += delta
         self.total_free += delta
 
@@ -152,6 +157,7 @@ class ClusterState:
         other.__dict__.update(self.__dict__)
         other.free = list(self.free)
         other.rack_free = list(self.rack_free)
+        other.rack_open = list(self.rack_open)
         other.domain_free = list(self.domain_free)
         other._host_bucket = {k: set(v) for k, v in self._host_bucket.items()}
         other.free_ids = list(self.free_ids)

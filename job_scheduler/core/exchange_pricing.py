@@ -68,7 +68,7 @@ its workers on one host exchange over the loopback there, unshaped, at the model
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from sluice_common.exchange import (MTU_BYTES, ExchangeConstants, burst_credit,
                                     default_constants, fixed_batch_s, rounds, startup_time,
@@ -98,6 +98,9 @@ class ExchangePricing:
     queue: str = "fifo"        # each class's discipline: "fifo" or "fair" (module doc)
     waits: str = "uplinks"     # how a round's queueing is counted: "uplinks" or "pair"
     urgent_bytes: float | None = None   # "fair": what the more urgent classes keep queued
+    # fixed_s's answers by its arguments: a simulation asks the same few paths per job
+    # size again at every re-timing (not a field of the pricing: no compare, no repr)
+    _fixed_memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if any(not r > 0 for r in self.path) or self.buffer_bytes < 0 or self.window < 0:
@@ -144,9 +147,13 @@ class ExchangePricing:
         """The batch's fixed exchange time (module doc) over ``path``, described link rates
         in Mbit/s (``job_scheduler.core.estimator.exchange_path``; ``()``: PS and workers
         on one host), or over the cross-rack path (None)."""
-        rates = self.path if path is None else tuple(m * self.scale * 1e6 / 8 for m in path)
-        return fixed_batch_s(self.keys(bytes_per_batch, keys), rates, self._window(window),
-                             self.constants)
+        key = (bytes_per_batch, None if path is None else tuple(path), keys, window)
+        got = self._fixed_memo.get(key)
+        if got is None:
+            rates = self.path if path is None else tuple(m * self.scale * 1e6 / 8 for m in path)
+            got = self._fixed_memo[key] = fixed_batch_s(
+                self.keys(bytes_per_batch, keys), rates, self._window(window), self.constants)
+        return got
 
     def wire_bytes(self, bytes_per_batch: float, servers: int = 1, keys: int | None = None,
                    window: int | None = None) -> float:

@@ -31,18 +31,26 @@ class SlurmTreePlacement:
     def place(self, state: ClusterState, job: str, n: int, num_ps: int = 1) -> Placement | None:
         if n <= 0 or n > state.total_free:
             return None
-        counts = slurm_counts(state.free, state.rack_hosts, n)
+        counts = slurm_counts(state.free, state.rack_hosts, n, state.rack_free, state.rack_open)
         hosts = sorted(counts)
         workers = tuple(state.names[h] for h in hosts for _ in range(counts[h]))
         return Placement(job, tuple(state.names[hosts[0]] for _ in range(max(num_ps, 0))),
                          workers)
 
 
-def slurm_counts(free: list[int], rack_hosts: list[list[int]], n: int) -> dict[int, int]:
-    """Host index -> GPUs for a job of ``n`` GPUs (``n`` <= sum(free)); see the module doc."""
-    fitting = [r for r, hosts in enumerate(rack_hosts) if sum(free[h] for h in hosts) >= n]
+def slurm_counts(free: list[int], rack_hosts: list[list[int]], n: int,
+                 rack_free: list[int] | None = None,
+                 rack_open: list[int] | None = None) -> dict[int, int]:
+    """Host index -> GPUs for a job of ``n`` GPUs (``n`` <= sum(free)); see the module doc.
+    ``rack_free``, ``rack_open``: each rack's free GPUs and hosts with a free GPU, when
+    the caller keeps them (``ClusterState``; None: counted here)."""
+    if rack_free is None:
+        rack_free = [sum(free[h] for h in hosts) for hosts in rack_hosts]
+    fitting = [r for r in range(len(rack_hosts)) if rack_free[r] >= n]
     if fitting:
-        r = min(fitting, key=lambda r: (sum(1 for h in rack_hosts[r] if free[h] > 0), r))
+        if rack_open is None:
+            rack_open = [sum(1 for h in hosts if free[h] > 0) for hosts in rack_hosts]
+        r = min(fitting, key=lambda r: (rack_open[r], r))
         scope = rack_hosts[r]
     else:
         scope = [h for hosts in rack_hosts for h in hosts]

@@ -223,6 +223,11 @@ class Simulator(Pricing):
         self.exchange_s = 0.0
         self._exch = [0.0] * len(self.jobs)
         self._flow_use = [0.0] * len(self.jobs)
+        # each running job's one-way send share ``rho`` at its current rate (set when it
+        # is re-timed, -1 before its first timing): what the others' queue waits and the
+        # senders' share read of it, read far more often than it changes
+        self._send = [-1.0] * len(self.jobs)
+        self._sharers: dict[tuple[int, int], tuple[Run, object]] = {}   # _sharer's
         self.uplink_used = [0.0] * len(topology.racks)
         self._uplink_since = [0.0] * len(topology.racks)
         self.uplink_time = [0.0] * UTIL_BINS
@@ -301,6 +306,7 @@ class Simulator(Pricing):
         del self.waiting[j]
         flows = self.placement_flows(placement)
         run = Run(j, n, placement, flows, self.base_bandwidth(placement), self.work_left[j])
+        self._send[j] = -1.0             # not timed yet: sends nothing the others wait behind
         # a resumed job first restores its checkpoint: no progress until t_last
         overhead, self.restart_overhead[j] = self.restart_overhead[j], 0.0
         run.t_last = self.now + overhead
@@ -361,6 +367,9 @@ class Simulator(Pricing):
         if not stopped(self.mechanisms, self, j):    # else a packed partner keeps them
             self.state.release(run.placement)
         self._exch[j] = 0.0
+        self._send[j] = -1.0
+        for r in run.flows:
+            self._sharers.pop((j, r), None)
         self._use_uplinks(j, run.flows, 0.0)
         for k in self._add_flows(run.flows, j, -1):
             self._retime(self.running[k])
@@ -403,14 +412,25 @@ class Simulator(Pricing):
         for r in run.flows:
             on = sorted(self.uplink_jobs[r])
             level = self._levels(on)
-            others = [self.link_sharer(i, r, level[i]) for i in on
-                      if i != run.j and i not in self._holding]
-            left, flows = class_capacity(self.uplink_cap[r], others, level[run.j],
-                                         run.flows[r])
+            mine = level[run.j]
+            # the less urgent levels take nothing from the job's (class_capacity stops at
+            # its level): only the others up to it are priced
+            others = [self._sharer(i, r, level[i]) for i in on
+                      if level[i] <= mine and i != run.j and i not in self._holding]
+            left, flows = class_capacity(self.uplink_cap[r], others, mine, run.flows[r])
             if self.share == "senders":
                 flows = self._senders(run, r, [i for i in on if level[i] == level[run.j]])
             bw = min(bw, nps * (left / flows))
         return bw
+
+    def _sharer(self, k: int, r: int, level: int):
+        """``link_sharer(k, r, level)``, kept while job ``k`` runs on the same placement
+        (all it holds but the level is fixed for a run)."""
+        run = self.running[k]
+        got = self._sharers.get((k, r))
+        if got is None or got[0] is not run or got[1].level != level:
+            got = self._sharers[(k, r)] = (run, self.link_sharer(k, r, level))
+        return got[1]
 
     def _senders(self, run: Run, r: int, same: Sequence[int]) -> float:
         """The flows sending on uplink ``r`` at once with the job's own, among ``same``
@@ -421,9 +441,7 @@ class Simulator(Pricing):
             other = self.running.get(i)
             if i == run.j or other is None or other.rate <= 0 or i in self._holding:
                 continue
-            model = self.models[i]
-            rho = min(1.0, model.one_way * model.comm(other.n, other.bw) * other.rate)
-            total += other.flows[r] * rho
+            total += other.flows[r] * self._send[i]
         return total
 
     def _sender_bandwidth(self, run: Run) -> float:
@@ -445,23 +463,31 @@ class Simulator(Pricing):
         (``ExchangePricing``'s module doc)."""
         pricing = self.estimator.exchange
         total = 0.0
+        running, holding, send, j = self.running, self._holding, self._send, run.j
         for r in run.flows:
-            on = [i for i in self.uplink_jobs[r] if i in self.running]
-            level = self._levels(sorted(on)) if self.priority else {i: 0 for i in on}
-            ahead, urgent, used = [], [], 0.0
-            for i in on:
-                if i == run.j or level[i] > level[run.j] or i in self._holding:
-                    continue
-                other = self.running[i]
-                if other.rate <= 0:
-                    continue        # not yet timed (starting in this very event)
-                model = self.models[i]
-                rho = min(1.0, model.one_way * model.comm(other.n, other.bw) * other.rate)
-                ahead.append(rho)
-                if level[i] < level[run.j]:
-                    urgent.append(rho)
-                    nps = max(len(other.placement.ps_hosts), 1)
-                    used += other.flows[r] * other.bw / nps * rho
+            urgent, used = [], 0.0
+            if not self.priority:       # one class: every other sender is ahead
+                # send[i] < 0: not yet timed (starting in this very event)
+                users = self.uplink_jobs[r]
+                if holding:
+                    ahead = [send[i] for i in users if i != j and send[i] >= 0
+                             and i in running and i not in holding]
+                else:
+                    ahead = [send[i] for i in users if i != j and send[i] >= 0 and i in running]
+            else:
+                on = [i for i in self.uplink_jobs[r] if i in running]
+                level = self._levels(sorted(on))
+                mine, ahead = level[j], []
+                for i in on:
+                    if i == j or level[i] > mine or i in holding or send[i] < 0:
+                        continue
+                    rho = send[i]
+                    ahead.append(rho)
+                    if level[i] < mine:
+                        urgent.append(rho)
+                        other = running[i]
+                        nps = max(len(other.placement.ps_hosts), 1)
+                        used += other.flows[r] * other.bw / nps * rho
             cap = self.uplink_cap[r]
             left = max(cap - used, pricing.constants.min_share * cap)
             total += pricing.round_wait_s(ahead, left, urgent, cap)
@@ -523,12 +549,13 @@ class Simulator(Pricing):
             return
         run.bw, run.round_wait = bw, wait
         # a mechanism may slow it (packing: two jobs on one GPU)
-        slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms)
+        slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms) if self.mechanisms else 1
         model = self.models[run.j]
         path = self.exchange_path(run.placement)
         c_n = model.C(run.n, bw, path)
         iteration = c_n + model.queueing(run.n, wait)
         run.rate = 1.0 / (iteration * slowdown)
+        self._send[run.j] = min(1.0, model.one_way * model.comm(run.n, bw) * run.rate)
         if iteration > 0:
             self._exch[run.j] = 1.0 - model.cost(run.n, path) / iteration
         if run.flows:
