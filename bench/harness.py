@@ -16,7 +16,6 @@ nothing touches ``sys.path``)::
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
@@ -61,11 +60,8 @@ def figure(name: str, value: float, unit: str = "", baseline: float | None = Non
 
 
 def write_json(dest: str | None, data) -> None:
-    """``--json`` output: nothing when ``dest`` is None, stdout for "-", else the file."""
-    if dest is None:
-        return
-    text = json.dumps(data, indent=1)
-    if dest == "-":
-        print(text, flush=True)
-    else:
-        Path(dest).write_text(text + "\n")
+    """``--json`` output: nothing when ``dest`` is None, stdout for "-", else the file
+    (the calibrations' writer: one format for benchmarks and calibrations)."""
+    from mininet_tests.calibration.report import write_json as calibration_write_json
+
+    calibration_write_json(dest, data)

@@ -81,7 +81,8 @@ def reports_of(run_dir: Path) -> list[Path]:
     """The arms' reports of a demo run's directory (``arm-*/report.json``)."""
     found = sorted(run_dir.glob("arm-*/report.json"))
     if not found:
-        raise ValueError(f"{run_dir}: no arm-*/report.json (not the output directory of a demo run)")
+        raise InputError(str(run_dir), "no arm-*/report.json (not the output directory of a "
+                                       "demo run)")
     return found
 
 
@@ -90,11 +91,7 @@ def measure(runs: list[Path]) -> dict[str, float | int]:
     file that cannot be read or holds no report."""
     samples: list[JobOverheads] = []
     for run in runs:
-        try:
-            paths = reports_of(run)
-        except ValueError as err:
-            raise InputError(str(run), str(err).removeprefix(f"{run}: ")) from None
-        for path in paths:
+        for path in reports_of(run):
             try:
                 samples += run_overheads(json.loads(path.read_text()))
             except (OSError, ValueError) as err:
