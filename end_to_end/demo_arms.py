@@ -52,16 +52,19 @@ def workload(topology, config: RunConfig, seed: int, spec: DrawSpec = DrawSpec()
 def predictions(topology, jobs, config: RunConfig, arms: list[Arm]):
     """Per arm: the dry run's planned starts and the exchange model's JCT per job."""
     from end_to_end.predict import predict_pass
-    from ps_runtime.calibration import launch_and_close
+    from ps_runtime.calibration import launch_and_close, server_per_worker_s
 
-    # the runtime's launch (from the slot's decision) and close, measured on the demo's runs
+    # the runtime's launch (from the slot's decision), close and server time per worker,
+    # measured on the demo's runs
     launch_s, close_s = launch_and_close(config.compute)
+    per_worker = server_per_worker_s()
     planned, predicted = {}, {}
     for arm in arms:
         planned[arm.key] = planned_records(jobs, topology, arm_config(config, arm))
         predicted[arm.key] = predict_pass(topology, planned[arm.key],
                                           config.rank if arm.priority else None,
-                                          launch_s, close_s=close_s)
+                                          launch_s, close_s=close_s,
+                                          server_per_worker_s=per_worker)
     return planned, predicted
 
 

@@ -30,7 +30,8 @@ from sluice_common import rank_rules
 from sluice_common.job_rank import JobLoad
 from sluice_common.models import BYTES_PER_PARAM
 from sluice_common.exchange import (LinkJob, MTU_BYTES, ExchangeConstants, batch_exchange_s,
-                                    default_constants, share_links)
+                                    default_constants, server_wait_s, share_links,
+                                    transfer_s)
 from topologies.priority_classes import LEVELS
 
 BUFFER_PACKETS = 200          # the HTB tree's FIFO per class (mininet_fabric.priority)
@@ -112,6 +113,18 @@ def startup_of(topology, rec: dict, startup_s: float, rule: str | None,
             + (c.startup_priority_s if rule is not None else 0.0))
 
 
+def server_s(topology, rec: dict, per_worker_s: float, c: ExchangeConstants) -> float:
+    """The server's time per batch past its workers' bytes on the wire
+    (:func:`sluice_common.exchange.server_wait_s`) over the job's slowest pair alone."""
+    if not per_worker_s:
+        return 0.0
+    job = link_job(topology, rec, c)
+    # one host (a path of no links): the workers' pushes are there at once, as the
+    # estimator takes them (Estimator.server_s)
+    wire = transfer_s(job.bytes_per_batch, job.keys, job.path, job.window, c) if job.path else 0.0
+    return server_wait_s(len(rec["worker_hosts"]), per_worker_s, wire)
+
+
 def _running(jobs: list[dict], finish: dict, t: float, startup: dict) -> list[dict]:
     """The jobs training at ``t``, each as its record with the placement and batches of
     the run it is in: past that run's start-up (``startup``: (job, run) -> seconds),
@@ -131,13 +144,14 @@ def _running(jobs: list[dict], finish: dict, t: float, startup: dict) -> list[di
 
 def predict_pass(topology, records: list[dict], rule: str | None, startup_s: float,
                  c: ExchangeConstants | None = None, dt: float = 0.25,
-                 close_s: float = 0.0) -> dict[str, float]:
+                 close_s: float = 0.0, server_per_worker_s: float = 0.0) -> dict[str, float]:
     """Job name -> predicted JCT for the jobs of one pass that were started (``rule``
     None: priority off; ``startup_s``: the runtime's part of each start-up,
     :func:`startup_of`; ``close_s``: its last batch's end until its processes have
-    exited, ``ps_runtime.calibration.runtime_terms``). A job the dry run suspended (its ``segments``) trains in each of
-    its runs after that run's start-up and keeps its progress, as a share of its work,
-    across them; one whose runs end before its work is left out."""
+    exited; ``server_per_worker_s``: what each of a batch's workers adds to it at the
+    server, ``ps_runtime.calibration``). A job the dry run suspended (its ``segments``)
+    trains in each of its runs after that run's start-up and keeps its progress, as a
+    share of its work, across them; one whose runs end before its work is left out."""
     c = c or default_constants()
     need = ("ps_hosts", "worker_hosts", "batches", "bytes_per_batch", "start", "arrival")
     jobs = [r for r in records if all(r.get(k) is not None for k in need)]
@@ -148,6 +162,8 @@ def predict_pass(topology, records: list[dict], rule: str | None, startup_s: flo
     finish: dict[str, float] = {}
     startup = {(j["name"], k): startup_of(topology, {**j, **seg}, startup_s, rule, c)
                for j in jobs for k, seg in enumerate(_segments(j))}
+    server = {(j["name"], k): server_s(topology, {**j, **seg}, server_per_worker_s, c)
+              for j in jobs for k, seg in enumerate(_segments(j))}
     edges = sorted({e for j in jobs for k, seg in enumerate(_segments(j))
                     for e in (seg["start"] + startup[j["name"], k], seg.get("stop"))
                     if e is not None})
@@ -168,7 +184,8 @@ def predict_pass(topology, records: list[dict], rule: str | None, startup_s: flo
         if key not in cache:
             cache[key] = share_links([link_job(topology, j, c, cls[j["name"]]) for j in active],
                                      buffer, c)
-        it = cache[key]
+        it = {j["name"]: cache[key][j["name"]] + server[j["name"], j["segment"]]
+              for j in active}
         step = min([dt] + [max((1.0 - share[j["name"]]) * j["batches"] * it[j["name"]], 1e-6)
                            for j in active] + [e - t for e in later])
         for j in active:

@@ -144,6 +144,7 @@ class RunResult(TypedDict, total=False):
     profile_device: str
     priority: bool
     slot_s: float
+    server_per_worker_s: float     # the estimator's term (ps_runtime.calibration)
     emulation_bw_scale: float
     jobs: list[dict[str, Any]]     # per job: name, model, arrival, status, start, finish,
                                    # gpu_runs [{start_s, end_s, gpus: {host: [index]}}]
@@ -171,6 +172,7 @@ def run_result(run) -> RunResult:
         "interrupted": run.interrupted,
         **(run.options.compute_info or {"compute": run.options.compute}),
         "priority": run.options.priority, "slot_s": run.options.slot_s,
+        "server_per_worker_s": run.estimator.server_per_worker_s,
         "emulation_bw_scale": run.topology.emulation_bw_scale,
         "jobs": jobs, "decisions": run.decisions, "links": run.link_samples,
         "uplinks": [f"{a}-{b}" for a, b in closed_loop.switch_links(run.topology)],

@@ -174,16 +174,18 @@ def run_estimator(topology, compute: str, profile: str | None = None):
     """The estimator of a real run: the chosen profile, the topology's nominal bandwidth,
     the PS runtime's start-up, and the exchange model priced on the emulated fabric the
     run uses (``ExchangePricing.for_topology(emulated=True)``): the same model and the same
-    committed constants as the predictions (``end_to_end/predict.py``). Its fixed time
+    committed constants as the predictions (``end_to_end/predict.py``), and the server's
+    time per worker and batch measured on the demo's runs. Its fixed time
     per batch stands for the runtime's ``sync_s``, its ``efficiency`` for the link
     efficiency and its loopback for the in-host bus."""
     from job_scheduler.core.estimator import Estimator, nominal_bandwidth
     from job_scheduler.core.exchange_pricing import ExchangePricing
-    from ps_runtime.calibration import runtime_terms
+    from ps_runtime.calibration import runtime_terms, server_per_worker_s
 
     return Estimator(profile, nominal_bw_mbps=nominal_bandwidth(topology),
                      startup_s=runtime_terms(compute)["startup_s"],
-                     exchange=ExchangePricing.for_topology(topology, emulated=True))
+                     exchange=ExchangePricing.for_topology(topology, emulated=True),
+                     server_per_worker_s=server_per_worker_s())
 
 
 def warm_pool_sizes(topology, planned: list[dict] | None) -> dict[str, int] | int:

@@ -28,6 +28,12 @@ also pays (figures measured on a host with two cores, docs/design.md, "The test 
   model's own ``startup_s`` was measured on one small calibration job alone; the demo's
   jobs, with up to eight workers on a loaded machine, take about four times as long.
   torch's launch is its ``startup_s``.
+- ``server_per_worker_s``: the parameter server takes each worker's push and answers its
+  pull in turn, so a batch of n workers waits n times this beyond what the exchange
+  model prices (:func:`server_per_worker_s`, measured by ``sluice calibrate runtime`` on
+  the demo's jobs that ran on one host, where no link's model enters: about 1.3 ms on
+  this machine, some 6 % of a demo job's batch on four GPUs). The run's estimator adds
+  it to every batch (``Estimator(server_per_worker_s=...)``) and so do the predictions.
 
 The simulator keeps the paper's model (no such terms). ``sluice run``/``demo`` and the
 experiment scripts take ``startup_s`` from here; their
@@ -62,16 +68,26 @@ def runtime_terms(compute: str) -> dict[str, float]:
 OVERHEADS_FILE = "runtime_overheads.yaml"
 
 
-def launch_and_close(compute: str) -> tuple[float, float]:
-    """``(launch_s, close_s)`` for ``compute`` as measured on the demo's runs (module
-    doc); a compute with a start-up of its own (torch builds its model) launches in that
-    time."""
+def _measured() -> dict:
     import sluice_common
     import yaml
     from pathlib import Path
 
     path = Path(sluice_common.__file__).resolve().parent / "data" / OVERHEADS_FILE
-    data = yaml.safe_load(path.read_text())
+    return yaml.safe_load(path.read_text())
+
+
+def launch_and_close(compute: str) -> tuple[float, float]:
+    """``(launch_s, close_s)`` for ``compute`` as measured on the demo's runs (module
+    doc); a compute with a start-up of its own (torch builds its model) launches in that
+    time."""
+    data = _measured()
     own = RUNTIME.get(compute, RUNTIME["emulated"])
     launch = own["startup_s"] if "startup_s" in own else float(data["launch_s"])
     return launch, float(data["close_s"])
+
+
+def server_per_worker_s() -> float:
+    """The PS's seconds per worker and batch beyond the exchange model's (module doc), as
+    measured on the demo's runs; the server's, so the same whatever the workers compute."""
+    return float(_measured()["server_per_worker_s"])

@@ -29,7 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profile": ("ps_runtime.cli", "profile Cost_bat(1) and alpha(b) on the real device"),
     "calibrate": ("mininet_tests.calibration.cli", "fit the package's data files on your fabric: "
                   "the exchange model's constants, its queue stages, the short FIFO's depth, "
-                  "the derived P100 profile, the PS runtime's launch and close"),
+                  "the derived P100 profile, the PS runtime's launch, close and server "
+                  "time per worker"),
     "train": ("ps_runtime.cli", "run one PS training job on local processes"),
     "run": ("end_to_end.cli", "schedule YAML jobs onto the Mininet fabric and run them for "
             "real (--dry-run: print the plan only)"),

@@ -277,6 +277,15 @@ def transfer_s(bytes_per_batch: float, keys: int, path: Sequence[float], window:
     return max(0.0, wire - credit * burst_credit(bytes_per_batch, path, c)) / (c.efficiency * r)
 
 
+def server_wait_s(workers: int, per_worker_s: float, wire_s: float) -> float:
+    """What a batch waits on its parameter server beyond the exchange: the server takes
+    its ``workers``' pushes in turn, ``per_worker_s`` each (the PS runtime's, measured on
+    the demo's runs: ``ps_runtime.calibration``), while their bytes arrive over ``wire_s``
+    (one worker-server pair's :func:`transfer_s` alone; 0 on one host), so only the work
+    past the wire adds to the batch."""
+    return max(0.0, workers * per_worker_s - wire_s)
+
+
 def features(bytes_per_batch: float, keys: int, path: Sequence[float], window: int = 0,
              burst_bytes: float = 0.0) -> tuple[float, float, float, float, float]:
     """The linear terms of :func:`batch_exchange_s` (what the calibration fits): its time

@@ -23,6 +23,11 @@ Units: seconds, Mbit/s (1 Mbit = 10^6 bit), parameters as counts.
   and a PS and worker on one host exchange over the bus the model gives that host
   (``bus_mbps``: the emulated fabric's loopback, or the host's ``intra_bw`` on a
   described cluster). The queueing at shared uplinks is the simulator's to add.
+- ``server_per_worker_s`` (the run's estimator: the PS runtime's, measured on the demo's
+  runs, ``ps_runtime.calibration``): the server takes its workers' pushes in turn, so a
+  batch of n workers waits ``n * server_per_worker_s`` at the server less what their
+  bytes' time on the wire hides (:meth:`Estimator.server_s`); the job pays it once per
+  worker-batch whatever its GPU count, so it bounds how far a job on one PS scales.
 - ``C(job, n, bw) = cost + comm``; ``cost1(job) = cost(job, 1)`` is Cost_i(1), the work
   that the Lyapunov queues count.
 
@@ -60,7 +65,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from sluice_common.exchange import key_times
+from sluice_common.exchange import key_times, server_wait_s
 from sluice_common.jobspec import JobSpec
 from sluice_common.models import BYTES_PER_PARAM, params_of
 from sluice_common.profile import DeviceProfile, Profile, load_profile
@@ -78,7 +83,7 @@ class Estimator:
     def __init__(self, profile: Profile | str | Path | None = None, device: str | None = None,
                  nominal_bw_mbps: float = DEFAULT_NOMINAL_BW_MBPS, startup_s: float = 0.0,
                  sync_s: float = 0.0, link_efficiency: float = 1.0,
-                 exchange: "ExchangePricing | None" = None):
+                 exchange: "ExchangePricing | None" = None, server_per_worker_s: float = 0.0):
         if not isinstance(profile, Profile):
             profile = load_profile(profile)
         if not nominal_bw_mbps > 0:
@@ -86,8 +91,10 @@ class Estimator:
         self.profile = profile
         self.device_profile: DeviceProfile = profile.device(device)
         self.nominal_bw_mbps = float(nominal_bw_mbps)
-        if not 0 < link_efficiency <= 1 or sync_s < 0 or startup_s < 0:
-            raise ValueError("need 0 < link_efficiency <= 1, sync_s >= 0, startup_s >= 0")
+        if not 0 < link_efficiency <= 1 or sync_s < 0 or startup_s < 0 or \
+                server_per_worker_s < 0:
+            raise ValueError("need 0 < link_efficiency <= 1, sync_s >= 0, startup_s >= 0, "
+                             "server_per_worker_s >= 0")
         self.startup_s = float(startup_s)   # launch -> first batch, not part of C(n)
         # Terms of a real PS runtime that the paper's model leaves out (0 and 1 there):
         # sync_s, the fixed time of one push + pull round through the PS (messages, the
@@ -95,6 +102,10 @@ class Estimator:
         # every job that runs through a PS, one GPU included; link_efficiency, the share
         # of a link's rate that the push/pull payload gets (TCP/IP headers, ACKs, shaping).
         self.sync_s = float(sync_s)
+        # server_per_worker_s: the PS takes each worker's push and answers its pull in
+        # turn, so a batch of n workers waits n times it; in total the job pays it once
+        # per worker-batch, however many GPUs it has (ps_runtime.calibration)
+        self.server_per_worker_s = float(server_per_worker_s)
         self.link_efficiency = float(link_efficiency)
         # the exchange model's pricing (module doc), or None: eq. 5 alone
         self.exchange = exchange
@@ -180,8 +191,20 @@ class Estimator:
         # sync_s and the exchange's fixed time are paid per iteration whatever the
         # bandwidth: they sit with the compute, so that Comm stays exactly proportional to
         # 1/bw (the simulator relies on that).
-        fixed = self.fixed_s(job, n, path)
+        fixed = self.fixed_s(job, n, path) + self.server_s(job, n, path)
         return (self.cost_bat(job) + self.sync_s + fixed) * self._iterations_per_worker(job, n)
+
+    def server_s(self, job: JobSpec, n: int, path: tuple[float, ...] | None = None) -> float:
+        """The server's time per batch that its workers' bytes on the wire do not hide
+        (:func:`sluice_common.exchange.server_wait_s`) over ``path`` (``()``: one host;
+        None: a cross-rack path)."""
+        if not self.server_per_worker_s:
+            return 0.0
+        wire = 0.0
+        if self.exchange is not None and path != () and (n > 1 or self.exchanges_alone(job)):
+            wire = self.exchange.transfer_s(self.batch_bytes(job), path, max(1, job.num_ps),
+                                            *self._keys_window(job))
+        return server_wait_s(n, self.server_per_worker_s, wire)
 
     def _raw_comm(self, job: JobSpec, n: int, bw_mbps: float) -> float:
         if (n <= 1 and not self.exchanges_alone(job)) or math.isinf(bw_mbps):

@@ -72,7 +72,7 @@ from dataclasses import dataclass, field, replace
 
 from sluice_common.exchange import (MTU_BYTES, ExchangeConstants, burst_credit,
                                     default_constants, fixed_batch_s, rounds, startup_time,
-                                    wire_key_bytes)
+                                    transfer_s, wire_key_bytes)
 from sluice_common.exchange_waits import (backlog_bytes, fair_round_wait_s, fifo_round_wait_s,
                                           queue_wait_s)
 
@@ -154,6 +154,16 @@ class ExchangePricing:
             got = self._fixed_memo[key] = fixed_batch_s(
                 self.keys(bytes_per_batch, keys), rates, self._window(window), self.constants)
         return got
+
+    def transfer_s(self, bytes_per_batch: float, path: tuple[float, ...] | None = None,
+                   servers: int = 1, keys: int | None = None, window: int | None = None
+                   ) -> float:
+        """Seconds one worker-server pair's share of a batch takes on the wire alone over
+        ``path`` (as :meth:`fixed_s` takes it), the model's ``X`` term."""
+        rates = self.path if path is None else tuple(m * self.scale * 1e6 / 8 for m in path)
+        return transfer_s(bytes_per_batch * self.scale / servers,
+                          self.keys(bytes_per_batch, keys), rates, self._window(window),
+                          self.constants)
 
     def wire_bytes(self, bytes_per_batch: float, servers: int = 1, keys: int | None = None,
                    window: int | None = None) -> float:

@@ -10,8 +10,8 @@
   [--record SECTION]``: sweep the short FIFO's depth with the heavy-tail mix; ``--record``
   enters the best in ``mininet_fabric/data/fifo_depths.yaml``.
 - ``profile [--out PATH]``: write the derived P100 compute profile (no fabric).
-- ``runtime RUN_DIR... [--write]``: the PS runtime's launch and close, medians over the
-  jobs of ``sluice demo`` runs (no fabric); ``--write`` replaces
+- ``runtime RUN_DIR... [--write]``: the PS runtime's launch, close and server time per
+  worker, medians over the jobs of ``sluice demo`` runs (no fabric); ``--write`` replaces
   ``sluice_common/data/runtime_overheads.yaml``.
 
 Exit codes: 0 ok, 1 the fabric could not run, 2 bad input (nothing written).
@@ -41,8 +41,9 @@ def configure_calibrate(parser) -> None:
                                              "mix and enter the best one")
     profile = sub.add_parser("profile", help="write the P100 compute profile derived from "
                                              "published throughputs (no fabric)")
-    runtime = sub.add_parser("runtime", help="measure the PS runtime's launch and close on "
-                                             "`sluice demo` runs (no fabric)")
+    runtime = sub.add_parser("runtime", help="measure the PS runtime's launch, close and "
+                                             "server time per worker on `sluice demo` "
+                                             "runs (no fabric)")
     runtime.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
                          help="`sluice demo --out` directories")
     runtime.add_argument("--write", action="store_true",

@@ -6,12 +6,17 @@ model's batches count.
   until its first batch begins: the executor's start of the job, process hand-over from
   the warm pool, ps-lite's rendezvous, ``kv.init``;
 - **close**: its last batch's end until its last process has exited: the closing
-  barrier, ps-lite's finalize, the processes' exit.
+  barrier, ps-lite's finalize, the processes' exit;
+- **server per worker**: what a batch takes beyond the exchange model's price (the run's
+  own, ``C_n_s`` over its batches, less the term the run already priced), per worker of
+  the job: the server takes each worker's push and answers its pull in turn. Measured
+  on the jobs whose PS and workers shared one host, so that no link's model enters it.
 
 Both are read from the per-job records of a run's ``report.json`` (``start``,
-``finish`` and the ``iterations`` ``[end_s, worker, batch, seconds]``; the run's
-``slot_s``: its slots are whole multiples of it from the run's start), over the jobs
-that ran once (a suspended job's records mix two launches), and reported as medians: a
+``finish``, ``mean_iteration_s``, ``C_n_s``, ``batches`` and the ``iterations`` ``[end_s,
+worker, batch, seconds]``; the run's ``slot_s``: its slots are whole multiples of it from
+the run's start, and ``server_per_worker_s``, the term its estimator priced, 0 for a run
+that recorded none), over the jobs that ran once (a suspended job's records mix two launches), and reported as medians: a
 demo run's jobs are few and a single slow launch on a busy machine would move a mean.
 
 ``sluice calibrate runtime RUN_DIR... [--write]`` measures them on demo runs'
@@ -41,12 +46,24 @@ class JobOverheads:
     name: str
     launch_s: float
     close_s: float
+    server_per_worker_s: float | None = None     # None: its workers were not on one host
 
 
-def job_overheads(record: dict, slot_s: float) -> JobOverheads | None:
-    """One job's launch and close from its run record in a run of ``slot_s`` slots; None
-    for a job that did not run exactly once to its end (suspended, failed, or without
-    batch records)."""
+def server_per_worker(record: dict, priced_s: float) -> float | None:
+    """A one-host job's batch beyond the run's price of it, per worker (module doc); None
+    for a job on several hosts or without the figures."""
+    need = ("mean_iteration_s", "C_n_s", "batches", "gpus")
+    if record.get("hosts") != 1 or any(not record.get(k) for k in need):
+        return None
+    workers = record["gpus"]
+    priced_batch = record["C_n_s"] / record["batches"] - priced_s * workers
+    return (record["mean_iteration_s"] - priced_batch) / workers
+
+
+def job_overheads(record: dict, slot_s: float, priced_s: float = 0.0) -> JobOverheads | None:
+    """One job's launch, close and server time per worker from its run record in a run of
+    ``slot_s`` slots whose estimator priced ``priced_s`` per worker; None for a job that
+    did not run exactly once to its end (suspended, failed, or without batch records)."""
     if record.get("status") != "finished" or record.get("preemptions", 0):
         return None
     runs = record.get("gpu_runs") or []
@@ -56,7 +73,8 @@ def job_overheads(record: dict, slot_s: float) -> JobOverheads | None:
     first_begin = min(end - seconds for end, _worker, batch, seconds in batches if batch == 1)
     last_end = max(end for end, *_ in batches)
     decided = math.floor(record["start"] / slot_s + 1e-9) * slot_s
-    return JobOverheads(record["name"], first_begin - decided, record["finish"] - last_end)
+    return JobOverheads(record["name"], first_begin - decided, record["finish"] - last_end,
+                        server_per_worker(record, priced_s))
 
 
 def run_overheads(report: dict) -> list[JobOverheads]:
@@ -64,7 +82,8 @@ def run_overheads(report: dict) -> list[JobOverheads]:
     slot_s = report.get("slot_s")
     if not isinstance(slot_s, (int, float)) or not slot_s > 0:
         raise ValueError(f"no slot_s > 0 in the report (got {slot_s!r})")
-    return [o for o in (job_overheads(j, float(slot_s)) for j in report.get("jobs", []))
+    priced = float(report.get("server_per_worker_s", 0.0))
+    return [o for o in (job_overheads(j, float(slot_s), priced) for j in report.get("jobs", []))
             if o is not None]
 
 
@@ -72,9 +91,15 @@ def summarise(samples: list[JobOverheads]) -> dict[str, float | int]:
     """The medians the runtime's terms take, and how many jobs they come from."""
     if not samples:
         raise ValueError("no job ran exactly once to its end: nothing to measure")
+    one_host = [o.server_per_worker_s for o in samples if o.server_per_worker_s is not None]
+    if not one_host:
+        raise ValueError("no job that ran once had its PS and workers on one host: the "
+                         "server's time per worker cannot be measured")
     return {"launch_s": round(statistics.median(o.launch_s for o in samples), 4),
             "close_s": round(statistics.median(o.close_s for o in samples), 4),
-            "jobs": len(samples)}
+            "jobs": len(samples),
+            "server_per_worker_s": round(statistics.median(one_host), 6),
+            "one_host_jobs": len(one_host)}
 
 
 def reports_of(run_dir: Path) -> list[Path]:
@@ -112,7 +137,9 @@ def calibrate(runs: list[Path], write: bool, out: Path = DATA_FILE) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(f"launch {figures['launch_s']:.3f} s, close {figures['close_s']:.3f} s "
-          f"(medians over {figures['jobs']} jobs of {len(runs)} runs)")
+          f"(medians over {figures['jobs']} jobs of {len(runs)} runs); server per worker "
+          f"{figures['server_per_worker_s'] * 1e3:.2f} ms a batch (median over the "
+          f"{figures['one_host_jobs']} of them on one host)")
     if write:
         import yaml
 
@@ -121,8 +148,9 @@ def calibrate(runs: list[Path], write: bool, out: Path = DATA_FILE) -> int:
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             "commit": source_commit(),
             "runs": [str(r) for r in runs]})
-        out.write_text("# The PS runtime's launch and close on the emulated fabric, measured on\n"
-                       "# `sluice demo` runs by `sluice calibrate runtime`.\n"
+        out.write_text("# The PS runtime's launch, close and server time per worker on the\n"
+                       "# emulated fabric, measured on `sluice demo` runs by\n"
+                       "# `sluice calibrate runtime`.\n"
                        + yaml.safe_dump(body, sort_keys=False))
         print(f"wrote {out}")
     return 0

@@ -26,6 +26,17 @@ def test_in_host_job_is_startup_plus_its_batches():
     assert got["g"] == pytest.approx(1.0 + 50 * alone, rel=1e-3)
 
 
+def test_the_server_s_turns_add_to_a_one_host_batch_and_hide_behind_a_slow_wire():
+    r = rec("g", ["h1"], ["h1", "h1", "h1"], compute=0.2)
+    plain = predict_pass(TOPO, [r], None, 1.0, C)["g"]
+    slow = predict_pass(TOPO, [r], None, 1.0, C, server_per_worker_s=0.002)["g"]
+    assert slow - plain == pytest.approx(50 * 3 * 0.002, rel=1e-3)
+    # 4 MB a batch over the emulated links takes far longer than three turns of 2 ms
+    far = rec("f", ["h1"], ["h3", "h3", "h4"], nbytes=4_000_000)
+    assert predict_pass(TOPO, [far], None, 1.0, C, server_per_worker_s=0.002)["f"] == \
+        pytest.approx(predict_pass(TOPO, [far], None, 1.0, C)["f"])
+
+
 def test_workers_behind_one_link_share_it():
     one = link_job(TOPO, rec("a", ["h1"], ["h3"]), C)
     four = link_job(TOPO, rec("b", ["h1"], ["h3", "h3", "h4", "h4"]), C)

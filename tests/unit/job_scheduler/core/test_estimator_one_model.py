@@ -45,7 +45,8 @@ def predicted_jct(spec: JobSpec, ps: list[str], workers: list[str]) -> float:
     record = {"name": spec.name, "arrival": 0.0, "start": 0.0, "ps_hosts": ps,
               "worker_hosts": workers, "batches": batches_for(spec, len(workers)),
               **exchange_facts(EST, spec, options, wire_bytes_of(EST, spec, options))}
-    return predict_pass(TOPO, [record], None, EST.startup_s)[spec.name]
+    return predict_pass(TOPO, [record], None, EST.startup_s,
+                        server_per_worker_s=EST.server_per_worker_s)[spec.name]
 
 
 def estimated_jct(spec: JobSpec, ps: list[str], workers: list[str]) -> float:
@@ -61,6 +62,23 @@ def test_estimator_prices_a_placement_as_the_predictions_do(where, model, batch)
     spec = _spec(model, batch, len(workers), len(ps))
     assert estimated_jct(spec, ps, workers) == pytest.approx(
         predicted_jct(spec, ps, workers), rel=0.02)
+
+
+def test_the_server_s_time_per_worker_shows_on_one_host_and_hides_behind_a_slow_wire():
+    assert EST.server_per_worker_s > 0            # the run's estimator prices it
+    spec = _spec("resnet18", 64, 4)
+    ps, workers = PLACEMENTS["in-host"]
+    assert EST.server_s(spec, 4, ()) == pytest.approx(4 * EST.server_per_worker_s)
+    assert EST.server_s(spec, 2, ()) == pytest.approx(2 * EST.server_per_worker_s)
+    # alexnet's bytes take longer on a cross-rack link than the server's turns
+    big = _spec("alexnet", 256, 4)
+    assert EST.server_s(big, 4, exchange_path(TOPO, ["h3"], ["h1"] * 4)) == 0.0
+    # and the estimator without it prices the one-host batch that much lower
+    plain = Estimator(EST.profile, nominal_bw_mbps=EST.nominal_bw_mbps,
+                      startup_s=EST.startup_s, exchange=EST.exchange)
+    bw = effective_bandwidth(TOPO, ps, workers, bus=EST.bus_mbps)
+    per_batch = (EST.C(spec, 4, bw, ()) - plain.C(spec, 4, bw, ())) / EST.iterations(spec, 4)
+    assert per_batch == pytest.approx(4 * EST.server_per_worker_s)
 
 
 def test_one_gpu_is_priced_as_the_predictions_price_it():

@@ -1,4 +1,5 @@
-"""The PS runtime's launch and close, read from a demo run's per-job records."""
+"""The PS runtime's launch, close and server time per worker, read from a demo run's
+per-job records."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ import pytest
 
 from mininet_tests.calibration import runtime as ro
 from sluice.cli import main as sluice_main
-from ps_runtime.calibration import launch_and_close
+from ps_runtime.calibration import launch_and_close, server_per_worker_s
 
 
-def record(name, start, finish, batches, status="finished", preemptions=0, runs=1):
-    """A job's run record: ``batches`` as (end_s, worker, batch, seconds)."""
+def record(name, start, finish, batches, status="finished", preemptions=0, runs=1,
+           hosts=1, gpus=2, mean_iteration_s=0.105, priced_batch_s=0.1):
+    """A job's run record: ``batches`` as (end_s, worker, batch, seconds); its run priced
+    each of its 10 batches at ``priced_batch_s``."""
     return {"name": name, "start": start, "finish": finish, "status": status,
             "preemptions": preemptions, "gpu_runs": [{}] * runs,
-            "iterations": [list(b) for b in batches]}
+            "iterations": [list(b) for b in batches], "hosts": hosts, "gpus": gpus,
+            "batches": 10, "C_n_s": 10 * priced_batch_s, "mean_iteration_s": mean_iteration_s}
 
 
 def test_launch_counts_from_the_slot_s_decision_and_close_from_the_last_batch():
@@ -43,11 +47,27 @@ def test_the_medians_come_from_every_measurable_job_and_none_is_an_error():
     samples = ro.run_overheads({"slot_s": 1.0, "jobs": jobs})
     assert [s.name for s in samples] == ["j0", "j1", "j2"]
     got = ro.summarise(samples)
-    assert got == {"launch_s": pytest.approx(0.6), "close_s": pytest.approx(1.0), "jobs": 3}
+    # each job's batch took 5 ms more than priced, over its 2 workers
+    assert got == {"launch_s": pytest.approx(0.6), "close_s": pytest.approx(1.0), "jobs": 3,
+                   "server_per_worker_s": pytest.approx(0.0025), "one_host_jobs": 3}
     with pytest.raises(ValueError, match="nothing to measure"):
         ro.summarise([])
+    two_hosts = ro.run_overheads({"slot_s": 1.0, "jobs": [dict(j, hosts=2) for j in jobs]})
+    with pytest.raises(ValueError, match="on one host"):
+        ro.summarise(two_hosts)
     with pytest.raises(ValueError, match="slot_s"):
         ro.run_overheads({"jobs": jobs})
+
+
+def test_the_server_s_time_per_worker_is_what_a_one_host_batch_takes_past_its_price():
+    rec = record("j", 0.0, 2.0, [(1.5, 0, 1, 0.5)], gpus=4, mean_iteration_s=0.112)
+    assert ro.server_per_worker(rec, priced_s=0.0) == pytest.approx(0.003)   # 12 ms / 4
+    # a run whose estimator already priced 1 ms per worker: its price holds 4 ms of it
+    assert ro.server_per_worker(rec, priced_s=0.001) == pytest.approx(0.004)
+    assert ro.server_per_worker(dict(rec, hosts=2), 0.0) is None     # a link's model enters
+    assert ro.server_per_worker(dict(rec, C_n_s=None), 0.0) is None
+    priced = ro.run_overheads({"slot_s": 1.0, "server_per_worker_s": 0.001, "jobs": [rec]})
+    assert priced[0].server_per_worker_s == pytest.approx(0.004)
 
 
 def test_the_command_reads_run_directories_writes_and_bad_ones_exit_2(tmp_path, capsys):
@@ -58,11 +78,14 @@ def test_the_command_reads_run_directories_writes_and_bad_ones_exit_2(tmp_path, 
     (run / "arm-a" / "report.json").write_text(json.dumps({"slot_s": 1.0, "jobs": [
         record("j", 0.05, 2.5, [(0.8, 0, 1, 0.5), (2.2, 0, 2, 0.5)])]}))
     assert sluice_main(["calibrate", "runtime", str(run)]) == 0
-    assert "launch 0.300 s, close 0.300 s (medians over 1 jobs of 1 runs)" in capsys.readouterr().out
+    assert ("launch 0.300 s, close 0.300 s (medians over 1 jobs of 1 runs); server per "
+            "worker 2.50 ms a batch (median over the 1 of them on one host)"
+            in capsys.readouterr().out)
     out = tmp_path / "overheads.yaml"
     assert ro.calibrate([run], write=True, out=out) == 0
     written = yaml.safe_load(out.read_text())
     assert (written["launch_s"], written["close_s"], written["jobs"]) == (0.3, 0.3, 1)
+    assert written["server_per_worker_s"] == pytest.approx(0.0025)
     assert written["provenance"]["command"] == f"sluice calibrate runtime {run} --write"
     before = out.read_text()
     assert ro.calibrate([tmp_path / "nowhere"], write=True, out=out) == 2
@@ -83,3 +106,4 @@ def test_the_package_s_figures_are_the_recorded_ones():
         "sluice calibrate runtime")
     # torch builds its model first: its launch is its own start-up
     assert launch_and_close("torch") == (12.0, close)
+    assert server_per_worker_s() == data["server_per_worker_s"] > 0
