@@ -9,9 +9,11 @@ exchanging with its PS in rack 1 over both rack uplinks, the exchange model pric
 emulated fabric): a ranking rule as strict priority on the rack uplinks
 (``priority=RULE``); a FIFO egress, deep or shallow (the run's ``shallow_limit_packets``),
 as the exchange pricing's FIFO waits; per-flow fair queueing (``off-fair``) as its fair
-queue. What it does not: PIAS's tagging at the hosts (``pias``), which stays ``cannot
-judge``. A run whose summary does not give the fabric (``uplink_mbps``) or whose seeds
-do not record their mix cannot be simulated either.
+queue; PIAS's tagging at the hosts (``pias``) as the ``attained`` rule at the thresholds
+PIAS derives from the mix's size distribution and load (the summary's ``scale``,
+``bytes_lo`` and ``load``), on its FIFO leaves. A run whose summary does not give the
+fabric (``uplink_mbps``) or whose seeds do not record their mix cannot be simulated
+either, nor ``pias`` in a run whose summary lacks the size distribution.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ QUEUE_GAPS = {
     "off": None,                  # a deep FIFO: the exchange pricing's FIFO waits
     "off-shallow": None,          # a shallow FIFO: the same, at the run's depth
     "off-fair": None,             # per-flow fair queueing: the pricing's fair queue
-    "pias": "PIAS's tagging at the hosts (priority by the bytes a connection has sent)",
+    "pias": None,                 # PIAS's host tagging: attained at its thresholds
 }
 FABRIC_FIELDS = ("uplink_mbps", "rtt_s", "shallow_limit_packets")
 
@@ -78,7 +80,21 @@ def fabric_of(summary: dict | None) -> tuple[dict | None, str | None]:
         return None, f"the run's summary gives no uplink rate (uplink_mbps {rate!r})"
     rtt, depth = summary.get("rtt_s"), summary.get("shallow_limit_packets")
     return {"uplink_mbps": float(rate), "rtt_s": rtt if finite(rtt) and rtt > 0 else None,
-            "shallow_packets": depth if isinstance(depth, int) and depth > 0 else None}, None
+            "shallow_packets": depth if isinstance(depth, int) and depth > 0 else None,
+            "workload": workload_of(summary)}, None
+
+
+def workload_of(summary: dict):
+    """The heavy-tail mix's per-connection size distribution at the run's load, what a
+    host-tagging baseline derives its thresholds from; None when the summary lacks it."""
+    from mininet_fabric import baselines as bl
+    from mininet_tests.heavy_tail.connection_sizes import connection_sizes
+
+    scale, lo, load = (summary.get(k) for k in ("scale", "bytes_lo", "load"))
+    if summary.get("mix") != "heavy-tail" or not all(finite(v) and v > 0
+                                                     for v in (scale, lo, load)):
+        return None
+    return bl.Workload(connection_sizes(float(scale), float(lo)), float(load))
 
 
 def mix_of(record: dict):
@@ -107,7 +123,10 @@ def simulated_mean_jct(per_seed: list, mode: str, fabric: dict) -> tuple[float |
         except (ValueError, KeyError, TypeError, RuntimeError) as err:
             return None, f"the simulator could not run it ({err})"
         if got is None:
-            return None, gap_reason([f"the {mode!r} queue"])
+            what = (f"the {mode!r} queue" if fabric.get("workload") is not None else
+                    f"{mode!r} without the mix's size distribution (the summary's scale, "
+                    "bytes_lo, load)")
+            return None, gap_reason([what])
         values.append(got)
     return statistics.median(values), None
 

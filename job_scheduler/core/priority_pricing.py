@@ -74,19 +74,24 @@ def class_capacity(capacity: float, others: Sequence[LinkSharer], level: int,
     raise AssertionError("unreachable: the job's own level is in the loop")
 
 
-def rule_levels(rule: str, jobs: Iterable[tuple[int, object, float]], estimator
-                ) -> dict[int, int]:
+def rule_levels(rule: str, jobs: Iterable[tuple[int, object, float]], estimator,
+                thresholds: tuple[float, ...] | None = None) -> dict[int, int]:
     """Each job's level under ``rule`` (a name of :mod:`sluice_common.rank_rules`), from
     ``(key, spec, fraction of its work left)``: its batches are ``epochs * dataset_size /
     batch_size``, a batch moves the model's parameter bytes (a job's own bytes where it
-    states them, ``Estimator.rule_bytes``)."""
+    states them, ``Estimator.rule_bytes``). ``thresholds`` (``attained`` only): explicit
+    demotion thresholds in bytes a connection has sent, as PIAS's hosts tag
+    (``job_rank.attained_levels_at``), in place of the rule's geometric ones."""
+    if thresholds is not None and rule != "attained":
+        raise ValueError(f"demotion thresholds go with the attained rule, not {rule!r}")
     loads = []
     for key, spec, remaining in jobs:
         total = max(1, round(spec.epochs * spec.dataset_size / spec.batch_size))
         done = round((1.0 - remaining) * total)
         loads.append(job_rank.JobLoad(str(key), key, done, total,
                                       estimator.rule_bytes(spec)))
-    got = rank_rules.job_levels(rule, loads, LEVELS)
+    got = (job_rank.attained_levels_at(loads, thresholds) if thresholds is not None
+           else rank_rules.job_levels(rule, loads, LEVELS))
     return {int(k): v for k, v in got.items()}
 
 

@@ -58,6 +58,9 @@ sends one way (queueing and compute included, as ``_round_wait`` counts it): the
 exchange model's processor sharing (``sluice_common.exchange.egress_state``), where a job
 waiting in a queue or computing leaves the link to the others. Each event re-times every
 job on the uplinks it touches. ``share="flows"`` (the default) is the equal split above.
+``attained_thresholds`` (with ``priority="attained"``): the levels are PIAS's, each
+job's attained bytes per connection against explicit demotion thresholds (the hosts tag
+them, as the fabric's ``pias`` baseline does) in place of the rule's geometric ones.
 ``rerank=True`` (with ``priority``): the levels are also recomputed at every slot while
 jobs run, as the controller re-ranks jobs while their batches are reported (a rule whose
 order moves with progress, ``progress`` above all, is otherwise frozen between starts and
@@ -104,6 +107,7 @@ from sluice_common.jobspec import JobSpec
 from sluice_common.placement import Placement
 from job_scheduler.core.cluster_state import ClusterState
 from topologies import Topology
+from topologies.priority_classes import LEVELS
 
 # bins of ``SimResult.uplink_time``: 0 = idle, then 1/1000-wide steps up to a full uplink
 UTIL_BINS = 1001
@@ -148,13 +152,21 @@ class Simulator(Pricing):
                  in_host: bool = True, bandwidth: str = "shared", mechanisms: Sequence = (),
                  costs=None, on_plan: Callable[[float, SlotPlan], None] | None = None,
                  priority: str | None = None, startup: bool = False, share: str = "flows",
-                 rerank: bool = False, startup_alone_s: float | None = None):
+                 rerank: bool = False, startup_alone_s: float | None = None,
+                 attained_thresholds: tuple[float, ...] | None = None):
         if not slot > 0:
             raise ValueError(f"slot must be > 0 seconds, got {slot}")
         if priority is not None and priority not in rank_rules.names():
             raise ValueError(f"priority must be one of {', '.join(rank_rules.names())} or None, "
                              f"got {priority!r}")
         self.priority = priority
+        if attained_thresholds is not None and (priority != "attained" or len(
+                attained_thresholds) >= LEVELS or list(attained_thresholds) != sorted(
+                attained_thresholds)):
+            raise ValueError("attained_thresholds: increasing, fewer than the fabric's "
+                             f"{LEVELS} levels, with priority 'attained' only")
+        # PIAS: the hosts tag each connection by the bytes it has sent, at these thresholds
+        self.attained_thresholds = attained_thresholds
         if startup and (estimator is None or estimator.exchange is None):
             raise ValueError("startup needs an estimator with an exchange pricing")
         self.startup = startup
@@ -401,7 +413,8 @@ class Simulator(Pricing):
         got = self._levels_memo.get(key)
         if got is None:
             got = self._levels_memo[key] = rule_levels(
-                self.priority, [self.rule_load(j) for j in jobs], self.estimator)
+                self.priority, [self.rule_load(j) for j in jobs], self.estimator,
+                self.attained_thresholds)
         return got
 
     def _priority_bandwidth(self, run: Run) -> float:

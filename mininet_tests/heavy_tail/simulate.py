@@ -27,7 +27,12 @@ queue (:func:`mode_pricing`): ``off``, the deep FIFO, and ``off-shallow``, the F
 run's depth, as the pricing's FIFO waits at that depth; ``off-fair``, per-flow fair
 queueing, as the pricing's fair queue (``queue="fair"``: the link shared as with a FIFO,
 a message waiting behind a burst of its own flow and not the whole queue). ``pias`` (the
-hosts tag each connection by the bytes it has sent) has no model here (None).
+hosts tag each connection by the bytes it has sent, the switches keep strict priority on
+the tag) as the exchange model's prediction takes it (``predict.model_jobs``): the
+``attained`` rule at PIAS's thresholds for the mix's size distribution and load
+(``Simulator(attained_thresholds=...)``; a connection carries one direction of a batch,
+so its attained bytes are the job's batches times its bytes per batch), on the
+baseline's FIFO leaves.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from sluice_common.jobspec import JobSpec
 from sluice_common.placement import Placement
 
 # each switch queue the simulator has a model of: the exchange pricing's discipline
-QUEUES = {"off": "fifo", "off-shallow": "fifo", "off-fair": "fair"}
+QUEUES = {"off": "fifo", "off-shallow": "fifo", "off-fair": "fair", "pias": "fifo"}
 
 
 def mix_jobs(mix: list[MixJob]) -> list[JobSpec]:
@@ -82,38 +87,48 @@ class MixPlacement(Policy):
 
 
 def mode_pricing(topology, mode: str, uplink_mbps: float, rtt_s: float | None,
-                 shallow_packets: int | None) -> tuple[str | None, ExchangePricing] | None:
-    """(the mode's rule or None, the exchange pricing of its switch queue), or None when
-    the simulator has no model of the mode's queue. ``shallow_packets``: the depth the
-    run's ``off-shallow`` had (None: the baseline's own)."""
+                 shallow_packets: int | None, workload: bl.Workload | None = None
+                 ) -> tuple[str | None, ExchangePricing, tuple[int, ...] | None] | None:
+    """(the mode's rule or None, the exchange pricing of its switch queue, the demotion
+    thresholds its hosts tag at or None), or None when the simulator has no model of the
+    mode. ``shallow_packets``: the depth the run's ``off-shallow`` had (None: the
+    baseline's own); ``workload``: the size distribution and load a host-tagging baseline
+    derives its thresholds from (without it, such a mode has no model)."""
+    from mininet_tests.heavy_tail.predict import PIAS_MODEL_RULE
+
     rule, baseline = bl.split_mode(mode, rank_rules.names())
     queue = QUEUES.get(baseline)
     if queue is None:
         return None
+    thresholds = None
+    if bl.baseline(baseline).host_rules is not None:
+        if workload is None or rule is not None:
+            return None          # the hosts' tags are the whole rule: no model without them
+        rule, thresholds = PIAS_MODEL_RULE, bl.pias_thresholds(workload)
     if baseline == "off-shallow" and shallow_packets:
         depth = shallow_packets * MTU_BYTES
     else:
         depth = bl.queue_bytes(baseline, uplink_mbps, rtt_s)
     pricing = replace(ExchangePricing.for_topology(topology, emulated=True), buffer_bytes=depth,
                       queue=queue, urgent_bytes=bl.urgent_bytes(baseline), waits="pair")
-    return rule, pricing
+    return rule, pricing, thresholds
 
 
 def simulated_mean_jct(mix: list[MixJob], mode: str, uplink_mbps: float,
-                       rtt_s: float | None = None, shallow_packets: int | None = None
-                       ) -> float | None:
+                       rtt_s: float | None = None, shallow_packets: int | None = None,
+                       workload: bl.Workload | None = None) -> float | None:
     """The simulator's mean JCT (s) of ``mix`` under ``mode`` on the experiment's fabric
     at ``uplink_mbps`` (module doc); None when it has no model of the mode."""
     from job_scheduler.simulation.simulator import Simulator
 
     topology, _ = experiment_topology(uplink_mbps)
-    priced = mode_pricing(topology, mode, uplink_mbps, rtt_s, shallow_packets)
+    priced = mode_pricing(topology, mode, uplink_mbps, rtt_s, shallow_packets, workload)
     if priced is None:
         return None
-    rule, pricing = priced
+    rule, pricing, thresholds = priced
     estimator = Estimator(nominal_bw_mbps=nominal_bandwidth(topology), exchange=pricing)
     jobs = mix_jobs(mix)
     sim = Simulator(topology, jobs, MixPlacement([j.name for j in jobs]), estimator=estimator,
                     slot=SLOT_S, priority=rule, startup=True, share="senders",
-                    rerank=True)
+                    rerank=True, attained_thresholds=thresholds)
     return sim.run().avg_jct

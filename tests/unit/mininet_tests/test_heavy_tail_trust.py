@@ -21,12 +21,11 @@ MODES = ["off", "off-shallow", "off-fair", "pias", "progress", "remaining", "att
          "remaining+off-shallow", "remaining+off-fair"]
 
 
-def test_only_pias_and_unknown_modes_lack_a_model():
-    for mode in ("remaining", "off-shallow", "off-fair", "remaining+off-fair", "off"):
+def test_only_unknown_modes_lack_a_model():
+    for mode in ("remaining", "off-shallow", "off-fair", "remaining+off-fair", "off", "pias"):
         assert ht.mode_gaps(mode) == []
-    assert any("PIAS" in g for g in ht.mode_gaps("pias"))
     assert "'nonsense'" in ht.mode_gaps("nonsense")[-1]
-    assert ht.gap_reason(ht.mode_gaps("pias")).startswith("the simulator has no model of ")
+    assert ht.gap_reason(ht.mode_gaps("nonsense")).startswith("the simulator has no model of ")
 
 
 def test_a_stored_verdict_run_gives_every_modelled_mode_a_simulated_figure():
@@ -34,13 +33,21 @@ def test_a_stored_verdict_run_gives_every_modelled_mode_a_simulated_figure():
     assert [r.case for r in rows] == MODES
     assert {r.run for r in rows} == {RUN}
     by_mode = {r.case: r for r in rows}
-    assert by_mode["pias"].verdict() == CANNOT and "PIAS" in by_mode["pias"].why_not()
     for mode in MODES:
-        if mode != "pias":
-            assert by_mode[mode].verdict() in (MET, NOT_MET), by_mode[mode].why_not()
-            assert by_mode[mode].simulated > 0
+        assert by_mode[mode].verdict() in (MET, NOT_MET), by_mode[mode].why_not()
+        assert by_mode[mode].simulated > 0
     summary = json.loads((STORED / f"{RUN}-summary.json").read_text())
     assert rows[0].measured == summary["modes"]["off"]["mean_jct_s"]
+
+
+def test_pias_needs_the_mix_s_size_distribution_for_its_thresholds(tmp_path):
+    summary = json.loads((STORED / f"{RUN}-summary.json").read_text())
+    del summary["bytes_lo"]
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "per_seed.json").write_text((STORED / f"{RUN}-per-seed.json").read_text())
+    rows = {r.case: r for r in ht.compare_run(tmp_path)}
+    assert rows["pias"].verdict() == CANNOT and "size distribution" in rows["pias"].why_not()
+    assert rows["off"].verdict() in (MET, NOT_MET)
 
 
 def test_a_seed_without_a_mode_s_figure_is_named(tmp_path):
@@ -87,7 +94,24 @@ def test_a_job_alone_takes_its_batches_and_the_model_s_start_up():
     got = hs.simulated_mean_jct(mix, "off", 12.0, 0.0008)
     from sluice_common.exchange import default_constants
     assert got == pytest.approx(alone + default_constants().startup_s, rel=0.03)
-    assert hs.simulated_mean_jct(mix, "pias", 12.0, 0.0008) is None
+    assert hs.simulated_mean_jct(mix, "pias", 12.0, 0.0008) is None     # no thresholds
+
+
+def test_pias_ranks_by_bytes_sent_at_its_thresholds_and_a_small_job_passes_a_big_one():
+    from mininet_fabric import baselines as bl
+    from mininet_tests.heavy_tail.connection_sizes import connection_sizes
+
+    big = MixJob("ht00", 0.0, 60, 600_000, 0.5, 0.0042)
+    small = MixJob("ht01", 0.5, 3, 100_000, 0.5, 0.0042)
+    workload = bl.Workload(connection_sizes(0.1, 150_000), 0.7)
+    thresholds = bl.pias_thresholds(workload)
+    assert list(thresholds) == sorted(thresholds) and thresholds[0] < 60 * 600_000
+    fifo = hs.simulated_mean_jct([big, small], "off", 12.0, 0.0008)
+    pias = hs.simulated_mean_jct([big, small], "pias", 12.0, 0.0008, workload=workload)
+    assert pias < fifo                   # the small one no longer waits behind the big one
+    rule, _, got = hs.mode_pricing(hs.experiment_topology(12.0)[0], "pias", 12.0, 0.0008,
+                                   None, workload)
+    assert (rule, got) == ("attained", thresholds)
 
 
 def test_the_placement_is_the_experiment_s():

@@ -173,6 +173,25 @@ def test_uplink_priority_serves_the_shorter_job_first_and_conserves_the_link():
         Simulator(TWO_RACK, jobs, pins, priority="shortest")
 
 
+def test_attained_at_explicit_thresholds_ranks_as_pias_hosts_tag():
+    """PIAS's thresholds: a job is demoted once its connection's bytes pass the first; a
+    threshold above every job's bytes keeps them in one level (the fair share)."""
+    jobs = [job("a", m=80000), job("b", m=10000)]
+    pins = Pinned({"a": CROSS_A, "b": CROSS_B})
+    off = Simulator(TWO_RACK, jobs, pins, slot=1.0).run()
+    never = Simulator(TWO_RACK, jobs, pins, slot=1.0, priority="attained",
+                      attained_thresholds=(1e30,)).run()
+    assert never.jct == pytest.approx(off.jct, rel=1e-9)
+    low = Simulator(TWO_RACK, jobs, pins, slot=1.0, priority="attained",
+                    attained_thresholds=(1.0,))
+    assert low._levels([0, 1]) == {0: 0, 1: 0}         # nothing sent yet: both on top
+    for bad in ({"priority": "remaining", "attained_thresholds": (1.0,)},
+                {"priority": "attained", "attained_thresholds": (2.0, 1.0)},
+                {"priority": "attained", "attained_thresholds": tuple(range(1, 20))}):
+        with pytest.raises(ValueError, match="attained_thresholds"):
+            Simulator(TWO_RACK, jobs, pins, **bad)
+
+
 def test_simulate_cli_priority_option_changes_the_world_not_the_decisions(capsys):
     import json
 
