@@ -11,7 +11,8 @@ emulated fabric): a ranking rule as strict priority on the rack uplinks
 as the exchange pricing's FIFO waits; per-flow fair queueing (``off-fair``) as its fair
 queue; PIAS's tagging at the hosts (``pias``) as the ``attained`` rule at the thresholds
 PIAS derives from the mix's size distribution and load (the summary's ``scale``,
-``bytes_lo`` and ``load``), on its FIFO leaves. A run whose summary does not give the
+``bytes_lo`` and ``load``), on its FIFO leaves; the hosts' congestion control (the
+summary's ``host_cc``) as how full the senders keep a FIFO. A run whose summary does not give the
 fabric (``uplink_mbps``) or whose seeds do not record their mix cannot be simulated
 either, nor ``pias`` in a run whose summary lacks the size distribution.
 """
@@ -36,7 +37,7 @@ QUEUE_GAPS = {
     "off-fair": None,             # per-flow fair queueing: the pricing's fair queue
     "pias": None,                 # PIAS's host tagging: attained at its thresholds
 }
-FABRIC_FIELDS = ("uplink_mbps", "rtt_s", "shallow_limit_packets")
+FABRIC_FIELDS = ("uplink_mbps", "rtt_s", "shallow_limit_packets", "host_cc")
 
 
 def mode_gaps(mode: str) -> list[str]:
@@ -81,7 +82,8 @@ def fabric_of(summary: dict | None) -> tuple[dict | None, str | None]:
     rtt, depth = summary.get("rtt_s"), summary.get("shallow_limit_packets")
     return {"uplink_mbps": float(rate), "rtt_s": rtt if finite(rtt) and rtt > 0 else None,
             "shallow_packets": depth if isinstance(depth, int) and depth > 0 else None,
-            "workload": workload_of(summary)}, None
+            "workload": workload_of(summary),
+            "host_cc": cc if isinstance(cc := summary.get("host_cc"), str) else None}, None
 
 
 def workload_of(summary: dict):

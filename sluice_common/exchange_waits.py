@@ -10,6 +10,20 @@ from typing import Iterable, Protocol, Sequence
 
 MSS_BYTES = 1448                # a full segment's payload (1500 MTU less IP, TCP, timestamps)
 DUPACK_SEGMENTS = 3             # duplicate ACKs that trigger a fast retransmit
+# what a loss-based congestion control keeps of its window after a drop (RFC 8312's
+# beta_cubic; Reno halves it)
+LOSS_BASED_BETA = {"cubic": 0.7, "reno": 0.5}
+
+
+def standing_fill(cc: str | None, calibrated: float) -> float:
+    """The share of a FIFO its senders keep full under the hosts' congestion control
+    ``cc``: the ``calibrated`` one (the constants were fitted with BBR, which paces to the
+    path's delivery rate and keeps the standing queue short; None: the machine's), unless
+    the hosts run a loss-based control, whose windows grow until the FIFO drops and then
+    fall to ``beta`` of themselves, so the queue saws between ``beta`` and all of the
+    buffer: ``(1 + beta) / 2`` of it on average, never less than the calibrated share."""
+    beta = LOSS_BASED_BETA.get((cc or "").lower())
+    return calibrated if beta is None else max(calibrated, (1.0 + beta) / 2.0)
 
 
 class WaitConstants(Protocol):

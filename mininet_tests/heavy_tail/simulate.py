@@ -20,7 +20,10 @@ queue leaves the link to the others), a round's queueing counted once per egress
 the more urgent classes' queue drained at the link's rate
 (``ExchangePricing(waits="pair")``, as the model's queue constants were calibrated), and
 the levels of a rule recomputed every slot (``rerank=True``: the controller re-ranks as
-batches are reported).
+batches are reported). The hosts' congestion control sets how full the senders keep a
+FIFO: the calibrated share under BBR (the constants were fitted with it), and under a
+loss-based control (CUBIC, Reno) the mean of its sawtooth between a drop's
+multiplicative decrease and the full buffer (``exchange_waits.standing_fill``).
 
 A mode is a ranking rule (strict priority on the uplinks, ``priority=RULE``) on a switch
 queue (:func:`mode_pricing`): ``off``, the deep FIFO, and ``off-shallow``, the FIFO at the
@@ -49,6 +52,7 @@ from mininet_tests.heavy_tail.mix import MixJob
 from mininet_tests.heavy_tail.predict import BATCH_SIZE, KEYS, PIPELINE_KEYS, SLOT_S
 from sluice_common import rank_rules
 from sluice_common.exchange import MTU_BYTES
+from sluice_common.exchange_waits import standing_fill
 from sluice_common.jobspec import JobSpec
 from sluice_common.placement import Placement
 
@@ -87,13 +91,16 @@ class MixPlacement(Policy):
 
 
 def mode_pricing(topology, mode: str, uplink_mbps: float, rtt_s: float | None,
-                 shallow_packets: int | None, workload: bl.Workload | None = None
+                 shallow_packets: int | None, workload: bl.Workload | None = None,
+                 host_cc: str | None = None
                  ) -> tuple[str | None, ExchangePricing, tuple[int, ...] | None] | None:
     """(the mode's rule or None, the exchange pricing of its switch queue, the demotion
     thresholds its hosts tag at or None), or None when the simulator has no model of the
     mode. ``shallow_packets``: the depth the run's ``off-shallow`` had (None: the
     baseline's own); ``workload``: the size distribution and load a host-tagging baseline
-    derives its thresholds from (without it, such a mode has no model)."""
+    derives its thresholds from (without it, such a mode has no model); ``host_cc``: the
+    hosts' congestion control, which sets how full the senders keep a FIFO
+    (``exchange_waits.standing_fill``; None: the machine's)."""
     from mininet_tests.heavy_tail.predict import PIAS_MODEL_RULE
 
     rule, baseline = bl.split_mode(mode, rank_rules.names())
@@ -109,20 +116,25 @@ def mode_pricing(topology, mode: str, uplink_mbps: float, rtt_s: float | None,
         depth = shallow_packets * MTU_BYTES
     else:
         depth = bl.queue_bytes(baseline, uplink_mbps, rtt_s)
-    pricing = replace(ExchangePricing.for_topology(topology, emulated=True), buffer_bytes=depth,
-                      queue=queue, urgent_bytes=bl.urgent_bytes(baseline), waits="pair")
+    base = ExchangePricing.for_topology(topology, emulated=True)
+    constants = replace(base.constants,
+                        queue_fill=standing_fill(host_cc, base.constants.queue_fill))
+    pricing = replace(base, constants=constants, buffer_bytes=depth, queue=queue,
+                      urgent_bytes=bl.urgent_bytes(baseline), waits="pair")
     return rule, pricing, thresholds
 
 
 def simulated_mean_jct(mix: list[MixJob], mode: str, uplink_mbps: float,
                        rtt_s: float | None = None, shallow_packets: int | None = None,
-                       workload: bl.Workload | None = None) -> float | None:
+                       workload: bl.Workload | None = None, host_cc: str | None = None
+                       ) -> float | None:
     """The simulator's mean JCT (s) of ``mix`` under ``mode`` on the experiment's fabric
     at ``uplink_mbps`` (module doc); None when it has no model of the mode."""
     from job_scheduler.simulation.simulator import Simulator
 
     topology, _ = experiment_topology(uplink_mbps)
-    priced = mode_pricing(topology, mode, uplink_mbps, rtt_s, shallow_packets, workload)
+    priced = mode_pricing(topology, mode, uplink_mbps, rtt_s, shallow_packets, workload,
+                          host_cc)
     if priced is None:
         return None
     rule, pricing, thresholds = priced

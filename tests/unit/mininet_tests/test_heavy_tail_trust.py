@@ -127,3 +127,20 @@ def test_the_placement_is_the_experiment_s():
     sim.run()
     assert [(p.ps_hosts, p.worker_hosts) for p in sim.placements] == [
         (("h1",), ("h3",)), (("h2",), ("h4",)), (("h1",), ("h3",))]
+
+
+def test_a_loss_based_congestion_control_keeps_the_fifo_fuller_than_bbr():
+    from sluice_common.exchange_waits import standing_fill
+
+    assert standing_fill("bbr", 0.6) == 0.6 and standing_fill(None, 0.6) == 0.6
+    assert standing_fill("cubic", 0.6) == pytest.approx(0.85)     # (1 + 0.7) / 2
+    assert standing_fill("reno", 0.6) == pytest.approx(0.75)      # (1 + 0.5) / 2
+    assert standing_fill("CUBIC", 0.9) == 0.9                      # never below calibrated
+    mix = [MixJob(f"ht{i:02d}", 0.05 * i, 30, 600_000, 0.5, 0.0042) for i in range(4)]
+    bbr = hs.simulated_mean_jct(mix, "off", 12.0, 0.0008, host_cc="bbr")
+    cubic = hs.simulated_mean_jct(mix, "off", 12.0, 0.0008, host_cc="cubic")
+    assert cubic > bbr                  # a message waits behind a fuller FIFO
+    # per-flow fair queueing does not wait behind the FIFO's standing queue
+    fair = [hs.simulated_mean_jct(mix, "off-fair", 12.0, 0.0008, host_cc=cc)
+            for cc in ("bbr", "cubic")]
+    assert fair[1] == pytest.approx(fair[0], rel=0.02)
