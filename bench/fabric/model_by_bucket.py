@@ -65,7 +65,7 @@ def predict(per_seed: list[dict], summary: dict) -> list[dict[str, Predicted]]:
         for seed in per_seed:
             mix = stored_mix(seed)
             out.append({mode: Predicted(*model_jobs(mix, capacity, mode, summary.get("rtt_s"),
-                                                    workload))
+                                                    workload, summary.get("host_cc")))
                         for mode in seed["modes"]})
     return out
 

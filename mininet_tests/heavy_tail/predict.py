@@ -4,11 +4,14 @@ measurements) and the fluid model's jobs."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from job_scheduler.core.estimator import Estimator
 from mininet_fabric import baselines as bl
 from mininet_tests import fluid
 from mininet_tests.heavy_tail.mix import MixJob
-from sluice_common.exchange import batch_exchange_s, key_times
+from sluice_common.exchange import batch_exchange_s, default_constants, key_times
+from sluice_common.exchange_waits import standing_fill
 from sluice_common import rank_rules
 
 # PIAS is modelled as least-attained-service with its own thresholds (see mode_prediction)
@@ -80,22 +83,24 @@ def buffer_bytes(baseline: str, capacity: float, rtt_s: float | None) -> float:
 
 
 def model_prediction(mix: list[MixJob], capacity: float, mode: str,
-                     rtt_s: float | None, workload: bl.Workload | None = None
-                     ) -> dict[str, float]:
+                     rtt_s: float | None, workload: bl.Workload | None = None,
+                     host_cc: str | None = None) -> dict[str, float]:
     """The exchange model's mean JCT of ``mix`` under an experiment mode (rule and
     baseline): its start-up for the queue each job meets on arrival (calibrated, never
     this experiment's measurements), its batches and half a scheduling slot
     (fluid.simulate_batches); and the mean of its start-ups as the experiment measures
     them (arrival to the first batch after ``kv.init``'s, the slot included), so that
     the model's error splits into start-up and the rest. ``workload``: the size
-    distribution and load a host-tagging baseline (pias) derives its thresholds from."""
-    jct, started = model_jobs(mix, capacity, mode, rtt_s, workload)
+    distribution and load a host-tagging baseline (pias) derives its thresholds from;
+    ``host_cc``: the hosts' congestion control, which sets how full the senders keep a
+    FIFO (``sluice_common.exchange_waits.standing_fill``; None: the machine's)."""
+    jct, started = model_jobs(mix, capacity, mode, rtt_s, workload, host_cc)
     return {"predicted_mean_jct_s": round(fluid.mean(jct.values()), 3),
             "predicted_mean_startup_s": round(fluid.mean(started.values()), 3)}
 
 
 def model_jobs(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | None,
-               workload: bl.Workload | None = None
+               workload: bl.Workload | None = None, host_cc: str | None = None
                ) -> tuple[dict[str, float], dict[str, float]]:
     """:func:`model_prediction` per job: each job's predicted JCT and start-up. ``pias``
     is modelled as the attained-service rule with PIAS's thresholds on each job's bytes
@@ -110,8 +115,10 @@ def model_jobs(mix: list[MixJob], capacity: float, mode: str, rtt_s: float | Non
     jobs = [fluid.BatchJob(j.name, j.arrival, j.batches, j.bytes_per_batch, j.compute_s, KEYS,
                            PIPELINE_KEYS, cross_path(capacity)) for j in mix]
     started: dict[str, float] = {}
+    c = default_constants()
+    c = replace(c, queue_fill=standing_fill(host_cc, c.queue_fill))
     jct = fluid.simulate_batches(jobs, rule or "off", capacity,
-                                 buffer_bytes(baseline, capacity, rtt_s),
+                                 buffer_bytes(baseline, capacity, rtt_s), constants=c,
                                  overhead_s=SLOT_S / 2, started=started,
                                  urgent_bytes=bl.urgent_bytes(baseline),
                                  attained_thresholds=thresholds)

@@ -50,6 +50,7 @@ class _Bench:
     rtt_s: float
     out: Path
     started: float
+    cc: str | None = None             # the hosts' congestion control (the model's FIFO fill)
     runs: int = 0                     # runs so far: picks each run's ports
 
     @property
@@ -83,7 +84,7 @@ def _run(config: HeavyTailConfig, out: Path, cc: str, swept) -> int:
             _pool(topology, fabric, config.start, per_host) as runner:
         rtt_s = fs.measure_rtt(fabric, fs.WORKER_HOSTS[0], fs.PS_HOSTS[0])
         bench = _Bench(config, topology, capacity, modes, fabric, client, runner, rtt_s,
-                       out, started)
+                       out, started, cc=cc)
         print(f"experiment: modes {', '.join(modes)}; host TCP {cc}; idle RTT "
               f"{1000 * rtt_s:.2f} ms (shallow FIFO "
               f"{bl.baseline('off-shallow').queue_packets(capacity * 8 / 1e6, rtt_s)} packets, "
@@ -132,7 +133,7 @@ def _run_seed(bench: _Bench, k: int, seed: int) -> dict:
                 "mix": [asdict(j) | {"alone_s": round(alone_s(j, bench.capacity), 3)}
                         for j in mix], "modes": {}}
     workload = host_tagging.workload_of(bench.config)
-    predicted = {m: model_prediction(mix, bench.capacity, m, bench.rtt_s, workload)
+    predicted = {m: model_prediction(mix, bench.capacity, m, bench.rtt_s, workload, bench.cc)
                  for m in modes}
     for mode in order:
         print(f"experiment: seed {seed} ({k + 1}/{len(bench.config.seeds)}), mode {mode}, "
@@ -271,7 +272,8 @@ def _resummarize(out: Path, config: HeavyTailConfig, merge, repredict: bool, old
             if repredict:
                 seed["modes"][mode].pop("predicted_startup_s", None)   # an older model's
                 seed["modes"][mode].update(model_prediction(
-                    mix, capacity, mode, old.get("rtt_s"), host_tagging.workload_of(config)))
+                    mix, capacity, mode, old.get("rtt_s"), host_tagging.workload_of(config),
+                    old.get("host_cc")))
         _add_fluid(seed, mix, capacity, workload=host_tagging.workload_of(config))
         per_seed.append(seed)
     (out / "per_seed.json").write_text(json.dumps(per_seed, indent=1))

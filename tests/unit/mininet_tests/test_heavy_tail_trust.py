@@ -144,3 +144,13 @@ def test_a_loss_based_congestion_control_keeps_the_fifo_fuller_than_bbr():
     fair = [hs.simulated_mean_jct(mix, "off-fair", 12.0, 0.0008, host_cc=cc)
             for cc in ("bbr", "cubic")]
     assert fair[1] == pytest.approx(fair[0], rel=0.02)
+
+
+def test_the_exchange_model_s_prediction_takes_the_congestion_control_as_the_simulator_does():
+    from mininet_tests.heavy_tail.predict import model_prediction
+
+    mix = [MixJob(f"ht{i:02d}", 0.05 * i, 30, 600_000, 0.5, 0.0042) for i in range(4)]
+    capacity = 12.0 * 1e6 / 8
+    bbr, machine, cubic = (model_prediction(mix, capacity, "off", 0.0008, host_cc=cc)
+                           ["predicted_mean_jct_s"] for cc in ("bbr", None, "cubic"))
+    assert bbr == machine < cubic
