@@ -79,13 +79,13 @@ def rule_levels(rule: str, jobs: Iterable[tuple[int, object, float]], estimator
     """Each job's level under ``rule`` (a name of :mod:`sluice_common.rank_rules`), from
     ``(key, spec, fraction of its work left)``: its batches are ``epochs * dataset_size /
     batch_size``, a batch moves the model's parameter bytes (a job's own bytes where it
-    states them, ``Estimator.rule_bytes``)."""
+    states them, ``Estimator.rule_bytes``), registered at its arrival."""
     loads = []
     for key, spec, remaining in jobs:
         total = max(1, round(spec.epochs * spec.dataset_size / spec.batch_size))
         done = round((1.0 - remaining) * total)
         loads.append(job_rank.JobLoad(str(key), key, done, total,
-                                      estimator.rule_bytes(spec)))
+                                      estimator.rule_bytes(spec), registered_s=spec.arrival))
     got = rank_rules.job_levels(rule, loads, LEVELS)
     return {int(k): v for k, v in got.items()}
 
