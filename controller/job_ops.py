@@ -40,6 +40,7 @@ class JobOps:
                     s.registry.check_new(job)
                 except InputError as err:
                     raise Conflict(str(err))
+                job.registered_s = s.wall_clock()
                 s.registry.add(job)
                 self.reconciler.forget_job(job.id)
                 s.credentials[job.id] = credential

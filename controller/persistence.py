@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +69,8 @@ class StateStore:
         with s.report_lock:
             data = {"version": 1, "rank": s.rank, "jobs": [
                 {**{k: v for k, v in j.to_dict().items() if k != "cookie"},
-                 "cookie": j.cookie, "token_sha256": s.credentials[j.id]}
+                 "cookie": j.cookie, "token_sha256": s.credentials[j.id],
+                 "registered_s": j.registered_s}
                 for j in s.registry.jobs.values()],
                 "fabric": s.fabric.to_dict()}
             if self.journal is not None:
@@ -119,12 +122,14 @@ class StateStore:
         threading.Thread(target=write, name="sluice-snapshot", daemon=True).start()
 
 
-def load_state(path: Path, known_ips: set[str],
-               fabric: FabricView) -> tuple[Registry, dict[str, str], str | None]:
-    """Jobs (endpoints, cookies, batches, token hashes) saved before a restart, with
-    ``fabric`` restored in place: (registry, job id -> credential, the ranking rule saved
-    or None in files written before it was). A bad file is an InputError: the controller
-    refuses to start."""
+def load_state(path: Path, known_ips: set[str], fabric: FabricView,
+               now: float | None = None) -> tuple[Registry, dict[str, str], str | None]:
+    """Jobs (endpoints, cookies, batches, token hashes, registration times) saved before
+    a restart, with ``fabric`` restored in place: (registry, job id -> credential, the
+    ranking rule saved or None in files written before it was). A job saved without its
+    registration time counts as registered at ``now`` (default: the wall clock's time).
+    A bad file is an InputError: the controller refuses to start."""
+    now = time.time() if now is None else now
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as err:
@@ -140,7 +145,7 @@ def load_state(path: Path, known_ips: set[str],
     for i, raw in enumerate(data["jobs"]):
         if not isinstance(raw, dict):
             raise InputError(str(path), "must be an object", element=f"job #{i + 1}")
-        extra = {k: raw.get(k) for k in ("cookie", "token_sha256", "batches")}
+        extra = {k: raw.get(k) for k in ("cookie", "token_sha256", "batches", "registered_s")}
         body = {k: raw.get(k) for k in JOB_FIELDS if raw.get(k) is not None}
         job = parse_job(body, known_ips, source=str(path))
         if not isinstance(extra["cookie"], int) or not isinstance(extra["token_sha256"], str):
@@ -153,6 +158,14 @@ def load_state(path: Path, known_ips: set[str],
             raise InputError(str(path), "must map worker ids to batches >= 0",
                              element=f"job '{job.id}'", field="batches")
         job.batches = dict(batches)
+        registered = extra["registered_s"]
+        if registered is None:
+            registered = now
+        if isinstance(registered, bool) or not isinstance(registered, (int, float)) or \
+                not math.isfinite(registered):
+            raise InputError(str(path), "must be a finite number of seconds",
+                             element=f"job '{job.id}'", field="registered_s")
+        job.registered_s = float(registered)
         try:
             registry.add(job, cookie=extra["cookie"])
         except InputError as err:

@@ -316,7 +316,8 @@ class Reconciler:
                                               len(job.workers), len(job.servers))
             self._share[job.id] = share
         return job_rank.JobLoad(job.id, job.cookie & 0xFFFFFFFF, job.done_batches(),
-                                job.total_batches, job.bytes_per_batch, share)
+                                job.total_batches, job.bytes_per_batch, share,
+                                job.registered_s)
 
     def _compute_levels(self) -> dict[FlowKey, int]:
         """flow -> level under the active ranking rule."""

@@ -50,6 +50,9 @@ class Job:
     scheduler: Endpoint | None = None
     total_batches: int | None = None     # epochs * dataset_size / batch_size (all workers)
     bytes_per_batch: int | None = None   # bytes one batch pushes (and pulls): the parameters
+    # when it registered (wall-clock s: the ``aged`` rule's registration time, kept across
+    # restarts, which the monotonic clock is not)
+    registered_s: float = field(default=0.0, compare=False)
     # worker id -> the batch its last answer said to report at (controller/report_hints.py)
     report_at: dict[str, int | None] = field(default_factory=dict, repr=False, compare=False)
     _flows: list[FlowKey] | None = field(default=None, init=False, repr=False, compare=False)

@@ -19,6 +19,7 @@ takes none.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -45,6 +46,8 @@ class Shared:
     installed: FlowTable = field(default_factory=FlowTable)   # what switches were told
     metrics: Metrics = field(default_factory=Metrics)
     linkstats: LinkStats = field(default_factory=LinkStats)
+    # stamps registrations (the ``aged`` rule's registration times, saved with the jobs)
+    wall_clock: Callable[[], float] = time.time
     lock: threading.RLock = field(default_factory=threading.RLock)
     report_lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -89,7 +89,8 @@ def _classes(jobs: list[dict], done: dict[str, float], rule: str | None) -> dict
     by_batch = rank_rules.rule(rule).by_batch
     loads = [JobLoad(j["name"], k, math.floor(done[j["name"]]) if by_batch
                      else done[j["name"]] * len(j["worker_hosts"]),
-                     j["batches"] * len(j["worker_hosts"]), j["bytes_per_batch"])
+                     j["batches"] * len(j["worker_hosts"]), j["bytes_per_batch"],
+                     registered_s=j.get("start") or 0.0)   # it registers as it starts
              for k, j in enumerate(jobs)]
     return rank_rules.job_levels(rule, loads, LEVELS)
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mininet_fabric import baselines as bl
+from sluice_common import rank_rules
 from sluice_common.rank_rules import DEFAULT_RULE
 
 MEAN_JCT_VS_OFF_PCT = -30.0
@@ -424,10 +425,18 @@ def queue_from(summary: dict | None, given: str | None) -> tuple[str, str]:
     return RULE_QUEUE_DEFAULT, "the default queue: the run registered none"
 
 
+def rule_of(summary: dict | None) -> str:
+    """The default rule the run was made with (its summary's ``default_rule``: a run made
+    before the default changed is judged on its own rule); without one, today's."""
+    rule = (summary or {}).get("default_rule")
+    return rule if isinstance(rule, str) and rule in rank_rules.names() else DEFAULT_RULE
+
+
 def report(per_seed: list[dict], queue: str = RULE_QUEUE_DEFAULT, registered_seeds=None,
-           queue_source: str = "", seeds_source: str = "") -> tuple[str, bool]:
+           queue_source: str = "", seeds_source: str = "", rule: str = DEFAULT_RULE
+           ) -> tuple[str, bool]:
     """The printed verdict, and whether every bound is met."""
-    what, found = verdicts(per_seed, queue=queue, registered_seeds=registered_seeds)
+    what, found = verdicts(per_seed, rule=rule, queue=queue, registered_seeds=registered_seeds)
     against = ", ".join(f"{b} {'n/a' if v is None else f'{v:+.1f} %'}"
                         for b, v in what["against"].items())
     lines = [f"the rule on queue {what['queue']}: {what['rule']}"
@@ -458,7 +467,8 @@ def main(argv: list[str] | None = None) -> int:
         run = load_run(Path(args.run))
         queue, queue_source = queue_from(run.summary, args.queue)
         seeds, seeds_source = registered_of(run.summary)
-        text, ok = report(run.per_seed, queue, seeds, queue_source, seeds_source)
+        text, ok = report(run.per_seed, queue, seeds, queue_source, seeds_source,
+                          rule_of(run.summary))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         print(f"check_bounds: {args.run}: {err}", file=sys.stderr)
         return 2

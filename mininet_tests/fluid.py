@@ -10,6 +10,8 @@ in each step the rule shares the capacity among active jobs, up to each job's ca
 
 - ``off``: max-min fair (TCP flows sharing one FIFO class);
 - ``remaining``: strict priority by remaining bytes (smallest first);
+- ``aged``: as ``remaining``, each job's remaining bytes raised by the rule's rate times
+  its arrival (:func:`sluice_common.job_rank.aged_bytes`: a job registers as it arrives);
 - ``progress``: strict priority by batches done (least first); equal ones share fairly;
 - ``attained``: strict priority by MLFQ level of attained bytes; one level shares fairly.
 
@@ -89,7 +91,8 @@ def rank_groups(active: list, mode: str, done_bytes: dict[str, float],
     """The active jobs (each with ``name``, ``arrival``, ``batches``, ``bytes_per_batch``)
     in the rule's priority groups, most urgent first (``done_bytes``: bytes moved so far,
     push and pull): the controller's levels (:func:`sluice_common.rank_rules.job_levels`),
-    on fractional progress; ties go to the earlier arrival. ``attained_thresholds``: the
+    on fractional progress, each job registered at its arrival; ties go to the earlier
+    arrival. ``attained_thresholds``: the
     demotion points (bytes per direction) of a rule that levels each job by its own load
     (``attained``) instead of base * factor**k (PIAS's, per connection: a job's push and
     its pull move the same bytes)."""
@@ -99,7 +102,8 @@ def rank_groups(active: list, mode: str, done_bytes: dict[str, float],
                      # progress sees whole batch numbers; the job rules see bytes
                      math.floor(done_bytes[j.name] / (2 * j.bytes_per_batch)) if rule.by_batch
                      else done_bytes[j.name] / (2 * j.bytes_per_batch),
-                     j.batches, j.bytes_per_batch) for k, j in enumerate(order)]
+                     j.batches, j.bytes_per_batch, registered_s=j.arrival)
+             for k, j in enumerate(order)]
     if attained_thresholds is not None and rule.shape == rank_rules.OWN:
         level = attained_levels_at(loads, attained_thresholds)
     else:

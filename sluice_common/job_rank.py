@@ -2,7 +2,7 @@
 controller applies them to the fabric; the simulator (``sluice simulate --priority``) and
 the exchange model rank jobs with the same functions, so a rule is written once.
 
-Three rules (their registry, which every user reads: :mod:`sluice_common.rank_rules`),
+Four rules (their registry, which every user reads: :mod:`sluice_common.rank_rules`),
 selectable on the controller (``--rank``) and at run time (REST):
 
 - ``progress`` (the seed's rule, flow-level, in :mod:`controller.ranking`): smaller batch
@@ -15,13 +15,23 @@ selectable on the controller (``--rank``) and at run time (REST):
   every worker's flows cross it, see :func:`bottleneck_share`). The scheduler knows
   ``total_batches`` (``epochs * dataset_size / batch_size``) and ``bytes_per_batch`` (the
   parameter volume) and registers them with the job.
+- ``aged`` (the default): ``remaining`` with a bound on starvation. Its key is the
+  remaining bytes plus ``AGING_BYTES_PER_S`` per second of its registration time, so a
+  job registered ``d`` seconds later goes ahead only while it is smaller by ``d`` times
+  that rate: a mid-sized job waits only behind the smaller jobs that arrive within a
+  window its size bounds, not behind every one (SRPT alone lets a stream of small
+  arrivals hold back its start-up). It is the key of a job aged by the time since it
+  registered (``remaining - rate * (now - registered)``) with the common ``rate * now``
+  left out: the order changes only with registrations and progress, never as time
+  passes, so nothing re-ranks on a timer.
 - ``attained``: least bytes sent first, for jobs whose length is unknown: a multi-level
   feedback queue (PIAS, Aalo's D-CLAS) whose thresholds grow geometrically, so a job is
   demoted one level each time its attained bytes pass ``base * factor**k``.
 
-Both job rules give a job's push and pull flows one class (a batch needs both; splitting
+The job rules give a job's push and pull flows one class (a batch needs both; splitting
 them would let another job's push overtake this job's pull). Levels: the ``levels - 1``
-smallest jobs take levels 0..levels-2 one each, every other job shares the last level.
+smallest (or, under ``aged``, lowest-keyed) jobs take levels 0..levels-2 one each, every
+other job shares the last level.
 Ties keep registration order (a FIFO within equal keys: no job is overtaken by a later
 one of the same size).
 """
@@ -36,6 +46,12 @@ ATTAINED_BASE_BYTES = 4 << 20
 ATTAINED_FACTOR = 4.0
 # A job that did not say its bytes per batch counts this much per batch (attained only).
 UNKNOWN_BYTES_PER_BATCH = 1 << 20
+# aged: a job registered one second after another counts this many bytes more (0.02 of
+# the heavy-tail fabric's 12 Mbit/s uplink, 1.5 MB/s). Chosen with the exchange and
+# fluid models on the heavy-tail mix (tuning seeds 1-5, loads 0.7 and 0.9, against the
+# predicted fair queue and PIAS; bench/RESULTS.md, "A bound on starvation"): the largest
+# value whose predicted mean JCT stayed within a point of plain SRPT's at both loads.
+AGING_BYTES_PER_S = 30_000.0
 
 
 class JobLoad(NamedTuple):
@@ -46,6 +62,7 @@ class JobLoad(NamedTuple):
     total_batches: int | None      # epochs * dataset_size / batch_size; None: unknown
     bytes_per_batch: int | None    # bytes one batch pushes (and pulls); None: unknown
     share: float = 1.0             # fraction of a batch's bytes on the job's bottleneck
+    registered_s: float = 0.0      # when the job registered (s; one clock for all jobs)
 
 
 def remaining_bytes(j: JobLoad) -> float:
@@ -53,6 +70,29 @@ def remaining_bytes(j: JobLoad) -> float:
     if j.total_batches is None or j.bytes_per_batch is None:
         return math.inf
     return max(0, j.total_batches - j.done_batches) * j.bytes_per_batch * j.share
+
+
+def aged_bytes(j: JobLoad, per_s: float = AGING_BYTES_PER_S) -> float:
+    """The ``aged`` rule's key: remaining bytes plus ``per_s`` for every second between a
+    common origin and the job's registration. A job registered ``d`` seconds after
+    another goes ahead of it only while it is smaller by ``per_s * d``, so a job with
+    ``R`` bytes left is never overtaken by a job registered more than ``R / per_s``
+    seconds after it (:func:`overtaking_window_s`), however many arrive. Every job ages
+    at the same rate, so the order needs no re-rank as time passes, and the key only
+    falls as the job progresses."""
+    if per_s < 0:
+        raise ValueError(f"per_s must be >= 0, got {per_s}")
+    return remaining_bytes(j) + per_s * j.registered_s
+
+
+def overtaking_window_s(remaining: float, per_s: float = AGING_BYTES_PER_S) -> float:
+    """Under ``aged``: the jobs that can ever go ahead of a job with ``remaining`` bytes
+    left, of those registered after it, registered less than this many seconds after it
+    (and each was smaller than it by ``per_s`` a second of that gap). Infinite for a job
+    of unknown size (every later job of known size goes first, as under ``remaining``)."""
+    if not per_s > 0:
+        raise ValueError(f"per_s must be > 0, got {per_s}")
+    return remaining / per_s
 
 
 def attained_bytes(j: JobLoad) -> float:

@@ -88,6 +88,10 @@ def _remaining_key(j: JobLoad) -> tuple:
     return (job_rank.remaining_bytes(j), j.order, j.job)
 
 
+def _aged_key(j: JobLoad) -> tuple:
+    return (job_rank.aged_bytes(j), j.order, j.job)
+
+
 def _attained_level(j: JobLoad, levels: int, base: float, factor: float) -> int:
     return job_rank.attained_level(job_rank.attained_bytes(j), levels, base, factor)
 
@@ -96,6 +100,12 @@ register(RankRule("progress", "smaller batch number first, pull before push (flo
                   FLOW))
 register(RankRule("remaining", "shortest remaining bytes first (SRPT)", ORDER,
                   key=_remaining_key))
+register(RankRule("aged", "shortest remaining bytes first, a job registered later counting "
+                  f"{job_rank.AGING_BYTES_PER_S / 1e3:g} kB more per second (SRPT with "
+                  "bounded starvation)", ORDER, key=_aged_key))
 register(RankRule("attained", "least bytes sent first, geometric MLFQ levels", OWN,
                   level_of=_attained_level))
-DEFAULT_RULE = "remaining"      # the controller's rule unless told (SRPT: best mean JCT)
+# The controller's rule unless told: SRPT's mean JCT with a bound on which later, smaller
+# jobs can go ahead of a job (plain SRPT lets a mid-sized job's start-up wait behind
+# every smaller arrival).
+DEFAULT_RULE = "aged"

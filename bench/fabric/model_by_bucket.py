@@ -35,7 +35,7 @@ from mininet_tests.heavy_tail.config import HeavyTailConfig
 from mininet_tests.heavy_tail.fabric_setup import experiment_topology
 from mininet_tests.heavy_tail.predict import model_jobs
 from mininet_tests.heavy_tail.run import stored_mix
-from mininet_tests.check_bounds import rule_mode
+from mininet_tests.check_bounds import rule_mode, rule_of
 
 
 BUCKET_ORDER = {"small": 0, "medium": 1, "large": 2}
@@ -139,7 +139,9 @@ def by_mode(per_seed: list[dict], summary: dict, modes: list[str] | None = None,
             for mode, r in rows.items()}
 
 
-def mode_table(rows: dict, best: str) -> list[str]:
+def mode_table(rows: dict, best: str, summary: dict | None = None) -> list[str]:
+    """The per-mode table, and the model's figure for the run's default rule (its
+    ``summary``'s) on ``best``."""
     lines = ["| mode | measured mean JCT (s) | predicted (s) | model error | model vs "
              f"{best} |", "|---|---:|---:|---:|---:|"]
     for mode, x in rows.items():
@@ -147,7 +149,7 @@ def mode_table(rows: dict, best: str) -> list[str]:
         lines.append(f"| {mode} | {x['mean_jct_s']:.2f} | {x['predicted_mean_jct_s']:.2f} | "
                      f"{x['model_error_pct']:+.1f} % | "
                      f"{'' if vs is None else f'{vs:+.1f} %'} |")
-    combo = rule_mode(best)
+    combo = rule_mode(best, rule_of(summary))
     bound = rows.get(combo, {}).get("predicted_vs_best_baseline_pct")
     if bound is not None:    # what the model expects; the verdict is check_bounds' alone
         lines += ["", f"The model's figure for `{combo}` against {best}: {bound:+.1f} %"]
@@ -252,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(phase_error_table(phase_errors(per_seed, predicted, modes))))
         print()
         print("\n".join(mode_table(by_mode(per_seed, summary, modes, predicted),
-                                    summary.get("best_baseline", "off"))))
+                                    summary.get("best_baseline", "off"), summary)))
     return 0
 
 

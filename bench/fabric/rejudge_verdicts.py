@@ -128,7 +128,8 @@ def heavy_tail_row(reg: Registered, results: Path) -> dict:
     stem = results / "priority-rules" / f"verdict-{reg.name}"
     run = cb.load_run(Path(f"{stem}-summary.json"))
     queue = reg.queue or cb.RULE_QUEUE_DEFAULT
-    what, found = cb.verdicts(run.per_seed, queue=queue, registered_seeds=reg.seeds)
+    what, found = cb.verdicts(run.per_seed, rule=cb.rule_of(run.summary), queue=queue,
+                              registered_seeds=reg.seeds)
     old_bounds, old_head = parse_old_check(Path(f"{stem}-check.txt").read_text())
     missed = [v for v in found if not v.met]
     unjudged = [v for v in found if not v.judged]

@@ -79,9 +79,10 @@ def rule_levels(rule: str, jobs: Iterable[tuple[int, object, float]], estimator,
     """Each job's level under ``rule`` (a name of :mod:`sluice_common.rank_rules`), from
     ``(key, spec, fraction of its work left)``: its batches are ``epochs * dataset_size /
     batch_size``, a batch moves the model's parameter bytes (a job's own bytes where it
-    states them, ``Estimator.rule_bytes``). ``thresholds`` (``attained`` only): explicit
-    demotion thresholds in bytes a connection has sent, as PIAS's hosts tag
-    (``job_rank.attained_levels_at``), in place of the rule's geometric ones."""
+    states them, ``Estimator.rule_bytes``), registered at its arrival. ``thresholds``
+    (``attained`` only): explicit demotion thresholds in bytes a connection has sent, as
+    PIAS's hosts tag (``job_rank.attained_levels_at``), in place of the rule's geometric
+    ones."""
     if thresholds is not None and rule != "attained":
         raise ValueError(f"demotion thresholds go with the attained rule, not {rule!r}")
     loads = []
@@ -89,7 +90,7 @@ def rule_levels(rule: str, jobs: Iterable[tuple[int, object, float]], estimator,
         total = max(1, round(spec.epochs * spec.dataset_size / spec.batch_size))
         done = round((1.0 - remaining) * total)
         loads.append(job_rank.JobLoad(str(key), key, done, total,
-                                      estimator.rule_bytes(spec)))
+                                      estimator.rule_bytes(spec), registered_s=spec.arrival))
     got = (job_rank.attained_levels_at(loads, thresholds) if thresholds is not None
            else rank_rules.job_levels(rule, loads, LEVELS))
     return {int(k): v for k, v in got.items()}

@@ -20,6 +20,7 @@ from end_to_end.runloop import RealTimeRun
 from end_to_end.run_options import RunOptions
 from job_scheduler.core.estimator import Estimator, nominal_bandwidth
 from mininet_fabric import baselines as bl
+from mininet_tests.check_bounds import rule_of
 from mininet_tests import fluid
 from mininet_tests.heavy_tail import fabric_setup as fs
 from mininet_tests.heavy_tail import host_tagging
@@ -280,7 +281,7 @@ def _resummarize(out: Path, config: HeavyTailConfig, merge, repredict: bool, old
     facts = RunFacts(cc=old.get("host_cc"), rtt_s=old.get("rtt_s"),
                      wall_s=old.get("wall_time_s", 0.0),
                      shallow_sweep=old.get("shallow_depth_sweep"))
-    summary = summarize(per_seed, config, facts, edges)
+    summary = summarize(per_seed, config, facts, edges, rule_of(old))
     if repredict or "predictions" in old:
         summary["predictions"] = model_provenance() if repredict else old["predictions"]
     _write(out, summary)

@@ -16,14 +16,15 @@ from mininet_tests.fluid import modes as rule_modes
 from sluice_common.rank_rules import DEFAULT_RULE, names as rule_names
 
 
-def all_modes() -> tuple[str, ...]:
+def all_modes(rule: str = DEFAULT_RULE) -> tuple[str, ...]:
     """``baselines="all"``: every registered baseline (switch-egress queue discipline,
-    mininet_fabric/baselines.py) as a mode too, and the default rule on each one but the
-    deep FIFO ("<rule>+<baseline>"; the rule on ``off`` is the rule's own mode), but not on a
-    baseline that schedules by itself (``pias``: its hosts tag the packets)."""
+    mininet_fabric/baselines.py) as a mode too, and the default rule (``rule``: the run's)
+    on each one but the deep FIFO ("<rule>+<baseline>"; the rule on ``off`` is the rule's
+    own mode), but not on a baseline that schedules by itself (``pias``: its hosts tag the
+    packets)."""
     others = [b for b in bl.names() if b != "off"]
     return ("off", *others, *rule_names(),
-            *(f"{DEFAULT_RULE}+{b}" for b in bl.queues() if b != "off"))
+            *(f"{rule}+{b}" for b in bl.queues() if b != "off"))
 
 
 def modes_for(baselines: str, only: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -140,15 +141,18 @@ def mode_summary(per_seed: list[dict], mode: str) -> dict:
     }
 
 
-def summarize(per_seed: list[dict], config: HeavyTailConfig, facts: RunFacts, edges) -> dict:
+def summarize(per_seed: list[dict], config: HeavyTailConfig, facts: RunFacts, edges,
+              rule: str = DEFAULT_RULE) -> dict:
+    """The run's summary; ``rule``: the default rule the run was made with (a stored run
+    made before the default changed is summarised with its own)."""
     modes = {mode: mode_summary(per_seed, mode)
-             for mode in all_modes() if mode in per_seed[0]["modes"]}
-    best, combo = _against_best(per_seed, modes)
+             for mode in all_modes(rule) if mode in per_seed[0]["modes"]}
+    best, combo = _against_best(per_seed, modes, rule)
     best_mode = min(modes, key=lambda m: modes[m]["mean_jct_s"] or math.inf)
-    return {"default_rule": DEFAULT_RULE, "best_baseline": best,
+    return {"default_rule": rule, "best_baseline": best,
             "default_rule_on_best_baseline": combo, "best_mode": best_mode,
             "rule_queue": config.rule_queue, "registered_seeds": list(config.seeds),
-            "bounds": bounds(per_seed, config.seeds, config.rule_queue),
+            "bounds": bounds(per_seed, config.seeds, config.rule_queue, rule),
             "host_cc": facts.cc, "rtt_s": facts.rtt_s,
             "shallow_limit_packets": (bl.baseline("off-shallow").queue_packets(
                 config.uplink_mbps or 50.0, facts.rtt_s) if facts.rtt_s else None),
@@ -166,7 +170,8 @@ def summarize(per_seed: list[dict], config: HeavyTailConfig, facts: RunFacts, ed
             "modes": modes}
 
 
-def _against_best(per_seed: list[dict], modes: dict) -> tuple[str, str]:
+def _against_best(per_seed: list[dict], modes: dict, rule: str = DEFAULT_RULE
+                  ) -> tuple[str, str]:
     """The best baseline run (lowest mean JCT) and the default rule on it; every mode's
     mean JCT and prediction against that baseline, paired per seed (added to ``modes``)."""
     baselines_run = [b for b in bl.names() if b in modes]
@@ -174,11 +179,11 @@ def _against_best(per_seed: list[dict], modes: dict) -> tuple[str, str]:
     # the rule runs on queues only: when pias (host tagging) is best, on the best queue
     best_queue = min((b for b in baselines_run if b in bl.queues()),
                      key=lambda b: modes[b]["mean_jct_s"] or math.inf)
-    combo = f"{DEFAULT_RULE}+{best_queue}"
-    if best_queue == "off" and DEFAULT_RULE in modes:  # the rule on the deep FIFO is the rule's mode
-        modes[combo] = modes[DEFAULT_RULE]
+    combo = f"{rule}+{best_queue}"
+    if best_queue == "off" and rule in modes:  # the rule on the deep FIFO is the rule's mode
+        modes[combo] = modes[rule]
     for mode, x in modes.items():         # paired per seed against the best baseline
-        runs = [(s["modes"][mode if mode in s["modes"] else DEFAULT_RULE], s["modes"][best])
+        runs = [(s["modes"][mode if mode in s["modes"] else rule], s["modes"][best])
                 for s in per_seed]
         x["mean_jct_vs_best_baseline_pct"] = _median(digits=1, values=(
             100 * (m["mean_jct_s"] / b["mean_jct_s"] - 1) for m, b in runs))
@@ -188,12 +193,13 @@ def _against_best(per_seed: list[dict], modes: dict) -> tuple[str, str]:
     return best, combo
 
 
-def bounds(per_seed: list[dict], registered_seeds, rule_queue: str) -> dict | None:
+def bounds(per_seed: list[dict], registered_seeds, rule_queue: str,
+           rule: str = DEFAULT_RULE) -> dict | None:
     """The committed checker's verdicts (:mod:`mininet_tests.check_bounds`, the project's
     bounds) on this run's per-seed figures, the rule on the queue the run's configuration
     named; None where the run lacks the modes they need."""
     try:
-        what, found = check_bounds.verdicts(per_seed, queue=rule_queue,
+        what, found = check_bounds.verdicts(per_seed, rule=rule, queue=rule_queue,
                                             registered_seeds=registered_seeds)
     except ValueError:
         return None

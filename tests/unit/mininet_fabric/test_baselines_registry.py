@@ -61,6 +61,7 @@ def test_a_registered_baseline_reaches_the_exchange_model(tiny):
 def test_a_registered_baseline_reaches_the_checks_and_the_help(tiny):
     from bench.fabric import check_exchange
     from mininet_tests import check_bounds, experiment_priority
+    from sluice_common.rank_rules import DEFAULT_RULE
 
     # the model check compares a measured run under the new discipline with its model
     mix = check_exchange.scenarios()["two"]
@@ -73,7 +74,7 @@ def test_a_registered_baseline_reaches_the_checks_and_the_help(tiny):
     assert by_disc["tiny-fifo"]["model_s"] != by_disc["off"]["model_s"]
     # the verdict wants every registered baseline: a run without it has no passing verdict
     seed = {"seed": 1, "modes": {m: {"mean_jct_s": 1.0} for m in ("off", "off-shallow",
-                                                                   "off-fair", "remaining")}}
+                                                                   "off-fair", DEFAULT_RULE)}}
     first = check_bounds.verdicts([seed], registered_seeds=[1])[1][0]
     assert not first.met and "tiny-fifo" in first.detail
     out = io.StringIO()

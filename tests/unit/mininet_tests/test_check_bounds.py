@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from mininet_tests import check_bounds as cb
+from sluice_common.rank_rules import DEFAULT_RULE as RULE
 from support.paths import REPO
 
 STORED = REPO / "bench" / "results" / "priority-rules"
-FAIR = "remaining+off-fair"
+FAIR = f"{RULE}+off-fair"
 
 
 def _mode(mean, p95=None, buckets=None, bottleneck=10.0, cpu=0.03, predicted=None):
@@ -32,7 +33,7 @@ def _run(rule_on_fair=(6.0, 6.0, 6.0), fair=(8.0, 8.0, 8.0)):
     for i, (r, f) in enumerate(zip(rule_on_fair, fair)):
         seeds.append({"seed": i + 1, "modes": {
             "off": _mode(10.0), "off-shallow": _mode(11.0), "off-fair": _mode(f),
-            "pias": _mode(9.5), "remaining": _mode(7.0), "remaining+off-shallow": _mode(9.0),
+            "pias": _mode(9.5), RULE: _mode(7.0), f"{RULE}+off-shallow": _mode(9.0),
             FAIR: _mode(r)}})
     return seeds
 
@@ -82,18 +83,18 @@ def test_the_queue_is_the_configurations_never_the_best_on_the_data(tmp_path, ca
     that registered the deep FIFO is judged there (-30 % vs off, -12.5 % vs off-fair: NOT
     met), one that registered the fair queue on it; --queue overrides either."""
     deep = _judge(_run(), queue="off")
-    assert deep[0]["rule"] == "remaining"
+    assert deep[0]["rule"] == RULE
     assert _by_name(deep[1])["mean JCT vs off-fair"].value == pytest.approx(-12.5)
     d = _write(tmp_path, _run(), rule_queue="off")
     assert cb.main([str(d)]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("the rule on queue off: remaining (the run's configuration")
+    assert out.startswith(f"the rule on queue off: {RULE} (the run's configuration")
     assert "mean JCT vs off-fair: -12.5 % (bound <= -20 %): NOT met" in out
     _write(tmp_path, _run(), rule_queue="off-fair")
     assert cb.main([str(d)]) == 0
     assert cb.main([str(d), "--queue", "off"]) == 1
-    assert "the rule on queue off: remaining (--queue)" in capsys.readouterr().out
-    assert cb.main([str(d), "--queue", "remaining+off-fair"]) == 0
+    assert f"the rule on queue off: {RULE} (--queue)" in capsys.readouterr().out
+    assert cb.main([str(d), "--queue", FAIR]) == 0
     # a summary that names no queue: the default queue, and the header says so
     _write(tmp_path, _run())
     assert cb.main([str(d)]) == 1
@@ -111,7 +112,7 @@ def test_the_hardest_baseline_is_chosen_seed_by_seed_not_by_median_of_medians():
         run.append({"seed": k + 1, "modes": {
             "off": _mode(3 * r), "off-shallow": _mode(3 * r),
             "off-fair": _mode(r / (0.9, 0.5, 0.6)[k]), "pias": _mode(r / 0.55),
-            "remaining": _mode(2 * r), "remaining+off-shallow": _mode(2 * r), FAIR: _mode(r)}})
+            RULE: _mode(2 * r), f"{RULE}+off-shallow": _mode(2 * r), FAIR: _mode(r)}})
     median_of = {b: statistics.median(s["modes"][b]["mean_jct_s"] for s in run)
                  for b in ("off-fair", "pias")}
     assert min(median_of, key=median_of.get) == "pias"           # what a level median picks
@@ -157,7 +158,7 @@ def test_a_non_number_in_one_seeds_mean_jct_is_not_judged(bad):
     for name in ("mean JCT vs off", "mean JCT vs the hardest baseline",
                  "prediction error |predicted/measured - 1|, every mode"):
         assert not v[name].judged and not v[name].met, name
-        assert "seed 2" in v[name].detail and "remaining+off-fair mean_jct_s" in v[name].detail
+        assert "seed 2" in v[name].detail and f"{FAIR} mean_jct_s" in v[name].detail
         assert "cannot judge" in v[name].line()
     assert what["best_baseline"] is None            # which baseline is hardest is unknown
     text, ok = cb.report(run, "off-fair", [1, 2, 3])
@@ -201,7 +202,7 @@ def test_a_mode_removed_from_one_seed_is_not_judged():
     run = _run()
     del run[2]["modes"][FAIR]
     v = _by_name(_judge(run)[1])["mean JCT vs off"]
-    assert not v.judged and "remaining+off-fair missing from seed 3" in v.detail
+    assert not v.judged and f"{FAIR} missing from seed 3" in v.detail
 
 
 def test_a_mode_only_in_a_later_seed_counts_for_every_mode():
@@ -302,3 +303,12 @@ def test_a_stored_run_with_a_mode_removed_from_one_seed_is_not_judged(tmp_path):
     assert ("every baseline run in every seed: cannot judge (off, off-shallow, off-fair, "
             "pias) [off-shallow missing from seed 12]") in out.stdout
     assert "CPU wait, of mean JCT, every mode: cannot judge" in out.stdout
+
+
+def test_a_run_is_judged_on_the_default_rule_it_was_made_with():
+    assert cb.rule_of({"default_rule": "remaining"}) == "remaining"
+    assert cb.rule_of({"default_rule": "no-such-rule"}) == RULE
+    assert cb.rule_of(None) == RULE
+    # the stored verdicts were made with remaining as the default rule
+    summary = json.loads((STORED / "verdict-0.7-bbr-s11-summary.json").read_text())
+    assert cb.rule_of(summary) == "remaining"

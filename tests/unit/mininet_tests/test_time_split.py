@@ -73,14 +73,14 @@ def test_process_waits_reads_this_process():
 
 
 def test_modes_and_cc():
-    assert modes_for("none") == ("off", "progress", "remaining", "attained")
+    assert modes_for("none") == ("off", "progress", "remaining", "aged", "attained")
     assert modes_for("all") == all_modes()
-    assert {"off", "off-shallow", "off-fair", "pias", "progress", "remaining", "attained",
-            f"{DEFAULT_RULE}+off-shallow", f"{DEFAULT_RULE}+off-fair"} == set(all_modes())
+    assert {"off", "off-shallow", "off-fair", "pias", "progress", "remaining", "aged",
+            "attained", f"{DEFAULT_RULE}+off-shallow", f"{DEFAULT_RULE}+off-fair"} == set(all_modes())
     with pytest.raises(ValueError):
         modes_for("some")
     # --modes keeps a subset in the usual order, off always (the pairing's reference)
-    assert modes_for("all", ("remaining+off-fair", "off-fair")) == (
+    assert modes_for("all", (f"{DEFAULT_RULE}+off-fair", "off-fair")) == (
         "off", "off-fair", f"{DEFAULT_RULE}+off-fair")
     with pytest.raises(ValueError, match="off-fair"):
         modes_for("none", ("off-fair",))          # a baseline needs --baselines all
@@ -117,7 +117,7 @@ def test_summary_has_every_key_the_checks_read(fair_jct, shallow_jct, best):
            MixJob("ht01", 1.0, 100, 1_500_000, 0.9, 0.0042)]
     edges = bucket_edges(150_000)
     base = {"off": 10.0, "off-shallow": shallow_jct, "off-fair": fair_jct, "progress": 8.0,
-            "remaining": 7.0, "attained": 9.5, f"{DEFAULT_RULE}+off-shallow": 6.5,
+            "remaining": 7.5, "aged": 7.0, "attained": 9.5, f"{DEFAULT_RULE}+off-shallow": 6.5,
             f"{DEFAULT_RULE}+off-fair": 5.0, "pias": 13.0}
     modes = {}
     for mode, jct in base.items():
@@ -135,7 +135,8 @@ def test_summary_has_every_key_the_checks_read(fair_jct, shallow_jct, best):
     assert summary["best_baseline"] == best
     combo = f"{DEFAULT_RULE}+{best}"
     assert summary["default_rule_on_best_baseline"] == combo
-    for mode in ("off", "off-shallow", "off-fair", "progress", "remaining", "attained", combo):
+    for mode in ("off", "off-shallow", "off-fair", "progress", "remaining", "aged", "attained",
+                 combo):
         x = summary["modes"][mode]
         for key in ("mean_jct_s", "p95_jct_s", "bottleneck_mbps", "cpu_wait_share",
                     "predicted_mean_jct_s"):

@@ -57,7 +57,7 @@ loads = st.lists(st.tuples(st.integers(0, 7), st.integers(0, 300)), max_size=60)
 
 
 @settings(max_examples=150, deadline=None)
-@given(rule=st.sampled_from(["remaining", "attained"]),
+@given(rule=st.sampled_from(["remaining", "aged", "attained"]),
        levels=st.integers(1, 8),
        sizes=st.lists(st.one_of(st.none(), st.tuples(st.integers(1, 300), st.integers(1, 4))),
                       min_size=8, max_size=8),
@@ -68,12 +68,16 @@ def test_job_ranker_matches_full_job_rules(rule, levels, sizes, reports, chunk):
     def load(i):
         size = sizes[i]
         total, bpb = (size[0], size[1] * MB) if size else (None, None)
-        return JobLoad(f"j{i}", i, done[f"j{i}"], total, bpb, 0.5 if i % 3 == 0 else 1.0)
+        # registered a minute apart: under aged, ages of the order of the sizes
+        return JobLoad(f"j{i}", i, done[f"j{i}"], total, bpb, 0.5 if i % 3 == 0 else 1.0,
+                       registered_s=60.0 * i)
 
     def full():
         all_loads = [load(i) for i in range(8)]
         if rule == "remaining":
             return remaining_levels(all_loads, levels)
+        if rule == "aged":
+            return rank_rules.job_levels("aged", all_loads, levels)
         return attained_levels(all_loads, levels, base=4 * MB, factor=2.0)
 
     ranker = JobRanker(rank_rules.rule(rule), [load(i) for i in range(8)], levels, base=4 * MB,
@@ -129,6 +133,8 @@ def _controller(rank, enforce, sizes):
     from controller.fake_fabric import bring_up
 
     svc = bring_up(make_service("leaf-spine", rank=rank, enforce=enforce))
+    stamps = iter(range(0, 4000, 40))      # registrations 40 s apart, the same in every run
+    svc.shared.wall_clock = lambda: float(next(stamps))
     tokens = {}
     for j in range(4):
         # workers 0 and 1 share a host: their push flows share one rule (the most
@@ -144,7 +150,7 @@ def _controller(rank, enforce, sizes):
 
 
 @settings(max_examples=40, deadline=None)
-@given(rank=st.sampled_from(["progress", "remaining", "attained"]),
+@given(rank=st.sampled_from(["progress", "remaining", "aged", "attained"]),
        enforce=st.sampled_from(["dscp", "queue"]),
        sizes=st.lists(st.one_of(st.none(), st.integers(1, 120)), min_size=4, max_size=4),
        reports=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(1, 60)),
@@ -200,7 +206,7 @@ def test_flow_ranker_add_and_remove_match_the_full_progress_rule(levels, events)
 
 
 @settings(max_examples=150, deadline=None)
-@given(rule=st.sampled_from(["remaining", "attained"]),
+@given(rule=st.sampled_from(["remaining", "aged", "attained"]),
        levels=st.integers(1, 8), events=membership)
 def test_job_ranker_add_and_remove_match_the_full_job_rules(rule, levels, events):
     present: dict[str, JobLoad] = {}
@@ -209,15 +215,16 @@ def test_job_ranker_add_and_remove_match_the_full_job_rules(rule, levels, events
         job = f"j{j}"
         before = dict(ranker.levels)
         if add and job not in present:
-            present[job] = JobLoad(job, j, done, 40 + 7 * j, (j % 3 + 1) * MB, 1.0)
+            present[job] = JobLoad(job, j, done, 40 + 7 * j, (j % 3 + 1) * MB, 1.0,
+                                   registered_s=100.0 * j)
             changed = ranker.add(present[job])
         elif not add and job in present:
             del present[job]
             changed = ranker.remove(job)
         else:
             continue
-        full = (remaining_levels(present.values(), levels) if rule == "remaining"
-                else attained_levels(present.values(), levels, base=4 * MB, factor=2.0))
+        full = (attained_levels(present.values(), levels, base=4 * MB, factor=2.0)
+                if rule == "attained" else rank_rules.job_levels(rule, present.values(), levels))
         assert ranker.levels == full
         assert changed == {jb: lv for jb, lv in full.items() if before.get(jb) != lv}
 

@@ -137,7 +137,7 @@ def test_model_by_bucket_reads_a_stored_run_job_by_job():
         100 * (mean / run["mean_jct_s"] - 1), abs=0.1)
     best = summary["best_baseline"]
     assert rows[best]["predicted_vs_best_baseline_pct"] == 0.0
-    lines = mode_table(rows, best)
+    lines = mode_table(rows, best, summary)      # a run made with remaining the default
     assert len(lines) == 2 + 4 + 2 and "The model's figure for `remaining`" in lines[-1]
 
 
