@@ -75,19 +75,23 @@ def refusal_lines(log_text: str) -> list[str]:
 @contextmanager
 def controller_process(topology_arg: str, log_path: Path, *, startup_s: float = 30.0,
                        stats_interval: float = 1.0, rank: str | None = None,
-                       extra_args: tuple[str, ...] = ()) -> Iterator[tuple[str, ControllerClient]]:
+                       extra_args: tuple[str, ...] = (), api_host: str = "127.0.0.1"
+                       ) -> Iterator[tuple[str, ControllerClient]]:
+    """``api_host``: where the API listens (on the emulated fabric the management
+    network's address, mininet_fabric/management.py, which the workers on every host
+    reach to report their progress themselves)."""
     ofp, api = free_port(), free_port()
     token = secrets.token_urlsafe(18)
     env = dict(os.environ, SLUICE_ADMIN_TOKEN=token)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "w")
     proc = subprocess.Popen([sys.executable, "-m", "sluice", "controller", "--topology",
-                             topology_arg, "--ofp-port", str(ofp), "--api", f"127.0.0.1:{api}",
+                             topology_arg, "--ofp-port", str(ofp), "--api", f"{api_host}:{api}",
                              "--stats-interval", str(stats_interval), "--log-level", "warning"]
                             + (["--rank", rank] if rank else []) + list(extra_args),
                             env=env, stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)
-    client = ControllerClient(f"http://127.0.0.1:{api}", token)
+    client = ControllerClient(f"http://{api_host}:{api}", token)
     try:
         wait_healthy(client, proc, log_path, startup_s, "the controller",
                      ControllerStartError)

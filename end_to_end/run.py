@@ -137,17 +137,21 @@ def out_dir(config: RunConfig, command: str) -> Path:
 @contextmanager
 def environment(topology, topology_arg: str, out: Path, rank: str | None = None,
                 controller_args: tuple[str, ...] = (), **fabric_options):
-    """Controller process (ranking rule ``rank``, more ``controller_args``), then the
-    fabric connected to it; both stopped on exit."""
+    """The management network, the controller process (ranking rule ``rank``, more
+    ``controller_args``) with its API on it, then the fabric connected to the controller,
+    its hosts on the management network (every worker reports its progress itself, as on
+    a real cluster: mininet_fabric/management.py); all stopped on exit."""
     from mininet_fabric.fabric import Fabric
+    from mininet_fabric.management import ManagementNet
     from end_to_end.controller_proc import controller_process
 
     print(f"sluice: starting the controller for {topology.name}", file=sys.stderr, flush=True)
-    with controller_process(topology_arg, out / "controller.log", rank=rank,
-                            extra_args=controller_args) as (ofp, client):
+    with ManagementNet() as mgmt, \
+            controller_process(topology_arg, out / "controller.log", rank=rank,
+                               extra_args=controller_args, api_host=mgmt.address) as (ofp, client):
         print(f"sluice: live picture at {client.url}/live (metrics: {client.url}/metrics)",
               file=sys.stderr, flush=True)
-        with Fabric(topology, controller=ofp, **fabric_options) as fabric:
+        with Fabric(topology, controller=ofp, management=mgmt, **fabric_options) as fabric:
             _wait_hosts_located(fabric, client)
             yield fabric, client
 

@@ -2,11 +2,12 @@
 second, a policy step decides once per slot, each decision becomes a real PS job on the
 Mininet hosts it names; with priority on, the controller learns its endpoints and progress.
 
-Progress relay: the workers run inside Mininet host namespaces, where 127.0.0.1 is the
-host's own loopback, so they cannot reach the controller API of the root namespace.
-The loop follows each worker's log instead (it prints ``batch N ...`` when batch N is
-done) and reports batch N+1 to the controller with the job's token: a ~0.1 s extra
-delay, no change to the worker.
+Progress: each worker reports its own batches to the controller with the job's token
+(ps_runtime/progress.py), as on a real cluster: the workers run inside Mininet host
+namespaces and reach the controller's API over the fabric's management network
+(mininet_fabric/management.py), not the data plane. The loop follows each worker's log
+(``batch N ...`` when batch N is done) for its own picture only: the iterations, the
+live status, the mechanisms' segment starts.
 
 Closed loop: before each decision the loop reads the controller's measured link usage
 (``end_to_end.closed_loop``) and hands the policy step a topology whose link bandwidths
@@ -44,7 +45,7 @@ from sluice_common.jobspec import JobSpec
 from ps_runtime.launcher import JobFailed, PSJob, WorkerOptions, LineFollower, parse_batches
 from ps_runtime.gpu_binding import ran_on_entry
 from ps_runtime.worker_overrides import overrides_for
-from ps_runtime.plan import BLOCK, placement_from_scheduler, worker_id
+from ps_runtime.plan import BLOCK, placement_from_scheduler
 from ps_runtime.runners import MininetRunner
 from end_to_end import closed_loop, run_status
 from end_to_end.run_status import RunningJob
@@ -71,8 +72,6 @@ class _Running:
     followers: dict[int, Any]
     batches: int
     iterations: list[Iteration] = field(default_factory=list)
-    reported: dict[int, int] = field(default_factory=dict)     # worker -> last batch sent
-    reports: int = 0
     first_batch: dict[int, float] = field(default_factory=dict)   # worker -> t of batch 1 done
 
 
@@ -347,12 +346,11 @@ class RealTimeRun:
             body = {**psjob.registration(), "total_batches": batches * n,
                     "bytes_per_batch": bytes_per_batch}
             token = self.client.register_job(body, wait=True)["token"]
+            # its workers report their batches themselves (the module doc)
+            psjob.controller_url, psjob.token = self.client.url, token
         psjob.start()
         r = _Running(q, d, psjob, self.now(), token,
                      {p.rank: LineFollower(p.log_path) for p in psjob.workers}, batches)
-        if token:
-            for p in psjob.workers:
-                self._report(r, p.rank, 1)
         hosts = set(d.ps_hosts) | set(d.worker_hosts)
         self._update(spec.name, status="running", start=round(r.started, 3), gpus=n,
                      ps_hosts=tuple(d.ps_hosts), worker_hosts=tuple(d.worker_hosts), batches=batches,
@@ -386,19 +384,9 @@ class RealTimeRun:
         self.say(f"suspended {name} after batch {batch}/{r.batches} in {entry['suspend_s']:.2f} s "
                  f"({entry['why']}); {self.state.total_free} GPUs free")
 
-    def _report(self, r: _Running, worker: int, batch: int) -> None:
-        if r.reported.get(worker, 0) >= batch:
-            return
-        try:
-            self.client.progress(r.qjob.spec.name, worker_id(worker), batch, r.token)
-            r.reported[worker] = batch
-            r.reports += 1
-        except Exception as err:                   # priority is best effort, training goes on
-            self.say(f"progress report for {r.qjob.spec.name} failed: {err}")
-
     def _watch(self, r: _Running) -> bool:
-        """Relay new batches; True when the job ended (finished or failed)."""
-        self._watch_tail(r, relay=True)
+        """Read new batches; True when the job ended (finished or failed)."""
+        self._watch_tail(r)
         self._progress(r)
         try:
             if r.psjob.poll():
@@ -455,21 +443,13 @@ class RealTimeRun:
                  f"mean iteration {rec.mean_iteration_s} s; {self.state.total_free} GPUs free"
                  + ("" if ok else f"\n{rec.error}"))
 
-    def _watch_tail(self, r: _Running, relay: bool = False) -> None:
-        """Read the workers' new batch lines (``relay``: report batch N+1 to the
-        controller when batch N is done)."""
+    def _watch_tail(self, r: _Running) -> None:
+        """Read the workers' new batch lines (the loop's own picture; the workers report
+        their progress to the controller themselves)."""
         for rank, follower in r.followers.items():
-            newest = None
             for rec in parse_batches(follower.new_lines()):
                 r.iterations.append(Iteration(round(self.now(), 3), rank, rec.batch, rec.time_s))
                 r.first_batch.setdefault(rank, self.now())
-                newest = rec.batch
-            # One report per worker per turn, for its newest batch: the controller ranks
-            # by the latest batch only, and a backlog of lines (a busy turn) relayed line
-            # by line became thousands of blocking HTTP calls that held the loop's
-            # decisions back 14-25 s on a loaded machine.
-            if relay and r.token and newest is not None:
-                self._report(r, rank, min(newest + 1, r.batches))
 
     def _forget(self, r: _Running) -> None:
         """Release the GPUs and the controller's rules of a job that ended."""
@@ -483,15 +463,21 @@ class RealTimeRun:
         if r.token:
             try:
                 # What the controller made of the job, for the report (and as proof that
-                # it saw the job): the push/pull flows it classified, the reports it got.
+                # it saw the job): the push/pull flows it classified, the batch each
+                # worker last reported to it (by worker rank).
                 flows = self.client.flows(r.qjob.spec.name)["flows"]
                 self._update(r.qjob.spec.name, controller={
-                    "flows": len(flows), "progress_reports": r.reports,
-                    "reported_batch": {str(w): b for w, b in sorted(r.reported.items())},
+                    "flows": len(flows),
+                    "reported_batch": self._reported_batches(r.qjob.spec.name),
                     "levels": sorted({f["level"] for f in flows if f["level"] is not None})})
                 self.client.remove_job(r.qjob.spec.name)
             except Exception as err:
                 self.say(f"removing {r.qjob.spec.name} from the controller failed: {err}")
+
+    def _reported_batches(self, name: str) -> dict[str, int]:
+        """Worker rank -> the batch the controller holds for it (its own last report)."""
+        job = next((j for j in self.client.jobs() if j.get("id") == name), {})
+        return reported_by_rank(job.get("batches") or {})
 
     def _update(self, name: str, **changes) -> JobRunRecord:
         self.records[name] = rec = self.records[name].with_(**changes)
@@ -499,6 +485,16 @@ class RealTimeRun:
 
     def result(self) -> RunResult:      # end_to_end.result
         return run_result(self)
+
+
+def reported_by_rank(batches: dict[str, int]) -> dict[str, int]:
+    """The controller's per-worker batches (``{"w0": 5, ...}``) keyed by worker rank
+    (``{"0": 5, ...}``), in rank order."""
+    out = {}
+    for wid, batch in batches.items():
+        if wid.startswith("w") and wid[1:].isdigit():
+            out[int(wid[1:])] = int(batch)
+    return {str(rank): out[rank] for rank in sorted(out)}
 
 
 def _num(bw: float):

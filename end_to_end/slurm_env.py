@@ -3,9 +3,12 @@
 
     with slurm_environment("two-rack-100g", out) as env:
         env.cluster.env        # SLURM_CONF: any Slurm command works from this namespace
-        env.controller_api     # http://127.0.0.1:PORT, admin token env.admin_token
+        env.controller_api     # http://198.18.0.1:PORT, admin token env.admin_token
 
-Order (as ``sluice run`` does it, plus Slurm): the controller process, given the topology
+Order (as ``sluice run`` does it, plus Slurm): the management network (the path from
+every host to the controller's API off the data plane, mininet_fabric/management.py: a
+job's workers report their progress themselves, from the nodes), the controller process
+with its API there, given the topology
 plus the Slurm head node (``mininet_fabric.slurm_cluster.with_head_node``: the root
 namespace's port on the fabric, so the controller admits Slurm's control traffic); the
 fabric connected to it (global fabric lock, priority tree); a ping round so the controller
@@ -31,7 +34,7 @@ class SlurmFabric:
     fabric: Any                    # mininet_fabric.fabric.Fabric, up
     cluster: Any                   # mininet_fabric.slurm_cluster.SlurmCluster, started
     topology: Topology             # the cluster's topology (no head node): the scheduler's
-    controller_api: str            # "http://127.0.0.1:PORT"
+    controller_api: str            # "http://198.18.0.1:PORT" (the management network)
     admin_token: str
     controller_ofp: str            # "127.0.0.1:PORT" (OpenFlow)
     timings: dict[str, float] = field(default_factory=dict)
@@ -56,6 +59,7 @@ def slurm_environment(topology: Topology | str, out: Path, *, progress: bool = T
     from end_to_end.controller_proc import controller_process
     from end_to_end.run import _wait_hosts_located
     from mininet_fabric.fabric import Fabric
+    from mininet_fabric.management import ManagementNet
     from mininet_fabric.slurm_cluster import SlurmCluster, with_head_node, write_topology_yaml
     from mininet_fabric.traverse import traversable
 
@@ -67,9 +71,13 @@ def slurm_environment(topology: Topology | str, out: Path, *, progress: bool = T
     if progress:
         print(f"sluice: starting the controller for {topo.name} (+ Slurm head node)",
               file=sys.stderr, flush=True)
-    with controller_process(str(controller_topo), out / "controller.log",
-                            stats_interval=stats_interval, rank=rank) as (ofp, client), \
-            Fabric(topo, controller=ofp, progress=progress) as fabric:
+    # the controller's API on the management network: the jobs' workers, in the nodes'
+    # namespaces, report their progress to it themselves (mininet_fabric/management.py)
+    with ManagementNet() as mgmt, \
+            controller_process(str(controller_topo), out / "controller.log",
+                               stats_interval=stats_interval, rank=rank,
+                               api_host=mgmt.address) as (ofp, client), \
+            Fabric(topo, controller=ofp, progress=progress, management=mgmt) as fabric:
         _wait_hosts_located(fabric, client)
         t_fabric = time.monotonic() - t0
         if confine:

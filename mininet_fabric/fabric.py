@@ -17,12 +17,15 @@ build the net with ``OVSSwitch(datapath='user', protocols='OpenFlow13')`` — fa
 (switches keep their rules while it is away) or on a topology with loops (standalone
 learning would storm there; forwarding waits for a controller) — then, per docs/design.md:
 offloads off on every interface (TCP stalls on the userspace datapath otherwise), IPv6 off
-(its chatter would only confuse flow recognition), and the HTB rate + priority tree of
+(its chatter would only confuse flow recognition), with ``management=`` (a
+``mininet_fabric.management.ManagementNet``) every host's veth on the management network
+(its path to the controller's API, off the data plane), and the HTB rate + priority tree of
 ``mininet_fabric/priority.py`` on every switch egress port. With a controller it waits
 until every switch is connected.
 
 ``__exit__`` (also reached on SIGTERM/SIGHUP, which are turned into SystemExit while the
-fabric is up) stops every process started with :meth:`Fabric.popen`, stops the net,
+fabric is up) stops every process started with :meth:`Fabric.popen`, detaches the hosts
+from the management network, stops the net,
 removes any leftovers and releases the lock.
 """
 
@@ -105,7 +108,7 @@ class Fabric:
                  priority_levels: int = pc.LEVELS, *, wait_connected_s: float = 30.0,
                  lock_timeout: float | None = None, progress: bool = True,
                  tcp_congestion: str | None = "cubic",
-                 host_sysctls: dict[str, str] | None = None):
+                 host_sysctls: dict[str, str] | None = None, management: Any = None):
         self.topology = topology if isinstance(topology, Topology) else load_topology(topology)
         check_emulatable(self.topology)
         # a mapping: each switch's own controller (a controller per pod, docs/deploy.md)
@@ -124,6 +127,9 @@ class Fabric:
         self.tcp_congestion = tcp_congestion  # per host namespace; None = machine default
         # Extra per-host-namespace sysctls (e.g. HOST_TCP_TUNING); None: the kernel's.
         self.host_sysctls = dict(HOST_TCP_TUNING if host_sysctls is None else host_sysctls)
+        # a mininet_fabric.management.ManagementNet: every host gets its path to the
+        # controller's API there, off the data plane (None: no such path)
+        self.management = management
         self.loops = has_loops(self.topology)
         self.fail_mode = "secure" if (self.controller or self.loops) else "standalone"
         self.links = emulated_links(self.topology)
@@ -203,6 +209,8 @@ class Fabric:
         record_host_namespaces([h.pid for h in self.net.hosts])
         self.net.start()
         self._configure_interfaces()
+        if self.management is not None:       # after IPv6 is off: mgmt0 comes up without it
+            self.management.attach([self.net.get(h.name) for h in t.hosts])
         self.install_priority_tree()
         if self.controller and self.wait_connected_s:
             self.wait_connected(self.wait_connected_s)
@@ -343,6 +351,11 @@ class Fabric:
         # Each step runs even if an earlier one failed: the point is to leave nothing.
         try:
             self.stop_processes()
+            if self.management is not None:
+                try:
+                    self.management.detach()
+                except Exception as err:  # the host ends go with their namespaces anyway
+                    _progress(self.progress, f"detaching the management network failed ({err})")
             if self.net is not None:
                 _progress(self.progress, f"tearing down {self.topology.name}")
                 try:

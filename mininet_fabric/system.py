@@ -15,7 +15,10 @@ shared with a running os-ken controller and other people's tests that is a disas
 3. Interfaces named like Mininet's ``<node>-eth<N>`` (stale veths are what makes the next
    run fail with "RTNETLINK answers: File exists").
 
-It runs under the fabric lock, so it never pulls a fabric from under a live user.
+It runs under the fabric lock, so it never pulls a fabric from under a live user. The
+management network's bridge and veths (``mininet_fabric/management.py``) are not among
+them: the fabric's own start runs this while that network is live; it removes its own
+leftovers when it starts, and ``sluice fabric clean`` removes them too.
 """
 
 from __future__ import annotations

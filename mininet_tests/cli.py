@@ -159,11 +159,15 @@ def run_fabric(args) -> int:
 
 
 def _clean() -> int:
+    from mininet_fabric.lock import FabricLock
+    from mininet_fabric.management import remove_leftovers
     from mininet_fabric.system import cleanup_leftovers, ensure_ovs
 
     try:
         ensure_ovs()
-        removed = cleanup_leftovers()
+        with FabricLock("sluice fabric clean"):   # the management network's too
+            removed = cleanup_leftovers()
+            removed["links"] += remove_leftovers()
     except FabricError as err:
         print(f"sluice fabric: {err}", file=sys.stderr)
         return 1

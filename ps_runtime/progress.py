@@ -8,6 +8,11 @@ report matters (``report``: a batch to report at, and a staleness bound; see
 controller/report_hints.py); without that hint (an older controller, a failed send) a
 report goes at most every ``min_interval`` seconds, as before. A controller that is
 down or slow costs a log line, once; training goes on.
+
+This reporter is the one way a job's progress reaches the controller, wherever the job
+runs: on this machine, under Slurm, or on the emulated fabric, whose hosts reach the
+controller's API over a management network of their own (mininet_fabric/management.py)
+as a real cluster's nodes do; nothing else follows the workers' logs to report for them.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ one name; both are registered, each under its own identity, and both jobs' flows
 classified. The name alone would have let the second registration be refused (a job
 with this id is already registered) and its flows travel in the least urgent class.
 The job's processes get that identity (env ``SLUICE_CONTROLLER_JOB_ID``) and report
-their progress under it, as the service's progress relay does.
+their progress under it (ps_runtime/progress.py).
 
 A registration that fails (the controller down, refusing, or the job spanning pods) does
 not stop the job: it is recorded on the job (``controller`` in ``GET /jobs/{id}``: state

@@ -16,7 +16,7 @@ admin token (env SLUICE_CONTROLLER_TOKEN or SLUICE_ADMIN_TOKEN).
 
 A job placed in one pod (Liquid places a job in one pod whenever one has room) is
 registered with that pod's controller, its processes get that controller's URL and
-their progress token (so its progress relay reports there too), and its end, cancel or
+their progress token (its workers report there themselves), and its end, cancel or
 suspend removes it from the same controller: the controller is derived from the
 placement the job was started with, which the job record keeps. A job whose placement
 spans pods is registered with none: each pod's controller knows only its own hosts (it

@@ -15,9 +15,6 @@ from job_scheduler.service.store import JobRecord
 
 class Executor(Protocol):
     kind: str
-    # Optional, default False: the service relays its jobs' progress to the controller
-    # (progress_relay.py), for workers that may not reach the controller's URL.
-    # relays_progress: bool
 
     def plan(self, job: JobRecord, decision: StartDecision, now: float) -> dict: ...
     def launch(self, job: JobRecord, env: Mapping[str, str]) -> dict: ...

@@ -33,7 +33,6 @@ from job_scheduler.service.submission_check import LARGE_BODY, check_in_child
 from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.decisions import QueuedJob, StartDecision, Suspend
 from job_scheduler.service.policy_step import PolicyStep
-from job_scheduler.service.progress_relay import ProgressRelays
 from job_scheduler.service.store import DuplicateSubmission, JobRecord, JobStore, JobUpdate
 from job_scheduler.service import suspending
 from job_scheduler.service.waits import Waits
@@ -88,7 +87,6 @@ class SchedulerService:
         # The resource manager's word on capacity (the Slurm executor's): takes from the
         # state what sluice may not use (down/drained nodes, other users' GPUs).
         self.capacity = capacity
-        self.relays = ProgressRelays()     # shared by the executors that ask for it
         self.registrations = ctl.Registrations()   # failed registrations, retried
         # Decisions (tick), cancels and the wait forecast's reads are serialised;
         # submissions only append rows.
@@ -172,7 +170,6 @@ class SchedulerService:
                 raise Conflict(f"job {job_id} is already {job.state}")
             if job.state == "running":
                 self.executors[job.executor].stop(job)
-                self.relays.drop(job.id)
                 self.policy.ended(job_id)
             changed = self.store.update(job_id, expect_state=job.state, state="cancelled",
                                         finished_at=self.clock(), reason="cancelled",
@@ -320,7 +317,6 @@ class SchedulerService:
                 executor.stop(job)
                 outcome = Outcome("failed", now, None, problem)
             else:
-                self.relays.step(job.id)
                 outcome = executor.poll(job, now)
                 learned = executor.learned(job)
                 if learned:
@@ -328,7 +324,6 @@ class SchedulerService:
                     self.store.update(job.id, expect_state="running", event=event,
                                       detail=detail, **learned)
             if outcome is not None:
-                self.relays.drop(job.id)
                 ended.append((job, outcome))
         changed = self.store.update_many([self._end_update(j, o) for j, o in ended])
         for (job, outcome), ok in zip(ended, changed):
@@ -454,8 +449,6 @@ class SchedulerService:
             return 0
         if launched:        # the local executor's pid: recorded as soon as it exists
             self.store.update(record.id, **launched)
-        if getattr(executor, "relays_progress", False):
-            self.relays.start(record, env, len(decision.worker_hosts))
         log.info("job %d (%s) started on %d GPUs %s", record.id, record.name, decision.gpus,
                  decision.gpus_by_host())
         return 1
@@ -507,7 +500,7 @@ class SchedulerService:
             executor = self.executors.get(job.executor)
             held = getattr(executor, "held_port_block", None)
             try:
-                env = dict(self.controller.job_started(job, held(job) if held else None) or {})
+                self.controller.job_started(job, held(job) if held else None)
             except Exception as err:
                 self._registration_failed(job, err)
                 continue
@@ -517,9 +510,6 @@ class SchedulerService:
                               detail=ctl.registered_detail(job, attempt))
             log.info("controller: job %d (%s) registered as %s at attempt %d", job_id,
                      job.name, ctl.controller_job_id(job), attempt)
-            if getattr(executor, "relays_progress", False) and job_id not in self.relays:
-                workers = len((job.placement or {}).get("worker_hosts", []))
-                self.relays.start(job, env, workers)
 
     def _resume_registrations(self) -> None:
         """At start-up: the running jobs a previous run left unregistered are retried."""

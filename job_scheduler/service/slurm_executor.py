@@ -129,9 +129,6 @@ def _recorded_id(job: JobRecord) -> int | None:
 
 class SlurmExecutor:
     kind = "slurm"
-    # the nodes may not reach the controller's URL (on the emulated fabric it is on the
-    # scheduler's loopback): the service relays the workers' progress (progress_relay.py)
-    relays_progress = True
 
     def __init__(self, client: SlurmClient, topology: Topology, run_root: str | Path,
                  options: SlurmJobOptions = SlurmJobOptions(), *, python: str = sys.executable,

@@ -118,7 +118,6 @@ def carry_out(svc, step: Suspend, state: ClusterState, now: float, requeued: dic
         log.error("job %d (%s): suspend failed: %s; stopped", job.id, job.name, err)
         executor.stop(job)
         got = {"failed": str(err)}
-    svc.relays.drop(job.id)            # a resume starts a new relay with its new launch
     with suppress(ValueError):
         state.release(recorded_placement(job)[0])
     svc.tell_controller_ended(job)

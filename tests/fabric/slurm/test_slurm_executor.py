@@ -132,10 +132,13 @@ def test_jobs_run_where_decided_and_the_controller_classifies_their_flows(slurm_
             unseen = [d for d in dsts if not watch.seen(f"{job['name']}.{job['id']}", kind, d)]
             assert not unseen, (f"{job['name']}: {kind} flows to {unseen} not classified "
                                 f"with packets: {watch.classified} {watch.counted}")
-        # the controller had the job's progress (relayed by the scheduler: its API is on
-        # this machine's loopback, which the nodes' namespaces do not reach)
+        # the controller had the job's progress, from the workers themselves: the
+        # nodes reach its API over the fabric's management network (nothing relays it)
         # (the controller knows the job as NAME.ID: its submission's own identity)
         assert watch.progress.get(f"{job['name']}.{job['id']}", 0) >= 1, watch.progress
+        for j in range(len(job["placement"]["worker_hosts"])):
+            log = (run_dir(sched, job) / "ps" / f"worker{j}.log").read_text(errors="replace")
+            assert "cannot reach the controller" not in log, (job["name"], j, log[-500:])
 
 
 # ---- capacity: foreign jobs and drained nodes ---------------------------------------------

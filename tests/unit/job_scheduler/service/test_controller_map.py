@@ -139,7 +139,7 @@ def test_each_job_goes_to_its_pods_controller_and_leaves_it(tmp_path, pod_apis):
                 if small2_ips & {str(v) for _f, v in r.match}]
     svc.cancel(by_name["small2"].id)                      # removed where it was registered
     assert _registered(pod_apis, "pod2") == [] and not pod2_ctl.sink.table.with_cookie(cookie)
-    # what the job's processes (and its progress relay) are given: its pod's controller
+    # what the job's processes (which report its progress) are given: its pod's controller
     env = links.job_started(by_name["small2"])
     assert env["SLUICE_CONTROLLER_URL"] == pod_apis["pod2"][1].url
     assert env["SLUICE_CONTROLLER_JOB_TOKEN"]

@@ -175,28 +175,6 @@ def test_slurm_down_means_still_running_and_no_capacity(setup):
     assert state.total_free == 0
 
 
-def test_progress_relay_sends_each_workers_latest_batch_once(tmp_path):
-    from job_scheduler.service.progress_relay import ProgressRelay
-
-    (tmp_path / "ps").mkdir()
-    relay = ProgressRelay("http://127.0.0.1:9", "tok", "job-a", tmp_path, workers=2)
-    sent = []
-
-    class Fake:
-        def progress(self, job, worker, batch, token):
-            sent.append((job, worker, batch, token))
-    relay.client = Fake()
-    w0 = tmp_path / "ps" / "worker0.log"
-    w0.write_text("worker 0 of job a: emulated\nbatch 1 loss 0 time_s 0.1\nbatch 2 loss 0 time_s 0.1\n")
-    assert relay.step() == 1 and sent == [("job-a", "w0", 2, "tok")]
-    assert relay.step() == 0                      # nothing new
-    with open(w0, "a") as f:
-        f.write("batch 3 loss 0 time_s 0.1\n")
-    (tmp_path / "ps" / "worker1.log").write_text("batch 1 loss 0 time_s 0.1\n")
-    relay.step()
-    assert sent[1:] == [("job-a", "w0", 3, "tok"), ("job-a", "w1", 1, "tok")]
-
-
 # ---- suspend and resume ------------------------------------------------------------------
 
 def _suspended_by_batch_script(run_dir: Path, batch: int = 4, batches: int = 10) -> None:
