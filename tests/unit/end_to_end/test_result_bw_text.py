@@ -38,6 +38,8 @@ def test_the_report_table_says_in_host():
 
 
 class _Client:
+    url = "http://198.18.0.1:1"         # where the job's workers would report
+
     def links(self):
         return {"ports": []}
 
