@@ -168,7 +168,7 @@ def pytest_runtest_teardown(item, nextitem):
         _SHARED_SLURM.close()
 
 
-def pytest_sessionfinish(session):
+def pytest_sessionfinish():
     _SHARED_SLURM.close()
 
 
