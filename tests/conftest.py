@@ -180,9 +180,9 @@ def slurm_fabric(request, tmp_path_factory):
     ``.controller_api``, ``.admin_token``, ``.ip(host)``. One bring-up serves the
     consecutive modules of one topology (the collection puts them together); a module
     after the first finds it as a bring-up leaves it (``settled``: no job, every node
-    idle). Everything (Slurm daemons and their jobs, controller, fabric, namespaces) is torn down
-    after the last of them, also when a test fails. Fails loudly when Slurm is not
-    installed (``make slurm``)."""
+    idle), or a fresh one where it cannot be settled. Everything (Slurm daemons and their
+    jobs, controller, fabric, namespaces) is torn down after the last of them, also when a
+    test fails. Fails loudly when Slurm is not installed (``make slurm``)."""
     from mininet_fabric.slurm_cluster import missing_binaries
 
     missing = missing_binaries()
@@ -191,8 +191,15 @@ def slurm_fabric(request, tmp_path_factory):
                     f"(`make slurm`); missing: {', '.join(missing)}", pytrace=False)
     group = ("slurm", getattr(request.module, "SLURM_TOPOLOGY", "two-rack"))
     if _SHARED_SLURM.group == group:
-        yield settled(_SHARED_SLURM.env)
-        return
+        try:
+            env = settled(_SHARED_SLURM.env)
+        except Exception as err:        # e.g. a daemon an earlier test killed is gone
+            print(f"slurm_fabric: the shared cluster cannot be settled ({err}); "
+                  f"bringing up a fresh one", file=sys.stderr)
+            env = None
+        if env is not None:
+            yield env
+            return
     yield _SHARED_SLURM.get(group, tmp_path_factory.mktemp("slurm-fabric"))
 
 

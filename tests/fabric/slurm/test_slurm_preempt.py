@@ -180,7 +180,8 @@ def test_a_migration_restarts_the_job_on_its_freed_gpu_and_one_more_in_the_same_
             log = (second / "ps" / f"worker{w}.log").read_text()
             assert f"batch {m.batch + 1} " in log and f"batch {plan['batches']} " in log
             assert "batch 1 " not in log
-        hosts = {json.loads(p.read_text())["hostname"] for p in (second / "ran_on").glob("worker*.json")}
+        hosts = {json.loads(p.read_text())["hostname"]
+                 for p in (second / "ran_on").glob("worker*.json")}
         assert hosts == {"h4"}
     finally:
         _cleanup(env)
