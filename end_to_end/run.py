@@ -8,7 +8,8 @@ prioritised by the controller; a report with tables and plots at the end.
 
 Compute: ``torch`` (real) or ``emulated`` (Cost_bat(b) of the profile, the model's bytes x
 bw_scale; the default without a CUDA device). Job processes come from a per-host pool of
-pre-started ones (ps_runtime.warm).
+pre-started ones (ps_runtime.warm), forked from one fork server per host that imported
+MXNet once (ps_runtime.zygote).
 
 Everything is validated before anything starts (bad input: exit 2, nothing started):
 the command line once into a ``RunConfig`` (``end_to_end.cli``), the files here. Then:
@@ -283,7 +284,7 @@ def run(config: RunConfig) -> int:
     out = out_dir(config, "run")
     out.mkdir(parents=True, exist_ok=True)
     with environment(topology, config.topology, out, config.rank) as (fabric, client), \
-            warm_processes(topology, fabric, config.compute) as runner:
+            warm_processes(topology, fabric, config.compute, fork=True) as runner:
         result = one_pass(topology, jobs, fabric, client, out, config, config.priority == "on",
                           20000, runner)
     md = write_report(result, out)

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("fabric") is not None:
             item.fixturenames.insert(0, "fabric_env")
+    # the modules on one Slurm topology run one after the other (at the place of the
+    # first of them), so that they share one bring-up (``slurm_fabric``)
+    _GROUPS.clear()
+    for item in items:
+        if "slurm_fabric" in item.fixturenames:
+            _GROUPS[item.path] = ("slurm", getattr(item.module, "SLURM_TOPOLOGY", "two-rack"))
+    first: dict[object, int] = {}
+    for k, item in enumerate(items):
+        first.setdefault(_slurm_group(item), k)
+    items[:] = [item for _, _, item in sorted(
+        (first[_slurm_group(item)], k, item) for k, item in enumerate(items))]
     if hasattr(config, "workerinput"):
         # a pytest-xdist worker (each collects the same list, in the same order): the slow
         # tests first, so the run does not end waiting on one of them while the other
@@ -110,21 +122,97 @@ def normal_controller():
         proc.wait()
 
 
+_GROUPS: dict[Path, tuple[str, str]] = {}     # test file -> ("slurm", its topology)
+
+
+def _slurm_group(item):
+    """The Slurm topology a test's module brings up (``slurm_fabric``), else its module."""
+    path = getattr(item, "path", None)
+    return _GROUPS.get(path) or ("module", str(path))
+
+
+class SharedSlurm:
+    """The one Slurm environment up at a time (``end_to_end.slurm_env``), kept across the
+    consecutive modules that bring up the same topology; closed before any other test
+    runs (a fabric of its own would find the interfaces and the fabric lock taken) and
+    at the end of the session."""
+
+    def __init__(self):
+        self.group = None
+        self.stack: ExitStack | None = None
+        self.env = None
+
+    def get(self, group, out: Path):
+        from end_to_end.slurm_env import slurm_environment
+
+        self.close()
+        stack = ExitStack()
+        self.env = stack.enter_context(slurm_environment(group[1], out))
+        self.stack, self.group = stack, group
+        return self.env
+
+    def close(self) -> None:
+        stack, self.stack, self.group, self.env = self.stack, None, None, None
+        if stack is not None:
+            stack.close()
+
+
+_SHARED_SLURM = SharedSlurm()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield
+    if _SHARED_SLURM.stack is not None and (nextitem is None
+                                            or _slurm_group(nextitem) != _SHARED_SLURM.group):
+        _SHARED_SLURM.close()
+
+
+def pytest_sessionfinish():
+    _SHARED_SLURM.close()
+
+
 @pytest.fixture(scope="module")
 def slurm_fabric(request, tmp_path_factory):
     """The fabric (two-rack unless the module sets ``SLURM_TOPOLOGY``) under the sluice
     controller, and a real Slurm cluster on it (``end_to_end.slurm_env``): ``.fabric``,
     ``.cluster`` (SlurmCluster: ``.env`` makes any Slurm command work here), ``.topology``,
-    ``.controller_api``, ``.admin_token``, ``.ip(host)``. Module-scoped; everything (Slurm
-    daemons and their jobs, controller, fabric, namespaces) is torn down after the module,
-    also when a test fails. Fails loudly when Slurm is not installed (``make slurm``)."""
-    from end_to_end.slurm_env import slurm_environment
+    ``.controller_api``, ``.admin_token``, ``.ip(host)``. One bring-up serves the
+    consecutive modules of one topology (the collection puts them together); a module
+    after the first finds it as a bring-up leaves it (``settled``: no job, every node
+    idle), or a fresh one where it cannot be settled. Everything (Slurm daemons and their
+    jobs, controller, fabric, namespaces) is torn down after the last of them, also when a
+    test fails. Fails loudly when Slurm is not installed (``make slurm``)."""
     from mininet_fabric.slurm_cluster import missing_binaries
 
     missing = missing_binaries()
     if missing:
         pytest.fail(f"Slurm tests need Debian's slurmctld slurmd slurm-client munge "
                     f"(`make slurm`); missing: {', '.join(missing)}", pytrace=False)
-    topology = getattr(request.module, "SLURM_TOPOLOGY", "two-rack")
-    with slurm_environment(topology, tmp_path_factory.mktemp("slurm-fabric")) as env:
-        yield env
+    group = ("slurm", getattr(request.module, "SLURM_TOPOLOGY", "two-rack"))
+    if _SHARED_SLURM.group == group:
+        try:
+            env = settled(_SHARED_SLURM.env)
+        except Exception as err:        # e.g. a daemon an earlier test killed is gone
+            print(f"slurm_fabric: the shared cluster cannot be settled ({err}); "
+                  f"bringing up a fresh one", file=sys.stderr)
+            env = None
+        if env is not None:
+            yield env
+            return
+    yield _SHARED_SLURM.get(group, tmp_path_factory.mktemp("slurm-fabric"))
+
+
+def settled(env, timeout: float = 60.0):
+    """``env`` as a fresh bring-up leaves it for the next module: no Slurm job left (each
+    cancelled), every node resumed and idle."""
+    cli_env = {**os.environ, **env.cluster.env}
+    out = subprocess.run(["squeue", "-h", "-o", "%i"], env=cli_env, capture_output=True,
+                         text=True, timeout=30).stdout.split()
+    for jid in sorted({j.split("+")[0] for j in out}):
+        subprocess.run(["scancel", jid], env=cli_env, capture_output=True, timeout=30)
+    for host in env.cluster.hosts:
+        subprocess.run(["scontrol", "update", f"nodename={host}", "state=resume"],
+                       env=cli_env, capture_output=True, timeout=30)
+    env.cluster.wait_idle(env.cluster.hosts, timeout)
+    return env

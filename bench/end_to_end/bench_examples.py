@@ -8,7 +8,8 @@ Each example under examples/ names its command in a header line
 ``--out`` in a temporary directory; it needs root and the fabric), prints wall time
 against the stated figure, and exits 1 when one fails or takes 5 minutes or more.
 tests/unit/project/test_examples.py and tests/fabric/end_to_end/test_examples.py (marked
-slow) run the same through :func:`run_example`.
+slow) run the same through :func:`run_example`, but for an example whose run a dedicated
+fabric test makes (that file's ``COVERED``); this times every one.
 """
 
 from __future__ import annotations

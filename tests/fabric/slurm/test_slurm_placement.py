@@ -1,6 +1,7 @@
 """The demo's arms a and b place jobs where Slurm would (a model:
 ``job_scheduler/core/slurm_placement.py``). Here a real slurmctld (Slurm 22.05, cons_tres +
-topology/tree, the local cluster on the two-rack-100g fabric) chooses the nodes of a
+topology/tree, the local cluster on the two-rack fabric: the demo's two-rack-100g shape and
+names with slower links, which slurmctld never sees) chooses the nodes of a
 sequence of jobs that ask only for a GPU count (``--ntasks=N --gpus-per-task=1``, one task
 per worker, no node list), with jobs ending in between, and every choice is compared with
 the model's on the same free GPUs."""
@@ -19,7 +20,9 @@ from job_scheduler.core.slurm_placement import SlurmTreePlacement
 from sluice_common.placement import Placement
 from support.slurm_scheduler import slurm
 
-SLURM_TOPOLOGY = "two-rack-100g"      # the demo's fabric: racks of two 4-GPU nodes
+# the demo's two-rack-100g as Slurm sees it (racks of two 4-GPU nodes, the same names), and
+# the cluster the other two-rack modules bring up (tests/conftest.py: one bring-up)
+SLURM_TOPOLOGY = "two-rack"
 
 # (action, job, GPUs): every free-GPU pattern the model's rules tell apart comes up
 STEPS = [("submit", "A", 3), ("submit", "B", 2), ("submit", "C", 4), ("submit", "D", 6),

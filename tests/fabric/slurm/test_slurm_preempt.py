@@ -3,11 +3,15 @@
 checkpoint first, then ``scancel``: its allocation released) and resumes it as a new
 submission from the checkpoint on another host; Slurm's own warning
 (``--signal=B:USR1@N``, sent here with ``scancel --batch --signal=USR1``) is the same
-checkpointed stop, and the service re-queues the job to resume, not as a failure.
-Jobs are tiny (emulated compute, a few batches)."""
+checkpointed stop, and the service re-queues the job to resume, not as a failure; a
+migration (suspended and started again in one slot, as the sluice policy resizes a job:
+tests/unit/job_scheduler/service/test_scheduler_preempt_run.py runs that policy on real
+jobs) takes the GPU the first Slurm job held plus one more. Jobs are tiny (emulated
+compute, a few batches)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -20,6 +24,7 @@ from job_scheduler.core.decisions import StartDecision, Suspend
 from job_scheduler.service.scheduler import SchedulerService
 from job_scheduler.service.slurm_executor import SlurmExecutor, SlurmJobOptions
 from job_scheduler.service.store import JobStore
+from ps_runtime.checkpoint import read_manifest, resized_last_batch
 from slurm_client import SlurmClient
 from sluice_common.placement import GpuGrant, Placement
 from support.preempt import ScriptedStep, _batches
@@ -101,7 +106,6 @@ def test_a_suspend_checkpoints_then_releases_the_allocation_and_resumes_elsewher
         assert done.state == "finished", (done.state, done.reason)
         stopped = rec.resume["batch"]
         # the resumed run trained only the batches after the checkpoint, on h3
-        import json
         plan = json.loads((second / "plan.json").read_text())
         assert plan["resume_from"] == rec.resume["checkpoint"]
         log = (second / "ps" / "worker0.log").read_text()
@@ -136,5 +140,48 @@ def test_slurms_usr1_warning_suspends_and_the_job_is_requeued_not_failed(slurm_f
         _until(lambda: svc.store.get(job).state != "running", timeout=240, svc=svc)
         assert svc.store.get(job).state == "finished"
         assert [k for _, k, _ in svc.store.events(job)].count("suspended") == 1
+    finally:
+        _cleanup(env)
+
+
+def test_a_migration_restarts_the_job_on_its_freed_gpu_and_one_more_in_the_same_slot(
+        slurm_fabric, tmp_path):
+    env = slurm_fabric
+    svc = _service(env, tmp_path)
+    try:
+        job = _submit(svc, "resized")
+        first = _start(svc, job, "h4", [0])
+        _until(lambda: _batches(first) >= 3, svc=svc)
+        slurm_id = int(svc.store.get(job).external_id)
+        # one slot: the suspend (checkpoint, scancel), then the start on two GPUs, one of
+        # them the GPU Slurm still counts as the first job's until it has ended
+        svc.policy.next = [Suspend(job, 0.0, "policy"),
+                           StartDecision(job, Placement(str(job), ("h4",), ("h4", "h4")),
+                                         GpuGrant.of({"h4": [0, 1]}))]
+        svc.tick()
+        rec = svc.store.get(job)
+        kinds = [k for _, k, _ in svc.store.events(job)]
+        assert kinds[-2:] == ["suspended", "migrated"], kinds
+        assert rec.state == "running" and rec.placement["gpu_ids"] == {"h4": [0, 1]}
+        second = Path(rec.run_dir)
+        assert second != first and rec.resume["checkpoint"] == str(first / "ps" / "checkpoint")
+        _until(lambda: svc.store.get(job).state != "running", timeout=240, svc=svc)
+        done = svc.store.get(job)
+        assert done.state == "finished", (done.state, done.reason)
+        assert _slurm_state(env, slurm_id) in (None, "CANCELLED", "COMPLETED")
+        assert int(done.external_id) != slurm_id
+        # the samples left, spread over two workers, each from the checkpoint's batch on
+        m = read_manifest(rec.resume["checkpoint"])
+        plan = json.loads((second / "plan.json").read_text())
+        assert plan["resume_from"] == rec.resume["checkpoint"] and len(plan["workers"]) == 2
+        assert (m.workers, m.batches) == (1, BATCHES)
+        assert plan["batches"] == resized_last_batch(m.batch, m.batches, 1, 2) < BATCHES
+        for w in (0, 1):
+            log = (second / "ps" / f"worker{w}.log").read_text()
+            assert f"batch {m.batch + 1} " in log and f"batch {plan['batches']} " in log
+            assert "batch 1 " not in log
+        hosts = {json.loads(p.read_text())["hostname"]
+                 for p in (second / "ran_on").glob("worker*.json")}
+        assert hosts == {"h4"}
     finally:
         _cleanup(env)

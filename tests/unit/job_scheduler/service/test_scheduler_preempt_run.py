@@ -2,7 +2,11 @@
 three ``sluice train`` jobs (MXNet ps-lite, emulated compute) on a two-GPU host; the
 policy suspends the long job for a short one (a checkpoint, its GPU freed), resumes it,
 and resizes it onto both GPUs once they are idle (suspended and started again in one
-slot: a migration); every job finishes, every suspend's cost is in the store.
+slot: a migration); every job finishes, every suspend's cost is in the store. The
+policy sees any executor through the service alone (progress, suspend, start); the Slurm
+executor's side of each step (a checkpointed stop that releases the allocation, a resume
+elsewhere, a migration onto the freed GPU and one more) runs on a real Slurm cluster in
+tests/fabric/slurm/test_slurm_preempt.py.
 
 The jobs' model sizes are what the policy prices (the H100 profile: long1 ~164 s on one
 GPU, 85 s on two; long2 ~154 s); each really runs a number of batches per worker
