@@ -80,12 +80,25 @@ def rule_levels(rule: str, jobs: Iterable[tuple[int, object, float]], estimator
     ``(key, spec, fraction of its work left)``: its batches are ``epochs * dataset_size /
     batch_size``, a batch moves the model's parameter bytes (a job's own bytes where it
     states them, ``Estimator.rule_bytes``)."""
-    loads = []
-    for key, spec, remaining in jobs:
-        total = max(1, round(spec.epochs * spec.dataset_size / spec.batch_size))
-        done = round((1.0 - remaining) * total)
-        loads.append(job_rank.JobLoad(str(key), key, done, total,
-                                      estimator.rule_bytes(spec)))
+    return load_levels(rule, [sized_load(key, *rule_size(spec, estimator), remaining)
+                              for key, spec, remaining in jobs])
+
+
+def rule_size(spec, estimator) -> tuple[int, int]:
+    """What :func:`rule_levels` reads of a job's spec: (its batches in all, the bytes a
+    batch moves); fixed for a job, so a loop that ranks it often may keep them."""
+    total = max(1, round(spec.epochs * spec.dataset_size / spec.batch_size))
+    return total, estimator.rule_bytes(spec)
+
+
+def sized_load(key: int, total: int, size: int, remaining: float) -> job_rank.JobLoad:
+    """What the rule reads of job ``key`` with :func:`rule_size`'s figures and the
+    fraction of its work left (the same all of one instant)."""
+    return job_rank.JobLoad(str(key), key, round((1.0 - remaining) * total), total, size)
+
+
+def load_levels(rule: str, loads: Sequence[job_rank.JobLoad]) -> dict[int, int]:
+    """:func:`rule_levels` of :func:`sized_load`'s loads."""
     got = rank_rules.job_levels(rule, loads, LEVELS)
     return {int(k): v for k, v in got.items()}
 
