@@ -80,8 +80,9 @@ def rule_levels(rule: str, jobs: Iterable[tuple[int, object, float]], estimator
     ``(key, spec, fraction of its work left)``: its batches are ``epochs * dataset_size /
     batch_size``, a batch moves the model's parameter bytes (a job's own bytes where it
     states them, ``Estimator.rule_bytes``)."""
-    return load_levels(rule, [sized_load(key, *rule_size(spec, estimator), remaining)
-                              for key, spec, remaining in jobs])
+    got = rank_rules.job_levels(rule, [sized_load(key, *rule_size(spec, estimator), remaining)
+                                       for key, spec, remaining in jobs], LEVELS)
+    return {int(k): v for k, v in got.items()}
 
 
 def rule_size(spec, estimator) -> tuple[int, int]:
@@ -97,9 +98,19 @@ def sized_load(key: int, total: int, size: int, remaining: float) -> job_rank.Jo
     return job_rank.JobLoad(str(key), key, round((1.0 - remaining) * total), total, size)
 
 
-def load_levels(rule: str, loads: Sequence[job_rank.JobLoad]) -> dict[int, int]:
-    """:func:`rule_levels` of :func:`sized_load`'s loads."""
-    got = rank_rules.job_levels(rule, loads, LEVELS)
+def rank_item(rule: rank_rules.RankRule, load: job_rank.JobLoad):
+    """What :func:`rank_levels` reads of one job's load under ``rule``: an ORDER rule's
+    sort key and job (what :meth:`RankRule.job_levels` sorts), any other rule's load."""
+    return (rule.key(load), load.job) if rule.shape == rank_rules.ORDER else load
+
+
+def rank_levels(rule: rank_rules.RankRule, items: Sequence) -> dict[int, int]:
+    """:func:`rule_levels` of the jobs' :func:`rank_item` (an ORDER rule's keys read once
+    per load, however many uplinks rank it): :meth:`RankRule.job_levels`'s answer."""
+    if rule.shape == rank_rules.ORDER:
+        got = job_rank.top_k_levels(list(items), LEVELS)
+    else:
+        got = rule.job_levels(items, LEVELS)
     return {int(k): v for k, v in got.items()}
 
 

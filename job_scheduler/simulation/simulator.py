@@ -98,8 +98,8 @@ from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.simulation.job_records import job_records
 from job_scheduler.core.mechanisms import shared_gpus, stopped
-from job_scheduler.core.priority_pricing import (load_levels, placement_flows, rule_size,
-                                                 sized_load, uplink_capacities)
+from job_scheduler.core.priority_pricing import (placement_flows, rank_item, rank_levels,
+                                                 rule_size, sized_load, uplink_capacities)
 from sluice_common import rank_rules
 from sluice_common.jobspec import JobSpec
 from sluice_common.placement import Placement
@@ -184,6 +184,7 @@ class Simulator(Pricing):
             raise ValueError(f"priority must be one of {', '.join(rank_rules.names())} or None, "
                              f"got {priority!r}")
         self.priority = priority
+        self._rule = rank_rules.rule(priority) if priority is not None else None
         if startup and (estimator is None or estimator.exchange is None):
             raise ValueError("startup needs an estimator with an exchange pricing")
         self.startup = startup
@@ -507,9 +508,10 @@ class Simulator(Pricing):
                     size = sizes[j]
                     if size is None:
                         size = sizes[j] = rule_size(self.jobs[j], self.estimator)
-                    load = memo[j] = sized_load(j, size[0], size[1], self.remaining(j))
+                    load = memo[j] = rank_item(self._rule, sized_load(j, size[0], size[1],
+                                                                      self.remaining(j)))
                 loads.append(load)
-            got = self._levels_memo[key] = load_levels(self.priority, loads)
+            got = self._levels_memo[key] = rank_levels(self._rule, loads)
         return got
 
     def _priority_bandwidth(self, run: Run) -> float:
