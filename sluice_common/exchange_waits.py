@@ -127,10 +127,21 @@ def fifo_round_wait_s(ahead: Sequence[float], left: float, buffer_bytes: float,
     """One message round's wait at a FIFO leaf: the backlog ahead of it (:func:`queue_wait_s`
     of :func:`backlog_bytes`) plus what drops cost it when the FIFO is shallow
     (:func:`loss_wait_s`; ``message_bytes``: the round's message, None a control message)."""
-    # both terms read the same busy share and sum of ``ahead``: computed once
-    busy, senders = busy_share(ahead), sum(ahead)
-    return (_queue_wait(busy, senders, left, backlog_bytes(buffer_bytes, c), c)
-            + _loss_wait(busy, senders, buffer_bytes, c, message_bytes))
+    # both terms read the same busy share and sum of ``ahead``: computed once. A
+    # simulation asks this at every uplink of every job it re-times, so the terms of
+    # _queue_wait, backlog_bytes, _loss_wait and _overflow are written out here, each
+    # the same floating-point operations in the same order.
+    if not left > 0 or buffer_bytes < 0:
+        raise ValueError("the class's rate must be > 0 and buffer_bytes >= 0")
+    busy = 1.0 - math.prod([1.0 - (p if 0.0 <= p <= 1.0 else min(1.0, max(0.0, p)))
+                            for p in ahead])
+    senders = sum(ahead)
+    fill = min(1.0, c.queue_fill + c.queue_fill_per_sender * max(0.0, senders - 1))
+    backlog = max(buffer_bytes, c.backlog_bytes)
+    arriving = (1.0 + senders) * c.burst_bytes
+    overflow = max(0.0, 1.0 - buffer_bytes / arriving) if arriving > 0 else 0.0
+    return (busy * fill * backlog / left
+            + busy * overflow * tail_share(message_bytes) * c.loss_timeouts * c.rto_min_s)
 
 
 def fair_round_wait_s(same_class: Sequence[float], left: float,

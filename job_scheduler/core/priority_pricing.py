@@ -85,14 +85,45 @@ def rule_levels(rule: str, jobs: Iterable[tuple[int, object, float]], estimator,
     ones."""
     if thresholds is not None and rule != "attained":
         raise ValueError(f"demotion thresholds go with the attained rule, not {rule!r}")
-    loads = []
-    for key, spec, remaining in jobs:
-        total = max(1, round(spec.epochs * spec.dataset_size / spec.batch_size))
-        done = round((1.0 - remaining) * total)
-        loads.append(job_rank.JobLoad(str(key), key, done, total,
-                                      estimator.rule_bytes(spec), registered_s=spec.arrival))
+    loads = [sized_load(key, *rule_size(spec, estimator), remaining, spec.arrival)
+             for key, spec, remaining in jobs]
     got = (job_rank.attained_levels_at(loads, thresholds) if thresholds is not None
            else rank_rules.job_levels(rule, loads, LEVELS))
+    return {int(k): v for k, v in got.items()}
+
+
+def rule_size(spec, estimator) -> tuple[int, int]:
+    """What :func:`rule_levels` reads of a job's spec: (its batches in all, the bytes a
+    batch moves); fixed for a job, so a loop that ranks it often may keep them."""
+    total = max(1, round(spec.epochs * spec.dataset_size / spec.batch_size))
+    return total, estimator.rule_bytes(spec)
+
+
+def sized_load(key: int, total: int, size: int, remaining: float,
+               registered_s: float = 0.0) -> job_rank.JobLoad:
+    """What the rule reads of job ``key`` with :func:`rule_size`'s figures, the fraction of
+    its work left (the same all of one instant) and when it registered (its arrival)."""
+    return job_rank.JobLoad(str(key), key, round((1.0 - remaining) * total), total, size,
+                            registered_s=registered_s)
+
+
+def rank_item(rule: rank_rules.RankRule, load: job_rank.JobLoad):
+    """What :func:`rank_levels` reads of one job's load under ``rule``: an ORDER rule's
+    sort key and job (what :meth:`RankRule.job_levels` sorts), any other rule's load."""
+    return (rule.key(load), load.job) if rule.shape == rank_rules.ORDER else load
+
+
+def rank_levels(rule: rank_rules.RankRule, items: Sequence,
+                thresholds: tuple[float, ...] | None = None) -> dict[int, int]:
+    """:func:`rule_levels` of the jobs' :func:`rank_item` (an ORDER rule's keys read once
+    per load, however many uplinks rank it): :meth:`RankRule.job_levels`'s answer, or
+    PIAS's levels at ``thresholds`` (``attained``, whose items are the loads)."""
+    if thresholds is not None:
+        got = job_rank.attained_levels_at(items, thresholds)
+    elif rule.shape == rank_rules.ORDER:
+        got = job_rank.top_k_levels(list(items), LEVELS)
+    else:
+        got = rule.job_levels(items, LEVELS)
     return {int(k): v for k, v in got.items()}
 
 

@@ -86,6 +86,7 @@ is ``((k - 1) / (UTIL_BINS - 1), k / (UTIL_BINS - 1)]``).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections import Counter
@@ -100,8 +101,8 @@ from job_scheduler.core.estimator import Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.simulation.job_records import job_records
 from job_scheduler.core.mechanisms import shared_gpus, stopped
-from job_scheduler.core.priority_pricing import (class_capacity, placement_flows, rule_levels,
-                                                 uplink_capacities)
+from job_scheduler.core.priority_pricing import (placement_flows, rank_item, rank_levels,
+                                                 rule_size, sized_load, uplink_capacities)
 from sluice_common import rank_rules
 from sluice_common.jobspec import JobSpec
 from sluice_common.placement import Placement
@@ -143,6 +144,34 @@ class SimResult:
                 "jobs": self.jobs}
 
 
+@dataclass
+class _UplinkLevels:
+    """One uplink's strict-priority figures at one version, as of instant ``at``: its jobs
+    (``on``, by key) and their ``level``; the levels its sending jobs are at
+    (``present``, ascending), the Mbit/s each is left by the more urgent ones (``lefts``,
+    one more for past the last) and the sending flows at each (``counts``); and its
+    sending jobs in its set's order as ``(job, level, run, flows there, servers)``."""
+    ver: int
+    at: float
+    on: list[int]
+    level: dict[int, int]
+    present: list[int]
+    lefts: list[float]
+    counts: dict[int, int]
+    entries: list[tuple]
+    pairs: list[tuple[int, int]]            # (job, level) of ``entries``
+    _before: dict[int, list[tuple]] = field(default_factory=dict)
+
+    def before(self, level: int) -> list[tuple]:
+        """``(job, run, flows there, servers)`` of the sending jobs more urgent than
+        ``level``, in ``entries``' order."""
+        got = self._before.get(level)
+        if got is None:
+            got = self._before[level] = [(e[0], e[2], e[3], e[4]) for e in self.entries
+                                         if e[1] < level]
+        return got
+
+
 class Simulator(Pricing):
     """Run one policy over one job list on one topology. A fresh Simulator per run."""
 
@@ -160,6 +189,7 @@ class Simulator(Pricing):
             raise ValueError(f"priority must be one of {', '.join(rank_rules.names())} or None, "
                              f"got {priority!r}")
         self.priority = priority
+        self._rule = rank_rules.rule(priority) if priority is not None else None
         if attained_thresholds is not None and (priority != "attained" or len(
                 attained_thresholds) >= LEVELS or list(attained_thresholds) != sorted(
                 attained_thresholds)):
@@ -226,7 +256,14 @@ class Simulator(Pricing):
         self.uplink_cap = uplink_capacities(topology)
         self.uplink_flows = [0] * len(topology.racks)
         self.uplink_jobs: list[set[int]] = [set() for _ in topology.racks]
-        self._levels_at, self._levels_memo = math.nan, {}   # _levels: one instant's answers
+        # _levels: one instant's answers, and each job's bytes then
+        self._levels_at, self._levels_memo, self._loads_memo = math.nan, {}, {}
+        # each uplink's version, moved on whenever its jobs or their holds change: what
+        # the per-uplink figures below are kept by (``_uplink_levels``, ``_uplink_live``)
+        self._uplink_ver = [0] * len(topology.racks)
+        self._tables: dict[int, _UplinkLevels] = {}
+        self._rule_sizes: list[tuple[int, int] | None] = [None] * len(self.jobs)
+        self._live: dict[int, tuple[int, list[int]]] = {}
         # the instruments (module doc): seconds run and spent exchanging over all jobs;
         # each job's current share of time exchanging and rate per flow on an uplink
         # (Mbit/s, averaged over its iteration); each uplink's carried rate and when it
@@ -338,6 +375,7 @@ class Simulator(Pricing):
             self.gpu_seconds += hold * n
             self._holding[j] = run.t_last
             heapq.heappush(self._hold_ends, (run.t_last, j))
+            self._touch(flows)
         self._retime(run)
         for k in affected:
             if k != j:
@@ -388,6 +426,7 @@ class Simulator(Pricing):
 
     def _add_flows(self, flows: dict[int, int], j: int, sign: int) -> set[int]:
         affected: set[int] = set()
+        self._touch(flows)
         for r, f in flows.items():
             self.uplink_flows[r] += sign * f
             if sign > 0:
@@ -402,19 +441,90 @@ class Simulator(Pricing):
             affected = set().union(*self.uplink_jobs) - {j}
         return affected
 
+    def _touch(self, flows: dict[int, int]) -> None:
+        """The jobs or holds on these uplinks change: their kept figures are stale."""
+        ver = self._uplink_ver
+        for r in flows:
+            ver[r] += 1
+
+    def _uplink_live(self, r: int) -> list[int]:
+        """The running jobs on uplink ``r`` that send (not holding), in the order its set
+        of users iterates (the order the queue waits sum them in), kept per version."""
+        got = self._live.get(r)
+        if got is not None and got[0] == self._uplink_ver[r]:
+            return got[1]
+        running, holding = self.running, self._holding
+        live = [i for i in self.uplink_jobs[r] if i in running and i not in holding]
+        self._live[r] = (self._uplink_ver[r], live)
+        return live
+
+    def _uplink_levels(self, r: int) -> "_UplinkLevels":
+        """Uplink ``r``'s strict-priority figures now (``_UplinkLevels``): what every
+        job re-timed at one instant reads of it, worked out once per version."""
+        ver, now = self._uplink_ver[r], self.now
+        got = self._tables.get(r)
+        if got is not None and got.ver == ver:
+            if got.at == now:
+                return got
+            # the same jobs at a later instant: the figures stand while their levels do
+            level = self._levels(got.on)
+            if level == got.level:
+                got.at = now
+                return got
+            on = got.on
+        else:
+            on = sorted(self.uplink_jobs[r])
+            level = self._levels(on)
+        holding, running = self._holding, self.running
+        live = [i for i in on if i not in holding]
+        present = sorted({level[i] for i in live})
+        cap = self.uplink_cap[r]
+        # class_capacity's loop, once for every level: the Mbit/s each level is left by
+        # the ones before it and the sending flows at it; a job's own level is priced on
+        # the others at and before it only, the same for every job at that level
+        left, lefts, counts = cap, [], {}
+        for k in present:
+            here = [i for i in live if level[i] == k]
+            count = sum(running[i].flows[r] for i in here)
+            lefts.append(left)
+            counts[k] = count
+            share = left / count if count else left
+            for i in here:
+                left -= self._sharer(i, r, k).used(share)
+            left = max(left, 1e-9 * cap)
+        lefts.append(left)
+        entries = []
+        for i in self._uplink_live(r):
+            other = running[i]
+            entries.append((i, level[i], other, other.flows[r],
+                            max(len(other.placement.ps_hosts), 1)))
+        got = self._tables[r] = _UplinkLevels(ver, now, on, level, present, lefts, counts,
+                                              entries, [(e[0], e[1]) for e in entries])
+        return got
+
     def _levels(self, jobs: Sequence[int]) -> dict[int, int]:
         """Each job's level under the priority rule, on its bytes now
         (:func:`~job_scheduler.core.priority_pricing.rule_levels`)."""
         # Every job re-timed at one instant asks for the levels of the same uplinks; the
         # rule reads only the jobs' bytes at ``now``, so one answer serves them all.
+        # A job's bytes are the same all that instant too: read once, whichever uplinks ask.
         if self._levels_at != self.now:
-            self._levels_at, self._levels_memo = self.now, {}
+            self._levels_at, self._levels_memo, self._loads_memo = self.now, {}, {}
         key = tuple(jobs)
         got = self._levels_memo.get(key)
         if got is None:
-            got = self._levels_memo[key] = rule_levels(
-                self.priority, [self.rule_load(j) for j in jobs], self.estimator,
-                self.attained_thresholds)
+            sizes, memo, loads = self._rule_sizes, self._loads_memo, []
+            for j in jobs:
+                load = memo.get(j)
+                if load is None:
+                    size = sizes[j]
+                    if size is None:
+                        size = sizes[j] = rule_size(self.jobs[j], self.estimator)
+                    load = memo[j] = rank_item(self._rule, sized_load(
+                        j, size[0], size[1], self.remaining(j), self.jobs[j].arrival))
+                loads.append(load)
+            got = self._levels_memo[key] = rank_levels(self._rule, loads,
+                                                        self.attained_thresholds)
         return got
 
     def _priority_bandwidth(self, run: Run) -> float:
@@ -422,17 +532,17 @@ class Simulator(Pricing):
         doc): its level's per-flow share of what the more urgent levels leave."""
         bw = run.base_bw
         nps = max(len(run.placement.ps_hosts), 1)
-        for r in run.flows:
-            on = sorted(self.uplink_jobs[r])
-            level = self._levels(on)
-            mine = level[run.j]
-            # the less urgent levels take nothing from the job's (class_capacity stops at
-            # its level): only the others up to it are priced
-            others = [self._sharer(i, r, level[i]) for i in on
-                      if level[i] <= mine and i != run.j and i not in self._holding]
-            left, flows = class_capacity(self.uplink_cap[r], others, mine, run.flows[r])
+        holding = run.j in self._holding
+        for r, f in run.flows.items():
+            # class_capacity(cap, the other senders at or before the job's level, its
+            # level, f): the less urgent levels take nothing from the job's
+            table = self._uplink_levels(r)
+            mine = table.level[run.j]
+            left = table.lefts[bisect.bisect_left(table.present, mine)]
+            flows = table.counts.get(mine, 0) + (f if holding else 0)
             if self.share == "senders":
-                flows = self._senders(run, r, [i for i in on if level[i] == level[run.j]])
+                on, level = table.on, table.level
+                flows = self._senders(run, r, [i for i in on if level[i] == mine])
             bw = min(bw, nps * (left / flows))
         return bw
 
@@ -476,31 +586,23 @@ class Simulator(Pricing):
         (``ExchangePricing``'s module doc)."""
         pricing = self.estimator.exchange
         total = 0.0
-        running, holding, send, j = self.running, self._holding, self._send, run.j
+        send, j = self._send, run.j
         for r in run.flows:
             urgent, used = [], 0.0
             if not self.priority:       # one class: every other sender is ahead
                 # send[i] < 0: not yet timed (starting in this very event)
-                users = self.uplink_jobs[r]
-                if holding:
-                    ahead = [send[i] for i in users if i != j and send[i] >= 0
-                             and i in running and i not in holding]
-                else:
-                    ahead = [send[i] for i in users if i != j and send[i] >= 0 and i in running]
+                ahead = [send[i] for i in self._uplink_live(r) if i != j and send[i] >= 0]
             else:
-                on = [i for i in self.uplink_jobs[r] if i in running]
-                level = self._levels(sorted(on))
-                mine, ahead = level[j], []
-                for i in on:
-                    if i == j or level[i] > mine or i in holding or send[i] < 0:
-                        continue
+                table = self._uplink_levels(r)
+                mine = table.level[j]
+                ahead = [send[i] for i, lvl in table.pairs
+                         if lvl <= mine and i != j and send[i] >= 0]
+                for i, other, f, nps in table.before(mine):
                     rho = send[i]
-                    ahead.append(rho)
-                    if level[i] < mine:
-                        urgent.append(rho)
-                        other = running[i]
-                        nps = max(len(other.placement.ps_hosts), 1)
-                        used += other.flows[r] * other.bw / nps * rho
+                    if rho < 0:
+                        continue
+                    urgent.append(rho)
+                    used += f * other.bw / nps * rho
             cap = self.uplink_cap[r]
             left = max(cap - used, pricing.constants.min_share * cap)
             total += pricing.round_wait_s(ahead, left, urgent, cap)
@@ -516,6 +618,7 @@ class Simulator(Pricing):
             if self._holding.pop(j, None) is None or j not in self.running:
                 continue
             run = self.running[j]
+            self._touch(run.flows)
             for k in set().union(*(self.uplink_jobs[r] for r in run.flows)) | {j}:
                 if k in self.running:
                     self._retime(self.running[k], force=True)

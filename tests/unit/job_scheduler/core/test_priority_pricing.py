@@ -5,12 +5,17 @@ job on top and at the bottom, and that with the rule off it is today's fair shar
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from sluice_common.placement import Placement
-from job_scheduler.core.priority_pricing import LinkSharer, class_capacity
+from job_scheduler.core.estimator import Estimator
+from job_scheduler.core.priority_pricing import (LinkSharer, class_capacity, rank_item,
+                                                 rank_levels, rule_levels, rule_size,
+                                                 sized_load)
+from sluice_common import rank_rules
 from job_scheduler.service.service_view import ServiceView
 from job_scheduler.simulation.simulator import Simulator
 from support.sim_jobs import CROSS_A, CROSS_B, Pinned, job
@@ -154,3 +159,20 @@ def test_the_service_view_prices_as_the_simulator():
         want = sim.priority_bandwidth(SMALL_CROSS, 2, rule)
         assert view.priority_bandwidth(SMALL_CROSS, 2, rule) == pytest.approx(want, rel=1e-12)
     assert not math.isinf(want)
+
+
+@pytest.mark.parametrize("rule", rank_rules.names())
+def test_levels_from_kept_rank_items_are_the_rules_own(rule):
+    """A loop that keeps each job's rule size and rank item (``rule_size``,
+    ``sized_load``, ``rank_item``) ranks as ``rule_levels`` does, ties included."""
+    rng = random.Random(5)
+    est = Estimator()
+    for _ in range(50):
+        specs = [job(f"j{k}", m=rng.choice((2000, 20000, 60000)))
+                 for k in range(rng.randrange(1, 20))]
+        left = [rng.choice((1.0, 0.5, 0.25, rng.random())) for _ in specs]
+        want = rule_levels(rule, [(k, s, r) for k, (s, r) in enumerate(zip(specs, left))], est)
+        kept = rank_rules.rule(rule)
+        items = [rank_item(kept, sized_load(k, *rule_size(s, est), r))
+                 for k, (s, r) in enumerate(zip(specs, left))]
+        assert rank_levels(kept, items) == want

@@ -5,10 +5,13 @@ the job's current rate, bandwidth and placement give, as jobs start, share and e
 
 from __future__ import annotations
 
+import bisect
+
 import pytest
 
 from job_scheduler.core.estimator import Estimator
 from job_scheduler.core.exchange_pricing import ExchangePricing
+from job_scheduler.core.priority_pricing import class_capacity
 from job_scheduler.simulation.simulator import Simulator
 from sluice_common.placement import Placement
 from support.sim_jobs import CROSS_A, CROSS_B, Pinned, job
@@ -56,4 +59,53 @@ def test_each_running_jobs_send_share_follows_its_rate(options):
     res = sim.run()
     assert res.jobs == 4 and pins.checked > 0
     assert (pins.sharers > 0) == ("priority" in options)
+    assert min(res.jct) > 0
+
+
+class CheckedLevels(Pinned):
+    """Pinned, checking before each slot's starts that every running job's kept uplink
+    figures (what the more urgent levels leave it, the flows at its level, the others
+    whose send shares its queue waits read) are what the strict-priority model gives
+    afresh from the jobs on each uplink now."""
+
+    def __init__(self, placements):
+        super().__init__(placements)
+        self.checked = 0
+
+    def step(self, sim):
+        for j, run in sim.running.items():
+            for r, f in run.flows.items():
+                table = sim._uplink_levels(r)
+                on = sorted(sim.uplink_jobs[r])
+                level = sim._levels(on)
+                assert table.on == on and table.level == level
+                others = [sim.link_sharer(i, r, level[i]) for i in on
+                          if level[i] <= level[j] and i != j and i not in sim._holding]
+                want = class_capacity(sim.uplink_cap[r], others, level[j], f)
+                mine = table.level[j]
+                left = table.lefts[bisect.bisect_left(table.present, mine)]
+                flows = table.counts.get(mine, 0) + (f if j in sim._holding else 0)
+                assert (left, flows) == want
+                live = [i for i in sim.uplink_jobs[r] if i not in sim._holding]
+                assert [e[0] for e in table.entries] == live == sim._uplink_live(r)
+                assert all(e[1] == level[e[0]] and e[2] is sim.running[e[0]]
+                           for e in table.entries)
+                self.checked += 1
+        super().step(sim)
+
+
+@pytest.mark.parametrize("startup", [False, True])
+def test_each_uplinks_kept_priority_figures_are_the_models_afresh(startup):
+    jobs = [job("a", m=60000), job("b", arrival=40.0, m=20000),
+            job("c", arrival=90.0, m=30000), job("d", arrival=95.0, m=5000),
+            job("e", arrival=96.0, m=8000)]
+    pins = CheckedLevels({"a": CROSS_A, "b": CROSS_B,
+                          "c": Placement("c", ("h3",), ("h1",) * 2),
+                          "d": Placement("d", ("h4",), ("h2",)),
+                          "e": Placement("e", ("h4",), ("h1",))})
+    est = Estimator(exchange=ExchangePricing.for_topology(TWO_RACK))
+    sim = Simulator(TWO_RACK, jobs, pins, slot=1.0, estimator=est, priority="remaining",
+                    startup=startup)
+    res = sim.run()
+    assert res.jobs == 5 and pins.checked >= 20
     assert min(res.jct) > 0
