@@ -37,7 +37,6 @@ QUEUE_GAPS = {
     "off-fair": None,             # per-flow fair queueing: the pricing's fair queue
     "pias": None,                 # PIAS's host tagging: attained at its thresholds
 }
-FABRIC_FIELDS = ("uplink_mbps", "rtt_s", "shallow_limit_packets", "host_cc")
 
 
 def mode_gaps(mode: str) -> list[str]:
@@ -73,7 +72,8 @@ def measured_mean_jct(per_seed: list, mode: str) -> tuple[float | None, str | No
 
 
 def fabric_of(summary: dict | None) -> tuple[dict | None, str | None]:
-    """The run's fabric as its summary records it (``FABRIC_FIELDS``), or why not."""
+    """The run's fabric as its summary records it (``uplink_mbps``, ``rtt_s``,
+    ``shallow_limit_packets``, ``host_cc`` and the mix's size distribution), or why not."""
     if not isinstance(summary, dict):
         return None, "the run has no summary to give its fabric (uplink_mbps)"
     rate = summary.get("uplink_mbps")

@@ -150,20 +150,24 @@ class ExchangePricing:
         key = (bytes_per_batch, None if path is None else tuple(path), keys, window)
         got = self._fixed_memo.get(key)
         if got is None:
-            rates = self.path if path is None else tuple(m * self.scale * 1e6 / 8 for m in path)
             got = self._fixed_memo[key] = fixed_batch_s(
-                self.keys(bytes_per_batch, keys), rates, self._window(window), self.constants)
+                self.keys(bytes_per_batch, keys), self._rates(path), self._window(window),
+                self.constants)
         return got
+
+    def _rates(self, path: tuple[float, ...] | None) -> tuple[float, ...]:
+        """``path``'s described rates (Mbit/s) as the emulated bytes/s the model takes; the
+        cross-rack path for None."""
+        return self.path if path is None else tuple(m * self.scale * 1e6 / 8 for m in path)
 
     def transfer_s(self, bytes_per_batch: float, path: tuple[float, ...] | None = None,
                    servers: int = 1, keys: int | None = None, window: int | None = None
                    ) -> float:
         """Seconds one worker-server pair's share of a batch takes on the wire alone over
         ``path`` (as :meth:`fixed_s` takes it), the model's ``X`` term."""
-        rates = self.path if path is None else tuple(m * self.scale * 1e6 / 8 for m in path)
         return transfer_s(bytes_per_batch * self.scale / servers,
-                          self.keys(bytes_per_batch, keys), rates, self._window(window),
-                          self.constants)
+                          self.keys(bytes_per_batch, keys), self._rates(path),
+                          self._window(window), self.constants)
 
     def wire_bytes(self, bytes_per_batch: float, servers: int = 1, keys: int | None = None,
                    window: int | None = None) -> float:

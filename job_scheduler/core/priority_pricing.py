@@ -74,21 +74,15 @@ def class_capacity(capacity: float, others: Sequence[LinkSharer], level: int,
     raise AssertionError("unreachable: the job's own level is in the loop")
 
 
-def rule_levels(rule: str, jobs: Iterable[tuple[int, object, float]], estimator,
-                thresholds: tuple[float, ...] | None = None) -> dict[int, int]:
+def rule_levels(rule: str, jobs: Iterable[tuple[int, object, float]], estimator
+                ) -> dict[int, int]:
     """Each job's level under ``rule`` (a name of :mod:`sluice_common.rank_rules`), from
     ``(key, spec, fraction of its work left)``: its batches are ``epochs * dataset_size /
     batch_size``, a batch moves the model's parameter bytes (a job's own bytes where it
-    states them, ``Estimator.rule_bytes``), registered at its arrival. ``thresholds``
-    (``attained`` only): explicit demotion thresholds in bytes a connection has sent, as
-    PIAS's hosts tag (``job_rank.attained_levels_at``), in place of the rule's geometric
-    ones."""
-    if thresholds is not None and rule != "attained":
-        raise ValueError(f"demotion thresholds go with the attained rule, not {rule!r}")
+    states them, ``Estimator.rule_bytes``), registered at its arrival."""
     loads = [sized_load(key, *rule_size(spec, estimator), remaining, spec.arrival)
              for key, spec, remaining in jobs]
-    got = (job_rank.attained_levels_at(loads, thresholds) if thresholds is not None
-           else rank_rules.job_levels(rule, loads, LEVELS))
+    got = rank_rules.job_levels(rule, loads, LEVELS)
     return {int(k): v for k, v in got.items()}
 
 
@@ -116,8 +110,10 @@ def rank_item(rule: rank_rules.RankRule, load: job_rank.JobLoad):
 def rank_levels(rule: rank_rules.RankRule, items: Sequence,
                 thresholds: tuple[float, ...] | None = None) -> dict[int, int]:
     """:func:`rule_levels` of the jobs' :func:`rank_item` (an ORDER rule's keys read once
-    per load, however many uplinks rank it): :meth:`RankRule.job_levels`'s answer, or
-    PIAS's levels at ``thresholds`` (``attained``, whose items are the loads)."""
+    per load, however many uplinks rank it): :meth:`RankRule.job_levels`'s answer; with
+    ``thresholds`` (``attained``, whose items are the loads) PIAS's levels: explicit
+    demotion thresholds in bytes a connection has sent, as its hosts tag
+    (``job_rank.attained_levels_at``), in place of the rule's geometric ones."""
     if thresholds is not None:
         got = job_rank.attained_levels_at(items, thresholds)
     elif rule.shape == rank_rules.ORDER:

@@ -49,7 +49,8 @@ from job_scheduler.core.policies.base import Policy
 from mininet_fabric import baselines as bl
 from mininet_tests.heavy_tail.fabric_setup import PS_HOSTS, WORKER_HOSTS, experiment_topology
 from mininet_tests.heavy_tail.mix import MixJob
-from mininet_tests.heavy_tail.predict import BATCH_SIZE, KEYS, PIPELINE_KEYS, SLOT_S
+from mininet_tests.heavy_tail.predict import (BATCH_SIZE, KEYS, PIAS_MODEL_RULE, PIPELINE_KEYS,
+                                             SLOT_S)
 from sluice_common import rank_rules
 from sluice_common.exchange import MTU_BYTES
 from sluice_common.exchange_waits import standing_fill
@@ -101,8 +102,6 @@ def mode_pricing(topology, mode: str, uplink_mbps: float, rtt_s: float | None,
     derives its thresholds from (without it, such a mode has no model); ``host_cc``: the
     hosts' congestion control, which sets how full the senders keep a FIFO
     (``exchange_waits.standing_fill``; None: the machine's)."""
-    from mininet_tests.heavy_tail.predict import PIAS_MODEL_RULE
-
     rule, baseline = bl.split_mode(mode, rank_rules.names())
     queue = QUEUES.get(baseline)
     if queue is None:
