@@ -17,8 +17,11 @@ Each arm is simulated as the demo's dry run builds its simulator
 ``end_to_end.demo_arms.arm_config``, the run's estimator with the exchange model priced
 on the emulated fabric, ``ExchangePricing.for_topology(emulated=True)``, i.e. ``sluice
 simulate --exchange emulated``, the start-up of the run's compute, the demo's slot), with
-the rack uplinks shared as ``sluice simulate`` shares them and, in an arm with the
-controller's priority, strict priority by the run's rule (``--priority RULE``).
+the rack uplinks shared as ``sluice simulate`` shares them, each uplink's rate split among
+the jobs sending at once, as the exchange model splits a link (``share="senders"``: a PS job
+sends one way at a time, so on a full-duplex uplink two jobs meet only while they send
+the same way), and, in an arm with the controller's priority, strict priority by the
+run's rule (``--priority RULE``).
 
 Whatever cannot be read or rebuilt makes that run's arms ``cannot judge``
 (``end_to_end.trust_verdict``), never an error: a missing or unreadable file, a missing

@@ -302,7 +302,10 @@ def simulator(jobs, topology, config: RunConfig, on_plan=None, bandwidth: str = 
     idle-fabric bandwidth, the job durations the estimator predicts. The simulator's
     trust check (``end_to_end.demo_trust``) builds the same one with the uplinks shared
     (``bandwidth="shared"``) and strict ``priority`` by the controller's rule, as
-    ``sluice simulate`` prices a fabric."""
+    ``sluice simulate`` prices a fabric, each uplink's rate split among the senders busy at
+    once (``share="senders"``), as the exchange model shares a link: a PS job sends one
+    way at a time (push, then pull), so jobs on a full-duplex uplink meet only while they
+    send the same way at once, not on an equal split of their flows all the time."""
     from job_scheduler.core.preemption import load_costs
     from job_scheduler.simulation.simulator import Simulator
     from ps_runtime.calibration import launch_and_close
@@ -314,7 +317,7 @@ def simulator(jobs, topology, config: RunConfig, on_plan=None, bandwidth: str = 
                      estimator=run_estimator(topology, config.compute, config.profile),
                      mechanisms=config.mechanisms.build(), priority=priority,
                      costs=load_costs(config.mechanisms.costs), on_plan=on_plan,
-                     startup=True, startup_alone_s=launch_s + close_s)
+                     startup=True, startup_alone_s=launch_s + close_s, share="senders")
 
 
 def dry_run(jobs, topology, config: RunConfig) -> int:
