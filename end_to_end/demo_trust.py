@@ -21,7 +21,9 @@ the rack uplinks shared as ``sluice simulate`` shares them, each uplink's rate s
 the jobs sending at once, as the exchange model splits a link (``share="senders"``: a PS job
 sends one way at a time, so on a full-duplex uplink two jobs meet only while they send
 the same way), and, in an arm with the controller's priority, strict priority by the
-run's rule (``--priority RULE``).
+run's rule (``--priority RULE``). ``compare_run(run, share="flows")`` simulates the arms
+as ``sluice whatif`` and ``sluice simulate`` do instead, each uplink's level split equally
+among its flows: the simulator at the point its table is used.
 
 Whatever cannot be read or rebuilt makes that run's arms ``cannot judge``
 (``end_to_end.trust_verdict``), never an error: a missing or unreadable file, a missing
@@ -154,15 +156,16 @@ def _workload(cmp: dict, cmp_path: Path) -> tuple[list, str]:
                   f"{cmp_path.name})")
 
 
-def simulated_avg_jct(run: DemoRun, arm) -> float:
-    """The arm's average JCT (s) in the simulator on the run's workload (module doc)."""
+def simulated_avg_jct(run: DemoRun, arm, share: str = "senders") -> float:
+    """The arm's average JCT (s) in the simulator on the run's workload, its uplinks split
+    by ``share`` (module doc)."""
     from end_to_end.demo_arms import arm_config
     from end_to_end.run import simulator
     from topologies import load_topology
 
     config = arm_config(_config(run.comparison, "workload.yaml"), arm)
     sim = simulator(run.jobs, load_topology(config.topology), config, bandwidth="shared",
-                    priority=config.rank if arm.priority else None)
+                    priority=config.rank if arm.priority else None, share=share)
     return sim.run().avg_jct
 
 
@@ -189,8 +192,8 @@ def _same_arm(recorded: dict, arm, rank: str) -> str | None:
     return None
 
 
-def compare_run(run: DemoRun) -> list[Comparison]:
-    """One row per arm a-d of the run."""
+def compare_run(run: DemoRun, share: str = "senders") -> list[Comparison]:
+    """One row per arm a-d of the run, its uplinks split by ``share`` (module doc)."""
     from end_to_end.arms import ARMS as DEFINED
 
     rows = []
@@ -205,7 +208,7 @@ def compare_run(run: DemoRun) -> list[Comparison]:
         row = Comparison(run.label, key, measured, None, BOUND_PCT, why)
         if why is None:
             try:
-                row = replace(row, simulated=simulated_avg_jct(run, arm))
+                row = replace(row, simulated=simulated_avg_jct(run, arm, share))
             except (ValueError, KeyError, TypeError, RuntimeError) as err:
                 row = replace(row, reason=f"the simulator could not run it ({err})")
         rows.append(row)

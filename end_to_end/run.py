@@ -297,7 +297,7 @@ def run(config: RunConfig) -> int:
 
 
 def simulator(jobs, topology, config: RunConfig, on_plan=None, bandwidth: str = "idle",
-              priority: str | None = None):
+              priority: str | None = None, share: str = "senders"):
     """The simulator of ``--dry-run``: the run's policy, mechanisms, estimator, slot and
     idle-fabric bandwidth, the job durations the estimator predicts. The simulator's
     trust check (``end_to_end.demo_trust``) builds the same one with the uplinks shared
@@ -305,7 +305,8 @@ def simulator(jobs, topology, config: RunConfig, on_plan=None, bandwidth: str = 
     ``sluice simulate`` prices a fabric, each uplink's rate split among the senders busy at
     once (``share="senders"``), as the exchange model shares a link: a PS job sends one
     way at a time (push, then pull), so jobs on a full-duplex uplink meet only while they
-    send the same way at once, not on an equal split of their flows all the time."""
+    send the same way at once, not on an equal split of their flows all the time
+    (``share="flows"``, which ``sluice whatif`` uses for its speed on large traces)."""
     from job_scheduler.core.preemption import load_costs
     from job_scheduler.simulation.simulator import Simulator
     from ps_runtime.calibration import launch_and_close
@@ -317,7 +318,7 @@ def simulator(jobs, topology, config: RunConfig, on_plan=None, bandwidth: str = 
                      estimator=run_estimator(topology, config.compute, config.profile),
                      mechanisms=config.mechanisms.build(), priority=priority,
                      costs=load_costs(config.mechanisms.costs), on_plan=on_plan,
-                     startup=True, startup_alone_s=launch_s + close_s, share="senders")
+                     startup=True, startup_alone_s=launch_s + close_s, share=share)
 
 
 def dry_run(jobs, topology, config: RunConfig) -> int:

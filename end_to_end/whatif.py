@@ -130,7 +130,7 @@ def known_error_lines(error: dict) -> list[str]:
     if "unknown" in error:
         return [f"the simulator's error against measured runs is unknown ({error['unknown']})"]
     lines = []
-    for key in ("demo", "heavy_tail"):
+    for key in ("demo_whatif", "demo", "heavy_tail"):
         kind = error.get(key)
         if not isinstance(kind, dict):
             continue

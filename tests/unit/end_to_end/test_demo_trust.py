@@ -31,6 +31,9 @@ def test_jobs_on_one_uplink_share_it_among_the_jobs_sending_at_once():
     rows = {r.case: r for r in dt.compare_run(run)}
     for arm in "ab":
         assert abs(rows[arm].simulated / rows[arm].measured - 1) < 0.05, rows[arm]
+    # whatif's equal split of the flows is what the dry run's sharing corrects
+    per_flow = {r.case: r for r in dt.compare_run(run, share="flows")}
+    assert per_flow["a"].simulated > 1.2 * rows["a"].simulated, (per_flow["a"], rows["a"])
 
 
 def test_a_run_directory_uses_its_workload_file_and_gives_the_same_figures(tmp_path):

@@ -20,8 +20,9 @@ def test_a_stored_demo_run_prints_a_row_per_arm():
     assert done.returncode in (0, 1), done.stderr
     rows = re.findall(r"^\| seed49-run1 \| ([abcd]) \| [\d.]+ \| [\d.]+ \| [+-][\d.]+ \| "
                       r"(?:met|NOT met) \(bound 10 %\) \|$", done.stdout, re.M)
-    assert rows == list("abcd"), done.stdout
-    assert "of 4 comparison(s) within bound" in done.stdout
+    assert rows == list("abcd") * 2, done.stdout       # the dry run's split, then whatif's
+    assert "as the demo's dry run" in done.stdout and "as sluice whatif" in done.stdout
+    assert "of 8 comparison(s) within bound" in done.stdout
 
 
 def test_a_heavy_tail_run_prints_a_row_per_mode_pias_included(capsys):
