@@ -26,6 +26,13 @@ def standing_fill(cc: str | None, calibrated: float) -> float:
     return calibrated if beta is None else max(calibrated, (1.0 + beta) / 2.0)
 
 
+def backs_off_on_loss(cc: str | None) -> bool:
+    """Does the hosts' congestion control ``cc`` shrink its window on a drop (CUBIC,
+    Reno), so that a shallow FIFO bounds the backlog its senders keep? BBR (None: the
+    machine's) paces to the delivery rate and keeps sending what a drop lost."""
+    return (cc or "").lower() in LOSS_BASED_BETA
+
+
 class WaitConstants(Protocol):
     """The constants these terms read (``sluice_common.exchange.ExchangeConstants``)."""
     queue_fill: float

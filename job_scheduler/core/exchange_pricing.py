@@ -23,13 +23,29 @@ the model's ``efficiency``):
 ``queue`` names the egress's discipline within a priority class: ``"fifo"`` (the
 default; ``buffer_bytes`` deep, a shallow FIFO drops) or ``"fair"``, per-flow fair
 queueing (the fabric's ``off-fair`` leaves): the link's rate is shared as the simulator
-shares it under a FIFO (per flow, or per sender busy at once), but a message no longer waits
-behind the whole standing queue of its class, only behind its own flow's bucket
-(``buffer_bytes``: about a burst) and one round of every other busy flow
+shares it under a FIFO (per flow, or per sender busy at once), but a sparse flow's message
+no longer waits behind the whole standing queue of its class, only behind its own flow's
+bucket (``buffer_bytes``: about a burst) and one round of every other busy flow
 (:func:`~sluice_common.exchange_waits.fair_round_wait_s`); behind the more urgent classes it
 still waits what they keep queued (``urgent_bytes``, the FIFO leaf's depth), drained at
 the link's full rate: the exchange model's fair-queued leaves
 (``sluice_common.exchange.egress_state``).
+
+``bulk_backlog_bytes`` (None: off) prices a bulk flow apart: one with more than a burst
+in flight (a job's window of keys, :meth:`ExchangePricing.window_bytes`, over
+``burst_bytes``; a start-up's control messages and a small job's keys are sparse). Its
+own bytes are in the backlog the senders keep, so its round waits that whole backlog
+wherever it sits: on fair leaves in its own bucket, which DRR drains at its share ``C /
+n`` (its own queued bytes at ``C / n`` are the class's standing queue at ``C`` when
+every sender keeps its share); at a FIFO shorter than the backlog, dropped and resent
+from its sender, when the senders do not back off on loss (BBR paces to the delivery
+rate). A bulk round waits ``bulk_backlog_bytes`` (the deep FIFO leaf's depth: the
+backlog the senders keep where nothing drops them) as a FIFO round does, plus the
+drops of the leaf's own depth (:meth:`ExchangePricing.bulk_round`). The calibration's
+own queue mix (bench/results/exchange-calibration-2026-11-28.json and
+-backlog-stage.json, BBR) shows both: its bulk jobs take 18.96 s on the fair queue and
+19.17 s on a 50-packet FIFO against 18.44 s on the deep one, while its small probes take
+0.94 s and 2.28 s against 4.02 s.
 
 ``waits`` says how a message round's queueing is counted. ``"uplinks"`` (the default):
 at every shared rack uplink its path crosses (the simulator sums them), behind the jobs of
@@ -74,7 +90,7 @@ from sluice_common.exchange import (MTU_BYTES, ExchangeConstants, burst_credit,
                                     default_constants, fixed_batch_s, rounds, startup_time,
                                     transfer_s, wire_key_bytes)
 from sluice_common.exchange_waits import (backlog_bytes, fair_round_wait_s, fifo_round_wait_s,
-                                          queue_wait_s)
+                                          loss_wait_s, queue_wait_s)
 
 HARDWARE_HOP_S = 1e-6              # forwarding per hop in a real switch (module doc)
 KEY_BYTES = 4 * 2 ** 20            # the worker's bucket: ps_runtime's default bucket_mb, 4
@@ -98,6 +114,7 @@ class ExchangePricing:
     queue: str = "fifo"        # each class's discipline: "fifo" or "fair" (module doc)
     waits: str = "uplinks"     # how a round's queueing is counted: "uplinks" or "pair"
     urgent_bytes: float | None = None   # "fair": what the more urgent classes keep queued
+    bulk_backlog_bytes: float | None = None   # what a bulk flow's round waits (module doc)
     # fixed_s's answers by its arguments: a simulation asks the same few paths per job
     # size again at every re-timing (not a field of the pricing: no compare, no repr)
     _fixed_memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -113,6 +130,8 @@ class ExchangePricing:
             raise ValueError(f"waits must be one of {', '.join(WAITS)}, got {self.waits!r}")
         if self.urgent_bytes is not None and not self.urgent_bytes >= 0:
             raise ValueError(f"urgent_bytes must be >= 0, got {self.urgent_bytes}")
+        if self.bulk_backlog_bytes is not None and not self.bulk_backlog_bytes >= 0:
+            raise ValueError(f"bulk_backlog_bytes must be >= 0, got {self.bulk_backlog_bytes}")
 
     @classmethod
     def for_topology(cls, topology, emulated: bool = False,
@@ -190,21 +209,44 @@ class ExchangePricing:
             return self.constants.local_Bps * 8 / 1e6 / self.scale
         return host.intra_bw
 
+    def window_bytes(self, bytes_per_batch: float, servers: int = 1, keys: int | None = None,
+                     window: int | None = None) -> float:
+        """Bytes (on the fabric, times ``scale``) one worker-server flow of the batch has in
+        flight at once: its window of keys (every key with window 0), its share of them
+        with ``servers`` PS."""
+        k = self.keys(bytes_per_batch, keys)
+        w = self._window(window)
+        held = w if 0 < w < k else k
+        return bytes_per_batch * self.scale / max(1, servers) * held / k
+
     def round_wait_s(self, ahead: list[float], class_rate_mbps: float,
-                     urgent: list[float] = (), capacity_mbps: float | None = None) -> float:
+                     urgent: list[float] = (), capacity_mbps: float | None = None,
+                     in_flight_bytes: float | None = None) -> float:
         """One message round's wait at a shared egress whose class gets
         ``class_rate_mbps`` (described, times ``scale`` on the fabric), behind jobs sending
         shares ``ahead`` of their iterations. ``urgent``: those of ``ahead`` in more urgent
         classes, on a link of ``capacity_mbps``; a FIFO class waits behind all of
-        ``ahead`` alike, a fair one (``queue="fair"``, module doc) tells them apart."""
+        ``ahead`` alike, a fair one (``queue="fair"``, module doc) tells them apart.
+        ``in_flight_bytes``: what the round's own flow has in flight at once
+        (:meth:`window_bytes`; None: a control message), which with
+        ``bulk_backlog_bytes`` makes it a bulk round (:meth:`bulk_round`, module doc)."""
         rate = class_rate_mbps * self.scale * 1e6 / 8
         c = self.constants
-        if self.queue == "fifo" and (self.waits == "uplinks" or not urgent):
+        bulk = self.bulk_round(in_flight_bytes)
+        if self.queue == "fifo" and not bulk and (self.waits == "uplinks" or not urgent):
             return fifo_round_wait_s(ahead, rate, self.buffer_bytes, c)
+        if bulk:
+            held = max(self.bulk_backlog_bytes, backlog_bytes(self.buffer_bytes, c))
+            drops = self.buffer_bytes if self.queue == "fifo" else held
+            if self.waits == "uplinks" or not urgent:
+                return queue_wait_s(ahead, rate, held, c) + loss_wait_s(ahead, drops, c)
         same = list(ahead)
         for share in urgent:
             same.remove(share)
         cap = (class_rate_mbps if capacity_mbps is None else capacity_mbps) * self.scale * 1e6 / 8
+        if bulk:                        # "pair": the urgent classes' backlog at the link's rate
+            return (queue_wait_s(list(urgent), cap, held, c) + queue_wait_s(same, rate, held, c)
+                    + loss_wait_s(same, drops, c))
         if self.queue == "fifo":        # "pair": the urgent classes' queue at the link's rate
             return (queue_wait_s(list(urgent), cap, backlog_bytes(self.buffer_bytes, c), c)
                     + fifo_round_wait_s(same, rate, self.buffer_bytes, c))
@@ -212,6 +254,14 @@ class ExchangePricing:
         if urgent:
             wait += queue_wait_s(list(urgent), cap, self.urgent_bytes or 0.0, c)
         return wait
+
+    def bulk_round(self, in_flight_bytes: float | None) -> bool:
+        """Is a round of a flow with ``in_flight_bytes`` in flight a bulk one (module
+        doc)? With ``bulk_backlog_bytes`` set, when the flow holds more than one burst
+        (``burst_bytes``: what a host's shaper or TCP's window releases back to back, what
+        the fair leaf's own bucket is priced at for a sparse flow)."""
+        return (self.bulk_backlog_bytes is not None and in_flight_bytes is not None
+                and in_flight_bytes > self.constants.burst_bytes)
 
     def startup_s(self, round_wait_s: float, priority: bool = False,
                   alone_s: float | None = None) -> float:

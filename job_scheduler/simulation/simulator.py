@@ -33,7 +33,10 @@ time (in the estimator) and, at every rack uplink the job crosses, each message 
 waits the queue that the jobs of its priority class and the more urgent ones keep there
 (:func:`sluice_common.exchange_waits.fifo_round_wait_s`; all of them with priority off): the same
 formula as the exchange model's fixed point, fed with the simulator's own shares
-(``_round_wait``), and recomputed when the job is re-timed.
+(``_round_wait``), and recomputed when the job is re-timed. A batch's round carries
+the job's window of keys (``ExchangePricing.window_bytes``), which under a pricing with
+``bulk_backlog_bytes`` makes a bulk flow's round wait the senders' whole backlog (its
+module doc); a start-up's rounds are control messages.
 Exchange between a PS and workers on one host is charged at the host's bus
 (``Estimator.bus_mbps``: ``intra_bw``, or the exchange pricing's, the emulated fabric's
 loopback; shared by the job's flows on that host; ``in_host=False`` makes it
@@ -97,7 +100,7 @@ import numpy as np
 
 from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecision, Suspend,
                                           decide_slot)
-from job_scheduler.core.estimator import Estimator, effective_bandwidth
+from job_scheduler.core.estimator import OWN_KEYS, OWN_WINDOW, Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.simulation.job_records import job_records
 from job_scheduler.core.mechanisms import shared_gpus, stopped
@@ -277,6 +280,7 @@ class Simulator(Pricing):
         # senders' share read of it, read far more often than it changes
         self._send = [-1.0] * len(self.jobs)
         self._sharers: dict[tuple[int, int], tuple[Run, object]] = {}   # _sharer's
+        self._in_flight_memo: dict[tuple[int, int], float] = {}         # _in_flight's
         self.uplink_used = [0.0] * len(topology.racks)
         self._uplink_since = [0.0] * len(topology.racks)
         self.uplink_time = [0.0] * UTIL_BINS
@@ -368,7 +372,7 @@ class Simulator(Pricing):
         self.placements[j] = placement
         affected = self._add_flows(flows, j, +1)
         if self.startup and first:
-            hold = self.estimator.exchange.startup_s(self._round_wait(run),
+            hold = self.estimator.exchange.startup_s(self._round_wait(run, sparse=True),
                                                      self.priority is not None,
                                                      self.startup_alone_s)
             run.t_last += hold
@@ -575,7 +579,7 @@ class Simulator(Pricing):
             bw = min(bw, nps * self.uplink_cap[r] / self._senders(run, r, self.uplink_jobs[r]))
         return bw
 
-    def _round_wait(self, run: Run) -> float:
+    def _round_wait(self, run: Run, sparse: bool = False) -> float:
         """What one message round of the job waits in the rack uplinks' queues, summed
         over the uplinks it crosses (a cross-rack pair crosses its worker's and its
         server's): behind the other jobs there of its priority level and the more urgent
@@ -583,9 +587,13 @@ class Simulator(Pricing):
         direction is its one-way share of its communicating time (push one way, pull the
         other: ``JobModel.one_way``, half when every key is pushed at once). With the
         pricing's ``waits="pair"`` a round waits the mean of its uplinks' waits
-        (``ExchangePricing``'s module doc)."""
+        (``ExchangePricing``'s module doc). A batch's round carries the job's window of
+        keys (``ExchangePricing.window_bytes``: a flow with more than a burst in flight
+        waits the senders' whole backlog, ``ExchangePricing.bulk_round``); ``sparse``: a
+        start-up's control messages, on a connection with nothing else queued."""
         pricing = self.estimator.exchange
         total = 0.0
+        in_flight = None if sparse else self._in_flight(run)
         send, j = self._send, run.j
         for r in run.flows:
             urgent, used = [], 0.0
@@ -605,10 +613,27 @@ class Simulator(Pricing):
                     used += f * other.bw / nps * rho
             cap = self.uplink_cap[r]
             left = max(cap - used, pricing.constants.min_share * cap)
-            total += pricing.round_wait_s(ahead, left, urgent, cap)
+            total += pricing.round_wait_s(ahead, left, urgent, cap, in_flight)
         if pricing.waits == "pair" and run.flows:
             return total / len(run.flows)
         return total
+
+    def _in_flight(self, run: Run) -> float | None:
+        """The bytes one of the job's worker-server flows has in flight in a batch
+        (``ExchangePricing.window_bytes``), kept per job and PS count; None where the
+        pricing prices every round alike (no ``bulk_backlog_bytes``)."""
+        pricing = self.estimator.exchange
+        if pricing.bulk_backlog_bytes is None:
+            return None
+        servers = max(len(run.placement.ps_hosts), 1)
+        key = (run.j, servers)
+        got = self._in_flight_memo.get(key)
+        if got is None:
+            job = self.jobs[run.j]
+            got = self._in_flight_memo[key] = pricing.window_bytes(
+                self.estimator.batch_bytes(job), servers, job.extra.get(OWN_KEYS),
+                job.extra.get(OWN_WINDOW))
+        return got
 
     def _end_holds(self) -> None:
         """Start-up holds over by now: the job sends from now on, so every job on its

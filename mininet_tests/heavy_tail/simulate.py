@@ -23,13 +23,20 @@ the levels of a rule recomputed every slot (``rerank=True``: the controller re-r
 batches are reported). The hosts' congestion control sets how full the senders keep a
 FIFO: the calibrated share under BBR (the constants were fitted with it), and under a
 loss-based control (CUBIC, Reno) the mean of its sawtooth between a drop's
-multiplicative decrease and the full buffer (``exchange_waits.standing_fill``).
+multiplicative decrease and the full buffer (``exchange_waits.standing_fill``). A bulk
+flow's round (every mix job's: its window of keys is more than one burst) waits the
+backlog its senders keep where nothing drops them, the deep FIFO's
+(``ExchangePricing(bulk_backlog_bytes=...)``): in its own bucket on the fair queue, and
+at a shallow FIFO, where what does not fit is dropped and resent, unless the hosts back
+off on loss (``exchange_waits.backs_off_on_loss``: CUBIC and Reno shrink their windows,
+so the shallow FIFO bounds their backlog); a start-up's control messages are sparse.
 
 A mode is a ranking rule (strict priority on the uplinks, ``priority=RULE``) on a switch
 queue (:func:`mode_pricing`): ``off``, the deep FIFO, and ``off-shallow``, the FIFO at the
 run's depth, as the pricing's FIFO waits at that depth; ``off-fair``, per-flow fair
 queueing, as the pricing's fair queue (``queue="fair"``: the link shared as with a FIFO,
-a message waiting behind a burst of its own flow and not the whole queue). ``pias`` (the
+a sparse message waiting behind a burst of its own flow and not the whole queue, a bulk
+flow's behind its own bucket's share of the backlog). ``pias`` (the
 hosts tag each connection by the bytes it has sent, the switches keep strict priority on
 the tag) as the exchange model's prediction takes it (``predict.model_jobs``): the
 ``attained`` rule at PIAS's thresholds for the mix's size distribution and load
@@ -53,7 +60,7 @@ from mininet_tests.heavy_tail.predict import (BATCH_SIZE, KEYS, PIAS_MODEL_RULE,
                                              SLOT_S)
 from sluice_common import rank_rules
 from sluice_common.exchange import MTU_BYTES
-from sluice_common.exchange_waits import standing_fill
+from sluice_common.exchange_waits import backs_off_on_loss, standing_fill
 from sluice_common.jobspec import JobSpec
 from sluice_common.placement import Placement
 
@@ -118,8 +125,13 @@ def mode_pricing(topology, mode: str, uplink_mbps: float, rtt_s: float | None,
     base = ExchangePricing.for_topology(topology, emulated=True)
     constants = replace(base.constants,
                         queue_fill=standing_fill(host_cc, base.constants.queue_fill))
+    # a bulk flow's round waits the backlog its senders keep where nothing drops them (the
+    # deep FIFO's), unless the hosts back off on loss and a shallow FIFO bounds it
+    bulk = (None if queue == "fifo" and backs_off_on_loss(host_cc)
+            else bl.queue_bytes("off", uplink_mbps, rtt_s))
     pricing = replace(base, constants=constants, buffer_bytes=depth, queue=queue,
-                      urgent_bytes=bl.urgent_bytes(baseline), waits="pair")
+                      urgent_bytes=bl.urgent_bytes(baseline), waits="pair",
+                      bulk_backlog_bytes=bulk)
     return rule, pricing, thresholds
 
 

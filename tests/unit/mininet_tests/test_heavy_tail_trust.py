@@ -140,10 +140,39 @@ def test_a_loss_based_congestion_control_keeps_the_fifo_fuller_than_bbr():
     bbr = hs.simulated_mean_jct(mix, "off", 12.0, 0.0008, host_cc="bbr")
     cubic = hs.simulated_mean_jct(mix, "off", 12.0, 0.0008, host_cc="cubic")
     assert cubic > bbr                  # a message waits behind a fuller FIFO
-    # per-flow fair queueing does not wait behind the FIFO's standing queue
+    # per-flow fair queueing: a bulk flow's round waits its own bucket, which its senders
+    # keep as full as they keep the FIFO; a small job's sparse flow waits one DRR round
     fair = [hs.simulated_mean_jct(mix, "off-fair", 12.0, 0.0008, host_cc=cc)
             for cc in ("bbr", "cubic")]
-    assert fair[1] == pytest.approx(fair[0], rel=0.02)
+    assert fair[1] > fair[0]
+    # small jobs arriving among two bulk ones: their sparse flows pass the bulk backlog
+    probes = mix[:2] + [MixJob(f"ht{i:02d}", 2.0 + i, 3, 20_000, 0.5, 0.0042)
+                        for i in range(2, 5)]
+    sparse = [hs.simulated_mean_jct(probes, mode, 12.0, 0.0008, host_cc="cubic")
+              for mode in ("off", "off-fair")]
+    assert sparse[1] < 0.95 * sparse[0]
+
+
+def test_a_bulk_flow_waits_the_deep_backlog_unless_its_hosts_back_off_on_loss():
+    from mininet_fabric import baselines as bl
+    from sluice_common.exchange_waits import backs_off_on_loss
+
+    assert backs_off_on_loss("cubic") and backs_off_on_loss("Reno")
+    assert not backs_off_on_loss("bbr") and not backs_off_on_loss(None)
+    topology = hs.experiment_topology(12.0)[0]
+    deep = bl.queue_bytes("off", 12.0, 0.0008)
+    got = {(mode, cc): hs.mode_pricing(topology, mode, 12.0, 0.0008, 50, None, cc)[1]
+           .bulk_backlog_bytes for mode in ("off-shallow", "off-fair") for cc in ("bbr", "cubic")}
+    assert got == {("off-shallow", "bbr"): deep, ("off-shallow", "cubic"): None,
+                   ("off-fair", "bbr"): deep, ("off-fair", "cubic"): deep}
+    # BBR's bulk jobs wait the same backlog at a 50-packet FIFO as at the deep one (it
+    # sits at their senders), and pay the shallow FIFO's drops on top
+    mix = [MixJob(f"ht{i:02d}", 0.05 * i, 30, 600_000, 0.5, 0.0042) for i in range(4)]
+    off = hs.simulated_mean_jct(mix, "off", 12.0, 0.0008, host_cc="bbr")
+    shallow = {cc: hs.simulated_mean_jct(mix, "off-shallow", 12.0, 0.0008, shallow_packets=50,
+                                         host_cc=cc) for cc in ("bbr", "cubic")}
+    assert shallow["bbr"] >= off * (1 - 1e-9)
+    assert shallow["cubic"] < hs.simulated_mean_jct(mix, "off", 12.0, 0.0008, host_cc="cubic")
 
 
 def test_the_exchange_model_s_prediction_takes_the_congestion_control_as_the_simulator_does():

@@ -140,6 +140,56 @@ def test_fair_queue_waits_a_burst_not_the_whole_fifo():
         replace(EMULATED, queue="wfq")
 
 
+def test_a_bulk_flow_waits_the_senders_backlog_a_sparse_one_a_burst():
+    from sluice_common.exchange_waits import loss_wait_s, queue_wait_s
+
+    c, deep, short = EMULATED.constants, 200 * ex.MTU_BYTES, 11 * ex.MTU_BYTES
+    fair = replace(EMULATED, queue="fair", buffer_bytes=short, urgent_bytes=deep,
+                   bulk_backlog_bytes=deep)
+    fifo = replace(EMULATED, buffer_bytes=deep)
+    ahead, bulk, sparse = [0.6, 0.6], 4 * c.burst_bytes, c.burst_bytes / 2
+    # a bulk flow's own bucket holds its share of the backlog: it waits as in the FIFO
+    assert fair.round_wait_s(ahead, 5000.0, in_flight_bytes=bulk) == pytest.approx(
+        fifo.round_wait_s(ahead, 5000.0))
+    assert (fair.round_wait_s(ahead, 5000.0, in_flight_bytes=sparse)
+            == fair.round_wait_s(ahead, 5000.0) < fifo.round_wait_s(ahead, 5000.0) / 5)
+    # a shallow FIFO: the deep backlog (the rest waits at the senders) and its own drops
+    shallow = replace(EMULATED, buffer_bytes=short, bulk_backlog_bytes=deep)
+    rate, many = 5000.0 * EMULATED.scale * 1e6 / 8, [0.9] * 6
+    assert shallow.round_wait_s(many, 5000.0, in_flight_bytes=bulk) == pytest.approx(
+        queue_wait_s(many, rate, deep, c) + loss_wait_s(many, short, c))
+    assert shallow.round_wait_s(many, 5000.0, in_flight_bytes=sparse) == replace(
+        shallow, bulk_backlog_bytes=None).round_wait_s(many, 5000.0, in_flight_bytes=bulk)
+    # counted per pair: the urgent classes' backlog at the link's rate, then its class's
+    pair = replace(fair, waits="pair")
+    assert pair.round_wait_s(ahead, 1000.0, urgent=[0.6], capacity_mbps=5000.0,
+                             in_flight_bytes=bulk) == pytest.approx(
+        queue_wait_s([0.6], rate, deep, c) + queue_wait_s([0.6], rate / 5, deep, c)
+        + loss_wait_s([0.6], deep, c))
+    with pytest.raises(ValueError):
+        replace(EMULATED, bulk_backlog_bytes=-1.0)
+
+
+def test_a_flow_s_window_bytes_are_its_keys_in_flight():
+    b = Estimator(exchange=EMULATED).batch_bytes(own_job(nbytes=800_000))
+    assert EMULATED.window_bytes(b, 1, 8, 3) == pytest.approx(300_000)
+    assert EMULATED.window_bytes(b, 2, 8, 3) == pytest.approx(150_000)
+    assert EMULATED.window_bytes(b, 1, 8, 0) == pytest.approx(800_000)
+
+
+def test_a_start_up_s_control_messages_are_sparse_on_fair_leaves():
+    deep = 200 * ex.MTU_BYTES
+    fair = replace(EMULATED, queue="fair", buffer_bytes=11 * ex.MTU_BYTES, urgent_bytes=deep,
+                   bulk_backlog_bytes=deep)
+    jobs = [own_job("a", batches=40), own_job("b", batches=40)]
+    places = {"a": Placement("a", ("h1",), ("h3",)), "b": Placement("b", ("h2",), ("h4",))}
+    sim = _started(Simulator(TWO_RACK, jobs, Pinned(places), estimator=Estimator(exchange=fair)))
+    run = sim.running[0]
+    sparse = sim._round_wait(run, sparse=True)
+    assert 0 < sparse < sim._round_wait(run) / 5
+    assert run.round_wait > 5 * sparse                    # its batches: a bulk flow's
+
+
 def test_pair_waits_drain_the_urgent_queue_at_the_link_s_rate():
     pair = replace(EMULATED, waits="pair")
     lumped = EMULATED.round_wait_s([0.6, 0.6], 1000.0, urgent=[0.6], capacity_mbps=5000.0)
