@@ -21,7 +21,7 @@ batches) as ``planned_records`` gives them, and its predicted JCT (exit - arriva
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from job_scheduler.core.decisions import SlotPlan, StartDecision
@@ -65,7 +65,8 @@ class ModelExecutor:
     def __init__(self, topology, estimator, jobs: Sequence[JobSpec], worker_options,
                  rule: str | None, startup_s: float, close_s: float = 0.0,
                  server_per_worker_s: float = 0.0, batches: int | None = None,
-                 constants: ExchangeConstants | None = None, dt: float = DT_S):
+                 constants: ExchangeConstants | None = None, dt: float = DT_S,
+                 pack_slowdown: float = 1.0):
         self.topology, self.estimator, self.rule = topology, estimator, rule
         self.options = worker_options
         self.specs = {j.name: j for j in jobs}
@@ -73,6 +74,7 @@ class ModelExecutor:
         self.batches = batches
         self.c = constants or default_constants()
         self.dt = dt
+        self.pack_slowdown = pack_slowdown      # a packed guest's compute, as the run slows it
         self.t = 0.0
         self.share: dict[int, float] = {}         # of each job's work, done
         self.runs: dict[int, _Segment] = {}       # launched, by job key
@@ -98,6 +100,10 @@ class ModelExecutor:
         seg = {"start": self.t, "stop": None, "ps_hosts": list(d.ps_hosts),
                "worker_hosts": list(d.worker_hosts),
                "batches": batches_for(spec, d.gpus, self.batches)}
+        if packed_with is not None:       # the run slows a packed guest's compute (runloop)
+            seg["batch_compute_s"] = exchange_facts(
+                self.estimator, spec, replace(self.options, compute_slowdown=self.pack_slowdown),
+                record["bytes_per_batch"])["batch_compute_s"]
         record["segments"].append(seg)
         rec = {**record, **seg, "segment": len(record["segments"]) - 1}
         self.runs[d.job_id] = _Segment(
@@ -229,6 +235,7 @@ def model_run(jobs: Sequence[JobSpec], topology, config, estimator,
     exchange model as executor (priority by ``config.rank`` when ``config.priority`` is
     on; the runtime's launch, close and server time as measured on the demo's runs,
     ``ps_runtime.calibration``). ``on_plan(t, plan)``: each plan as it is carried out."""
+    from job_scheduler.core.mechanisms import Packing
     from job_scheduler.core.preemption import load_costs
     from ps_runtime.calibration import launch_and_close, server_per_worker_s
     from ps_runtime.launcher import WorkerOptions
@@ -241,9 +248,11 @@ def model_run(jobs: Sequence[JobSpec], topology, config, estimator,
     view = LiveView(topology, estimator, config.slot, mechanisms,
                     load_costs(config.mechanisms.costs))
     options = WorkerOptions(compute=config.compute, bw_scale=topology.emulation_bw_scale)
+    packing = [m for m in mechanisms if isinstance(m, Packing)]
     executor = ModelExecutor(topology, estimator, jobs, options,
                              config.rank if config.priority == "on" else None, launch_s,
-                             close_s, server_per_worker_s(), config.batches)
+                             close_s, server_per_worker_s(), config.batches,
+                             pack_slowdown=packing[0].pack_slowdown if packing else 1.0)
     SchedulingLoop(jobs, policy, view, executor, VirtualClock(), mechanisms=mechanisms,
                    on_plan=on_plan).run()
     result = executor.result()

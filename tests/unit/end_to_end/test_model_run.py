@@ -68,3 +68,29 @@ def test_a_suspended_job_stops_and_resumes_later_with_its_work_left():
         assert all(s["stop"] is not None and s["stop"] > s["start"] for s in segs[:-1])
         assert all(b["start"] >= a["stop"] for a, b in zip(segs, segs[1:]))
         assert segs[-1]["stop"] is None and r["name"] in got.jct
+
+
+def test_a_packed_guest_is_timed_with_the_runs_compute_slowdown():
+    """--pack on one GPU: the second job shares the first's GPU; the dry run slows its
+    compute as the run's worker is slowed (PACK_SLOWDOWN), and its record says so, so
+    the exchange model's price of the schedule is the dry run's."""
+    from job_scheduler.core.mechanisms import PACK_SLOWDOWN, MechanismOptions
+    from topologies import parse_topology
+
+    topo = parse_topology({"name": "one-gpu", "switches": [{"name": "t1", "role": "tor"}],
+                           "racks": [{"name": "r1", "tor": "t1"}],
+                           "hosts": [{"name": "h1", "rack": "r1", "gpus": 1, "bw": 10000}]})
+    jobs = [JobSpec(name=f"p{i}", model="resnet18", dataset_size=4 * 60, epochs=1,
+                    batch_size=4, max_gpus=1, arrival=float(i)) for i in range(2)]
+    config = run.RunConfig(jobs="x.yaml", topology="one-gpu", compute="emulated",
+                           policy="fifo", priority="off", mechanisms=MechanismOptions(pack=True))
+    got = model_run(jobs, topo, config, run.run_estimator(topo, "emulated"))
+    host, guest = got.records
+    assert "batch_compute_s" not in host["segments"][0]
+    assert guest["segments"][0]["batch_compute_s"] == pytest.approx(
+        guest["batch_compute_s"] * PACK_SLOWDOWN, rel=1e-3)
+    assert guest["start"] < host["arrival"] + got.jct["p0"]      # while p0 still runs
+    launch_s, close_s = launch_and_close("emulated")
+    priced = predict_pass(topo, got.records, None, launch_s, close_s=close_s,
+                          server_per_worker_s=server_per_worker_s())
+    assert all(got.jct[n] == pytest.approx(priced[n], abs=1e-2) for n in priced)
