@@ -27,7 +27,8 @@ from typing import Callable, Sequence
 from job_scheduler.core.decisions import SlotPlan, StartDecision
 from job_scheduler.core.estimator import batches_for
 from job_scheduler.core.live_view import LiveView
-from job_scheduler.core.loop import Ended, Progress, SchedulingLoop, VirtualClock
+from job_scheduler.core.loop import (Ended, Progress, SchedulingLoop, TraceAdmission,
+                                     VirtualClock)
 from sluice_common.exchange import ExchangeConstants, default_constants
 from sluice_common.jobspec import JobSpec
 from end_to_end.predict import (exchange_facts, server_s, shared_batch_s, startup_of,
@@ -150,7 +151,7 @@ class ModelExecutor:
         going for ever: past MAX_STALLED_SLOTS such slots, the dry run gives up."""
         if not slotted:
             return
-        if loop.view.waiting and not (loop.launched or loop.deferred or loop.pending):
+        if loop.view.waiting and not (loop.launched or loop.deferred or loop.admission.pending):
             self._stalled += 1
             if self._stalled > MAX_STALLED_SLOTS:
                 stuck = [loop.view.jobs[j].name for j in list(loop.view.waiting)[:3]]
@@ -253,7 +254,7 @@ def model_run(jobs: Sequence[JobSpec], topology, config, estimator,
                              config.rank if config.priority == "on" else None, launch_s,
                              close_s, server_per_worker_s(), config.batches,
                              pack_slowdown=packing[0].pack_slowdown if packing else 1.0)
-    SchedulingLoop(jobs, policy, view, executor, VirtualClock(), mechanisms=mechanisms,
+    SchedulingLoop(TraceAdmission(jobs), policy, view, executor, VirtualClock(), mechanisms=mechanisms,
                    on_plan=on_plan).run()
     result = executor.result()
     order = {j.name: k for k, j in enumerate(sorted(jobs, key=lambda j: (j.arrival, j.name)))}

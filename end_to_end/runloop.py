@@ -38,7 +38,7 @@ from typing import Any, Callable, Sequence
 
 from job_scheduler.core.decisions import QueuedJob, StartDecision
 from job_scheduler.core.estimator import Estimator, batches_for, effective_bandwidth
-from job_scheduler.core.loop import Ended, Progress, SchedulingLoop, WallClock
+from job_scheduler.core.loop import Ended, Progress, SchedulingLoop, TraceAdmission, WallClock
 from job_scheduler.core.mechanisms import PACK_MEMORY_SHARE, Packing
 from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.policies import FunctionPolicy, Policy
@@ -101,7 +101,7 @@ class RealTimeRun:
         self.state = ClusterState(topology)   # GPUs held by launched jobs (not packed guests)
         # the loop on the wall clock, this object its executor (the module doc)
         self.clock = WallClock()
-        self.loop = SchedulingLoop(self.jobs, self.policy, self.view, self, self.clock,
+        self.loop = SchedulingLoop(TraceAdmission(self.jobs), self.policy, self.view, self, self.clock,
                                    mechanisms=self.mechanisms, state=self.state)
         self.running: dict[int, _Running] = {}    # launched, by job key
         self.suspensions = Suspensions()
@@ -238,8 +238,8 @@ class RealTimeRun:
             self._next_sample = now + LINK_SAMPLE_S
         if slotted:
             self._last_waiting = self._say_waiting(self._last_waiting)
-        self.show_status(list(loop.pending), [self.view.jobs[j] for j in self.view.waiting],
-                         self.by_name())
+        self.show_status(list(loop.admission.pending),
+                         [self.view.jobs[j] for j in self.view.waiting], self.by_name())
 
     def next_event(self, now: float) -> float:
         return now + POLL_S

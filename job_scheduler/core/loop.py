@@ -12,17 +12,20 @@ One turn of :class:`SchedulingLoop`:
 - *place*: the planned starts whose GPUs are free now are launched, in plan order (a
   start waits for a job still stopping on its GPUs; a packed guest shares its
   partner's GPU);
-- *admit* and *decide*, at each slot of the grid (k x slot): the jobs whose ``arrival``
-  is at or before the slot join the queue (``on_arrival``), ``decisions.decide_slot``
+- *admit* and *decide*, at each slot of the grid (k x slot): the jobs the
+  :class:`Admission` lets in by the slot join the queue (``on_arrival``; a
+  :class:`TraceAdmission`: those whose ``arrival`` is at or before it), ``decisions.decide_slot``
   runs on the view with the policy and mechanisms, and the plan is carried out: a
   ``Suspend`` asks the executor to stop the job (at a batch boundary: its GPUs are
   promised to the plan's next starts at once, held until it has stopped), a
   ``StartDecision`` is placed as above;
 - *advance*: the clock waits until the next slot or the executor's next news.
 
-What differs between loops is only the :class:`Clock` (a :class:`VirtualClock` jumps,
-a :class:`WallClock` sleeps) and the :class:`Executor` (real PS jobs on a fabric, a
-model that times them): same jobs, policy, clock and job timings, the same decisions.
+What differs between loops is only the pieces: the :class:`Clock` (a :class:`VirtualClock`
+jumps, a :class:`WallClock` sleeps), the :class:`Executor` (real PS jobs on a fabric, a
+model that times them), the :class:`Admission` and the policy (whose placement answers
+the jobs to stop and to launch, a ``SlotPlan``): same pieces and job timings, the same
+decisions.
 The view (``live_view.LiveView``) is the policy's picture; the loop keeps the GPUs the
 launched jobs hold (``state``), the starts not launched yet (``deferred``), the
 suspensions in flight (``asked``) and the packed pairs. Pure: the executor does the I/O.
@@ -140,23 +143,52 @@ class Executor(Protocol):
         """When the executor may next have news (``math.inf``: none of its own)."""
 
 
-class SchedulingLoop:
-    """One scheduling loop over ``jobs`` with ``policy`` on ``view`` (a
-    ``live_view.LiveView``), carried out by ``executor``, timed by ``clock``.
-    ``on_plan(t, plan)``: each plan as it is carried out."""
+class Admission(Protocol):
+    """Which jobs join the queue at a slot."""
 
-    def __init__(self, jobs: Sequence[JobSpec], policy, view, executor: Executor,
+    @property
+    def pending(self) -> Sequence[JobSpec]:
+        """The jobs still to come (in the order they will be let in)."""
+
+    def due(self, tick: float) -> list[JobSpec]:
+        """The jobs let in at slot ``tick``, taken out of ``pending``."""
+
+
+class TraceAdmission:
+    """A known list of jobs, each let in at the first slot at or after its ``arrival``
+    (by arrival, then name)."""
+
+    def __init__(self, jobs: Sequence[JobSpec]):
+        self._pending = deque(sorted(jobs, key=lambda j: (j.arrival, j.name)))
+
+    @property
+    def pending(self) -> Sequence[JobSpec]:
+        return self._pending
+
+    def due(self, tick: float) -> list[JobSpec]:
+        out = []
+        while self._pending and self._pending[0].arrival <= tick + 1e-9:
+            out.append(self._pending.popleft())
+        return out
+
+
+class SchedulingLoop:
+    """One scheduling loop: the jobs ``admission`` lets in, decided by ``policy`` on
+    ``view`` (a ``live_view.LiveView``), carried out by ``executor``, timed by ``clock``;
+    a job's key is its rank of admission. ``on_plan(t, plan)``: each plan as it is
+    carried out."""
+
+    def __init__(self, admission: Admission, policy, view, executor: Executor,
                  clock: Clock, *, mechanisms: Sequence = (), state: ClusterState | None = None,
                  on_plan: Callable[[float, SlotPlan], None] | None = None):
-        self.jobs = sorted(jobs, key=lambda j: (j.arrival, j.name))
-        self.ids = {j.name: i for i, j in enumerate(self.jobs)}
+        self.admission = admission
+        self.specs: dict[int, JobSpec] = {}         # admitted, by key
         self.policy, self.view, self.executor, self.clock = policy, view, executor, clock
         self.mechanisms = tuple(mechanisms)
         self.slot = float(view.slot)
         # GPUs held by launched jobs (a packed guest holds none of its own)
         self.state = state if state is not None else ClusterState(view.topology)
         self.on_plan = on_plan
-        self.pending = deque(self.jobs)
         self.launched: dict[int, StartDecision] = {}
         self.deferred: list[StartDecision] = []     # planned starts waiting for their GPUs
         self.asked: dict[int, str] = {}             # suspensions in flight: job -> why
@@ -166,10 +198,11 @@ class SchedulingLoop:
 
     @property
     def busy(self) -> bool:
-        return bool(self.pending or self.view.waiting or self.launched or self.deferred)
+        return bool(self.admission.pending or self.view.waiting or self.launched
+                    or self.deferred)
 
     def name(self, j: int) -> str:
-        return self.jobs[j].name
+        return self.specs[j].name
 
     def run(self) -> None:
         """Turns until every job has arrived, run and ended."""
@@ -194,15 +227,13 @@ class SchedulingLoop:
         slotted = now >= self.next_slot - 1e-9
         if slotted:
             tick, self.next_slot = self.next_slot, self.next_slot + self.slot
-            arrived = []
-            while self.pending and self.pending[0].arrival <= tick + 1e-9:
-                arrived.append(self.admit(self.pending.popleft()))
-            self.decide_slot(arrived)
+            self.decide_slot([self.admit(spec) for spec in self.admission.due(tick)])
         self.executor.turn(self, now, slotted)
 
     # ---- admit and decide --------------------------------------------------------------
     def admit(self, spec: JobSpec) -> int:
-        j = self.ids[spec.name]
+        j = len(self.specs)
+        self.specs[j] = spec
         self.view.add(j, spec)
         self.executor.admit(j, spec)
         return j

@@ -201,7 +201,7 @@ def test_every_slot_on_the_grid_is_a_step_or_an_idle_one_as_in_the_dry_run(tmp_p
         return arrive(j, spec)
 
     def noting_end(e):
-        events.append((f"end {loop.jobs[e.job_id].name}", loop.now()))
+        events.append((f"end {loop.view.jobs[e.job_id].name}", loop.now()))
         return ended(e)
 
     loop.admit, loop.ended = noting_arrival, noting_end

@@ -11,7 +11,8 @@ import pytest
 from job_scheduler.core.decisions import SlotPlan, StartDecision, Suspend
 from job_scheduler.core.estimator import Estimator
 from job_scheduler.core.live_view import LiveView
-from job_scheduler.core.loop import Ended, Progress, SchedulingLoop, VirtualClock, WallClock
+from job_scheduler.core.loop import (Ended, Progress, SchedulingLoop, TraceAdmission,
+                                     VirtualClock, WallClock)
 from job_scheduler.core.policies import make_policy
 from sluice_common.jobspec import JobSpec
 from sluice_common.placement import Placement
@@ -100,7 +101,7 @@ def _loop(jobs, policy, work, **kw):
     view = LiveView(TOPO, Estimator(), 1.0)
     ex = FakeExecutor(work, **kw)
     plans = []
-    loop = SchedulingLoop(jobs, policy, view, ex, VirtualClock(),
+    loop = SchedulingLoop(TraceAdmission(jobs), policy, view, ex, VirtualClock(),
                           on_plan=lambda t, p: plans.append((t, p)))
     ex.loop = loop
     return loop, ex, plans
@@ -140,8 +141,8 @@ def test_las_suspends_a_served_job_and_its_gpu_waits_until_it_has_stopped():
     jobs = [_job("long"), _job("short", 4.0)]
     view = LiveView(one, Estimator(), 1.0)
     ex = FakeExecutor({"long": 10.0, "short": 1.0}, startup_s=0.5, stop_s=0.3)
-    loop = SchedulingLoop(jobs, make_policy("las", las_thresholds=(2.0,)), view, ex,
-                          VirtualClock())
+    loop = SchedulingLoop(TraceAdmission(jobs), make_policy("las", las_thresholds=(2.0,)),
+                          view, ex, VirtualClock())
     ex.loop = loop
     loop.run()
     log = [(round(t, 3), kind, name) for t, kind, name in ex.log]
@@ -169,6 +170,42 @@ def test_a_suspend_planned_before_the_launch_drops_the_start():
     assert loop.deferred == [d] and not loop.launched
     loop.carry_out(SlotPlan([Suspend(j)]))
     assert loop.deferred == [] and not any(kind.startswith("suspend") for _, kind, _ in ex.log)
+
+
+class HeldAdmission:
+    """Lets every job in at once, at slot ``at`` (an admission of its own)."""
+
+    def __init__(self, jobs, at):
+        self.jobs, self.at = list(jobs), at
+
+    @property
+    def pending(self):
+        return self.jobs
+
+    def due(self, tick):
+        if tick < self.at:
+            return []
+        out, self.jobs = self.jobs, []
+        return out
+
+
+def test_the_admission_is_a_piece_of_its_own():
+    """The trace's admission lets a job in at the first slot at or after its arrival
+    (keys in admission order); another admission, the same loop otherwise."""
+    jobs = [_job("b", 0.5), _job("a", 0.5), _job("c", 2.0)]
+    trace = TraceAdmission(jobs)
+    assert [j.name for j in trace.due(0.0)] == []
+    assert [j.name for j in trace.due(1.0)] == ["a", "b"]
+    assert [j.name for j in trace.pending] == ["c"]
+    view = LiveView(TOPO, Estimator(), 1.0)
+    ex = FakeExecutor({"a": 1.0, "b": 1.0, "c": 1.0})
+    loop = SchedulingLoop(HeldAdmission(jobs, 3.0), make_policy("fifo"), view, ex,
+                          VirtualClock())
+    ex.loop = loop
+    loop.run()
+    admitted = [(t, name) for t, kind, name in ex.log if kind == "admit"]
+    assert admitted == [(3.0, "b"), (3.0, "a"), (3.0, "c")]
+    assert {loop.name(j) for j in range(3)} == {"a", "b", "c"} and not loop.busy
 
 
 def test_the_clocks():
