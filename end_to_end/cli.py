@@ -54,7 +54,7 @@ def configure_run(parser) -> None:
                         "Tiresias'; a run of minutes wants tens)")
     add_sharing_arguments(parser, "job_scheduler/core/mechanisms.py; not with las")
     parser.add_argument("--dry-run", action="store_true",
-                        help="make the run's decisions with the job durations the exchange model "
+                        help="make the run's decisions with the job durations the estimator "
                              "predicts and print each slot's plan (starts, suspends, "
                              "placements): no fabric, no process")
 
