@@ -5,8 +5,9 @@ scheduler, d sluice's scheduler + priority), one controller and one fabric for a
 then ``comparison.json`` / ``comparison.md`` / ``comparison.png`` (``end_to_end.arms_report``).
 
 Before the passes, the exchange model predicts every job's JCT in every arm from that
-arm's dry run (its policy and placement in the simulator, the estimator's durations), so
-the predictions never see a measured time. Each arm starts with a full pool of
+arm's dry run: the arm's own scheduling loop on a virtual clock with the exchange model
+timing the jobs (``end_to_end.model_run``), so the predictions never see a measured time
+and decide as the live pass's loop does. Each arm starts with a full pool of
 pre-started PS processes, forked from one fork server per host that imported MXNet once
 (``ps_runtime.zygote``): filled between arms, never during one, in about a second where
 importing again would take ~25 s an arm; a host whose pool runs dry in an arm forks one
@@ -23,8 +24,8 @@ from pathlib import Path
 
 from end_to_end import arms_report
 from end_to_end.arms import Arm
-from end_to_end.run import (RunConfig, environment, one_pass, out_dir,
-                            planned_records, run_estimator, say_compute, warm_processes)
+from end_to_end.run import (RunConfig, environment, one_pass, out_dir, run_estimator,
+                            say_compute, warm_processes)
 from end_to_end.workload_draw import DrawSpec, draw_workload, jobs_yaml
 
 PORT_BASE, PORT_STEP = 20000, 3000        # each arm's jobs on ports of their own
@@ -50,21 +51,15 @@ def workload(topology, config: RunConfig, seed: int, spec: DrawSpec = DrawSpec()
 
 
 def predictions(topology, jobs, config: RunConfig, arms: list[Arm]):
-    """Per arm: the dry run's planned starts and the exchange model's JCT per job."""
-    from end_to_end.predict import predict_pass
-    from ps_runtime.calibration import launch_and_close, server_per_worker_s
+    """Per arm: the dry run's planned starts and the exchange model's JCT per job, both
+    from the arm's own loop on a virtual clock (``end_to_end.model_run``)."""
+    from end_to_end.model_run import model_run
 
-    # the runtime's launch (from the slot's decision), close and server time per worker,
-    # measured on the demo's runs
-    launch_s, close_s = launch_and_close(config.compute)
-    per_worker = server_per_worker_s()
     planned, predicted = {}, {}
     for arm in arms:
-        planned[arm.key] = planned_records(jobs, topology, arm_config(config, arm))
-        predicted[arm.key] = predict_pass(topology, planned[arm.key],
-                                          config.rank if arm.priority else None,
-                                          launch_s, close_s=close_s,
-                                          server_per_worker_s=per_worker)
+        got = model_run(jobs, topology, arm_config(config, arm),
+                        run_estimator(topology, config.compute, config.profile))
+        planned[arm.key], predicted[arm.key] = got.records, got.jct
     return planned, predicted
 
 

@@ -143,6 +143,25 @@ def _running(jobs: list[dict], finish: dict, t: float, startup: dict) -> list[di
     return out
 
 
+def shared_batch_s(topology, active: list[dict], done: dict[str, float], rule: str | None,
+                   c: ExchangeConstants, cache: dict | None = None) -> dict[str, float]:
+    """Job name -> seconds per batch while the jobs ``active`` train together (each its
+    record with the placement of the run it is in, that run's number as ``segment``;
+    ``done``: its batches done, for the priority levels under ``rule``): the exchange
+    model's shared links (:func:`sluice_common.exchange.share_links`); ``cache`` keeps
+    them by the set of jobs, runs and levels."""
+    cls = _classes(active, done, rule)
+    key = tuple(sorted((j["name"], j["segment"],
+                        -1 if cls[j["name"]] is None else cls[j["name"]]) for j in active))
+    got = None if cache is None else cache.get(key)
+    if got is None:
+        got = share_links([link_job(topology, j, c, cls[j["name"]]) for j in active],
+                          BUFFER_PACKETS * MTU_BYTES, c)
+        if cache is not None:
+            cache[key] = got
+    return got
+
+
 def predict_pass(topology, records: list[dict], rule: str | None, startup_s: float,
                  c: ExchangeConstants | None = None, dt: float = 0.25,
                  close_s: float = 0.0, server_per_worker_s: float = 0.0) -> dict[str, float]:
@@ -158,7 +177,6 @@ def predict_pass(topology, records: list[dict], rule: str | None, startup_s: flo
     jobs = [r for r in records if all(r.get(k) is not None for k in need)]
     if not jobs:
         return {}
-    buffer = BUFFER_PACKETS * MTU_BYTES
     share = {j["name"]: 0.0 for j in jobs}        # of the job's work, done
     finish: dict[str, float] = {}
     startup = {(j["name"], k): startup_of(topology, {**j, **seg}, startup_s, rule, c)
@@ -179,13 +197,8 @@ def predict_pass(topology, records: list[dict], rule: str | None, startup_s: flo
             t = later[0]
             continue
         done = {j["name"]: share[j["name"]] * j["batches"] for j in active}
-        cls = _classes(active, done, rule)
-        key = tuple(sorted((j["name"], j["segment"],
-                            -1 if cls[j["name"]] is None else cls[j["name"]]) for j in active))
-        if key not in cache:
-            cache[key] = share_links([link_job(topology, j, c, cls[j["name"]]) for j in active],
-                                     buffer, c)
-        it = {j["name"]: cache[key][j["name"]] + server[j["name"], j["segment"]]
+        shared = shared_batch_s(topology, active, done, rule, c, cache)
+        it = {j["name"]: shared[j["name"]] + server[j["name"], j["segment"]]
               for j in active}
         step = min([dt] + [max((1.0 - share[j["name"]]) * j["batches"] * it[j["name"]], 1e-6)
                            for j in active] + [e - t for e in later])

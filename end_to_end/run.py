@@ -298,15 +298,15 @@ def run(config: RunConfig) -> int:
 
 def simulator(jobs, topology, config: RunConfig, on_plan=None, bandwidth: str = "idle",
               priority: str | None = None, share: str = "senders"):
-    """The simulator of ``--dry-run``: the run's policy, mechanisms, estimator, slot and
-    idle-fabric bandwidth, the job durations the estimator predicts. The simulator's
-    trust check (``end_to_end.demo_trust``) builds the same one with the uplinks shared
-    (``bandwidth="shared"``) and strict ``priority`` by the controller's rule, as
-    ``sluice simulate`` prices a fabric, each uplink's rate split among the senders busy at
-    once (``share="senders"``), as the exchange model shares a link: a PS job sends one
-    way at a time (push, then pull), so jobs on a full-duplex uplink meet only while they
-    send the same way at once, not on an equal split of their flows all the time
-    (``share="flows"``, which ``sluice whatif`` uses for its speed on large traces)."""
+    """The simulator of the run's policy, mechanisms, estimator and slot, the job
+    durations the estimator predicts: the simulator's trust check
+    (``end_to_end.demo_trust``) builds it with the uplinks shared (``bandwidth="shared"``)
+    and strict ``priority`` by the controller's rule, as ``sluice simulate`` prices a
+    fabric, each uplink's rate split among the senders busy at once (``share="senders"``),
+    as the exchange model shares a link: a PS job sends one way at a time (push, then
+    pull), so jobs on a full-duplex uplink meet only while they send the same way at once,
+    not on an equal split of their flows all the time (``share="flows"``, which ``sluice
+    whatif`` uses for its speed on large traces)."""
     from job_scheduler.core.preemption import load_costs
     from job_scheduler.simulation.simulator import Simulator
     from ps_runtime.calibration import launch_and_close
@@ -322,53 +322,28 @@ def simulator(jobs, topology, config: RunConfig, on_plan=None, bandwidth: str = 
 
 
 def dry_run(jobs, topology, config: RunConfig) -> int:
-    """``sluice run --dry-run``: the run's decisions with the job durations the estimator
-    predicts (the simulator: the same ``decide_slot``, policy and mechanisms, on the run's
-    estimator, slot and idle-fabric bandwidth), each slot's plan printed."""
+    """``sluice run --dry-run``: the run's decisions, each slot's plan printed: the run's
+    own loop on a virtual clock with the exchange model timing the jobs
+    (``end_to_end.model_run``)."""
+    from end_to_end.model_run import model_run
+
     priced = (f" (placements priced with the {config.price_priority} rule)"
               if config.price_priority else "")
     print(f"sluice run --dry-run: {len(jobs)} jobs on {topology.name}, policy {config.policy}"
-          f"{priced}, slot {config.slot:g} s (job durations: the estimator's predictions)")
-    sim = simulator(jobs, topology, config, lambda t, plan: print("\n".join(
+          f"{priced}, slot {config.slot:g} s (job durations: the exchange model's predictions)")
+    names = [j.name for j in sorted(jobs, key=lambda j: (j.arrival, j.name))]
+    model_run(jobs, topology, config, run_estimator(topology, config.compute, config.profile),
+              lambda t, plan: print("\n".join(
         f"{t:9.1f} s  {line}" for line in plan.lines(names))))
-    names = [j.name for j in sim.jobs]
-    sim.run()
     return 0
 
 
 def planned_records(jobs, topology, config: RunConfig) -> list[dict]:
-    """The dry run's first start of every job as run records (placement, start, batches
-    and the exchange facts), for the exchange model's prediction before a pass; and its
-    ``segments``: every run of the job in the dry run, a start and, when the policy
-    suspended it (``las``, ``sluice``), the stop, each with its placement and batches, so
-    that a suspended job is predicted idle between its runs."""
-    from job_scheduler.core.decisions import StartDecision, Suspend
-    from job_scheduler.core.estimator import batches_for
-    from end_to_end.predict import exchange_facts, wire_bytes_of
-    from ps_runtime.launcher import WorkerOptions
+    """The dry run's (``end_to_end.model_run``) first start of every job as run records
+    (placement, start, batches and the exchange facts), and its ``segments``: every run
+    of the job in the dry run, its launch and, when the policy suspended it (``las``,
+    ``sluice``), when it stopped, each with its placement and batches."""
+    from end_to_end.model_run import model_run
 
-    segments: dict[int, list[dict]] = {}
-
-    def on_plan(t: float, plan) -> None:
-        for step in plan.steps:
-            if isinstance(step, StartDecision):
-                segments.setdefault(step.job_id, []).append(
-                    {"start": t, "stop": None, "ps_hosts": list(step.ps_hosts),
-                     "worker_hosts": list(step.worker_hosts),
-                     "batches": batches_for(sim.jobs[step.job_id], step.gpus, config.batches)})
-            elif isinstance(step, Suspend) and segments.get(step.job_id):
-                segments[step.job_id][-1]["stop"] = t
-
-    sim = simulator(jobs, topology, config, on_plan)
-    sim.run()
-    est = run_estimator(topology, config.compute, config.profile)
-    options = WorkerOptions(compute=config.compute, bw_scale=topology.emulation_bw_scale)
-    out = []
-    for j, runs in sorted(segments.items()):
-        spec = sim.jobs[j]
-        first = runs[0]
-        out.append({"name": spec.name, "arrival": spec.arrival, "start": first["start"],
-                    "ps_hosts": first["ps_hosts"], "worker_hosts": first["worker_hosts"],
-                    "batches": first["batches"], "segments": runs,
-                    **exchange_facts(est, spec, options, wire_bytes_of(est, spec, options))})
-    return out
+    return model_run(jobs, topology, config,
+                     run_estimator(topology, config.compute, config.profile)).records

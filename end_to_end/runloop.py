@@ -14,13 +14,14 @@ Closed loop: before each decision the loop reads the controller's measured link 
 are what is still available, so Comm(n) sees the load of the running jobs. Every
 decision is recorded with the bandwidth estimate and the C(n) it implies.
 
-Decisions: each slot, on the simulator's grid (k x slot; a job joins the queue at the
-first slot at or after its arrival, as in the dry run), ``decisions.decide_slot`` on the
-run's ``LiveView`` with the policy (las and sluice suspend jobs too) and the mechanisms;
-the loop carries the plan out: a ``Suspend`` stops the job at a batch boundary with a
-checkpoint (end_to_end.suspend), a start launches once its GPUs are free (a suspension
-in flight may still hold them), a resume restores the checkpoint, a packed start shares
-a running job's GPU.
+Decisions: the scheduling loop of ``job_scheduler.core.loop`` on the wall clock, with
+``RealTimeRun`` as its executor: each slot, on the grid (k x slot; a job joins the queue
+at the first slot at or after its arrival), ``decisions.decide_slot`` on the run's
+``LiveView`` with the policy (las and sluice suspend jobs too) and the mechanisms; the
+loop places the plan and this executor carries it out: a ``Suspend`` stops the job at a
+batch boundary with a checkpoint (end_to_end.suspend), a start launches once the loop
+has its GPUs free (a suspension in flight may still hold them), a resume restores the
+checkpoint, a packed start shares a running job's GPU.
 
 The fabric, the controller client and the policy are passed in: ``sluice demo`` runs
 two passes on one fabric, the experiment scripts pass a fixed-placement function.
@@ -30,15 +31,15 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from job_scheduler.core.decisions import QueuedJob, SlotPlan, StartDecision, Suspend, decide_slot
+from job_scheduler.core.decisions import QueuedJob, StartDecision
 from job_scheduler.core.estimator import Estimator, batches_for, effective_bandwidth
-from job_scheduler.core.mechanisms import PACK_MEMORY_SHARE, Packing, leave_pair
+from job_scheduler.core.loop import Ended, Progress, SchedulingLoop, TraceAdmission, WallClock
+from job_scheduler.core.mechanisms import PACK_MEMORY_SHARE, Packing
 from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.policies import FunctionPolicy, Policy
 from sluice_common.jobspec import JobSpec
@@ -97,17 +98,18 @@ class RealTimeRun:
         for m in self.mechanisms:
             m.check(None, self.policy)
         self.view = LiveView(topology, estimator, options.slot_s, self.mechanisms, costs)
-        self.ids = {j.name: i for i, j in enumerate(self.jobs)}
         self.state = ClusterState(topology)   # GPUs held by launched jobs (not packed guests)
-        self.running: dict[str, _Running] = {}
-        self.deferred: list[StartDecision] = []   # planned starts waiting for their GPUs
+        # the loop on the wall clock, this object its executor (the module doc)
+        self.clock = WallClock()
+        self.loop = SchedulingLoop(TraceAdmission(self.jobs), self.policy, self.view, self, self.clock,
+                                   mechanisms=self.mechanisms, state=self.state)
+        self.running: dict[int, _Running] = {}    # launched, by job key
         self.suspensions = Suspensions()
         # the report's suspension section: a preemptive policy or any mechanism
         self.can_suspend = can_suspend or bool(self.mechanisms)
-        self.partner: dict[str, str] = {}     # launched packed jobs, both ways
-        self.guests: set[str] = set()         # the packed job that holds no GPU of its own
         self.packings: list[dict] = []
-        self.t0 = 0.0
+        self._next_sample = 0.0
+        self._last_waiting: tuple | None = None
         self.used: dict[tuple[str, str], float] = {}
         self._recent: deque = deque(maxlen=USAGE_WINDOW)
         self.used_at = -math.inf
@@ -121,7 +123,7 @@ class RealTimeRun:
 
     # ---- helpers -------------------------------------------------------------------
     def now(self) -> float:
-        return time.monotonic() - self.t0
+        return self.clock.now()
 
     def say(self, text: str) -> None:
         line = f"[{self.now():7.1f}s] {text}"
@@ -168,37 +170,10 @@ class RealTimeRun:
 
     # ---- the loop ------------------------------------------------------------------
     def run(self) -> dict:
-        self.t0 = time.monotonic()
-        pending = list(self.jobs)
-        arrived: list[int] = []              # not yet told to the policy
-        view = self.view
-        next_slot = next_sample = 0.0
-        last_waiting = None
         self.say(f"run: {len(self.jobs)} jobs, policy {self.policy_name}, priority "
                  f"{'on' if self.options.priority else 'off'}, slot {self.options.slot_s:g} s")
         try:
-            while pending or view.waiting or self.running or self.deferred:
-                now = self.now()
-                ended = [n for n in list(self.running) if self._watch(self.running[n])]
-                for name in ended:
-                    self._ended(self.running.pop(name))
-                if ended:                    # GPUs freed: e.g. migration onto them
-                    self._carry_out(self._plan(lambda: [m.after_complete(view)
-                                                        for m in self.mechanisms]))
-                self.sampler.on_turn(self.now(), self.running)
-                self._launch_ready()
-                if now >= next_sample:
-                    self.sample_links()
-                    next_sample = now + LINK_SAMPLE_S
-                if now >= next_slot:
-                    tick, next_slot = next_slot, next_slot + self.options.slot_s  # sees arrivals by tick
-                    while pending and pending[0].arrival <= tick + 1e-9:
-                        arrived.append(self._arrive(pending.pop(0)))
-                    self._slot(arrived)          # every slot, as the dry run visits it
-                    arrived = []
-                    last_waiting = self._say_waiting(last_waiting)
-                self.show_status(pending, [view.jobs[j] for j in view.waiting], self.running)
-                time.sleep(POLL_S)
+            self.loop.run()
         except KeyboardInterrupt:
             # Ctrl-C: stop every job (below), keep what was measured; the caller writes
             # the partial report and then takes the fabric and the controller down.
@@ -212,6 +187,66 @@ class RealTimeRun:
         self.sample_links()
         return self.result()
 
+    # ---- the executor (job_scheduler.core.loop.Executor) ---------------------------
+    def admit(self, j: int, spec: JobSpec) -> None:
+        self.records[spec.name] = JobRunRecord(spec.name, spec.model, spec.arrival, "queued")
+        self.say(f"arrive {spec.name} ({spec.model}, max {spec.max_gpus} GPUs); "
+                 f"{len(self.view.waiting)} queued")
+
+    def observe(self, view, now: float) -> None:
+        """The closed loop: C(n) on the measured available bandwidth ("measured" model)."""
+        if now - self.used_at > LINK_SAMPLE_S / 2:
+            self.sample_links()
+        view.bandwidth_topology = closed_loop.available_topology(self.topology, self.used)
+
+    def launch(self, d: StartDecision, packed_with: int | None) -> None:
+        self.running[d.job_id] = self._launch(d, packed_with is not None)
+
+    def suspend(self, j: int, why: str) -> None:
+        r = self.running[j]
+        self.suspensions.ask(r, why, self.now())
+        self.say(f"suspend {r.qjob.spec.name} ({why}): asked to stop after the batch in progress")
+
+    def progress(self, j: int, now: float) -> Progress | None:
+        """A running job's work done (its slowest worker) and when its segment's
+        training began (once every worker finished a batch)."""
+        r = self.running[j]
+        self._watch_tail(r)
+        done = run_status.slowest_batch(r)
+        if done is None:
+            return None
+        return Progress(done / max(r.batches, 1), min(r.first_batch.values()))
+
+    def training(self, j: int) -> None:
+        r = self.running[j]
+        self.suspensions.first_batches(r.qjob.spec.name, r, self.say)
+
+    def poll(self, now: float) -> list[Ended]:
+        out = []
+        for j, r in self.running.items():
+            if self._watch(r):
+                out.append(Ended(j, suspended=r.psjob.suspended_batch() is not None))
+        return out
+
+    def ended(self, e: Ended) -> None:
+        self._ended(self.running.pop(e.job_id))
+
+    def turn(self, loop: SchedulingLoop, now: float, slotted: bool) -> None:
+        self.sampler.on_turn(self.now(), self.by_name())
+        if now >= self._next_sample:
+            self.sample_links()
+            self._next_sample = now + LINK_SAMPLE_S
+        if slotted:
+            self._last_waiting = self._say_waiting(self._last_waiting)
+        self.show_status(list(loop.admission.pending),
+                         [self.view.jobs[j] for j in self.view.waiting], self.by_name())
+
+    def next_event(self, now: float) -> float:
+        return now + POLL_S
+
+    def by_name(self) -> dict[str, _Running]:
+        return {r.qjob.spec.name: r for r in self.running.values()}
+
     def _say_waiting(self, last: tuple | None) -> tuple:
         """One line per change of the queue after a slot."""
         view = self.view
@@ -220,78 +255,6 @@ class RealTimeRun:
             self.say(f"slot: {len(view.waiting)} waiting ({', '.join(waiting[0])}), "
                      f"{waiting[1]} GPUs free")
         return waiting
-
-    def _arrive(self, spec: JobSpec) -> int:
-        j = self.ids[spec.name]
-        self.view.add(j, spec)
-        self.records[spec.name] = JobRunRecord(spec.name, spec.model, spec.arrival, "queued")
-        self.say(f"arrive {spec.name} ({spec.model}, max {spec.max_gpus} GPUs); "
-                 f"{len(self.view.waiting)} queued")
-        return j
-
-    # ---- deciding ------------------------------------------------------------------
-    def _plan(self, decide) -> SlotPlan:
-        """Run ``decide`` on the view as it stands now: the measured bandwidth, the free
-        GPUs (a suspension in flight has promised its GPUs to the plan's starts)."""
-        view = self.view
-        if self.now() - self.used_at > LINK_SAMPLE_S / 2:
-            self.sample_links()
-        # the closed loop: C(n) on the measured available bandwidth ("measured" model)
-        view.bandwidth_topology = closed_loop.available_topology(self.topology, self.used)
-        view.now = self.now()
-        state = self.state.copy()
-        for name in self.suspensions.asked:
-            if name not in self.guests and name not in self.partner:
-                state.release(self.running[name].decision.placement)
-        for d in self.deferred:
-            if view.holds_gpus(d.job_id):
-                state.allocate(d.placement, d.gpu_ids)
-        view.state = state
-        view.plan = SlotPlan()
-        decide()
-        return view.plan
-
-    def _slot(self, arrived: list[int]) -> None:
-        view = self.view
-
-        def decide():
-            for j in arrived:
-                if j in view.waiting:
-                    self.policy.on_arrival(view, j)
-            decide_slot(view, self.policy, self.mechanisms)
-        self._carry_out(self._plan(decide))
-
-    def _carry_out(self, plan: SlotPlan) -> None:
-        for step in plan.steps:
-            name = self.view.jobs[step.job_id].name
-            if isinstance(step, Suspend):
-                # a planned start of it not launched yet is dropped; a running one stops
-                self.deferred = [d for d in self.deferred if d.job_id != step.job_id]
-                r = self.running.get(name)
-                if r is None or name in self.suspensions.asked:
-                    continue
-                why = self.policy.name if step.why == "policy" else step.why
-                self.suspensions.ask(r, why, self.now())
-                self.say(f"suspend {name} ({why}): asked to stop after the batch in progress")
-            else:
-                self.deferred.append(step)
-        self._launch_ready()
-
-    def _launch_ready(self) -> None:
-        """Launch the planned starts whose GPUs are free (in plan order), a suspended
-        job's once it has stopped."""
-        for d in list(self.deferred):
-            name = self.view.jobs[d.job_id].name
-            if name in self.running:          # still stopping: it resumes after
-                continue
-            guest = not self.view.holds_gpus(d.job_id)
-            try:      # the decision's GPU indices (a guest: its partner's)
-                ids = (self.state.holds(self.view.jobs[self.view.partner_of(d.job_id)].name)
-                       if guest else self.state.allocate(d.placement, d.gpu_ids))
-            except ValueError:                # held by a job still stopping
-                continue
-            self.deferred.remove(d)
-            self.running[name] = self._launch(replace(d, gpu_ids=ids), guest)
 
     def _launch(self, d: StartDecision, guest: bool = False) -> _Running:
         j, n = d.job_id, d.gpus
@@ -305,8 +268,6 @@ class RealTimeRun:
         if guest:
             host = self.view.jobs[self.view.partner_of(j)].name
             notes["packed_with"] = host
-            self.partner[spec.name], self.partner[host] = host, spec.name
-            self.guests.add(spec.name)
             self.packings.append({"t": round(self.now(), 3), "job": spec.name, "with": host,
                                   "host": d.worker_hosts[0]})
             self.say(f"pack {spec.name} onto the GPU of {host} on {d.worker_hosts[0]} "
@@ -366,19 +327,18 @@ class RealTimeRun:
         return r
 
     def _ended(self, r: _Running) -> None:
-        """Job r's processes exited: it finished (or failed), or it was suspended."""
-        name, j = r.qjob.spec.name, r.qjob.id
+        """Job r's processes exited (the loop has its GPUs back): it finished (or
+        failed), or it was suspended."""
+        name = r.qjob.spec.name
         batch = r.psjob.suspended_batch()
         if batch is None:
             self.suspensions.finished(r)
             self._finish(r)
             self.records[name] = self.suspensions.history(name, self.records[name])
-            self.view.finished(j, self.policy)
-            self.deferred = [d for d in self.deferred if d.job_id != j]   # a resume, if any
             return
         self._watch_tail(r)
         r.psjob.stop()
-        self._forget(r)                  # GPUs back, the controller drops its flows
+        self._forget(r)                  # the controller drops its flows
         entry = self.suspensions.stopped(r, batch, self.now(), self.records[name].controller)
         self._update(name, status="suspended", controller=None)
         self.say(f"suspended {name} after batch {batch}/{r.batches} in {entry['suspend_s']:.2f} s "
@@ -387,7 +347,6 @@ class RealTimeRun:
     def _watch(self, r: _Running) -> bool:
         """Read new batches; True when the job ended (finished or failed)."""
         self._watch_tail(r)
-        self._progress(r)
         try:
             if r.psjob.poll():
                 return True
@@ -399,23 +358,6 @@ class RealTimeRun:
             self._update(r.qjob.spec.name, error=f"timed out after {self.options.job_timeout_s:.0f} s")
             return True
         return False
-
-    def _progress(self, r: _Running) -> None:
-        """What the view knows of a running job: its work done (slowest worker), and
-        when its segment's training began (once every worker finished a batch: the
-        mechanisms' segment starts there, as a time-slice quantum does)."""
-        j, facts = r.qjob.id, self.view.running.get(r.qjob.id)
-        done = run_status.slowest_batch(r)
-        if done is None:
-            return
-        self.view.done[j] = done / max(r.batches, 1)
-        if facts is not None and math.isinf(facts.t_last) \
-                and r.qjob.spec.name not in self.suspensions.asked:
-            facts.t_last = min(r.first_batch.values())
-            self.policy.on_training(self.view, j, facts.t_last)
-            for m in self.mechanisms:
-                m.on_start(self.view, j)
-            self.suspensions.first_batches(r.qjob.spec.name, r, self.say)
 
     def _finish(self, r: _Running) -> None:
         extra = self.sampler.on_job_end(r.qjob.spec.name, r)   # its processes still exist
@@ -431,7 +373,7 @@ class RealTimeRun:
                  if len(r.first_batch) == len(r.followers) else None)
         # When each process was seen to exit (run time): where a job's end goes (the
         # ps-lite closing barrier, MXNet's teardown) when its last batch is long done.
-        rec = self._update(spec.name, process_exit_s={p.name: round(p.exited_at - self.t0, 3)
+        rec = self._update(spec.name, process_exit_s={p.name: round(p.exited_at - self.clock.t0, 3)
                                                       for p in r.psjob.processes if p.exited_at is not None},
                            first_batch_s=first, run_s=round(finish - r.started, 3),
                            status="finished" if ok else "failed", finish=round(finish, 3),
@@ -452,12 +394,9 @@ class RealTimeRun:
                 r.first_batch.setdefault(rank, self.now())
 
     def _forget(self, r: _Running) -> None:
-        """Release the GPUs and the controller's rules of a job that ended."""
+        """The GPUs a job that ended ran on, for its record; the controller's rules of it
+        dropped (the loop takes its GPUs back)."""
         name = r.qjob.spec.name
-        if (partner := leave_pair(self.partner, self.guests, name)) is None:
-            self.state.release(r.decision.placement)
-        else:                                   # its packed partner keeps the GPUs
-            self.state.transfer(name, partner)
         self._update(name, gpu_runs=(*(self.records[name].gpu_runs or ()), ran_on_entry(
             r.started, self.now(), r.psjob.ran_on_dir, r.decision.gpu_ids)))
         if r.token:

@@ -1,11 +1,13 @@
 """The one scheduling-loop contract and what a slot decides, as data.
 
-Three loops drive the same policy objects (``job_scheduler.core.policies``) and mechanisms
-(``job_scheduler.core.mechanisms``) through a :class:`SchedulingContext`, each slot through
-:func:`decide_slot`: the simulator (``simulator.Simulator``), the scheduler service
-(``live_view.LiveView`` in ``service.policy_step.PolicyStep``) and the end-to-end run (a
-``LiveView`` in ``end_to_end.runloop``). They differ only in the bandwidth model behind
-``live_bandwidth``:
+Every loop drives the same policy objects (``job_scheduler.core.policies``) and
+mechanisms (``job_scheduler.core.mechanisms``) through a :class:`SchedulingContext`, each
+slot through :func:`decide_slot`: the simulator (``simulator.Simulator``), the scheduler
+service (``live_view.LiveView`` in ``service.policy_step.PolicyStep``) and the scheduling
+loop of ``job_scheduler.core.loop`` on a ``LiveView`` (the end-to-end run's, on the wall
+clock with PS jobs, ``end_to_end.runloop``, and its dry run's, on a virtual clock with
+the exchange model, ``end_to_end.model_run``). They differ only in the bandwidth model
+behind ``live_bandwidth``:
 
 - ``"idle"``: the placement's bandwidth with the fabric to itself
   (``estimator.effective_bandwidth`` on the topology) -- the service's default;
@@ -18,7 +20,7 @@ A slot's answer is a :class:`SlotPlan`: jobs to start (:class:`StartDecision`) a
 to suspend (:class:`Suspend`) in the order taken (a suspension frees the GPUs a later
 start uses), as Blox's placement returns jobs to terminate and to launch. The drivers
 only carry it out: the simulator at once (costs charged), the service through its
-executor, the end-to-end run with PS jobs. Same bandwidth model, jobs, seed and slot:
+executor, the scheduling loop through its executor. Same bandwidth model, jobs, seed and slot:
 the same decisions (tests/unit/job_scheduler/core/test_decisions.py and
 test_decisions_one_engine.py). Pure.
 """

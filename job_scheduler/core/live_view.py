@@ -1,6 +1,6 @@
 """The ``SchedulingContext`` (job_scheduler/core/decisions.py) of a loop that does not simulate
-time: the scheduler service's slot (``service.policy_step.PolicyStep``) and ``sluice run``
-(``end_to_end.runloop``). A decision is only recorded here (``plan``); the driver carries
+time itself: the scheduler service's slot (``service.policy_step.PolicyStep``) and the
+scheduling loop (``job_scheduler.core.loop``: ``sluice run`` and its dry run). A decision is only recorded here (``plan``); the driver carries
 it out. The view is the policy's picture: a job it suspended waits again at once (its
 GPUs promised to the plan's next starts, while a real job still stops at a batch
 boundary), a job it started runs at once. The driver sets ``state`` each slot from its

@@ -70,7 +70,7 @@ def test_the_run_loop_says_in_host_for_a_one_host_start(tmp_path, monkeypatch):
                               client=_Client(), out_dir=tmp_path, runner=object())
     said: list[str] = []
     run.say = said.append
-    run._slot([run._arrive(job)])
+    run.loop.decide_slot([run.loop.admit(job)])
     start, = [line for line in said if line.startswith("start solo")]
     d = run.decisions[0]
     assert set(d["ps_hosts"]) | set(d["worker_hosts"]) == {d["ps_hosts"][0]}   # one host

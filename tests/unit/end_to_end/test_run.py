@@ -94,8 +94,7 @@ def test_the_loop_hands_the_policy_the_measured_bandwidth(tmp_path):
     run = RealTimeRun(TWO_RACK, [job], policy, est, fabric=None, client=client, out_dir=tmp_path)
     launched = []
     run._launch = lambda d, guest=False: launched.append(d)
-    run.view.add(0, job)
-    run._slot([0])
+    run.loop.decide_slot([run.loop.admit(job)])
     d, = launched
     view = run.view.bandwidth_topology                  # the measured bandwidth model
     assert run.view.live_bandwidth(d.placement) == effective_bandwidth(view, d.ps_hosts,

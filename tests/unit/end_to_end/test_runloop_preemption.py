@@ -194,17 +194,17 @@ def test_every_slot_on_the_grid_is_a_step_or_an_idle_one_as_in_the_dry_run(tmp_p
     # the arrivals and the ends is checked, not the clock at which they were handled
     events: list[tuple[str, float]] = []
     policy.idle = lambda view, slots: events.append(("idle", loop.now()))
-    arrive, ended = loop._arrive, loop._ended
+    arrive, ended = loop.admit, loop.ended
 
-    def noting_arrival(spec):
+    def noting_arrival(j, spec):
         events.append((f"arrive {spec.name}", loop.now()))
-        return arrive(spec)
+        return arrive(j, spec)
 
-    def noting_end(running):
-        events.append((f"end {running.qjob.spec.name}", loop.now()))
-        return ended(running)
+    def noting_end(e):
+        events.append((f"end {loop.view.jobs[e.job_id].name}", loop.now()))
+        return ended(e)
 
-    loop._arrive, loop._ended = noting_arrival, noting_end
+    loop.admit, loop.ended = noting_arrival, noting_end
     result = loop.run()
     starts = {j["name"]: j["start"] for j in result["jobs"]}
     finishes = {j["name"]: j["finish"] for j in result["jobs"]}

@@ -1,7 +1,8 @@
 """Every example finishes what its `# try:` line says in under 5 minutes (slow;
 bench/end_to_end/bench_examples.py records times). The `sluice run` examples take minutes
 and the fabric: tests/fabric/end_to_end/test_examples.py; here each one's own command
-line, with `--dry-run`, decides every job of its file (the simulator, no fabric)."""
+line, with `--dry-run`, decides every job of its file (the run's loop on a virtual clock, no
+fabric)."""
 
 from __future__ import annotations
 
