@@ -21,7 +21,7 @@ TORCH_PIN ?= torch==2.13.0
 MXNET_PIN := mxnet==1.9.1
 VENV_NP2 := .venv-numpy2
 
-.PHONY: all setup system slurm venv ovs test test-fast test-numpy2 demo demo-slurm bench clean-fabric help
+.PHONY: all setup system slurm venv venvs ovs test test-fast test-numpy2 demo demo-slurm bench clean-fabric help
 
 all: test
 
@@ -106,7 +106,7 @@ ovs:
 # `fast_only` tests (the small budget of a slow test) are left out: the slow one runs.
 TEST_WORKERS ?= auto
 TEST_REPORTS := $(VENV)/test-reports
-test: setup test-numpy2
+test: system slurm ovs venvs
 	$(VENV)/bin/lint-imports
 	@mkdir -p $(TEST_REPORTS); rm -f $(TEST_REPORTS)/unit.xml $(TEST_REPORTS)/fabric.xml; rc=0; \
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not fast_only" \
@@ -122,6 +122,19 @@ test: setup test-numpy2
 test-fast: venv
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -m "not slow" tests/unit $(PYTEST_ARGS)
+
+# Both venvs, with the numpy-2 checks (test-numpy2) run beside the main venv's pip install:
+# that install is one process, much of it unpacking wheels to the disk, and the checks need
+# only their own venv. That venv is built first, alone: two editable installs at once
+# would both write sluice.egg-info in the checkout. The checks' output is shown when both
+# are done; a failure of either stops here.
+venvs:
+	@$(MAKE) --no-print-directory $(VENV_NP2)/.installed
+	@$(MAKE) --no-print-directory test-numpy2 >$(VENV_NP2)/check.log 2>&1 & checks=$$!; \
+	$(MAKE) --no-print-directory venv; venv_rc=$$?; \
+	wait $$checks; checks_rc=$$?; cat $(VENV_NP2)/check.log; \
+	[ $$checks_rc -eq 0 ] || echo "make test-numpy2 failed (its output above)" >&2; \
+	[ $$venv_rc -eq 0 ] && [ $$checks_rc -eq 0 ]
 
 # The PS runtime on numpy >= 2 (same Python): its own venv, the compatibility tests, the
 # PS-runtime tests and one real `sluice train` job.

@@ -336,7 +336,6 @@ def run_train(args: argparse.Namespace) -> int:
 def train(opts: TrainOptions) -> int:
     """Check every option, then run the job (exit status: 0 done or suspended, 1 failed)."""
     from sluice_common.jobspec import load_jobs
-    from ps_runtime.models import MODEL_NAMES
     from ps_runtime.plan import HostPlan
 
     from sluice_common.models import MODELS
@@ -356,8 +355,10 @@ def train(opts: TrainOptions) -> int:
     info = describe(compute, opts.profile, opts.device)
     if not (opts.bw_scale > 0 and math.isfinite(opts.bw_scale)):
         raise InputError("argument", f"must be a number > 0, got {opts.bw_scale}", field="--bw-scale")
-    if compute == "emulated":
-        MODEL_NAMES = tuple(MODELS)          # noqa: N806 -- any model with a parameter count
+    if compute == "torch":     # ps_runtime.models imports torch: only when it computes
+        from ps_runtime.models import MODEL_NAMES
+    else:                      # the emulated worker needs a parameter count and a profile
+        MODEL_NAMES = tuple(MODELS)          # noqa: N806
     if spec.model not in MODEL_NAMES:
         raise InputError(opts.jobs, f"model '{spec.model}' cannot be trained by the PS runtime "
                          f"(trainable: {', '.join(MODEL_NAMES)})", element=f"job '{spec.name}'",
