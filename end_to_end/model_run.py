@@ -15,7 +15,7 @@ policy sees its workers' batches, so the dry run decides as the live run does wh
 the model times the jobs as the fabric does.
 
 :func:`model_run` -> a :class:`ModelRun`: every job's runs (start, stop, placement,
-batches) as ``planned_records`` gives them, and its predicted JCT (exit - arrival).
+batches) with the exchange facts of its first, and its predicted JCT (exit - arrival).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ class _Segment:
 
 @dataclass
 class ModelRun:
-    """What the dry run did: per job its record (``planned_records``' fields) and
+    """What the dry run did: per job its record (its first run's placement, start and
+    batches, its ``segments``, the exchange facts) and
     predicted JCT (s; a job that never ended has none)."""
     records: list[dict] = field(default_factory=list)
     jct: dict[str, float] = field(default_factory=dict)

@@ -1,7 +1,10 @@
 """The exchange model's JCT of every job of one pass (``sluice demo``), priority off or on
 (``sluice_common.exchange``, the one exchange model). Pure: from placements and start
-times (``sluice demo`` takes them from the dry run, before its passes:
-``end_to_end.run.planned_records``), never from measured durations.
+times, never from measured durations. The dry run (``end_to_end.model_run``, what
+``sluice demo`` predicts with) times its jobs with this module's pieces
+(:func:`startup_of`, :func:`shared_batch_s`, :func:`server_s`); :func:`predict_pass`
+prices a pass whose starts and placements are given, the same model stepped on its own,
+which the dry run's tests check it against.
 
 Per job (a record of ``RealTimeRun.result()["jobs"]``: ``ps_hosts``, ``worker_hosts``,
 ``batches`` per worker, ``bytes_per_batch``, ``batch_compute_s``, ``keys``,
@@ -96,7 +99,7 @@ def _classes(jobs: list[dict], done: dict[str, float], rule: str | None) -> dict
 
 
 def _segments(rec: dict) -> list[dict]:
-    """The job's runs (``planned_records``' ``segments``: start, stop or None, placement,
+    """The job's runs (the dry run's ``segments``: start, stop or None, placement,
     batches per worker); a record without them runs once, from its ``start`` to its end."""
     return rec.get("segments") or [{k: rec.get(k) for k in ("start", "ps_hosts",
                                                             "worker_hosts", "batches")}]

@@ -195,7 +195,7 @@ def run_estimator(topology, compute: str, profile: str | None = None):
 
 def warm_pool_sizes(topology, planned: list[dict] | None) -> dict[str, int] | int:
     """Each host's warm pool for a pass whose jobs start as ``planned`` (the dry run's
-    placements, :func:`planned_records`): every process they will take on that host plus a
+    placements, ``end_to_end.model_run``' records): every process they will take on that host plus a
     spare (WARM_PER_HOST everywhere without a plan)."""
     from ps_runtime.warm import pool_sizes, processes_per_host
 
@@ -336,14 +336,3 @@ def dry_run(jobs, topology, config: RunConfig) -> int:
               lambda t, plan: print("\n".join(
         f"{t:9.1f} s  {line}" for line in plan.lines(names))))
     return 0
-
-
-def planned_records(jobs, topology, config: RunConfig) -> list[dict]:
-    """The dry run's (``end_to_end.model_run``) first start of every job as run records
-    (placement, start, batches and the exchange facts), and its ``segments``: every run
-    of the job in the dry run, its launch and, when the policy suspended it (``las``,
-    ``sluice``), when it stopped, each with its placement and batches."""
-    from end_to_end.model_run import model_run
-
-    return model_run(jobs, topology, config,
-                     run_estimator(topology, config.compute, config.profile)).records

@@ -3,6 +3,7 @@
 import pytest
 
 from end_to_end.predict import link_job, predict_pass
+from end_to_end.model_run import model_run
 from sluice_common.exchange import ExchangeConstants, Sharer
 from topologies import load_topology
 
@@ -96,7 +97,8 @@ def test_demo_predictions_come_from_the_dry_run_before_any_pass():
     config = cli.run_config(ap.parse_args(["--compute", "emulated"]), jobs=str(run.DEMO_JOBS),
                             topology=run.DEMO_TOPOLOGY)
     jobs, topology = run.validate(config)
-    planned = run.planned_records(jobs, topology, config)
+    planned = model_run(jobs, topology, config, run.run_estimator(
+        topology, config.compute, config.profile)).records
     assert [r["name"] for r in planned] == [j.name for j in jobs]
     for r in planned:
         assert r["start"] >= r["arrival"] and r["batches"] >= 1 and r["bytes_per_batch"] > 0
@@ -136,7 +138,7 @@ def test_a_suspended_job_is_idle_between_its_runs_and_pays_each_start_up():
     assert "cut" not in predict_pass(TOPO, [cut], None, 1.0, C)
 
 
-def test_planned_records_carry_the_dry_runs_suspensions():
+def test_the_dry_runs_records_carry_its_suspensions():
     from end_to_end import run
     from end_to_end.arms import ARMS
     from end_to_end.demo_arms import arm_config, workload
@@ -147,7 +149,8 @@ def test_planned_records_carry_the_dry_runs_suspensions():
                                       compute="emulated"), ARMS["d"])
     # a draw (tuning seed 1000) on which the sluice policy suspends its first, long job
     jobs = workload(topology, config, 1000, DrawSpec(jobs=10)).jobs
-    planned = run.planned_records(jobs, topology, config)
+    planned = model_run(jobs, topology, config, run.run_estimator(
+        topology, config.compute, config.profile)).records
     assert [r["name"] for r in planned] == [j.name for j in jobs]
     suspended = [r for r in planned if len(r["segments"]) > 1]
     assert suspended

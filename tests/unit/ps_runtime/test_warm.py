@@ -11,8 +11,9 @@ import io
 import os
 from collections import Counter
 
+from end_to_end.model_run import model_run
 from end_to_end.run import (DEMO_JOBS, DEMO_TOPOLOGY, WARM_PER_HOST, RunConfig,
-                            planned_records, validate, warm_pool_sizes)
+                            run_estimator, validate, warm_pool_sizes)
 from ps_runtime.launcher import PSJob, WorkerOptions
 from ps_runtime.plan import HostPlan, Node
 from ps_runtime.warm import WarmRunner, pool_sizes, processes_per_host
@@ -72,7 +73,8 @@ def test_pool_sizes_add_a_spare_within_bounds():
 def test_demo_pools_cover_every_process_its_plan_starts_on_a_host():
     config = RunConfig(jobs=str(DEMO_JOBS), topology=DEMO_TOPOLOGY)
     jobs, topology = validate(config)
-    planned = planned_records(jobs, topology, config)
+    planned = model_run(jobs, topology, config,
+                        run_estimator(topology, config.compute, config.profile)).records
     sizes = warm_pool_sizes(topology, planned)
     need = processes_per_host((r["ps_hosts"], r["worker_hosts"]) for r in planned)
     assert set(sizes) == {h.name for h in topology.hosts}
