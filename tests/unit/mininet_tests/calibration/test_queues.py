@@ -39,10 +39,12 @@ def test_the_queue_stage_fits_back_constants_the_model_itself_measured():
     assert got.fair_round_bytes == pytest.approx(30000.0, rel=1e-3)
     assert got.priority_cost == pytest.approx(1.4, rel=1e-3)
     assert got.backlog_bytes == pytest.approx(150000.0, rel=1e-3)
-    # a stage the measurements lack keeps its constant (an older calibration's --from)
+    # a stage the measurements lack keeps its constant (an older calibration's --from);
+    # one stage measured: the three others keep theirs
     kept, partial = fit_queues(start, {"rtt_s": rtt_s, "runs": {
-        q: r for q, r in runs.items() if q != "priority"}}, capacity)
-    assert kept.priority_cost == 1.0 and "priority" not in partial
+        "off-shallow": runs["off-shallow"]}}, capacity)
+    assert (kept.priority_cost, kept.fair_round_bytes, kept.backlog_bytes) == (1.0, 0.0, 0.0)
+    assert set(partial) == {"off-shallow"} and kept.loss_timeouts != start.loss_timeouts
     assert not any(r["clamped"] for r in report.values())
     assert report["off-shallow"]["model_with_term_s"] == pytest.approx(
         report["off-shallow"]["probes_measured_s"], rel=1e-3)
