@@ -1,6 +1,7 @@
 """``sluice demo --arms a,d`` end to end on the fabric, on a reduced workload (the first
-three jobs of the seeded draw): comparison.json has the shape end_to_end.arms_report
-documents, every job of both arms finished, and each arm's figures are its jobs'."""
+three jobs of the seeded draw, 3 batches a worker): comparison.json has the shape
+end_to_end.arms_report documents, every job of both arms finished, and each arm's figures
+are its jobs'."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from support.paths import REPO
 def test_demo_two_arms_writes_the_comparison(tmp_path):
     out = tmp_path / "demo"
     proc = subprocess.run([sys.executable, "-m", "sluice", "demo", "--arms", "a,d", "--jobs", "3",
-                           "--out", str(out)], cwd=REPO, capture_output=True, text=True,
-                          timeout=600)
+                           "--batches", "3", "--out", str(out)], cwd=REPO, capture_output=True,
+                          text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "arm a (1/2)" in proc.stderr and "arm d (2/2)" in proc.stderr     # progress
     # every PS process came from a host's fork server (ps_runtime.zygote): none cold
