@@ -32,7 +32,7 @@ from topologies import load_topology
 
 pytestmark = pytest.mark.fabric
 SLURM_TOPOLOGY = "two-rack"
-BATCHES = 60
+BATCHES = 30          # after batch 3, 27 batches of 0.2 s for a suspend to land
 
 
 def _service(env, tmp_path: Path, **options) -> SchedulerService:
