@@ -26,11 +26,12 @@ from support.preempt import ScriptedStep, _batches
 
 TOPO = load_topology("two-rack")
 EST = Estimator()
-BATCHES = 200
+BATCHES = 20
 # torch compute on the CPU, fixed seeds, two workers: a deterministic job. A suspend
-# request lands at the next batch boundary; at ~30 ms a batch, 12 batches ended in under
-# half a second, before the test had found the process and signalled it (a CI run once
-# finished the job first). 200 batches leave seconds to spare.
+# request lands at the next batch boundary; each test asks while the job starts (a
+# policy's Suspend as soon as it is launched, SIGUSR1 once its workers exist), seconds
+# before its first batch ends: the job stops after batch 1 whatever the machine's speed,
+# with none of the race a request made mid-run has against the job's end.
 
 
 def _command(job, decision, run_dir: Path) -> str:
@@ -114,10 +115,10 @@ def test_a_suspended_local_job_resumes_on_other_gpus_bitwise_equal_to_a_straight
     job = _submit(svc, "moved")
     _start(svc, job, "h1", [2, 3])
     first = Path(svc.store.get(job).run_dir)
-    _until(lambda: _batches(first) >= 3)
-    svc.policy.next = [Suspend(job, 4.0, "policy")]
+    svc.policy.next = [Suspend(job, 4.0, "policy")]     # while it starts: after batch 1
     svc.tick()
     rec = svc.store.get(job)
+    assert rec.resume["batch"] == 1 and _batches(first) == 1, rec.resume
     assert rec.state == "queued" and rec.gpus is None and svc.health()["free_gpus"] == 16
     assert rec.resume["checkpoint"] == str(first / "ps" / "checkpoint")
     assert 0 < rec.resume["work_left"] < 1 and rec.resume["suspend_s"] > 0
@@ -150,7 +151,8 @@ def test_sigusr1_suspends_a_local_job_and_the_service_requeues_it(tmp_path):
     job = _submit(svc, "signalled")
     _start(svc, job, "h2", [0, 1])
     run_dir = Path(svc.store.get(job).run_dir)
-    _until(lambda: _batches(run_dir) >= 2)
+    # sluice train handles SIGUSR1 from before it starts the workers
+    _until(lambda: (run_dir / "ps" / "worker0.log").exists())
     group = int((run_dir / "pid").read_text())
     # sluice train itself (Slurm's --signal=B:USR1 signals the batch shell that runs it)
     (train,) = [pid for pid in _group(group)
