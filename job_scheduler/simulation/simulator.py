@@ -103,6 +103,7 @@ from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecis
 from job_scheduler.core.estimator import OWN_KEYS, OWN_WINDOW, Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.simulation.job_records import job_records
+from job_scheduler.simulation.send_shares import SendShares, direct_sums
 from job_scheduler.core.mechanisms import shared_gpus, stopped
 from job_scheduler.core.priority_pricing import (placement_flows, rank_item, rank_levels,
                                                  rule_size, sized_load, uplink_capacities)
@@ -149,13 +150,12 @@ class SimResult:
 
 @dataclass
 class _UplinkLevels:
-    """One uplink's strict-priority figures at one version, as of instant ``at``: its jobs
-    (``on``, by key) and their ``level``; the levels its sending jobs are at
+    """One uplink's strict-priority figures at one version: its jobs (``on``, by key) and
+    their ``level`` when the version began; the levels its sending jobs are at
     (``present``, ascending), the Mbit/s each is left by the more urgent ones (``lefts``,
     one more for past the last) and the sending flows at each (``counts``); and its
     sending jobs in its set's order as ``(job, level, run, flows there, servers)``."""
     ver: int
-    at: float
     on: list[int]
     level: dict[int, int]
     present: list[int]
@@ -164,6 +164,7 @@ class _UplinkLevels:
     entries: list[tuple]
     pairs: list[tuple[int, int]]            # (job, level) of ``entries``
     _before: dict[int, list[tuple]] = field(default_factory=dict)
+    _split: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
 
     def before(self, level: int) -> list[tuple]:
         """``(job, run, flows there, servers)`` of the sending jobs more urgent than
@@ -172,6 +173,14 @@ class _UplinkLevels:
         if got is None:
             got = self._before[level] = [(e[0], e[2], e[3], e[4]) for e in self.entries
                                          if e[1] < level]
+        return got
+
+    def split(self, level: int) -> tuple[list[int], list[int]]:
+        """The sending jobs at ``level`` or more urgent, and those less urgent."""
+        got = self._split.get(level)
+        if got is None:
+            got = self._split[level] = ([i for i, lvl in self.pairs if lvl <= level],
+                                        [i for i, lvl in self.pairs if lvl > level])
         return got
 
 
@@ -279,6 +288,8 @@ class Simulator(Pricing):
         # is re-timed, -1 before its first timing): what the others' queue waits and the
         # senders' share read of it, read far more often than it changes
         self._send = [-1.0] * len(self.jobs)
+        # each uplink's senders' shares kept summed (``_shares``), by uplink version
+        self._send_sums: dict[int, tuple[int, SendShares]] = {}
         self._sharers: dict[tuple[int, int], tuple[Run, object]] = {}   # _sharer's
         self._in_flight_memo: dict[tuple[int, int], float] = {}         # _in_flight's
         self.uplink_used = [0.0] * len(topology.racks)
@@ -464,21 +475,17 @@ class Simulator(Pricing):
 
     def _uplink_levels(self, r: int) -> "_UplinkLevels":
         """Uplink ``r``'s strict-priority figures now (``_UplinkLevels``): what every
-        job re-timed at one instant reads of it, worked out once per version."""
-        ver, now = self._uplink_ver[r], self.now
+        job re-timed reads of it, worked out once per version. The levels are ranked when
+        the version begins, that is when a job crossing the uplink starts, stops or ends
+        its start-up hold (or, with ``rerank``, at every slot), and stand until then
+        (module doc): a job re-timed for an event on another of its uplinks reads these
+        as they are."""
+        ver = self._uplink_ver[r]
         got = self._tables.get(r)
         if got is not None and got.ver == ver:
-            if got.at == now:
-                return got
-            # the same jobs at a later instant: the figures stand while their levels do
-            level = self._levels(got.on)
-            if level == got.level:
-                got.at = now
-                return got
-            on = got.on
-        else:
-            on = sorted(self.uplink_jobs[r])
-            level = self._levels(on)
+            return got
+        on = sorted(self.uplink_jobs[r])
+        level = self._levels(on)
         holding, running = self._holding, self.running
         live = [i for i in on if i not in holding]
         present = sorted({level[i] for i in live})
@@ -502,7 +509,7 @@ class Simulator(Pricing):
             other = running[i]
             entries.append((i, level[i], other, other.flows[r],
                             max(len(other.placement.ps_hosts), 1)))
-        got = self._tables[r] = _UplinkLevels(ver, now, on, level, present, lefts, counts,
+        got = self._tables[r] = _UplinkLevels(ver, on, level, present, lefts, counts,
                                               entries, [(e[0], e[1]) for e in entries])
         return got
 
@@ -531,16 +538,17 @@ class Simulator(Pricing):
                                                         self.attained_thresholds)
         return got
 
-    def _priority_bandwidth(self, run: Run) -> float:
+    def _priority_bandwidth(self, run: Run, tables: dict[int, _UplinkLevels]) -> float:
         """The job's bandwidth under strict priority on the uplinks it crosses (module
-        doc): its level's per-flow share of what the more urgent levels leave."""
+        doc): its level's per-flow share of what the more urgent levels leave
+        (``tables``: each uplink's ``_uplink_levels`` now)."""
         bw = run.base_bw
         nps = max(len(run.placement.ps_hosts), 1)
         holding = run.j in self._holding
         for r, f in run.flows.items():
             # class_capacity(cap, the other senders at or before the job's level, its
             # level, f): the less urgent levels take nothing from the job's
-            table = self._uplink_levels(r)
+            table = tables[r]
             mine = table.level[run.j]
             left = table.lefts[bisect.bisect_left(table.present, mine)]
             flows = table.counts.get(mine, 0) + (f if holding else 0)
@@ -579,7 +587,20 @@ class Simulator(Pricing):
             bw = min(bw, nps * self.uplink_cap[r] / self._senders(run, r, self.uplink_jobs[r]))
         return bw
 
-    def _round_wait(self, run: Run, sparse: bool = False) -> float:
+    def _shares(self, r: int) -> SendShares:
+        """Uplink ``r``'s senders (``_uplink_live``) that have been timed, their send
+        shares kept summed; rebuilt when the uplink's version moves on, kept up to date as
+        each is re-timed in between (``_retime``)."""
+        ver = self._uplink_ver[r]
+        got = self._send_sums.get(r)
+        if got is None or got[0] != ver:
+            send = self._send
+            got = self._send_sums[r] = (ver, SendShares(
+                (i, send[i]) for i in self._uplink_live(r) if send[i] >= 0))
+        return got[1]
+
+    def _round_wait(self, run: Run, sparse: bool = False,
+                    tables: dict[int, _UplinkLevels] | None = None) -> float:
         """What one message round of the job waits in the rack uplinks' queues, summed
         over the uplinks it crosses (a cross-rack pair crosses its worker's and its
         server's): behind the other jobs there of its priority level and the more urgent
@@ -590,11 +611,41 @@ class Simulator(Pricing):
         (``ExchangePricing``'s module doc). A batch's round carries the job's window of
         keys (``ExchangePricing.window_bytes``: a flow with more than a burst in flight
         waits the senders' whole backlog, ``ExchangePricing.bulk_round``); ``sparse``: a
-        start-up's control messages, on a connection with nothing else queued."""
+        start-up's control messages, on a connection with nothing else queued.
+        ``tables``: each uplink's ``_uplink_levels`` now, when the caller has them.
+        Where the wait reads only the busy share and the sum of the senders ahead
+        (``ExchangePricing.waits_on_sums``) it takes them from the uplink's kept sums
+        (``_shares``), leaving out the job and the less urgent levels, or sums the few
+        ahead afresh when they are fewer than those left out."""
         pricing = self.estimator.exchange
         total = 0.0
         in_flight = None if sparse else self._in_flight(run)
         send, j = self._send, run.j
+        if pricing.waits_on_sums(in_flight):
+            for r in run.flows:
+                used = 0.0
+                if not self.priority:       # one class: every other sender is ahead
+                    busy, senders = self._shares(r).without((j,))
+                else:
+                    table = tables[r] if tables is not None else self._uplink_levels(r)
+                    mine = table.level[j]
+                    if not table.present or mine >= table.present[-1]:
+                        upto, after = None, ()      # no sender is less urgent than the job
+                    else:
+                        upto, after = table.split(mine)
+                    if upto is not None and len(upto) <= len(after) + 1:
+                        busy, senders = direct_sums(
+                            [send[i] for i in upto if i != j and send[i] >= 0])
+                    else:
+                        busy, senders = self._shares(r).without((j, *after))
+                    for i, other, f, nps in table.before(mine):
+                        rho = send[i]
+                        if rho >= 0:
+                            used += f * other.bw / nps * rho
+                cap = self.uplink_cap[r]
+                left = max(cap - used, pricing.constants.min_share * cap)
+                total += pricing.round_wait_of_sums(busy, senders, left)
+            return total
         for r in run.flows:
             urgent, used = [], 0.0
             if not self.priority:       # one class: every other sender is ahead
@@ -678,14 +729,17 @@ class Simulator(Pricing):
         """Bring the job to ``now`` at its old rate, then schedule its completion at
         the rate its current uplink sharing gives (``force``: its slowdown changed)."""
         self._advance(run)
+        # every uplink's levels, read by both the bandwidth and the queue waits
+        tables = ({r: self._uplink_levels(r) for r in run.flows} if self.priority
+                  else None)
         if self.priority and not math.isinf(run.base_bw):
-            bw = self._priority_bandwidth(run)
+            bw = self._priority_bandwidth(run, tables)
         elif (self.share == "senders" and not math.isinf(run.base_bw)
               and self.bandwidth != "idle"):
             bw = self._sender_bandwidth(run)
         else:
             bw = self.live_bandwidth(run.placement, run.flows, run.base_bw, joining=False)
-        wait = self._round_wait(run) if self.estimator.exchange else 0.0
+        wait = self._round_wait(run, tables=tables) if self.estimator.exchange else 0.0
         if run.rate and bw == run.bw and wait == run.round_wait and not force:
             return
         run.bw, run.round_wait = bw, wait
@@ -696,7 +750,13 @@ class Simulator(Pricing):
         c_n = model.C(run.n, bw, path)
         iteration = c_n + model.queueing(run.n, wait)
         run.rate = 1.0 / (iteration * slowdown)
-        self._send[run.j] = min(1.0, model.one_way * model.comm(run.n, bw) * run.rate)
+        rho = self._send[run.j] = min(1.0, model.one_way * model.comm(run.n, bw) * run.rate)
+        if run.j not in self._holding:      # a holding job is no uplink's sender
+            sums, ver = self._send_sums, self._uplink_ver
+            for r in run.flows:
+                got = sums.get(r)
+                if got is not None and got[0] == ver[r]:
+                    got[1].set(run.j, rho)
         if iteration > 0:
             self._exch[run.j] = 1.0 - model.cost(run.n, path) / iteration
         if run.flows:
@@ -758,6 +818,7 @@ class Simulator(Pricing):
             if self._hold_ends:
                 self._end_holds()
             if self.rerank:
+                self._touch(range(len(self._uplink_ver)))    # every uplink ranks afresh
                 for k in list(self.running):
                     self._retime(self.running[k])
             while next_arrival < n_jobs and jobs[next_arrival].arrival <= self.now:
