@@ -90,6 +90,7 @@ is ``((k - 1) / (UTIL_BINS - 1), k / (UTIL_BINS - 1)]``).
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import math
 from collections import Counter
@@ -134,12 +135,18 @@ class SimResult:
     gpus: list[int] = field(repr=False, default_factory=list)   # GPU count each job ran at
     trace: list[tuple[float, float, float]] = field(repr=False, default_factory=list)  # (t,Q,Z)
     decisions: int = 0
-    # one record per job, in the workload's order (``job_records.job_records``)
-    job_records: list[dict] = field(repr=False, default_factory=list)
+    # the arguments of ``job_records.job_records`` (the property below builds from them)
+    record_args: tuple = field(repr=False, default=(), compare=False)
     # the instruments (module doc): running time spent exchanging, uplink-seconds per
     # utilisation bin (UTIL_BINS)
     exchange_share: float = 0.0
     uplink_time: list[float] = field(repr=False, default_factory=list)
+
+    @functools.cached_property
+    def job_records(self) -> list[dict]:
+        """One record per job, in the workload's order (``job_records.job_records``),
+        built on first read: a run read only for its figures never pays for a dict per job."""
+        return job_records(*self.record_args) if self.record_args else []
 
     def metrics(self) -> dict[str, float]:
         return {"avg_jct": self.avg_jct, "median_jct": self.median_jct, "p95_jct": self.p95_jct,
@@ -829,8 +836,8 @@ class Simulator(Pricing):
             avg_wait=float(wait.mean()), makespan=makespan, gpu_util=float(util),
             jct=jct.tolist(), gpus=list(self.ran_gpus),
             trace=list(self.policy.trace), decisions=self.decisions,
-            job_records=job_records(self.topology, self.jobs, self.placements,
-                                    self.ran_gpus, self.first_start, self.finish),
+            record_args=(self.topology, list(self.jobs), list(self.placements),
+                         list(self.ran_gpus), list(self.first_start), list(self.finish)),
             exchange_share=self.exchange_s / self.run_s if self.run_s > 0 else 0.0,
             uplink_time=uplink_time)
 
