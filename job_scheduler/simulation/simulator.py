@@ -700,16 +700,15 @@ class Simulator(Pricing):
         slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms) if self.mechanisms else 1
         model = self.models[run.j]
         path = self.exchange_path(run.placement)
-        c_n = model.C(run.n, bw, path)
-        iteration = c_n + model.queueing(run.n, wait)
+        cost, comm = model.cost(run.n, path), model.comm(run.n, bw)   # C(n) = cost + comm
+        iteration = cost + comm + model.queueing(run.n, wait)
         run.rate = 1.0 / (iteration * slowdown)
-        self._send[run.j] = min(1.0, model.one_way * model.comm(run.n, bw) * run.rate)
+        self._send[run.j] = min(1.0, model.one_way * comm * run.rate)
         if iteration > 0:
-            self._exch[run.j] = 1.0 - model.cost(run.n, path) / iteration
+            self._exch[run.j] = 1.0 - cost / iteration
         if run.flows:
             nps = max(len(run.placement.ps_hosts), 1)
-            self._use_uplinks(run.j, run.flows,
-                              bw / nps * model.comm(run.n, bw) * run.rate)
+            self._use_uplinks(run.j, run.flows, bw / nps * comm * run.rate)
         self._version[run.j] += 1
         heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
                                     self._version[run.j], run.j))
