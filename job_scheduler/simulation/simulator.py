@@ -90,6 +90,7 @@ is ``((k - 1) / (UTIL_BINS - 1), k / (UTIL_BINS - 1)]``).
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import math
 from collections import Counter
@@ -135,12 +136,18 @@ class SimResult:
     gpus: list[int] = field(repr=False, default_factory=list)   # GPU count each job ran at
     trace: list[tuple[float, float, float]] = field(repr=False, default_factory=list)  # (t,Q,Z)
     decisions: int = 0
-    # one record per job, in the workload's order (``job_records.job_records``)
-    job_records: list[dict] = field(repr=False, default_factory=list)
+    # the arguments of ``job_records.job_records`` (the property below builds from them)
+    record_args: tuple = field(repr=False, default=(), compare=False)
     # the instruments (module doc): running time spent exchanging, uplink-seconds per
     # utilisation bin (UTIL_BINS)
     exchange_share: float = 0.0
     uplink_time: list[float] = field(repr=False, default_factory=list)
+
+    @functools.cached_property
+    def job_records(self) -> list[dict]:
+        """One record per job, in the workload's order (``job_records.job_records``),
+        built on first read: a run read only for its figures never pays for a dict per job."""
+        return job_records(*self.record_args) if self.record_args else []
 
     def metrics(self) -> dict[str, float]:
         return {"avg_jct": self.avg_jct, "median_jct": self.median_jct, "p95_jct": self.p95_jct,
@@ -747,10 +754,10 @@ class Simulator(Pricing):
         slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms) if self.mechanisms else 1
         model = self.models[run.j]
         path = self.exchange_path(run.placement)
-        c_n = model.C(run.n, bw, path)
-        iteration = c_n + model.queueing(run.n, wait)
+        cost, comm = model.cost(run.n, path), model.comm(run.n, bw)   # C(n) = cost + comm
+        iteration = cost + comm + model.queueing(run.n, wait)
         run.rate = 1.0 / (iteration * slowdown)
-        rho = self._send[run.j] = min(1.0, model.one_way * model.comm(run.n, bw) * run.rate)
+        rho = self._send[run.j] = min(1.0, model.one_way * comm * run.rate)
         if run.j not in self._holding:      # a holding job is no uplink's sender
             sums, ver = self._send_sums, self._uplink_ver
             for r in run.flows:
@@ -758,11 +765,10 @@ class Simulator(Pricing):
                 if got is not None and got[0] == ver[r]:
                     got[1].set(run.j, rho)
         if iteration > 0:
-            self._exch[run.j] = 1.0 - model.cost(run.n, path) / iteration
+            self._exch[run.j] = 1.0 - cost / iteration
         if run.flows:
             nps = max(len(run.placement.ps_hosts), 1)
-            self._use_uplinks(run.j, run.flows,
-                              bw / nps * model.comm(run.n, bw) * run.rate)
+            self._use_uplinks(run.j, run.flows, bw / nps * comm * run.rate)
         self._version[run.j] += 1
         heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
                                     self._version[run.j], run.j))
@@ -890,8 +896,8 @@ class Simulator(Pricing):
             avg_wait=float(wait.mean()), makespan=makespan, gpu_util=float(util),
             jct=jct.tolist(), gpus=list(self.ran_gpus),
             trace=list(self.policy.trace), decisions=self.decisions,
-            job_records=job_records(self.topology, self.jobs, self.placements,
-                                    self.ran_gpus, self.first_start, self.finish),
+            record_args=(self.topology, list(self.jobs), list(self.placements),
+                         list(self.ran_gpus), list(self.first_start), list(self.finish)),
             exchange_share=self.exchange_s / self.run_s if self.run_s > 0 else 0.0,
             uplink_time=uplink_time)
 
