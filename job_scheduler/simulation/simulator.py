@@ -159,9 +159,11 @@ class SimResult:
 class _UplinkLevels:
     """One uplink's strict-priority figures at one version: its jobs (``on``, by key) and
     their ``level`` when the version began; the levels its sending jobs are at
-    (``present``, ascending), the Mbit/s each is left by the more urgent ones (``lefts``,
-    one more for past the last) and the sending flows at each (``counts``); and its
-    sending jobs in its set's order as ``(job, level, run, flows there, servers)``."""
+    (``present``, ascending), the Mbit/s each is left by the more urgent ones (``lefts``;
+    what is left past the last, which only a job holding at a level of its own reads, is
+    worked out when first asked: ``Simulator._left_at``) and the sending flows at each
+    (``counts``); and its sending jobs in its set's order as ``(job, level, run, flows
+    there, servers)``."""
     ver: int
     on: list[int]
     level: dict[int, int]
@@ -172,6 +174,7 @@ class _UplinkLevels:
     pairs: list[tuple[int, int]]            # (job, level) of ``entries``
     _before: dict[int, list[tuple]] = field(default_factory=dict)
     _split: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
+    _used: dict[int, float] = field(default_factory=dict)
 
     def before(self, level: int) -> list[tuple]:
         """``(job, run, flows there, servers)`` of the sending jobs more urgent than
@@ -181,6 +184,28 @@ class _UplinkLevels:
             got = self._before[level] = [(e[0], e[2], e[3], e[4]) for e in self.entries
                                          if e[1] < level]
         return got
+
+    def used_before(self, level: int, send: Sequence[float]) -> float:
+        """The Mbit/s the sending jobs more urgent than ``level`` use of the uplink, each
+        flow's rate times its job's send share (``send``, by job; < 0: not timed yet),
+        kept until one of them is re-timed (:meth:`moved`)."""
+        got = self._used.get(level)
+        if got is None:
+            got = 0.0
+            for i, other, f, nps in self.before(level):
+                rho = send[i]
+                if rho >= 0:
+                    got += f * other.bw / nps * rho
+            self._used[level] = got
+        return got
+
+    def moved(self, j: int) -> None:
+        """Job ``j``'s rate or send share changed: what the levels after its own were
+        told the more urgent ones use is stale."""
+        mine = self.level.get(j)
+        if mine is not None and self._used:
+            for k in [k for k in self._used if k > mine]:
+                del self._used[k]
 
     def split(self, level: int) -> tuple[list[int], list[int]]:
         """The sending jobs at ``level`` or more urgent, and those less urgent."""
@@ -506,11 +531,14 @@ class Simulator(Pricing):
             count = sum(running[i].flows[r] for i in here)
             lefts.append(left)
             counts[k] = count
+            if k == present[-1]:
+                break               # what the last level leaves: _left_at, when asked
             share = left / count if count else left
             for i in here:
                 left -= self._sharer(i, r, k).used(share)
             left = max(left, 1e-9 * cap)
-        lefts.append(left)
+        if not present:
+            lefts.append(left)
         entries = []
         for i in self._uplink_live(r):
             other = running[i]
@@ -545,6 +573,23 @@ class Simulator(Pricing):
                                                         self.attained_thresholds)
         return got
 
+    def _left_at(self, r: int, table: _UplinkLevels, level: int) -> float:
+        """The Mbit/s the levels more urgent than ``level`` leave on uplink ``r``
+        (``table``: its ``_uplink_levels``); past the last level, what that level leaves
+        too, worked out once."""
+        k = bisect.bisect_left(table.present, level)
+        lefts = table.lefts
+        if k == len(lefts):             # past the last level: its use comes off too
+            last, cap = table.present[-1], self.uplink_cap[r]
+            left = lefts[-1]
+            count = table.counts[last]
+            share = left / count if count else left
+            holding, level_of = self._holding, table.level
+            for i in [i for i in table.on if i not in holding and level_of[i] == last]:
+                left -= self._sharer(i, r, last).used(share)
+            lefts.append(max(left, 1e-9 * cap))
+        return lefts[k]
+
     def _priority_bandwidth(self, run: Run, tables: dict[int, _UplinkLevels]) -> float:
         """The job's bandwidth under strict priority on the uplinks it crosses (module
         doc): its level's per-flow share of what the more urgent levels leave
@@ -557,7 +602,7 @@ class Simulator(Pricing):
             # level, f): the less urgent levels take nothing from the job's
             table = tables[r]
             mine = table.level[run.j]
-            left = table.lefts[bisect.bisect_left(table.present, mine)]
+            left = self._left_at(r, table, mine)
             flows = table.counts.get(mine, 0) + (f if holding else 0)
             if self.share == "senders":
                 on, level = table.on, table.level
@@ -645,10 +690,7 @@ class Simulator(Pricing):
                             [send[i] for i in upto if i != j and send[i] >= 0])
                     else:
                         busy, senders = self._shares(r).without((j, *after))
-                    for i, other, f, nps in table.before(mine):
-                        rho = send[i]
-                        if rho >= 0:
-                            used += f * other.bw / nps * rho
+                    used = table.used_before(mine, send)
                 cap = self.uplink_cap[r]
                 left = max(cap - used, pricing.constants.min_share * cap)
                 total += pricing.round_wait_of_sums(busy, senders, left)
@@ -759,11 +801,14 @@ class Simulator(Pricing):
         run.rate = 1.0 / (iteration * slowdown)
         rho = self._send[run.j] = min(1.0, model.one_way * comm * run.rate)
         if run.j not in self._holding:      # a holding job is no uplink's sender
-            sums, ver = self._send_sums, self._uplink_ver
+            sums, tables, ver = self._send_sums, self._tables, self._uplink_ver
             for r in run.flows:
                 got = sums.get(r)
                 if got is not None and got[0] == ver[r]:
                     got[1].set(run.j, rho)
+                table = tables.get(r)
+                if table is not None and table.ver == ver[r]:
+                    table.moved(run.j)
         if iteration > 0:
             self._exch[run.j] = 1.0 - cost / iteration
         if run.flows:
