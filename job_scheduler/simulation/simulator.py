@@ -202,10 +202,12 @@ class _UplinkLevels:
     def moved(self, j: int) -> None:
         """Job ``j``'s rate or send share changed: what the levels after its own were
         told the more urgent ones use is stale."""
-        mine = self.level.get(j)
-        if mine is not None and self._used:
-            for k in [k for k in self._used if k > mine]:
-                del self._used[k]
+        used = self._used
+        if used:
+            mine = self.level.get(j)
+            if mine is not None and mine < LEVELS - 1:      # no level is after the last
+                for k in [k for k in used if k > mine]:
+                    del used[k]
 
     def split(self, level: int) -> tuple[list[int], list[int]]:
         """The sending jobs at ``level`` or more urgent, and those less urgent."""
@@ -322,6 +324,7 @@ class Simulator(Pricing):
         self._send = [-1.0] * len(self.jobs)
         # each uplink's senders' shares kept summed (``_shares``), by uplink version
         self._send_sums: dict[int, tuple[int, SendShares]] = {}
+        self._run_cost: dict[int, tuple[Run, float]] = {}              # _retime's
         self._sharers: dict[tuple[int, int], tuple[Run, object]] = {}   # _sharer's
         self._in_flight_memo: dict[tuple[int, int], float] = {}         # _in_flight's
         self.uplink_used = [0.0] * len(topology.racks)
@@ -519,15 +522,18 @@ class Simulator(Pricing):
         on = sorted(self.uplink_jobs[r])
         level = self._levels(on)
         holding, running = self._holding, self.running
-        live = [i for i in on if i not in holding]
-        present = sorted({level[i] for i in live})
+        by_level: dict[int, list[int]] = {}         # the senders at each level, by key
+        for i in on:
+            if i not in holding:
+                by_level.setdefault(level[i], []).append(i)
+        present = sorted(by_level)
         cap = self.uplink_cap[r]
         # class_capacity's loop, once for every level: the Mbit/s each level is left by
         # the ones before it and the sending flows at it; a job's own level is priced on
         # the others at and before it only, the same for every job at that level
         left, lefts, counts = cap, [], {}
         for k in present:
-            here = [i for i in live if level[i] == k]
+            here = by_level[k]
             count = sum(running[i].flows[r] for i in here)
             lefts.append(left)
             counts[k] = count
@@ -795,8 +801,11 @@ class Simulator(Pricing):
         # a mechanism may slow it (packing: two jobs on one GPU)
         slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms) if self.mechanisms else 1
         model = self.models[run.j]
-        path = self.exchange_path(run.placement)
-        cost, comm = model.cost(run.n, path), model.comm(run.n, bw)   # C(n) = cost + comm
+        kept = self._run_cost.get(run.j)
+        if kept is None or kept[0] is not run:      # Cost(n) over its path: fixed for a run
+            kept = self._run_cost[run.j] = (run, model.cost(run.n,
+                                                            self.exchange_path(run.placement)))
+        cost, comm = kept[1], model.comm(run.n, bw)   # C(n) = cost + comm
         iteration = cost + comm + model.queueing(run.n, wait)
         run.rate = 1.0 / (iteration * slowdown)
         rho = self._send[run.j] = min(1.0, model.one_way * comm * run.rate)
