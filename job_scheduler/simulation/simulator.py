@@ -608,7 +608,8 @@ class Simulator(Pricing):
             # level, f): the less urgent levels take nothing from the job's
             table = tables[r]
             mine = table.level[run.j]
-            left = self._left_at(r, table, mine)
+            k = bisect.bisect_left(table.present, mine)
+            left = table.lefts[k] if k < len(table.lefts) else self._left_at(r, table, mine)
             flows = table.counts.get(mine, 0) + (f if holding else 0)
             if self.share == "senders":
                 on, level = table.on, table.level
@@ -680,10 +681,14 @@ class Simulator(Pricing):
         in_flight = None if sparse else self._in_flight(run)
         send, j = self._send, run.j
         if pricing.waits_on_sums(in_flight):
+            sums, ver = self._send_sums, self._uplink_ver      # _shares, where it is kept
+            min_share, caps = pricing.constants.min_share, self.uplink_cap
             for r in run.flows:
                 used = 0.0
+                kept = sums.get(r)
+                shares = kept[1] if kept is not None and kept[0] == ver[r] else self._shares(r)
                 if not self.priority:       # one class: every other sender is ahead
-                    busy, senders = self._shares(r).without((j,))
+                    busy, senders = shares.without((j,))
                 else:
                     table = tables[r] if tables is not None else self._uplink_levels(r)
                     mine = table.level[j]
@@ -695,10 +700,10 @@ class Simulator(Pricing):
                         busy, senders = direct_sums(
                             [send[i] for i in upto if i != j and send[i] >= 0])
                     else:
-                        busy, senders = self._shares(r).without((j, *after))
+                        busy, senders = shares.without((j, *after))
                     used = table.used_before(mine, send)
-                cap = self.uplink_cap[r]
-                left = max(cap - used, pricing.constants.min_share * cap)
+                cap = caps[r]
+                left = max(cap - used, min_share * cap)
                 total += pricing.round_wait_of_sums(busy, senders, left)
             return total
         for r in run.flows:
