@@ -138,11 +138,17 @@ def fifo_round_wait_s(ahead: Sequence[float], left: float, buffer_bytes: float,
     # simulation asks this at every uplink of every job it re-times, so the terms of
     # _queue_wait, backlog_bytes, _loss_wait and _overflow are written out here, each
     # the same floating-point operations in the same order.
-    if not left > 0 or buffer_bytes < 0:
-        raise ValueError("the class's rate must be > 0 and buffer_bytes >= 0")
     busy = 1.0 - math.prod([1.0 - (p if 0.0 <= p <= 1.0 else min(1.0, max(0.0, p)))
                             for p in ahead])
-    senders = sum(ahead)
+    return fifo_wait_of_sums(busy, sum(ahead), left, buffer_bytes, c, message_bytes)
+
+
+def fifo_wait_of_sums(busy: float, senders: float, left: float, buffer_bytes: float,
+                      c: WaitConstants, message_bytes: float | None = None) -> float:
+    """:func:`fifo_round_wait_s` of the two figures it reads of ``ahead``: ``busy =
+    busy_share(ahead)`` and ``senders = sum(ahead)``, for a caller that keeps them summed."""
+    if not left > 0 or buffer_bytes < 0:
+        raise ValueError("the class's rate must be > 0 and buffer_bytes >= 0")
     fill = min(1.0, c.queue_fill + c.queue_fill_per_sender * max(0.0, senders - 1))
     backlog = max(buffer_bytes, c.backlog_bytes)
     arriving = (1.0 + senders) * c.burst_bytes

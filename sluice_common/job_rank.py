@@ -39,7 +39,7 @@ one of the same size).
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, NamedTuple
+from typing import Hashable, Iterable, Mapping, NamedTuple
 
 # attained: first demotion after this many bytes, then every ``factor`` times more.
 ATTAINED_BASE_BYTES = 4 << 20
@@ -100,8 +100,9 @@ def attained_bytes(j: JobLoad) -> float:
     return j.done_batches * per_batch * j.share
 
 
-def top_k_levels(keyed: list[tuple[tuple, str]], levels: int) -> dict[str, int]:
-    """Sorted keys -> the first ``levels - 1`` jobs one level each, the rest the last."""
+def top_k_levels(keyed: list[tuple[tuple, Hashable]], levels: int) -> dict[Hashable, int]:
+    """Sorted keys -> the first ``levels - 1`` jobs one level each, the rest the last
+    (the jobs by name, or by any key a caller ranks them by)."""
     check_levels(levels)
     keyed.sort()
     last = levels - 1

@@ -11,7 +11,6 @@ service store's), so the same history gives the same indices in every loop.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import ItemsView
 
 from sluice_common.placement import GpuGrant, Placement
@@ -82,7 +81,7 @@ class ClusterState:
         Checks everything before changing anything: ValueError when a host has too few
         free, :class:`~sluice_common.placement.GpuIndexError` for an index the host does
         not have."""
-        need = Counter(self.index[h] for h in placement.worker_hosts)
+        need = self._need(placement)
         for i, k in need.items():
             if self.free[i] < k:
                 raise ValueError(f"{placement.job}: host {self.names[i]} has {self.free[i]} "
@@ -94,9 +93,25 @@ class ClusterState:
                 self.free_ids[i] &= ~(1 << g)
             self.held.setdefault(placement.job, {}).setdefault(i, []).extend(ids[i])
         self.version += 1
-        return GpuGrant.of({self.names[i]: v for i, v in ids.items()})
+        return self._grant(ids)
 
-    def _choose_ids(self, placement: Placement, need: Counter,
+    def _need(self, placement: Placement) -> dict[int, int]:
+        """Host index -> the placement's workers there, in the order they first appear."""
+        need: dict[int, int] = {}
+        index = self.index
+        for h in placement.worker_hosts:
+            i = index[h]
+            need[i] = need.get(i, 0) + 1
+        return need
+
+    def _grant(self, ids: dict[int, list[int]]) -> GpuGrant:
+        """``GpuGrant.of`` of the state's own indices by host index: whole, distinct and
+        >= 0 as the state keeps them, so there is nothing to check (each start and end
+        makes one)."""
+        return GpuGrant(tuple(sorted((self.names[i], tuple(sorted(v)))
+                                     for i, v in ids.items() if v)))
+
+    def _choose_ids(self, placement: Placement, need: dict[int, int],
                     gpus: GpuGrant | None) -> dict[int, list[int]]:
         if gpus is None:
             return {i: _lowest_bits(self.free_ids[i], k) for i, k in need.items()}
@@ -120,13 +135,13 @@ class ClusterState:
     def release(self, placement: Placement) -> GpuGrant:
         """Free the placement's GPUs (the indices its job holds: the last taken first, so
         that a tentative allocate + release leaves the state as it was); returns them."""
-        need = Counter(self.index[h] for h in placement.worker_hosts)
+        need = self._need(placement)
         held = self.held.get(placement.job, {})
         for i, k in need.items():
             if len(held.get(i, ())) < k:
                 raise ValueError(f"{placement.job}: host {self.names[i]}: releases {k} "
                                  f"GPUs, holds {len(held.get(i, ()))}")
-        freed: dict[str, list[int]] = {}
+        freed: dict[int, list[int]] = {}
         for i, k in need.items():
             self._change(i, +k)
             ids = held[i][-k:]
@@ -135,11 +150,11 @@ class ClusterState:
                 del held[i]
             for g in ids:
                 self.free_ids[i] |= 1 << g
-            freed[self.names[i]] = ids
+            freed[i] = ids
         if not held:
             self.held.pop(placement.job, None)
         self.version += 1
-        return GpuGrant.of(freed)
+        return self._grant(freed)
 
     def transfer(self, src: str, dst: str) -> None:
         """The GPU indices job ``src`` holds pass to ``dst`` (a packed pair whose GPU

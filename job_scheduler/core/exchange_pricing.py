@@ -90,7 +90,7 @@ from sluice_common.exchange import (MTU_BYTES, ExchangeConstants, burst_credit,
                                     default_constants, fixed_batch_s, rounds, startup_time,
                                     transfer_s, wire_key_bytes)
 from sluice_common.exchange_waits import (backlog_bytes, fair_round_wait_s, fifo_round_wait_s,
-                                          loss_wait_s, queue_wait_s)
+                                          fifo_wait_of_sums, loss_wait_s, queue_wait_s)
 
 HARDWARE_HOP_S = 1e-6              # forwarding per hop in a real switch (module doc)
 KEY_BYTES = 4 * 2 ** 20            # the worker's bucket: ps_runtime's default bucket_mb, 4
@@ -254,6 +254,20 @@ class ExchangePricing:
         if urgent:
             wait += queue_wait_s(list(urgent), cap, self.urgent_bytes or 0.0, c)
         return wait
+
+    def waits_on_sums(self, in_flight_bytes: float | None) -> bool:
+        """Does a round of a flow with ``in_flight_bytes`` in flight wait only on the busy
+        share and the sum of the senders ahead (a FIFO class, not a bulk round, each
+        uplink counted on its own), so that :meth:`round_wait_of_sums` prices it?"""
+        return (self.queue == "fifo" and self.waits == "uplinks"
+                and not self.bulk_round(in_flight_bytes))
+
+    def round_wait_of_sums(self, busy: float, senders: float,
+                           class_rate_mbps: float) -> float:
+        """:meth:`round_wait_s` where :meth:`waits_on_sums` holds, of ``busy =
+        busy_share(ahead)`` and ``senders = sum(ahead)``."""
+        rate = class_rate_mbps * self.scale * 1e6 / 8
+        return fifo_wait_of_sums(busy, senders, rate, self.buffer_bytes, self.constants)
 
     def bulk_round(self, in_flight_bytes: float | None) -> bool:
         """Is a round of a flow with ``in_flight_bytes`` in flight a bulk one (module

@@ -82,11 +82,15 @@ def _make(state: ClusterState, job: str, counts: dict[int, int], num_ps: int,
 def _first_fit(free: list[int], n: int, order: Sequence[int]) -> dict[int, int]:
     """Take free GPUs host by host in ``order`` until n (``free`` is updated)."""
     counts: dict[int, int] = {}
+    if n <= 0:
+        return counts
+    # most hosts of a busy cluster have none free: skip them at one test each
     for h in order:
-        take = min(n, free[h])
-        if take:
+        f = free[h]
+        if f > 0:
+            take = n if n < f else f
             counts[h] = take
-            free[h] -= take
+            free[h] = f - take
             n -= take
             if not n:
                 break

@@ -103,8 +103,9 @@ def sized_load(key: int, total: int, size: int, remaining: float,
 
 def rank_item(rule: rank_rules.RankRule, load: job_rank.JobLoad):
     """What :func:`rank_levels` reads of one job's load under ``rule``: an ORDER rule's
-    sort key and job (what :meth:`RankRule.job_levels` sorts), any other rule's load."""
-    return (rule.key(load), load.job) if rule.shape == rank_rules.ORDER else load
+    sort key and the job's own key (``sized_load``'s ``order``: unique, so it sorts as
+    :meth:`RankRule.job_levels` sorts the key and job name), any other rule's load."""
+    return (rule.key(load), load.order) if rule.shape == rank_rules.ORDER else load
 
 
 def rank_levels(rule: rank_rules.RankRule, items: Sequence,
@@ -117,7 +118,7 @@ def rank_levels(rule: rank_rules.RankRule, items: Sequence,
     if thresholds is not None:
         got = job_rank.attained_levels_at(items, thresholds)
     elif rule.shape == rank_rules.ORDER:
-        got = job_rank.top_k_levels(list(items), LEVELS)
+        return job_rank.top_k_levels(list(items), LEVELS)      # keyed by the job keys
     else:
         got = rule.job_levels(items, LEVELS)
     return {int(k): v for k, v in got.items()}

@@ -90,6 +90,7 @@ is ``((k - 1) / (UTIL_BINS - 1), k / (UTIL_BINS - 1)]``).
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import math
 from collections import Counter
@@ -103,6 +104,7 @@ from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecis
 from job_scheduler.core.estimator import OWN_KEYS, OWN_WINDOW, Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.simulation.job_records import job_records
+from job_scheduler.simulation.send_shares import SendShares, direct_sums
 from job_scheduler.core.mechanisms import shared_gpus, stopped
 from job_scheduler.core.priority_pricing import (placement_flows, rank_item, rank_levels,
                                                  rule_size, sized_load, uplink_capacities)
@@ -134,12 +136,18 @@ class SimResult:
     gpus: list[int] = field(repr=False, default_factory=list)   # GPU count each job ran at
     trace: list[tuple[float, float, float]] = field(repr=False, default_factory=list)  # (t,Q,Z)
     decisions: int = 0
-    # one record per job, in the workload's order (``job_records.job_records``)
-    job_records: list[dict] = field(repr=False, default_factory=list)
+    # the arguments of ``job_records.job_records`` (the property below builds from them)
+    record_args: tuple = field(repr=False, default=(), compare=False)
     # the instruments (module doc): running time spent exchanging, uplink-seconds per
     # utilisation bin (UTIL_BINS)
     exchange_share: float = 0.0
     uplink_time: list[float] = field(repr=False, default_factory=list)
+
+    @functools.cached_property
+    def job_records(self) -> list[dict]:
+        """One record per job, in the workload's order (``job_records.job_records``),
+        built on first read: a run read only for its figures never pays for a dict per job."""
+        return job_records(*self.record_args) if self.record_args else []
 
     def metrics(self) -> dict[str, float]:
         return {"avg_jct": self.avg_jct, "median_jct": self.median_jct, "p95_jct": self.p95_jct,
@@ -149,13 +157,14 @@ class SimResult:
 
 @dataclass
 class _UplinkLevels:
-    """One uplink's strict-priority figures at one version, as of instant ``at``: its jobs
-    (``on``, by key) and their ``level``; the levels its sending jobs are at
-    (``present``, ascending), the Mbit/s each is left by the more urgent ones (``lefts``,
-    one more for past the last) and the sending flows at each (``counts``); and its
-    sending jobs in its set's order as ``(job, level, run, flows there, servers)``."""
+    """One uplink's strict-priority figures at one version: its jobs (``on``, by key) and
+    their ``level`` when the version began; the levels its sending jobs are at
+    (``present``, ascending), the Mbit/s each is left by the more urgent ones (``lefts``;
+    what is left past the last, which only a job holding at a level of its own reads, is
+    worked out when first asked: ``Simulator._left_at``) and the sending flows at each
+    (``counts``); and its sending jobs in its set's order as ``(job, level, run, flows
+    there, servers)``."""
     ver: int
-    at: float
     on: list[int]
     level: dict[int, int]
     present: list[int]
@@ -164,6 +173,8 @@ class _UplinkLevels:
     entries: list[tuple]
     pairs: list[tuple[int, int]]            # (job, level) of ``entries``
     _before: dict[int, list[tuple]] = field(default_factory=dict)
+    _split: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
+    _used: dict[int, float] = field(default_factory=dict)
 
     def before(self, level: int) -> list[tuple]:
         """``(job, run, flows there, servers)`` of the sending jobs more urgent than
@@ -172,6 +183,38 @@ class _UplinkLevels:
         if got is None:
             got = self._before[level] = [(e[0], e[2], e[3], e[4]) for e in self.entries
                                          if e[1] < level]
+        return got
+
+    def used_before(self, level: int, send: Sequence[float]) -> float:
+        """The Mbit/s the sending jobs more urgent than ``level`` use of the uplink, each
+        flow's rate times its job's send share (``send``, by job; < 0: not timed yet),
+        kept until one of them is re-timed (:meth:`moved`)."""
+        got = self._used.get(level)
+        if got is None:
+            got = 0.0
+            for i, other, f, nps in self.before(level):
+                rho = send[i]
+                if rho >= 0:
+                    got += f * other.bw / nps * rho
+            self._used[level] = got
+        return got
+
+    def moved(self, j: int) -> None:
+        """Job ``j``'s rate or send share changed: what the levels after its own were
+        told the more urgent ones use is stale."""
+        used = self._used
+        if used:
+            mine = self.level.get(j)
+            if mine is not None and mine < LEVELS - 1:      # no level is after the last
+                for k in [k for k in used if k > mine]:
+                    del used[k]
+
+    def split(self, level: int) -> tuple[list[int], list[int]]:
+        """The sending jobs at ``level`` or more urgent, and those less urgent."""
+        got = self._split.get(level)
+        if got is None:
+            got = self._split[level] = ([i for i, lvl in self.pairs if lvl <= level],
+                                        [i for i, lvl in self.pairs if lvl > level])
         return got
 
 
@@ -279,6 +322,9 @@ class Simulator(Pricing):
         # is re-timed, -1 before its first timing): what the others' queue waits and the
         # senders' share read of it, read far more often than it changes
         self._send = [-1.0] * len(self.jobs)
+        # each uplink's senders' shares kept summed (``_shares``), by uplink version
+        self._send_sums: dict[int, tuple[int, SendShares]] = {}
+        self._run_cost: dict[int, tuple[Run, float]] = {}              # _retime's
         self._sharers: dict[tuple[int, int], tuple[Run, object]] = {}   # _sharer's
         self._in_flight_memo: dict[tuple[int, int], float] = {}         # _in_flight's
         self.uplink_used = [0.0] * len(topology.racks)
@@ -464,45 +510,47 @@ class Simulator(Pricing):
 
     def _uplink_levels(self, r: int) -> "_UplinkLevels":
         """Uplink ``r``'s strict-priority figures now (``_UplinkLevels``): what every
-        job re-timed at one instant reads of it, worked out once per version."""
-        ver, now = self._uplink_ver[r], self.now
+        job re-timed reads of it, worked out once per version. The levels are ranked when
+        the version begins, that is when a job crossing the uplink starts, stops or ends
+        its start-up hold (or, with ``rerank``, at every slot), and stand until then
+        (module doc): a job re-timed for an event on another of its uplinks reads these
+        as they are."""
+        ver = self._uplink_ver[r]
         got = self._tables.get(r)
         if got is not None and got.ver == ver:
-            if got.at == now:
-                return got
-            # the same jobs at a later instant: the figures stand while their levels do
-            level = self._levels(got.on)
-            if level == got.level:
-                got.at = now
-                return got
-            on = got.on
-        else:
-            on = sorted(self.uplink_jobs[r])
-            level = self._levels(on)
+            return got
+        on = sorted(self.uplink_jobs[r])
+        level = self._levels(on)
         holding, running = self._holding, self.running
-        live = [i for i in on if i not in holding]
-        present = sorted({level[i] for i in live})
+        by_level: dict[int, list[int]] = {}         # the senders at each level, by key
+        for i in on:
+            if i not in holding:
+                by_level.setdefault(level[i], []).append(i)
+        present = sorted(by_level)
         cap = self.uplink_cap[r]
         # class_capacity's loop, once for every level: the Mbit/s each level is left by
         # the ones before it and the sending flows at it; a job's own level is priced on
         # the others at and before it only, the same for every job at that level
         left, lefts, counts = cap, [], {}
         for k in present:
-            here = [i for i in live if level[i] == k]
+            here = by_level[k]
             count = sum(running[i].flows[r] for i in here)
             lefts.append(left)
             counts[k] = count
+            if k == present[-1]:
+                break               # what the last level leaves: _left_at, when asked
             share = left / count if count else left
             for i in here:
                 left -= self._sharer(i, r, k).used(share)
             left = max(left, 1e-9 * cap)
-        lefts.append(left)
+        if not present:
+            lefts.append(left)
         entries = []
         for i in self._uplink_live(r):
             other = running[i]
             entries.append((i, level[i], other, other.flows[r],
                             max(len(other.placement.ps_hosts), 1)))
-        got = self._tables[r] = _UplinkLevels(ver, now, on, level, present, lefts, counts,
+        got = self._tables[r] = _UplinkLevels(ver, on, level, present, lefts, counts,
                                               entries, [(e[0], e[1]) for e in entries])
         return got
 
@@ -531,18 +579,37 @@ class Simulator(Pricing):
                                                         self.attained_thresholds)
         return got
 
-    def _priority_bandwidth(self, run: Run) -> float:
+    def _left_at(self, r: int, table: _UplinkLevels, level: int) -> float:
+        """The Mbit/s the levels more urgent than ``level`` leave on uplink ``r``
+        (``table``: its ``_uplink_levels``); past the last level, what that level leaves
+        too, worked out once."""
+        k = bisect.bisect_left(table.present, level)
+        lefts = table.lefts
+        if k == len(lefts):             # past the last level: its use comes off too
+            last, cap = table.present[-1], self.uplink_cap[r]
+            left = lefts[-1]
+            count = table.counts[last]
+            share = left / count if count else left
+            holding, level_of = self._holding, table.level
+            for i in [i for i in table.on if i not in holding and level_of[i] == last]:
+                left -= self._sharer(i, r, last).used(share)
+            lefts.append(max(left, 1e-9 * cap))
+        return lefts[k]
+
+    def _priority_bandwidth(self, run: Run, tables: dict[int, _UplinkLevels]) -> float:
         """The job's bandwidth under strict priority on the uplinks it crosses (module
-        doc): its level's per-flow share of what the more urgent levels leave."""
+        doc): its level's per-flow share of what the more urgent levels leave
+        (``tables``: each uplink's ``_uplink_levels`` now)."""
         bw = run.base_bw
         nps = max(len(run.placement.ps_hosts), 1)
         holding = run.j in self._holding
         for r, f in run.flows.items():
             # class_capacity(cap, the other senders at or before the job's level, its
             # level, f): the less urgent levels take nothing from the job's
-            table = self._uplink_levels(r)
+            table = tables[r]
             mine = table.level[run.j]
-            left = table.lefts[bisect.bisect_left(table.present, mine)]
+            k = bisect.bisect_left(table.present, mine)
+            left = table.lefts[k] if k < len(table.lefts) else self._left_at(r, table, mine)
             flows = table.counts.get(mine, 0) + (f if holding else 0)
             if self.share == "senders":
                 on, level = table.on, table.level
@@ -579,7 +646,20 @@ class Simulator(Pricing):
             bw = min(bw, nps * self.uplink_cap[r] / self._senders(run, r, self.uplink_jobs[r]))
         return bw
 
-    def _round_wait(self, run: Run, sparse: bool = False) -> float:
+    def _shares(self, r: int) -> SendShares:
+        """Uplink ``r``'s senders (``_uplink_live``) that have been timed, their send
+        shares kept summed; rebuilt when the uplink's version moves on, kept up to date as
+        each is re-timed in between (``_retime``)."""
+        ver = self._uplink_ver[r]
+        got = self._send_sums.get(r)
+        if got is None or got[0] != ver:
+            send = self._send
+            got = self._send_sums[r] = (ver, SendShares(
+                (i, send[i]) for i in self._uplink_live(r) if send[i] >= 0))
+        return got[1]
+
+    def _round_wait(self, run: Run, sparse: bool = False,
+                    tables: dict[int, _UplinkLevels] | None = None) -> float:
         """What one message round of the job waits in the rack uplinks' queues, summed
         over the uplinks it crosses (a cross-rack pair crosses its worker's and its
         server's): behind the other jobs there of its priority level and the more urgent
@@ -590,11 +670,42 @@ class Simulator(Pricing):
         (``ExchangePricing``'s module doc). A batch's round carries the job's window of
         keys (``ExchangePricing.window_bytes``: a flow with more than a burst in flight
         waits the senders' whole backlog, ``ExchangePricing.bulk_round``); ``sparse``: a
-        start-up's control messages, on a connection with nothing else queued."""
+        start-up's control messages, on a connection with nothing else queued.
+        ``tables``: each uplink's ``_uplink_levels`` now, when the caller has them.
+        Where the wait reads only the busy share and the sum of the senders ahead
+        (``ExchangePricing.waits_on_sums``) it takes them from the uplink's kept sums
+        (``_shares``), leaving out the job and the less urgent levels, or sums the few
+        ahead afresh when they are fewer than those left out."""
         pricing = self.estimator.exchange
         total = 0.0
         in_flight = None if sparse else self._in_flight(run)
         send, j = self._send, run.j
+        if pricing.waits_on_sums(in_flight):
+            sums, ver = self._send_sums, self._uplink_ver      # _shares, where it is kept
+            min_share, caps = pricing.constants.min_share, self.uplink_cap
+            for r in run.flows:
+                used = 0.0
+                kept = sums.get(r)
+                shares = kept[1] if kept is not None and kept[0] == ver[r] else self._shares(r)
+                if not self.priority:       # one class: every other sender is ahead
+                    busy, senders = shares.without((j,))
+                else:
+                    table = tables[r] if tables is not None else self._uplink_levels(r)
+                    mine = table.level[j]
+                    if not table.present or mine >= table.present[-1]:
+                        upto, after = None, ()      # no sender is less urgent than the job
+                    else:
+                        upto, after = table.split(mine)
+                    if upto is not None and len(upto) <= len(after) + 1:
+                        busy, senders = direct_sums(
+                            [send[i] for i in upto if i != j and send[i] >= 0])
+                    else:
+                        busy, senders = shares.without((j, *after))
+                    used = table.used_before(mine, send)
+                cap = caps[r]
+                left = max(cap - used, min_share * cap)
+                total += pricing.round_wait_of_sums(busy, senders, left)
+            return total
         for r in run.flows:
             urgent, used = [], 0.0
             if not self.priority:       # one class: every other sender is ahead
@@ -678,31 +789,45 @@ class Simulator(Pricing):
         """Bring the job to ``now`` at its old rate, then schedule its completion at
         the rate its current uplink sharing gives (``force``: its slowdown changed)."""
         self._advance(run)
+        # every uplink's levels, read by both the bandwidth and the queue waits
+        tables = ({r: self._uplink_levels(r) for r in run.flows} if self.priority
+                  else None)
         if self.priority and not math.isinf(run.base_bw):
-            bw = self._priority_bandwidth(run)
+            bw = self._priority_bandwidth(run, tables)
         elif (self.share == "senders" and not math.isinf(run.base_bw)
               and self.bandwidth != "idle"):
             bw = self._sender_bandwidth(run)
         else:
             bw = self.live_bandwidth(run.placement, run.flows, run.base_bw, joining=False)
-        wait = self._round_wait(run) if self.estimator.exchange else 0.0
+        wait = self._round_wait(run, tables=tables) if self.estimator.exchange else 0.0
         if run.rate and bw == run.bw and wait == run.round_wait and not force:
             return
         run.bw, run.round_wait = bw, wait
         # a mechanism may slow it (packing: two jobs on one GPU)
         slowdown = math.prod(m.slowdown(run.j) for m in self.mechanisms) if self.mechanisms else 1
         model = self.models[run.j]
-        path = self.exchange_path(run.placement)
-        c_n = model.C(run.n, bw, path)
-        iteration = c_n + model.queueing(run.n, wait)
+        kept = self._run_cost.get(run.j)
+        if kept is None or kept[0] is not run:      # Cost(n) over its path: fixed for a run
+            kept = self._run_cost[run.j] = (run, model.cost(run.n,
+                                                            self.exchange_path(run.placement)))
+        cost, comm = kept[1], model.comm(run.n, bw)   # C(n) = cost + comm
+        iteration = cost + comm + model.queueing(run.n, wait)
         run.rate = 1.0 / (iteration * slowdown)
-        self._send[run.j] = min(1.0, model.one_way * model.comm(run.n, bw) * run.rate)
+        rho = self._send[run.j] = min(1.0, model.one_way * comm * run.rate)
+        if run.j not in self._holding:      # a holding job is no uplink's sender
+            sums, tables, ver = self._send_sums, self._tables, self._uplink_ver
+            for r in run.flows:
+                got = sums.get(r)
+                if got is not None and got[0] == ver[r]:
+                    got[1].set(run.j, rho)
+                table = tables.get(r)
+                if table is not None and table.ver == ver[r]:
+                    table.moved(run.j)
         if iteration > 0:
-            self._exch[run.j] = 1.0 - model.cost(run.n, path) / iteration
+            self._exch[run.j] = 1.0 - cost / iteration
         if run.flows:
             nps = max(len(run.placement.ps_hosts), 1)
-            self._use_uplinks(run.j, run.flows,
-                              bw / nps * model.comm(run.n, bw) * run.rate)
+            self._use_uplinks(run.j, run.flows, bw / nps * comm * run.rate)
         self._version[run.j] += 1
         heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
                                     self._version[run.j], run.j))
@@ -758,6 +883,7 @@ class Simulator(Pricing):
             if self._hold_ends:
                 self._end_holds()
             if self.rerank:
+                self._touch(range(len(self._uplink_ver)))    # every uplink ranks afresh
                 for k in list(self.running):
                     self._retime(self.running[k])
             while next_arrival < n_jobs and jobs[next_arrival].arrival <= self.now:
@@ -829,8 +955,8 @@ class Simulator(Pricing):
             avg_wait=float(wait.mean()), makespan=makespan, gpu_util=float(util),
             jct=jct.tolist(), gpus=list(self.ran_gpus),
             trace=list(self.policy.trace), decisions=self.decisions,
-            job_records=job_records(self.topology, self.jobs, self.placements,
-                                    self.ran_gpus, self.first_start, self.finish),
+            record_args=(self.topology, list(self.jobs), list(self.placements),
+                         list(self.ran_gpus), list(self.first_start), list(self.finish)),
             exchange_share=self.exchange_s / self.run_s if self.run_s > 0 else 0.0,
             uplink_time=uplink_time)
 

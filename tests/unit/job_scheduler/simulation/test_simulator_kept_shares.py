@@ -5,8 +5,6 @@ the job's current rate, bandwidth and placement give, as jobs start, share and e
 
 from __future__ import annotations
 
-import bisect
-
 import pytest
 
 from job_scheduler.core.estimator import Estimator
@@ -66,24 +64,34 @@ class CheckedLevels(Pinned):
     """Pinned, checking before each slot's starts that every running job's kept uplink
     figures (what the more urgent levels leave it, the flows at its level, the others
     whose send shares its queue waits read) are what the strict-priority model gives
-    afresh from the jobs on each uplink now."""
+    afresh from the jobs on each uplink and their levels; that the levels stand while
+    the uplink's version does (no job crossing it started, stopped or ended its hold);
+    and that a new version ranks them afresh."""
 
     def __init__(self, placements):
         super().__init__(placements)
         self.checked = 0
+        self.kept: dict[int, tuple[int, dict]] = {}        # uplink -> (version, levels)
+        self.reranked = self.stood = self.steps = 0
 
     def step(self, sim):
+        self.steps += 1
         for j, run in sim.running.items():
             for r, f in run.flows.items():
                 table = sim._uplink_levels(r)
                 on = sorted(sim.uplink_jobs[r])
-                level = sim._levels(on)
-                assert table.on == on and table.level == level
+                level = table.level
+                assert table.on == on and sorted(level) == on
+                ver, seen = self.kept.get(r, (None, None))
+                if ver == sim._uplink_ver[r]:
+                    assert level is seen                    # stands within a version
+                    self.stood += 1
+                self.kept[r] = (sim._uplink_ver[r], level)
                 others = [sim.link_sharer(i, r, level[i]) for i in on
                           if level[i] <= level[j] and i != j and i not in sim._holding]
                 want = class_capacity(sim.uplink_cap[r], others, level[j], f)
                 mine = table.level[j]
-                left = table.lefts[bisect.bisect_left(table.present, mine)]
+                left = sim._left_at(r, table, mine)
                 flows = table.counts.get(mine, 0) + (f if j in sim._holding else 0)
                 assert (left, flows) == want
                 live = [i for i in sim.uplink_jobs[r] if i not in sim._holding]
@@ -91,6 +99,12 @@ class CheckedLevels(Pinned):
                 assert all(e[1] == level[e[0]] and e[2] is sim.running[e[0]]
                            for e in table.entries)
                 self.checked += 1
+        for r in {r for run in sim.running.values() for r in run.flows} \
+                if self.steps % 5 == 0 else ():
+            sim._touch({r: 1})                              # a new version: ranked now
+            on = sorted(sim.uplink_jobs[r])
+            assert sim._uplink_levels(r).level == sim._levels(on)
+            self.reranked += 1
         super().step(sim)
 
 
@@ -107,5 +121,28 @@ def test_each_uplinks_kept_priority_figures_are_the_models_afresh(startup):
     sim = Simulator(TWO_RACK, jobs, pins, slot=1.0, estimator=est, priority="remaining",
                     startup=startup)
     res = sim.run()
-    assert res.jobs == 5 and pins.checked >= 20
+    assert res.jobs == 5 and pins.checked >= 20 and pins.reranked > 0 < pins.stood
     assert min(res.jct) > 0
+
+
+@pytest.mark.parametrize("priority", [None, "remaining", "aged"])
+def test_kept_sums_time_every_job_as_the_senders_summed_afresh(priority, monkeypatch):
+    """The round waits from each uplink's kept sums (``SendShares``) and from the list of
+    the senders ahead (``ExchangePricing.round_wait_s``) time every job alike."""
+    jobs = [job("a", m=60000), job("b", arrival=40.0, m=20000),
+            job("c", arrival=90.0, m=30000), job("d", arrival=95.0, m=5000),
+            job("e", arrival=96.0, m=8000)]
+    pins = {"a": CROSS_A, "b": CROSS_B, "c": Placement("c", ("h3",), ("h1",) * 2),
+            "d": Placement("d", ("h4",), ("h2",)), "e": Placement("e", ("h4",), ("h1",))}
+
+    def run():
+        est = Estimator(exchange=ExchangePricing.for_topology(TWO_RACK))
+        return Simulator(TWO_RACK, jobs, Pinned(pins), slot=1.0, estimator=est,
+                         priority=priority).run()
+    kept = run()
+    monkeypatch.setattr(ExchangePricing, "waits_on_sums", lambda self, in_flight: False)
+    listed = run()
+    assert kept.jobs == listed.jobs == 5
+    assert kept.jct == pytest.approx(listed.jct, rel=1e-9)
+    assert kept.avg_jct != pytest.approx(Simulator(
+        TWO_RACK, jobs, Pinned(pins), slot=1.0, priority=priority).run().avg_jct, rel=1e-3)
