@@ -617,6 +617,41 @@ class Simulator(Pricing):
             bw = min(bw, nps * (left / flows))
         return bw
 
+    def _priority_timing(self, run: Run) -> tuple[float, float]:
+        """``(_priority_bandwidth, _round_wait)`` of the job in one pass over its uplinks,
+        where its rounds wait on the kept sums (``ExchangePricing.waits_on_sums``) and
+        each level's rate is split per flow: the same figures by the same floating-point
+        operations, for the re-timing a simulation of a full cluster spends its time in."""
+        j, pricing, send = run.j, self.estimator.exchange, self._send
+        bw, total = run.base_bw, 0.0
+        nps = max(len(run.placement.ps_hosts), 1)
+        holding = j in self._holding
+        tables, sums, ver = self._tables, self._send_sums, self._uplink_ver
+        min_share, caps = pricing.constants.min_share, self.uplink_cap
+        for r, f in run.flows.items():
+            table = tables.get(r)
+            if table is None or table.ver != ver[r]:
+                table = self._uplink_levels(r)
+            mine, present, lefts = table.level[j], table.present, table.lefts
+            k = bisect.bisect_left(present, mine)
+            left = lefts[k] if k < len(lefts) else self._left_at(r, table, mine)
+            bw = min(bw, nps * (left / (table.counts.get(mine, 0) + (f if holding else 0))))
+            if not present or mine >= present[-1]:     # no sender is less urgent
+                kept = sums.get(r)
+                shares = kept[1] if kept is not None and kept[0] == ver[r] else self._shares(r)
+                busy, senders = shares.without((j,))
+            else:
+                upto, after = table.split(mine)
+                if len(upto) <= len(after) + 1:
+                    busy, senders = direct_sums([send[i] for i in upto
+                                                 if i != j and send[i] >= 0])
+                else:
+                    busy, senders = self._shares(r).without((j, *after))
+            cap = caps[r]
+            left = max(cap - table.used_before(mine, send), min_share * cap)
+            total += pricing.round_wait_of_sums(busy, senders, left)
+        return bw, total
+
     def _sharer(self, k: int, r: int, level: int):
         """``link_sharer(k, r, level)``, kept while job ``k`` runs on the same placement
         (all it holds but the level is fixed for a run)."""
@@ -789,17 +824,23 @@ class Simulator(Pricing):
         """Bring the job to ``now`` at its old rate, then schedule its completion at
         the rate its current uplink sharing gives (``force``: its slowdown changed)."""
         self._advance(run)
-        # every uplink's levels, read by both the bandwidth and the queue waits
-        tables = ({r: self._uplink_levels(r) for r in run.flows} if self.priority
-                  else None)
-        if self.priority and not math.isinf(run.base_bw):
-            bw = self._priority_bandwidth(run, tables)
-        elif (self.share == "senders" and not math.isinf(run.base_bw)
-              and self.bandwidth != "idle"):
-            bw = self._sender_bandwidth(run)
+        pricing = self.estimator.exchange
+        if (self.priority and self.share == "flows" and pricing is not None
+                and not math.isinf(run.base_bw)
+                and pricing.waits_on_sums(self._in_flight(run))):
+            bw, wait = self._priority_timing(run)
         else:
-            bw = self.live_bandwidth(run.placement, run.flows, run.base_bw, joining=False)
-        wait = self._round_wait(run, tables=tables) if self.estimator.exchange else 0.0
+            # every uplink's levels, read by both the bandwidth and the queue waits
+            tables = ({r: self._uplink_levels(r) for r in run.flows} if self.priority
+                      else None)
+            if self.priority and not math.isinf(run.base_bw):
+                bw = self._priority_bandwidth(run, tables)
+            elif (self.share == "senders" and not math.isinf(run.base_bw)
+                  and self.bandwidth != "idle"):
+                bw = self._sender_bandwidth(run)
+            else:
+                bw = self.live_bandwidth(run.placement, run.flows, run.base_bw, joining=False)
+            wait = self._round_wait(run, tables=tables) if pricing else 0.0
         if run.rate and bw == run.bw and wait == run.round_wait and not force:
             return
         run.bw, run.round_wait = bw, wait

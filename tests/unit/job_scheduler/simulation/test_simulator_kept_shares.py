@@ -146,3 +146,31 @@ def test_kept_sums_time_every_job_as_the_senders_summed_afresh(priority, monkeyp
     assert kept.jct == pytest.approx(listed.jct, rel=1e-9)
     assert kept.avg_jct != pytest.approx(Simulator(
         TWO_RACK, jobs, Pinned(pins), slot=1.0, priority=priority).run().avg_jct, rel=1e-3)
+
+
+class TwoPassChecked(Simulator):
+    """The simulator, checking at every re-timing that the one pass over a job's uplinks
+    gives the bandwidth and round wait of the two passes."""
+    checked = 0
+
+    def _priority_timing(self, run):
+        got = super()._priority_timing(run)
+        tables = {r: self._uplink_levels(r) for r in run.flows}
+        assert got == (self._priority_bandwidth(run, tables),
+                       self._round_wait(run, tables=tables))
+        self.checked += 1
+        return got
+
+
+@pytest.mark.parametrize("startup", [False, True])
+def test_one_pass_timing_is_the_bandwidth_and_wait_of_two(startup):
+    jobs = [job("a", m=60000), job("b", arrival=40.0, m=20000),
+            job("c", arrival=90.0, m=30000), job("d", arrival=95.0, m=5000),
+            job("e", arrival=96.0, m=8000)]
+    pins = Pinned({"a": CROSS_A, "b": CROSS_B, "c": Placement("c", ("h3",), ("h1",) * 2),
+                   "d": Placement("d", ("h4",), ("h2",)), "e": Placement("e", ("h4",), ("h1",))})
+    est = Estimator(exchange=ExchangePricing.for_topology(TWO_RACK))
+    sim = TwoPassChecked(TWO_RACK, jobs, pins, slot=1.0, estimator=est, priority="aged",
+                         startup=startup)
+    res = sim.run()
+    assert res.jobs == 5 and sim.checked >= 20
