@@ -49,4 +49,4 @@ JOBS = {"jobs": [
     {"name": "long2", "model": "googlenet", "dataset_size": 384000, "epochs": 1,
      "batch_size": 512, "max_gpus": 1},
     {"name": "short1", "model": "resnet18", "dataset_size": 10240, "epochs": 1,
-     "batch_size": 32, "max_gpus": 1, "arrival": 5}]}
+     "batch_size": 32, "max_gpus": 1, "arrival": 12}]}
