@@ -626,7 +626,7 @@ class Simulator(Pricing):
         bw, total = run.base_bw, 0.0
         nps = max(len(run.placement.ps_hosts), 1)
         holding = j in self._holding
-        tables, sums, ver = self._tables, self._send_sums, self._uplink_ver
+        tables, ver = self._tables, self._uplink_ver
         min_share, caps = pricing.constants.min_share, self.uplink_cap
         for r, f in run.flows.items():
             table = tables.get(r)
@@ -636,17 +636,7 @@ class Simulator(Pricing):
             k = bisect.bisect_left(present, mine)
             left = lefts[k] if k < len(lefts) else self._left_at(r, table, mine)
             bw = min(bw, nps * (left / (table.counts.get(mine, 0) + (f if holding else 0))))
-            if not present or mine >= present[-1]:     # no sender is less urgent
-                kept = sums.get(r)
-                shares = kept[1] if kept is not None and kept[0] == ver[r] else self._shares(r)
-                busy, senders = shares.without((j,))
-            else:
-                upto, after = table.split(mine)
-                if len(upto) <= len(after) + 1:
-                    busy, senders = direct_sums([send[i] for i in upto
-                                                 if i != j and send[i] >= 0])
-                else:
-                    busy, senders = self._shares(r).without((j, *after))
+            busy, senders = self._ahead_sums(r, j, table)
             cap = caps[r]
             left = max(cap - table.used_before(mine, send), min_share * cap)
             total += pricing.round_wait_of_sums(busy, senders, left)
@@ -680,6 +670,20 @@ class Simulator(Pricing):
         for r in run.flows:
             bw = min(bw, nps * self.uplink_cap[r] / self._senders(run, r, self.uplink_jobs[r]))
         return bw
+
+    def _ahead_sums(self, r: int, j: int, table: _UplinkLevels) -> tuple[float, float]:
+        """``(busy, senders)`` of the timed senders job ``j`` waits behind on uplink ``r``
+        under strict priority (``table``: its ``_uplink_levels``): its own level and the
+        more urgent ones. From the kept sums with the job and the less urgent levels left
+        out, or summed afresh where the senders ahead are the fewer."""
+        mine, present = table.level[j], table.present
+        if present and mine < present[-1]:
+            upto, after = table.split(mine)
+            if len(upto) <= len(after) + 1:
+                send = self._send
+                return direct_sums([send[i] for i in upto if i != j and send[i] >= 0])
+            return self._shares(r).without((j, *after))
+        return self._shares(r).without((j,))           # no sender is less urgent
 
     def _shares(self, r: int) -> SendShares:
         """Uplink ``r``'s senders (``_uplink_live``) that have been timed, their send
@@ -716,27 +720,15 @@ class Simulator(Pricing):
         in_flight = None if sparse else self._in_flight(run)
         send, j = self._send, run.j
         if pricing.waits_on_sums(in_flight):
-            sums, ver = self._send_sums, self._uplink_ver      # _shares, where it is kept
             min_share, caps = pricing.constants.min_share, self.uplink_cap
             for r in run.flows:
                 used = 0.0
-                kept = sums.get(r)
-                shares = kept[1] if kept is not None and kept[0] == ver[r] else self._shares(r)
                 if not self.priority:       # one class: every other sender is ahead
-                    busy, senders = shares.without((j,))
+                    busy, senders = self._shares(r).without((j,))
                 else:
                     table = tables[r] if tables is not None else self._uplink_levels(r)
-                    mine = table.level[j]
-                    if not table.present or mine >= table.present[-1]:
-                        upto, after = None, ()      # no sender is less urgent than the job
-                    else:
-                        upto, after = table.split(mine)
-                    if upto is not None and len(upto) <= len(after) + 1:
-                        busy, senders = direct_sums(
-                            [send[i] for i in upto if i != j and send[i] >= 0])
-                    else:
-                        busy, senders = shares.without((j, *after))
-                    used = table.used_before(mine, send)
+                    busy, senders = self._ahead_sums(r, j, table)
+                    used = table.used_before(table.level[j], send)
                 cap = caps[r]
                 left = max(cap - used, min_share * cap)
                 total += pricing.round_wait_of_sums(busy, senders, left)
