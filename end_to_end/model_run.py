@@ -9,8 +9,10 @@ then trains one batch per :func:`predict.shared_batch_s` (the links it shares wi
 jobs training with it, in the levels the controller's rule gives them) plus its server's
 time (:func:`predict.server_s`), and its processes exit ``close_s`` after its last
 batch, when the loop has its GPUs back. A suspended job stops at the end of the batch in
-progress (or of its first, in its start-up) and keeps the share of its work done; a
-resumed one pays its start-up again. The policy sees this progress as the live run's
+progress (or of its first, in its start-up) and keeps the share of its work done; it
+holds its GPUs while its checkpoint is written and its processes exit, and a resumed one
+pays its start-up again plus reading that checkpoint (``ps_runtime.calibration.
+checkpoint_costs``, measured on the demo's suspensions; its record's ``load_s``). The policy sees this progress as the live run's
 policy sees its workers' batches, so the dry run decides as the live run does wherever
 the model times the jobs as the fabric does.
 
@@ -29,7 +31,10 @@ from job_scheduler.core.estimator import batches_for
 from job_scheduler.core.live_view import LiveView
 from job_scheduler.core.loop import (Ended, Progress, SchedulingLoop, TraceAdmission,
                                      VirtualClock)
+from ps_runtime.calibration import CheckpointCosts
+from ps_runtime.emulated_state import state_bytes
 from sluice_common.exchange import ExchangeConstants, default_constants
+from sluice_common.models import BYTES_PER_PARAM
 from sluice_common.jobspec import JobSpec
 from end_to_end.predict import (exchange_facts, server_s, shared_batch_s, startup_of,
                                 wire_bytes_of)
@@ -50,6 +55,7 @@ class _Segment:
     stopping: bool = False
     stopped_at: float | None = None
     trained_at: float | None = None
+    hold_s: float = 0.0          # a suspension: its last batch -> its processes' exit
 
 
 @dataclass
@@ -68,7 +74,7 @@ class ModelExecutor:
                  rule: str | None, startup_s: float, close_s: float = 0.0,
                  server_per_worker_s: float = 0.0, batches: int | None = None,
                  constants: ExchangeConstants | None = None, dt: float = DT_S,
-                 pack_slowdown: float = 1.0):
+                 pack_slowdown: float = 1.0, checkpoint: CheckpointCosts | None = None):
         self.topology, self.estimator, self.rule = topology, estimator, rule
         self.options = worker_options
         self.specs = {j.name: j for j in jobs}
@@ -77,6 +83,7 @@ class ModelExecutor:
         self.c = constants or default_constants()
         self.dt = dt
         self.pack_slowdown = pack_slowdown      # a packed guest's compute, as the run slows it
+        self.checkpoint = checkpoint
         self.t = 0.0
         self.share: dict[int, float] = {}         # of each job's work, done
         self.runs: dict[int, _Segment] = {}       # launched, by job key
@@ -102,6 +109,8 @@ class ModelExecutor:
         seg = {"start": self.t, "stop": None, "ps_hosts": list(d.ps_hosts),
                "worker_hosts": list(d.worker_hosts),
                "batches": batches_for(spec, d.gpus, self.batches)}
+        if record["segments"] and self.checkpoint is not None:     # a resume
+            seg["load_s"] = self.checkpoint.load_s(self._state_bytes(spec))
         if packed_with is not None:       # the run slows a packed guest's compute (runloop)
             seg["batch_compute_s"] = exchange_facts(
                 self.estimator, spec, replace(self.options, compute_slowdown=self.pack_slowdown),
@@ -118,6 +127,11 @@ class ModelExecutor:
         batches = run.rec["batches"]
         run.target = min(1.0, (math.floor(self.share[j] * batches + 1e-9) + 1) / batches)
         run.stopping = True
+        run.hold_s = self.close_s + (0.0 if self.checkpoint is None else self.checkpoint.hold_s(
+            self._state_bytes(self.specs[run.rec["name"]])))
+
+    def _state_bytes(self, spec: JobSpec) -> float:
+        return state_bytes(self.estimator.params(spec) * BYTES_PER_PARAM)
 
     def progress(self, j: int, now: float) -> Progress | None:
         self._advance(now)
@@ -135,7 +149,7 @@ class ModelExecutor:
         for j, run in self.runs.items():
             if run.trained_at is not None and run.trained_at + self.close_s <= now + 1e-9:
                 out.append(Ended(j))
-            elif run.stopped_at is not None:
+            elif run.stopped_at is not None and run.stopped_at + run.hold_s <= now + 1e-9:
                 out.append(Ended(j, suspended=True))
         return out
 
@@ -166,7 +180,8 @@ class ModelExecutor:
         ahead = [r.ready for r in self.runs.values() if r.ready > now + 1e-9]
         ahead += [r.trained_at + self.close_s for r in self.runs.values()
                   if r.trained_at is not None]
-        ahead += [now for r in self.runs.values() if r.stopped_at is not None]
+        ahead += [max(now, r.stopped_at + r.hold_s) for r in self.runs.values()
+                  if r.stopped_at is not None]
         training = self._training(now)
         if training:
             it = self._batch_s(training)
@@ -239,7 +254,7 @@ def model_run(jobs: Sequence[JobSpec], topology, config, estimator,
     ``ps_runtime.calibration``). ``on_plan(t, plan)``: each plan as it is carried out."""
     from job_scheduler.core.mechanisms import Packing
     from job_scheduler.core.preemption import load_costs
-    from ps_runtime.calibration import launch_and_close, server_per_worker_s
+    from ps_runtime.calibration import checkpoint_costs, launch_and_close, server_per_worker_s
     from ps_runtime.launcher import WorkerOptions
 
     launch_s, close_s = launch_and_close(config.compute)
@@ -254,7 +269,8 @@ def model_run(jobs: Sequence[JobSpec], topology, config, estimator,
     executor = ModelExecutor(topology, estimator, jobs, options,
                              config.rank if config.priority == "on" else None, launch_s,
                              close_s, server_per_worker_s(), config.batches,
-                             pack_slowdown=packing[0].pack_slowdown if packing else 1.0)
+                             pack_slowdown=packing[0].pack_slowdown if packing else 1.0,
+                             checkpoint=checkpoint_costs())
     SchedulingLoop(TraceAdmission(jobs), policy, view, executor, VirtualClock(), mechanisms=mechanisms,
                    on_plan=on_plan).run()
     result = executor.result()

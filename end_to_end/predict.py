@@ -111,10 +111,11 @@ def startup_of(topology, rec: dict, startup_s: float, rule: str | None,
     rendezvous), ``kv.init``'s push and first pull of every key alone over the job's
     slowest pair (window 0, no compute: ``sluice_common.exchange.batch_exchange_s``) and,
     with priority on (``rule``), ``startup_priority_s``: the job registered with the
-    controller and its rules in place before it starts."""
+    controller and its rules in place before it starts; a resumed run also reads its
+    checkpoint (the record's ``load_s``, ``end_to_end.model_run``)."""
     job = link_job(topology, rec, c)
     return (startup_s + batch_exchange_s(job.bytes_per_batch, job.keys, job.path, 0, c)
-            + (c.startup_priority_s if rule is not None else 0.0))
+            + (c.startup_priority_s if rule is not None else 0.0) + rec.get("load_s", 0.0))
 
 
 def server_s(topology, rec: dict, per_worker_s: float, c: ExchangeConstants) -> float:

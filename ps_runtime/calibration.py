@@ -34,6 +34,14 @@ also pays (figures measured on a host with two cores, docs/design.md, "The test 
   the demo's jobs that ran on one host, where no link's model enters: about 1.3 ms on
   this machine, some 6 % of a demo job's batch on four GPUs). The run's estimator adds
   it to every batch (``Estimator(server_per_worker_s=...)``) and so do the predictions.
+- the checkpoint of a suspension (:func:`checkpoint_costs`): a suspended job holds its
+  GPUs past its last batch while its state is written (worker 0 writes the parameters and
+  the momentum, ``ps_runtime.emulated_state``) and its processes exit, and a resumed one
+  reads that state before its first batch. Measured on the demo's suspensions by ``sluice
+  calibrate checkpoint`` (the workers log each write and read), recorded in
+  ``sluice_common/data/checkpoint_costs.yaml``: the write and read rates and what a
+  suspension holds beyond its write and the close. A vgg16 job of the demo
+  (1.1 GB of state) holds its GPUs about 4 s past its last batch, ten times a close.
 
 The simulator keeps the paper's model (no such terms). ``sluice run``/``demo`` and the
 experiment scripts take ``startup_s`` from here; their
@@ -43,6 +51,8 @@ scheduler and the predictions).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 RUNTIME = {
     # emulated: startup_s is the exchange model's calibrated one (runtime_terms)
@@ -66,6 +76,7 @@ def runtime_terms(compute: str) -> dict[str, float]:
 
 
 OVERHEADS_FILE = "runtime_overheads.yaml"
+CHECKPOINT_FILE = "checkpoint_costs.yaml"
 
 
 def _measured() -> dict:
@@ -91,3 +102,36 @@ def server_per_worker_s() -> float:
     """The PS's seconds per worker and batch beyond the exchange model's (module doc), as
     measured on the demo's runs; the server's, so the same whatever the workers compute."""
     return float(_measured()["server_per_worker_s"])
+
+
+@dataclass(frozen=True)
+class CheckpointCosts:
+    """What a suspension and a resume cost beyond the batches (module doc): ``write_mb_s``
+    and ``read_mb_s`` the state's write and read rates (MB/s), ``extra_s`` what a
+    suspended job holds past its last batch beyond the write and the run's close."""
+    write_mb_s: float
+    read_mb_s: float
+    extra_s: float
+
+    def hold_s(self, state_bytes: float) -> float:
+        """A suspended job's last batch -> its processes exit, less the run's close."""
+        return state_bytes / 1e6 / self.write_mb_s + self.extra_s
+
+    def load_s(self, state_bytes: float) -> float:
+        """What a resumed job's start-up takes beyond a fresh one's: reading its state."""
+        return state_bytes / 1e6 / self.read_mb_s
+
+
+def checkpoint_costs() -> CheckpointCosts | None:
+    """The checkpoint's costs as measured on the demo's suspensions; None where none was
+    measured (a suspension then costs what a close costs)."""
+    import sluice_common
+    import yaml
+    from pathlib import Path
+
+    path = Path(sluice_common.__file__).resolve().parent / "data" / CHECKPOINT_FILE
+    if not path.exists():
+        return None
+    got = yaml.safe_load(path.read_text())
+    return CheckpointCosts(float(got["write_mb_s"]), float(got["read_mb_s"]),
+                           float(got["extra_s"]))

@@ -15,8 +15,14 @@ from ps_runtime.checkpoint import WorkerCheckpoint, resume_manifest
 STATE_COPIES = 2          # parameters + SGD momentum
 
 
+def state_bytes(model_bytes: float) -> float:
+    """What a suspension writes (worker 0) and a resume reads back, for a model of
+    ``model_bytes`` float32 gradients."""
+    return STATE_COPIES * model_bytes
+
+
 def save_state(ck: WorkerCheckpoint, model_bytes: int) -> None:
-    size = STATE_COPIES * model_bytes if ck.worker_index == 0 else 0
+    size = int(state_bytes(model_bytes)) if ck.worker_index == 0 else 0
     t = time.perf_counter()
     checkpoint.save_bytes(checkpoint.state_path(ck.checkpoint_dir, ck.worker_index),
                           bytes(size))

@@ -1,4 +1,4 @@
-"""``sluice calibrate exchange|queues|fifo-depth|profile|runtime``: the fits behind the data files.
+"""``sluice calibrate exchange|queues|fifo-depth|profile|runtime|checkpoint``: the fits behind the data files.
 
 - ``exchange [--write] [--json [OUT]] [--from JSON]``: measure the exchange model's points
   on the fabric (about 7 minutes, root, the fabric lock) or take an earlier run's
@@ -13,6 +13,9 @@
 - ``runtime RUN_DIR... [--write]``: the PS runtime's launch, close and server time per
   worker, medians over the jobs of ``sluice demo`` runs (no fabric); ``--write`` replaces
   ``sluice_common/data/runtime_overheads.yaml``.
+- ``checkpoint RUN_DIR... [--write]``: what a suspension's checkpoint costs (write and
+  read rates, the rest of its hold), medians over the suspensions of ``sluice demo`` runs
+  (no fabric); ``--write`` replaces ``sluice_common/data/checkpoint_costs.yaml``.
 
 Exit codes: 0 ok, 1 the fabric could not run, 2 bad input (nothing written).
 """
@@ -49,6 +52,14 @@ def configure_calibrate(parser) -> None:
     runtime.add_argument("--write", action="store_true",
                          help="write the medians to sluice_common/data/runtime_overheads.yaml "
                               "(default: print only)")
+    checkpoint = sub.add_parser("checkpoint", help="measure what a suspension's checkpoint "
+                                                   "costs on `sluice demo` runs' suspensions "
+                                                   "(no fabric)")
+    checkpoint.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
+                            help="`sluice demo --out` directories")
+    checkpoint.add_argument("--write", action="store_true",
+                            help="write the medians to sluice_common/data/checkpoint_costs.yaml "
+                                 "(default: print only)")
     for p in (exchange, queues, fifo):
         p.add_argument("--json", nargs="?", const="-", default=None, metavar="OUT",
                        help="write the fit's figures as JSON to OUT (stdout without OUT; "
@@ -136,6 +147,10 @@ def run_calibrate(args) -> int:
         from mininet_tests.calibration.runtime import calibrate as runtime
 
         return runtime(list(args.runs), args.write)
+    if args.action == "checkpoint":
+        from mininet_tests.calibration.checkpoint import calibrate as checkpoint
+
+        return checkpoint(list(args.runs), args.write)
     from mininet_tests.calibration.p100_profile import derive
     from sluice_common.profile import P100_PROFILE_PATH
 

@@ -94,3 +94,74 @@ def test_a_packed_guest_is_timed_with_the_runs_compute_slowdown():
     priced = predict_pass(topo, got.records, None, launch_s, close_s=close_s,
                           server_per_worker_s=server_per_worker_s())
     assert all(got.jct[n] == pytest.approx(priced[n], abs=1e-2) for n in priced)
+
+
+def _one_job_executor(checkpoint):
+    """The exchange model timing one vgg16 job on h1's four GPUs, as the dry run builds it."""
+    from end_to_end.model_run import ModelExecutor
+    from job_scheduler.core.decisions import StartDecision
+    from ps_runtime.launcher import WorkerOptions
+    from sluice_common.placement import Placement
+
+    spec = JobSpec(name="v", model="vgg16", dataset_size=4 * 64 * 40, epochs=1, batch_size=64,
+                   max_gpus=4, arrival=0.0)
+    estimator = run.run_estimator(TOPO, "emulated")
+    launch_s, close_s = launch_and_close("emulated")
+    ex = ModelExecutor(TOPO, estimator, [spec], WorkerOptions(compute="emulated",
+                       bw_scale=TOPO.emulation_bw_scale), None, launch_s, close_s,
+                       server_per_worker_s(), checkpoint=checkpoint)
+    ex.admit(0, spec)
+    decision = StartDecision(0, Placement("v", ("h1",), ("h1",) * 4))
+    return ex, decision, estimator.params(spec) * 4 * 2      # float32 params + momentum
+
+
+@pytest.mark.parametrize("measured", [True, False])
+def test_a_suspension_holds_its_gpus_while_the_checkpoint_is_written_and_a_resume_reads_it(measured):
+    """Stopped at a batch boundary, the job gives its GPUs back only once its state is
+    written and its processes have exited (close + the checkpoint's hold); its next run
+    starts up reading that state. Without measured costs a suspension costs a close."""
+    from ps_runtime.calibration import CheckpointCosts
+
+    costs = CheckpointCosts(write_mb_s=250.0, read_mb_s=500.0, extra_s=0.3) if measured else None
+    ex, decision, state = _one_job_executor(costs)
+    ex.launch(decision, None)
+    fresh_startup = ex.runs[0].ready - ex.runs[0].launched
+    ex.suspend(0, "test")
+    t = 0.0
+    while ex.runs[0].stopped_at is None:
+        t = ex.next_event(t)
+        ex.poll(t)
+    stopped = ex.runs[0].stopped_at
+    _, close_s = launch_and_close("emulated")
+    hold = close_s + (state / 1e6 / 250.0 + 0.3 if measured else 0.0)
+    assert ex.runs[0].hold_s == pytest.approx(hold)
+    assert ex.poll(stopped + hold - 0.01) == []                  # still writing
+    assert ex.next_event(stopped) == pytest.approx(stopped + hold)
+    (ended,) = ex.poll(stopped + hold)
+    assert ended.suspended
+    ex.ended(ended)
+    ex.launch(decision, None)                                    # the resume
+    load_s = state / 1e6 / 500.0 if measured else 0.0
+    assert ex.records["v"]["segments"][1].get("load_s", 0.0) == pytest.approx(load_s)
+    assert "load_s" not in ex.records["v"]["segments"][0]
+    # same placement: the resume's start-up is the fresh one's plus reading the state
+    assert ex.runs[0].ready - ex.runs[0].launched == pytest.approx(fresh_startup + load_s)
+
+
+def test_the_dry_run_charges_the_recorded_checkpoint_costs():
+    """The package's recorded costs (sluice calibrate checkpoint) reach the dry run: a
+    resumed run of the arm-d draw carries its state's read time."""
+    from ps_runtime.calibration import checkpoint_costs
+
+    costs = checkpoint_costs()
+    assert costs is not None and costs.write_mb_s > 0 and costs.read_mb_s > 0
+    config = arm_config(BASE, ARMS["d"])
+    jobs = workload(TOPO, config, 1000, DrawSpec(jobs=10)).jobs
+    estimator = run.run_estimator(TOPO, config.compute, config.profile)
+    got = model_run(jobs, TOPO, config, estimator)
+    specs = {j.name: j for j in jobs}
+    resumed = [(r, s) for r in got.records for s in r["segments"][1:]]
+    assert resumed
+    for r, seg in resumed:
+        state = estimator.params(specs[r["name"]]) * 4 * 2
+        assert seg["load_s"] == pytest.approx(costs.load_s(state))
