@@ -22,16 +22,14 @@ nothing: an error (exit 2), the file unchanged.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import sluice_common
-from mininet_tests.calibration.runtime import reports_of
+from mininet_tests.calibration.runtime import arm_reports, record_from_runs
 from sluice_common.errors import InputError
 
 DATA_FILE = Path(sluice_common.__file__).resolve().parent / "data" / "checkpoint_costs.yaml"
@@ -105,13 +103,8 @@ def measure(runs: list[Path]) -> dict:
     from ps_runtime.calibration import launch_and_close
 
     found: list[Suspension] = []
-    for run in runs:
-        for path in reports_of(run):
-            try:
-                report = json.loads(path.read_text())
-            except (OSError, ValueError) as err:
-                raise InputError(str(path), f"cannot be read ({err})") from err
-            found += run_suspensions(report, path.parent / "jobs")
+    for path, report in arm_reports(runs):
+        found += run_suspensions(report, path.parent / "jobs")
     try:
         return figures(found, launch_and_close("emulated")[1])
     except ValueError as err:
@@ -120,8 +113,6 @@ def measure(runs: list[Path]) -> dict:
 
 def calibrate(runs: list[Path], write: bool, out: Path = DATA_FILE) -> int:
     """``sluice calibrate checkpoint``: print the medians; ``write``: record them in ``out``."""
-    from mininet_tests.calibration.report import source_commit
-
     try:
         got = measure(runs)
     except InputError as err:
@@ -131,15 +122,7 @@ def calibrate(runs: list[Path], write: bool, out: Path = DATA_FILE) -> int:
           f"{got['extra_s']:.2f} s held beyond the write and the close (medians over "
           f"{got['suspensions']} suspensions, {got['resumes']} resumes, {len(runs)} runs)")
     if write:
-        import yaml
-
-        body = dict(got, provenance={
-            "command": "sluice calibrate checkpoint " + " ".join(map(str, runs)) + " --write",
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-            "commit": source_commit(),
-            "runs": [str(r) for r in runs]})
-        out.write_text("# What a suspension's checkpoint costs on the emulated fabric, measured\n"
-                       "# on `sluice demo` runs' suspensions by `sluice calibrate checkpoint`.\n"
-                       + yaml.safe_dump(body, sort_keys=False))
-        print(f"wrote {out}")
+        record_from_runs(out, "What a suspension's checkpoint costs on the emulated fabric, "
+                         "measured on `sluice demo` runs' suspensions by `sluice calibrate "
+                         "checkpoint`.", got, "checkpoint", runs)
     return 0

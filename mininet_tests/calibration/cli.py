@@ -44,22 +44,18 @@ def configure_calibrate(parser) -> None:
                                              "mix and enter the best one")
     profile = sub.add_parser("profile", help="write the P100 compute profile derived from "
                                              "published throughputs (no fabric)")
-    runtime = sub.add_parser("runtime", help="measure the PS runtime's launch, close and "
-                                             "server time per worker on `sluice demo` "
-                                             "runs (no fabric)")
-    runtime.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
-                         help="`sluice demo --out` directories")
-    runtime.add_argument("--write", action="store_true",
-                         help="write the medians to sluice_common/data/runtime_overheads.yaml "
-                              "(default: print only)")
-    checkpoint = sub.add_parser("checkpoint", help="measure what a suspension's checkpoint "
-                                                   "costs on `sluice demo` runs' suspensions "
-                                                   "(no fabric)")
-    checkpoint.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
-                            help="`sluice demo --out` directories")
-    checkpoint.add_argument("--write", action="store_true",
-                            help="write the medians to sluice_common/data/checkpoint_costs.yaml "
-                                 "(default: print only)")
+    # the two measured on stored demo runs: their directories in, one data file out
+    for name, what, data_file in (
+            ("runtime", "the PS runtime's launch, close and server time per worker",
+             "runtime_overheads.yaml"),
+            ("checkpoint", "what a suspension's checkpoint costs, from their suspensions",
+             "checkpoint_costs.yaml")):
+        from_runs = sub.add_parser(name, help=f"measure {what} on `sluice demo` runs (no fabric)")
+        from_runs.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
+                               help="`sluice demo --out` directories")
+        from_runs.add_argument("--write", action="store_true",
+                               help=f"write the medians to sluice_common/data/{data_file} "
+                                    "(default: print only)")
     for p in (exchange, queues, fifo):
         p.add_argument("--json", nargs="?", const="-", default=None, metavar="OUT",
                        help="write the fit's figures as JSON to OUT (stdout without OUT; "

@@ -111,16 +111,26 @@ def reports_of(run_dir: Path) -> list[Path]:
     return found
 
 
+def arm_reports(runs: list[Path]):
+    """(path, parsed report) of every arm of the runs; InputError naming a file that
+    cannot be read."""
+    for run in runs:
+        for path in reports_of(run):
+            try:
+                yield path, json.loads(path.read_text())
+            except (OSError, ValueError) as err:
+                raise InputError(str(path), f"cannot be read ({err})") from err
+
+
 def measure(runs: list[Path]) -> dict[str, float | int]:
     """The medians over every measurable job of the runs' arms; InputError naming the
     file that cannot be read or holds no report."""
     samples: list[JobOverheads] = []
-    for run in runs:
-        for path in reports_of(run):
-            try:
-                samples += run_overheads(json.loads(path.read_text()))
-            except (OSError, ValueError) as err:
-                raise InputError(str(path), f"cannot be read ({err})") from err
+    for path, report in arm_reports(runs):
+        try:
+            samples += run_overheads(report)
+        except ValueError as err:
+            raise InputError(str(path), f"cannot be read ({err})") from err
     try:
         return summarise(samples)
     except ValueError as err:
@@ -129,8 +139,6 @@ def measure(runs: list[Path]) -> dict[str, float | int]:
 
 def calibrate(runs: list[Path], write: bool, out: Path = DATA_FILE) -> int:
     """``sluice calibrate runtime``: print the medians; ``write``: record them in ``out``."""
-    from mininet_tests.calibration.report import source_commit
-
     try:
         figures = measure(runs)
     except InputError as err:
@@ -141,16 +149,27 @@ def calibrate(runs: list[Path], write: bool, out: Path = DATA_FILE) -> int:
           f"{figures['server_per_worker_s'] * 1e3:.2f} ms a batch (median over the "
           f"{figures['one_host_jobs']} of them on one host)")
     if write:
-        import yaml
-
-        body = dict(figures, provenance={
-            "command": "sluice calibrate runtime " + " ".join(map(str, runs)) + " --write",
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-            "commit": source_commit(),
-            "runs": [str(r) for r in runs]})
-        out.write_text("# The PS runtime's launch, close and server time per worker on the\n"
-                       "# emulated fabric, measured on `sluice demo` runs by\n"
-                       "# `sluice calibrate runtime`.\n"
-                       + yaml.safe_dump(body, sort_keys=False))
-        print(f"wrote {out}")
+        record_from_runs(out, "The PS runtime's launch, close and server time per worker on "
+                         "the emulated fabric, measured on `sluice demo` runs by `sluice "
+                         "calibrate runtime`.", figures, "runtime", runs)
     return 0
+
+
+def record_from_runs(out: Path, header: str, figures: dict, action: str,
+                     runs: list[Path]) -> None:
+    """Write ``figures`` measured on demo ``runs`` to ``out`` under a comment ``header``,
+    with their provenance (the command, its date and commit, the runs)."""
+    import textwrap
+
+    import yaml
+
+    from mininet_tests.calibration.report import source_commit
+
+    body = dict(figures, provenance={
+        "command": f"sluice calibrate {action} " + " ".join(map(str, runs)) + " --write",
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "commit": source_commit(),
+        "runs": [str(r) for r in runs]})
+    comment = "".join(f"# {line}\n" for line in textwrap.wrap(header, 86))
+    out.write_text(comment + yaml.safe_dump(body, sort_keys=False))
+    print(f"wrote {out}")
