@@ -43,10 +43,15 @@ def _batches(run_dir: Path) -> int:
     return min(done) if logs else 0
 
 
+# The preemption run's jobs (tests/unit/job_scheduler/service/test_scheduler_preempt_run.py):
+# model sizes the sluice policy prices (googlenet at batch 512: long1 ~300 s on one GPU,
+# ~180 s on two; long2 ~246 s; short1 ~3 s); each job's real length is its command's.
+# short1 has no arrival: the run submits it once long1 trains.
 JOBS = {"jobs": [
-    {"name": "long1", "model": "googlenet", "dataset_size": 409600, "epochs": 1,
+    {"name": "long1", "model": "googlenet", "dataset_size": 750080, "epochs": 1,
      "batch_size": 512, "max_gpus": 2},
-    {"name": "long2", "model": "googlenet", "dataset_size": 384000, "epochs": 1,
-     "batch_size": 512, "max_gpus": 1},
+    {"name": "long2", "model": "googlenet", "dataset_size": 614400, "epochs": 1,
+     "batch_size": 512, "max_gpus": 1}]}
+SHORT = {"jobs": [
     {"name": "short1", "model": "resnet18", "dataset_size": 10240, "epochs": 1,
-     "batch_size": 32, "max_gpus": 1, "arrival": 12}]}
+     "batch_size": 32, "max_gpus": 1}]}
