@@ -804,14 +804,19 @@ class Simulator(Pricing):
             return
         self._flow_use[j] = per_flow
         now, top = self.now, UTIL_BINS - 1
+        since, uplink_used = self._uplink_since, self.uplink_used
         for r, f in flows.items():
-            used, cap = self.uplink_used[r], self.uplink_cap[r]
-            util = used / cap if used > 0 else 0.0
-            k = max(1, min(math.ceil(util * top - 1e-9), top)) if util > 0 else 0
-            self.uplink_time[k] += now - self._uplink_since[r]
-            self._uplink_since[r] = now
+            used = uplink_used[r]
+            # the jobs re-timed at one instant touch the same uplinks over and over: a
+            # stretch of no time adds nothing to its bin (x + 0.0 == x), so it is not binned
+            if now != since[r]:
+                cap = self.uplink_cap[r]
+                util = used / cap if used > 0 else 0.0
+                k = max(1, min(math.ceil(util * top - 1e-9), top)) if util > 0 else 0
+                self.uplink_time[k] += now - since[r]
+                since[r] = now
             used += (per_flow - old) * f
-            self.uplink_used[r] = used if self.uplink_flows[r] > 0 and used > 1e-9 else 0.0
+            uplink_used[r] = used if self.uplink_flows[r] > 0 and used > 1e-9 else 0.0
 
     def _retime(self, run: Run, force: bool = False) -> None:
         """Bring the job to ``now`` at its old rate, then schedule its completion at
@@ -863,8 +868,11 @@ class Simulator(Pricing):
             nps = max(len(run.placement.ps_hosts), 1)
             self._use_uplinks(run.j, run.flows, bw / nps * comm * run.rate)
         self._version[run.j] += 1
-        heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
-                                    self._version[run.j], run.j))
+        heap = self._heap
+        heapq.heappush(heap, (max(self.now, run.t_last) + run.work_left / run.rate,
+                              self._version[run.j], run.j))
+        if len(heap) > 4 * len(self.running) + 1024:
+            self._drop_stale_completions()
 
     def _complete(self, j: int, t: float) -> None:
         self.now = t
@@ -877,6 +885,16 @@ class Simulator(Pricing):
         self.policy.on_complete(self, j)
         for m in self.mechanisms:
             m.after_complete(self)            # e.g. migration onto the GPUs just freed
+
+    def _drop_stale_completions(self) -> None:
+        """Rebuild the completion heap from its live entries. Each re-timing leaves its
+        job's last entry stale, and on a full cluster a job is re-timed tens of times:
+        popped one by one, the stale entries cost a sift each on a heap mostly made of
+        them. The entries popped next are the same: the smallest live ``(time, version,
+        job)``, which no two live entries share (one per running job)."""
+        running, version = self.running, self._version
+        heap = self._heap = [e for e in self._heap if e[2] in running and version[e[2]] == e[1]]
+        heapq.heapify(heap)
 
     def _next_completion(self) -> float:
         heap = self._heap
