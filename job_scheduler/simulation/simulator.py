@@ -328,6 +328,9 @@ class Simulator(Pricing):
         self._run_cost: dict[int, tuple[Run, float]] = {}              # _retime's
         self._sharers: dict[tuple[int, int], tuple[Run, object]] = {}   # _sharer's
         self._in_flight_memo: dict[tuple[int, int], float] = {}         # _in_flight's
+        exchange = self.estimator.exchange
+        self._wait_of_sums = (exchange.round_wait_of_sums_fn() if exchange is not None
+                              else None)
         self.uplink_used = [0.0] * len(topology.racks)
         self._uplink_since = [0.0] * len(topology.racks)
         self.uplink_time = [0.0] * UTIL_BINS
@@ -623,24 +626,72 @@ class Simulator(Pricing):
         where its rounds wait on the kept sums (``ExchangePricing.waits_on_sums``) and
         each level's rate is split per flow: the same figures by the same floating-point
         operations, for the re-timing a simulation of a full cluster spends its time in."""
-        j, pricing, send = run.j, self.estimator.exchange, self._send
+        j, send = run.j, self._send
         bw, total = run.base_bw, 0.0
         nps = max(len(run.placement.ps_hosts), 1)
         holding = j in self._holding
-        tables, ver = self._tables, self._uplink_ver
-        min_share, caps = pricing.constants.min_share, self.uplink_cap
+        tables, ver, sums = self._tables, self._uplink_ver, self._send_sums
+        min_share, caps = self.estimator.exchange.constants.min_share, self.uplink_cap
+        wait_of_sums = self._wait_of_sums
+        # What this reads of an uplink's kept figures is read here where it is kept
+        # (``_UplinkLevels.used_before``, ``split``, ``_shares``: the method works it out
+        # where it is not); ``min`` and ``max`` are written out as the comparisons they
+        # make. The bandwidth as ``_priority_bandwidth``, the sums as ``_ahead_sums``.
         for r, f in run.flows.items():
+            v = ver[r]
             table = tables.get(r)
-            if table is None or table.ver != ver[r]:
+            if table is None or table.ver != v:
                 table = self._uplink_levels(r)
             mine, present, lefts = table.level[j], table.present, table.lefts
             k = bisect.bisect_left(present, mine)
             left = lefts[k] if k < len(lefts) else self._left_at(r, table, mine)
-            bw = min(bw, nps * (left / (table.counts.get(mine, 0) + (f if holding else 0))))
-            busy, senders = self._ahead_sums(r, j, table)
+            flow_bw = nps * (left / (table.counts.get(mine, 0) + (f if holding else 0)))
+            if flow_bw < bw:                                    # min(bw, flow_bw)
+                bw = flow_bw
+            out = (j,)                      # the senders left out of the kept sums
+            if present and mine < present[-1]:
+                split = table._split.get(mine)
+                upto, after = split if split is not None else table.split(mine)
+                if len(upto) <= len(after) + 1:
+                    busy, senders = direct_sums([send[i] for i in upto
+                                                 if i != j and send[i] >= 0])
+                    out = None
+                else:
+                    out = (j, *after)
+            if out is not None:
+                kept = sums.get(r)
+                shares = kept[1] if kept is not None and kept[0] == v else self._shares(r)
+                busy, senders = shares.without(out)
+            used = table._used.get(mine)
+            if used is None:
+                used = table.used_before(mine, send)
             cap = caps[r]
-            left = max(cap - table.used_before(mine, send), min_share * cap)
-            total += pricing.round_wait_of_sums(busy, senders, left)
+            left, least = cap - used, min_share * cap
+            total += wait_of_sums(busy, senders, least if least > left else left)   # max
+        return bw, total
+
+    def _fair_timing(self, run: Run) -> tuple[float, float]:
+        """``(live_bandwidth, _round_wait)`` of the job in one pass over its uplinks with
+        priority off, where each uplink's rate is split per flow and its rounds wait on
+        the kept sums (every other sender there is ahead, in the uplink's whole rate):
+        the same figures by the same floating-point operations, as ``_priority_timing``
+        is for priority."""
+        j, bw, total = run.j, run.base_bw, 0.0
+        nps = max(len(run.placement.ps_hosts), 1)
+        on, caps, ver, sums = self.uplink_flows, self.uplink_cap, self._uplink_ver, self._send_sums
+        min_share = self.estimator.exchange.constants.min_share
+        wait_of_sums, out = self._wait_of_sums, (j,)
+        for r in run.flows:
+            cap, flows = caps[r], on[r]
+            if flows > 0:
+                flow_bw = nps * cap / flows
+                if flow_bw < bw:                                # min(bw, flow_bw)
+                    bw = flow_bw
+            kept = sums.get(r)
+            shares = kept[1] if kept is not None and kept[0] == ver[r] else self._shares(r)
+            busy, senders = shares.without(out)
+            least = min_share * cap         # max(cap - 0.0, least): nothing is more urgent
+            total += wait_of_sums(busy, senders, least if least > cap else cap)
         return bw, total
 
     def _sharer(self, k: int, r: int, level: int):
@@ -732,7 +783,7 @@ class Simulator(Pricing):
                     used = table.used_before(table.level[j], send)
                 cap = caps[r]
                 left = max(cap - used, min_share * cap)
-                total += pricing.round_wait_of_sums(busy, senders, left)
+                total += self._wait_of_sums(busy, senders, left)
             return total
         for r in run.flows:
             urgent, used = [], 0.0
@@ -823,10 +874,13 @@ class Simulator(Pricing):
         the rate its current uplink sharing gives (``force``: its slowdown changed)."""
         self._advance(run)
         pricing = self.estimator.exchange
-        if (self.priority and self.share == "flows" and pricing is not None
-                and not math.isinf(run.base_bw)
-                and pricing.waits_on_sums(self._in_flight(run))):
+        one_pass = (self.share == "flows" and pricing is not None
+                    and not math.isinf(run.base_bw)
+                    and pricing.waits_on_sums(self._in_flight(run)))
+        if one_pass and self.priority:
             bw, wait = self._priority_timing(run)
+        elif one_pass and self.bandwidth == "shared":
+            bw, wait = self._fair_timing(run)
         else:
             # every uplink's levels, read by both the bandwidth and the queue waits
             tables = ({r: self._uplink_levels(r) for r in run.flows} if self.priority

@@ -161,16 +161,24 @@ class TwoPassChecked(Simulator):
         self.checked += 1
         return got
 
+    def _fair_timing(self, run):
+        got = super()._fair_timing(run)
+        assert got == (self.live_bandwidth(run.placement, run.flows, run.base_bw,
+                                           joining=False), self._round_wait(run))
+        self.checked += 1
+        return got
 
+
+@pytest.mark.parametrize("priority", ["aged", None])
 @pytest.mark.parametrize("startup", [False, True])
-def test_one_pass_timing_is_the_bandwidth_and_wait_of_two(startup):
+def test_one_pass_timing_is_the_bandwidth_and_wait_of_two(startup, priority):
     jobs = [job("a", m=60000), job("b", arrival=40.0, m=20000),
             job("c", arrival=90.0, m=30000), job("d", arrival=95.0, m=5000),
             job("e", arrival=96.0, m=8000)]
     pins = Pinned({"a": CROSS_A, "b": CROSS_B, "c": Placement("c", ("h3",), ("h1",) * 2),
                    "d": Placement("d", ("h4",), ("h2",)), "e": Placement("e", ("h4",), ("h1",))})
     est = Estimator(exchange=ExchangePricing.for_topology(TWO_RACK))
-    sim = TwoPassChecked(TWO_RACK, jobs, pins, slot=1.0, estimator=est, priority="aged",
+    sim = TwoPassChecked(TWO_RACK, jobs, pins, slot=1.0, estimator=est, priority=priority,
                          startup=startup)
     res = sim.run()
     assert res.jobs == 5 and sim.checked >= 20
