@@ -107,8 +107,9 @@ from job_scheduler.simulation.collector import rare_collections
 from job_scheduler.simulation.job_records import job_records
 from job_scheduler.simulation.send_shares import SendShares, direct_sums
 from job_scheduler.core.mechanisms import shared_gpus, stopped
-from job_scheduler.core.priority_pricing import (placement_flows, rank_item, rank_levels,
-                                                 rule_size, sized_load, uplink_capacities)
+from job_scheduler.core.priority_pricing import (LinkSharer, placement_flows, rank_item,
+                                                 rank_levels, rule_size, sized_load,
+                                                 uplink_capacities)
 from sluice_common import rank_rules
 from sluice_common.jobspec import JobSpec
 from sluice_common.placement import Placement
@@ -328,9 +329,22 @@ class Simulator(Pricing):
         self._run_cost: dict[int, tuple[Run, float]] = {}              # _retime's
         self._sharers: dict[tuple[int, int], tuple[Run, object]] = {}   # _sharer's
         self._in_flight_memo: dict[tuple[int, int], float] = {}         # _in_flight's
+        # What a re-timing reads of the estimator's exchange pricing, fixed for a run:
+        # its FIFO wait with the constants bound, and _retime's one pass over a job's
+        # uplinks where each level's rate is split per flow and the rounds wait on the
+        # kept sums (``ExchangePricing.waits_on_sums``, the same for every job where no
+        # round is priced by its bytes in flight); the class's function, not a bound
+        # method, so that no cycle runs through the simulator.
         exchange = self.estimator.exchange
         self._wait_of_sums = (exchange.round_wait_of_sums_fn() if exchange is not None
                               else None)
+        self._one_pass = None
+        if self.share == "flows" and exchange is not None:
+            kind = type(self)
+            self._one_pass = (kind._priority_timing if self.priority else
+                              kind._fair_timing if self.bandwidth == "shared" else None)
+        self._sums_always = (exchange is not None and exchange.bulk_backlog_bytes is None
+                             and exchange.waits_on_sums(None))
         self.uplink_used = [0.0] * len(topology.racks)
         self._uplink_since = [0.0] * len(topology.racks)
         self.uplink_time = [0.0] * UTIL_BINS
@@ -538,7 +552,9 @@ class Simulator(Pricing):
         left, lefts, counts = cap, [], {}
         for k in present:
             here = by_level[k]
-            count = sum(running[i].flows[r] for i in here)
+            count = 0
+            for i in here:
+                count += running[i].flows[r]
             lefts.append(left)
             counts[k] = count
             if k == present[-1]:
@@ -699,8 +715,12 @@ class Simulator(Pricing):
         (all it holds but the level is fixed for a run)."""
         run = self.running[k]
         got = self._sharers.get((k, r))
-        if got is None or got[0] is not run or got[1].level != level:
+        if got is None or got[0] is not run:
             got = self._sharers[(k, r)] = (run, self.link_sharer(k, r, level))
+        elif got[1].level != level:         # the same run at another level: the rest stands
+            s = got[1]
+            got = self._sharers[(k, r)] = (run, LinkSharer(level, s.flows, s.servers, s.base_bw,
+                                                           s.comm_s, s.cost_s))
         return got[1]
 
     def _senders(self, run: Run, r: int, same: Sequence[int]) -> float:
@@ -783,7 +803,7 @@ class Simulator(Pricing):
                     used = table.used_before(table.level[j], send)
                 cap = caps[r]
                 left = max(cap - used, min_share * cap)
-                total += self._wait_of_sums(busy, senders, left)
+                total += pricing.round_wait_of_sums(busy, senders, left)
             return total
         for r in run.flows:
             urgent, used = [], 0.0
@@ -841,7 +861,8 @@ class Simulator(Pricing):
     def _advance(self, run: Run) -> None:
         dt = self.now - run.t_last
         if dt > 0:
-            run.work_left = max(run.work_left - dt * run.rate, 0.0)
+            left = run.work_left - dt * run.rate
+            run.work_left = 0.0 if left < 0.0 else left       # max(left, 0.0)
             self.gpu_seconds += dt * run.n
             self.run_s += dt
             self.exchange_s += dt * self._exch[run.j]
@@ -874,13 +895,12 @@ class Simulator(Pricing):
         the rate its current uplink sharing gives (``force``: its slowdown changed)."""
         self._advance(run)
         pricing = self.estimator.exchange
-        one_pass = (self.share == "flows" and pricing is not None
-                    and not math.isinf(run.base_bw)
-                    and pricing.waits_on_sums(self._in_flight(run)))
-        if one_pass and self.priority:
-            bw, wait = self._priority_timing(run)
-        elif one_pass and self.bandwidth == "shared":
-            bw, wait = self._fair_timing(run)
+        one_pass = self._one_pass
+        if one_pass is not None and (math.isinf(run.base_bw) or not (
+                self._sums_always or pricing.waits_on_sums(self._in_flight(run)))):
+            one_pass = None
+        if one_pass is not None:
+            bw, wait = one_pass(self, run)
         else:
             # every uplink's levels, read by both the bandwidth and the queue waits
             tables = ({r: self._uplink_levels(r) for r in run.flows} if self.priority
@@ -906,7 +926,8 @@ class Simulator(Pricing):
         cost, comm = kept[1], model.comm(run.n, bw)   # C(n) = cost + comm
         iteration = cost + comm + model.queueing(run.n, wait)
         run.rate = 1.0 / (iteration * slowdown)
-        rho = self._send[run.j] = min(1.0, model.one_way * comm * run.rate)
+        rho = model.one_way * comm * run.rate
+        rho = self._send[run.j] = rho if rho < 1.0 else 1.0      # min(1.0, rho)
         if run.j not in self._holding:      # a holding job is no uplink's sender
             sums, tables, ver = self._send_sums, self._tables, self._uplink_ver
             for r in run.flows:
@@ -922,9 +943,9 @@ class Simulator(Pricing):
             nps = max(len(run.placement.ps_hosts), 1)
             self._use_uplinks(run.j, run.flows, bw / nps * comm * run.rate)
         self._version[run.j] += 1
-        heap = self._heap
-        heapq.heappush(heap, (max(self.now, run.t_last) + run.work_left / run.rate,
-                              self._version[run.j], run.j))
+        heap, now, since = self._heap, self.now, run.t_last
+        heapq.heappush(heap, ((since if since > now else now) + run.work_left / run.rate,
+                              self._version[run.j], run.j))         # max(now, since)
         if len(heap) > 4 * len(self.running) + 1024:
             self._drop_stale_completions()
 

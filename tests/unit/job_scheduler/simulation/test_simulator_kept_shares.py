@@ -148,10 +148,22 @@ def test_kept_sums_time_every_job_as_the_senders_summed_afresh(priority, monkeyp
         TWO_RACK, jobs, Pinned(pins), slot=1.0, priority=priority).run().avg_jct, rel=1e-3)
 
 
+def fresh_used(table, level, send):
+    """What the sending jobs more urgent than ``level`` use of the uplink, summed afresh
+    in the table's order."""
+    got = 0.0
+    for i, other, f, nps in table.before(level):
+        if send[i] >= 0:
+            got += f * other.bw / nps * send[i]
+    return got
+
+
 class TwoPassChecked(Simulator):
     """The simulator, checking at every re-timing that the one pass over a job's uplinks
     gives the bandwidth and round wait of the two passes."""
     checked = 0
+
+    kept_used = 0
 
     def _priority_timing(self, run):
         got = super()._priority_timing(run)
@@ -159,6 +171,10 @@ class TwoPassChecked(Simulator):
         assert got == (self._priority_bandwidth(run, tables),
                        self._round_wait(run, tables=tables))
         self.checked += 1
+        for table in tables.values():       # the kept use of the more urgent levels
+            for level, kept in table._used.items():
+                assert kept == fresh_used(table, level, self._send)
+                self.kept_used += 1
         return got
 
     def _fair_timing(self, run):
@@ -182,3 +198,4 @@ def test_one_pass_timing_is_the_bandwidth_and_wait_of_two(startup, priority):
                          startup=startup)
     res = sim.run()
     assert res.jobs == 5 and sim.checked >= 20
+    assert (sim.kept_used > 0) == (priority is not None)
