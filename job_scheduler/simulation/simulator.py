@@ -104,7 +104,7 @@ from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecis
 from job_scheduler.core.estimator import OWN_KEYS, OWN_WINDOW, Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
 from job_scheduler.simulation.collector import rare_collections
-from job_scheduler.simulation.job_records import job_records
+from job_scheduler.simulation.job_records import host_spans, job_records
 from job_scheduler.simulation.send_shares import SendShares, direct_sums
 from job_scheduler.core.mechanisms import shared_gpus, stopped
 from job_scheduler.core.priority_pricing import (LinkSharer, placement_flows, rank_item,
@@ -150,6 +150,11 @@ class SimResult:
         """One record per job, in the workload's order (``job_records.job_records``),
         built on first read: a run read only for its figures never pays for a dict per job."""
         return job_records(*self.record_args) if self.record_args else []
+
+    def host_spans(self) -> tuple[int, int]:
+        """``job_records.host_spans`` of the jobs' last placements: (jobs on more than
+        one host, of them across racks)."""
+        return host_spans(self.record_args[0], self.record_args[2]) if self.record_args else (0, 0)
 
     def metrics(self) -> dict[str, float]:
         return {"avg_jct": self.avg_jct, "median_jct": self.median_jct, "p95_jct": self.p95_jct,
