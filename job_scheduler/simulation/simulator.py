@@ -179,6 +179,7 @@ class _UplinkLevels:
     counts: dict[int, int]
     entries: list[tuple]
     pairs: list[tuple[int, int]]            # (job, level) of ``entries``
+    at: dict[int, tuple[float, int]]        # a present level's (left, count): read most
     _before: dict[int, list[tuple]] = field(default_factory=dict)
     _split: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
     _used: dict[int, float] = field(default_factory=dict)
@@ -576,7 +577,9 @@ class Simulator(Pricing):
             entries.append((i, level[i], other, other.flows[r],
                             max(len(other.placement.ps_hosts), 1)))
         got = self._tables[r] = _UplinkLevels(ver, on, level, present, lefts, counts,
-                                              entries, [(e[0], e[1]) for e in entries])
+                                              entries, [(e[0], e[1]) for e in entries],
+                                              {k: (lefts[n], counts[k])
+                                               for n, k in enumerate(present)})
         return got
 
     def _levels(self, jobs: Sequence[int]) -> dict[int, int]:
@@ -663,10 +666,15 @@ class Simulator(Pricing):
             table = tables.get(r)
             if table is None or table.ver != v:
                 table = self._uplink_levels(r)
-            mine, present, lefts = table.level[j], table.present, table.lefts
-            k = bisect.bisect_left(present, mine)
-            left = lefts[k] if k < len(lefts) else self._left_at(r, table, mine)
-            flow_bw = nps * (left / (table.counts.get(mine, 0) + (f if holding else 0)))
+            mine, present = table.level[j], table.present
+            got = table.at.get(mine)
+            if got is not None:
+                left, count = got
+            else:                           # holding at a level no sender is at
+                k = bisect.bisect_left(present, mine)
+                left = table.lefts[k] if k < len(table.lefts) else self._left_at(r, table, mine)
+                count = 0
+            flow_bw = nps * (left / (count + (f if holding else 0)))
             if flow_bw < bw:                                    # min(bw, flow_bw)
                 bw = flow_bw
             out = (j,)                      # the senders left out of the kept sums
