@@ -133,7 +133,7 @@ def direct_sums(shares: Iterable[float]) -> tuple[float, float]:
     keeps, for a few senders where taking the rest out would cost more."""
     idle, total = 1.0, 0.0
     for rho in shares:
-        p = _clamp(rho)
+        p = rho if 0.0 <= rho <= 1.0 else min(1.0, max(0.0, rho))      # _clamp(rho)
         idle *= 1.0 - p
         total += p
     return 1.0 - idle, total
