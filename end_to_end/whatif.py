@@ -180,14 +180,14 @@ def bins_quantile(seconds: Sequence[float], q: float) -> float:
 
 def arm_metrics(result, key: str, title: str) -> dict:
     """One arm's figures from its ``SimResult``."""
-    records = result.job_records
-    return {
+    multi, cross = result.host_spans()     # cross_rack_share and multi_host_jobs of
+    return {                                # its job_records, without building them
         "title": title, "policy": result.policy, "jobs": result.jobs,
         "avg_jct_s": result.avg_jct, "median_jct_s": result.median_jct,
         "p95_jct_s": result.p95_jct, "avg_wait_s": result.avg_wait,
         "makespan_s": result.makespan, "gpu_util": result.gpu_util,
-        "cross_rack_share": cross_rack_share(records),
-        "multi_host_jobs": multi_host_jobs(records),
+        "cross_rack_share": cross / multi if multi else 0.0,
+        "multi_host_jobs": multi,
         "uplink_util_p50": bins_quantile(result.uplink_time, 0.50),
         "uplink_util_p99": bins_quantile(result.uplink_time, 0.99),
         "exchange_share": result.exchange_share,

@@ -157,6 +157,34 @@ def fifo_wait_of_sums(busy: float, senders: float, left: float, buffer_bytes: fl
             + busy * overflow * tail_share(message_bytes) * c.loss_timeouts * c.rto_min_s)
 
 
+def fifo_wait_of_sums_at(buffer_bytes: float, c: WaitConstants, mbps_to_Bps: float,
+                         message_bytes: float | None = None):
+    """:func:`fifo_wait_of_sums` as a function of ``(busy, senders, class_rate_mbps)``
+    alone, the class's rate in Mbit/s (``left = class_rate_mbps * mbps_to_Bps * 1e6 / 8``
+    bytes/s) and everything else read once: a simulation asks for it at every uplink of
+    every job it re-times. The same floating-point operations in the same order."""
+    if buffer_bytes < 0:
+        raise ValueError("the class's rate must be > 0 and buffer_bytes >= 0")
+    fill0, fill_per, burst = c.queue_fill, c.queue_fill_per_sender, c.burst_bytes
+    backlog = max(buffer_bytes, c.backlog_bytes)
+    tail, loss_timeouts, rto = tail_share(message_bytes), c.loss_timeouts, c.rto_min_s
+
+    def wait(busy: float, senders: float, class_rate_mbps: float) -> float:
+        left = class_rate_mbps * mbps_to_Bps * 1e6 / 8
+        if not left > 0:
+            raise ValueError("the class's rate must be > 0 and buffer_bytes >= 0")
+        extra = senders - 1
+        fill = fill0 + fill_per * (extra if extra > 0.0 else 0.0)    # max(0.0, extra)
+        if not fill < 1.0:                                           # min(1.0, fill)
+            fill = 1.0
+        arriving = (1.0 + senders) * burst
+        overflow = 1.0 - buffer_bytes / arriving if arriving > 0 else 0.0
+        if not overflow > 0.0:                                       # max(0.0, overflow)
+            overflow = 0.0
+        return busy * fill * backlog / left + busy * overflow * tail * loss_timeouts * rto
+    return wait
+
+
 def fair_round_wait_s(same_class: Sequence[float], left: float,
                       c: WaitConstants) -> float:
     """The per-flow fair-share term of a fair-queued leaf: a message of a

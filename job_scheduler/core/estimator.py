@@ -322,6 +322,7 @@ def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterabl
     paths = []
     load: Counter = Counter()
     capacity: dict = {}
+    pair_edges: dict = {}       # a host holds several workers: each pair's path found once
     for w in worker_hosts:
         for p in ps_hosts:
             if w == p:
@@ -331,9 +332,11 @@ def effective_bandwidth(topology, ps_hosts: Iterable[str], worker_hosts: Iterabl
                 host = topology.host_by_name[w]
                 capacity[edges[0]] = host.intra_bw if bus is None else bus(host)
             else:
-                path = topology.path(w, p)
-                edges = [frozenset(e) for e in zip(path, path[1:])]
-                capacity.update((e, g.edges[tuple(e)]["bw"]) for e in edges)
+                edges = pair_edges.get((w, p))
+                if edges is None:
+                    path = topology.path(w, p)
+                    edges = pair_edges[(w, p)] = [frozenset(e) for e in zip(path, path[1:])]
+                    capacity.update((e, g.edges[tuple(e)]["bw"]) for e in edges)
             paths.append(edges)
             load.update(edges)
     if not paths:
@@ -349,7 +352,14 @@ def exchange_path(topology, ps_hosts: Iterable[str], worker_hosts: Iterable[str]
     described rates (Mbit/s) of its worker-server pair with the most hops, each divided by
     the job's own flows on that link, the smaller share first among pairs of as many
     hops; ``()`` when every pair is on one host."""
-    pairs = [topology.path(w, p) for w in worker_hosts for p in ps_hosts if w != p]
+    found: dict = {}            # a host holds several workers: each pair's path found once
+
+    def path_of(w: str, p: str) -> list[str]:
+        got = found.get((w, p))
+        if got is None:
+            got = found[w, p] = topology.path(w, p)
+        return got
+    pairs = [path_of(w, p) for w in worker_hosts for p in ps_hosts if w != p]
     if not pairs:
         return ()
     load = Counter(frozenset(e) for path in pairs for e in zip(path, path[1:]))

@@ -85,12 +85,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from sluice_common.exchange import (MTU_BYTES, ExchangeConstants, burst_credit,
                                     default_constants, fixed_batch_s, rounds, startup_time,
                                     transfer_s, wire_key_bytes)
 from sluice_common.exchange_waits import (backlog_bytes, fair_round_wait_s, fifo_round_wait_s,
-                                          fifo_wait_of_sums, loss_wait_s, queue_wait_s)
+                                          fifo_wait_of_sums, fifo_wait_of_sums_at,
+                                          loss_wait_s, queue_wait_s)
 
 HARDWARE_HOP_S = 1e-6              # forwarding per hop in a real switch (module doc)
 KEY_BYTES = 4 * 2 ** 20            # the worker's bucket: ps_runtime's default bucket_mb, 4
@@ -268,6 +270,12 @@ class ExchangePricing:
         busy_share(ahead)`` and ``senders = sum(ahead)``."""
         rate = class_rate_mbps * self.scale * 1e6 / 8
         return fifo_wait_of_sums(busy, senders, rate, self.buffer_bytes, self.constants)
+
+    def round_wait_of_sums_fn(self) -> Callable[[float, float, float], float]:
+        """:meth:`round_wait_of_sums` as one function of its three figures, the pricing's
+        constants read once (:func:`~sluice_common.exchange_waits.fifo_wait_of_sums_at`):
+        the same floats, for a simulation that asks at every uplink of every re-timing."""
+        return fifo_wait_of_sums_at(self.buffer_bytes, self.constants, self.scale)
 
     def bulk_round(self, in_flight_bytes: float | None) -> bool:
         """Is a round of a flow with ``in_flight_bytes`` in flight a bulk one (module

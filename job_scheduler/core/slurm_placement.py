@@ -55,7 +55,9 @@ def slurm_counts(free: list[int], rack_hosts: list[list[int]], n: int,
     else:
         scope = [h for hosts in rack_hosts for h in hosts]
     counts: dict[int, int] = {}
-    for h in sorted(scope, key=lambda h: (-free[h], h)):
+    # a host with no free GPU takes nothing and sorts last: left out before sorting (on a
+    # full cluster most are), the hosts that take come in the same order
+    for h in sorted([h for h in scope if free[h] > 0], key=lambda h: (-free[h], h)):
         take = min(free[h], n)
         if take:
             counts[h] = take

@@ -30,3 +30,19 @@ def job_records(topology, jobs: Sequence, placements: Sequence, gpus: Sequence[i
             "arrival": _seconds(job.arrival), "start": _seconds(first_start[j]),
             "end": _seconds(finish[j]), "jct": _seconds(finish[j] - job.arrival)})
     return out
+
+
+def host_spans(topology, placements: Sequence) -> tuple[int, int]:
+    """``(jobs whose last placement spans more than one host, PS and worker hosts
+    together; those of them whose hosts are in more than one rack)``: what a report of
+    the placements' spread reads of :func:`job_records`, counted without building them."""
+    rack_of = {h.name: h.rack for h in topology.hosts}
+    multi = cross = 0
+    for p in placements:
+        if p is None:
+            continue
+        hosts = set(p.worker_hosts) | set(p.ps_hosts)
+        if len(hosts) > 1:
+            multi += 1
+            cross += len({rack_of[h] for h in hosts}) > 1
+    return multi, cross

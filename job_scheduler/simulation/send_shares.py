@@ -54,19 +54,30 @@ class SendShares:
 
     def set(self, j: int, rho: float) -> None:
         """Job ``j`` sends ``rho`` of its time now (joining if it was not a sender)."""
-        p = _clamp(rho)
-        old = self.shares.get(j)
+        # every re-timing sets the job's share on each of its uplinks: ``_take`` and
+        # ``_count_update`` written out, the same operations in the same order
+        p = rho if 0.0 <= rho <= 1.0 else min(1.0, max(0.0, rho))
+        shares = self.shares
+        old = shares.get(j)
         if old == p:
             return
+        total, log_idle, always = self._total, self._log_idle, self._always
         if old is not None:
-            self._take(old)
-        self.shares[j] = p
-        self._total += p
+            total -= old
+            if old >= 1.0:
+                always -= 1
+            else:
+                log_idle -= math.log1p(-old)
+        shares[j] = p
+        total += p
         if p >= 1.0:
-            self._always += 1
+            always += 1
         else:
-            self._log_idle += math.log1p(-p)
-        self._count_update()
+            log_idle += math.log1p(-p)
+        self._total, self._log_idle, self._always = total, log_idle, always
+        self._updates += 1
+        if self._updates >= REBUILD_EVERY:
+            self._rebuild()
 
     def drop(self, j: int) -> None:
         """Job ``j`` no longer sends here."""
@@ -104,8 +115,17 @@ class SendShares:
                 log_idle -= math.log1p(-p)
         if left <= 0:
             return 0.0, 0.0
-        busy = 1.0 if always > 0 else min(1.0, max(0.0, -math.expm1(log_idle)))
-        return busy, max(total, 0.0)
+        # min(1.0, max(0.0, -expm1(log_idle))) and max(total, 0.0) as the comparisons
+        # they make: asked at every uplink of every re-timing
+        if always > 0:
+            busy = 1.0
+        else:
+            busy = -math.expm1(log_idle)
+            if not busy > 0.0:
+                busy = 0.0
+            elif not busy < 1.0:
+                busy = 1.0
+        return busy, (0.0 if total < 0.0 else total)
 
 
 def direct_sums(shares: Iterable[float]) -> tuple[float, float]:
@@ -113,7 +133,7 @@ def direct_sums(shares: Iterable[float]) -> tuple[float, float]:
     keeps, for a few senders where taking the rest out would cost more."""
     idle, total = 1.0, 0.0
     for rho in shares:
-        p = _clamp(rho)
+        p = rho if 0.0 <= rho <= 1.0 else min(1.0, max(0.0, rho))      # _clamp(rho)
         idle *= 1.0 - p
         total += p
     return 1.0 - idle, total

@@ -103,11 +103,13 @@ from job_scheduler.core.decisions import (BANDWIDTH_MODELS, SlotPlan, StartDecis
                                           decide_slot)
 from job_scheduler.core.estimator import OWN_KEYS, OWN_WINDOW, Estimator, effective_bandwidth
 from job_scheduler.core.job_model import JobModel, Pricing, Run
-from job_scheduler.simulation.job_records import job_records
+from job_scheduler.simulation.collector import rare_collections
+from job_scheduler.simulation.job_records import host_spans, job_records
 from job_scheduler.simulation.send_shares import SendShares, direct_sums
 from job_scheduler.core.mechanisms import shared_gpus, stopped
-from job_scheduler.core.priority_pricing import (placement_flows, rank_item, rank_levels,
-                                                 rule_size, sized_load, uplink_capacities)
+from job_scheduler.core.priority_pricing import (LinkSharer, placement_flows, rank_item,
+                                                 rank_levels, rule_size, sized_load,
+                                                 uplink_capacities)
 from sluice_common import rank_rules
 from sluice_common.jobspec import JobSpec
 from sluice_common.placement import Placement
@@ -149,6 +151,11 @@ class SimResult:
         built on first read: a run read only for its figures never pays for a dict per job."""
         return job_records(*self.record_args) if self.record_args else []
 
+    def host_spans(self) -> tuple[int, int]:
+        """``job_records.host_spans`` of the jobs' last placements: (jobs on more than
+        one host, of them across racks)."""
+        return host_spans(self.record_args[0], self.record_args[2]) if self.record_args else (0, 0)
+
     def metrics(self) -> dict[str, float]:
         return {"avg_jct": self.avg_jct, "median_jct": self.median_jct, "p95_jct": self.p95_jct,
                 "avg_wait": self.avg_wait, "makespan": self.makespan, "gpu_util": self.gpu_util,
@@ -172,6 +179,7 @@ class _UplinkLevels:
     counts: dict[int, int]
     entries: list[tuple]
     pairs: list[tuple[int, int]]            # (job, level) of ``entries``
+    at: dict[int, tuple[float, int]]        # a present level's (left, count): read most
     _before: dict[int, list[tuple]] = field(default_factory=dict)
     _split: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
     _used: dict[int, float] = field(default_factory=dict)
@@ -327,6 +335,22 @@ class Simulator(Pricing):
         self._run_cost: dict[int, tuple[Run, float]] = {}              # _retime's
         self._sharers: dict[tuple[int, int], tuple[Run, object]] = {}   # _sharer's
         self._in_flight_memo: dict[tuple[int, int], float] = {}         # _in_flight's
+        # What a re-timing reads of the estimator's exchange pricing, fixed for a run:
+        # its FIFO wait with the constants bound, and _retime's one pass over a job's
+        # uplinks where each level's rate is split per flow and the rounds wait on the
+        # kept sums (``ExchangePricing.waits_on_sums``, the same for every job where no
+        # round is priced by its bytes in flight); the class's function, not a bound
+        # method, so that no cycle runs through the simulator.
+        exchange = self.estimator.exchange
+        self._wait_of_sums = (exchange.round_wait_of_sums_fn() if exchange is not None
+                              else None)
+        self._one_pass = None
+        if self.share == "flows" and exchange is not None:
+            kind = type(self)
+            self._one_pass = (kind._priority_timing if self.priority else
+                              kind._fair_timing if self.bandwidth == "shared" else None)
+        self._sums_always = (exchange is not None and exchange.bulk_backlog_bytes is None
+                             and exchange.waits_on_sums(None))
         self.uplink_used = [0.0] * len(topology.racks)
         self._uplink_since = [0.0] * len(topology.racks)
         self.uplink_time = [0.0] * UTIL_BINS
@@ -534,7 +558,9 @@ class Simulator(Pricing):
         left, lefts, counts = cap, [], {}
         for k in present:
             here = by_level[k]
-            count = sum(running[i].flows[r] for i in here)
+            count = 0
+            for i in here:
+                count += running[i].flows[r]
             lefts.append(left)
             counts[k] = count
             if k == present[-1]:
@@ -551,7 +577,9 @@ class Simulator(Pricing):
             entries.append((i, level[i], other, other.flows[r],
                             max(len(other.placement.ps_hosts), 1)))
         got = self._tables[r] = _UplinkLevels(ver, on, level, present, lefts, counts,
-                                              entries, [(e[0], e[1]) for e in entries])
+                                              entries, [(e[0], e[1]) for e in entries],
+                                              {k: (lefts[n], counts[k])
+                                               for n, k in enumerate(present)})
         return got
 
     def _levels(self, jobs: Sequence[int]) -> dict[int, int]:
@@ -622,24 +650,77 @@ class Simulator(Pricing):
         where its rounds wait on the kept sums (``ExchangePricing.waits_on_sums``) and
         each level's rate is split per flow: the same figures by the same floating-point
         operations, for the re-timing a simulation of a full cluster spends its time in."""
-        j, pricing, send = run.j, self.estimator.exchange, self._send
+        j, send = run.j, self._send
         bw, total = run.base_bw, 0.0
         nps = max(len(run.placement.ps_hosts), 1)
         holding = j in self._holding
-        tables, ver = self._tables, self._uplink_ver
-        min_share, caps = pricing.constants.min_share, self.uplink_cap
+        tables, ver, sums = self._tables, self._uplink_ver, self._send_sums
+        min_share, caps = self.estimator.exchange.constants.min_share, self.uplink_cap
+        wait_of_sums = self._wait_of_sums
+        # What this reads of an uplink's kept figures is read here where it is kept
+        # (``_UplinkLevels.used_before``, ``split``, ``_shares``: the method works it out
+        # where it is not); ``min`` and ``max`` are written out as the comparisons they
+        # make. The bandwidth as ``_priority_bandwidth``, the sums as ``_ahead_sums``.
         for r, f in run.flows.items():
+            v = ver[r]
             table = tables.get(r)
-            if table is None or table.ver != ver[r]:
+            if table is None or table.ver != v:
                 table = self._uplink_levels(r)
-            mine, present, lefts = table.level[j], table.present, table.lefts
-            k = bisect.bisect_left(present, mine)
-            left = lefts[k] if k < len(lefts) else self._left_at(r, table, mine)
-            bw = min(bw, nps * (left / (table.counts.get(mine, 0) + (f if holding else 0))))
-            busy, senders = self._ahead_sums(r, j, table)
+            mine, present = table.level[j], table.present
+            got = table.at.get(mine)
+            if got is not None:
+                left, count = got
+            else:                           # holding at a level no sender is at
+                k = bisect.bisect_left(present, mine)
+                left = table.lefts[k] if k < len(table.lefts) else self._left_at(r, table, mine)
+                count = 0
+            flow_bw = nps * (left / (count + (f if holding else 0)))
+            if flow_bw < bw:                                    # min(bw, flow_bw)
+                bw = flow_bw
+            out = (j,)                      # the senders left out of the kept sums
+            if present and mine < present[-1]:
+                split = table._split.get(mine)
+                upto, after = split if split is not None else table.split(mine)
+                if len(upto) <= len(after) + 1:
+                    busy, senders = direct_sums([send[i] for i in upto
+                                                 if i != j and send[i] >= 0])
+                    out = None
+                else:
+                    out = (j, *after)
+            if out is not None:
+                kept = sums.get(r)
+                shares = kept[1] if kept is not None and kept[0] == v else self._shares(r)
+                busy, senders = shares.without(out)
+            used = table._used.get(mine)
+            if used is None:
+                used = table.used_before(mine, send)
             cap = caps[r]
-            left = max(cap - table.used_before(mine, send), min_share * cap)
-            total += pricing.round_wait_of_sums(busy, senders, left)
+            left, least = cap - used, min_share * cap
+            total += wait_of_sums(busy, senders, least if least > left else left)   # max
+        return bw, total
+
+    def _fair_timing(self, run: Run) -> tuple[float, float]:
+        """``(live_bandwidth, _round_wait)`` of the job in one pass over its uplinks with
+        priority off, where each uplink's rate is split per flow and its rounds wait on
+        the kept sums (every other sender there is ahead, in the uplink's whole rate):
+        the same figures by the same floating-point operations, as ``_priority_timing``
+        is for priority."""
+        j, bw, total = run.j, run.base_bw, 0.0
+        nps = max(len(run.placement.ps_hosts), 1)
+        on, caps, ver, sums = self.uplink_flows, self.uplink_cap, self._uplink_ver, self._send_sums
+        min_share = self.estimator.exchange.constants.min_share
+        wait_of_sums, out = self._wait_of_sums, (j,)
+        for r in run.flows:
+            cap, flows = caps[r], on[r]
+            if flows > 0:
+                flow_bw = nps * cap / flows
+                if flow_bw < bw:                                # min(bw, flow_bw)
+                    bw = flow_bw
+            kept = sums.get(r)
+            shares = kept[1] if kept is not None and kept[0] == ver[r] else self._shares(r)
+            busy, senders = shares.without(out)
+            least = min_share * cap         # max(cap - 0.0, least): nothing is more urgent
+            total += wait_of_sums(busy, senders, least if least > cap else cap)
         return bw, total
 
     def _sharer(self, k: int, r: int, level: int):
@@ -647,8 +728,12 @@ class Simulator(Pricing):
         (all it holds but the level is fixed for a run)."""
         run = self.running[k]
         got = self._sharers.get((k, r))
-        if got is None or got[0] is not run or got[1].level != level:
+        if got is None or got[0] is not run:
             got = self._sharers[(k, r)] = (run, self.link_sharer(k, r, level))
+        elif got[1].level != level:         # the same run at another level: the rest stands
+            s = got[1]
+            got = self._sharers[(k, r)] = (run, LinkSharer(level, s.flows, s.servers, s.base_bw,
+                                                           s.comm_s, s.cost_s))
         return got[1]
 
     def _senders(self, run: Run, r: int, same: Sequence[int]) -> float:
@@ -789,7 +874,8 @@ class Simulator(Pricing):
     def _advance(self, run: Run) -> None:
         dt = self.now - run.t_last
         if dt > 0:
-            run.work_left = max(run.work_left - dt * run.rate, 0.0)
+            left = run.work_left - dt * run.rate
+            run.work_left = 0.0 if left < 0.0 else left       # max(left, 0.0)
             self.gpu_seconds += dt * run.n
             self.run_s += dt
             self.exchange_s += dt * self._exch[run.j]
@@ -803,24 +889,31 @@ class Simulator(Pricing):
             return
         self._flow_use[j] = per_flow
         now, top = self.now, UTIL_BINS - 1
+        since, uplink_used = self._uplink_since, self.uplink_used
         for r, f in flows.items():
-            used, cap = self.uplink_used[r], self.uplink_cap[r]
-            util = used / cap if used > 0 else 0.0
-            k = max(1, min(math.ceil(util * top - 1e-9), top)) if util > 0 else 0
-            self.uplink_time[k] += now - self._uplink_since[r]
-            self._uplink_since[r] = now
+            used = uplink_used[r]
+            # the jobs re-timed at one instant touch the same uplinks over and over: a
+            # stretch of no time adds nothing to its bin (x + 0.0 == x), so it is not binned
+            if now != since[r]:
+                cap = self.uplink_cap[r]
+                util = used / cap if used > 0 else 0.0
+                k = max(1, min(math.ceil(util * top - 1e-9), top)) if util > 0 else 0
+                self.uplink_time[k] += now - since[r]
+                since[r] = now
             used += (per_flow - old) * f
-            self.uplink_used[r] = used if self.uplink_flows[r] > 0 and used > 1e-9 else 0.0
+            uplink_used[r] = used if self.uplink_flows[r] > 0 and used > 1e-9 else 0.0
 
     def _retime(self, run: Run, force: bool = False) -> None:
         """Bring the job to ``now`` at its old rate, then schedule its completion at
         the rate its current uplink sharing gives (``force``: its slowdown changed)."""
         self._advance(run)
         pricing = self.estimator.exchange
-        if (self.priority and self.share == "flows" and pricing is not None
-                and not math.isinf(run.base_bw)
-                and pricing.waits_on_sums(self._in_flight(run))):
-            bw, wait = self._priority_timing(run)
+        one_pass = self._one_pass
+        if one_pass is not None and (math.isinf(run.base_bw) or not (
+                self._sums_always or pricing.waits_on_sums(self._in_flight(run)))):
+            one_pass = None
+        if one_pass is not None:
+            bw, wait = one_pass(self, run)
         else:
             # every uplink's levels, read by both the bandwidth and the queue waits
             tables = ({r: self._uplink_levels(r) for r in run.flows} if self.priority
@@ -846,7 +939,8 @@ class Simulator(Pricing):
         cost, comm = kept[1], model.comm(run.n, bw)   # C(n) = cost + comm
         iteration = cost + comm + model.queueing(run.n, wait)
         run.rate = 1.0 / (iteration * slowdown)
-        rho = self._send[run.j] = min(1.0, model.one_way * comm * run.rate)
+        rho = model.one_way * comm * run.rate
+        rho = self._send[run.j] = rho if rho < 1.0 else 1.0      # min(1.0, rho)
         if run.j not in self._holding:      # a holding job is no uplink's sender
             sums, tables, ver = self._send_sums, self._tables, self._uplink_ver
             for r in run.flows:
@@ -862,8 +956,11 @@ class Simulator(Pricing):
             nps = max(len(run.placement.ps_hosts), 1)
             self._use_uplinks(run.j, run.flows, bw / nps * comm * run.rate)
         self._version[run.j] += 1
-        heapq.heappush(self._heap, (max(self.now, run.t_last) + run.work_left / run.rate,
-                                    self._version[run.j], run.j))
+        heap, now, since = self._heap, self.now, run.t_last
+        heapq.heappush(heap, ((since if since > now else now) + run.work_left / run.rate,
+                              self._version[run.j], run.j))         # max(now, since)
+        if len(heap) > 4 * len(self.running) + 1024:
+            self._drop_stale_completions()
 
     def _complete(self, j: int, t: float) -> None:
         self.now = t
@@ -876,6 +973,16 @@ class Simulator(Pricing):
         self.policy.on_complete(self, j)
         for m in self.mechanisms:
             m.after_complete(self)            # e.g. migration onto the GPUs just freed
+
+    def _drop_stale_completions(self) -> None:
+        """Rebuild the completion heap from its live entries. Each re-timing leaves its
+        job's last entry stale, and on a full cluster a job is re-timed tens of times:
+        popped one by one, the stale entries cost a sift each on a heap mostly made of
+        them. The entries popped next are the same: the smallest live ``(time, version,
+        job)``, which no two live entries share (one per running job)."""
+        running, version = self.running, self._version
+        heap = self._heap = [e for e in self._heap if e[2] in running and version[e[2]] == e[1]]
+        heapq.heapify(heap)
 
     def _next_completion(self) -> float:
         heap = self._heap
@@ -893,6 +1000,12 @@ class Simulator(Pricing):
 
     # ---- the loop ---------------------------------------------------------------------
     def run(self) -> SimResult:
+        # the loop allocates at nearly every step and frees by reference counting alone:
+        # the cyclic collector's frequent passes are a tenth of a large run's CPU
+        with rare_collections():
+            return self._run()
+
+    def _run(self) -> SimResult:
         jobs, n_jobs = self.jobs, len(self.jobs)
         if n_jobs == 0:
             return SimResult(self.policy.name, 0, *(0.0,) * 6)

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from end_to_end.whatif import (arrival_window, bins_quantile, known_error, known_error_lines, cross_rack_share,
-                               offered_load, pair_changes, parse_load, report, scale_to_load)
+from end_to_end.whatif import (arm_metrics, arrival_window, bins_quantile, cross_rack_share,
+                               known_error, known_error_lines, multi_host_jobs, offered_load,
+                               pair_changes, parse_load, report, scale_to_load)
+from job_scheduler.simulation.simulator import simulate
 from sluice_common.errors import InputError
 from sluice_common.jobspec import JobSpec
+from sluice_common.placement import Placement
+from support.sim_jobs import CROSS_A, Pinned, job
+from topologies import load_topology
 
 
 def trace_job(name, arrival, gpus, seconds, **extra):
@@ -122,3 +127,14 @@ def test_the_pairs_compare_average_jct_where_both_arms_ran():
     assert report(arms=arms, load=None, load_requested=None, load_recorded=None, jobs=3,
                   topology="t", total_gpus=8, window_s=0.0, scale=1.0)["load_requested"] \
         == "recorded"
+
+
+def test_arm_metrics_spread_is_that_of_the_job_records():
+    jobs = [job("a", m=6000), job("b", m=6000), job("c", m=6000), job("d", arrival=5.0, m=6000)]
+    pins = Pinned({"a": CROSS_A, "b": Placement("b", ("h2",), ("h1", "h2")),
+                   "c": Placement("c", ("h4",), ("h4",)), "d": Placement("d", ("h4",), ("h2",))})
+    result = simulate(load_topology("two-rack"), jobs, pins)
+    got = arm_metrics(result, "a", "title")
+    records = result.job_records
+    assert got["multi_host_jobs"] == multi_host_jobs(records) == 3
+    assert got["cross_rack_share"] == cross_rack_share(records) == pytest.approx(2 / 3)

@@ -6,8 +6,11 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
+
 from sluice_common.exchange import ExchangeConstants
 from sluice_common.exchange_waits import (backlog_bytes, busy_share, fifo_round_wait_s,
+                                          fifo_wait_of_sums, fifo_wait_of_sums_at,
                                           loss_wait_s, queue_wait_s)
 
 C = ExchangeConstants(overhead_s=0.01, per_key_s=0.002, hop_s=0.0005, efficiency=0.8,
@@ -24,6 +27,20 @@ def test_fifo_round_wait_is_exactly_its_queue_and_loss_terms():
         want = (queue_wait_s(ahead, left, backlog_bytes(buffer, C), C)
                 + loss_wait_s(ahead, buffer, C, message))
         assert fifo_round_wait_s(ahead, left, buffer, C, message) == want
+
+
+def test_the_bound_fifo_wait_of_sums_is_the_same_to_the_last_digit():
+    rng = random.Random(12)
+    for _ in range(2000):
+        busy, senders = rng.random(), rng.choice((0.0, 0.5, 1.0, rng.uniform(0, 40)))
+        mbps, scale = rng.uniform(1.0, 1e5), rng.choice((1.0, 0.37, 12.5))
+        buffer = rng.choice((0.0, 15000.0, 302800.0, 50e6))
+        message = rng.choice((None, 1000.0, 4e6))
+        wait = fifo_wait_of_sums_at(buffer, C, scale, message)
+        assert wait(busy, senders, mbps) == fifo_wait_of_sums(
+            busy, senders, mbps * scale * 1e6 / 8, buffer, C, message)
+    with pytest.raises(ValueError):
+        fifo_wait_of_sums_at(15000.0, C, 1.0)(0.5, 1.0, 0.0)
 
 
 def test_busy_share_clamps_each_share_to_0_1():

@@ -1,5 +1,7 @@
 """The model of Slurm's cons_tres + topology/tree choice (arms a and b of sluice demo)."""
 
+import random
+
 from job_scheduler.core.cluster_state import ClusterState
 from job_scheduler.core.policies import make_policy
 from job_scheduler.core.slurm_placement import SlurmTreePlacement, slurm_counts
@@ -39,3 +41,28 @@ def test_the_placer_puts_the_ps_on_the_first_node_and_the_policy_uses_it():
     assert p.ps_hosts == (names[2],)
     assert SlurmTreePlacement().place(state, "j", 14) is None
     assert make_policy("fifo", placement="slurm").placer.name == "slurm"
+
+
+def test_counts_are_the_rule_on_every_host_with_full_hosts_among_them():
+    def by_rule(free, rack_hosts, n):       # the module doc's rule, every host sorted
+        fitting = [r for r, hosts in enumerate(rack_hosts) if sum(free[h] for h in hosts) >= n]
+        scope = ([h for hosts in rack_hosts for h in hosts] if not fitting else rack_hosts[
+            min(fitting, key=lambda r: (sum(1 for h in rack_hosts[r] if free[h]), r))])
+        counts = {}
+        for h in sorted(scope, key=lambda h: (-free[h], h)):
+            take = min(free[h], n)
+            if take:
+                counts[h], n = take, n - take
+            if not n:
+                break
+        return counts
+
+    rng = random.Random(5)
+    for _ in range(300):
+        racks = [list(range(r * 4, r * 4 + 4)) for r in range(rng.randrange(1, 5))]
+        free = [rng.choice((0, 0, 0, 1, 2, 8)) for _ in range(4 * len(racks))]
+        if not sum(free):
+            continue
+        n = rng.randrange(1, sum(free) + 1)
+        got = slurm_counts(free, racks, n)
+        assert got == by_rule(free, racks, n) and list(got) == list(by_rule(free, racks, n))

@@ -148,10 +148,22 @@ def test_kept_sums_time_every_job_as_the_senders_summed_afresh(priority, monkeyp
         TWO_RACK, jobs, Pinned(pins), slot=1.0, priority=priority).run().avg_jct, rel=1e-3)
 
 
+def fresh_used(table, level, send):
+    """What the sending jobs more urgent than ``level`` use of the uplink, summed afresh
+    in the table's order."""
+    got = 0.0
+    for i, other, f, nps in table.before(level):
+        if send[i] >= 0:
+            got += f * other.bw / nps * send[i]
+    return got
+
+
 class TwoPassChecked(Simulator):
     """The simulator, checking at every re-timing that the one pass over a job's uplinks
     gives the bandwidth and round wait of the two passes."""
     checked = 0
+
+    kept_used = 0
 
     def _priority_timing(self, run):
         got = super()._priority_timing(run)
@@ -159,18 +171,31 @@ class TwoPassChecked(Simulator):
         assert got == (self._priority_bandwidth(run, tables),
                        self._round_wait(run, tables=tables))
         self.checked += 1
+        for table in tables.values():       # the kept use of the more urgent levels
+            for level, kept in table._used.items():
+                assert kept == fresh_used(table, level, self._send)
+                self.kept_used += 1
+        return got
+
+    def _fair_timing(self, run):
+        got = super()._fair_timing(run)
+        assert got == (self.live_bandwidth(run.placement, run.flows, run.base_bw,
+                                           joining=False), self._round_wait(run))
+        self.checked += 1
         return got
 
 
+@pytest.mark.parametrize("priority", ["aged", None])
 @pytest.mark.parametrize("startup", [False, True])
-def test_one_pass_timing_is_the_bandwidth_and_wait_of_two(startup):
+def test_one_pass_timing_is_the_bandwidth_and_wait_of_two(startup, priority):
     jobs = [job("a", m=60000), job("b", arrival=40.0, m=20000),
             job("c", arrival=90.0, m=30000), job("d", arrival=95.0, m=5000),
             job("e", arrival=96.0, m=8000)]
     pins = Pinned({"a": CROSS_A, "b": CROSS_B, "c": Placement("c", ("h3",), ("h1",) * 2),
                    "d": Placement("d", ("h4",), ("h2",)), "e": Placement("e", ("h4",), ("h1",))})
     est = Estimator(exchange=ExchangePricing.for_topology(TWO_RACK))
-    sim = TwoPassChecked(TWO_RACK, jobs, pins, slot=1.0, estimator=est, priority="aged",
+    sim = TwoPassChecked(TWO_RACK, jobs, pins, slot=1.0, estimator=est, priority=priority,
                          startup=startup)
     res = sim.run()
     assert res.jobs == 5 and sim.checked >= 20
+    assert (sim.kept_used > 0) == (priority is not None)
