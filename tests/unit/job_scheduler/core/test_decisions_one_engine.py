@@ -5,7 +5,10 @@ run's scheduling loop on a virtual clock, the exchange model timing the jobs).
 For the same jobs and seed, ``sluice run --dry-run`` takes the steps (starts,
 suspensions, placements) the simulator takes on the run's estimator with the idle-fabric
 bandwidth model, in the same order, preemptions included, under ``las`` and ``sluice``;
-only their times differ by how the two time the jobs. The service's policy step, shown
+only their times differ by how the two time the jobs. Both time a suspension alike
+here: the dry run's checkpoint costs (its GPUs held while the state is written, the
+state read back on resume: ``end_to_end.model_run``) are left out, since the simulator
+frees a suspended job's GPUs at once and charges the job the cost its policy states. The service's policy step, shown
 the same queue, decides the same starts as the simulator (the full service run of every
 non-preemptive policy is tests/unit/job_scheduler/core/test_decisions.py)."""
 
@@ -58,6 +61,14 @@ def simulator_plans(files, policy: str, mech: MechanismOptions = MechanismOption
                         f"{t:9.1f} s  {s}" for s in p.lines([j.name for j in sim.jobs])))
     sim.run()
     return lines
+
+
+@pytest.fixture(autouse=True)
+def no_checkpoint_costs(monkeypatch):
+    """The dry run without the checkpoint's costs (module doc)."""
+    import ps_runtime.calibration
+
+    monkeypatch.setattr(ps_runtime.calibration, "checkpoint_costs", lambda: None)
 
 
 def dry_run_plans(capsys, files, policy: str, *extra: str) -> list[str]:
